@@ -1,0 +1,18 @@
+"""Sequence containers: accepted input forms, batching, encoding and scaling."""
+
+from ._batching import BucketBatchLoader, FlatSequences, SequenceDataset, bucket_batches
+from ._encoding import InputEncoder
+from ._scaler import SequenceStandardScaler
+from ._validation import check_sequences, input_layout, restore_layout
+
+__all__ = [
+    "BucketBatchLoader",
+    "FlatSequences",
+    "InputEncoder",
+    "SequenceDataset",
+    "SequenceStandardScaler",
+    "bucket_batches",
+    "check_sequences",
+    "input_layout",
+    "restore_layout",
+]

@@ -1,0 +1,275 @@
+"""Variable-length batches: sequences stored flat, gathered into length-bucketed batches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+__all__ = ["FlatSequences", "SequenceDataset", "BucketBatchLoader", "bucket_batches"]
+
+#: Batches per sorting pool when shuffling: enough to find similar lengths, few
+#: enough that batches still mix samples from across the data set.
+POOL_BATCHES = 50
+
+
+class FlatSequences:
+    """Sequences stored back to back in one tensor, gathered into padded batches.
+
+    Storing the steps flat keeps memory proportional to the total number of steps, and
+    a batch is assembled with one gather on the tensor's device (no host round trip
+    when the data lives on a GPU).
+
+    Parameters
+    ----------
+    values : torch.Tensor of shape (total_steps, n_features)
+        Every sequence's steps, concatenated.
+    lengths : torch.Tensor of shape (n_sequences,)
+        Steps of each sequence, at least 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences import FlatSequences
+    >>> flat = FlatSequences.from_arrays([np.ones((3, 1)), 2 * np.ones((1, 1))])
+    >>> x, lengths = flat.batch(np.array([0, 1]))
+    >>> x[..., 0]
+    tensor([[1., 1., 1.],
+            [2., 0., 0.]])
+    >>> lengths
+    tensor([3, 1])
+    """
+
+    def __init__(self, values: torch.Tensor, lengths: torch.Tensor) -> None:
+        self.values = values
+        self.lengths = lengths.to(device=values.device, dtype=torch.long)
+        self.starts = torch.cumsum(self.lengths, 0) - self.lengths  # (n,)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        arrays: list[np.ndarray],
+        *,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ) -> FlatSequences:
+        """Build from a list of ``(T_i, d)`` arrays.
+
+        Parameters
+        ----------
+        arrays : list of ndarray of shape (T_i, d)
+            The sequences; they must hold no NaN (encode missing values first).
+        dtype : torch.dtype, default=torch.float32
+            Storage type.
+        device : torch.device or str, default='cpu'
+            Where the steps live.
+
+        Returns
+        -------
+        FlatSequences
+        """
+        values = torch.as_tensor(np.concatenate(arrays, axis=0), dtype=dtype, device=device)
+        lengths = torch.as_tensor([len(array) for array in arrays], device=device)
+        return cls(values, lengths)
+
+    def __len__(self) -> int:
+        return int(self.lengths.shape[0])
+
+    def batch(self, indices: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gather sequences into a right-padded batch.
+
+        Parameters
+        ----------
+        indices : array-like of int of shape (batch,)
+            Which sequences.
+
+        Returns
+        -------
+        x : torch.Tensor of shape (batch, max_length, n_features)
+            Zero after each sequence's end.
+        lengths : torch.Tensor of shape (batch,)
+        """
+        index = torch.as_tensor(indices, device=self.values.device, dtype=torch.long)
+        lengths = self.lengths[index]  # (B,)
+        steps = torch.arange(int(lengths.max()), device=index.device)  # (T,)
+        valid = steps[None, :] < lengths[:, None]  # (B, T)
+        rows = self.starts[index][:, None] + torch.minimum(steps[None, :], lengths[:, None] - 1)
+        x = self.values[rows] * valid[..., None]  # (B, T, d)
+        return x, lengths
+
+
+class SequenceDataset(torch.utils.data.Dataset):
+    """Flat sequences with their targets and sample weights.
+
+    Parameters
+    ----------
+    sequences : FlatSequences
+        The inputs.
+    y : torch.Tensor of shape (n,) or (n, k), optional
+        Targets; None at prediction time.
+    sample_weight : torch.Tensor of shape (n,), optional
+        Weights; ones when None.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from sklearn_rnn.sequences import FlatSequences, SequenceDataset
+    >>> data = SequenceDataset(FlatSequences.from_arrays([np.ones((2, 1))]), torch.tensor([1]))
+    >>> len(data)
+    1
+    """
+
+    def __init__(
+        self,
+        sequences: FlatSequences,
+        y: torch.Tensor | None = None,
+        sample_weight: torch.Tensor | None = None,
+    ) -> None:
+        self.sequences = sequences
+        self.y = y
+        if sample_weight is None:
+            sample_weight = torch.ones(len(sequences), device=sequences.values.device)
+        self.sample_weight = sample_weight
+
+    def __len__(self) -> int:
+        return len(self.sequences)
+
+    def __getitem__(self, index: int) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+        return self.collate(np.array([index]))
+
+    def collate(self, indices: np.ndarray) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+        """Assemble the batch of ``indices``: ``({'x', 'lengths', 'sample_weight'}, y)``.
+
+        Parameters
+        ----------
+        indices : ndarray of int of shape (batch,)
+
+        Returns
+        -------
+        inputs : dict of torch.Tensor
+        y : torch.Tensor or None
+        """
+        x, lengths = self.sequences.batch(indices)
+        index = torch.as_tensor(indices, device=self.sample_weight.device)
+        inputs = {"x": x, "lengths": lengths, "sample_weight": self.sample_weight[index]}
+        y = None if self.y is None else self.y[index.to(self.y.device)]
+        return inputs, y
+
+
+def bucket_batches(
+    lengths: np.ndarray,
+    batch_size: int,
+    *,
+    shuffle: bool = False,
+    rng: np.random.Generator | None = None,
+    pool_batches: int = POOL_BATCHES,
+) -> list[np.ndarray]:
+    """Split sample indices into batches of similar lengths.
+
+    Without shuffling, samples are sorted by length (stable) and cut into batches. With
+    shuffling, samples are shuffled, grouped into pools of ``pool_batches`` batches,
+    sorted by length inside each pool and cut, and the batches are shuffled: batches
+    change from epoch to epoch while padding stays small, so an epoch costs about the
+    total number of steps rather than ``n * max(T_i)``.
+
+    Parameters
+    ----------
+    lengths : ndarray of int of shape (n,)
+        Steps of each sequence.
+    batch_size : int
+        Samples per batch (the last batch of a pool may be smaller).
+    shuffle : bool, default=False
+        Draw a new arrangement from ``rng``.
+    rng : numpy.random.Generator, optional
+        Required when ``shuffle`` is True.
+    pool_batches : int, default=50
+        Batches per sorting pool when shuffling.
+
+    Returns
+    -------
+    list of ndarray of int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences import bucket_batches
+    >>> bucket_batches(np.array([5, 1, 4, 2]), 2)
+    [array([1, 3]), array([2, 0])]
+    """
+    lengths = np.asarray(lengths)
+    if not shuffle:
+        order = np.argsort(lengths, kind="stable")
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if rng is None:
+        raise ValueError("bucket_batches(shuffle=True) needs a numpy Generator as rng.")
+    permutation = rng.permutation(len(lengths))
+    pool = batch_size * pool_batches
+    batches = []
+    for start in range(0, len(permutation), pool):
+        members = permutation[start : start + pool]
+        members = members[np.argsort(lengths[members], kind="stable")]
+        batches.extend(members[i : i + batch_size] for i in range(0, len(members), batch_size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+class BucketBatchLoader:
+    """Iterate over a :class:`SequenceDataset` in length-bucketed batches.
+
+    A drop-in for :class:`torch.utils.data.DataLoader` in skorch's ``iterator_train``
+    and ``iterator_valid`` slots.
+
+    Parameters
+    ----------
+    dataset : SequenceDataset
+        The data.
+    batch_size : int
+        Samples per batch.
+    shuffle : bool, default=False
+        New batches every epoch (training); otherwise sorted by length.
+    random_state : numpy.random.Generator, optional
+        Source of the shuffles; required when ``shuffle`` is True.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences import FlatSequences, SequenceDataset, BucketBatchLoader
+    >>> data = SequenceDataset(FlatSequences.from_arrays([np.ones((n, 1)) for n in (3, 1, 2)]))
+    >>> [inputs["lengths"].tolist() for inputs, _ in BucketBatchLoader(data, batch_size=2)]
+    [[1, 2], [3]]
+    """
+
+    def __init__(
+        self,
+        dataset: SequenceDataset,
+        batch_size: int,
+        shuffle: bool = False,
+        random_state: np.random.Generator | None = None,
+    ) -> None:
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def batches(self) -> list[np.ndarray]:
+        """The index batches of one pass, in iteration order.
+
+        Returns
+        -------
+        list of ndarray of int
+        """
+        lengths = self.dataset.sequences.lengths.cpu().numpy()
+        return bucket_batches(
+            lengths, self.batch_size, shuffle=self.shuffle, rng=self.random_state
+        )
+
+    def __iter__(self) -> Iterator[tuple[dict[str, torch.Tensor], torch.Tensor | None]]:
+        for indices in self.batches():
+            yield self.dataset.collate(indices)
+
+    def __len__(self) -> int:
+        n = len(self.dataset)
+        if not self.shuffle:
+            return -(-n // self.batch_size)
+        pool = self.batch_size * POOL_BATCHES
+        return (n // pool) * POOL_BATCHES + -(-(n % pool) // self.batch_size)

@@ -1,0 +1,125 @@
+"""Standardization of sequence features over all valid steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import check_sequences, input_layout, restore_layout
+
+__all__ = ["SequenceStandardScaler"]
+
+
+class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Standardize each feature over all valid steps of the training sequences.
+
+    Means and standard deviations are computed per feature over every observed step of
+    every training sequence (NaN, a missing value, is ignored and kept as NaN; padding
+    is ignored). The output has the form of the input: a list stays a list, a padded
+    array stays padded, a table stays a table. Use it as the first step of a
+    :class:`~sklearn.pipeline.Pipeline` in front of an RNN estimator.
+
+    Parameters
+    ----------
+    with_mean : bool, default=True
+        Center each feature.
+    with_std : bool, default=True
+        Scale each feature to unit variance (a constant feature is left unscaled).
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+        Mean of each feature over observed training steps.
+    scale_ : ndarray of shape (n_features,)
+        Standard deviation of each feature (1 where it is zero or undefined).
+    n_features_in_ : int
+        Features per step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import SequenceStandardScaler
+    >>> X = [np.array([[0.0], [2.0]]), np.array([[4.0], [np.nan], [6.0]])]
+    >>> scaler = SequenceStandardScaler().fit(X)
+    >>> scaler.mean_, scaler.scale_
+    (array([3.]), array([2.23606798]))
+    >>> [np.round(s.ravel(), 2).tolist() for s in scaler.transform(X)]
+    [[-1.34, -0.45], [0.45, nan, 1.34]]
+    """
+
+    def __init__(self, *, with_mean: bool = True, with_std: bool = True) -> None:
+        self.with_mean = with_mean
+        self.with_std = with_std
+
+    def fit(self, X: Any, y: Any = None) -> SequenceStandardScaler:
+        """Compute per-feature means and standard deviations.
+
+        Parameters
+        ----------
+        X : sequences in any accepted form
+            See :func:`sklearn_rnn.sequences.check_sequences`.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SequenceStandardScaler
+        """
+        steps = np.concatenate(check_sequences(X), axis=0)  # (N, d)
+        observed = ~np.isnan(steps)
+        counts = observed.sum(axis=0)
+        safe_counts = np.maximum(counts, 1)
+        mean = np.where(observed, steps, 0.0).sum(axis=0) / safe_counts
+        variance = np.where(observed, (steps - mean) ** 2, 0.0).sum(axis=0) / safe_counts
+        std = np.sqrt(variance)
+        self.mean_ = mean if self.with_mean else np.zeros_like(mean)
+        self.scale_ = np.where(std > 0, std, 1.0) if self.with_std else np.ones_like(std)
+        self.n_features_in_ = steps.shape[1]
+        return self
+
+    def transform(self, X: Any) -> Any:
+        """Standardize ``X``, keeping its form.
+
+        Parameters
+        ----------
+        X : sequences in any accepted form
+
+        Returns
+        -------
+        X_scaled : the same form as ``X``
+        """
+        check_is_fitted(self)
+        return self._apply(X, lambda steps: (steps - self.mean_) / self.scale_)
+
+    def inverse_transform(self, X: Any) -> Any:
+        """Undo :meth:`transform`.
+
+        Parameters
+        ----------
+        X : sequences in any accepted form
+
+        Returns
+        -------
+        X_original : the same form as ``X``
+        """
+        check_is_fitted(self)
+        return self._apply(X, lambda steps: steps * self.scale_ + self.mean_)
+
+    def _apply(self, X: Any, function: Any) -> Any:
+        sequences = check_sequences(X)
+        n_features = sequences[0].shape[1]
+        if n_features != self.n_features_in_:
+            raise ValueError(
+                f"X has {n_features} features per step, but {type(self).__name__} was "
+                f"fitted with {self.n_features_in_}: pass sequences with the same features."
+            )
+        return restore_layout([function(s) for s in sequences], input_layout(X), X)
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.three_d_array = True
+        return tags

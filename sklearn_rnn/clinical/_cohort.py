@@ -15,7 +15,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..sequences._long import _check_columns, _check_table, _resolve_features, from_long_format
+from ..sequences._long import (
+    _check_columns,
+    _check_table,
+    _resolve_features,
+    _scalar,
+    from_long_format,
+)
 
 __all__ = ["Cohort", "build_cohort"]
 
@@ -337,7 +343,7 @@ def build_cohort(
         end = times[-1] if np.isnan(ends[i]) else ends[i]
         if end < times[-1]:
             raise ValueError(
-                f"end_time of patient {ids[i]!r} ({end:g}) is before its last visit "
+                f"end_time of patient {_scalar(ids[i])!r} ({end:g}) is before its last visit "
                 f"({times[-1]:g}); end_time must be the end of follow-up."
             )
         reason, n_kept = _select(

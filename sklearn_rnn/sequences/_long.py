@@ -103,6 +103,11 @@ def _numeric_time(table: pd.DataFrame, time_column: Any) -> NDArray[np.float64]:
     return time
 
 
+def _scalar(value: Any) -> Any:
+    """Return numpy scalars as Python scalars, for readable error messages."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _factorize_ids(column: pd.Series) -> tuple[NDArray[np.intp], NDArray[Any]]:
     """Return per-row codes into the sorted unique ids, and those ids."""
     if column.isna().any():
@@ -110,13 +115,7 @@ def _factorize_ids(column: pd.Series) -> tuple[NDArray[np.intp], NDArray[Any]]:
             f"id column {column.name!r} has {int(column.isna().sum())} missing value(s); "
             "every row must belong to a sample. Drop those rows first."
         )
-    try:
-        codes, uniques = pd.factorize(column, sort=True)
-    except TypeError as exc:
-        raise TypeError(
-            f"ids in column {column.name!r} cannot be sorted ({exc}). Use ids of one type, "
-            "e.g. table[id_column].astype(str)."
-        ) from exc
+    codes, uniques = pd.factorize(column, sort=True)
     return codes, np.asarray(uniques)
 
 
@@ -205,7 +204,7 @@ def from_long_format(
         first = int(np.flatnonzero(same)[0])
         raise ValueError(
             f"{int(same.sum())} row(s) repeat an existing ({id_column!r}, {time_column!r}) pair, "
-            f"e.g. id {ids[codes[first]]!r} at time {time[first]:g}. Aggregate them first "
+            f"e.g. id {_scalar(ids[codes[first]])!r} at time {time[first]:g}. Aggregate them first "
             "(e.g. table.groupby([id_column, time_column], as_index=False).mean()) or pass "
             "duplicates='keep' to keep them as steps with a zero time gap."
         )
@@ -273,10 +272,12 @@ def to_long_format(
             f"ids must be 1D with one id per sample ({array.shape[0]}); got shape "
             f"{id_array.shape}. Pass the ids returned with the sequences."
         )
-    if pd.Series(id_array).duplicated().any():
+    id_series = pd.Series(id_array)
+    if id_series.duplicated().any():
+        repeated = pd.unique(id_series[id_series.duplicated()])[:5].tolist()
         raise ValueError(
-            "ids must be unique to key the table; got repeated ids "
-            f"{sorted(set(pd.Series(id_array)[pd.Series(id_array).duplicated()].tolist()))[:5]}."
+            f"ids must be unique to key the table; got repeated ids {repeated}. Pass one "
+            "id per sample, e.g. the ids returned by from_long_format."
         )
     matrix = array.reshape(array.shape[0], -1)  # (n_samples, n_outputs)
     if columns is None:

@@ -1,0 +1,170 @@
+"""Tests of the long-format converters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sklearn_rnn.sequences import from_long_format, to_long_format
+
+NAN = np.nan
+
+
+@pytest.fixture
+def visits() -> pd.DataFrame:
+    """Rows out of order, string ids, a missing value and an extra column."""
+    return pd.DataFrame(
+        {
+            "patient": ["b", "a", "b", "a", "a", "c"],
+            "day": [30, 10, 0, 0, 20, 5],
+            "bili": [1.5, 0.7, 1.2, 0.5, NAN, 2.0],
+            "ascites": [True, False, False, False, True, False],
+        }
+    )
+
+
+def test_exact_output_on_a_tiny_table(visits):
+    X, ids = from_long_format(visits, id_column="patient", time_column="day")
+    assert ids.tolist() == ["a", "b", "c"]
+    assert len(X) == 3
+    expected = [
+        [[0, 0.5, 0], [10, 0.7, 0], [20, NAN, 1]],
+        [[0, 1.2, 0], [30, 1.5, 1]],
+        [[5, 2.0, 0]],
+    ]
+    for x, e in zip(X, expected):
+        assert x.dtype == np.float64
+        np.testing.assert_array_equal(x, np.array(e, dtype=float))
+
+
+def test_ids_are_sorted_whatever_the_row_order(visits):
+    shuffled = visits.sample(frac=1.0, random_state=3)
+    X1, ids1 = from_long_format(visits, id_column="patient", time_column="day")
+    X2, ids2 = from_long_format(shuffled, id_column="patient", time_column="day")
+    assert ids1.tolist() == ids2.tolist()
+    for a, b in zip(X1, X2):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_integer_ids_keep_their_dtype():
+    table = pd.DataFrame({"id": [10, 2, 10], "t": [1.5, 0.0, 0.5], "x": [1, 2, 3]})
+    X, ids = from_long_format(table, id_column="id", time_column="t")
+    assert ids.dtype == np.int64 and ids.tolist() == [2, 10]
+    np.testing.assert_array_equal(X[1], [[0.5, 3.0], [1.5, 1.0]])
+
+
+def test_feature_columns_order_and_forms(visits):
+    X, _ = from_long_format(
+        visits, id_column="patient", time_column="day", feature_columns=["ascites", "bili"]
+    )
+    np.testing.assert_array_equal(X[1], [[0, 0, 1.2], [30, 1, 1.5]])
+    X, _ = from_long_format(visits, id_column="patient", time_column="day", feature_columns="bili")
+    assert X[0].shape == (3, 2)
+    X, _ = from_long_format(visits, id_column="patient", time_column="day", feature_columns=[])
+    np.testing.assert_array_equal(X[0], [[0.0], [10.0], [20.0]])
+
+
+def test_nullable_and_missing_values_become_nan():
+    table = pd.DataFrame(
+        {
+            "id": [1, 1, 2],
+            "t": [0, 1, 0],
+            "count": pd.array([3, pd.NA, 4], dtype="Int64"),
+            "flag": pd.array([True, None, False], dtype="boolean"),
+        }
+    )
+    X, _ = from_long_format(table, id_column="id", time_column="t")
+    np.testing.assert_array_equal(X[0], [[0, 3, 1], [1, NAN, NAN]])
+
+
+def test_duplicated_times_raise_by_default_and_keep_table_order_on_request():
+    table = pd.DataFrame({"id": [1, 1, 1, 2], "t": [5, 0, 5, 0], "x": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(ValueError, match=r"1 row\(s\) repeat .*id 1 at time 5.*duplicates='keep'"):
+        from_long_format(table, id_column="id", time_column="t")
+    X, _ = from_long_format(table, id_column="id", time_column="t", duplicates="keep")
+    np.testing.assert_array_equal(X[0], [[0, 2], [5, 1], [5, 3]])  # stable within time 5
+    with pytest.raises(ValueError, match="duplicates must be"):
+        from_long_format(table, id_column="id", time_column="t", duplicates="first")
+
+
+def test_round_trip_of_predictions(visits):
+    X, ids = from_long_format(visits, id_column="patient", time_column="day")
+    last_bili = np.array([x[-1, 1] for x in X])  # a per-sample "prediction"
+    result = to_long_format(last_bili, ids, id_column="patient", columns="last_bili")
+    merged = visits.merge(result, on="patient")
+    assert merged.shape == (6, 5)
+    assert merged.loc[merged["patient"] == "b", "last_bili"].unique().tolist() == [1.5]
+
+
+def test_to_long_format_default_names_and_order():
+    frame = to_long_format(np.array([1, 0, 1]), np.array([30, 10, 20]))
+    assert list(frame.columns) == ["id", "value"]
+    assert frame["id"].tolist() == [30, 10, 20]
+    assert frame["value"].tolist() == [1, 0, 1]
+    frame = to_long_format(np.eye(2), ["x", "y"])
+    assert list(frame.columns) == ["id", "value_0", "value_1"]
+    assert frame.iloc[1].tolist() == ["y", 0.0, 1.0]
+    frame = to_long_format([[0.3, 0.7]], [5], columns=np.array(["neg", "pos"]))
+    assert list(frame.columns) == ["id", "neg", "pos"]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_errors_on_the_table(visits):
+    with pytest.raises(TypeError, match="must be a pandas.DataFrame"):
+        from_long_format(visits.to_numpy(), id_column=0, time_column=1)
+    with pytest.raises(ValueError, match="table is empty"):
+        from_long_format(visits.iloc[:0], id_column="patient", time_column="day")
+    with pytest.raises(ValueError, match=r"id_column \['pid'\] not found.*columns are"):
+        from_long_format(visits, id_column="pid", time_column="day")
+    with pytest.raises(ValueError, match=r"time_column \['days'\] not found"):
+        from_long_format(visits, id_column="patient", time_column="days")
+    with pytest.raises(ValueError, match=r"feature_columns \['alt'\] not found"):
+        from_long_format(visits, id_column="patient", time_column="day", feature_columns=["alt"])
+    with pytest.raises(ValueError, match="must not contain the id or time column"):
+        from_long_format(visits, id_column="patient", time_column="day", feature_columns=["day"])
+    with pytest.raises(ValueError, match="repeated names"):
+        from_long_format(
+            visits, id_column="patient", time_column="day", feature_columns=["bili", "bili"]
+        )
+
+
+def test_non_numeric_features_say_how_to_fix(visits):
+    table = visits.assign(sex=["f", "m", "f", "m", "m", "f"])
+    with pytest.raises(TypeError, match=r"non-numeric columns \{'sex'.*pandas.get_dummies"):
+        from_long_format(table, id_column="patient", time_column="day")
+    X, _ = from_long_format(
+        table, id_column="patient", time_column="day", feature_columns=["bili"]
+    )
+    assert X[0].shape == (3, 2)
+
+
+def test_bad_time_and_id_values(visits):
+    dated = visits.assign(day=pd.to_datetime("2020-01-01") + pd.to_timedelta(visits["day"], "D"))
+    with pytest.raises(TypeError, match=r"must be numeric.*\.dt\.days"):
+        from_long_format(dated, id_column="patient", time_column="day")
+    with pytest.raises(ValueError, match="1 missing or infinite"):
+        from_long_format(
+            visits.assign(day=[0, 1, NAN, 3, 4, 5]), id_column="patient", time_column="day"
+        )
+    with pytest.raises(ValueError, match="id column 'patient' has 1 missing"):
+        from_long_format(
+            visits.assign(patient=["a", None, "b", "a", "a", "c"]),
+            id_column="patient",
+            time_column="day",
+        )
+
+
+def test_to_long_format_errors():
+    with pytest.raises(ValueError, match="1D .* or 2D"):
+        to_long_format(np.zeros((2, 3, 1)), [1, 2])
+    with pytest.raises(ValueError, match=r"one id per sample \(2\)"):
+        to_long_format([0.1, 0.2], [1, 2, 3])
+    with pytest.raises(ValueError, match="ids must be unique.*\\[1\\]"):
+        to_long_format([0.1, 0.2], [1, 1])
+    with pytest.raises(ValueError, match="name each of the 2 value column"):
+        to_long_format(np.zeros((1, 2)), [1], columns=["only_one"])
+    with pytest.raises(ValueError, match="also a value column"):
+        to_long_format([0.1], [1], id_column="risk", columns="risk")

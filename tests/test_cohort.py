@@ -1,0 +1,258 @@
+"""Tests of the cohort builder (the lupus selection protocol)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sklearn_rnn.clinical import Cohort, build_cohort
+from sklearn_rnn.datasets import load_pbcseq
+
+NAN = np.nan
+YEAR = 365.25
+
+# One patient per rule; times in years, the event is sdi > 0.
+#   1: positive at year 2, two earlier visits            -> included, y = 1
+#   2: negative, last visit 3.5, cut at 2                -> included, y = 0
+#   3: positive at its first visit                       -> positive_at_first_visit
+#   4: positive with one earlier visit                   -> too_few_visits
+#   5: negative, cut leaves 0 and 0.5: span 0.5 < 1      -> span_too_short
+#   6: negative, cut leaves one visit                    -> too_few_visits
+#   7: negative, cut visit exactly 1 year before the end -> included (bounds inclusive)
+#   8: positive at year 3, NaN sdi counts as absent      -> included, y = 1
+ROWS = [
+    (1, 0.0, 0, 1.0), (1, 1.0, 0, 2.0), (1, 2.0, 1, 4.0),
+    (2, 0.0, 0, 1.0), (2, 1.0, 0, 1.5), (2, 2.0, 0, 1.2), (2, 3.5, 0, 1.1),
+    (3, 0.0, 1, 3.0), (3, 1.0, 1, 3.5),
+    (4, 0.0, 0, 1.0), (4, 0.5, 2, 2.0),
+    (5, 0.0, 0, 1.0), (5, 0.5, 0, 1.0), (5, 3.0, 0, 1.0),
+    (6, 0.0, 0, 1.0), (6, 1.0, 0, 1.0),
+    (7, 0.0, 0, 7.0), (7, 1.0, 0, 7.1), (7, 2.0, 0, 7.2),
+    (8, 0.0, 0, 8.0), (8, 1.0, NAN, 8.1), (8, 2.0, 0, 8.2), (8, 3.0, 2, 8.3),
+]  # fmt: skip
+EVENT_TIMES = {1: 2.0, 3: 0.0, 4: 0.5, 8: 3.0}
+
+
+@pytest.fixture
+def visits() -> pd.DataFrame:
+    table = pd.DataFrame(ROWS, columns=["patient", "year", "sdi", "crp"])
+    return table.sample(frac=1.0, random_state=0)  # row order must not matter
+
+
+def _build(table: pd.DataFrame, **kwargs) -> Cohort:
+    params = dict(id_column="patient", time_column="year", upper_span=1, lower_span=1, min_visits=2)
+    params.update(kwargs)
+    if "event_time" not in params:
+        params.setdefault("event_column", "sdi")
+    return build_cohort(table, **params)
+
+
+def _check_reference_cohort(cohort: Cohort) -> None:
+    assert cohort.ids.tolist() == [1, 2, 7, 8]
+    assert cohort.y.tolist() == [1, 0, 0, 1]
+    assert cohort.y.dtype == np.int64
+    assert cohort.feature_names == ["year", "crp"]
+    assert cohort.time_feature == 0
+    expected = [
+        [[0, 1.0], [1, 2.0]],
+        [[0, 1.0], [1, 1.5], [2, 1.2]],
+        [[0, 7.0], [1, 7.1]],
+        [[0, 8.0], [1, 8.1], [2, 8.2]],
+    ]
+    for sequence, e in zip(cohort.sequences, expected):
+        np.testing.assert_array_equal(sequence, e)
+    assert cohort.summary == {
+        "n_patients": 8,
+        "positives": 2,
+        "negatives": 2,
+        "excluded_positive_at_first_visit": 1,
+        "excluded_too_few_visits": 2,
+        "excluded_span_too_short": 1,
+    }
+    patients = cohort.patients.set_index("patient")
+    assert patients["reason"].to_dict() == {
+        1: "included", 2: "included", 3: "positive_at_first_visit", 4: "too_few_visits",
+        5: "span_too_short", 6: "too_few_visits", 7: "included", 8: "included",
+    }  # fmt: skip
+    assert patients["event"].tolist() == [True, False, True, True, False, False, False, True]
+    assert patients["n_visits"].tolist() == [3, 4, 2, 2, 3, 2, 3, 4]
+    assert patients["n_kept"].tolist() == [2, 3, 0, 1, 2, 1, 2, 3]
+    np.testing.assert_array_equal(patients["cut_time"], [1, 2, NAN, 0, 0.5, 0, 1, 2])
+
+
+def test_event_column_protocol(visits):
+    _check_reference_cohort(_build(visits))
+
+
+def test_event_time_gives_the_same_cohort(visits):
+    table = visits.drop(columns="sdi")
+    _check_reference_cohort(_build(table, event_time=EVENT_TIMES))
+    series = pd.Series({**EVENT_TIMES, 2: NAN, 99: 5.0})  # NaN and unknown ids mean no event
+    _check_reference_cohort(_build(table, event_time=series))
+
+
+def test_boolean_event_column(visits):
+    _check_reference_cohort(_build(visits.assign(sdi=visits["sdi"].fillna(0) > 0)))
+
+
+def test_positives_keep_the_visits_strictly_before_the_event(visits):
+    table = visits.drop(columns="sdi")
+    between = _build(table, event_time={1: 1.5})
+    np.testing.assert_array_equal(between.sequences[0][:, 0], [0.0, 1.0])
+    after = _build(table, event_time={1: 2.5})
+    np.testing.assert_array_equal(after.sequences[0][:, 0], [0.0, 1.0, 2.0])
+
+
+def test_positives_ignore_spans_in_the_original_protocol(visits):
+    cohort = _build(visits, upper_span=1.5, lower_span=1.9, min_visits=3)
+    assert cohort.ids.tolist() == [1, 2, 8]  # 1 keeps 2 visits covering 1 year
+    assert cohort.y.tolist() == [1, 0, 1]
+
+
+def test_positive_cut_upper_span(visits):
+    event = _build(visits, upper_span=1.5)
+    assert event.ids.tolist() == [1, 2, 8]
+    horizon = _build(visits, upper_span=1.5, positive_cut="upper_span")
+    # Patient 1 (event at 2) keeps only the visit at 0; patient 8 (event at 3) keeps 0 and 1.
+    assert horizon.ids.tolist() == [2, 8]
+    np.testing.assert_array_equal(horizon.sequences[1][:, 0], [0.0, 1.0])
+    assert horizon.patients.set_index("patient").loc[1, "reason"] == "too_few_visits"
+
+
+def test_upper_span_positives_need_two_visits_even_with_min_visits_one(visits):
+    table = visits.drop(columns="sdi")
+    cohort = _build(
+        table, event_time={1: 2.0}, upper_span=1.5, lower_span=0, min_visits=1,
+        positive_cut="upper_span",
+    )  # fmt: skip
+    assert 1 not in cohort.ids.tolist()
+    # A negative with a single kept visit is fine with min_visits=1.
+    assert cohort.sequences[cohort.ids.tolist().index(7)].shape == (1, 2)
+
+
+def test_end_time_moves_the_cut_of_negatives(visits):
+    cohort = _build(visits, end_time={6: 2.0, 2: NAN})
+    assert cohort.ids.tolist() == [1, 2, 6, 7, 8]
+    np.testing.assert_array_equal(cohort.sequences[2][:, 0], [0.0, 1.0])
+    with pytest.raises(ValueError, match="end_time of patient 2 .* before its last visit"):
+        _build(visits, end_time={2: 3.0})
+
+
+def test_features_and_repr(visits):
+    cohort = _build(visits.assign(alt=1.0), feature_columns=["alt"])
+    assert cohort.feature_names == ["year", "alt"]
+    assert cohort.sequences[0].shape == (2, 2)
+    assert repr(cohort) == (
+        "Cohort(n_sequences=4, positives=2, negatives=2, feature_names=['year', 'alt'])"
+    )
+
+
+def test_empty_cohort(visits):
+    cohort = _build(visits, upper_span=10)
+    assert cohort.ids.tolist() == [1, 8]  # only positives are left
+    cohort = _build(visits[visits["patient"].isin([3, 6])])
+    assert cohort.sequences == [] and cohort.y.shape == (0,) and cohort.ids.shape == (0,)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"event_column": None}, ValueError, "exactly one of event_column .* neither"),
+        ({"event_time": {1: 2.0}}, ValueError, "exactly one of event_column .* both"),
+        ({"upper_span": -1}, ValueError, "upper_span must be a finite number >= 0"),
+        ({"lower_span": NAN}, ValueError, "lower_span must be a finite number"),
+        ({"lower_span": "1"}, ValueError, "lower_span must be a finite number"),
+        ({"min_visits": 0}, ValueError, "min_visits must be an int >= 1"),
+        ({"min_visits": 2.5}, ValueError, "min_visits must be an int >= 1"),
+        ({"positive_cut": "horizon"}, ValueError, "positive_cut must be"),
+        ({"event_column": "damage"}, ValueError, r"event_column \['damage'\] not found"),
+        ({"feature_columns": ["crp", "sdi"]}, ValueError, "outcome must not be a feature"),
+        ({"event_column": "year"}, ValueError, "event_column must differ"),
+    ],
+)
+def test_parameter_errors(visits, kwargs, error, match):
+    params = {"event_column": "sdi", **kwargs}
+    if params["event_column"] is None and "event_time" in params:
+        del params["event_time"]
+    with pytest.raises(error, match=match):
+        _build(visits, **params)
+
+
+def test_event_time_errors(visits):
+    table = visits.drop(columns="sdi")
+    with pytest.raises(TypeError, match="mapping or pandas.Series"):
+        _build(table, event_time=[2.0, 3.0])
+    with pytest.raises(ValueError, match="none of the patient ids of event_time"):
+        _build(table, event_time={"1": 2.0, "8": 3.0})
+    with pytest.raises(TypeError, match="event_time values must be numeric"):
+        _build(table, event_time={1: "soon"})
+    with pytest.raises(ValueError, match="repeated patient ids"):
+        _build(table, event_time=pd.Series([2.0, 3.0], index=[1, 1]))
+
+
+def test_table_errors(visits):
+    with pytest.raises(TypeError, match="pandas.DataFrame"):
+        _build(visits.to_dict())
+    with pytest.raises(ValueError, match="table is empty"):
+        _build(visits.iloc[:0])
+    with pytest.raises(TypeError, match="must be numeric"):
+        _build(visits.assign(sdi=visits["sdi"].map({0: "no", 1: "yes", 2: "yes"})))
+    with pytest.raises(ValueError, match="repeat an existing"):
+        _build(pd.concat([visits, visits.iloc[:1]]))
+
+
+# --------------------------------------------------------------------------- pbcseq
+
+
+@pytest.fixture(scope="module")
+def pbc_death():
+    """PBC visits without transplanted patients, and their follow-up and death days."""
+    pbc = load_pbcseq()
+    pbc = pbc[pbc["status"] != 1]
+    per_patient = pbc.groupby("id")[["futime", "status"]].first()
+    deaths = per_patient.loc[per_patient["status"] == 2, "futime"]
+    return pbc, deaths, per_patient["futime"]
+
+
+def _pbc_cohort(pbc_death, **kwargs) -> Cohort:
+    pbc, deaths, _ = pbc_death
+    return build_cohort(
+        pbc, id_column="id", time_column="day", feature_columns=["bili", "albumin"],
+        event_time=deaths, upper_span=YEAR, lower_span=YEAR, min_visits=2, **kwargs,
+    )  # fmt: skip
+
+
+def test_pbcseq_cohort_of_the_issue_208_patients_86_deaths(pbc_death):
+    pbc, deaths, futime = pbc_death
+    cohort = _pbc_cohort(pbc_death, end_time=futime, positive_cut="upper_span")
+    assert len(cohort.y) == 208 and int(cohort.y.sum()) == 86
+    assert cohort.summary == {
+        "n_patients": 283,
+        "positives": 86,
+        "negatives": 122,
+        "excluded_positive_at_first_visit": 0,
+        "excluded_too_few_visits": 38,
+        "excluded_span_too_short": 37,
+    }
+    for patient, label, sequence in zip(cohort.ids, cohort.y, cohort.sequences):
+        days = sequence[:, 0]
+        assert len(days) >= 2 and days[-1] - days[0] >= YEAR
+        assert days[-1] <= futime[patient] - YEAR  # a year of horizon for both classes
+        assert label == (patient in deaths.index)
+        # The cut is the LATEST visit a year before the end: the next visit is later.
+        all_days = pbc.loc[pbc["id"] == patient, "day"].to_numpy()
+        if len(all_days) > len(days):
+            assert all_days[len(days)] > futime[patient] - YEAR
+
+
+def test_pbcseq_cohort_with_the_original_protocol(pbc_death):
+    # Positives cut at death (all their visits), negatives walked back from the last visit.
+    cohort = _pbc_cohort(pbc_death)
+    assert (cohort.summary["positives"], cohort.summary["negatives"]) == (122, 108)
+    # Negatives walked back from the censoring day instead.
+    cohort = _pbc_cohort(pbc_death, end_time=pbc_death[2])
+    assert (cohort.summary["positives"], cohort.summary["negatives"]) == (122, 122)

@@ -60,7 +60,7 @@ def _check_reference_cohort(cohort: Cohort) -> None:
         [[0, 7.0], [1, 7.1]],
         [[0, 8.0], [1, 8.1], [2, 8.2]],
     ]
-    for sequence, e in zip(cohort.sequences, expected):
+    for sequence, e in zip(cohort.sequences, expected, strict=True):
         np.testing.assert_array_equal(sequence, e)
     assert cohort.summary == {
         "n_patients": 8,
@@ -238,7 +238,7 @@ def test_pbcseq_cohort_of_the_issue_208_patients_86_deaths(pbc_death):
         "excluded_too_few_visits": 38,
         "excluded_span_too_short": 37,
     }
-    for patient, label, sequence in zip(cohort.ids, cohort.y, cohort.sequences):
+    for patient, label, sequence in zip(cohort.ids, cohort.y, cohort.sequences, strict=True):
         days = sequence[:, 0]
         assert len(days) >= 2 and days[-1] - days[0] >= YEAR
         assert days[-1] <= futime[patient] - YEAR  # a year of horizon for both classes

@@ -100,7 +100,7 @@ def test_three_symbol_temporal_order_markers_and_classes():
     assert set(np.unique(y).tolist()) == set(range(8))
     counts = np.bincount(y, minlength=8)
     assert counts.min() > 400 and counts.max() < 600
-    for x, label in zip(X[:200], y[:200]):
+    for x, label in zip(X[:200], y[:200], strict=True):
         L = x.shape[0]
         positions = _marker_positions(x)
         assert len(positions) == 3
@@ -114,7 +114,7 @@ def test_three_symbol_temporal_order_markers_and_classes():
 
 def test_addition_targets_and_statistics():
     X, y = make_addition(20000, 20, random_state=2)
-    for x, target in zip(X[:100], y[:100]):
+    for x, target in zip(X[:100], y[:100], strict=True):
         marked = x[x[:, 0] == 1, 1]
         assert target == pytest.approx(marked.mean())
     values = np.concatenate([x[:, 1] for x in X[:1000]])
@@ -126,7 +126,7 @@ def test_addition_targets_and_statistics():
 
 def test_multiplication_targets_and_statistics():
     X, y = make_multiplication(20000, 20, random_state=3)
-    for x, target in zip(X[:100], y[:100]):
+    for x, target in zip(X[:100], y[:100], strict=True):
         assert target == pytest.approx(np.prod(x[x[:, 0] == 1, 1]))
     assert abs(y.mean() - 0.25) < 0.01  # E[ab] = 1/4
 
@@ -134,7 +134,7 @@ def test_multiplication_targets_and_statistics():
 def test_xor_targets_are_binary_and_balanced():
     X, y = make_xor(20000, 20, random_state=4)
     assert y.dtype == np.int64
-    for x, target in zip(X[:200], y[:200]):
+    for x, target in zip(X[:200], y[:200], strict=True):
         assert set(np.unique(x[:, 1]).tolist()) <= {0.0, 1.0}
         a, b = x[x[:, 0] == 1, 1].astype(int)
         assert target == a ^ b
@@ -148,7 +148,7 @@ def test_temporal_order_one_hot_and_classes():
     assert counts.sum() == 8000 and counts.min() > 1800 and counts.max() < 2200
     stacked = np.concatenate(X)
     np.testing.assert_array_equal(stacked.sum(axis=1), 1.0)
-    for x, label in zip(X[:200], y[:200]):
+    for x, label in zip(X[:200], y[:200], strict=True):
         positions = _marker_positions(x)
         assert len(positions) == 2
         bits = x[positions, :2].argmax(axis=1)
@@ -169,9 +169,9 @@ def test_seeds_are_reproducible_and_local(make):
     X3, y3 = make(20, 30, random_state=8, variable_length=True)
     np.testing.assert_array_equal(np.random.get_state()[1], state)  # global state untouched
     np.testing.assert_array_equal(y1, y2)
-    for a, b in zip(X1, X2):
+    for a, b in zip(X1, X2, strict=True):
         np.testing.assert_array_equal(a, b)
-    assert not all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(X1, X3))
+    assert not all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(X1, X3, strict=True))
 
 
 def test_generator_and_random_state_instances_are_accepted():

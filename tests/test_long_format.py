@@ -33,7 +33,7 @@ def test_exact_output_on_a_tiny_table(visits):
         [[0, 1.2, 0], [30, 1.5, 1]],
         [[5, 2.0, 0]],
     ]
-    for x, e in zip(X, expected):
+    for x, e in zip(X, expected, strict=True):
         assert x.dtype == np.float64
         np.testing.assert_array_equal(x, np.array(e, dtype=float))
 
@@ -43,7 +43,7 @@ def test_ids_are_sorted_whatever_the_row_order(visits):
     X1, ids1 = from_long_format(visits, id_column="patient", time_column="day")
     X2, ids2 = from_long_format(shuffled, id_column="patient", time_column="day")
     assert ids1.tolist() == ids2.tolist()
-    for a, b in zip(X1, X2):
+    for a, b in zip(X1, X2, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -135,9 +135,7 @@ def test_non_numeric_features_say_how_to_fix(visits):
     table = visits.assign(sex=["f", "m", "f", "m", "m", "f"])
     with pytest.raises(TypeError, match=r"non-numeric columns \{'sex'.*pandas.get_dummies"):
         from_long_format(table, id_column="patient", time_column="day")
-    X, _ = from_long_format(
-        table, id_column="patient", time_column="day", feature_columns=["bili"]
-    )
+    X, _ = from_long_format(table, id_column="patient", time_column="day", feature_columns=["bili"])
     assert X[0].shape == (3, 2)
 
 

@@ -89,9 +89,7 @@ class Cohort:
         )
 
 
-def _per_patient(
-    mapping: Any, name: str, ids: NDArray[Any], id_column: Any
-) -> NDArray[np.float64]:
+def _per_patient(mapping: Any, name: str, ids: NDArray[Any], id_column: Any) -> NDArray[np.float64]:
     """Look up a per-patient time ``mapping`` for each id; NaN where absent."""
     if not isinstance(mapping, (Mapping, pd.Series)):
         raise TypeError(
@@ -120,7 +118,8 @@ def _per_patient(
 def _check_params(upper_span: Any, lower_span: Any, min_visits: Any, positive_cut: Any) -> None:
     """Validate the protocol parameters."""
     for name, value in (("upper_span", upper_span), ("lower_span", lower_span)):
-        if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) or value < 0:
+        is_number = isinstance(value, Real) and not isinstance(value, bool)
+        if not is_number or not np.isfinite(value) or value < 0:
             raise ValueError(
                 f"{name} must be a finite number >= 0 in the unit of the time column "
                 f"(e.g. 365.25 for one year in days); got {value!r}."

@@ -87,7 +87,8 @@ def load_pbcseq() -> pd.DataFrame:
     Notes
     -----
     Of the 312 patients, 140 died, 29 received a liver transplant and 143 were
-    censored; 158 received D-penicillamine and 154 a placebo. ``futime`` and ``status`` repeat on every visit of a patient.
+    censored; 158 received D-penicillamine and 154 a placebo. ``futime`` and
+    ``status`` repeat on every visit of a patient.
     The R documentation warns that the last visit before death or transplant
     often misses more lab values than the others (unscheduled visits made
     because the patient got worse), so missing values are potentially

@@ -106,7 +106,8 @@ def _marker_positions(
     for k, (f_lo, f_hi) in enumerate(_MARKER_FRACTIONS[:n_markers]):
         low = np.maximum(np.floor(f_lo * lengths).astype(np.int64), previous_high)
         high = np.maximum(np.floor(f_hi * lengths).astype(np.int64), low + 1)
-        positions[:, k] = low + np.floor(rng.random(lengths.shape[0]) * (high - low)).astype(np.int64)
+        offsets = np.floor(rng.random(lengths.shape[0]) * (high - low)).astype(np.int64)
+        positions[:, k] = low + offsets
         previous_high = high
     return positions
 
@@ -342,9 +343,7 @@ def make_temporal_order(
     True
     """
     if n_symbols not in (2, 3) or isinstance(n_symbols, bool):
-        raise ValueError(
-            f"n_symbols must be 2 (4 classes) or 3 (8 classes); got {n_symbols!r}."
-        )
+        raise ValueError(f"n_symbols must be 2 (4 classes) or 3 (8 classes); got {n_symbols!r}.")
     _check_sizes(n_samples, length, n_symbols)
     rng = _as_generator(random_state)
     lengths = _draw_lengths(rng, n_samples, length, variable_length)
@@ -360,7 +359,9 @@ def make_temporal_order(
     return _split(padded, lengths), y
 
 
-def task_error(task: Task, y_true: ArrayLike, y_pred: ArrayLike, *, tolerance: float = 0.04) -> float:
+def task_error(
+    task: Task, y_true: ArrayLike, y_pred: ArrayLike, *, tolerance: float = 0.04
+) -> float:
     """Error rate of predictions on a synthetic task, as the thesis scores it.
 
     For ``"addition"``, ``"multiplication"`` and ``"xor"`` a prediction is

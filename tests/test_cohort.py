@@ -137,6 +137,7 @@ def test_end_time_moves_the_cut_of_negatives(visits):
     np.testing.assert_array_equal(cohort.sequences[2][:, 0], [0.0, 1.0])
     with pytest.raises(ValueError, match="end_time of patient 2 .* before its last visit"):
         _build(visits, end_time={2: 3.0})
+    _check_reference_cohort(_build(visits, end_time={1: 0.5}))  # ignored for positives
 
 
 def test_features_and_repr(visits):

@@ -103,16 +103,17 @@ def _per_patient(mapping: Any, name: str, ids: NDArray[Any], id_column: Any) -> 
         values = pd.to_numeric(series, errors="raise").astype(np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(
-            f"{name} values must be numeric times in the unit of the time column; ({exc})."
+            f"{name} values must be numeric times in the unit of the time column ({exc}); "
+            "convert dates to numbers first, as for the time column."
         ) from exc
     found = values.reindex(ids)
     if values.notna().any() and found.isna().all():
         raise ValueError(
-            f"none of the patient ids of {name} (e.g. {list(series.index[:3])}) match the "
-            f"ids of column {id_column!r} (e.g. {list(ids[:3])}). Check that both use the "
+            f"none of the patient ids of {name} (e.g. {series.index[:3].tolist()}) match the "
+            f"ids of column {id_column!r} (e.g. {ids[:3].tolist()}). Check that both use the "
             "same ids and the same type (int vs str)."
         )
-    return found.to_numpy(dtype=np.float64)
+    return np.asarray(found, dtype=np.float64)
 
 
 def _check_params(upper_span: Any, lower_span: Any, min_visits: Any, positive_cut: Any) -> None:
@@ -219,7 +220,8 @@ def build_cohort(
         Patient id -> time of the event; patients absent or NaN had none.
     end_time : mapping or pandas.Series, default=None
         Patient id -> end of follow-up of negatives (e.g. the censoring time),
-        not earlier than their last visit; absent or NaN means the last visit.
+        not earlier than their last visit (a ValueError otherwise); absent or
+        NaN means the last visit. Ignored for positives.
     upper_span : float
         Prediction horizon: minimum time between the cut visit and the end of
         follow-up (or the event, with ``positive_cut="upper_span"``).
@@ -340,7 +342,7 @@ def build_cohort(
     for i, seq in enumerate(sequences):
         times = seq[:, 0]
         end = times[-1] if np.isnan(ends[i]) else ends[i]
-        if end < times[-1]:
+        if end < times[-1] and np.isnan(events[i]):  # the end only matters for negatives
             raise ValueError(
                 f"end_time of patient {_scalar(ids[i])!r} ({end:g}) is before its last visit "
                 f"({times[-1]:g}); end_time must be the end of follow-up."
@@ -352,7 +354,7 @@ def build_cohort(
         cut_time = times[n_kept - 1] if n_kept else np.nan
         rows.append((ids[i], has_event, reason, len(times), n_kept, cut_time))
         if reason == "included":
-            kept_sequences.append(seq[:n_kept, :n_features])
+            kept_sequences.append(np.ascontiguousarray(seq[:n_kept, :n_features]))
             labels.append(int(has_event))
             kept_ids.append(ids[i])
     patients = pd.DataFrame(

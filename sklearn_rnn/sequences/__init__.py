@@ -2,6 +2,7 @@
 
 from ._batching import BucketBatchLoader, FlatSequences, SequenceDataset, bucket_batches
 from ._encoding import InputEncoder
+from ._long import from_long_format, to_long_format
 from ._scaler import SequenceStandardScaler
 from ._validation import check_sequences, input_layout, restore_layout
 
@@ -13,6 +14,8 @@ __all__ = [
     "SequenceStandardScaler",
     "bucket_batches",
     "check_sequences",
+    "from_long_format",
     "input_layout",
     "restore_layout",
+    "to_long_format",
 ]

@@ -76,6 +76,26 @@ class FlatSequences:
     def __len__(self) -> int:
         return int(self.lengths.shape[0])
 
+    def subset(self, indices: np.ndarray | torch.Tensor) -> FlatSequences:
+        """The sequences at ``indices``, in that order, stored anew.
+
+        Parameters
+        ----------
+        indices : array-like of int of shape (m,)
+
+        Returns
+        -------
+        FlatSequences
+        """
+        index = torch.as_tensor(indices, device=self.values.device, dtype=torch.long)
+        lengths = self.lengths[index]  # (m,)
+        new_starts = torch.cumsum(lengths, 0) - lengths  # (m,)
+        within = torch.arange(int(lengths.sum()), device=index.device) - torch.repeat_interleave(
+            new_starts, lengths
+        )  # position of each selected step inside its sequence
+        rows = torch.repeat_interleave(self.starts[index], lengths) + within
+        return FlatSequences(self.values[rows], lengths)
+
     def batch(self, indices: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Gather sequences into a right-padded batch.
 
@@ -137,6 +157,21 @@ class SequenceDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
         return self.collate(np.array([index]))
+
+    def subset(self, indices: np.ndarray) -> SequenceDataset:
+        """The samples at ``indices`` with their targets and weights.
+
+        Parameters
+        ----------
+        indices : ndarray of int of shape (m,)
+
+        Returns
+        -------
+        SequenceDataset
+        """
+        index = torch.as_tensor(indices, device=self.sample_weight.device)
+        y = None if self.y is None else self.y[index.to(self.y.device)]
+        return SequenceDataset(self.sequences.subset(indices), y, self.sample_weight[index])
 
     def collate(self, indices: np.ndarray) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
         """Assemble the batch of ``indices``: ``({'x', 'lengths', 'sample_weight'}, y)``.

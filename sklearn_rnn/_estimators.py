@@ -1,0 +1,826 @@
+"""scikit-learn estimators around a skorch training engine."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABCMeta, abstractmethod
+import warnings
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import torch
+from skorch import NeuralNet
+from torch.func import functional_call
+from skorch.callbacks import EarlyStopping, EpochScoring, GradientNormClipping, ProgressBar
+from skorch.helper import predefined_split
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state, column_or_1d
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from .nn import CELLS, RecurrentNetwork
+from .optim import ClippedSGD
+from .sequences import (
+    BucketBatchLoader,
+    InputEncoder,
+    SequenceDataset,
+    check_sequences,
+    input_layout,
+)
+
+__all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
+
+logger = logging.getLogger(__name__)
+
+OPTIMIZERS = ("sgd", "adam")
+
+
+class _SequenceNet(NeuralNet):
+    """skorch engine reading the batches of :class:`~sklearn_rnn.sequences.BucketBatchLoader`.
+
+    A batch is ``({'x', 'lengths', 'sample_weight'}, y)``; the module reads ``x`` and
+    ``lengths``, the loss is the sample-weighted mean of the per-sample criterion.
+    """
+
+    def infer(self, x: dict[str, torch.Tensor], **fit_params: Any) -> torch.Tensor:
+        return self.module_(x["x"], x["lengths"])
+
+    def get_loss(
+        self,
+        y_pred: torch.Tensor,
+        y_true: torch.Tensor,
+        X: dict[str, torch.Tensor] | None = None,
+        training: bool = False,
+    ) -> torch.Tensor:
+        per_sample = self.criterion_(y_pred, y_true)  # (B,) or (B, k)
+        if per_sample.ndim > 1:
+            per_sample = per_sample.mean(dim=tuple(range(1, per_sample.ndim)))
+        weight = X["sample_weight"] if X is not None else torch.ones_like(per_sample)
+        return (per_sample * weight).mean()
+
+
+class BaseRNN(BaseEstimator, metaclass=ABCMeta):
+    """Training logic shared by :class:`RNNClassifier` and :class:`RNNRegressor`.
+
+    Subclasses define the loss, how targets are encoded and decoded, the validation
+    score, and the output size. Not meant to be used directly.
+    """
+
+    _parameter_constraints: dict = {
+        "hidden_size": [Interval(Integral, 1, None, closed="left")],
+        "cell": [StrOptions(set(CELLS))],
+        "spectral_radius": [Interval(Real, 0, None, closed="neither"), None],
+        "optimizer": [StrOptions(set(OPTIMIZERS))],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "clip_threshold": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "device": [StrOptions({"auto", "cpu", "cuda"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_size: int = 50,
+        cell: str = "tanh",
+        spectral_radius: float | None = 1.2,
+        optimizer: str = "adam",
+        learning_rate: float = 0.01,
+        clip_threshold: float | None = 1.0,
+        batch_size: int = 32,
+        max_iter: int = 200,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.1,
+        n_iter_no_change: int = 10,
+        tol: float = 1e-4,
+        device: str = "auto",
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
+        warm_start: bool = False,
+    ) -> None:
+        self.hidden_size = hidden_size
+        self.cell = cell
+        self.spectral_radius = spectral_radius
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.clip_threshold = clip_threshold
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    # ----------------------------------------------------------------- hooks
+    @abstractmethod
+    def _encode_targets(self, y: Any, *, reset: bool) -> np.ndarray:
+        """Validate ``y`` and return it as the network's training targets."""
+
+    @abstractmethod
+    def _criterion(self) -> torch.nn.Module:
+        """Per-sample loss (``reduction='none'``)."""
+
+    @abstractmethod
+    def _target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
+        """Encoded targets as a tensor of the criterion's type."""
+
+    @abstractmethod
+    def _validation_score(self, y_true: np.ndarray, outputs: np.ndarray) -> float:
+        """Score of network outputs against encoded targets (higher is better)."""
+
+    @property
+    @abstractmethod
+    def _n_outputs(self) -> int:
+        """Outputs of the readout."""
+
+    def _sample_weight(self, y: np.ndarray, sample_weight: np.ndarray) -> np.ndarray:
+        return sample_weight
+
+    # ------------------------------------------------------------- training
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> BaseRNN:
+        """Train the network on sequences ``X`` with targets ``y``.
+
+        Parameters
+        ----------
+        X : list of array-like of shape (T_i, n_features), ndarray of shape (n_samples, T, n_features), or array-like of shape (n_samples, T)
+            Ragged sequences; NaN-padded sequences (trailing all-NaN steps are
+            padding); or a table of univariate sequences. Any other NaN is a missing
+            value: the network gets the last observed value and a mask.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            One target per sequence.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weight of each sequence in the loss.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        reset = not (self.warm_start and hasattr(self, "net_"))
+        sequences = self._validate_sequences(X, reset=reset)
+        y = self._check_y(y, len(sequences), reset=reset)
+        weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
+        rng = check_random_state(self.random_state)
+        device = self._resolve_device()
+        if reset:
+            self._encoder = InputEncoder.fit(sequences)
+        data = self._encoder.encode(sequences, device=device)
+        train, valid = self._split(data, y, weight, rng, device)
+        if reset:
+            self.net_ = self._build_net(rng, device)
+        else:
+            self._configure_training(self.net_, rng, valid)
+        self.net_.set_params(train_split=predefined_split(valid) if valid is not None else None)
+        epochs_before = len(self.net_.history)
+        self.net_.partial_fit(train, y=None)
+        self._record_history(epochs_before)
+        return self
+
+    def _split(
+        self,
+        data: Any,
+        y: np.ndarray,
+        weight: np.ndarray,
+        rng: np.random.RandomState,
+        device: torch.device,
+    ) -> tuple[SequenceDataset, SequenceDataset | None]:
+        targets = self._target_tensor(y, device)
+        weights = torch.as_tensor(weight, dtype=torch.float32, device=device)
+        full = SequenceDataset(data, targets, weights)
+        if not self.early_stopping:
+            return full, None
+        stratify = y if isinstance(self, ClassifierMixin) else None
+        train_index, valid_index = train_test_split(
+            np.arange(len(y)),
+            test_size=self.validation_fraction,
+            random_state=rng.randint(np.iinfo(np.int32).max),
+            stratify=stratify,
+        )
+        return full.subset(train_index), full.subset(valid_index)
+
+    def _build_net(self, rng: np.random.RandomState, device: torch.device) -> _SequenceNet:
+        generator = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
+        module = RecurrentNetwork(
+            self._encoder.n_inputs,
+            self.hidden_size,
+            self._n_outputs,
+            cell=self.cell,
+            spectral_radius=self.spectral_radius,
+            generator=generator,
+        ).to(device)
+        optimizer, optimizer_params = self._optimizer_spec()
+        net = _SequenceNet(
+            module=module,
+            criterion=self._criterion(),
+            optimizer=optimizer,
+            lr=self.learning_rate,
+            max_epochs=self.max_iter,
+            batch_size=self.batch_size,
+            iterator_train=BucketBatchLoader,
+            iterator_valid=BucketBatchLoader,
+            iterator_train__shuffle=True,
+            train_split=None,
+            device=device,
+            verbose=self.verbose,
+            **optimizer_params,
+        )
+        self._configure_training(net, rng, None)
+        net.initialize()
+        return net
+
+    def _optimizer_spec(self) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
+        if self.optimizer == "sgd":
+            return ClippedSGD, {"optimizer__clip_threshold": self.clip_threshold}
+        return torch.optim.Adam, {}
+
+    def _configure_training(self, net: _SequenceNet, rng: np.random.RandomState, valid: Any) -> None:
+        """Set what may change between calls: shuffling stream, epochs, callbacks."""
+        shuffle_seed = int(rng.randint(np.iinfo(np.int32).max))
+        callbacks: list[tuple[str, Any]] = []
+        if self.optimizer == "adam" and self.clip_threshold is not None:
+            callbacks.append(("clip", GradientNormClipping(self.clip_threshold)))
+        monitor = "valid_loss" if self.early_stopping else "train_loss"
+        callbacks.append(
+            (
+                "stop",
+                EarlyStopping(
+                    monitor=monitor,
+                    patience=self.n_iter_no_change,
+                    threshold=self.tol,
+                    threshold_mode="abs",
+                    load_best=self.early_stopping,
+                    sink=logger.info,
+                ),
+            )
+        )
+        if self.early_stopping:
+            callbacks.append(
+                (
+                    "valid_score",
+                    EpochScoring(
+                        _ValidationScore(self),
+                        lower_is_better=False,
+                        name="valid_score",
+                        use_caching=True,
+                    ),
+                )
+            )
+        if self.verbose:
+            callbacks.append(("progress", ProgressBar()))
+        net.set_params(
+            callbacks=callbacks,
+            max_epochs=self.max_iter,
+            iterator_train__random_state=np.random.default_rng(shuffle_seed),
+            verbose=self.verbose,
+        )
+        if net.initialized_:
+            net.initialize_callbacks()
+
+    def _record_history(self, epochs_before: int) -> None:
+        history = self.net_.history
+        self.n_iter_ = len(history) - epochs_before
+        self.loss_curve_ = [float(loss) for loss in history[:, "train_loss"]]
+        self.module_ = self.net_.module_
+        if self.early_stopping:
+            self.validation_scores_ = [float(score) for score in history[:, "valid_score"]]
+            losses = history[:, "valid_loss"]
+            best = int(np.argmin(losses))
+            self.best_validation_loss_ = float(losses[best])
+            self.best_validation_score_ = self.validation_scores_[best]
+        else:
+            self.validation_scores_ = None
+            self.best_validation_loss_ = None
+            self.best_validation_score_ = None
+        if self.n_iter_ >= self.max_iter:
+            warnings.warn(
+                f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
+                "converging: the loss was still improving by more than tol. Increase "
+                "max_iter or learning_rate, or set early_stopping=True.",
+                ConvergenceWarning,
+            )
+
+    def _resolve_device(self) -> torch.device:
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError(
+                "device='cuda' was requested, but PyTorch sees no CUDA device "
+                "(torch.cuda.is_available() is False). Use device='auto' to take a GPU "
+                "when there is one and the CPU otherwise, or device='cpu'."
+            )
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device(self.device)
+
+    # ------------------------------------------------------------ prediction
+    def _forward(self, X: Any) -> np.ndarray:
+        """Network outputs for every sequence of ``X``, in the order of ``X``.
+
+        The float32 weights are evaluated in float64, so that a sequence's output does
+        not depend on which other sequences share its batch (float32 matrix kernels
+        round differently for different batch shapes).
+        """
+        check_is_fitted(self)
+        sequences = self._validate_sequences(X, reset=False)
+        module = self.module_
+        device = next(module.parameters()).device
+        dataset = SequenceDataset(
+            self._encoder.encode(sequences, dtype=torch.float64, device=device)
+        )
+        weights = {
+            name: tensor.double()
+            for name, tensor in [*module.named_parameters(), *module.named_buffers()]
+        }
+        outputs = np.empty((len(sequences), self._n_outputs), dtype=np.float64)
+        module.train(False)
+        with torch.inference_mode():
+            for indices in BucketBatchLoader(dataset, batch_size=self.batch_size).batches():
+                inputs, _ = dataset.collate(indices)
+                batch_outputs = functional_call(module, weights, (inputs["x"], inputs["lengths"]))
+                outputs[indices] = batch_outputs.cpu().numpy()
+        return outputs
+
+    # ------------------------------------------------------------ validation
+    def _validate_sequences(self, X: Any, *, reset: bool) -> list[np.ndarray]:
+        layout = input_layout(X)
+        fitted_on_table = getattr(self, "_fitted_layout", None) == "table"
+        if layout == "table" and (reset or fitted_on_table):
+            # A table's columns are its features in scikit-learn's sense: validate_data
+            # sets and checks n_features_in_ and feature_names_in_.
+            X = validate_data(
+                self,
+                X,
+                reset=reset,
+                dtype=np.float64,
+                ensure_all_finite="allow-nan",
+                ensure_min_samples=1,
+            )
+        sequences = check_sequences(X)
+        n_step_features = sequences[0].shape[1]
+        if reset:
+            self._fitted_layout = "table" if layout == "table" else "sequences"
+            self._n_step_features = n_step_features
+            if layout != "table":
+                self.n_features_in_ = n_step_features
+                if hasattr(self, "feature_names_in_"):
+                    del self.feature_names_in_
+        elif n_step_features != self._n_step_features:
+            raise ValueError(
+                f"X has {n_step_features} features per step, but {type(self).__name__} "
+                f"is expecting {self._n_step_features} features per step as input. A 2D "
+                "table is read as univariate sequences; pass (T_i, d) arrays with the "
+                "features used in fit."
+            )
+        return sequences
+
+    def _check_sample_weight(self, sample_weight: Any, n_samples: int) -> np.ndarray:
+        if sample_weight is None:
+            return np.ones(n_samples)
+        weight = check_array(
+            sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight"
+        )
+        if weight.ndim != 1 or weight.shape[0] != n_samples:
+            raise ValueError(
+                f"sample_weight has shape {weight.shape}: expected ({n_samples},), one "
+                "weight per sequence of X."
+            )
+        if (weight < 0).any():
+            raise ValueError(
+                f"sample_weight holds negative values (min {weight.min():g}): expected "
+                "non-negative weights."
+            )
+        if not weight.any():
+            raise ValueError(
+                "Sample weights must contain at least one non-zero number: every weight "
+                "is 0, so there is nothing to learn from."
+            )
+        return weight
+
+    def _check_y(self, y: Any, n_samples: int, *, reset: bool) -> np.ndarray:
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None: "
+                "pass one target per sequence."
+            )
+        if not hasattr(y, "__len__"):
+            y = np.asarray(y)  # array-likes that only define __array__
+        n_targets = len(y)
+        if n_targets != n_samples:
+            raise ValueError(
+                f"y has {n_targets} entries, but X has {n_samples} sequences: pass one "
+                "target per sequence, in the order of X."
+            )
+        return self._encode_targets(y, reset=reset)
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.three_d_array = True
+        return tags
+
+
+class _ValidationScore:
+    """skorch scoring callable: the estimator's validation score from cached outputs."""
+
+    def __init__(self, estimator: BaseRNN) -> None:
+        self.estimator = estimator
+
+    def __call__(self, net: NeuralNet, X: Any, y: Any) -> float:
+        outputs = net.forward(X).double().cpu().numpy()
+        return self.estimator._validation_score(np.asarray(y.cpu()), outputs)
+
+
+class RNNClassifier(ClassifierMixin, BaseRNN):
+    """Recurrent-network classifier for variable-length sequences.
+
+    An Elman network (thesis eq. 1.30-1.34) reads each sequence and a softmax readout
+    at its last valid step gives the class probabilities; training minimizes the
+    (sample- and class-weighted) cross-entropy.
+
+    Parameters
+    ----------
+    hidden_size : int, default=50
+        Recurrent units.
+    cell : {'tanh', 'relu'}, default='tanh'
+        The recurrence non-linearity.
+    spectral_radius : float or None, default=1.2
+        Initialize the recurrent matrix as a Gaussian draw rescaled to this spectral
+        radius, input and output weights from ``N(0, 0.1^2)`` (thesis algorithm 3.1).
+        None uses PyTorch's default initialization.
+    optimizer : {'adam', 'sgd'}, default='adam'
+        'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6);
+        'adam' clips the gradient norm at ``clip_threshold`` before each Adam step.
+    learning_rate : float, default=0.01
+        Step size (``mu`` of eq. 3.6 for 'sgd').
+    clip_threshold : float or None, default=1.0
+        Gradient-norm threshold ``tau``; None never clips.
+    batch_size : int, default=32
+        Sequences per update. Batches group sequences of similar lengths.
+    max_iter : int, default=200
+        Maximum number of epochs.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the data (stratified), stop when the
+        validation loss has not improved by ``tol`` for ``n_iter_no_change`` epochs,
+        and restore the weights of the best epoch. When False, training stops when the
+        training loss has not improved by ``tol`` for ``n_iter_no_change`` epochs.
+    validation_fraction : float, default=0.1
+        Share of the data held out for early stopping.
+    n_iter_no_change : int, default=10
+        Patience, in epochs.
+    tol : float, default=1e-4
+        Smallest improvement of the monitored loss that counts.
+    class_weight : dict, 'balanced' or None, default=None
+        Weights of the classes in the loss, multiplied with ``sample_weight``.
+    device : {'auto', 'cpu', 'cuda'}, default='auto'
+        Where to train: 'auto' takes a GPU when PyTorch sees one. 'cuda' without a GPU
+        raises a ValueError.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initialization, the shuffling and the validation split (through
+        local generators): the same seed gives the same model on the CPU.
+    verbose : int, default=0
+        Print a table of losses per epoch and show a progress bar.
+    warm_start : bool, default=False
+        Continue training the fitted network on the next call to ``fit``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    n_features_in_ : int
+        Features per step (for a 2D table input: its number of columns, following
+        scikit-learn).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of a DataFrame table input.
+    n_iter_ : int
+        Epochs run by the last call to ``fit``.
+    loss_curve_ : list of float
+        Training loss of every epoch.
+    validation_scores_ : list of float or None
+        Validation accuracy of every epoch when ``early_stopping``.
+    best_validation_score_ : float or None
+        Validation accuracy of the restored (best) epoch.
+    best_validation_loss_ : float or None
+        Validation loss of the restored epoch.
+    module_ : sklearn_rnn.nn.RecurrentNetwork
+        The trained network.
+    net_ : skorch.NeuralNet
+        The training engine, with its ``history``.
+
+    See Also
+    --------
+    RNNRegressor : The same network for real-valued targets.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = [rng.normal(size=(rng.integers(3, 9), 2)) for _ in range(60)]
+    >>> y = np.array(["up" if x[:, 0].sum() > 0 else "down" for x in X])
+    >>> clf = RNNClassifier(hidden_size=16, max_iter=30, random_state=0).fit(X, y)
+    >>> clf.classes_
+    array(['down', 'up'], dtype='<U4')
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 2)
+    >>> bool(clf.score(X, y) > 0.8)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **BaseRNN._parameter_constraints,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_size: int = 50,
+        cell: str = "tanh",
+        spectral_radius: float | None = 1.2,
+        optimizer: str = "adam",
+        learning_rate: float = 0.01,
+        clip_threshold: float | None = 1.0,
+        batch_size: int = 32,
+        max_iter: int = 200,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.1,
+        n_iter_no_change: int = 10,
+        tol: float = 1e-4,
+        class_weight: dict | str | None = None,
+        device: str = "auto",
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
+        warm_start: bool = False,
+    ) -> None:
+        super().__init__(
+            hidden_size=hidden_size,
+            cell=cell,
+            spectral_radius=spectral_radius,
+            optimizer=optimizer,
+            learning_rate=learning_rate,
+            clip_threshold=clip_threshold,
+            batch_size=batch_size,
+            max_iter=max_iter,
+            early_stopping=early_stopping,
+            validation_fraction=validation_fraction,
+            n_iter_no_change=n_iter_no_change,
+            tol=tol,
+            device=device,
+            random_state=random_state,
+            verbose=verbose,
+            warm_start=warm_start,
+        )
+        self.class_weight = class_weight
+
+    def _encode_targets(self, y: Any, *, reset: bool) -> np.ndarray:
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        if reset:
+            self._label_encoder = LabelEncoder().fit(y)
+            self.classes_ = self._label_encoder.classes_
+            if len(self.classes_) < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs samples of at least 2 classes in y; got "
+                    f"1 class: {self.classes_.tolist()}. Check the labels of your data."
+                )
+        unseen = np.setdiff1d(y, self.classes_)
+        if unseen.size:
+            raise ValueError(
+                f"y holds labels {unseen.tolist()} not seen in the first fit "
+                f"(classes_ = {self.classes_.tolist()}); refit with warm_start=False."
+            )
+        return self._label_encoder.transform(y)
+
+    @property
+    def _n_outputs(self) -> int:
+        return len(self.classes_)
+
+    def _criterion(self) -> torch.nn.Module:
+        return torch.nn.CrossEntropyLoss(reduction="none")
+
+    def _target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
+        return torch.as_tensor(y, dtype=torch.long, device=device)
+
+    def _sample_weight(self, y: np.ndarray, sample_weight: np.ndarray) -> np.ndarray:
+        if self.class_weight is None:
+            return sample_weight
+        class_weight = self.class_weight
+        if isinstance(class_weight, dict):
+            unknown = set(class_weight) - set(self.classes_.tolist())
+            if unknown:
+                raise ValueError(
+                    f"class_weight names labels {sorted(unknown, key=str)} that are not in "
+                    f"y (classes: {self.classes_.tolist()}): use the labels of y as keys."
+                )
+            class_weight = {
+                int(np.flatnonzero(self.classes_ == label)[0]): weight
+                for label, weight in class_weight.items()
+            }
+        return sample_weight * compute_sample_weight(class_weight, y)
+
+    def _validation_score(self, y_true: np.ndarray, outputs: np.ndarray) -> float:
+        return float(accuracy_score(y_true, outputs.argmax(axis=1)))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities of each sequence.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_``.
+        """
+        logits = self._forward(X)
+        logits -= logits.max(axis=1, keepdims=True)
+        probabilities = np.exp(logits)
+        return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        logits = self._forward(X)
+        logits -= logits.max(axis=1, keepdims=True)
+        return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Most probable class of each sequence.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        outputs = self._forward(X)
+        return self.classes_[outputs.argmax(axis=1)]
+
+
+class RNNRegressor(RegressorMixin, BaseRNN):
+    """Recurrent-network regressor for variable-length sequences.
+
+    An Elman network (thesis eq. 1.30-1.34) reads each sequence and a linear readout
+    at its last valid step predicts one or several real values; training minimizes
+    the sample-weighted squared error on standardized targets (predictions are mapped
+    back to the original scale, and ``loss_curve_`` is in standardized units).
+
+    Parameters
+    ----------
+    hidden_size : int, default=50
+        Recurrent units.
+    cell : {'tanh', 'relu'}, default='tanh'
+        The recurrence non-linearity.
+    spectral_radius : float or None, default=1.2
+        Initialize the recurrent matrix with this spectral radius (thesis algorithm
+        3.1); None uses PyTorch's default initialization.
+    optimizer : {'adam', 'sgd'}, default='adam'
+        'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6).
+    learning_rate : float, default=0.01
+        Step size.
+    clip_threshold : float or None, default=1.0
+        Gradient-norm threshold; None never clips.
+    batch_size : int, default=32
+        Sequences per update.
+    max_iter : int, default=200
+        Maximum number of epochs.
+    early_stopping : bool, default=False
+        Stop on the validation loss of a held-out ``validation_fraction`` and restore
+        the best weights; otherwise stop on the training loss.
+    validation_fraction : float, default=0.1
+        Share of the data held out for early stopping.
+    n_iter_no_change : int, default=10
+        Patience, in epochs.
+    tol : float, default=1e-4
+        Smallest improvement of the monitored loss that counts.
+    device : {'auto', 'cpu', 'cuda'}, default='auto'
+        Where to train.
+    random_state : int, RandomState instance or None, default=None
+        Seeds every random draw through local generators.
+    verbose : int, default=0
+        Print losses per epoch and show a progress bar.
+    warm_start : bool, default=False
+        Continue training the fitted network on the next call to ``fit``.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Features per step (for a 2D table input: its number of columns).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of a DataFrame table input.
+    n_outputs_ : int
+        Targets per sequence.
+    n_iter_ : int
+        Epochs run by the last call to ``fit``.
+    loss_curve_ : list of float
+        Training loss of every epoch (standardized targets).
+    validation_scores_ : list of float or None
+        Validation R^2 of every epoch when ``early_stopping``.
+    best_validation_score_ : float or None
+        Validation R^2 of the restored epoch.
+    best_validation_loss_ : float or None
+        Validation loss of the restored epoch.
+    module_ : sklearn_rnn.nn.RecurrentNetwork
+        The trained network.
+    net_ : skorch.NeuralNet
+        The training engine, with its ``history``.
+
+    See Also
+    --------
+    RNNClassifier : The same network for class labels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = [rng.uniform(size=(rng.integers(3, 9), 1)) for _ in range(80)]
+    >>> y = np.array([x.sum() for x in X])
+    >>> reg = RNNRegressor(hidden_size=16, max_iter=40, random_state=0).fit(X, y)
+    >>> reg.predict(X[:3]).shape
+    (3,)
+    >>> bool(reg.score(X, y) > 0.8)
+    True
+    """
+
+    def _encode_targets(self, y: Any, *, reset: bool) -> np.ndarray:
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        if y.ndim > 2:
+            raise ValueError(
+                f"y has shape {y.shape}: expected (n_samples,) or (n_samples, n_outputs)."
+            )
+        outputs = y.reshape(len(y), -1)
+        if reset:
+            self._y_ndim = y.ndim
+            self.n_outputs_ = outputs.shape[1]
+            self._y_mean = outputs.mean(axis=0)
+            std = outputs.std(axis=0)
+            self._y_scale = np.where(std > 0, std, 1.0)
+        elif outputs.shape[1] != self.n_outputs_:
+            raise ValueError(
+                f"y has {outputs.shape[1]} outputs, but the fitted model has "
+                f"{self.n_outputs_}; refit with warm_start=False."
+            )
+        return (outputs - self._y_mean) / self._y_scale
+
+    @property
+    def _n_outputs(self) -> int:
+        return self.n_outputs_
+
+    def _criterion(self) -> torch.nn.Module:
+        return torch.nn.MSELoss(reduction="none")
+
+    def _target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
+        return torch.as_tensor(y, dtype=torch.float32, device=device)
+
+    def _validation_score(self, y_true: np.ndarray, outputs: np.ndarray) -> float:
+        return float(r2_score(y_true, outputs))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted targets of each sequence.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The shape of ``y`` in :meth:`fit`.
+        """
+        outputs = self._forward(X) * self._y_scale + self._y_mean
+        return outputs.ravel() if self._y_ndim == 1 else outputs
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags

@@ -1,0 +1,448 @@
+"""Pure functional core of the simplex direction (thesis eq. 3.3-3.6, algorithm 3.2).
+
+Every function here works on plain tensors: per-step gradients are given as a sequence
+of blocks, one per parameter, each of shape ``(steps, *parameter_shape)``, and gradients
+or directions as a sequence of blocks of the parameters' shapes. Nothing is
+materialized per step by :class:`SimplexSGD`, which feeds the same functions with norms
+and combinations computed without the ``(steps, ...)`` blocks; these functions are
+what unit tests check by hand on tiny tensors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, NamedTuple
+
+import torch
+
+from ._clipped import clipped_step_size
+
+__all__ = [
+    "BRANCHES",
+    "Direction",
+    "WEIGHT_RULES",
+    "choose_direction",
+    "clipped_step_",
+    "combine_temporal_gradients",
+    "convex_weights",
+    "normalization_factors",
+    "normalize_temporal_gradients",
+    "simplex_direction",
+    "step_norms",
+]
+
+#: Norms below this are left unnormalized (REFERENCE.md: "below 1e-8").
+NORM_EPS: float = 1e-8
+
+#: Rules for the random convex weights ``beta`` of eq. 3.4.
+WEIGHT_RULES: tuple[str, ...] = ("exp", "dirichlet", "uniform")
+
+#: Which direction an update took: the simplex direction; the anti-gradient because the
+#: simplex candidate was not a descent direction; the anti-gradient because the
+#: gradient norm exceeded the switching threshold; no step because the gradient was
+#: not finite.
+BRANCHES: tuple[str, ...] = ("simplex", "descent_fallback", "switched", "skipped")
+
+Branch = Literal["simplex", "descent_fallback", "switched", "skipped"]
+WeightRule = Literal["exp", "dirichlet", "uniform"]
+
+
+class Direction(NamedTuple):
+    """An update direction and how it was chosen.
+
+    Attributes
+    ----------
+    direction : tuple of torch.Tensor or None
+        One block per parameter (the direction ``d``, to be *added* times the step
+        size); None when the step is skipped.
+    branch : {'simplex', 'descent_fallback', 'switched', 'skipped'}
+        Which branch of algorithm 3.2 produced it (see :data:`BRANCHES`).
+    gradient_norm : float
+        ``||grad L||`` over all blocks together.
+    cosine : float
+        Cosine between ``direction`` and the gradient: -1 for the anti-gradient,
+        negative for an accepted simplex direction, NaN when skipped.
+    """
+
+    direction: tuple[torch.Tensor, ...] | None
+    branch: Branch
+    gradient_norm: float
+    cosine: float
+
+
+def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
+    """One norm per step over the concatenation of all parameter blocks.
+
+    Parameters
+    ----------
+    temporal : sequence of torch.Tensor, each of shape (steps, ...)
+        The temporal gradients, one block per parameter.
+
+    Returns
+    -------
+    torch.Tensor of shape (steps,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.optim import step_norms
+    >>> w = torch.tensor([[3.0, 0.0], [0.0, 0.0]])  # step 1: (3, 0), step 2: (0, 0)
+    >>> b = torch.tensor([[4.0], [0.0]])           # step 1: 4,      step 2: 0
+    >>> step_norms([w, b])
+    tensor([5., 0.])
+    """
+    _check_steps(temporal)
+    squares = [block.reshape(block.shape[0], -1).square().sum(1) for block in temporal]  # (T,) each
+    return torch.stack(squares).sum(0).sqrt()  # (T,)
+
+
+def normalization_factors(norms: torch.Tensor, *, eps: float = NORM_EPS) -> torch.Tensor:
+    """The factor that normalizes each step: ``1 / norm``, or 1 where that is unsafe.
+
+    Steps whose norm is below ``eps``, NaN or infinite are left unnormalized (factor 1):
+    dividing a vanished gradient by its norm would blow numerical noise up to unit
+    length, and a non-finite norm is dealt with by the caller.
+
+    Parameters
+    ----------
+    norms : torch.Tensor of shape (steps,)
+        Per-step norms, from :func:`step_norms`.
+    eps : float, default=1e-8
+        Smallest norm that is normalized.
+
+    Returns
+    -------
+    torch.Tensor of shape (steps,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.optim import normalization_factors
+    >>> normalization_factors(torch.tensor([2.0, 1e-9, float("nan"), float("inf")]))
+    tensor([0.5000, 1.0000, 1.0000, 1.0000])
+    """
+    usable = torch.isfinite(norms) & (norms >= eps)  # (T,)
+    return torch.where(usable, 1.0 / torch.where(usable, norms, torch.ones_like(norms)), 1.0)
+
+
+def normalize_temporal_gradients(
+    temporal: Sequence[torch.Tensor], *, eps: float = NORM_EPS
+) -> tuple[torch.Tensor, ...]:
+    """Eq. 3.3: divide each step's gradient by its norm over all blocks.
+
+    Parameters
+    ----------
+    temporal : sequence of torch.Tensor, each of shape (steps, ...)
+        The temporal gradients, one block per parameter.
+    eps : float, default=1e-8
+        Steps with a smaller norm (or a NaN or infinite one) are left as they are.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        The normalized blocks, shaped like ``temporal``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.optim import normalize_temporal_gradients
+    >>> w = torch.tensor([[3.0], [0.0]])
+    >>> b = torch.tensor([[4.0], [1e-9]])
+    >>> normalize_temporal_gradients([w, b])
+    (tensor([[0.6000], [0.0000]]), tensor([[8.0000e-01], [1.0000e-09]]))
+    """
+    factors = normalization_factors(step_norms(temporal), eps=eps)  # (T,)
+    return tuple(block * factors.view(-1, *([1] * (block.ndim - 1))) for block in temporal)
+
+
+def convex_weights(
+    steps: int,
+    rule: WeightRule = "exp",
+    *,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """Random convex weights ``beta`` (positive, summing to one) for eq. 3.4.
+
+    Parameters
+    ----------
+    steps : int
+        Number of weights.
+    rule : {'exp', 'dirichlet', 'uniform'}, default='exp'
+        ``'exp'``: ``u ~ U(0, 1)^T``, ``beta = exp(1 - u) / sum(exp(1 - u))``, the rule
+        of the thesis' final code (near uniform: two weights differ by at most a factor
+        e). ``'dirichlet'``: a flat Dirichlet draw. ``'uniform'``: ``u / sum(u)``.
+    generator : torch.Generator, optional
+        A CPU generator; draws are made on the CPU in float64, so they do not depend on
+        ``device`` or ``dtype``.
+    dtype : torch.dtype, default=torch.float64
+        Type of the result.
+    device : torch.device or str, optional
+        Device of the result.
+
+    Returns
+    -------
+    torch.Tensor of shape (steps,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.optim import convex_weights
+    >>> beta = convex_weights(4, "exp", generator=torch.Generator().manual_seed(0))
+    >>> round(beta.sum().item(), 12), bool((beta.max() / beta.min()) <= torch.e)
+    (1.0, True)
+    """
+    if rule not in WEIGHT_RULES:
+        raise ValueError(
+            f"weights must be one of {list(WEIGHT_RULES)}; got {rule!r}. 'exp' is the rule "
+            "of the thesis' original code."
+        )
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1; got {steps}.")
+    if rule == "dirichlet":
+        # A flat Dirichlet is a vector of i.i.d. Exp(1) draws normalized to sum one.
+        draw = torch.empty(steps, dtype=torch.float64).exponential_(generator=generator)  # (T,)
+    else:
+        u = torch.rand(steps, generator=generator, dtype=torch.float64)  # (T,)
+        draw = torch.exp(1.0 - u) if rule == "exp" else u
+    return (draw / draw.sum()).to(dtype=dtype, device=device)
+
+
+def combine_temporal_gradients(
+    temporal: Sequence[torch.Tensor], coefficients: torch.Tensor
+) -> tuple[torch.Tensor, ...]:
+    """``sum_t c_t * G_t`` for every block: a weighted sum over steps.
+
+    With ``c = beta * normalization_factors(norms)`` this is the combination of eq. 3.4.
+
+    Parameters
+    ----------
+    temporal : sequence of torch.Tensor, each of shape (steps, ...)
+        The temporal gradients.
+    coefficients : torch.Tensor of shape (steps,)
+        One coefficient per step.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        One block per parameter, without the step axis.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.optim import combine_temporal_gradients
+    >>> w = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    >>> combine_temporal_gradients([w], torch.tensor([0.25, 0.5]))
+    (tensor([0.2500, 1.0000]),)
+    """
+    _check_steps(temporal)
+    if coefficients.shape != (temporal[0].shape[0],):
+        raise ValueError(
+            f"coefficients must have shape ({temporal[0].shape[0]},), one per step; got "
+            f"{tuple(coefficients.shape)}."
+        )
+    return tuple(torch.tensordot(coefficients.to(block.dtype), block, dims=1) for block in temporal)
+
+
+def choose_direction(
+    gradient: Sequence[torch.Tensor],
+    combination: Sequence[torch.Tensor] | Callable[[], Sequence[torch.Tensor]],
+    *,
+    switch_threshold: float | None = None,
+) -> Direction:
+    """Eq. 3.5 and lines 11-12 of algorithm 3.2: turn a combination into the direction.
+
+    In order: a non-finite gradient skips the step; a gradient norm above
+    ``switch_threshold`` gives the anti-gradient (``'switched'``; the pseudocode's
+    ``d <- grad`` is a sign typo); otherwise the combination ``g`` is rescaled to
+    ``d = -||grad|| g / ||g||``, and replaced by the anti-gradient when it is not a
+    descent direction (``d . grad >= 0``, or ``g`` zero or not finite:
+    ``'descent_fallback'``).
+
+    Parameters
+    ----------
+    gradient : sequence of torch.Tensor
+        The full gradient, one block per parameter.
+    combination : sequence of torch.Tensor, or callable returning one
+        The convex combination ``g`` of normalized temporal gradients, blocks shaped as
+        ``gradient``. A callable is only called when needed (not when switching), which
+        saves its cost.
+    switch_threshold : float or None, default=None
+        ``psi``; None never switches.
+
+    Returns
+    -------
+    Direction
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.optim import choose_direction
+    >>> grad = [torch.tensor([3.0, 4.0])]                     # norm 5
+    >>> choose_direction(grad, [torch.tensor([0.0, 1.0])])    # rescaled to norm 5
+    Direction(direction=(tensor([-0., -5.]),), branch='simplex', gradient_norm=5.0, cosine=-0.8)
+    >>> choose_direction(grad, [torch.tensor([-1.0, 0.0])]).branch  # ascent: fall back
+    'descent_fallback'
+    >>> choose_direction(grad, [torch.tensor([0.0, 1.0])], switch_threshold=1.0).branch
+    'switched'
+    """
+    gradient = tuple(gradient)
+    gradient_norm = _norm(gradient)
+    if not math.isfinite(gradient_norm):
+        return Direction(None, "skipped", gradient_norm, math.nan)
+    anti_gradient = tuple(-g for g in gradient)
+    if switch_threshold is not None and gradient_norm > switch_threshold:
+        return Direction(anti_gradient, "switched", gradient_norm, -1.0)
+    combined = tuple(combination() if callable(combination) else combination)
+    if len(combined) != len(gradient):
+        raise ValueError(
+            f"combination must have one block per gradient block ({len(gradient)}); got "
+            f"{len(combined)}."
+        )
+    combined_norm = _norm(combined)
+    if math.isfinite(combined_norm) and combined_norm > 0 and gradient_norm > 0:
+        scale = -gradient_norm / combined_norm
+        candidate = tuple(scale * c.to(g.dtype) for c, g in zip(combined, gradient))
+        # d . grad < 0 is the descent condition; its cosine is what logs report.
+        cosine = _dot(candidate, gradient) / (gradient_norm * gradient_norm)
+        if cosine < 0:
+            return Direction(candidate, "simplex", gradient_norm, cosine)
+    return Direction(anti_gradient, "descent_fallback", gradient_norm, -1.0)
+
+
+def simplex_direction(
+    temporal: Sequence[torch.Tensor],
+    gradient: Sequence[torch.Tensor] | None = None,
+    *,
+    weights: WeightRule = "exp",
+    generator: torch.Generator | None = None,
+    switch_threshold: float | None = None,
+    eps: float = NORM_EPS,
+) -> Direction:
+    """The whole direction rule of algorithm 3.2 on materialized temporal gradients.
+
+    Normalize each step (eq. 3.3), combine with fresh random convex weights (eq. 3.4),
+    rescale to the gradient's norm and negate (eq. 3.5), fall back to the anti-gradient
+    when that is not a descent direction, and switch to the anti-gradient when the
+    gradient norm exceeds ``switch_threshold``. The weights are drawn even when
+    switching, so that the random stream does not depend on the branch taken.
+
+    Parameters
+    ----------
+    temporal : sequence of torch.Tensor, each of shape (steps, ...)
+        The temporal gradients, one block per parameter.
+    gradient : sequence of torch.Tensor, optional
+        The full gradient; their sum over steps when None.
+    weights : {'exp', 'dirichlet', 'uniform'}, default='exp'
+        Rule of :func:`convex_weights`.
+    generator : torch.Generator, optional
+        Source of the random weights.
+    switch_threshold : float or None, default=None
+        ``psi``; None never switches.
+    eps : float, default=1e-8
+        Steps with a smaller norm are left unnormalized.
+
+    Returns
+    -------
+    Direction
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.optim import simplex_direction
+    >>> temporal = [torch.tensor([[0.0, 2.0], [1.0, 0.0]])]  # two steps, one block
+    >>> d = simplex_direction(temporal, generator=torch.Generator().manual_seed(0))
+    >>> d.branch, round(d.gradient_norm, 4), torch.linalg.vector_norm(d.direction[0]).item()
+    ('simplex', 2.2361, 2.2360...)
+    """
+    _check_steps(temporal)
+    if gradient is None:
+        gradient = tuple(block.sum(0) for block in temporal)
+    beta = convex_weights(
+        temporal[0].shape[0], weights, generator=generator, dtype=temporal[0].dtype,
+        device=temporal[0].device,
+    )  # (T,)
+    coefficients = beta * normalization_factors(step_norms(temporal), eps=eps)  # (T,)
+    return choose_direction(
+        gradient,
+        lambda: combine_temporal_gradients(temporal, coefficients),
+        switch_threshold=switch_threshold,
+    )
+
+
+def clipped_step_(
+    params: Iterable[torch.Tensor],
+    direction: Sequence[torch.Tensor],
+    *,
+    lr: float,
+    clip_threshold: float | None,
+    direction_norm: float | None = None,
+) -> float:
+    """``theta <- theta + alpha * d`` with the step ``alpha`` of eq. 3.6, in place.
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor
+        The parameters, in the order of ``direction``.
+    direction : sequence of torch.Tensor
+        The direction ``d`` (already signed: the anti-gradient is ``-grad``).
+    lr : float
+        ``mu``.
+    clip_threshold : float or None
+        ``tau``; None never clips.
+    direction_norm : float, optional
+        ``||d||`` over the whole direction, when ``direction`` is only part of it (a
+        parameter group); computed from ``direction`` when None.
+
+    Returns
+    -------
+    float
+        The step size ``alpha`` used.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.optim import clipped_step_
+    >>> w = torch.zeros(2)
+    >>> clipped_step_([w], [torch.tensor([-3.0, -4.0])], lr=0.1, clip_threshold=1.0)
+    0.02
+    >>> w
+    tensor([-0.0600, -0.0800])
+    """
+    params = list(params)
+    if len(params) != len(direction):
+        raise ValueError(
+            f"params and direction must pair up; got {len(params)} parameters and "
+            f"{len(direction)} direction blocks."
+        )
+    norm = _norm(direction) if direction_norm is None else direction_norm
+    alpha = clipped_step_size(norm, lr, clip_threshold)
+    with torch.no_grad():
+        for p, d in zip(params, direction):
+            p.add_(d.to(p.dtype), alpha=alpha)
+    return alpha
+
+
+def _norm(blocks: Sequence[torch.Tensor]) -> float:
+    """Euclidean norm of the concatenation of ``blocks``, as a Python float."""
+    if not blocks:
+        return 0.0
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(b) for b in blocks])))
+
+
+def _dot(first: Sequence[torch.Tensor], second: Sequence[torch.Tensor]) -> float:
+    """Inner product of two block vectors, as a Python float."""
+    return float(sum((a * b).sum() for a, b in zip(first, second)))
+
+
+def _check_steps(temporal: Sequence[torch.Tensor]) -> None:
+    if len(temporal) == 0:
+        raise ValueError("temporal gradients must hold at least one block; got none.")
+    steps = {block.shape[0] if block.ndim else None for block in temporal}
+    if len(steps) != 1 or None in steps:
+        raise ValueError(
+            "every temporal-gradient block must have the steps as its first axis, the same "
+            f"for all blocks; got shapes {[tuple(b.shape) for b in temporal]}."
+        )

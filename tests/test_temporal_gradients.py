@@ -1,0 +1,303 @@
+"""Temporal gradients against a brute-force reference with parameters replicated per step."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sklearn_rnn.nn import RecurrentNetwork, spectral_radius_
+from sklearn_rnn.optim import TemporalGradients, temporal_gradients
+from sklearn_rnn.optim import _temporal
+
+INPUT, HIDDEN, OUTPUT = 3, 5, 2
+
+
+def make_batch(lengths, *, steps=None, seed=0, every_step=False, classes=False):
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor(lengths)
+    steps = int(lengths.max()) if steps is None else steps
+    x = torch.randn(len(lengths), steps, INPUT, generator=gen, dtype=torch.float64)
+    # Padding is garbage on purpose: nothing may depend on it.
+    x[torch.arange(steps)[None, :] >= lengths[:, None]] = 7.0
+    shape = (len(lengths), steps) if every_step else (len(lengths),)
+    if classes:
+        y = torch.randint(0, OUTPUT, shape, generator=gen)
+    else:
+        y = torch.randn(*shape, OUTPUT, generator=gen, dtype=torch.float64)
+    return x, lengths, y
+
+
+def make_net(cell="tanh", seed=0, rho=1.2):
+    net = RecurrentNetwork(INPUT, HIDDEN, OUTPUT, cell=cell, spectral_radius=rho,
+                           generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():  # non-zero biases so that their gradients are exercised fully
+        net.input_projection.bias.normal_(0, 0.1, generator=torch.Generator().manual_seed(seed + 1))
+        net.readout.bias.fill_(0.05)
+    return net.double()
+
+
+def loss_fn(outputs, y, lengths):
+    """Mean squared error; at every step, masked so that padding has zero weight."""
+    if outputs.ndim == 2:
+        return 0.5 * (outputs - y).square().sum(1).mean()
+    mask = (torch.arange(outputs.shape[1])[None, :] < lengths[:, None]).to(outputs.dtype)  # (B, T)
+    return 0.5 * ((outputs - y).square().sum(2) * mask).sum() / mask.sum()
+
+
+def brute_force(net, x, lengths, y, *, every_step, loss=loss_fn):
+    """Per-step replicas of every parameter as leaves of plain autograd, step by step.
+
+    Last-step losses: aligned step s of a sequence of length L is its step s - (T - L).
+    Every-step losses: aligned step s is absolute position s.
+    """
+    batch, steps, _ = x.shape
+    shared = (net.recurrent_weight, net.input_projection.weight, net.input_projection.bias,
+              net.readout.weight, net.readout.bias)
+    reps = [p.detach().expand(steps, *p.shape).clone().requires_grad_(True) for p in shared]
+    w_rec, w_in, b, w_out, b_out = reps
+    f = torch.tanh if net.cell == "tanh" else torch.relu
+    outputs = []
+    for i in range(batch):
+        length = int(lengths[i])
+        shift = 0 if every_step else steps - length
+        h = torch.zeros(HIDDEN, dtype=torch.float64)
+        per_step = [torch.zeros(OUTPUT, dtype=torch.float64) for _ in range(steps)]
+        for t in range(length):
+            s = t + shift
+            h = f(w_rec[s] @ h + w_in[s] @ x[i, t] + b[s])
+            if every_step:
+                per_step[t] = w_out[s] @ h + b_out[s]
+        outputs.append(torch.stack(per_step) if every_step else w_out[steps - 1] @ h + b_out[steps - 1])
+    value = loss(torch.stack(outputs), y, lengths)
+    return torch.autograd.grad(value, reps), value
+
+
+def fast(net, x, lengths, y, *, every_step, loss=loss_fn, **kwargs):
+    states = net.forward_states(x, lengths, every_step=every_step)
+    return temporal_gradients(net, states, loss(states.outputs, y, lengths), lengths, **kwargs)
+
+
+@pytest.mark.parametrize("cell", ["tanh", "relu"])
+@pytest.mark.parametrize("every_step", [False, True])
+def test_matches_brute_force_on_variable_lengths(cell, every_step):
+    net = make_net(cell)
+    x, lengths, y = make_batch([6, 3, 1, 5, 6], steps=7, every_step=every_step)
+    expected, value = brute_force(net, x, lengths, y, every_step=every_step)
+    tg = fast(net, x, lengths, y, every_step=every_step)
+
+    assert tg.alignment == ("absolute" if every_step else "last")
+    assert tg.names == ("W_rec", "W_in", "b", "W_out", "b_out")
+    torch.testing.assert_close(tg.loss, value.detach(), rtol=0, atol=1e-12)
+    for got, want, name in zip(tg.per_step(), expected, tg.names):
+        assert got.shape == want.shape, name
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6, msg=name)
+    # Norms, combinations and cosines agree with the materialized reference.
+    ref_norms = torch.stack([g.reshape(7, -1).square().sum(1) for g in expected]).sum(0).sqrt()
+    for method in ("auto", "direct", "gram"):
+        torch.testing.assert_close(tg.norms(method), ref_norms, rtol=0, atol=1e-6)
+    coefficients = torch.linspace(0.1, 1.0, 7, dtype=torch.float64)
+    for got, want in zip(tg.combine(coefficients), expected):
+        torch.testing.assert_close(got, torch.tensordot(coefficients, want, dims=1), rtol=0, atol=1e-6)
+    full = [g.sum(0) for g in expected]
+    for got, want in zip(tg.gradient, full):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+    full_norm = torch.sqrt(sum(g.square().sum() for g in full))
+    dots = sum(torch.tensordot(g.reshape(7, -1), w.reshape(-1), dims=1) for g, w in zip(expected, full))
+    ref_cos = dots / (ref_norms * full_norm)
+    torch.testing.assert_close(tg.cosines(), ref_cos, rtol=0, atol=1e-6, equal_nan=True)
+    ref_blocks = {n: g.reshape(7, -1).norm(dim=1) for n, g in zip(tg.names, expected)}
+    for name, got in tg.parameter_norms().items():
+        torch.testing.assert_close(got, ref_blocks[name], rtol=0, atol=1e-6)
+
+
+def test_cross_entropy_last_step_matches_brute_force():
+    net = make_net("tanh", seed=3)
+    x, lengths, y = make_batch([4, 2, 4], classes=True, seed=3)
+
+    def ce(outputs, target, lengths):
+        return F.cross_entropy(outputs, target)
+
+    expected, _ = brute_force(net, x, lengths, y, every_step=False, loss=ce)
+    for got, want in zip(fast(net, x, lengths, y, every_step=False, loss=ce).per_step(), expected):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("every_step", [False, True])
+def test_first_step_recurrent_gradient_is_zero(every_step):
+    net = make_net()
+    x, lengths, y = make_batch([5, 2, 4], every_step=every_step)
+    tg = fast(net, x, lengths, y, every_step=every_step)
+    w_rec = tg.per_step()[0]
+    assert torch.all(w_rec[0] == 0)
+    assert w_rec[1:].abs().sum() > 0
+    # With h_0 = 0 no W_in or b gradient vanishes at the first step.
+    assert tg.per_step()[1][0].abs().sum() > 0
+
+
+def test_last_step_alignment_is_by_distance_from_the_loss():
+    """A short sequence in a padded batch fills the last aligned steps, as it would alone."""
+    net = make_net()
+    x, lengths, y = make_batch([6, 3])
+    short = fast(net, x[1:2, :3], lengths[1:2], y[1:2], every_step=False)
+    long = fast(net, x[0:1], lengths[0:1], y[0:1], every_step=False)
+    both = fast(net, x, lengths, y, every_step=False)
+    for pair, alone_long, alone_short in zip(both.per_step(), long.per_step(), short.per_step()):
+        # loss_fn averages over the batch: two sequences count half each.
+        expected = alone_long.clone()
+        expected[3:] += alone_short
+        torch.testing.assert_close(pair * 2, expected, rtol=0, atol=1e-10)
+    assert both.counts.tolist() == [1, 1, 1, 2, 2, 2]
+    assert short.per_step()[3].shape[0] == 3  # the readout sits at the last aligned step
+    assert torch.all(both.per_step()[3][:-1] == 0)
+
+
+def test_every_step_alignment_is_by_absolute_position():
+    net = make_net()
+    x, lengths, y = make_batch([2, 5], every_step=True)
+
+    def summed(outputs, target, lengths):  # a sum, so that sequences add up exactly
+        mask = (torch.arange(outputs.shape[1])[None, :] < lengths[:, None]).to(outputs.dtype)
+        return 0.5 * ((outputs - target).square().sum(2) * mask).sum()
+
+    both = fast(net, x, lengths, y, every_step=True, loss=summed)
+    first = fast(net, x[:1, :2], lengths[:1], y[:1, :2], every_step=True, loss=summed)
+    second = fast(net, x[1:], lengths[1:], y[1:], every_step=True, loss=summed)
+    for pair, a, b in zip(both.per_step(), first.per_step(), second.per_step()):
+        expected = b.clone()
+        expected[:2] += a
+        torch.testing.assert_close(pair, expected, rtol=0, atol=1e-10)
+    assert both.counts.tolist() == [2, 2, 1, 1, 1]
+
+
+def test_grad_is_the_full_gradient_and_accumulates_like_backward():
+    net = make_net()
+    x, lengths, y = make_batch([4, 3, 4])
+    loss_fn(net(x, lengths), y, lengths).backward()
+    reference = [p.grad.clone() for p in net.parameters() if p.requires_grad]
+    net.zero_grad()
+    tg = fast(net, x, lengths, y, every_step=False)
+    assert list(tg.parameters) == [net.recurrent_weight, net.input_projection.weight,
+                                   net.input_projection.bias, net.readout.weight, net.readout.bias]
+    by_param = {id(p): p.grad for p in tg.parameters}
+    trainable = [p for p in net.parameters() if p.requires_grad]
+    for p, want in zip(trainable, reference):
+        torch.testing.assert_close(by_param[id(p)], want, rtol=0, atol=1e-12)
+    fast(net, x, lengths, y, every_step=False)  # .grad adds up, as with backward()
+    for p, want in zip(trainable, reference):
+        torch.testing.assert_close(p.grad, 2 * want, rtol=0, atol=1e-12)
+    net.zero_grad(set_to_none=True)
+    fast(net, x, lengths, y, every_step=False, accumulate_grad=False)
+    assert all(p.grad is None for p in net.parameters())
+
+
+def test_frozen_parameters_are_left_out():
+    net = make_net()
+    net.readout.requires_grad_(False)
+    x, lengths, y = make_batch([4, 2])
+    tg = fast(net, x, lengths, y, every_step=False)
+    assert tg.names == ("W_rec", "W_in", "b")
+    expected, _ = brute_force(net, x, lengths, y, every_step=False)
+    for got, want in zip(tg.per_step(), expected[:3]):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+    ref = torch.stack([g.reshape(4, -1).square().sum(1) for g in expected[:3]]).sum(0).sqrt()
+    torch.testing.assert_close(tg.norms(), ref, rtol=0, atol=1e-6)
+
+
+def test_single_feature_and_single_unit_keep_parameter_shapes():
+    net = RecurrentNetwork(1, 1, 1, generator=torch.Generator().manual_seed(0)).double()
+    x = torch.randn(2, 3, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    lengths = torch.tensor([3, 2])
+    states = net.forward_states(x, lengths)
+    tg = temporal_gradients(net, states, states.outputs.sum(), lengths)
+    assert [tuple(g.shape) for g in tg.gradient] == [tuple(p.shape) for p in tg.parameters]
+    assert [tuple(g.shape[1:]) for g in tg.per_step()] == [tuple(p.shape) for p in tg.parameters]
+
+
+def test_chunked_norms_match(monkeypatch):
+    net = make_net()
+    x, lengths, y = make_batch([7, 5, 6, 2])
+    tg = fast(net, x, lengths, y, every_step=False)
+    direct, gram = tg.norms("direct").clone(), tg.norms("gram").clone()
+    monkeypatch.setattr(_temporal, "_CHUNK_ELEMENTS", 16)  # forces one step per chunk
+    chunked = fast(net, x, lengths, y, every_step=False)
+    torch.testing.assert_close(chunked.norms("direct"), direct, rtol=0, atol=1e-12)
+    torch.testing.assert_close(chunked.norms("gram"), gram, rtol=0, atol=1e-12)
+
+
+def test_float32_norm_methods_agree():
+    net = RecurrentNetwork(6, 50, 4, generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(1)
+    x, lengths = torch.randn(20, 30, 6, generator=gen), torch.randint(1, 31, (20,), generator=gen)
+    states = net.forward_states(x, lengths)
+    tg = temporal_gradients(net, states, states.outputs.square().sum(), lengths)
+    torch.testing.assert_close(tg.norms("gram"), tg.norms("direct"), rtol=1e-4, atol=1e-7)
+    assert "TemporalGradients(steps=30" in repr(tg)
+
+
+def test_errors_say_what_to_do():
+    net = make_net()
+    x, lengths, y = make_batch([3, 2])
+    states = net.forward_states(x, lengths)
+    loss = loss_fn(states.outputs, y, lengths)
+    with pytest.raises(TypeError, match="RecurrentNetwork"):
+        temporal_gradients(torch.nn.Linear(2, 2), states, loss, lengths)
+    with pytest.raises(ValueError, match="scalar"):
+        temporal_gradients(net, states, states.outputs, lengths)
+    with pytest.raises(ValueError, match="between 1 and the padded length 3"):
+        temporal_gradients(net, states, loss, torch.tensor([4, 2]))
+    with pytest.raises(ValueError, match=r"shape \(2,\)"):
+        temporal_gradients(net, states, loss, torch.tensor([3]))
+    tg = temporal_gradients(net, states, loss, lengths)
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        tg.combine(torch.ones(2))
+    with pytest.raises(ValueError, match="method"):
+        tg.norms("fast")
+    with torch.no_grad():
+        frozen = net.forward_states(x, lengths)
+    with pytest.raises(ValueError, match="torch.no_grad"):
+        temporal_gradients(net, frozen, loss, lengths)
+
+
+def test_returns_temporal_gradients_object():
+    net = make_net()
+    x, lengths, y = make_batch([3])
+    assert isinstance(fast(net, x, lengths, y, every_step=False), TemporalGradients)
+
+
+# spectral_radius_ (thesis algorithm 3.1), which the temporal gradients at init depend on.
+
+
+@pytest.mark.parametrize("rho", [0.8, 1.2])
+def test_spectral_radius_init(rho):
+    w = torch.empty(30, 30)
+    spectral_radius_(w, rho, generator=torch.Generator().manual_seed(0))
+    assert torch.linalg.eigvals(w.double()).abs().max().item() == pytest.approx(rho, rel=1e-5)
+    again = spectral_radius_(torch.empty(30, 30), rho, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(w, again)
+
+
+def test_spectral_radius_init_stacked_blocks_and_global_rng_untouched():
+    state = torch.random.get_rng_state()
+    w = spectral_radius_(torch.empty(3 * 8, 8), 1.1, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(state, torch.random.get_rng_state())
+    for block in w.split(8):
+        assert torch.linalg.eigvals(block.double()).abs().max().item() == pytest.approx(1.1, rel=1e-5)
+    with pytest.raises(ValueError, match="square"):
+        spectral_radius_(torch.empty(3, 2), 1.0)
+    with pytest.raises(ValueError, match="positive"):
+        spectral_radius_(torch.empty(3, 3), 0.0)
+
+
+def test_larger_radius_keeps_distant_temporal_gradients_alive():
+    """Figure 3.1's point: with rho < 1 early steps' norms vanish, with rho > 1 far less."""
+    gen = torch.Generator().manual_seed(0)
+    x, lengths = torch.randn(50, 60, 6, generator=gen), torch.full((50,), 60)
+    ratios = {}
+    for rho in (0.5, 1.2):
+        net = RecurrentNetwork(6, 50, 1, spectral_radius=rho, generator=torch.Generator().manual_seed(1))
+        states = net.forward_states(x, lengths)
+        norms = temporal_gradients(net, states, states.outputs.square().mean(), lengths).norms()
+        ratios[rho] = (norms[5] / norms[-1]).item()
+    assert ratios[0.5] < 1e-6
+    assert ratios[1.2] > 1e3 * ratios[0.5]

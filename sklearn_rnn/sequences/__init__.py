@@ -4,7 +4,7 @@ from ._batching import BucketBatchLoader, FlatSequences, SequenceDataset, bucket
 from ._encoding import InputEncoder
 from ._long import from_long_format, to_long_format
 from ._scaler import SequenceStandardScaler
-from ._validation import check_sequences, input_layout, restore_layout
+from ._validation import check_sequences, input_layout, restore_layout, sequence_column
 
 __all__ = [
     "BucketBatchLoader",
@@ -17,5 +17,6 @@ __all__ = [
     "from_long_format",
     "input_layout",
     "restore_layout",
+    "sequence_column",
     "to_long_format",
 ]

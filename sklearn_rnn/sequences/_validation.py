@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["check_sequences", "input_layout", "restore_layout"]
+__all__ = ["check_sequences", "input_layout", "restore_layout", "sequence_column"]
 
 Layout = Literal["sequences", "padded", "table"]
 
@@ -30,7 +30,8 @@ def input_layout(X: Any) -> Layout:
     Returns
     -------
     {'sequences', 'padded', 'table'}
-        ``'sequences'`` for a list, tuple or 1D object array of 2D arrays (ragged),
+        ``'sequences'`` for a list, tuple or 1D object array of 2D arrays (ragged), or
+        a sequence column (see :func:`sequence_column`),
         ``'padded'`` for a 3D numeric array, ``'table'`` for anything else (a 2D
         array-like whose rows are univariate sequences; it is validated as such).
 
@@ -45,6 +46,8 @@ def input_layout(X: Any) -> Layout:
     >>> input_layout(np.zeros((4, 6)))
     'table'
     """
+    if _column_cells(X) is not None:
+        return "sequences"
     if isinstance(X, np.ndarray):
         if X.dtype == object and X.ndim == 1:
             return "sequences"
@@ -53,6 +56,54 @@ def input_layout(X: Any) -> Layout:
         if all(_is_two_dimensional(sample) for sample in X):
             return "sequences"
     return "table"
+
+
+def _column_cells(X: Any) -> list[Any] | None:
+    """The sequences of a sequence column ((n, 1) object array, Series or one-column frame)."""
+    if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 2 and X.shape[1] == 1:
+        cells = list(X[:, 0])
+    elif type(X).__name__ == "Series" and getattr(X, "dtype", None) == object:
+        cells = list(X)
+    elif type(X).__name__ == "DataFrame" and X.shape[1] == 1 and (X.dtypes == object).all():
+        cells = list(X.iloc[:, 0])
+    else:
+        return None
+    if cells and all(getattr(cell, "ndim", None) == 2 for cell in cells):
+        return cells
+    return None
+
+
+def sequence_column(sequences: Any) -> np.ndarray:
+    """Wrap sequences as a column: an ``(n, 1)`` object array holding one sequence a cell.
+
+    Tools that insist on a 2D array, such as imbalanced-learn's samplers
+    (:class:`~imblearn.over_sampling.RandomOverSampler`,
+    :class:`~imblearn.under_sampling.RandomUnderSampler`), select and repeat whole rows
+    of this column, and the estimators read it like the ragged list. Samplers that
+    synthesize new samples by interpolating numeric features (SMOTE and its variants)
+    cannot apply to sequences and fail on it.
+
+    Parameters
+    ----------
+    sequences : sequences in any accepted form
+        See :func:`check_sequences`.
+
+    Returns
+    -------
+    ndarray of shape (n, 1), dtype object
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences import sequence_column
+    >>> column = sequence_column([np.zeros((3, 2)), np.ones((1, 2))])
+    >>> column.shape, column[1, 0].shape
+    ((2, 1), (1, 2))
+    """
+    checked = check_sequences(sequences)
+    column = np.empty((len(checked), 1), dtype=object)
+    column[:, 0] = checked
+    return column
 
 
 def _is_two_dimensional(sample: Any) -> bool:
@@ -108,7 +159,8 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
     elif layout == "padded":
         samples = list(_as_float_array(X, where="X"))
     else:
-        samples = list(X)
+        cells = _column_cells(X)
+        samples = cells if cells is not None else list(X)
     if len(samples) == 0:
         raise ValueError(
             "X is empty: expected at least one sequence. Pass a list of (T_i, d) arrays, "
@@ -229,6 +281,8 @@ def restore_layout(
     if layout == "sequences":
         if isinstance(like, tuple):
             return tuple(sequences)
+        if isinstance(like, np.ndarray) and like.ndim == 2:
+            return sequence_column(sequences)
         if isinstance(like, np.ndarray):
             container = np.empty(len(sequences), dtype=object)
             container[:] = sequences

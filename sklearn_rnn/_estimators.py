@@ -142,8 +142,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
         """Encoded targets as a tensor of the criterion's type."""
 
+    @staticmethod
     @abstractmethod
-    def _validation_score(self, y_true: np.ndarray, outputs: np.ndarray) -> float:
+    def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
         """Score of network outputs against encoded targets (higher is better)."""
 
     @property
@@ -188,10 +189,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if reset:
             self.net_ = self._build_net(rng, device)
         else:
-            self._configure_training(self.net_, rng, valid)
-        self.net_.set_params(train_split=predefined_split(valid) if valid is not None else None)
+            self._configure_training(self.net_, rng)
+        self.net_.train_split = predefined_split(valid) if valid is not None else None
         epochs_before = len(self.net_.history)
         self.net_.partial_fit(train, y=None)
+        self.net_.train_split = None  # keep no data inside the fitted model
         self._record_history(epochs_before)
         return self
 
@@ -243,7 +245,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             verbose=self.verbose,
             **optimizer_params,
         )
-        self._configure_training(net, rng, None)
+        self._configure_training(net, rng)
         net.initialize()
         return net
 
@@ -252,12 +254,25 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return ClippedSGD, {"optimizer__clip_threshold": self.clip_threshold}
         return torch.optim.Adam, {}
 
-    def _configure_training(self, net: _SequenceNet, rng: np.random.RandomState, valid: Any) -> None:
+    def _configure_training(self, net: _SequenceNet, rng: np.random.RandomState) -> None:
         """Set what may change between calls: shuffling stream, epochs, callbacks."""
         shuffle_seed = int(rng.randint(np.iinfo(np.int32).max))
         callbacks: list[tuple[str, Any]] = []
         if self.optimizer == "adam" and self.clip_threshold is not None:
             callbacks.append(("clip", GradientNormClipping(self.clip_threshold)))
+        # The score is recorded before the stopping rule may end the epoch loop.
+        if self.early_stopping:
+            callbacks.append(
+                (
+                    "valid_score",
+                    EpochScoring(
+                        _ValidationScore(self._validation_score),
+                        lower_is_better=False,
+                        name="valid_score",
+                        use_caching=True,
+                    ),
+                )
+            )
         monitor = "valid_loss" if self.early_stopping else "train_loss"
         callbacks.append(
             (
@@ -272,26 +287,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 ),
             )
         )
-        if self.early_stopping:
-            callbacks.append(
-                (
-                    "valid_score",
-                    EpochScoring(
-                        _ValidationScore(self),
-                        lower_is_better=False,
-                        name="valid_score",
-                        use_caching=True,
-                    ),
-                )
-            )
         if self.verbose:
             callbacks.append(("progress", ProgressBar()))
-        net.set_params(
-            callbacks=callbacks,
-            max_epochs=self.max_iter,
-            iterator_train__random_state=np.random.default_rng(shuffle_seed),
-            verbose=self.verbose,
-        )
+        # Plain attributes: skorch's set_params would try to re-initialize components.
+        net.callbacks = callbacks
+        net.max_epochs = self.max_iter
+        net.iterator_train__random_state = np.random.default_rng(shuffle_seed)
+        net.verbose = self.verbose
         if net.initialized_:
             net.initialize_callbacks()
 
@@ -437,14 +439,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
 
 class _ValidationScore:
-    """skorch scoring callable: the estimator's validation score from cached outputs."""
+    """skorch scoring callable: an estimator's validation score from cached outputs."""
 
-    def __init__(self, estimator: BaseRNN) -> None:
-        self.estimator = estimator
+    def __init__(self, score: Any) -> None:
+        self.score = score
 
     def __call__(self, net: NeuralNet, X: Any, y: Any) -> float:
         outputs = net.forward(X).double().cpu().numpy()
-        return self.estimator._validation_score(np.asarray(y.cpu()), outputs)
+        y_true = y.cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+        return self.score(y_true, outputs)
 
 
 class RNNClassifier(ClassifierMixin, BaseRNN):
@@ -635,7 +638,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             }
         return sample_weight * compute_sample_weight(class_weight, y)
 
-    def _validation_score(self, y_true: np.ndarray, outputs: np.ndarray) -> float:
+    @staticmethod
+    def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
         return float(accuracy_score(y_true, outputs.argmax(axis=1)))
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -802,7 +806,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     def _target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
         return torch.as_tensor(y, dtype=torch.float32, device=device)
 
-    def _validation_score(self, y_true: np.ndarray, outputs: np.ndarray) -> float:
+    @staticmethod
+    def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
         return float(r2_score(y_true, outputs))
 
     def predict(self, X: Any) -> np.ndarray:

@@ -51,9 +51,11 @@ def input_layout(X: Any) -> Layout:
     if isinstance(X, np.ndarray):
         if X.dtype == object and X.ndim == 1:
             return "sequences"
-        return "padded" if X.ndim == 3 else "table"
-    if isinstance(X, (list, tuple)) and len(X) > 0:
-        if all(_is_two_dimensional(sample) for sample in X):
+        return "padded" if X.ndim >= 3 else "table"
+    if isinstance(X, (list, tuple)):
+        # An empty list, or one holding any 2D-or-more sample, is read as sequences so
+        # that errors name the offending sample; a list of flat rows is a table.
+        if len(X) == 0 or any(_is_two_dimensional(sample) for sample in X):
             return "sequences"
     return "table"
 
@@ -107,7 +109,7 @@ def sequence_column(sequences: Any) -> np.ndarray:
 
 
 def _is_two_dimensional(sample: Any) -> bool:
-    return getattr(sample, "ndim", None) == 2 or (
+    return getattr(sample, "ndim", 0) >= 2 or (
         isinstance(sample, (list, tuple))
         and len(sample) > 0
         and all(isinstance(row, (list, tuple, np.ndarray)) for row in sample)

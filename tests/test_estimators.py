@@ -1,0 +1,351 @@
+"""RNNClassifier and RNNRegressor: input forms, training behaviour, ecosystem."""
+
+import pickle
+import re
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from imblearn.over_sampling import RandomOverSampler
+from imblearn.pipeline import make_pipeline as make_imblearn_pipeline
+from imblearn.under_sampling import RandomUnderSampler
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+
+from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
+from sklearn_rnn.sequences import restore_layout, sequence_column
+
+FAST = dict(hidden_size=12, max_iter=25, random_state=0)
+
+
+def ragged_sign_task(n=80, seed=0, n_features=2):
+    """Label = sign of the sum of feature 0; lengths 2..9, features on different scales."""
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(rng.integers(2, 10), n_features)) * [1.0, 50.0][:n_features] for _ in range(n)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def task():
+    return ragged_sign_task()
+
+
+@pytest.fixture(scope="module")
+def fitted(task):
+    X, y = task
+    with pytest.warns(ConvergenceWarning):
+        return RNNClassifier(**FAST).fit(X, y)
+
+
+# ---------------------------------------------------------------- input forms
+def test_ragged_and_padded_forms_give_identical_predictions(task, fitted):
+    X, _ = task
+    padded = restore_layout(X, "padded")
+    assert padded.shape == (len(X), max(len(x) for x in X), 2)
+    np.testing.assert_array_equal(fitted.predict_proba(X), fitted.predict_proba(padded))
+    np.testing.assert_array_equal(fitted.predict_proba(X), fitted.predict_proba(tuple(X)))
+    np.testing.assert_array_equal(fitted.predict_proba(X), fitted.predict_proba(sequence_column(X)))
+
+
+def test_fit_on_padded_equals_fit_on_ragged(task, fitted):
+    X, y = task
+    with pytest.warns(ConvergenceWarning):
+        other = RNNClassifier(**FAST).fit(restore_layout(X, "padded"), y)
+    np.testing.assert_array_equal(other.predict_proba(X), fitted.predict_proba(X))
+
+
+def test_table_of_univariate_sequences_with_trailing_nan_padding():
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(2, 7, size=60)
+    X = [rng.normal(size=(n, 1)) for n in lengths]
+    y = np.array([x[-1, 0] for x in X])
+    table = restore_layout(X, "table")  # (60, 6), NaN after each sequence's end
+    frame = pd.DataFrame(table, columns=[f"t{i}" for i in range(table.shape[1])])
+    with pytest.warns(ConvergenceWarning):
+        reg = RNNRegressor(**FAST).fit(frame, y)
+    assert reg.n_features_in_ == table.shape[1]
+    np.testing.assert_array_equal(reg.feature_names_in_, frame.columns)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        np.testing.assert_allclose(reg.predict(frame), reg.predict(table))
+    # The table's rows are univariate sequences: the ragged form gives the same numbers.
+    np.testing.assert_allclose(reg.predict(X), reg.predict(table))
+    assert reg.score(X, y) > 0.5
+
+
+def test_string_labels_and_multiclass(task):
+    X, _ = task
+    sums = np.array([x[:, 0].sum() for x in X])
+    y = np.where(sums < -1, "low", np.where(sums > 1, "high", "mid"))
+    with pytest.warns(ConvergenceWarning):
+        clf = make_pipeline(SequenceStandardScaler(), RNNClassifier(**FAST)).fit(X, y)
+    np.testing.assert_array_equal(clf[-1].classes_, ["high", "low", "mid"])
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(X), 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert set(clf.predict(X)) <= set(clf.classes_)
+    assert clf.score(X, y) > 0.85
+
+
+def test_multi_output_regression(task):
+    X, _ = task
+    y = np.column_stack([[x[:, 0].sum() for x in X], [len(x) for x in X]])
+    with pytest.warns(ConvergenceWarning):
+        reg = make_pipeline(SequenceStandardScaler(), RNNRegressor(**FAST)).fit(X, y)
+    assert reg[-1].n_outputs_ == 2
+    assert reg.predict(X).shape == (len(X), 2)
+    assert reg.score(X, y) > 0.5
+
+
+def test_missing_values_are_masked_not_propagated(task):
+    X, y = task
+    rng = np.random.default_rng(3)
+    holed = [np.where(rng.random(x.shape) < 0.2, np.nan, x) for x in X]
+    holed = [np.vstack([[1.0, 1.0], x]) for x in holed]  # keep a valid first step
+    with pytest.warns(ConvergenceWarning):
+        clf = RNNClassifier(**FAST).fit(holed, y)
+    # One mask channel per feature is added because training data had missing values.
+    assert clf.module_.input_projection.in_features == 4
+    proba = clf.predict_proba(holed)
+    assert np.isfinite(proba).all()
+    # A missing value is not a zero: filling it changes the prediction.
+    filled = [np.nan_to_num(x, nan=0.0) for x in holed]
+    assert not np.allclose(proba, clf.predict_proba(filled))
+
+
+# ------------------------------------------------------------------ training
+def test_same_seed_same_model_and_input_not_modified(task):
+    X, y = task
+    copies = [x.copy() for x in X]
+    with pytest.warns(ConvergenceWarning):
+        a = RNNClassifier(**FAST).fit(X, y).predict_proba(X)
+    with pytest.warns(ConvergenceWarning):
+        b = RNNClassifier(**FAST).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, b)
+    for original, copy in zip(X, copies, strict=True):
+        np.testing.assert_array_equal(original, copy)
+
+
+def test_fit_does_not_touch_global_torch_generator(task):
+    X, y = task
+    state = torch.get_rng_state()
+    with pytest.warns(ConvergenceWarning):
+        RNNClassifier(**FAST).fit(X, y)
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_loss_decreases_and_attributes(fitted, task):
+    X, y = task
+    assert fitted.n_iter_ == 25 == len(fitted.loss_curve_)
+    assert fitted.loss_curve_[-1] < 0.5 * fitted.loss_curve_[0]
+    assert fitted.n_features_in_ == 2
+    assert fitted.validation_scores_ is None
+    assert fitted.score(X, y) > 0.9
+
+
+def test_spectral_radius_initialization(task):
+    X, y = task
+    clf = RNNClassifier(hidden_size=20, spectral_radius=0.7, max_iter=1, random_state=0)
+    clf.set_params(learning_rate=1e-12)  # effectively untrained: inspect the draw
+    with pytest.warns(ConvergenceWarning):
+        clf.fit(X, y)
+    radius = torch.linalg.eigvals(clf.module_.recurrent_weight.detach().double()).abs().max()
+    assert radius == pytest.approx(0.7, abs=1e-5)
+
+
+def test_tolerance_stops_before_max_iter(task):
+    X, y = task
+    clf = RNNClassifier(hidden_size=12, max_iter=500, tol=10.0, n_iter_no_change=3, random_state=0)
+    clf.fit(X, y)  # no improvement of 10 in the loss: stops after 1 + 3 epochs
+    assert clf.n_iter_ == 4
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_early_stopping_restores_best_epoch(task):
+    X, y = task
+    kwargs = dict(hidden_size=12, early_stopping=True, validation_fraction=0.25, random_state=0)
+    clf = RNNClassifier(max_iter=80, n_iter_no_change=4, learning_rate=0.05, **kwargs).fit(X, y)
+    losses = clf.net_.history[:, "valid_loss"]
+    best = int(np.argmin(losses))
+    assert clf.n_iter_ < 80 and best < clf.n_iter_ - 1  # stopped after a few worse epochs
+    assert len(clf.validation_scores_) == clf.n_iter_
+    assert clf.best_validation_loss_ == pytest.approx(losses[best])
+    assert clf.best_validation_score_ == clf.validation_scores_[best]
+    # Same seed, stopped exactly at the best epoch: the same weights, hence predictions.
+    at_best = RNNClassifier(max_iter=best + 1, n_iter_no_change=100, learning_rate=0.05, **kwargs)
+    np.testing.assert_array_equal(at_best.fit(X, y).predict_proba(X), clf.predict_proba(X))
+    assert clf.net_.train_split is None  # the validation data is not kept in the model
+
+
+def test_warm_start_continues_training(task):
+    X, y = task
+    clf = RNNClassifier(hidden_size=12, max_iter=5, warm_start=True, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        clf.fit(X, y)
+    first = clf.loss_curve_[-1]
+    module = clf.module_
+    with pytest.warns(ConvergenceWarning):
+        clf.fit(X, y)
+    assert clf.module_ is module
+    assert len(clf.loss_curve_) == 10 and clf.n_iter_ == 5
+    assert clf.loss_curve_[-1] < first
+
+
+def test_sgd_optimizer_is_the_clipped_rule(task):
+    X, y = task
+    with pytest.warns(ConvergenceWarning):
+        clf = RNNClassifier(optimizer="sgd", learning_rate=0.1, **FAST).fit(X, y)
+    assert type(clf.net_.optimizer_).__name__ == "ClippedSGD"
+    assert clf.net_.optimizer_.param_groups[0]["clip_threshold"] == 1.0
+    assert clf.loss_curve_[-1] < clf.loss_curve_[0]
+
+
+def test_class_weight_balanced_moves_the_decision():
+    rng = np.random.default_rng(4)
+    X = [rng.normal(size=(4, 1)) for _ in range(120)]
+    y = np.array([int(x.sum() > 1.5) for x in X])  # about 20% positives
+    kwargs = dict(hidden_size=8, max_iter=15, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        plain = RNNClassifier(**kwargs).fit(X, y)
+    with pytest.warns(ConvergenceWarning):
+        balanced = RNNClassifier(class_weight="balanced", **kwargs).fit(X, y)
+    assert balanced.predict(X).mean() > plain.predict(X).mean()
+    with pytest.warns(ConvergenceWarning):
+        by_dict = RNNClassifier(class_weight={0: 1.0, 1: 4.0}, **kwargs).fit(X, y)
+    assert by_dict.predict(X).mean() > plain.predict(X).mean()
+
+
+def test_zero_sample_weight_equals_leaving_the_samples_out(task):
+    X, y = task
+    weight = np.ones(len(X))
+    weight[-10:] = 0.0
+    # One full batch per epoch and no clipping: the weighted loss is the loss on the
+    # first n - 10 samples times a constant, to which Adam's steps are invariant.
+    kwargs = dict(FAST, batch_size=len(X), clip_threshold=None)
+    with pytest.warns(ConvergenceWarning):
+        weighted = RNNClassifier(**kwargs).fit(X, y, sample_weight=weight)
+    with pytest.warns(ConvergenceWarning):
+        left_out = RNNClassifier(**kwargs).fit(X[:-10], y[:-10])
+    np.testing.assert_allclose(weighted.predict_proba(X), left_out.predict_proba(X), atol=1e-4)
+
+
+# --------------------------------------------------------------- bad input
+BAD_X = [
+    ([], ValueError, "X is empty: expected at least one sequence"),
+    ([np.zeros((3, 2)), np.zeros((0, 2))], ValueError, "sequence 1 of X has no valid step"),
+    ([np.zeros((3, 2)), np.zeros((3, 3))], ValueError, "sequence 1 of X has 3 features per step, but sequence 0 has 2"),
+    ([np.zeros((3, 2)), np.array([[0.0, np.inf]])], ValueError, "sequence 1 of X holds an infinite value at step 0, feature 1"),
+    ([np.zeros((3, 2)), np.array([["a", "b"]])], TypeError, "sequence 1 of X could not be read as numbers"),
+    (np.zeros((2, 3, 2, 2)), ValueError, "X has 4 dimensions"),
+    ([np.zeros((3, 2)), np.zeros((2, 2, 2))], ValueError, r"sequence 1 of X has shape \(2, 2, 2\)"),
+    (np.full((2, 3, 1), np.nan), ValueError, "sequence 0 of X has no valid step"),
+]
+
+
+@pytest.mark.parametrize("X, error, message", BAD_X)
+def test_bad_X_names_the_problem_and_the_fix(X, error, message):
+    y = np.arange(len(X)) % 2
+    with pytest.raises(error, match=message):
+        RNNClassifier(**FAST).fit(X, y)
+
+
+def test_bad_y_and_prediction_inputs(task, fitted):
+    X, y = task
+    with pytest.raises(ValueError, match=f"y has {len(y) - 1} entries, but X has {len(X)} sequences"):
+        RNNClassifier(**FAST).fit(X, y[:-1])
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        RNNClassifier(**FAST).fit(X, np.zeros(len(X)))
+    with pytest.raises(ValueError, match="Input y contains NaN"):
+        RNNRegressor(**FAST).fit(X, np.full(len(X), np.nan))
+    with pytest.raises(ValueError, match="X has 3 features per step, but RNNClassifier is expecting 2"):
+        fitted.predict([np.zeros((4, 3))])
+    with pytest.raises(NotFittedError):
+        RNNClassifier().predict(X)
+    with pytest.raises(ValueError, match="'cell' parameter of RNNClassifier must be"):
+        RNNClassifier(cell="lstmish").fit(X, y)
+    with pytest.raises(ValueError, match="'spectral_radius' parameter"):
+        RNNClassifier(spectral_radius=-1.0).fit(X, y)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown without a GPU")
+def test_cuda_without_gpu_is_a_clear_error(task):
+    X, y = task
+    with pytest.raises(ValueError, match=re.escape("device='cuda' was requested, but PyTorch sees no CUDA device")):
+        RNNClassifier(device="cuda", **FAST).fit(X, y)
+
+
+# ------------------------------------------------------------ persistence
+def test_pickle_and_joblib_round_trips_keep_predictions(task, fitted, tmp_path):
+    X, _ = task
+    expected = fitted.predict_proba(X)
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict_proba(X), expected)
+    joblib.dump(fitted, tmp_path / "model.joblib")
+    np.testing.assert_array_equal(joblib.load(tmp_path / "model.joblib").predict_proba(X), expected)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_fit_matches_cpu_closely_and_loads_on_cpu(task):
+    X, y = task
+    with pytest.warns(ConvergenceWarning):
+        gpu = RNNClassifier(device="cuda", **FAST).fit(X, y)
+    assert next(gpu.module_.parameters()).is_cuda
+    cpu_copy = pickle.loads(pickle.dumps(gpu))
+    cpu_copy.module_.to("cpu")
+    np.testing.assert_allclose(cpu_copy.predict_proba(X), gpu.predict_proba(X), atol=1e-5)
+
+
+# -------------------------------------------------------------- ecosystem
+def test_pipeline_clone_and_cross_val_roc_auc_on_ragged_input(task):
+    X, y = task
+    pipe = make_pipeline(SequenceStandardScaler(), RNNClassifier(hidden_size=12, max_iter=15, random_state=0))
+    assert clone(pipe).get_params()["rnnclassifier__hidden_size"] == 12
+    with pytest.warns(ConvergenceWarning):
+        scores = cross_val_score(pipe, X, y, scoring="roc_auc", cv=StratifiedKFold(3))
+    assert scores.shape == (3,)
+    assert scores.mean() > 0.8
+
+
+def test_grid_search_over_spectral_radius_and_clip_threshold(task):
+    X, y = task
+    search = GridSearchCV(
+        RNNClassifier(hidden_size=8, max_iter=8, random_state=0),
+        {"spectral_radius": [0.8, 1.2], "clip_threshold": [0.5, 1.0]},
+        scoring="roc_auc",
+        cv=2,
+    )
+    with pytest.warns(ConvergenceWarning):
+        search.fit(X, y)
+    assert len(search.cv_results_["params"]) == 4
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    assert search.best_params_["spectral_radius"] in (0.8, 1.2)
+    assert search.predict_proba(X[:3]).shape == (3, 2)
+
+
+@pytest.mark.parametrize("sampler", [RandomOverSampler(random_state=0), RandomUnderSampler(random_state=0)])
+def test_imbalanced_learn_pipeline_on_ragged_sequences(sampler):
+    X, y = ragged_sign_task(n=90, seed=5)
+    keep = np.flatnonzero(y == 0).tolist() + np.flatnonzero(y == 1)[:12].tolist()
+    X = [X[i] for i in keep]
+    y = y[keep]
+    column = sequence_column(X)
+    resampled, y_resampled = clone(sampler).fit_resample(column, y)
+    counts = np.bincount(y_resampled)
+    assert counts[0] == counts[1]
+    assert all(any(cell is x for x in column[:, 0]) for cell in resampled[:, 0])  # whole sequences
+    pipe = make_imblearn_pipeline(sampler, RNNClassifier(hidden_size=8, max_iter=10, random_state=0))
+    with pytest.warns(ConvergenceWarning):
+        pipe.fit(column, y)
+    assert pipe.predict_proba(X).shape == (len(X), 2)
+
+
+def test_smote_cannot_interpolate_sequences():
+    from imblearn.over_sampling import SMOTE
+
+    X, y = ragged_sign_task(n=30)
+    with pytest.raises(ValueError):
+        SMOTE(k_neighbors=2).fit_resample(sequence_column(X), y)

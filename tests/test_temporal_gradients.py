@@ -214,15 +214,29 @@ def test_single_feature_and_single_unit_keep_parameter_shapes():
     assert [tuple(g.shape[1:]) for g in tg.per_step()] == [tuple(p.shape) for p in tg.parameters]
 
 
-def test_chunked_norms_match(monkeypatch):
+@pytest.mark.parametrize("every_step", [False, True])
+def test_unmaterialized_path_matches(monkeypatch, every_step):
+    """Without room to keep per-step gradients, norms go by chunks and combinations by mm."""
     net = make_net()
-    x, lengths, y = make_batch([7, 5, 6, 2])
-    tg = fast(net, x, lengths, y, every_step=False)
-    direct, gram = tg.norms("direct").clone(), tg.norms("gram").clone()
-    monkeypatch.setattr(_temporal, "_CHUNK_ELEMENTS", 16)  # forces one step per chunk
-    chunked = fast(net, x, lengths, y, every_step=False)
-    torch.testing.assert_close(chunked.norms("direct"), direct, rtol=0, atol=1e-12)
-    torch.testing.assert_close(chunked.norms("gram"), gram, rtol=0, atol=1e-12)
+    x, lengths, y = make_batch([7, 5, 6, 2], every_step=every_step)
+    kept = fast(net, x, lengths, y, every_step=every_step)
+    assert all(layer.outer is not None for layer in kept._layers)
+    monkeypatch.setattr(_temporal, "_CHUNK_ELEMENTS", 4)  # one step per chunk, nothing kept
+    lean = fast(net, x, lengths, y, every_step=every_step)
+    assert all(layer.outer is None for layer in lean._layers)
+    for method in ("auto", "direct", "gram"):
+        torch.testing.assert_close(lean.norms(method), kept.norms("direct"), rtol=0, atol=1e-12)
+    coefficients = torch.rand(7, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    pairs = [
+        (lean.gradient, kept.gradient),
+        (lean.combine(coefficients), kept.combine(coefficients)),
+        (lean.per_step(), kept.per_step()),
+        ((lean.cosines(),), (kept.cosines(),)),
+        (tuple(lean.parameter_norms().values()), tuple(kept.parameter_norms().values())),
+    ]
+    for got, want in pairs:
+        for a, b in zip(got, want, strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-12, equal_nan=True)
 
 
 def test_float32_norm_methods_agree():

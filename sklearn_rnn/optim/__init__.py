@@ -14,12 +14,14 @@ from ._functional import (
     simplex_direction,
     step_norms,
 )
+from ._simplex import SimplexSGD
 from ._temporal import TemporalGradients, temporal_gradients
 
 __all__ = [
     "BRANCHES",
     "ClippedSGD",
     "Direction",
+    "SimplexSGD",
     "TemporalGradients",
     "WEIGHT_RULES",
     "choose_direction",

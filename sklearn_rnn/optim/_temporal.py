@@ -30,8 +30,9 @@ __all__ = ["TemporalGradients", "temporal_gradients"]
 #: Thesis names of the parameters, in the order temporal gradients list them.
 PARAMETER_NAMES: tuple[str, ...] = ("W_rec", "W_in", "b", "W_out", "b_out")
 
-# Largest intermediate (in elements) built at once when computing per-step norms; larger
-# problems are cut into chunks of steps so that memory stays bounded (64 MiB in float32).
+# Largest intermediate (in elements) built at once for per-step quantities: per-step
+# gradients are kept when they fit (64 MiB in float32), otherwise norms are computed in
+# chunks of steps so that memory stays bounded.
 _CHUNK_ELEMENTS = 1 << 24
 
 Alignment = Literal["last", "absolute"]
@@ -39,27 +40,54 @@ NormMethod = Literal["auto", "direct", "gram"]
 
 
 @dataclass(frozen=True)
-class _Layer:
-    """One affine map whose per-step gradient is ``sum_b delta_{b,s} z_{b,s}^T``.
+class _Block:
+    """One parameter of a layer: its gradient at row ``s`` is ``sum_b delta_{s,b} z_{s,b}^T``.
 
-    ``delta`` is ``(S, B, m)`` and ``inputs`` is ``(S, B, n)``, time-major and already
-    aligned; ``steps`` maps the ``S`` rows onto the ``T`` aligned steps (None: the
-    identity). ``blocks`` are ``(parameter index, first column, last column + 1, is a
-    bias)``: a bias block is one column, stored as a vector.
+    ``inputs`` is ``(S - offset, B, n)``: row ``r`` pairs with delta row ``r + offset``
+    (``offset=1`` for ``W_rec``, whose input ``h_{t-1}`` does not exist at the first
+    step); None is a bias, whose input is 1.
+    """
+
+    index: int
+    inputs: torch.Tensor | None
+    offset: int = 0
+
+
+@dataclass
+class _Layer:
+    """An affine map of the network: time-major, aligned deltas and its parameter blocks.
+
+    ``delta`` is ``(S, B, m)``; ``rows`` maps its ``S`` rows onto the aligned steps
+    (None: the identity). ``outer`` holds each block's per-row gradients once computed:
+    ``(S - offset, m, n)``, or ``(S, m)`` for a bias.
     """
 
     delta: torch.Tensor
-    inputs: torch.Tensor
-    steps: torch.Tensor | None
-    blocks: tuple[tuple[int, int, int, bool], ...]
+    rows: torch.Tensor | None
+    blocks: tuple[_Block, ...]
+    outer: tuple[torch.Tensor, ...] | None = None
+
+    @property
+    def width(self) -> int:
+        """``n`` summed over blocks: the columns of the layer's ``[W | b]`` matrix."""
+        return sum(1 if b.inputs is None else b.inputs.shape[2] for b in self.blocks)
+
+    def materialize(self) -> tuple[torch.Tensor, ...]:
+        """Per-row gradient of every block: one batched matrix product each."""
+        if self.outer is None:
+            self.outer = tuple(_block_outer(self.delta, block) for block in self.blocks)
+        return self.outer
 
 
 class TemporalGradients:
     """The temporal gradients of one batch, held as deltas and layer inputs.
 
-    Built by :func:`temporal_gradients`; nothing of shape ``(steps, *parameter_shape)``
-    is stored. Steps are *aligned* steps (see :func:`temporal_gradients`): index
-    ``steps - 1`` is the loss step of every sequence for last-step losses.
+    Built by :func:`temporal_gradients`. Steps are *aligned* steps (see
+    :func:`temporal_gradients`): for last-step losses index ``steps - 1`` is the loss
+    step of every sequence. When it is cheaper than the alternatives and fits in 64 MiB,
+    every step's gradient is computed once by batched outer products, and the full
+    gradient, norms and combinations derive from it; otherwise nothing of shape
+    ``(steps, *parameter_shape)`` is stored and norms come from Gram matrices or chunks.
 
     Attributes
     ----------
@@ -102,6 +130,12 @@ class TemporalGradients:
         self.loss = loss
         self._layers = layers
         self._norms: dict[str, torch.Tensor] = {}
+        for layer in layers:
+            batch, m = layer.delta.shape[1], layer.delta.shape[2]
+            n = layer.width
+            # Outer products cost m * n per (sequence, step), Gram matrices B * (m + n).
+            if m * n <= batch * (m + n) and layer.delta.shape[0] * m * n <= _CHUNK_ELEMENTS:
+                layer.materialize()
         self.gradient = self.combine(None)
         self.gradient_norm = float(
             torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in self.gradient]))
@@ -116,11 +150,12 @@ class TemporalGradients:
     def norms(self, method: NormMethod = "auto") -> torch.Tensor:
         """Norm of each step's gradient over all parameter blocks together.
 
-        Computed without materializing the per-step gradients: either by batched outer
-        products cut in chunks of steps (``'direct'``, cost ``H * (H + d)`` per sequence
-        and step) or through Gram matrices,
-        ``||sum_b d_b z_b^T||^2 = sum_{b,b'} (d_b . d_b') (z_b . z_b')`` (``'gram'``,
-        cost ``batch * (2H + d)``); ``'auto'`` picks the cheaper. The result is cached.
+        ``'direct'`` takes the squared norms of the per-step outer products (reusing
+        them when they are kept, otherwise computing them in chunks of steps; cost
+        ``H * (H + d)`` per sequence and step); ``'gram'`` uses
+        ``||sum_b d_b z_b^T||^2 = sum_{b,b'} (d_b . d_b') (z_b . z_b')`` (cost
+        ``batch * (2H + d)``, no ``(H, H)`` block per step); ``'auto'`` picks the
+        cheaper. The result is cached.
 
         Parameters
         ----------
@@ -134,17 +169,17 @@ class TemporalGradients:
         if method not in ("auto", "direct", "gram"):
             raise ValueError(f"method must be 'auto', 'direct' or 'gram'; got {method!r}.")
         if method not in self._norms:
-            squares = torch.zeros(self.steps, dtype=self.gradient[0].dtype, device=self.gradient[0].device)
+            squares = self._zeros()
             for layer in self._layers:
-                _scatter_add(squares, layer.steps, _layer_step_squares(layer, method))
+                _scatter_add(squares, layer.rows, _layer_squares(layer, method))
             self._norms[method] = squares.sqrt()  # (T,)
         return self._norms[method]
 
     def combine(self, coefficients: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
         """``sum_t c_t G_t``, the per-step gradients weighted by ``coefficients``.
 
-        One matrix product per layer on deltas pre-scaled by their step's coefficient;
-        the per-step gradients are never materialized. With
+        From the kept per-step gradients when there are any, otherwise one matrix
+        product per block on deltas pre-scaled by their step's coefficient. With
         ``c = beta * normalization_factors(self.norms())`` this is eq. 3.4.
 
         Parameters
@@ -163,38 +198,55 @@ class TemporalGradients:
                 f"coefficients must have shape ({self.steps},), one per aligned step; got "
                 f"{tuple(coefficients.shape)}."
             )
-        blocks: list[torch.Tensor | None] = [None] * len(self.parameters)
+        blocks: dict[int, torch.Tensor] = {}
         for layer in self._layers:
-            delta = layer.delta  # (S, B, m)
+            c = None
             if coefficients is not None:
-                c = coefficients.to(delta)
-                c = c if layer.steps is None else c[layer.steps]  # (S,)
-                delta = delta * c[:, None, None]  # (S, B, m)
-            m, n = delta.shape[-1], layer.inputs.shape[-1]
-            full = delta.reshape(-1, m).T @ layer.inputs.reshape(-1, n)  # (m, n)
-            for index, start, stop, bias in layer.blocks:
-                blocks[index] = full[:, start].contiguous() if bias else full[:, start:stop].contiguous()
-        return tuple(b for b in blocks if b is not None)
+                c = coefficients.to(layer.delta)
+                c = c if layer.rows is None else c[layer.rows]  # (S,)
+            if layer.outer is not None:
+                for block, outer in zip(layer.blocks, layer.outer):
+                    weights = None if c is None else c[block.offset :]
+                    blocks[block.index] = outer.sum(0) if weights is None else torch.tensordot(weights, outer, dims=1)
+                continue
+            delta = layer.delta if c is None else layer.delta * c[:, None, None]  # (S, B, m)
+            m = delta.shape[2]
+            for block in layer.blocks:
+                if block.inputs is None:
+                    blocks[block.index] = delta.sum((0, 1))  # (m,)
+                else:
+                    rows = delta[block.offset :].reshape(-1, m)  # (S' * B, m)
+                    blocks[block.index] = rows.T @ block.inputs.reshape(-1, block.inputs.shape[2])  # (m, n)
+        return tuple(blocks[i] for i in range(len(self.parameters)))
 
     def cosines(self) -> torch.Tensor:
         """Cosine between each step's gradient and the full gradient (figures 3.2-3.3).
 
-        ``G_t . G = sum_b delta_{b,t} . (G z_{b,t})``: one batched product per layer.
+        ``G_t . G = sum_b delta_{b,t} . (G z_{b,t})``: one batched product per block.
         Steps with a zero gradient get NaN.
 
         Returns
         -------
         torch.Tensor of shape (steps,)
         """
-        dots = torch.zeros(self.steps, dtype=self.gradient[0].dtype, device=self.gradient[0].device)
+        dots = self._zeros()
         for layer in self._layers:
-            full = self._layer_matrix(layer, self.gradient)  # (m, n)
-            projected = layer.inputs @ full.T  # (S, B, m)
-            _scatter_add(dots, layer.steps, (layer.delta * projected).sum((1, 2)))
+            per_row = torch.zeros_like(layer.delta[:, 0, 0])  # (S,)
+            for i, block in enumerate(layer.blocks):
+                full = self.gradient[block.index]
+                if layer.outer is not None:
+                    outer = layer.outer[i]
+                    per_row[block.offset :] += (outer * full).reshape(outer.shape[0], -1).sum(1)
+                elif block.inputs is None:
+                    per_row += layer.delta.sum(1) @ full  # (S,)
+                else:
+                    projected = block.inputs @ full.T  # (S', B, m)
+                    per_row[block.offset :] += (layer.delta[block.offset :] * projected).sum((1, 2))
+            _scatter_add(dots, layer.rows, per_row)
         return dots / (self.norms() * self.gradient_norm)  # (T,)
 
     def per_step(self) -> tuple[torch.Tensor, ...]:
-        """Materialize every step's gradient: the reference form, for small problems.
+        """Every step's gradient, materialized: the reference form, for small problems.
 
         Returns
         -------
@@ -202,16 +254,15 @@ class TemporalGradients:
             One block per parameter, of shape ``(steps, *parameter.shape)``; their sum
             over the first axis is :attr:`gradient`.
         """
-        blocks: list[torch.Tensor | None] = [None] * len(self.parameters)
+        blocks: dict[int, torch.Tensor] = {}
         for layer in self._layers:
-            per_row = torch.bmm(layer.delta.transpose(1, 2), layer.inputs)  # (S, m, n)
-            if layer.steps is not None:
-                full = per_row.new_zeros(self.steps, *per_row.shape[1:])  # (T, m, n)
-                full[layer.steps] = per_row
-                per_row = full
-            for index, start, stop, bias in layer.blocks:
-                blocks[index] = per_row[:, :, start] if bias else per_row[:, :, start:stop]
-        return tuple(b.contiguous() for b in blocks if b is not None)
+            outers = layer.outer if layer.outer is not None else layer.materialize()
+            for block, outer in zip(layer.blocks, outers):
+                full = outer.new_zeros(self.steps, *outer.shape[1:])  # (T, ...)
+                rows = _rows(layer, outer.device)[block.offset :]
+                full[rows] = outer
+                blocks[block.index] = full
+        return tuple(blocks[i] for i in range(len(self.parameters)))
 
     def parameter_norms(self) -> dict[str, torch.Tensor]:
         """Per-step norm of each parameter's temporal gradient separately.
@@ -219,21 +270,18 @@ class TemporalGradients:
         Returns
         -------
         dict of str to torch.Tensor of shape (steps,)
-            Keyed by thesis name (``'W_rec'``, ...).
+            Keyed by thesis name (``'W_rec'``, ...), in the order of :attr:`names`.
         """
         result: dict[str, torch.Tensor] = {}
         for layer in self._layers:
-            squares = _direct_block_squares(layer)  # (S, n_blocks)
-            for column, (index, _, _, _) in enumerate(layer.blocks):
-                full = squares.new_zeros(self.steps)
-                _scatter_add(full, layer.steps, squares[:, column])
-                result[self.names[index]] = full.sqrt()
+            for block, squares in zip(layer.blocks, _block_squares(layer)):
+                full = self._zeros()
+                _scatter_add(full, layer.rows, squares)
+                result[self.names[block.index]] = full.sqrt()
         return {name: result[name] for name in self.names}
 
-    def _layer_matrix(self, layer: _Layer, blocks: tuple[torch.Tensor, ...]) -> torch.Tensor:
-        """Reassemble a layer's ``(m, n)`` matrix from parameter-shaped blocks."""
-        columns = [blocks[i][:, None] if bias else blocks[i] for i, _, _, bias in layer.blocks]
-        return torch.cat(columns, dim=1)
+    def _zeros(self) -> torch.Tensor:
+        return torch.zeros(self.steps, dtype=self.gradient[0].dtype, device=self.gradient[0].device)
 
 
 def temporal_gradients(
@@ -328,11 +376,18 @@ def temporal_gradients(
     parameters = tuple(p for p in trainable if p is not None)
     names = tuple(name for name, p in zip(PARAMETER_NAMES, trainable) if p is not None)
     index = {name: i for i, name in enumerate(names)}
-    hidden = hidden.detach()
+    # Time-major throughout: the fused recurrence already stores its states and deltas
+    # that way, so these transposes are free views, and per-step products are bmm's.
+    hidden = hidden.detach().transpose(0, 1).contiguous()  # (T, B, H)
     layers = []
     recurrent = _recurrent_layer(
-        trainable[:3], index, delta.detach(), states.inputs.detach().to(hidden.dtype), hidden,
-        lengths, align_last=not every_step,
+        trainable[:3],
+        index,
+        delta.detach().transpose(0, 1).contiguous(),  # (T, B, H)
+        states.inputs.detach().to(hidden.dtype).transpose(0, 1).contiguous(),  # (T, B, d)
+        hidden,
+        lengths,
+        align_last=not every_step,
     )
     if recurrent is not None:
         layers.append(recurrent)
@@ -364,6 +419,7 @@ def temporal_gradients(
     return result
 
 
+
 def _trainable(network: RecurrentNetwork) -> tuple[torch.nn.Parameter | None, ...]:
     """``W_rec, W_in, b, W_out, b_out`` in thesis order, None for a frozen one."""
     candidates = (
@@ -386,37 +442,37 @@ def _recurrent_layer(
     *,
     align_last: bool,
 ) -> _Layer | None:
-    """``[W_rec | W_in | b]``: deltas and ``z_t = [h_{t-1}; x_t; 1]``, aligned, time-major."""
-    batch, steps, _ = hidden.shape
-    sources = (
-        torch.cat([hidden.new_zeros(batch, 1, hidden.shape[2]), hidden[:, :-1]], dim=1),  # (B, T, H)
-        inputs,  # (B, T, d)
-        hidden.new_ones(batch, steps, 1),  # (B, T, 1)
-    )
-    columns, blocks, start = [], [], 0
-    for name, param, source in zip(PARAMETER_NAMES[:3], params, sources):
-        if param is not None:
-            columns.append(source)
-            blocks.append((index[name], start, start + source.shape[2], name.startswith("b")))
-            start += source.shape[2]
-    if not columns:
-        return None
-    z = torch.cat(columns, dim=2)  # (B, T, n)
+    """``[W_rec | W_in | b]`` with inputs ``[h_{t-1}; x_t; 1]``; all tensors ``(T, B, .)``."""
+    steps = delta.shape[0]
     if align_last and bool((lengths < steps).any()):
-        # Right-align: aligned step s of sequence b is its step s - (T - L_b); the
-        # earlier aligned steps do not exist for it and are masked out (the padding's
-        # deltas are zero, but its inputs may be anything, NaN included).
-        source_step = torch.arange(steps, device=z.device)[None, :] - (steps - lengths)[:, None]  # (B, T)
-        valid = (source_step >= 0)[:, :, None]  # (B, T, 1)
-        gather = source_step.clamp(min=0)[:, :, None]  # (B, T, 1)
-        delta = torch.where(valid, delta.gather(1, gather.expand(-1, -1, delta.shape[2])), 0.0)
-        z = torch.where(valid, z.gather(1, gather.expand(-1, -1, z.shape[2])), 0.0)
-    return _Layer(
-        delta=delta.transpose(0, 1).contiguous(),  # (T, B, H)
-        inputs=z.transpose(0, 1).contiguous(),  # (T, B, n)
-        steps=None,
-        blocks=tuple(blocks),
-    )
+        delta, inputs, hidden = _right_align((delta, inputs, hidden), lengths)
+    w_rec, w_in, bias = params
+    blocks = []
+    if w_rec is not None:
+        # h_{t-1} pairs with delta_t from the second step on: with h_0 = 0 the first
+        # step has no W_rec gradient (after right-alignment, neither has any sequence's
+        # first step, whose previous row is masked to zero).
+        blocks.append(_Block(index["W_rec"], hidden[:-1], offset=1))
+    if w_in is not None:
+        blocks.append(_Block(index["W_in"], inputs))
+    if bias is not None:
+        blocks.append(_Block(index["b"], None))
+    return _Layer(delta, None, tuple(blocks)) if blocks else None
+
+
+def _right_align(tensors: tuple[torch.Tensor, ...], lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Shift every sequence so that its last valid step is the last row; zero the rest.
+
+    Aligned row ``s`` of sequence ``b`` is its step ``s - (T - L_b)``. The rows before
+    a sequence starts are set to zero rather than copied from the padding, whose deltas
+    are zero but whose inputs may be anything, NaN included.
+    """
+    steps, batch = tensors[0].shape[:2]
+    device = tensors[0].device
+    source = torch.arange(steps, device=device)[:, None] - (steps - lengths)[None, :]  # (T, B)
+    valid = (source >= 0)[:, :, None]  # (T, B, 1)
+    rows, cols = source.clamp(min=0), torch.arange(batch, device=device)[None, :]
+    return tuple(torch.where(valid, t[rows, cols], 0.0) for t in tensors)  # (T, B, .) each
 
 
 def _readout_layer(
@@ -427,66 +483,96 @@ def _readout_layer(
     lengths: torch.Tensor,
     every_step: bool,
 ) -> _Layer | None:
-    """``[W_out | b_out]``: output deltas and ``[h_t; 1]`` where losses sit."""
-    batch, steps, _ = hidden.shape
+    """``[W_out | b_out]`` with inputs ``[h_t; 1]`` where the losses sit."""
+    steps, batch, _ = hidden.shape
     if every_step:
-        read = hidden  # (B, T, H)
-        delta = output_delta  # (B, T, k)
-        rows = None
+        delta = output_delta.transpose(0, 1).contiguous()  # (T, B, k)
+        read, rows = hidden, None  # (T, B, H)
     else:
-        last = lengths - 1  # (B,)
-        read = hidden[torch.arange(batch, device=hidden.device), last][:, None]  # (B, 1, H)
-        delta = output_delta[:, None]  # (B, 1, k)
+        delta = output_delta[None]  # (1, B, k)
+        read = hidden[lengths - 1, torch.arange(batch, device=hidden.device)][None]  # (1, B, H)
         # The single readout sits at the last aligned step.
         rows = torch.tensor([steps - 1], device=hidden.device)
-    sources = (read, hidden.new_ones(*read.shape[:2], 1))
-    columns, blocks, start = [], [], 0
-    for name, param, source in zip(PARAMETER_NAMES[3:], params, sources):
-        if param is not None:
-            columns.append(source)
-            blocks.append((index[name], start, start + source.shape[2], name.startswith("b")))
-            start += source.shape[2]
-    if not columns:
-        return None
-    z = torch.cat(columns, dim=2)  # (B, S, n)
-    return _Layer(
-        delta=delta.transpose(0, 1).contiguous(),  # (S, B, k)
-        inputs=z.transpose(0, 1).contiguous(),  # (S, B, n)
-        steps=rows,
-        blocks=tuple(blocks),
-    )
+    w_out, bias = params
+    blocks = []
+    if w_out is not None:
+        blocks.append(_Block(index["W_out"], read))
+    if bias is not None:
+        blocks.append(_Block(index["b_out"], None))
+    return _Layer(delta, rows, tuple(blocks)) if blocks else None
 
 
-def _layer_step_squares(layer: _Layer, method: NormMethod) -> torch.Tensor:
-    """Squared Frobenius norm of ``sum_b delta_{b,s} z_{b,s}^T`` for every row ``s``."""
-    rows, batch, m = layer.delta.shape
-    n = layer.inputs.shape[2]
+def _block_outer(delta: torch.Tensor, block: _Block) -> torch.Tensor:
+    """Per-row gradient of one block: ``(S - offset, m, n)``, or ``(S, m)`` for a bias."""
+    if block.inputs is None:
+        return delta.sum(1)  # (S, m)
+    return torch.bmm(delta[block.offset :].transpose(1, 2), block.inputs)  # (S', m, n)
+
+
+def _rows(layer: _Layer, device: torch.device) -> torch.Tensor:
+    if layer.rows is None:
+        return torch.arange(layer.delta.shape[0], device=device)
+    return layer.rows
+
+
+def _layer_squares(layer: _Layer, method: NormMethod) -> torch.Tensor:
+    """Squared norm of every row's gradient over all the layer's blocks, ``(S,)``."""
     if method == "auto":
-        # Outer products cost m * n per (sequence, step), Gram matrices batch * (m + n).
-        method = "direct" if m * n <= batch * (m + n) else "gram"
+        batch, m = layer.delta.shape[1:]
+        n = layer.width
+        direct = layer.outer is not None or m * n <= batch * (m + n)
+        method = "direct" if direct else "gram"
     if method == "direct":
-        return _direct_block_squares(layer).sum(1)
-    chunk = max(1, _CHUNK_ELEMENTS // max(1, batch * batch))
-    pieces = []
-    for lo in range(0, rows, chunk):
-        d = layer.delta[lo : lo + chunk]  # (c, B, m)
-        z = layer.inputs[lo : lo + chunk]  # (c, B, n)
-        gram = torch.bmm(d, d.transpose(1, 2)) * torch.bmm(z, z.transpose(1, 2))  # (c, B, B)
-        pieces.append(gram.sum((1, 2)).clamp(min=0))
-    return torch.cat(pieces)  # (S,)
+        return torch.stack(_block_squares(layer)).sum(0)
+    return _gram_squares(layer)
 
 
-def _direct_block_squares(layer: _Layer) -> torch.Tensor:
-    """Squared norm of each parameter block of each row's outer-product sum, ``(S, blocks)``."""
-    rows, _, m = layer.delta.shape
-    n = layer.inputs.shape[2]
-    chunk = max(1, _CHUNK_ELEMENTS // max(1, m * n))
+def _block_squares(layer: _Layer) -> list[torch.Tensor]:
+    """Squared norm of every row's gradient, block by block: one ``(S,)`` tensor each."""
+    delta = layer.delta  # (S, B, m)
+    rows = delta.shape[0]
+    if layer.outer is not None:
+        result = []
+        for block, outer in zip(layer.blocks, layer.outer):
+            squares = outer.square().reshape(outer.shape[0], -1).sum(1)  # (S',)
+            result.append(torch.cat([squares.new_zeros(block.offset), squares]))
+        return result
+    result = [delta.new_zeros(rows) for _ in layer.blocks]
+    chunk = max(1, _CHUNK_ELEMENTS // (delta.shape[2] * layer.width))
+    for lo in range(0, rows, chunk):
+        hi = min(rows, lo + chunk)
+        for squares, block in zip(result, layer.blocks):
+            if block.inputs is None:
+                squares[lo:hi] = delta[lo:hi].sum(1).square().sum(1)
+                continue
+            start = max(lo, block.offset)
+            if start < hi:
+                z = block.inputs[start - block.offset : hi - block.offset]  # (c, B, n)
+                outer = torch.bmm(delta[start:hi].transpose(1, 2), z)  # (c, m, n)
+                squares[start:hi] = outer.square().sum((1, 2))
+    return result
+
+
+def _gram_squares(layer: _Layer) -> torch.Tensor:
+    """``sum_{b,b'} (d_b . d_b') (z_b . z_b')`` per row, in chunks of rows, ``(S,)``."""
+    delta = layer.delta  # (S, B, m)
+    rows, batch, _ = delta.shape
+    chunk = max(1, _CHUNK_ELEMENTS // (batch * batch))
     pieces = []
     for lo in range(0, rows, chunk):
-        outer = torch.bmm(layer.delta[lo : lo + chunk].transpose(1, 2), layer.inputs[lo : lo + chunk])  # (c, m, n)
-        column_squares = outer.square().sum(1)  # (c, n)
-        pieces.append(torch.stack([column_squares[:, a:b].sum(1) for _, a, b, _ in layer.blocks], dim=1))
-    return torch.cat(pieces)  # (S, blocks)
+        hi = min(rows, lo + chunk)
+        kernel = delta.new_zeros(hi - lo, batch, batch)  # (c, B, B): z_b . z_b'
+        for block in layer.blocks:
+            if block.inputs is None:
+                kernel += 1.0
+                continue
+            start = max(lo, block.offset)
+            if start < hi:
+                z = block.inputs[start - block.offset : hi - block.offset]  # (c', B, n)
+                kernel[start - lo :] += torch.bmm(z, z.transpose(1, 2))
+        d = delta[lo:hi]  # (c, B, m)
+        pieces.append((torch.bmm(d, d.transpose(1, 2)) * kernel).sum((1, 2)).clamp(min=0))
+    return torch.cat(pieces)
 
 
 def _scatter_add(target: torch.Tensor, rows: torch.Tensor | None, values: torch.Tensor) -> None:

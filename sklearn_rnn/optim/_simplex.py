@@ -1,0 +1,264 @@
+"""The optimizer of the thesis: simplex direction, conditional switching, clipped step."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from ._functional import (
+    BRANCHES,
+    NORM_EPS,
+    WEIGHT_RULES,
+    WeightRule,
+    choose_direction,
+    clipped_step_,
+    convex_weights,
+    normalization_factors,
+)
+from ._temporal import TemporalGradients
+
+__all__ = ["SimplexSGD"]
+
+
+class SimplexSGD(torch.optim.Optimizer):
+    """Stochastic descent along the simplex direction of temporal gradients (algorithm 3.2).
+
+    Each step takes the temporal gradients of the batch (:func:`temporal_gradients`),
+    normalizes every step's gradient to unit norm (eq. 3.3), combines them with fresh
+    random convex weights (eq. 3.4), gives the result the norm of the full gradient
+    and negates it (eq. 3.5). The anti-gradient is used instead when that candidate is
+    not a descent direction (``'descent_fallback'``) or when the gradient norm exceeds
+    ``switch_threshold`` (``'switched'``: the gradient is not vanishing, so it is
+    followed). The step length is the clipping rule of eq. 3.6, ``mu`` or
+    ``mu * tau / ||d||``. A non-finite gradient skips the step (``'skipped'``).
+
+    Normalizing gives distant steps, whose gradients vanish, as much say as recent
+    ones; that is what lets the direction carry information over long spans while the
+    plain gradient only sees the last few steps.
+
+    ``step`` needs the temporal gradients: ``opt.step(temporal_gradients(...))``, or a
+    closure that returns them. A bare ``step()`` raises an error rather than silently
+    stepping along the anti-gradient; use :class:`ClippedSGD` for that.
+
+    Parameters
+    ----------
+    params : iterable of torch.Tensor or dict
+        The trainable parameters of a :class:`~sklearn_rnn.nn.RecurrentNetwork` (frozen
+        ones are ignored), possibly in groups with their own ``lr`` and
+        ``clip_threshold``. They must be exactly those the temporal gradients cover.
+    lr : float, default=0.01
+        ``mu``, the step length when the direction's norm is at most ``tau``.
+    clip_threshold : float or None, default=1.0
+        ``tau``; None never clips.
+    switch_threshold : float or None, default=None
+        ``psi``: use the anti-gradient when the gradient norm exceeds it; None never
+        switches. The thesis tuned it per task (0.5 for addition, 0.9 for temporal
+        order, with ``tau = 1``).
+    weights : {'exp', 'dirichlet', 'uniform'}, default='exp'
+        Rule for the random convex weights (see :func:`convex_weights`); ``'exp'`` is
+        the thesis' original.
+    generator : torch.Generator or int, optional
+        Source of the random weights; an int seeds a new local generator, None draws a
+        non-deterministic seed. The global generator is never used.
+    eps : float, default=1e-8
+        Steps whose gradient norm is below it are left unnormalized.
+
+    Attributes
+    ----------
+    branch_counts : dict of str to int
+        How many steps took each branch (``'simplex'``, ``'descent_fallback'``,
+        ``'switched'``, ``'skipped'``).
+    last_step : dict
+        ``branch``, ``gradient_norm``, ``cosine`` (of the direction with the gradient)
+        and ``step_size`` of the latest step, for logging.
+
+    See Also
+    --------
+    temporal_gradients : What ``step`` consumes.
+    ClippedSGD : The clipped anti-gradient alone.
+
+    Examples
+    --------
+    Learn to recall the first value of sequences of 2 to 8 steps, in plain PyTorch:
+
+    >>> import torch
+    >>> import torch.nn.functional as F
+    >>> from sklearn_rnn.nn import RecurrentNetwork
+    >>> from sklearn_rnn.optim import SimplexSGD, temporal_gradients
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> net = RecurrentNetwork(1, 16, 1, generator=gen)
+    >>> opt = SimplexSGD(net.parameters(), lr=0.05, clip_threshold=1.0,
+    ...                  switch_threshold=1.0, generator=0)
+    >>> def batch(size=64):
+    ...     lengths = torch.randint(2, 9, (size,), generator=gen)
+    ...     x = torch.randn(size, 8, 1, generator=gen)
+    ...     return x, lengths, x[:, 0]
+    >>> for _ in range(300):
+    ...     x, lengths, y = batch()
+    ...     opt.zero_grad()
+    ...     states = net.forward_states(x, lengths)
+    ...     loss = F.mse_loss(states.outputs, y)
+    ...     opt.step(temporal_gradients(net, states, loss, lengths))
+    >>> x, lengths, y = batch(1000)
+    >>> with torch.no_grad():
+    ...     F.mse_loss(net(x, lengths), y).item() < 0.25  # predicting 0 scores 1.0
+    True
+    >>> sum(opt.branch_counts.values()), opt.branch_counts["simplex"] > 0
+    (300, True)
+    """
+
+    def __init__(
+        self,
+        params: Iterable[torch.Tensor] | Iterable[dict[str, Any]],
+        lr: float = 0.01,
+        clip_threshold: float | None = 1.0,
+        switch_threshold: float | None = None,
+        weights: WeightRule = "exp",
+        generator: torch.Generator | int | None = None,
+        eps: float = NORM_EPS,
+    ) -> None:
+        if not lr > 0:
+            raise ValueError(f"lr must be a positive float; got {lr!r}.")
+        if clip_threshold is not None and not clip_threshold > 0:
+            raise ValueError(f"clip_threshold must be positive or None; got {clip_threshold!r}.")
+        if switch_threshold is not None and not switch_threshold >= 0:
+            raise ValueError(
+                f"switch_threshold must be a non-negative float or None (never switch); got "
+                f"{switch_threshold!r}."
+            )
+        if weights not in WEIGHT_RULES:
+            raise ValueError(f"weights must be one of {list(WEIGHT_RULES)}; got {weights!r}.")
+        if not eps >= 0:
+            raise ValueError(f"eps must be non-negative; got {eps!r}.")
+        super().__init__(params, {"lr": lr, "clip_threshold": clip_threshold})
+        self.switch_threshold = switch_threshold
+        self.weights = weights
+        self.eps = eps
+        self.generator = _as_generator(generator)
+        self.branch_counts: dict[str, int] = dict.fromkeys(BRANCHES, 0)
+        self.last_step: dict[str, Any] = {}
+
+    @torch.no_grad()
+    def step(  # type: ignore[override]
+        self,
+        temporal: TemporalGradients | Callable[[], TemporalGradients] | None = None,
+    ) -> torch.Tensor | None:
+        """Take one step along the simplex direction (or the anti-gradient).
+
+        Parameters
+        ----------
+        temporal : TemporalGradients or callable
+            The batch's temporal gradients, or a closure that clears the gradients,
+            recomputes the model and returns them.
+
+        Returns
+        -------
+        torch.Tensor or None
+            The loss, when a closure was given.
+        """
+        from_closure = callable(temporal) and not isinstance(temporal, TemporalGradients)
+        if from_closure:
+            with torch.enable_grad():
+                temporal = temporal()  # type: ignore[operator]
+        if not isinstance(temporal, TemporalGradients):
+            raise TypeError(
+                "SimplexSGD.step needs the temporal gradients of the batch: "
+                "`opt.step(temporal_gradients(net, states, loss, lengths))`, or a closure "
+                f"returning them; got {type(temporal).__name__}. For plain clipped "
+                "anti-gradient steps use ClippedSGD."
+            )
+        self._check_parameters(temporal)
+        reference = temporal.gradient[0]
+        # Drawn before the branch is known, so that the random stream does not depend on it.
+        beta = convex_weights(
+            temporal.steps, self.weights, generator=self.generator, dtype=reference.dtype,
+            device=reference.device,
+        )  # (T,)
+
+        def combination() -> tuple[torch.Tensor, ...]:
+            coefficients = beta * normalization_factors(temporal.norms(), eps=self.eps)  # (T,)
+            return temporal.combine(coefficients)
+
+        chosen = choose_direction(temporal.gradient, combination, switch_threshold=self.switch_threshold)
+        self.branch_counts[chosen.branch] += 1
+        step_size = math.nan
+        if chosen.direction is not None:
+            by_param = {id(p): d for p, d in zip(temporal.parameters, chosen.direction)}
+            for group in self.param_groups:
+                params = [p for p in group["params"] if id(p) in by_param]
+                step_size = clipped_step_(
+                    params,
+                    [by_param[id(p)] for p in params],
+                    lr=group["lr"],
+                    clip_threshold=group["clip_threshold"],
+                    # d has the gradient's norm in every branch (eq. 3.5).
+                    direction_norm=chosen.gradient_norm,
+                )
+        self.last_step = {
+            "branch": chosen.branch,
+            "gradient_norm": chosen.gradient_norm,
+            "cosine": chosen.cosine,
+            "step_size": step_size,
+        }
+        return temporal.loss if from_closure else None
+
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state, with the random generator's state and branch counts.
+
+        Returns
+        -------
+        dict
+        """
+        state = super().state_dict()
+        state["simplex"] = {
+            "generator_state": self.generator.get_state(),
+            "branch_counts": dict(self.branch_counts),
+        }
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`, random generator included.
+
+        Parameters
+        ----------
+        state_dict : dict
+        """
+        state_dict = dict(state_dict)
+        extra = state_dict.pop("simplex", None)
+        super().load_state_dict(state_dict)
+        if extra is not None:
+            self.generator.set_state(extra["generator_state"])
+            self.branch_counts = dict.fromkeys(BRANCHES, 0) | extra["branch_counts"]
+
+    def _check_parameters(self, temporal: TemporalGradients) -> None:
+        mine = {id(p) for group in self.param_groups for p in group["params"] if p.requires_grad}
+        covered = {id(p) for p in temporal.parameters}
+        if mine != covered:
+            raise ValueError(
+                f"SimplexSGD holds {len(mine)} trainable parameters and the temporal gradients "
+                f"cover {len(covered)} ({', '.join(temporal.names)}), "
+                f"{len(mine & covered)} in common; they must be the same: build the optimizer "
+                "with network.parameters() of the network given to temporal_gradients."
+            )
+
+
+def _as_generator(generator: torch.Generator | int | None) -> torch.Generator:
+    if isinstance(generator, torch.Generator):
+        if generator.device.type != "cpu":
+            raise ValueError(
+                f"generator must be a CPU torch.Generator (weights are drawn on the CPU); got "
+                f"one on {generator.device}."
+            )
+        return generator
+    local = torch.Generator()
+    if generator is None:
+        local.seed()  # a non-deterministic seed, for this generator only
+        return local
+    if isinstance(generator, bool) or not isinstance(generator, int):
+        raise TypeError(
+            f"generator must be a torch.Generator, an int seed or None; got {type(generator).__name__}."
+        )
+    return local.manual_seed(generator)

@@ -1,0 +1,22 @@
+"""The README's commands and CI stay in step."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("#", 1)[0].strip() for line in block.strip().splitlines()]
+
+
+def test_readme_opens_with_the_main_job_and_the_test_command():
+    main_job, tests = readme_commands()
+    assert main_job.endswith("python -m sklearn_rnn")
+    assert tests.endswith("python -m pytest")
+
+
+def test_ci_runs_the_readme_test_command():
+    _, tests = readme_commands()
+    assert tests in (ROOT / ".ci" / "run").read_text()

@@ -1,0 +1,370 @@
+"""The simplex direction: hand-computed functional core, and SimplexSGD in plain PyTorch."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sklearn_rnn.nn import RecurrentNetwork
+from sklearn_rnn.optim import (
+    BRANCHES,
+    ClippedSGD,
+    SimplexSGD,
+    choose_direction,
+    clipped_step_,
+    combine_temporal_gradients,
+    convex_weights,
+    normalization_factors,
+    normalize_temporal_gradients,
+    simplex_direction,
+    step_norms,
+    temporal_gradients,
+)
+
+t = torch.tensor
+
+
+def close(a, b, atol=1e-12):
+    torch.testing.assert_close(torch.as_tensor(a, dtype=torch.float64),
+                               torch.as_tensor(b, dtype=torch.float64), rtol=0, atol=atol)
+
+
+# ----------------------------------------------------------------------------- functional
+
+
+def test_step_norms_is_one_norm_per_step_over_all_blocks():
+    w = t([[[3.0, 0.0]], [[0.0, 1.0]], [[0.0, 0.0]]])  # (3 steps, 1, 2)
+    b = t([[4.0], [0.0], [0.0]])  # (3 steps, 1)
+    close(step_norms([w, b]), [5.0, 1.0, 0.0])
+
+
+def test_normalization_factors_leave_small_and_non_finite_steps():
+    norms = t([2.0, 1e-8, 0.99e-8, 0.0, math.nan, math.inf], dtype=torch.float64)
+    close(normalization_factors(norms), [0.5, 1e8, 1.0, 1.0, 1.0, 1.0])
+    close(normalization_factors(t([0.5, 0.05]), eps=0.1), [2.0, 1.0], atol=1e-6)
+
+
+def test_normalize_temporal_gradients_by_hand():
+    w = t([[3.0, 0.0], [0.0, 0.0], [1e-9, 0.0], [math.nan, 1.0]], dtype=torch.float64)
+    b = t([[4.0], [2.0], [0.0], [1.0]], dtype=torch.float64)
+    nw, nb = normalize_temporal_gradients([w, b])
+    close(nw[:3], [[0.6, 0.0], [0.0, 0.0], [1e-9, 0.0]])  # step 3 is below 1e-8: as is
+    close(nb[:3], [[0.8], [1.0], [0.0]])
+    assert torch.isnan(nw[3, 0]) and nw[3, 1] == 1.0 and nb[3, 0] == 1.0  # NaN step: as is
+
+
+@pytest.mark.parametrize("rule", ["exp", "dirichlet", "uniform"])
+def test_convex_weights_reproduce_the_rules_by_hand(rule):
+    beta = convex_weights(5, rule, generator=torch.Generator().manual_seed(7))
+    gen = torch.Generator().manual_seed(7)
+    if rule == "dirichlet":
+        draw = torch.empty(5, dtype=torch.float64).exponential_(generator=gen)
+    else:
+        u = torch.rand(5, generator=gen, dtype=torch.float64)
+        draw = torch.exp(1 - u) if rule == "exp" else u
+    close(beta, draw / draw.sum())
+    assert beta.shape == (5,) and bool((beta > 0).all())
+    close(beta.sum(), 1.0)
+
+
+def test_exp_weights_are_near_uniform_and_global_rng_untouched():
+    state = torch.random.get_rng_state()
+    beta = convex_weights(1000, "exp", generator=torch.Generator().manual_seed(0), dtype=torch.float32)
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert beta.dtype == torch.float32
+    assert (beta.max() / beta.min()).item() <= math.e + 1e-5
+    other = convex_weights(1000, "exp", generator=torch.Generator().manual_seed(1), dtype=torch.float32)
+    assert not torch.equal(beta, other)
+
+
+def test_convex_weights_errors():
+    with pytest.raises(ValueError, match=r"weights must be one of \['exp', 'dirichlet', 'uniform'\]"):
+        convex_weights(3, "softmax")
+    with pytest.raises(ValueError, match="at least 1"):
+        convex_weights(0)
+
+
+def test_combine_by_hand():
+    w = t([[[1.0, 0.0]], [[0.0, 2.0]], [[4.0, 4.0]]])  # (3, 1, 2)
+    b = t([[1.0], [1.0], [1.0]])
+    cw, cb = combine_temporal_gradients([w, b], t([0.5, 0.25, 0.0]))
+    close(cw, [[0.5, 0.5]])
+    close(cb, [0.75])
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        combine_temporal_gradients([w, b], t([1.0, 1.0]))
+    with pytest.raises(ValueError, match="steps as its first axis"):
+        combine_temporal_gradients([w, t([1.0, 2.0])], t([1.0, 1.0, 1.0]))
+
+
+def test_choose_direction_simplex_rescales_to_gradient_norm():
+    d = choose_direction([t([3.0, 4.0])], [t([0.0, 1.0])])
+    assert d.branch == "simplex"
+    close(d.direction[0], [0.0, -5.0])
+    assert d.gradient_norm == pytest.approx(5.0)
+    assert d.cosine == pytest.approx(-0.8)
+
+
+def test_choose_direction_over_several_blocks():
+    d = choose_direction([t([1.0, 2.0]), t([2.0])], [t([0.0, 0.0]), t([1.0])])
+    assert d.branch == "simplex"
+    close(d.direction[0], [0.0, 0.0])
+    close(d.direction[1], [-3.0])
+    assert d.cosine == pytest.approx(-2 / 3)
+
+
+@pytest.mark.parametrize(
+    "combination",
+    [
+        [t([-1.0, 0.0])],  # candidate (5, 0): an ascent direction
+        [t([4.0, -3.0])],  # candidate orthogonal to the gradient: cosine 0 is not descent
+        [t([0.0, 0.0])],  # nothing to rescale
+        [t([math.nan, 1.0])],  # not finite
+    ],
+)
+def test_choose_direction_falls_back_to_the_anti_gradient(combination):
+    d = choose_direction([t([3.0, 4.0])], combination)
+    assert d.branch == "descent_fallback"
+    close(d.direction[0], [-3.0, -4.0])
+    assert d.cosine == -1.0
+
+
+def test_choose_direction_switches_above_the_threshold_without_combining():
+    def never():
+        raise AssertionError("the combination must not be computed when switching")
+
+    d = choose_direction([t([3.0, 4.0])], never, switch_threshold=4.9)
+    assert d.branch == "switched"
+    close(d.direction[0], [-3.0, -4.0])
+    # At the threshold itself it does not switch (algorithm 3.2: norm > psi).
+    assert choose_direction([t([3.0, 4.0])], [t([0.0, 1.0])], switch_threshold=5.0).branch == "simplex"
+
+
+def test_choose_direction_skips_a_non_finite_gradient():
+    d = choose_direction([t([math.inf, 0.0])], [t([0.0, 1.0])])
+    assert d.branch == "skipped" and d.direction is None and math.isnan(d.cosine)
+    assert choose_direction([t([math.nan])], [t([1.0])], switch_threshold=0.1).branch == "skipped"
+    with pytest.raises(ValueError, match="one block per gradient block"):
+        choose_direction([t([1.0]), t([1.0])], [t([1.0])])
+
+
+def test_simplex_direction_by_hand():
+    # Step 1: (0, 2), norm 2 -> (0, 1). Step 2: (1, 0), norm 1 -> (1, 0). Step 3: tiny, kept.
+    temporal = [t([[0.0, 2.0], [1.0, 0.0], [1e-9, 0.0]], dtype=torch.float64)]
+    beta = convex_weights(3, "exp", generator=torch.Generator().manual_seed(3))
+    g = t([beta[1] + beta[2] * 1e-9, beta[0]], dtype=torch.float64)
+    gradient_norm = math.hypot(1 + 1e-9, 2.0)
+    expected = -gradient_norm * g / g.norm()
+    d = simplex_direction(temporal, generator=torch.Generator().manual_seed(3))
+    assert d.branch == "simplex"
+    close(d.direction[0], expected)
+    assert d.gradient_norm == pytest.approx(gradient_norm)
+    # An explicit gradient is used as given, and switching consumes the same draws.
+    switched = simplex_direction(temporal, [t([30.0, 40.0])], switch_threshold=1.0)
+    close(switched.direction[0], [-30.0, -40.0])
+
+
+def test_clipped_step_by_hand():
+    w = torch.zeros(2)
+    assert clipped_step_([w], [t([-3.0, -4.0])], lr=0.1, clip_threshold=1.0) == pytest.approx(0.02)
+    close(w, [-0.06, -0.08], atol=1e-7)
+    w.zero_()
+    assert clipped_step_([w], [t([0.3, 0.4])], lr=0.1, clip_threshold=1.0) == 0.1
+    assert clipped_step_([w], [t([30.0, 40.0])], lr=0.1, clip_threshold=None) == 0.1
+    # The norm of the whole direction, when only a part (one group) is stepped.
+    assert clipped_step_([w], [t([0.3, 0.4])], lr=0.1, clip_threshold=1.0, direction_norm=10.0) == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="pair up"):
+        clipped_step_([w, w], [t([1.0, 1.0])], lr=0.1, clip_threshold=1.0)
+
+
+# ----------------------------------------------------------------------------- optimizer
+
+
+def make_problem(seed=0, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    net = RecurrentNetwork(3, 6, 2, generator=gen).to(dtype)
+    x = torch.randn(8, 9, 3, generator=gen, dtype=dtype)
+    lengths = torch.randint(1, 10, (8,), generator=gen)
+    y = torch.randint(0, 2, (8,), generator=gen)
+    return net, x, lengths, y
+
+
+def temporal_of(net, x, lengths, y):
+    states = net.forward_states(x, lengths)
+    return temporal_gradients(net, states, F.cross_entropy(states.outputs, y), lengths)
+
+
+def test_step_follows_the_functional_reference():
+    net, x, lengths, y = make_problem()
+    opt = SimplexSGD(net.parameters(), lr=0.5, clip_threshold=0.01, generator=11)
+    tg = temporal_of(net, x, lengths, y)
+    before = [p.detach().clone() for p in tg.parameters]
+    reference = simplex_direction(tg.per_step(), tg.gradient, generator=torch.Generator().manual_seed(11))
+    opt.step(tg)
+    assert reference.branch == "simplex" and opt.last_step["branch"] == "simplex"
+    alpha = 0.5 * min(1.0, 0.01 / reference.gradient_norm)
+    assert opt.last_step["step_size"] == pytest.approx(alpha)
+    after = [p.detach() for p in tg.parameters]
+    for b, a, d in zip(before, after, reference.direction, strict=True):
+        close(a, b + alpha * d)
+    assert opt.branch_counts == {"simplex": 1, "descent_fallback": 0, "switched": 0, "skipped": 0}
+
+
+def test_switching_everywhere_is_clipped_sgd():
+    net_a, x, lengths, y = make_problem()
+    net_b, *_ = make_problem()
+    simplex = SimplexSGD(net_a.parameters(), lr=0.1, clip_threshold=0.5, switch_threshold=0.0, generator=0)
+    clipped = ClippedSGD(net_b.parameters(), lr=0.1, clip_threshold=0.5)
+    for _ in range(3):
+        simplex.zero_grad()
+        simplex.step(temporal_of(net_a, x, lengths, y))
+        clipped.zero_grad()
+        F.cross_entropy(net_b(x, lengths), y).backward()
+        clipped.step()
+    for a, b in zip(net_a.parameters(), net_b.parameters()):
+        close(a.detach(), b.detach())
+    assert simplex.branch_counts["switched"] == 3
+    assert simplex.last_step["cosine"] == -1.0
+
+
+def test_bare_step_raises_a_clear_error():
+    net, *_ = make_problem()
+    opt = SimplexSGD(net.parameters())
+    with pytest.raises(TypeError, match=r"temporal_gradients\(net, states, loss, lengths\).*ClippedSGD"):
+        opt.step()
+    with pytest.raises(TypeError, match="got Tensor"):
+        opt.step(lambda: torch.tensor(1.0))
+
+
+def test_closure_returning_temporal_gradients():
+    net, x, lengths, y = make_problem()
+    opt = SimplexSGD(net.parameters(), generator=0)
+
+    def closure():
+        opt.zero_grad()
+        return temporal_of(net, x, lengths, y)
+
+    loss = opt.step(closure)
+    assert loss.ndim == 0 and sum(opt.branch_counts.values()) == 1
+
+
+def test_parameters_must_match_the_temporal_gradients():
+    net, x, lengths, y = make_problem()
+    opt = SimplexSGD([net.recurrent_weight])
+    with pytest.raises(ValueError, match="must be the same"):
+        opt.step(temporal_of(net, x, lengths, y))
+
+
+def test_parameter_groups_with_their_own_rates():
+    net, x, lengths, y = make_problem()
+    readout = list(net.readout.parameters())
+    others = [p for p in net.parameters() if p.requires_grad and all(p is not r for r in readout)]
+    opt = SimplexSGD([{"params": others}, {"params": readout, "lr": 1e-12}], lr=0.1, generator=0)
+    before = {id(p): p.detach().clone() for p in net.parameters()}
+    opt.step(temporal_of(net, x, lengths, y))
+    for p in readout:
+        close(p.detach(), before[id(p)], atol=1e-10)
+    for p in others:
+        assert (p.detach() - before[id(p)]).abs().max() > 1e-6
+
+
+def test_non_finite_gradient_skips_the_step():
+    net, x, lengths, y = make_problem()
+    before = [p.detach().clone() for p in net.parameters()]
+    opt = SimplexSGD(net.parameters(), generator=0)
+    states = net.forward_states(x, lengths)
+    loss = states.outputs.sum() * torch.tensor(math.nan, dtype=torch.float64)
+    opt.step(temporal_gradients(net, states, loss, lengths))
+    assert opt.branch_counts["skipped"] == 1 and opt.last_step["branch"] == "skipped"
+    for b, p in zip(before, net.parameters()):
+        assert torch.equal(b, p.detach())
+
+
+def test_seeded_generator_reproduces_and_state_dict_resumes():
+    def train(opt_state=None, steps=4):
+        net, x, lengths, y = make_problem()
+        opt = SimplexSGD(net.parameters(), lr=0.1, generator=5)
+        if opt_state is not None:
+            opt.load_state_dict(opt_state)
+        for _ in range(steps):
+            opt.zero_grad()
+            opt.step(temporal_of(net, x, lengths, y))
+        return net, opt
+
+    state = torch.random.get_rng_state()
+    first, opt = train()
+    assert torch.equal(state, torch.random.get_rng_state())  # no global randomness
+    second, _ = train()
+    for a, b in zip(first.parameters(), second.parameters()):
+        assert torch.equal(a, b)
+    # Resume: a fresh optimizer loaded from a state dict continues the same draws.
+    net, x, lengths, y = make_problem()
+    opt_a = SimplexSGD(net.parameters(), lr=0.1, generator=5)
+    opt_a.step(temporal_of(net, x, lengths, y))
+    saved = pickle.loads(pickle.dumps(opt_a.state_dict()))
+    expected = convex_weights(9, generator=opt_a.generator)
+    opt_b = SimplexSGD(net.parameters(), lr=0.1, generator=123)
+    opt_b.load_state_dict(saved)
+    close(convex_weights(9, generator=opt_b.generator), expected)
+    assert opt_b.branch_counts == opt_a.branch_counts
+
+
+def test_constructor_validation():
+    params = [torch.nn.Parameter(torch.zeros(1))]
+    for kwargs, message in [
+        ({"lr": 0.0}, "lr must be a positive"),
+        ({"clip_threshold": -1.0}, "clip_threshold must be positive or None"),
+        ({"switch_threshold": -0.5}, "switch_threshold must be a non-negative"),
+        ({"weights": "gaussian"}, "weights must be one of"),
+        ({"eps": -1.0}, "eps must be non-negative"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            SimplexSGD(params, **kwargs)
+    with pytest.raises(TypeError, match="generator must be a torch.Generator, an int seed or None"):
+        SimplexSGD(params, generator="seed")
+    assert set(SimplexSGD(params).branch_counts) == set(BRANCHES)
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def temporal_order(n, gen, low=8, high=12):
+    """Temporal order (thesis appendix B) on variable lengths: classify the order of X/Y.
+
+    Six one-hot symbols (X, Y, a, b, c, d); X or Y at one position in [0, L/10) and one
+    in [L/10, L/2); the rest random distractors; 4 classes xx, xy, yx, yy.
+    """
+    lengths = torch.randint(low, high + 1, (n,), generator=gen)
+    steps = int(lengths.max())
+    symbols = torch.randint(2, 6, (n, steps), generator=gen)
+    first = (torch.rand(n, generator=gen) * lengths * 0.1).long()
+    second = (lengths * 0.1 + torch.rand(n, generator=gen) * lengths * 0.4).long()
+    which = torch.randint(0, 2, (n, 2), generator=gen)
+    rows = torch.arange(n)
+    symbols[rows, first], symbols[rows, second] = which[:, 0], which[:, 1]
+    x = F.one_hot(symbols, 6).float()  # (n, T, 6)
+    x[torch.arange(steps)[None, :] >= lengths[:, None]] = 0.0
+    return x, lengths, which[:, 0] * 2 + which[:, 1]
+
+
+def test_simplex_sgd_solves_temporal_order_in_plain_pytorch():
+    gen = torch.Generator().manual_seed(0)
+    net = RecurrentNetwork(6, 24, 4, generator=torch.Generator().manual_seed(1))
+    opt = SimplexSGD(net.parameters(), lr=0.1, clip_threshold=1.0, generator=0)
+    x_val, lengths_val, y_val = temporal_order(1000, torch.Generator().manual_seed(99))
+
+    def accuracy():
+        with torch.no_grad():
+            return (net(x_val, lengths_val).argmax(1) == y_val).float().mean().item()
+
+    assert accuracy() < 0.4  # chance is 0.25: the task is not solved at initialization
+    for _ in range(700):
+        x, lengths, y = temporal_order(50, gen)
+        opt.zero_grad()
+        states = net.forward_states(x, lengths)
+        opt.step(temporal_gradients(net, states, F.cross_entropy(states.outputs, y), lengths))
+    assert accuracy() > 0.9
+    assert opt.branch_counts["simplex"] > 600  # the simplex direction did the work

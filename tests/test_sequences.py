@@ -1,0 +1,171 @@
+"""The data layer: accepted forms, batching by length, encoding of missing values, scaling."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from sklearn_rnn import SequenceStandardScaler
+from sklearn_rnn.sequences import (
+    BucketBatchLoader,
+    FlatSequences,
+    InputEncoder,
+    SequenceDataset,
+    bucket_batches,
+    check_sequences,
+    input_layout,
+    restore_layout,
+    sequence_column,
+)
+
+RAGGED = [np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[5.0, 6.0]]), np.array([[7.0, 8.0], [np.nan, 9.0], [1.0, 1.0]])]
+
+
+def test_every_form_gives_the_same_canonical_sequences():
+    padded = restore_layout(RAGGED, "padded")
+    assert padded.shape == (3, 3, 2)
+    for form in (RAGGED, tuple(RAGGED), padded, sequence_column(RAGGED), pd.Series(RAGGED, dtype=object)):
+        result = check_sequences(form)
+        assert [s.shape for s in result] == [(2, 2), (1, 2), (3, 2)]
+        for got, expected in zip(result, RAGGED, strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_table_rows_are_univariate_sequences_with_trailing_nan_padding():
+    table = np.array([[1.0, 2.0, np.nan], [3.0, np.nan, 4.0]])
+    assert input_layout(table) == "table"
+    result = check_sequences(table)
+    np.testing.assert_array_equal(result[0].ravel(), [1.0, 2.0])
+    np.testing.assert_array_equal(result[1].ravel(), [3.0, np.nan, 4.0])
+    np.testing.assert_array_equal(restore_layout(result, "table"), table)
+
+
+def test_leading_and_inner_nan_rows_are_missing_values_not_padding():
+    sequence = np.array([[np.nan], [1.0], [np.nan], [2.0], [np.nan]])
+    (result,) = check_sequences([sequence])
+    np.testing.assert_array_equal(result, sequence[:4])
+
+
+def test_input_is_never_modified_and_output_is_a_copy():
+    original = [s.copy() for s in RAGGED]
+    result = check_sequences(RAGGED)
+    result[0][0, 0] = 100.0
+    for got, expected in zip(RAGGED, original, strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_layouts():
+    assert input_layout([np.zeros((2, 1))]) == "sequences"
+    assert input_layout([]) == "sequences"
+    assert input_layout([[1.0, 2.0], [3.0, 4.0]]) == "table"  # a list of rows, as in scikit-learn
+    assert input_layout(np.zeros((2, 3, 1))) == "padded"
+    assert input_layout(pd.DataFrame({"a": [1.0]})) == "table"
+    assert input_layout(sequence_column(RAGGED)) == "sequences"
+
+
+def test_restore_layout_keeps_containers():
+    assert isinstance(restore_layout(RAGGED, "sequences", like=tuple(RAGGED)), tuple)
+    column = restore_layout(RAGGED, "sequences", like=sequence_column(RAGGED))
+    assert column.shape == (3, 1) and column.dtype == object
+    frame = pd.DataFrame([[1.0, 2.0]], columns=["t0", "t1"], index=["p"])
+    back = restore_layout(check_sequences(frame), "table", like=frame)
+    assert list(back.columns) == ["t0", "t1"] and list(back.index) == ["p"]
+
+
+# ------------------------------------------------------------------ batching
+def test_flat_sequences_batch_is_right_padded_with_zeros():
+    flat = FlatSequences.from_arrays([np.array([[1.0], [2.0], [3.0]]), np.array([[4.0]])])
+    x, lengths = flat.batch(np.array([1, 0]))
+    assert x.shape == (2, 3, 1)
+    assert x[..., 0].tolist() == [[4.0, 0.0, 0.0], [1.0, 2.0, 3.0]]
+    assert lengths.tolist() == [1, 3]
+
+
+def test_flat_sequences_subset_keeps_order_and_values():
+    arrays = [np.full((n, 2), float(n)) for n in (3, 1, 4, 2)]
+    subset = FlatSequences.from_arrays(arrays).subset(np.array([2, 0]))
+    x, lengths = subset.batch(np.array([0, 1]))
+    assert lengths.tolist() == [4, 3]
+    assert x[0, :, 0].tolist() == [4.0] * 4 and x[1, :3, 0].tolist() == [3.0] * 3
+
+
+def test_bucket_batches_cover_every_sample_once_and_shuffle_between_epochs():
+    lengths = np.random.default_rng(0).integers(1, 50, size=1000)
+    rng = np.random.default_rng(1)
+    first = bucket_batches(lengths, 32, shuffle=True, rng=rng)
+    second = bucket_batches(lengths, 32, shuffle=True, rng=rng)
+    assert np.array_equal(np.sort(np.concatenate(first)), np.arange(1000))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, second, strict=False))
+    assert max(len(b) for b in first) == 32
+
+
+def padded_steps(batches, lengths):
+    return sum(len(b) * lengths[b].max() for b in batches)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_epoch_cost_follows_total_steps_not_n_times_longest(shuffle):
+    # Heavy-tailed lengths: median 20, a few up to 1000.
+    rng = np.random.default_rng(0)
+    lengths = np.minimum(np.ceil(rng.lognormal(np.log(20), 1.0, size=5000)), 1000).astype(int)
+    batches = bucket_batches(lengths, 64, shuffle=shuffle, rng=np.random.default_rng(2))
+    total = lengths.sum()
+    # Sorted: within 10% of the total; shuffled pools of 50 batches: within 25%.
+    assert padded_steps(batches, lengths) < (1.25 if shuffle else 1.1) * total
+    # Random batches would pay for the longest member of every batch:
+    random_batches = np.array_split(rng.permutation(len(lengths)), len(lengths) // 64)
+    assert padded_steps(random_batches, lengths) > 3 * total
+
+
+def test_loader_yields_inputs_targets_and_weights():
+    data = SequenceDataset(
+        FlatSequences.from_arrays([np.ones((n, 1)) for n in (3, 1, 2)]),
+        torch.tensor([0, 1, 2]),
+        torch.tensor([1.0, 2.0, 3.0]),
+    )
+    batches = list(BucketBatchLoader(data, batch_size=2))
+    assert len(batches) == len(BucketBatchLoader(data, batch_size=2)) == 2
+    inputs, y = batches[0]
+    assert inputs["lengths"].tolist() == [1, 2] and y.tolist() == [1, 2]
+    assert inputs["sample_weight"].tolist() == [2.0, 3.0]
+    shuffled = BucketBatchLoader(data, batch_size=2, shuffle=True, random_state=np.random.default_rng(0))
+    assert len(shuffled) == sum(1 for _ in shuffled)
+
+
+# ------------------------------------------------------------------ encoding
+def test_encoder_carries_last_observation_forward_and_adds_masks():
+    train = [np.array([[1.0, 10.0], [np.nan, 20.0]]), np.array([[3.0, np.nan]])]
+    encoder = InputEncoder.fit(train)
+    np.testing.assert_allclose(encoder.fill_values, [2.0, 15.0])
+    assert encoder.use_mask and encoder.n_inputs == 4
+    first, second = encoder.encode_arrays([np.array([[np.nan, 5.0], [7.0, np.nan], [np.nan, np.nan]]), np.array([[np.nan, np.nan]])])
+    # Before any observation: the training mean; after: the last observation of that sequence.
+    np.testing.assert_array_equal(first, [[2.0, 5.0, 0, 1], [7.0, 5.0, 1, 0], [7.0, 5.0, 0, 0]])
+    np.testing.assert_array_equal(second, [[2.0, 15.0, 0, 0]])  # nothing leaks across sequences
+
+
+def test_encoder_without_missing_values_passes_data_through():
+    encoder = InputEncoder.fit([np.ones((2, 3))])
+    assert not encoder.use_mask and encoder.n_inputs == 3
+    flat = encoder.encode([np.arange(6.0).reshape(2, 3)])
+    assert not torch.isnan(flat.values).any()
+    assert flat.values.dtype == torch.float32
+
+
+# ------------------------------------------------------------------- scaling
+def test_scaler_uses_every_valid_step_and_keeps_the_form():
+    X = [np.array([[0.0, 1.0], [2.0, np.nan]]), np.array([[4.0, 3.0]])]
+    scaler = SequenceStandardScaler().fit(X)
+    np.testing.assert_allclose(scaler.mean_, [2.0, 2.0])
+    np.testing.assert_allclose(scaler.scale_, [np.sqrt(8 / 3), 1.0])
+    out = scaler.transform(X)
+    assert isinstance(out, list) and np.isnan(out[0][1, 1])
+    np.testing.assert_allclose(np.concatenate(scaler.inverse_transform(out)), np.concatenate(X), atol=1e-12)
+    padded = scaler.transform(restore_layout(X, "padded"))
+    assert padded.shape == (2, 2, 2) and np.isnan(padded[1, 1]).all()
+
+
+def test_scaler_rejects_other_feature_counts():
+    scaler = SequenceStandardScaler().fit([np.ones((2, 2))])
+    with pytest.raises(ValueError, match="X has 3 features per step, but SequenceStandardScaler was fitted with 2"):
+        scaler.transform([np.ones((2, 3))])

@@ -1,0 +1,273 @@
+"""Diagnostics of vanishing gradients: temporal-gradient norms and the thesis' figures 3.1-3.3.
+
+A recurrent network's gradient is the sum of its temporal gradients, one per step
+(:func:`sklearn_rnn.optim.temporal_gradients`). When the norms of distant steps are
+orders of magnitude below those of recent ones the gradient vanishes: it carries no
+information about long-range dependencies. :func:`temporal_gradient_norms` measures
+this on a batch; :func:`plot_temporal_gradient_norms` draws it on a log scale, for
+example for several spectral radii of the initial recurrent matrix (thesis figure 3.1)
+or before and after some training (figures 3.2 and 3.3, with the cosines of each step's
+gradient with the full gradient).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .nn import RecurrentNetwork
+from .optim import temporal_gradients
+from .optim._temporal import _check_lengths
+
+if TYPE_CHECKING:  # matplotlib is an optional dependency, imported when plotting
+    from matplotlib.axes import Axes
+
+__all__ = ["TemporalGradientNorms", "plot_temporal_gradient_norms", "temporal_gradient_norms"]
+
+
+class TemporalGradientNorms(NamedTuple):
+    """Per-step temporal-gradient statistics of one batch.
+
+    Attributes
+    ----------
+    steps : ndarray of shape (n_steps,)
+        Aligned step numbers ``1 .. n_steps``. For last-step losses ``n_steps`` is every
+        sequence's last valid step (the loss step) and step ``n_steps - k`` lies ``k``
+        steps before it; for losses at every step they are absolute positions.
+    norms : ndarray of shape (n_steps,)
+        Norm of each step's gradient over all parameters together.
+    cosines : ndarray of shape (n_steps,)
+        Cosine between each step's gradient and the full gradient (NaN where a step's
+        gradient is zero).
+    parameter_norms : dict of str to ndarray of shape (n_steps,)
+        Norm of each parameter's temporal gradient (``'W_rec'``, ``'W_in'``, ``'b'``,
+        ``'W_out'``, ``'b_out'``).
+    counts : ndarray of shape (n_steps,)
+        Number of sequences that reach each aligned step.
+    gradient_norm : float
+        Norm of the full gradient.
+    loss : float
+        The loss on the batch.
+    alignment : {'last', 'absolute'}
+        How steps of sequences of different lengths were lined up.
+    """
+
+    steps: np.ndarray
+    norms: np.ndarray
+    cosines: np.ndarray
+    parameter_norms: dict[str, np.ndarray]
+    counts: np.ndarray
+    gradient_norm: float
+    loss: float
+    alignment: str
+
+
+def temporal_gradient_norms(
+    model: torch.nn.Module,
+    X: torch.Tensor | np.ndarray,
+    y: torch.Tensor | np.ndarray,
+    *,
+    lengths: torch.Tensor | np.ndarray | None = None,
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    every_step: bool = False,
+) -> TemporalGradientNorms:
+    """Norm of each step's gradient, and its cosine with the full gradient, on one batch.
+
+    The model is left as it is: no parameter and no ``.grad`` changes.
+
+    Parameters
+    ----------
+    model : RecurrentNetwork
+        A network, freshly initialized or trained. Fitted ``RNNClassifier`` and
+        ``RNNRegressor`` estimators (with their own input formats and target encoding)
+        are to be accepted here later; until then pass ``estimator.module_`` with a
+        padded batch and encoded targets.
+    X : tensor or ndarray of shape (n_sequences, n_steps, n_features)
+        Right-padded inputs.
+    y : tensor or ndarray
+        Targets: class indices (integers) of shape ``(n_sequences,)``, or values of
+        shape ``(n_sequences,)`` or ``(n_sequences, n_outputs)``; with
+        ``every_step=True`` one per step, ``(n_sequences, n_steps[, n_outputs])``.
+    lengths : tensor or ndarray of shape (n_sequences,), optional
+        Valid steps of each sequence; all ``n_steps`` when None.
+    loss : callable, optional
+        ``loss(outputs, y) -> scalar``, where ``outputs`` is ``(n_sequences, n_outputs)``
+        or, with ``every_step=True``, ``(n_sequences, n_steps, n_outputs)`` (then the loss
+        must give padded steps zero weight). When None: cross-entropy for integer
+        targets, half the mean squared error otherwise, averaged over sequences (or
+        valid steps).
+    every_step : bool, default=False
+        Put the loss at every step instead of each sequence's last valid step.
+
+    Returns
+    -------
+    TemporalGradientNorms
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn import RecurrentNetwork
+    >>> from sklearn_rnn.diagnostics import temporal_gradient_norms
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> X, y = torch.randn(100, 50, 6, generator=gen), torch.randint(0, 4, (100,), generator=gen)
+    >>> first_vs_last = {}
+    >>> for rho in (0.8, 1.2):
+    ...     net = RecurrentNetwork(6, 50, 4, spectral_radius=rho, generator=torch.Generator().manual_seed(1))
+    ...     stats = temporal_gradient_norms(net, X, y)
+    ...     first_vs_last[rho] = stats.norms[0] / stats.norms[-1]
+    >>> stats.norms.shape, stats.alignment
+    ((50,), 'last')
+    >>> bool(first_vs_last[0.8] < 1e-5 < first_vs_last[1.2])  # rho < 1: the gradient vanishes
+    True
+    """
+    if not isinstance(model, RecurrentNetwork):
+        raise TypeError(
+            "temporal_gradient_norms takes a sklearn_rnn.nn.RecurrentNetwork; got "
+            f"{type(model).__name__}. Fitted estimators are not accepted yet: pass "
+            "`estimator.module_` with a right-padded tensor batch and encoded targets."
+        )
+    reference = model.recurrent_weight
+    X = torch.as_tensor(X).to(device=reference.device, dtype=reference.dtype)
+    if X.ndim != 3:
+        raise ValueError(
+            "X must be a right-padded batch of shape (n_sequences, n_steps, n_features); got "
+            f"shape {tuple(X.shape)}."
+        )
+    batch, steps, _ = X.shape
+    if lengths is None:
+        lengths = torch.full((batch,), steps, device=X.device)
+    lengths = _check_lengths(torch.as_tensor(lengths), batch, steps, X.device)
+    y = torch.as_tensor(y, device=X.device)
+    if y.shape[0] != batch:
+        raise ValueError(f"y must have one target per sequence ({batch}); got shape {tuple(y.shape)}.")
+    if loss is None:
+        loss = _default_loss(y, lengths, every_step)
+    with torch.enable_grad():
+        states = model.forward_states(X, lengths, every_step=every_step)
+        value = loss(states.outputs, y)
+        tg = temporal_gradients(model, states, value, lengths, accumulate_grad=False)
+    norms = tg.norms()
+    return TemporalGradientNorms(
+        steps=np.arange(1, tg.steps + 1),
+        norms=norms.cpu().numpy(),
+        cosines=tg.cosines().cpu().numpy(),
+        parameter_norms={k: v.cpu().numpy() for k, v in tg.parameter_norms().items()},
+        counts=tg.counts.cpu().numpy(),
+        gradient_norm=tg.gradient_norm,
+        loss=float(tg.loss),
+        alignment=tg.alignment,
+    )
+
+
+def plot_temporal_gradient_norms(
+    results: TemporalGradientNorms | Mapping[str, TemporalGradientNorms],
+    *,
+    cosines: bool = False,
+    ax: Axes | Sequence[Axes] | None = None,
+    title: str | None = None,
+) -> Any:
+    """Draw temporal-gradient norms by step on a log scale (thesis figures 3.1-3.3).
+
+    One line per result: pass ``{label: temporal_gradient_norms(...)}`` to compare, for
+    example, several spectral radii (figure 3.1) or tasks (figures 3.2-3.3, with
+    ``cosines=True`` for their second row).
+
+    Parameters
+    ----------
+    results : TemporalGradientNorms or mapping of str to TemporalGradientNorms
+        What to draw; a mapping's keys label the lines.
+    cosines : bool, default=False
+        Also draw each step's cosine with the full gradient, in a second panel below.
+    ax : matplotlib Axes, or a pair of them with ``cosines=True``, optional
+        Where to draw; a new figure when None.
+    title : str, optional
+        Title of the (top) panel.
+
+    Returns
+    -------
+    matplotlib.axes.Axes, or ndarray of two Axes with ``cosines=True``
+        The norms panel (and the cosines panel).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import torch
+    >>> from sklearn_rnn.nn import RecurrentNetwork
+    >>> from sklearn_rnn.diagnostics import plot_temporal_gradient_norms, temporal_gradient_norms
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> X, y = torch.randn(100, 50, 6, generator=gen), torch.randint(0, 4, (100,), generator=gen)
+    >>> radii = (0.8, 0.9, 1.0, 1.1, 1.2)
+    >>> results = {
+    ...     f"rho = {rho}": temporal_gradient_norms(
+    ...         RecurrentNetwork(6, 50, 4, spectral_radius=rho, generator=torch.Generator().manual_seed(1)),
+    ...         X, y)
+    ...     for rho in radii
+    ... }
+    >>> ax = plot_temporal_gradient_norms(results, title="Figure 3.1")
+    >>> ax.get_yscale(), len(ax.get_lines())
+    ('log', 5)
+    """
+    import matplotlib.pyplot as plt
+
+    if isinstance(results, TemporalGradientNorms):
+        results = {"": results}
+    if not results or not all(isinstance(r, TemporalGradientNorms) for r in results.values()):
+        raise TypeError(
+            "results must be a TemporalGradientNorms or a non-empty mapping of labels to "
+            "them (from temporal_gradient_norms)."
+        )
+    panels = 2 if cosines else 1
+    if ax is None:
+        _, axes = plt.subplots(panels, 1, sharex=True, squeeze=False, figsize=(6, 3 * panels))
+        axes = axes[:, 0]
+    else:
+        axes = np.atleast_1d(np.asarray(ax, dtype=object))
+        if len(axes) != panels:
+            raise ValueError(
+                f"ax must hold {panels} Axes (norms{', cosines' if cosines else ''}); got {len(axes)}."
+            )
+    for label, result in results.items():
+        # Zero norms (steps no sequence reaches) cannot be drawn on a log scale.
+        norms = np.where(result.norms > 0, result.norms, np.nan)
+        axes[0].plot(result.steps, norms, label=label or None)
+        if cosines:
+            axes[1].plot(result.steps, result.cosines, label=label or None)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("temporal gradient norm")
+    if title:
+        axes[0].set_title(title)
+    if cosines:
+        axes[1].set_ylabel("cosine with the gradient")
+        axes[1].set_ylim(-1.05, 1.05)
+    first = next(iter(results.values()))
+    axes[-1].set_xlabel("step (the loss is at the last)" if first.alignment == "last" else "step")
+    if any(results):
+        axes[0].legend(fontsize="small")
+    return axes if cosines else axes[0]
+
+
+def _default_loss(
+    y: torch.Tensor, lengths: torch.Tensor, every_step: bool
+) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """Cross-entropy for integer targets, half the squared error otherwise; padding ignored."""
+    classification = not torch.is_floating_point(y)
+
+    def loss(outputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if classification:
+            flat = outputs.reshape(-1, outputs.shape[-1])  # (N, k)
+            per_item = F.cross_entropy(flat, target.reshape(-1), reduction="none")  # (N,)
+        else:
+            target = target.to(outputs.dtype).reshape(outputs.shape)
+            per_item = 0.5 * (outputs - target).square().reshape(-1, outputs.shape[-1]).sum(1)  # (N,)
+        if not every_step:
+            return per_item.mean()
+        steps = outputs.shape[1]
+        mask = (torch.arange(steps, device=outputs.device)[None, :] < lengths[:, None]).reshape(-1)  # (N,)
+        return (per_item * mask).sum() / mask.sum()
+
+    return loss

@@ -1,0 +1,150 @@
+"""Temporal-gradient diagnostics and the figures 3.1-3.3 helper."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from sklearn_rnn.diagnostics import (  # noqa: E402
+    TemporalGradientNorms,
+    plot_temporal_gradient_norms,
+    temporal_gradient_norms,
+)
+from sklearn_rnn.nn import RecurrentNetwork  # noqa: E402
+from sklearn_rnn.optim import temporal_gradients  # noqa: E402
+
+
+def batch(n=12, steps=9, features=3, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, steps, features, generator=gen)
+    lengths = torch.randint(1, steps + 1, (n,), generator=gen)
+    lengths[0] = steps
+    return x, lengths, gen
+
+
+def network(rho=1.2, outputs=3, seed=1):
+    return RecurrentNetwork(3, 10, outputs, spectral_radius=rho, generator=torch.Generator().manual_seed(seed))
+
+
+def test_fresh_network_padded_batch_classification():
+    x, lengths, gen = batch()
+    y = torch.randint(0, 3, (12,), generator=gen)
+    net = network()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    stats = temporal_gradient_norms(net, x, y, lengths=lengths)
+
+    assert isinstance(stats, TemporalGradientNorms)
+    assert stats.alignment == "last"
+    np.testing.assert_array_equal(stats.steps, np.arange(1, 10))
+    np.testing.assert_array_equal(stats.counts, [(lengths >= 9 - s).sum().item() for s in range(9)])
+    # The same numbers as the optimizer's temporal gradients, with the loss spelled out.
+    states = net.forward_states(x, lengths)
+    tg = temporal_gradients(net, states, F.cross_entropy(states.outputs, y), lengths, accumulate_grad=False)
+    np.testing.assert_allclose(stats.norms, tg.norms().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(stats.cosines, tg.cosines().numpy(), rtol=1e-5, atol=1e-7)
+    per_step = tg.per_step()
+    for name, block in zip(tg.names, per_step):
+        np.testing.assert_allclose(stats.parameter_norms[name], block.reshape(9, -1).norm(dim=1), rtol=1e-5)
+    assert stats.parameter_norms["W_rec"][0] == 0.0  # h_0 = 0
+    assert stats.parameter_norms["W_out"][:-1].max() == 0.0  # the readout sits at the loss step
+    assert np.all(np.abs(stats.cosines) <= 1 + 1e-6)
+    assert stats.gradient_norm == pytest.approx(tg.gradient_norm, rel=1e-6)
+    assert stats.loss == pytest.approx(float(tg.loss))
+    # Nothing changed on the network.
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+    assert all(p.grad is None for p in net.parameters())
+
+
+def test_regression_numpy_inputs_and_full_lengths():
+    x, _, gen = batch()
+    y = torch.randn(12, generator=gen)
+    net = network(outputs=1)
+    stats = temporal_gradient_norms(net, x.numpy(), y.numpy())
+    states = net.forward_states(x, torch.full((12,), 9))
+    loss = 0.5 * (states.outputs[:, 0] - y).square().mean()
+    tg = temporal_gradients(net, states, loss, torch.full((12,), 9), accumulate_grad=False)
+    np.testing.assert_allclose(stats.norms, tg.norms().numpy(), rtol=1e-6)
+    assert stats.counts.tolist() == [12] * 9
+
+
+def test_every_step_ignores_padded_targets():
+    x, lengths, gen = batch()
+    y = torch.randn(12, 9, 3, generator=gen)
+    garbage = y.clone()
+    garbage[torch.arange(9)[None, :] >= lengths[:, None]] = 1e6
+    net = network()
+    clean = temporal_gradient_norms(net, x, y, lengths=lengths, every_step=True)
+    noisy = temporal_gradient_norms(net, x, garbage, lengths=lengths, every_step=True)
+    assert clean.alignment == "absolute"
+    np.testing.assert_allclose(clean.norms, noisy.norms, rtol=1e-6)
+    assert clean.parameter_norms["W_out"].min() > 0  # a readout at every step
+
+
+def test_custom_loss():
+    x, lengths, gen = batch()
+    y = torch.randint(0, 3, (12,), generator=gen)
+    net = network()
+    doubled = temporal_gradient_norms(net, x, y, lengths=lengths, loss=lambda o, t: 2 * F.cross_entropy(o, t))
+    plain = temporal_gradient_norms(net, x, y, lengths=lengths)
+    np.testing.assert_allclose(doubled.norms, 2 * plain.norms, rtol=1e-5)
+    np.testing.assert_allclose(doubled.cosines, plain.cosines, rtol=1e-4, atol=1e-6)
+
+
+def test_spectral_radius_above_one_keeps_distant_steps():
+    x, _, gen = batch(n=50, steps=40)
+    y = torch.randint(0, 3, (50,), generator=gen)
+    ratio = {rho: (lambda s: s.norms[0] / s.norms[-1])(temporal_gradient_norms(network(rho), x, y))
+             for rho in (0.6, 1.2)}
+    assert ratio[0.6] < 1e-6 < ratio[1.2]
+
+
+def test_errors():
+    x, lengths, gen = batch()
+    y = torch.randint(0, 3, (12,), generator=gen)
+
+    class FittedEstimatorLike:
+        module_ = network()
+
+    with pytest.raises(TypeError, match="estimator.module_"):
+        temporal_gradient_norms(FittedEstimatorLike(), x, y)
+    with pytest.raises(ValueError, match=r"\(n_sequences, n_steps, n_features\)"):
+        temporal_gradient_norms(network(), x[0], y)
+    with pytest.raises(ValueError, match="one target per sequence"):
+        temporal_gradient_norms(network(), x, y[:5])
+    with pytest.raises(ValueError, match="lengths must lie between 1 and the padded length 9"):
+        temporal_gradient_norms(network(), x, y, lengths=lengths + 5)
+
+
+def test_plot_figure_3_1_several_radii():
+    x, _, gen = batch(n=20, steps=15)
+    y = torch.randint(0, 3, (20,), generator=gen)
+    results = {f"rho={rho}": temporal_gradient_norms(network(rho), x, y) for rho in (0.8, 1.0, 1.2)}
+    ax = plot_temporal_gradient_norms(results, title="Figure 3.1")
+    assert ax.get_yscale() == "log"
+    assert [line.get_label() for line in ax.get_lines()] == list(results)
+    np.testing.assert_allclose(ax.get_lines()[2].get_ydata(), results["rho=1.2"].norms)
+    assert ax.get_title() == "Figure 3.1"
+    plt.close("all")
+
+
+def test_plot_figures_3_2_3_3_with_cosines_on_given_axes():
+    x, lengths, gen = batch()
+    y = torch.randint(0, 3, (12,), generator=gen)
+    stats = temporal_gradient_norms(network(), x, y, lengths=lengths)
+    fig, axes = plt.subplots(2, 2)
+    returned = plot_temporal_gradient_norms(stats, cosines=True, ax=axes[:, 0])
+    assert len(returned) == 2 and returned[0] is axes[0, 0] and returned[1] is axes[1, 0]
+    np.testing.assert_allclose(axes[1, 0].get_lines()[0].get_ydata(), stats.cosines)
+    assert axes[0, 0].get_legend() is None  # a single unlabeled result
+    with pytest.raises(ValueError, match="ax must hold 2 Axes"):
+        plot_temporal_gradient_norms(stats, cosines=True, ax=axes[0, 1])
+    with pytest.raises(TypeError, match="TemporalGradientNorms"):
+        plot_temporal_gradient_norms({"a": stats.norms})
+    plt.close("all")

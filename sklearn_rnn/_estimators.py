@@ -131,7 +131,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
-    def _encode_targets(self, y: Any, *, reset: bool) -> np.ndarray:
+    def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
         """Validate ``y`` and return it as the network's training targets."""
 
     @abstractmethod
@@ -176,25 +176,32 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self : object
             The fitted estimator.
         """
-        reset = not (self.warm_start and hasattr(self, "net_"))
+        return self._fit(X, y, sample_weight, incremental=False)
+
+    def _fit(
+        self, X: Any, y: Any, sample_weight: Any, *, incremental: bool, classes: Any = None
+    ) -> BaseRNN:
+        """The one training routine: ``fit`` (up to ``max_iter`` epochs, with stopping
+        rules) and ``partial_fit`` (one epoch over the data given, no stopping rules)."""
+        reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
         sequences = self._validate_sequences(X, reset=reset)
-        y = self._check_y(y, len(sequences), reset=reset)
+        y = self._check_y(y, len(sequences), reset=reset, classes=classes)
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         rng = check_random_state(self.random_state)
         device = self._resolve_device()
         if reset:
             self._encoder = InputEncoder.fit(sequences)
         data = self._encoder.encode(sequences, device=device)
-        train, valid = self._split(data, y, weight, rng, device)
+        train, valid = self._split(data, y, weight, rng, device, incremental=incremental)
         if reset:
-            self.net_ = self._build_net(rng, device)
+            self.net_ = self._build_net(rng, device, incremental=incremental)
         else:
-            self._configure_training(self.net_, rng)
+            self._configure_training(self.net_, rng, incremental=incremental)
         self.net_.train_split = predefined_split(valid) if valid is not None else None
         epochs_before = len(self.net_.history)
         self.net_.partial_fit(train, y=None)
         self.net_.train_split = None  # keep no data inside the fitted model
-        self._record_history(epochs_before)
+        self._record_history(epochs_before, incremental=incremental)
         return self
 
     def _split(
@@ -204,11 +211,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         weight: np.ndarray,
         rng: np.random.RandomState,
         device: torch.device,
+        *,
+        incremental: bool,
     ) -> tuple[SequenceDataset, SequenceDataset | None]:
         targets = self._target_tensor(y, device)
         weights = torch.as_tensor(weight, dtype=torch.float32, device=device)
         full = SequenceDataset(data, targets, weights)
-        if not self.early_stopping:
+        if incremental or not self.early_stopping:
             return full, None
         stratify = y if isinstance(self, ClassifierMixin) else None
         train_index, valid_index = train_test_split(
@@ -219,7 +228,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         )
         return full.subset(train_index), full.subset(valid_index)
 
-    def _build_net(self, rng: np.random.RandomState, device: torch.device) -> _SequenceNet:
+    def _build_net(
+        self, rng: np.random.RandomState, device: torch.device, *, incremental: bool
+    ) -> _SequenceNet:
         generator = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
         module = RecurrentNetwork(
             self._encoder.n_inputs,
@@ -245,7 +256,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             verbose=self.verbose,
             **optimizer_params,
         )
-        self._configure_training(net, rng)
+        self._configure_training(net, rng, incremental=incremental)
         net.initialize()
         return net
 
@@ -254,14 +265,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return ClippedSGD, {"optimizer__clip_threshold": self.clip_threshold}
         return torch.optim.Adam, {}
 
-    def _configure_training(self, net: _SequenceNet, rng: np.random.RandomState) -> None:
+    def _configure_training(
+        self, net: _SequenceNet, rng: np.random.RandomState, *, incremental: bool
+    ) -> None:
         """Set what may change between calls: shuffling stream, epochs, callbacks."""
+        stopping = self.early_stopping and not incremental
         shuffle_seed = int(rng.randint(np.iinfo(np.int32).max))
         callbacks: list[tuple[str, Any]] = []
         if self.optimizer == "adam" and self.clip_threshold is not None:
             callbacks.append(("clip", GradientNormClipping(self.clip_threshold)))
         # The score is recorded before the stopping rule may end the epoch loop.
-        if self.early_stopping:
+        if stopping:
             callbacks.append(
                 (
                     "valid_score",
@@ -273,36 +287,36 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     ),
                 )
             )
-        monitor = "valid_loss" if self.early_stopping else "train_loss"
-        callbacks.append(
-            (
-                "stop",
-                EarlyStopping(
-                    monitor=monitor,
-                    patience=self.n_iter_no_change,
-                    threshold=self.tol,
-                    threshold_mode="abs",
-                    load_best=self.early_stopping,
-                    sink=logger.info,
-                ),
+        if not incremental:
+            callbacks.append(
+                (
+                    "stop",
+                    EarlyStopping(
+                        monitor="valid_loss" if stopping else "train_loss",
+                        patience=self.n_iter_no_change,
+                        threshold=self.tol,
+                        threshold_mode="abs",
+                        load_best=stopping,
+                        sink=logger.info,
+                    ),
+                )
             )
-        )
         if self.verbose:
             callbacks.append(("progress", ProgressBar()))
         # Plain attributes: skorch's set_params would try to re-initialize components.
         net.callbacks = callbacks
-        net.max_epochs = self.max_iter
+        net.max_epochs = 1 if incremental else self.max_iter
         net.iterator_train__random_state = np.random.default_rng(shuffle_seed)
         net.verbose = self.verbose
         if net.initialized_:
             net.initialize_callbacks()
 
-    def _record_history(self, epochs_before: int) -> None:
+    def _record_history(self, epochs_before: int, *, incremental: bool) -> None:
         history = self.net_.history
-        self.n_iter_ = len(history) - epochs_before
+        self.n_iter_ = len(history) if incremental else len(history) - epochs_before
         self.loss_curve_ = [float(loss) for loss in history[:, "train_loss"]]
         self.module_ = self.net_.module_
-        if self.early_stopping:
+        if self.early_stopping and not incremental:
             self.validation_scores_ = [float(score) for score in history[:, "valid_score"]]
             losses = history[:, "valid_loss"]
             best = int(np.argmin(losses))
@@ -312,7 +326,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self.validation_scores_ = None
             self.best_validation_loss_ = None
             self.best_validation_score_ = None
-        if self.n_iter_ >= self.max_iter:
+        if not incremental and self.n_iter_ >= self.max_iter:
             warnings.warn(
                 f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
                 "converging: the loss was still improving by more than tol. Increase "
@@ -415,7 +429,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         return weight
 
-    def _check_y(self, y: Any, n_samples: int, *, reset: bool) -> np.ndarray:
+    def _check_y(self, y: Any, n_samples: int, *, reset: bool, classes: Any = None) -> np.ndarray:
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "
@@ -429,7 +443,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"y has {n_targets} entries, but X has {n_samples} sequences: pass one "
                 "target per sequence, in the order of X."
             )
-        return self._encode_targets(y, reset=reset)
+        return self._encode_targets(y, reset=reset, classes=classes)
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
@@ -592,11 +606,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         )
         self.class_weight = class_weight
 
-    def _encode_targets(self, y: Any, *, reset: bool) -> np.ndarray:
+    def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         if reset:
-            self._label_encoder = LabelEncoder().fit(y)
+            self._label_encoder = LabelEncoder().fit(y if classes is None else classes)
             self.classes_ = self._label_encoder.classes_
             if len(self.classes_) < 2:
                 raise ValueError(
@@ -606,8 +620,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         unseen = np.setdiff1d(y, self.classes_)
         if unseen.size:
             raise ValueError(
-                f"y holds labels {unseen.tolist()} not seen in the first fit "
-                f"(classes_ = {self.classes_.tolist()}); refit with warm_start=False."
+                f"y holds labels {unseen.tolist()} that are not among classes_ = "
+                f"{self.classes_.tolist()}: pass every label in `classes` on the first call "
+                "to partial_fit, or refit from scratch."
             )
         return self._label_encoder.transform(y)
 
@@ -641,6 +656,36 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     @staticmethod
     def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
         return float(accuracy_score(y_true, outputs.argmax(axis=1)))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(
+        self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None
+    ) -> RNNClassifier:
+        """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).
+
+        The first call builds the network and needs every label in ``classes``; later
+        calls continue from the current weights. Stopping rules and early stopping do
+        not apply: the caller decides when to stop, e.g. when feeding fresh batches
+        from a generator and checking a validation error every few hundred updates.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), optional
+            All labels; required on the first call.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self : object
+        """
+        if not hasattr(self, "net_") and classes is None:
+            raise ValueError(
+                "classes must be passed on the first call to partial_fit: give every "
+                "label that y may hold, e.g. classes=np.unique(y_all)."
+            )
+        return self._fit(X, y, sample_weight, incremental=True, classes=classes)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities of each sequence.
@@ -776,7 +821,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     True
     """
 
-    def _encode_targets(self, y: Any, *, reset: bool) -> np.ndarray:
+    def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         if y.ndim > 2:
             raise ValueError(
@@ -809,6 +854,26 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     @staticmethod
     def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
         return float(r2_score(y_true, outputs))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RNNRegressor:
+        """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).
+
+        The first call builds the network (and fixes the target standardization from
+        its ``y``); later calls continue from the current weights. Stopping rules and
+        early stopping do not apply.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit(X, y, sample_weight, incremental=True)
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets of each sequence.

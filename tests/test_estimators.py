@@ -349,3 +349,35 @@ def test_smote_cannot_interpolate_sequences():
     X, y = ragged_sign_task(n=30)
     with pytest.raises(ValueError):
         SMOTE(k_neighbors=2).fit_resample(sequence_column(X), y)
+
+
+# ------------------------------------------------------------- partial_fit
+def test_partial_fit_streams_fresh_batches():
+    rng = np.random.default_rng(7)
+    clf = RNNClassifier(hidden_size=12, batch_size=50, random_state=0)
+
+    def batch(n=50):
+        X = [rng.normal(size=(rng.integers(2, 8), 1)) for _ in range(n)]
+        return X, np.array([int(x.sum() > 0) for x in X])
+
+    X_valid, y_valid = batch(200)
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        RNNClassifier().partial_fit(*batch())
+    clf.partial_fit(*batch(), classes=[0, 1])
+    module = clf.module_
+    start = clf.score(X_valid, y_valid)
+    for _ in range(60):
+        clf.partial_fit(*batch())
+    assert clf.module_ is module and clf.n_iter_ == 61 == len(clf.loss_curve_)
+    assert clf.score(X_valid, y_valid) > max(0.9, start)
+    with pytest.raises(ValueError, match=r"labels \[2\] that are not among classes_"):
+        clf.partial_fit(X_valid[:3], [0, 1, 2])
+
+
+def test_partial_fit_regressor_continues_from_current_weights(task):
+    X, _ = task
+    y = np.array([x[:, 0].sum() for x in X])
+    reg = RNNRegressor(hidden_size=12, batch_size=len(X), random_state=0)
+    losses = [reg.partial_fit(X, y).loss_curve_[-1] for _ in range(30)]
+    assert reg.n_iter_ == 30
+    assert losses[-1] < 0.5 * losses[0]

@@ -1,0 +1,150 @@
+"""Plots of fitted estimators (matplotlib is imported only when a plot is drawn)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import is_classifier, is_regressor
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["plot_training_history"]
+
+
+def plot_training_history(estimator: Any, ax: Any = None) -> Any:
+    """Plot the training loss per epoch, the validation score and the best epoch.
+
+    The training loss ``loss_curve_`` is drawn against the epoch on ``ax``. When the
+    estimator was fitted with ``early_stopping=True``, its per-epoch validation score
+    ``validation_scores_`` (accuracy for a classifier, R^2 for a regressor) is drawn on
+    a second y axis sharing the epochs, and a star and a dotted vertical line mark the
+    best epoch: the one whose weights the estimator kept.
+
+    Parameters
+    ----------
+    estimator : RNNClassifier, RNNRegressor, Pipeline or search
+        A fitted estimator with a ``loss_curve_`` attribute, a
+        :class:`~sklearn.pipeline.Pipeline` ending in one, or a fitted search such as
+        :class:`~sklearn.model_selection.GridSearchCV` (its ``best_estimator_`` is
+        plotted). scikit-learn's ``MLPClassifier`` and ``MLPRegressor`` work too.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw the loss; a new figure and axes when None.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes of the training loss. The validation score, when drawn, is on a twin
+        axes created by ``ax.twinx()`` (the last axes of ``ax.figure`` right after the
+        call).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If the estimator is not fitted.
+    TypeError
+        If the fitted estimator records no training history (no ``loss_curve_``).
+
+    See Also
+    --------
+    sklearn_rnn.RNNClassifier : Records ``loss_curve_`` and ``validation_scores_``.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNClassifier
+    >>> from sklearn_rnn.plotting import plot_training_history
+    >>> rng = np.random.default_rng(0)
+    >>> X = [rng.normal(size=(rng.integers(3, 9), 2)) for _ in range(100)]
+    >>> y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    >>> clf = RNNClassifier(hidden_size=8, max_iter=100, early_stopping=True,
+    ...                     n_iter_no_change=3, random_state=0).fit(X, y)
+    >>> ax = plot_training_history(clf)
+    >>> ax.get_xlabel(), ax.get_ylabel()
+    ('epoch', 'training loss')
+    >>> list(ax.lines[0].get_ydata()) == clf.loss_curve_
+    True
+    """
+    model = _final_estimator(estimator)
+    loss_curve = np.asarray(model.loss_curve_, dtype=float)
+    epochs = np.arange(1, len(loss_curve) + 1)
+
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots()
+    (loss_line,) = ax.plot(epochs, loss_curve, color="C0", label="training loss")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("training loss")
+    handles = [loss_line]
+
+    scores = getattr(model, "validation_scores_", None)
+    if scores is not None and len(scores) > 0:
+        scores = np.asarray(scores, dtype=float)
+        score_ax = ax.twinx()
+        name = _score_name(model)
+        (score_line,) = score_ax.plot(
+            epochs[: len(scores)], scores, color="C1", label=f"validation {name}"
+        )
+        score_ax.set_ylabel(f"validation {name}")
+        handles.append(score_line)
+        best = _best_epoch(model, scores)
+        if best is not None:
+            ax.axvline(best, color="0.4", linestyle=":", linewidth=1)
+            (best_marker,) = score_ax.plot(
+                [best],
+                [scores[best - 1]],
+                linestyle="none",
+                marker="*",
+                markersize=12,
+                color="k",
+                label=f"best epoch ({best})",
+            )
+            handles.append(best_marker)
+    ax.set_xlim(0.5, max(len(loss_curve), 1) + 0.5)
+    ax.legend(handles=handles, loc="best")
+    ax.set_title(f"Training history of {type(model).__name__}")
+    return ax
+
+
+def _final_estimator(estimator: Any) -> Any:
+    """The fitted model that holds the history: last step of a pipeline, best of a search."""
+    check_is_fitted(estimator)
+    model = getattr(estimator, "best_estimator_", estimator)
+    if hasattr(model, "steps"):
+        model = model.steps[-1][1]
+    if not hasattr(model, "loss_curve_"):
+        raise TypeError(
+            "plot_training_history needs a fitted estimator that records its training "
+            f"history in loss_curve_ (such as RNNClassifier or RNNRegressor); got "
+            f"{type(model).__name__}, which has no loss_curve_."
+        )
+    return model
+
+
+def _score_name(model: Any) -> str:
+    if is_classifier(model):
+        return "accuracy"
+    if is_regressor(model):
+        return "R²"
+    return "score"
+
+
+def _best_epoch(model: Any, scores: np.ndarray) -> int | None:
+    """The 1-based epoch whose weights the model kept, or None when it is unknown.
+
+    For this package's estimators that is the epoch early stopping restored (skorch's
+    ``EarlyStopping.best_epoch_``: the last one that improved the validation loss by
+    more than ``tol``); for other models with validation scores, the best score.
+    """
+    net = getattr(model, "net_", None)
+    if net is not None:
+        for _, callback in getattr(net, "callbacks_", []):
+            if getattr(callback, "load_best", False) and getattr(callback, "best_epoch_", None):
+                best = int(callback.best_epoch_)
+                return best if 1 <= best <= len(scores) else None
+        return None
+    if not np.isfinite(scores).any():
+        return None
+    return int(np.nanargmax(scores)) + 1

@@ -1,0 +1,138 @@
+"""plot_training_history draws exactly the recorded history."""
+
+import warnings
+
+import matplotlib
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+
+from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
+from sklearn_rnn.plotting import plot_training_history
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _data(n=80, seed=0):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(int(rng.integers(2, 7)), 2)) for _ in range(n)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    return X, y
+
+
+def _fit(estimator, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return estimator.fit(X, y)
+
+
+def _restored_epoch(model):
+    (stop,) = [cb for _, cb in model.net_.callbacks_ if getattr(cb, "load_best", False)]
+    return stop.best_epoch_
+
+
+def test_loss_only_without_early_stopping():
+    X, y = _data()
+    clf = _fit(RNNClassifier(hidden_size=4, max_iter=5, random_state=0), X, y)
+    ax = plot_training_history(clf)
+    assert len(ax.figure.axes) == 1  # no validation axis
+    (line,) = ax.lines
+    np.testing.assert_array_equal(line.get_xdata(), np.arange(1, 6))
+    assert list(line.get_ydata()) == clf.loss_curve_
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("epoch", "training loss")
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["training loss"]
+
+
+def test_validation_score_and_best_epoch_with_early_stopping():
+    X, y = _data(120)
+    clf = _fit(
+        RNNClassifier(
+            hidden_size=6,
+            max_iter=12,
+            early_stopping=True,
+            validation_fraction=0.25,
+            n_iter_no_change=3,
+            random_state=0,
+        ),
+        X,
+        y,
+    )
+    ax = plot_training_history(clf)
+    loss_ax, score_ax = ax.figure.axes
+    assert loss_ax is ax
+    assert list(ax.lines[0].get_ydata()) == clf.loss_curve_
+    score_line, best_marker = score_ax.lines
+    assert list(score_line.get_ydata()) == clf.validation_scores_
+    assert score_ax.get_ylabel() == "validation accuracy"
+
+    best = _restored_epoch(clf)
+    assert list(best_marker.get_xdata()) == [best]
+    assert list(best_marker.get_ydata()) == [clf.validation_scores_[best - 1]]
+    assert best_marker.get_marker() == "*"
+    # the dotted line at the best epoch spans the loss axes
+    (vline,) = ax.lines[1:]
+    assert list(vline.get_xdata()) == [best, best]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert legend == ["training loss", "validation accuracy", f"best epoch ({best})"]
+
+
+def test_regressor_score_is_r2():
+    X, y = _data(100)
+    target = np.array([x[:, 0].sum() for x in X])
+    reg = _fit(
+        RNNRegressor(hidden_size=4, max_iter=6, early_stopping=True, random_state=0), X, target
+    )
+    ax = plot_training_history(reg)
+    assert ax.figure.axes[-1].get_ylabel() == "validation R²"
+    assert list(ax.figure.axes[-1].lines[0].get_ydata()) == reg.validation_scores_
+
+
+def test_draws_on_given_axes_of_a_pipeline_and_a_search():
+    X, y = _data()
+    pipe = _fit(
+        make_pipeline(SequenceStandardScaler(), RNNClassifier(hidden_size=4, max_iter=3, random_state=0)),
+        X,
+        y,
+    )
+    fig, (left, right) = plt.subplots(1, 2)
+    assert plot_training_history(pipe, ax=left) is left
+    assert list(left.lines[0].get_ydata()) == pipe[-1].loss_curve_
+
+    search = _fit(
+        GridSearchCV(RNNClassifier(max_iter=2, hidden_size=4, random_state=0), {"hidden_size": [2, 4]}, cv=2),
+        X,
+        y,
+    )
+    assert plot_training_history(search, ax=right) is right
+    assert list(right.lines[0].get_ydata()) == search.best_estimator_.loss_curve_
+
+
+def test_scikit_learn_mlp_marks_its_best_validation_score():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    mlp = _fit(MLPClassifier(max_iter=30, early_stopping=True, random_state=0), X, y)
+    ax = plot_training_history(mlp)
+    best_marker = ax.figure.axes[-1].lines[-1]
+    best = int(np.argmax(mlp.validation_scores_)) + 1
+    assert list(best_marker.get_xdata()) == [best]
+
+
+def test_unfitted_and_history_less_estimators_are_refused():
+    with pytest.raises(NotFittedError):
+        plot_training_history(RNNClassifier())
+    rng = np.random.default_rng(0)
+    logistic = LogisticRegression().fit(rng.normal(size=(20, 2)), np.arange(20) % 2)
+    with pytest.raises(TypeError, match="loss_curve_"):
+        plot_training_history(logistic)

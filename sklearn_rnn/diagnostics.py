@@ -54,6 +54,16 @@ class TemporalGradientNorms(NamedTuple):
         The loss on the batch.
     alignment : {'last', 'absolute'}
         How steps of sequences of different lengths were lined up.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn import RecurrentNetwork
+    >>> from sklearn_rnn.diagnostics import temporal_gradient_norms
+    >>> net = RecurrentNetwork(1, 4, 1, generator=torch.Generator().manual_seed(0))
+    >>> stats = temporal_gradient_norms(net, torch.ones(2, 3, 1), torch.zeros(2))
+    >>> stats.steps, stats.counts
+    (array([1, 2, 3]), array([2, 2, 2]))
     """
 
     steps: np.ndarray

@@ -30,7 +30,8 @@ def batch(n=12, steps=9, features=3, seed=0):
 
 
 def network(rho=1.2, outputs=3, seed=1):
-    return RecurrentNetwork(3, 10, outputs, spectral_radius=rho, generator=torch.Generator().manual_seed(seed))
+    gen = torch.Generator().manual_seed(seed)
+    return RecurrentNetwork(3, 10, outputs, spectral_radius=rho, generator=gen)
 
 
 def test_fresh_network_padded_batch_classification():

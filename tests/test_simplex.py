@@ -175,7 +175,8 @@ def test_clipped_step_by_hand():
     assert clipped_step_([w], [t([0.3, 0.4])], lr=0.1, clip_threshold=1.0) == 0.1
     assert clipped_step_([w], [t([30.0, 40.0])], lr=0.1, clip_threshold=None) == 0.1
     # The norm of the whole direction, when only a part (one group) is stepped.
-    assert clipped_step_([w], [t([0.3, 0.4])], lr=0.1, clip_threshold=1.0, direction_norm=10.0) == pytest.approx(0.01)
+    step = clipped_step_([w], [t([0.3, 0.4])], lr=0.1, clip_threshold=1.0, direction_norm=10.0)
+    assert step == pytest.approx(0.01)
     with pytest.raises(ValueError, match="pair up"):
         clipped_step_([w, w], [t([1.0, 1.0])], lr=0.1, clip_threshold=1.0)
 

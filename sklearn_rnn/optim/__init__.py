@@ -1,4 +1,18 @@
-"""Optimizers of the thesis, usable with plain PyTorch code."""
+"""Optimizers of the thesis, usable with plain PyTorch code.
+
+* :class:`ClippedSGD`: the anti-gradient with the clipped step of eq. 3.6.
+* :func:`temporal_gradients` and :class:`SimplexSGD`: every step's gradient in one
+  backward pass, and descent along their normalized random convex combination with
+  conditional switching to the anti-gradient (thesis chapter 3, algorithm 3.2)::
+
+      states = net.forward_states(x, lengths)
+      loss = criterion(states.outputs, y)
+      opt.zero_grad()
+      opt.step(temporal_gradients(net, states, loss, lengths))
+
+* The functional core of the direction (:func:`simplex_direction` and its parts), on
+  plain tensors.
+"""
 
 from ._clipped import ClippedSGD, clipped_step_size
 from ._functional import (

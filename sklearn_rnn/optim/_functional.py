@@ -63,6 +63,14 @@ class Direction(NamedTuple):
     cosine : float
         Cosine between ``direction`` and the gradient: -1 for the anti-gradient,
         negative for an accepted simplex direction, NaN when skipped.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.optim import choose_direction
+    >>> chosen = choose_direction([torch.tensor([1.0])], [torch.tensor([2.0])])
+    >>> chosen.branch, chosen.direction
+    ('simplex', (tensor([-1.]),))
     """
 
     direction: tuple[torch.Tensor, ...] | None

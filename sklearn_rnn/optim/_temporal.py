@@ -109,6 +109,24 @@ class TemporalGradients:
         How many sequences contribute to each aligned step.
     steps : int
         Number of aligned steps (the padded length of the batch).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn import RecurrentNetwork
+    >>> from sklearn_rnn.optim import temporal_gradients
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> net = RecurrentNetwork(2, 4, 1, generator=gen)
+    >>> x, lengths = torch.randn(3, 6, 2, generator=gen), torch.tensor([6, 6, 3])
+    >>> states = net.forward_states(x, lengths)
+    >>> tg = temporal_gradients(net, states, states.outputs.sum(), lengths)
+    >>> tg.names
+    ('W_rec', 'W_in', 'b', 'W_out', 'b_out')
+    >>> tg.norms().shape, tg.cosines().shape, tg.per_step()[1].shape  # W_in: (steps, 4, 2)
+    (torch.Size([6]), torch.Size([6]), torch.Size([6, 4, 2]))
+    >>> ones = torch.ones(6)
+    >>> all(torch.allclose(c, g) for c, g in zip(tg.combine(ones), tg.gradient))
+    True
     """
 
     def __init__(
@@ -206,8 +224,10 @@ class TemporalGradients:
                 c = c if layer.rows is None else c[layer.rows]  # (S,)
             if layer.outer is not None:
                 for block, outer in zip(layer.blocks, layer.outer):
-                    weights = None if c is None else c[block.offset :]
-                    blocks[block.index] = outer.sum(0) if weights is None else torch.tensordot(weights, outer, dims=1)
+                    if c is None:
+                        blocks[block.index] = outer.sum(0)
+                    else:
+                        blocks[block.index] = torch.tensordot(c[block.offset :], outer, dims=1)
                 continue
             delta = layer.delta if c is None else layer.delta * c[:, None, None]  # (S, B, m)
             m = delta.shape[2]

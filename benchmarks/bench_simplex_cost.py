@@ -6,7 +6,8 @@ busy machine slows both alike; the ratio of medians is printed. The simplex upda
 with ``switch_threshold=None`` so that every step computes the norms and the
 combination (its most expensive branch).
 
-Run: ``python benchmarks/bench_simplex_cost.py [--repeats 200] [--threads 2]``.
+Run from the repository root (or anywhere after ``pip install -e .``):
+``PYTHONPATH=. python benchmarks/bench_simplex_cost.py [--repeats 200] [--threads 2]``.
 """
 
 from __future__ import annotations

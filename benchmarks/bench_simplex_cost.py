@@ -7,7 +7,7 @@ with ``switch_threshold=None`` so that every step computes the norms and the
 combination (its most expensive branch).
 
 Run from the repository root (or anywhere after ``pip install -e .``):
-``PYTHONPATH=. python benchmarks/bench_simplex_cost.py [--repeats 200] [--threads 2]``.
+``PYTHONPATH=. python benchmarks/bench_simplex_cost.py [--repeats 100] [--threads 2]``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=100)
     parser.add_argument("--features", type=int, default=6)
     parser.add_argument("--hidden", type=int, default=50)
-    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from skorch import NeuralNet
 from torch.func import functional_call
-from skorch.callbacks import EarlyStopping, EpochScoring, GradientNormClipping, ProgressBar
+from skorch.callbacks import EpochScoring, GradientNormClipping, ProgressBar
 from skorch.helper import predefined_split
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
@@ -25,21 +25,25 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ._callbacks import EarlyStopping, TrainingGuard
 from .nn import CELLS, RecurrentNetwork
-from .optim import ClippedSGD
+from .optim import ClippedSGD, SimplexSGD, temporal_gradients
+from ._parallel import limit_torch_threads
 from .sequences import (
     BucketBatchLoader,
     InputEncoder,
     SequenceDataset,
+    check_float32_range,
     check_sequences,
     input_layout,
 )
+from .sequences._validation import check_holdout, check_numeric_table
 
 __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
 
 logger = logging.getLogger(__name__)
 
-OPTIMIZERS = ("sgd", "adam")
+OPTIMIZERS = ("sgd", "adam", "simplex")
 
 
 class _SequenceNet(NeuralNet):
@@ -51,6 +55,25 @@ class _SequenceNet(NeuralNet):
 
     def infer(self, x: dict[str, torch.Tensor], **fit_params: Any) -> torch.Tensor:
         return self.module_(x["x"], x["lengths"])
+
+    def train_step(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
+        """One update; the simplex optimizer gets the batch's temporal gradients."""
+        if not isinstance(self.optimizer_, SimplexSGD):
+            return super().train_step(batch, **fit_params)
+        self._set_training(True)
+        inputs, y = batch
+        self.optimizer_.zero_grad()
+        states = self.module_.forward_states(inputs["x"], inputs["lengths"])
+        loss = self.get_loss(states.outputs, y, X=inputs, training=True)
+        # One backward pass gives every step's gradient and fills .grad as backward() would.
+        temporal = temporal_gradients(self.module_, states, loss, inputs["lengths"])
+        self.notify(
+            "on_grad_computed",
+            named_parameters=list(self.get_all_learnable_params()),
+            batch=batch,
+        )
+        self.optimizer_.step(temporal)
+        return {"loss": loss.detach(), "y_pred": states.outputs.detach()}
 
     def get_loss(
         self,
@@ -80,6 +103,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "optimizer": [StrOptions(set(OPTIMIZERS))],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "clip_threshold": [Interval(Real, 0, None, closed="neither"), None],
+        "switch_threshold": [Interval(Real, 0, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "early_stopping": ["boolean"],
@@ -101,6 +125,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         optimizer: str = "adam",
         learning_rate: float = 0.01,
         clip_threshold: float | None = 1.0,
+        switch_threshold: float | None = None,
         batch_size: int = 32,
         max_iter: int = 200,
         early_stopping: bool = False,
@@ -118,6 +143,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.clip_threshold = clip_threshold
+        self.switch_threshold = switch_threshold
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.early_stopping = early_stopping
@@ -183,6 +209,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     ) -> BaseRNN:
         """The one training routine: ``fit`` (up to ``max_iter`` epochs, with stopping
         rules) and ``partial_fit`` (one epoch over the data given, no stopping rules)."""
+        limit_torch_threads()  # a fit inside a joblib or Dask worker uses its CPU share
         reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, len(sequences), reset=reset, classes=classes)
@@ -192,6 +219,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if reset:
             self._encoder = InputEncoder.fit(sequences)
         data = self._encoder.encode(sequences, device=device)
+        check_float32_range(data.values, data.lengths)
         train, valid = self._split(data, y, weight, rng, device, incremental=incremental)
         if reset:
             self.net_ = self._build_net(rng, device, incremental=incremental)
@@ -220,6 +248,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if incremental or not self.early_stopping:
             return full, None
         stratify = y if isinstance(self, ClassifierMixin) else None
+        check_holdout(len(y), self.validation_fraction, stratify)
         train_index, valid_index = train_test_split(
             np.arange(len(y)),
             test_size=self.validation_fraction,
@@ -240,7 +269,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             spectral_radius=self.spectral_radius,
             generator=generator,
         ).to(device)
-        optimizer, optimizer_params = self._optimizer_spec()
+        optimizer, optimizer_params = self._optimizer_spec(rng)
         net = _SequenceNet(
             module=module,
             criterion=self._criterion(),
@@ -260,9 +289,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.initialize()
         return net
 
-    def _optimizer_spec(self) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
+    def _optimizer_spec(
+        self, rng: np.random.RandomState
+    ) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
         if self.optimizer == "sgd":
             return ClippedSGD, {"optimizer__clip_threshold": self.clip_threshold}
+        if self.optimizer == "simplex":
+            return SimplexSGD, {
+                "optimizer__clip_threshold": self.clip_threshold,
+                "optimizer__switch_threshold": self.switch_threshold,
+                "optimizer__generator": int(rng.randint(np.iinfo(np.int32).max)),
+            }
         return torch.optim.Adam, {}
 
     def _configure_training(
@@ -287,6 +324,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     ),
                 )
             )
+        # Before "stop": an epoch is recorded as finished before a stopping rule ends training.
+        callbacks.append(("guard", TrainingGuard(type(self).__name__, restores_best=stopping)))
         if not incremental:
             callbacks.append(
                 (
@@ -314,9 +353,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _record_history(self, epochs_before: int, *, incremental: bool) -> None:
         history = self.net_.history
         self.n_iter_ = len(history) if incremental else len(history) - epochs_before
-        self.loss_curve_ = [float(loss) for loss in history[:, "train_loss"]]
+        # No epoch finished when the first one was interrupted or diverged.
+        self.loss_curve_ = [float(loss) for loss in history[:, "train_loss"]] if history else []
         self.module_ = self.net_.module_
-        if self.early_stopping and not incremental:
+        if self.early_stopping and not incremental and history:
             self.validation_scores_ = [float(score) for score in history[:, "valid_score"]]
             losses = history[:, "valid_loss"]
             best = int(np.argmin(losses))
@@ -380,6 +420,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if layout == "table" and (reset or fitted_on_table):
             # A table's columns are its features in scikit-learn's sense: validate_data
             # sets and checks n_features_in_ and feature_names_in_.
+            check_numeric_table(X)  # our message for text, before scikit-learn's
             X = validate_data(
                 self,
                 X,
@@ -437,6 +478,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         if not hasattr(y, "__len__"):
             y = np.asarray(y)  # array-likes that only define __array__
+        if getattr(y, "ndim", 1) == 0:
+            raise ValueError(
+                f"y is a scalar ({y!r}): expected one target per sequence, an array-like "
+                f"of {n_samples} entries."
+            )
         n_targets = len(y)
         if n_targets != n_samples:
             raise ValueError(
@@ -481,13 +527,22 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Initialize the recurrent matrix as a Gaussian draw rescaled to this spectral
         radius, input and output weights from ``N(0, 0.1^2)`` (thesis algorithm 3.1).
         None uses PyTorch's default initialization.
-    optimizer : {'adam', 'sgd'}, default='adam'
+    optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
         'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6);
-        'adam' clips the gradient norm at ``clip_threshold`` before each Adam step.
+        'simplex' the thesis' method (algorithm 3.2): a random convex combination of
+        the normalized per-step ("temporal") gradients, with the anti-gradient when
+        that is no descent direction or the gradient norm exceeds
+        ``switch_threshold``, and the clipped step rule (see
+        :class:`~sklearn_rnn.optim.SimplexSGD`); 'adam' clips the gradient norm at
+        ``clip_threshold`` before each Adam step.
     learning_rate : float, default=0.01
         Step size (``mu`` of eq. 3.6 for 'sgd').
     clip_threshold : float or None, default=1.0
         Gradient-norm threshold ``tau``; None never clips.
+    switch_threshold : float or None, default=None
+        ``psi`` of the simplex method: follow the anti-gradient when the gradient norm
+        exceeds it (a large gradient is not vanishing); None never switches. Only
+        used with ``optimizer='simplex'``.
     batch_size : int, default=32
         Sequences per update. Batches group sequences of similar lengths.
     max_iter : int, default=200
@@ -574,6 +629,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         optimizer: str = "adam",
         learning_rate: float = 0.01,
         clip_threshold: float | None = 1.0,
+        switch_threshold: float | None = None,
         batch_size: int = 32,
         max_iter: int = 200,
         early_stopping: bool = False,
@@ -593,6 +649,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             optimizer=optimizer,
             learning_rate=learning_rate,
             clip_threshold=clip_threshold,
+            switch_threshold=switch_threshold,
             batch_size=batch_size,
             max_iter=max_iter,
             early_stopping=early_stopping,
@@ -752,12 +809,15 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     spectral_radius : float or None, default=1.2
         Initialize the recurrent matrix with this spectral radius (thesis algorithm
         3.1); None uses PyTorch's default initialization.
-    optimizer : {'adam', 'sgd'}, default='adam'
-        'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6).
+    optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
+        'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6);
+        'simplex' the thesis' simplex method (see :class:`RNNClassifier`).
     learning_rate : float, default=0.01
         Step size.
     clip_threshold : float or None, default=1.0
         Gradient-norm threshold; None never clips.
+    switch_threshold : float or None, default=None
+        ``psi`` of the simplex method (see :class:`RNNClassifier`).
     batch_size : int, default=32
         Sequences per update.
     max_iter : int, default=200

@@ -4,7 +4,13 @@ from ._batching import BucketBatchLoader, FlatSequences, SequenceDataset, bucket
 from ._encoding import InputEncoder
 from ._long import from_long_format, to_long_format
 from ._scaler import SequenceStandardScaler
-from ._validation import check_sequences, input_layout, restore_layout, sequence_column
+from ._validation import (
+    check_float32_range,
+    check_sequences,
+    input_layout,
+    restore_layout,
+    sequence_column,
+)
 
 __all__ = [
     "BucketBatchLoader",
@@ -13,6 +19,7 @@ __all__ = [
     "SequenceDataset",
     "SequenceStandardScaler",
     "bucket_batches",
+    "check_float32_range",
     "check_sequences",
     "from_long_format",
     "input_layout",

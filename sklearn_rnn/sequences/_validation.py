@@ -14,7 +14,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["check_sequences", "input_layout", "restore_layout", "sequence_column"]
+__all__ = [
+    "check_float32_range",
+    "check_sequences",
+    "input_layout",
+    "restore_layout",
+    "sequence_column",
+]
 
 Layout = Literal["sequences", "padded", "table"]
 
@@ -35,6 +41,12 @@ def input_layout(X: Any) -> Layout:
         ``'padded'`` for a 3D numeric array, ``'table'`` for anything else (a 2D
         array-like whose rows are univariate sequences; it is validated as such).
 
+    Raises
+    ------
+    TypeError
+        ``X`` is no container of sequences at all: None, a number, a string, a
+        mapping, a set or an iterator.
+
     Examples
     --------
     >>> import numpy as np
@@ -46,6 +58,7 @@ def input_layout(X: Any) -> Layout:
     >>> input_layout(np.zeros((4, 6)))
     'table'
     """
+    _check_container(X)
     if _column_cells(X) is not None:
         return "sequences"
     if isinstance(X, np.ndarray):
@@ -58,6 +71,56 @@ def input_layout(X: Any) -> Layout:
         if len(X) == 0 or any(_is_two_dimensional(sample) for sample in X):
             return "sequences"
     return "table"
+
+
+def _check_container(X: Any) -> None:
+    not_array_like = not (hasattr(X, "__array__") or hasattr(X, "__len__"))
+    if isinstance(X, (str, bytes, dict, set, frozenset, np.generic)) or not_array_like:
+        if isinstance(X, dict):
+            fix = "Pass the sequences as a list, e.g. list(X.values())."
+        elif hasattr(X, "__iter__") and not isinstance(X, (str, bytes)):
+            fix = "Collect the sequences into a list first, e.g. list(X)."
+        else:
+            fix = "Pass the sequences themselves."
+        raise TypeError(
+            "expected X to hold sequences: a list of (T_i, d) arrays, a 3D array (n, T, d) "
+            f"or a 2D table (n, T); got {type(X).__name__} {_short_repr(X)}. {fix}"
+        )
+
+
+def check_numeric_table(X: Any) -> None:
+    """Raise the TypeError of :func:`check_sequences` when a table is not numeric.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, T)
+        A table of univariate sequences.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._validation import check_numeric_table
+    >>> check_numeric_table(np.array([["1.5", "a"]]))
+    Traceback (most recent call last):
+    ...
+    TypeError: X could not be read as numbers ...
+    """
+    if type(X).__module__.startswith("scipy.sparse"):
+        return  # scikit-learn's validation explains that dense data is needed
+    dtypes = getattr(X, "dtypes", None)  # a DataFrame: check column types, not values
+    if dtypes is not None and all(dtype.kind in "biuf" for dtype in dtypes):
+        return
+    try:
+        array = np.asarray(X)
+    except ValueError:  # rows of different lengths: scikit-learn's validation says so
+        return
+    if array.dtype.kind not in "biufc":  # complex: scikit-learn's message
+        _as_float_array(array, where="X")
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _column_cells(X: Any) -> list[Any] | None:
@@ -186,6 +249,12 @@ def _check_one(sample: Any, index: int) -> np.ndarray:
             f"{where} has shape {array.shape}: expected a 2D array of shape "
             f"(steps, features).{hint}"
         )
+    if array.shape[1] == 0:
+        raise ValueError(
+            f"{where} has 0 features per step (shape {array.shape}): expected at least one "
+            "feature. Check how the sequences were built, e.g. a column selection that "
+            "kept no column."
+        )
     if np.isinf(array).any():
         step, feature = np.argwhere(np.isinf(array))[0]
         raise ValueError(
@@ -211,6 +280,13 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
+        widths = _row_widths(value)
+        if len(widths) > 1:
+            raise ValueError(
+                f"{where} has steps of different widths {sorted(widths)}: expected every "
+                "step to hold the same number of features. Mark a feature missing at a "
+                "step with NaN."
+            ) from error
         raise TypeError(
             f"{where} could not be read as numbers ({error}): expected a numeric "
             "array. Encode categorical or text values as numbers first."
@@ -220,6 +296,106 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
     if array.ndim > 3:
         raise ValueError(_dimension_message(array.ndim))
     return array
+
+
+def _row_widths(value: Any) -> set[int]:
+    """The lengths of the rows of a nested list (empty when it is not one)."""
+    if not isinstance(value, (list, tuple)):
+        return set()
+    return {len(row) for row in value if isinstance(row, (list, tuple, np.ndarray))}
+
+
+def check_float32_range(values: Any, lengths: Any) -> None:
+    """Check that encoded steps are finite in float32, the type the network trains in.
+
+    A finite float64 value beyond float32's range (about ``3.4e38`` in magnitude)
+    becomes infinite when the training data is cast to float32.
+
+    Parameters
+    ----------
+    values : torch.Tensor of shape (total_steps, n_inputs)
+        Encoded steps of every sequence, concatenated (float32).
+    lengths : torch.Tensor of shape (n_sequences,)
+        Steps of each sequence.
+
+    Raises
+    ------
+    ValueError
+        Naming the first sequence and step that overflow.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.sequences import check_float32_range
+    >>> check_float32_range(torch.ones(3, 1), torch.tensor([2, 1]))
+    >>> check_float32_range(torch.tensor([[1.0], [float("inf")]]), torch.tensor([1, 1]))
+    Traceback (most recent call last):
+    ...
+    ValueError: sequence 1 of X, step 0, holds a value beyond float32's range ...
+    """
+    finite = values.isfinite().all(dim=1)  # (total_steps,)
+    if bool(finite.all()):
+        return
+    row = int((~finite).nonzero()[0, 0])
+    ends = np.cumsum(np.asarray(lengths.cpu()))
+    sample = int(np.searchsorted(ends, row, side="right"))
+    step = row - (int(ends[sample - 1]) if sample else 0)
+    raise ValueError(
+        f"sequence {sample} of X, step {step}, holds a value beyond float32's range "
+        f"(|x| > {np.finfo(np.float32).max:.3g}), the type the network trains in: expected "
+        "values of moderate magnitude. Scale the inputs, e.g. with SequenceStandardScaler."
+    )
+
+
+def check_holdout(n_samples: int, validation_fraction: float, labels: Any = None) -> None:
+    """Check that early stopping can hold out ``validation_fraction`` of the samples.
+
+    Mirrors the rules of :func:`~sklearn.model_selection.train_test_split` (the held-out
+    part has ``ceil(fraction * n)`` samples) and, when ``labels`` are given (a stratified
+    split), needs every class twice and room for every class on both sides.
+
+    Parameters
+    ----------
+    n_samples : int
+    validation_fraction : float
+    labels : array-like of shape (n_samples,), optional
+        Class of each sample, for a stratified split.
+
+    Raises
+    ------
+    ValueError
+        What the split needs, what the data has, and how to fix it.
+
+    Examples
+    --------
+    >>> from sklearn_rnn.sequences._validation import check_holdout
+    >>> check_holdout(20, 0.1, [0, 1] * 10)
+    >>> check_holdout(5, 0.1, [0, 1, 0, 1, 0])
+    Traceback (most recent call last):
+    ...
+    ValueError: early_stopping holds out validation_fraction=0.1 of 5 sequences ...
+    """
+    n_valid = int(np.ceil(validation_fraction * n_samples))
+    n_train = n_samples - n_valid
+    held_out = (
+        f"early_stopping holds out validation_fraction={validation_fraction} of "
+        f"{n_samples} sequences ({n_valid} for validation, {n_train} for training)"
+    )
+    fix = "Pass more sequences, change validation_fraction, or set early_stopping=False."
+    if n_train < 1:
+        raise ValueError(f"{held_out}: expected at least 1 left for training. {fix}")
+    if labels is None:
+        return
+    classes, counts = np.unique(np.asarray(labels), return_counts=True)
+    if counts.min() < 2 or min(n_valid, n_train) < len(classes):
+        found = ", ".join(
+            f"{label!r}: {count}" for label, count in zip(classes.tolist(), counts.tolist())
+        )
+        raise ValueError(
+            f"{held_out}, stratified by class: expected at least 2 sequences of each "
+            f"class and at least {len(classes)} (one per class) on each side; got class "
+            f"counts {{{found}}}. {fix}"
+        )
 
 
 def _check_feature_counts(sequences: list[np.ndarray]) -> None:

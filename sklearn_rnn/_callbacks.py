@@ -1,0 +1,172 @@
+"""skorch callbacks that keep a fitted estimator usable when training goes wrong.
+
+:class:`TrainingGuard` takes a copy of the weights (and of the optimizer's state) at
+the end of every epoch whose loss and weights are finite. When a training batch gives
+a non-finite loss, or an epoch ends with non-finite weights, it stops training with a
+:class:`~sklearn.exceptions.ConvergenceWarning` and restores that copy. When training is
+interrupted (``KeyboardInterrupt``, which skorch catches in its fit loop) in the middle
+of an epoch, it restores the same copy and drops the unfinished epoch from the history,
+so that the weights, ``n_iter_`` and ``loss_curve_`` all describe the last finished
+epoch.
+
+Copies are taken per epoch, not per batch: an epoch is the unit that ``n_iter_`` and
+``loss_curve_`` count, so the restored state always matches them, and the cost (one copy
+of the parameters and of the optimizer's state per epoch) stays negligible beside an
+epoch of training.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from typing import Any
+
+import torch
+from skorch.callbacks import Callback
+from skorch.callbacks import EarlyStopping as _SkorchEarlyStopping
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["EarlyStopping", "TrainingGuard"]
+
+
+class TrainingGuard(Callback):
+    """Stop on divergence and keep the state of the last finished epoch.
+
+    Put it before any callback that may end training at the end of an epoch (skorch's
+    :class:`~skorch.callbacks.EarlyStopping` raises ``KeyboardInterrupt`` there), so
+    that the epoch is recorded as finished first.
+
+    Parameters
+    ----------
+    owner : str, default='the network'
+        Name used in warnings, e.g. the estimator's class name.
+    restores_best : bool, default=False
+        Whether an early-stopping callback after this one restores the weights of the
+        best finished epoch at the end of training (said so in the warnings).
+
+    Attributes
+    ----------
+    diverged_ : str or None
+        What diverged in the last training call (a sentence), or None.
+    interrupted_ : bool
+        Whether the last training call was interrupted in the middle of an epoch.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skorch import NeuralNetRegressor
+    >>> from sklearn_rnn._callbacks import TrainingGuard
+    >>> net = NeuralNetRegressor(torch.nn.Linear(1, 1), max_epochs=3, lr=0.1,
+    ...                          train_split=None, verbose=0, callbacks=[("guard", TrainingGuard())])
+    >>> X = torch.linspace(-1, 1, 16).reshape(-1, 1)
+    >>> _ = net.fit(X, 2 * X)
+    >>> len(net.history), dict(net.callbacks_)["guard"].diverged_
+    (3, None)
+    """
+
+    def __init__(self, owner: str = "the network", restores_best: bool = False) -> None:
+        self.owner = owner
+        self.restores_best = restores_best
+
+    def initialize(self) -> TrainingGuard:
+        self.diverged_: str | None = None
+        self.interrupted_ = False
+        self._finished_epochs = 0
+        self._snapshot: dict[str, Any] | None = None
+        self._batch = 0
+        return self
+
+    def on_train_begin(self, net: Any, **kwargs: Any) -> None:
+        self.initialize()
+        self._finished_epochs = len(net.history)
+        self._snapshot = _snapshot(net)  # the weights this call starts from
+
+    def on_epoch_begin(self, net: Any, **kwargs: Any) -> None:
+        self._batch = 0
+
+    def on_batch_end(self, net: Any, batch: Any = None, training: bool = False, **kwargs: Any) -> None:
+        if not training:
+            return
+        self._batch += 1
+        loss = net.history[-1, "batches", -1, "train_loss"]  # already a Python float
+        if not math.isfinite(loss):
+            self.diverged_ = (
+                f"the training loss became {loss} in epoch {len(net.history)}, batch {self._batch}"
+            )
+            raise KeyboardInterrupt  # skorch's way to end its fit loop
+
+    def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
+        loss = net.history[-1, "train_loss"]
+        if not math.isfinite(loss):
+            self.diverged_ = f"the training loss of epoch {len(net.history)} is {loss}"
+        elif not _finite_parameters(net.module_):
+            self.diverged_ = f"the weights became non-finite in epoch {len(net.history)}"
+        if self.diverged_ is not None:
+            raise KeyboardInterrupt
+        self._finished_epochs = len(net.history)
+        self._snapshot = _snapshot(net)
+
+    def on_train_end(self, net: Any, **kwargs: Any) -> None:
+        unfinished = len(net.history) - self._finished_epochs
+        if unfinished <= 0 and self.diverged_ is None:
+            return
+        for _ in range(unfinished):
+            net.history.pop()
+        _restore(net, self._snapshot)
+        if not self._finished_epochs:
+            kept = "the initial weights are kept"
+        elif self.restores_best:
+            kept = (
+                f"training ends as after epoch {self._finished_epochs}, with the weights "
+                "of the best epoch so far"
+            )
+        else:
+            kept = f"the weights of epoch {self._finished_epochs} are kept"
+        if self.diverged_ is not None:
+            warnings.warn(
+                f"{self.owner}: {self.diverged_}, so training stopped and {kept}. Lower "
+                "learning_rate, set a clip_threshold, or scale the inputs (e.g. with "
+                "SequenceStandardScaler).",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        else:
+            self.interrupted_ = True
+            warnings.warn(
+                f"{self.owner}: training was interrupted during epoch "
+                f"{self._finished_epochs + 1}; {kept}.",
+                UserWarning,
+                stacklevel=2,
+            )
+
+
+class EarlyStopping(_SkorchEarlyStopping):
+    """skorch's early stopping, safe when no epoch finished (an interrupted first epoch).
+
+    Examples
+    --------
+    >>> from sklearn_rnn._callbacks import EarlyStopping
+    >>> EarlyStopping(patience=3).patience
+    3
+    """
+
+    def on_train_end(self, net: Any, **kwargs: Any) -> None:
+        if len(net.history):
+            super().on_train_end(net, **kwargs)
+
+
+def _snapshot(net: Any) -> dict[str, Any]:
+    module = {name: tensor.detach().clone() for name, tensor in net.module_.state_dict().items()}
+    return {"module": module, "optimizer": copy.deepcopy(net.optimizer_.state_dict())}
+
+
+def _restore(net: Any, snapshot: dict[str, Any] | None) -> None:
+    if snapshot is None:
+        return
+    net.module_.load_state_dict(snapshot["module"])
+    net.optimizer_.load_state_dict(snapshot["optimizer"])
+
+
+def _finite_parameters(module: torch.nn.Module) -> bool:
+    return all(bool(torch.isfinite(parameter).all()) for parameter in module.parameters())

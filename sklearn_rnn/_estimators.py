@@ -6,7 +6,7 @@ import logging
 from abc import ABCMeta, abstractmethod
 import warnings
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -44,6 +44,22 @@ __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
 logger = logging.getLogger(__name__)
 
 OPTIMIZERS = ("sgd", "adam", "simplex")
+
+
+class _Seeds(NamedTuple):
+    """Seeds of every random draw of one call to ``fit``, drawn together from
+    ``random_state`` so that changing one setting (say, the optimizer) does not shift
+    the others' streams."""
+
+    init: int
+    split: int
+    shuffle: int
+    optimizer: int
+
+    @classmethod
+    def draw(cls, random_state: Any) -> _Seeds:
+        values = check_random_state(random_state).randint(np.iinfo(np.int32).max, size=4)
+        return cls(*(int(value) for value in values))
 
 
 class _SequenceNet(NeuralNet):
@@ -214,17 +230,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, len(sequences), reset=reset, classes=classes)
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
-        rng = check_random_state(self.random_state)
+        seeds = _Seeds.draw(self.random_state)
         device = self._resolve_device()
         if reset:
             self._encoder = InputEncoder.fit(sequences)
         data = self._encoder.encode(sequences, device=device)
         check_float32_range(data.values, data.lengths)
-        train, valid = self._split(data, y, weight, rng, device, incremental=incremental)
+        train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
         if reset:
-            self.net_ = self._build_net(rng, device, incremental=incremental)
+            self.net_ = self._build_net(seeds, device, incremental=incremental)
         else:
-            self._configure_training(self.net_, rng, incremental=incremental)
+            self._configure_training(self.net_, seeds, incremental=incremental)
         self.net_.train_split = predefined_split(valid) if valid is not None else None
         epochs_before = len(self.net_.history)
         self.net_.partial_fit(train, y=None)
@@ -237,7 +253,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         data: Any,
         y: np.ndarray,
         weight: np.ndarray,
-        rng: np.random.RandomState,
+        seeds: _Seeds,
         device: torch.device,
         *,
         incremental: bool,
@@ -252,15 +268,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         train_index, valid_index = train_test_split(
             np.arange(len(y)),
             test_size=self.validation_fraction,
-            random_state=rng.randint(np.iinfo(np.int32).max),
+            random_state=seeds.split,
             stratify=stratify,
         )
         return full.subset(train_index), full.subset(valid_index)
 
     def _build_net(
-        self, rng: np.random.RandomState, device: torch.device, *, incremental: bool
+        self, seeds: _Seeds, device: torch.device, *, incremental: bool
     ) -> _SequenceNet:
-        generator = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
+        generator = torch.Generator().manual_seed(seeds.init)
         module = RecurrentNetwork(
             self._encoder.n_inputs,
             self.hidden_size,
@@ -269,7 +285,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             spectral_radius=self.spectral_radius,
             generator=generator,
         ).to(device)
-        optimizer, optimizer_params = self._optimizer_spec(rng)
+        optimizer, optimizer_params = self._optimizer_spec(seeds)
         net = _SequenceNet(
             module=module,
             criterion=self._criterion(),
@@ -285,12 +301,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             verbose=self.verbose,
             **optimizer_params,
         )
-        self._configure_training(net, rng, incremental=incremental)
+        self._configure_training(net, seeds, incremental=incremental)
         net.initialize()
         return net
 
     def _optimizer_spec(
-        self, rng: np.random.RandomState
+        self, seeds: _Seeds
     ) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
         if self.optimizer == "sgd":
             return ClippedSGD, {"optimizer__clip_threshold": self.clip_threshold}
@@ -298,16 +314,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return SimplexSGD, {
                 "optimizer__clip_threshold": self.clip_threshold,
                 "optimizer__switch_threshold": self.switch_threshold,
-                "optimizer__generator": int(rng.randint(np.iinfo(np.int32).max)),
+                "optimizer__generator": seeds.optimizer,
             }
         return torch.optim.Adam, {}
 
     def _configure_training(
-        self, net: _SequenceNet, rng: np.random.RandomState, *, incremental: bool
+        self, net: _SequenceNet, seeds: _Seeds, *, incremental: bool
     ) -> None:
         """Set what may change between calls: shuffling stream, epochs, callbacks."""
         stopping = self.early_stopping and not incremental
-        shuffle_seed = int(rng.randint(np.iinfo(np.int32).max))
         callbacks: list[tuple[str, Any]] = []
         if self.optimizer == "adam" and self.clip_threshold is not None:
             callbacks.append(("clip", GradientNormClipping(self.clip_threshold)))
@@ -345,7 +360,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         # Plain attributes: skorch's set_params would try to re-initialize components.
         net.callbacks = callbacks
         net.max_epochs = 1 if incremental else self.max_iter
-        net.iterator_train__random_state = np.random.default_rng(shuffle_seed)
+        net.iterator_train__random_state = np.random.default_rng(seeds.shuffle)
         net.verbose = self.verbose
         if net.initialized_:
             net.initialize_callbacks()

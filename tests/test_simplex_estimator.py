@@ -1,0 +1,49 @@
+"""optimizer='simplex' in the estimators."""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier, RNNRegressor
+from sklearn_rnn.datasets import make_addition, make_temporal_order, task_error
+
+
+def test_switching_at_zero_is_clipped_sgd():
+    X, y = make_addition(300, 12, random_state=0)
+    kwargs = dict(hidden_size=10, learning_rate=0.05, max_iter=4, batch_size=50, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        sgd = RNNRegressor(optimizer="sgd", **kwargs).fit(X, y)
+    with pytest.warns(ConvergenceWarning):
+        switched = RNNRegressor(optimizer="simplex", switch_threshold=0.0, **kwargs).fit(X, y)
+    assert switched.net_.optimizer_.branch_counts["switched"] == 4 * 6
+    # Same steps; the full gradient is summed from per-step parts in another order.
+    np.testing.assert_allclose(switched.predict(X), sgd.predict(X), rtol=1e-5)
+
+
+def test_simplex_direction_differs_from_the_gradient_and_is_seeded():
+    X, y = make_addition(200, 12, random_state=0)
+    kwargs = dict(hidden_size=10, optimizer="simplex", max_iter=3, batch_size=50, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        a = RNNRegressor(**kwargs).fit(X, y)
+    with pytest.warns(ConvergenceWarning):
+        b = RNNRegressor(**kwargs).fit(X, y)
+    with pytest.warns(ConvergenceWarning):
+        sgd = RNNRegressor(**{**kwargs, "optimizer": "sgd"}).fit(X, y)
+    counts = a.net_.optimizer_.branch_counts
+    assert counts["simplex"] + counts["descent_fallback"] == 12 and counts["simplex"] > 0
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert not np.allclose(a.predict(X), sgd.predict(X))
+
+
+def test_simplex_solves_temporal_order_at_small_size():
+    # The thesis settings (50 tanh units, rho 1.2, tau 1, psi 0.9) at length 10.
+    X, y = make_temporal_order(2000, 10, random_state=0)
+    X_valid, y_valid = make_temporal_order(2000, 10, random_state=1)
+    clf = RNNClassifier(
+        optimizer="simplex", learning_rate=0.05, switch_threshold=0.9, batch_size=100,
+        max_iter=20, tol=0.0, random_state=0,
+    )
+    with pytest.warns(ConvergenceWarning):
+        clf.fit(X, y)  # 400 updates
+    assert task_error("temporal_order", y_valid, clf.predict_proba(X_valid)) < 0.01
+    assert clf.net_.optimizer_.branch_counts["simplex"] > 100

@@ -14,7 +14,7 @@ from skorch import NeuralNet
 from torch.func import functional_call
 from skorch.callbacks import EpochScoring, GradientNormClipping, ProgressBar
 from skorch.helper import predefined_split
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
@@ -226,6 +226,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """The one training routine: ``fit`` (up to ``max_iter`` epochs, with stopping
         rules) and ``partial_fit`` (one epoch over the data given, no stopping rules)."""
         limit_torch_threads()  # a fit inside a joblib or Dask worker uses its CPU share
+        train, valid = self._prepare(X, y, sample_weight, incremental=incremental, classes=classes)
+        self.net_.train_split = predefined_split(valid) if valid is not None else None
+        epochs_before = len(self.net_.history)
+        self.net_.partial_fit(train, y=None)
+        self.net_.train_split = None  # keep no data inside the fitted model
+        self._record_history(epochs_before, incremental=incremental)
+        return self
+
+    def _prepare(
+        self, X: Any, y: Any, sample_weight: Any, *, incremental: bool, classes: Any = None
+    ) -> tuple[SequenceDataset, SequenceDataset | None]:
+        """Validate and encode the data; build the network on the first call."""
         reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, len(sequences), reset=reset, classes=classes)
@@ -241,12 +253,37 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self.net_ = self._build_net(seeds, device, incremental=incremental)
         else:
             self._configure_training(self.net_, seeds, incremental=incremental)
-        self.net_.train_split = predefined_split(valid) if valid is not None else None
-        epochs_before = len(self.net_.history)
-        self.net_.partial_fit(train, y=None)
-        self.net_.train_split = None  # keep no data inside the fitted model
-        self._record_history(epochs_before, incremental=incremental)
-        return self
+        return train, valid
+
+    def _diagnostic_batch(self, X: Any, y: Any) -> tuple[Any, ...]:
+        """The network and ``(X, y)`` as one padded batch, for :mod:`sklearn_rnn.diagnostics`.
+
+        A fitted estimator gives its trained network; an unfitted one a network freshly
+        initialized from its parameters (on a clone: the estimator stays unfitted).
+
+        Returns
+        -------
+        network, x, lengths, targets, loss
+            ``loss(outputs, targets)`` is the training loss.
+        """
+        model = self if hasattr(self, "net_") else clone(self)
+        if model is self:
+            sequences = self._validate_sequences(X, reset=False)
+            targets = self._check_y(y, len(sequences), reset=False)
+            device = next(self.module_.parameters()).device
+            data = SequenceDataset(
+                self._encoder.encode(sequences, device=device),
+                self._target_tensor(targets, device),
+            )
+        else:
+            data, _ = model._prepare(X, y, None, incremental=True)
+        inputs, targets = data.collate(np.arange(len(data)))
+        network = model.net_.module_
+
+        def loss(outputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+            return model.net_.get_loss(outputs, target)
+
+        return network, inputs["x"], inputs["lengths"], targets, loss
 
     def _split(
         self,

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ._estimators import BaseRNN
 from .nn import RecurrentNetwork
 from .optim import temporal_gradients
 from .optim._temporal import _check_lengths
@@ -91,15 +92,17 @@ def temporal_gradient_norms(
 
     Parameters
     ----------
-    model : RecurrentNetwork
-        A network, freshly initialized or trained. Fitted ``RNNClassifier`` and
-        ``RNNRegressor`` estimators (with their own input formats and target encoding)
-        are to be accepted here later; until then pass ``estimator.module_`` with a
-        padded batch and encoded targets.
-    X : tensor or ndarray of shape (n_sequences, n_steps, n_features)
-        Right-padded inputs.
-    y : tensor or ndarray
-        Targets: class indices (integers) of shape ``(n_sequences,)``, or values of
+    model : RNNClassifier, RNNRegressor or RecurrentNetwork
+        A fitted estimator (its trained network, its encoding of ``X`` and ``y``, its
+        training loss); an unfitted estimator (the network its parameters initialize,
+        e.g. to compare ``spectral_radius`` values; the estimator stays unfitted); or
+        a network, freshly initialized or trained.
+    X : sequences, or tensor or ndarray of shape (n_sequences, n_steps, n_features)
+        With an estimator: sequences in any form it accepts. With a network: a
+        right-padded batch.
+    y : array-like
+        With an estimator: targets as given to ``fit`` (labels, values). With a
+        network: class indices (integers) of shape ``(n_sequences,)``, or values of
         shape ``(n_sequences,)`` or ``(n_sequences, n_outputs)``; with
         ``every_step=True`` one per step, ``(n_sequences, n_steps[, n_outputs])``.
     lengths : tensor or ndarray of shape (n_sequences,), optional
@@ -134,11 +137,14 @@ def temporal_gradient_norms(
     >>> bool(first_vs_last[0.8] < 1e-5 < first_vs_last[1.2])  # rho < 1: the gradient vanishes
     True
     """
-    if not isinstance(model, RecurrentNetwork):
+    if isinstance(model, BaseRNN):
+        model, X, lengths, y, estimator_loss = model._diagnostic_batch(X, y)
+        loss = estimator_loss if loss is None else loss
+    elif not isinstance(model, RecurrentNetwork):
         raise TypeError(
-            "temporal_gradient_norms takes a sklearn_rnn.nn.RecurrentNetwork; got "
-            f"{type(model).__name__}. Fitted estimators are not accepted yet: pass "
-            "`estimator.module_` with a right-padded tensor batch and encoded targets."
+            "temporal_gradient_norms takes an RNNClassifier or RNNRegressor (fitted, or "
+            "unfitted for its initialization) or a sklearn_rnn.nn.RecurrentNetwork; got "
+            f"{type(model).__name__}."
         )
     reference = model.recurrent_weight
     X = torch.as_tensor(X).to(device=reference.device, dtype=reference.dtype)

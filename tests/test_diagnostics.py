@@ -113,7 +113,7 @@ def test_errors():
     class FittedEstimatorLike:
         module_ = network()
 
-    with pytest.raises(TypeError, match="estimator.module_"):
+    with pytest.raises(TypeError, match="takes an RNNClassifier or RNNRegressor"):
         temporal_gradient_norms(FittedEstimatorLike(), x, y)
     with pytest.raises(ValueError, match=r"\(n_sequences, n_steps, n_features\)"):
         temporal_gradient_norms(network(), x[0], y)
@@ -149,3 +149,28 @@ def test_plot_figures_3_2_3_3_with_cosines_on_given_axes():
     with pytest.raises(TypeError, match="TemporalGradientNorms"):
         plot_temporal_gradient_norms({"a": stats.norms})
     plt.close("all")
+
+
+def test_estimators_fitted_and_unfitted_are_accepted():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_rnn import RNNClassifier
+    from sklearn_rnn.datasets import make_temporal_order
+
+    X, y = make_temporal_order(100, 50, random_state=0)
+    ratios = {}
+    for rho in (0.8, 1.2):
+        estimator = RNNClassifier(spectral_radius=rho, random_state=0)
+        stats = temporal_gradient_norms(estimator, X, y)
+        assert not hasattr(estimator, "net_")  # it stays unfitted
+        ratios[rho] = stats.norms[0] / stats.norms[-1]
+    assert ratios[0.8] < 1e-4 < ratios[1.2]  # figure 3.1: rho < 1 lets early gradients vanish
+    fitted = RNNClassifier(hidden_size=8, max_iter=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fitted.fit(X, y)
+    stats = temporal_gradient_norms(fitted, X, y)
+    assert stats.norms.shape == (max(len(x) for x in X),)
+    assert np.isfinite(stats.cosines).all()

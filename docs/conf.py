@@ -1,0 +1,142 @@
+"""Sphinx configuration of the sklearn-rnn documentation.
+
+Build with ``bash docs/build.sh`` (quick gallery, warnings as errors) or
+``SKLEARN_RNN_QUICK=0 sphinx-build -b html docs docs/_build/html`` for full-size examples.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import warnings
+
+import sklearn_rnn
+
+# -- Project ---------------------------------------------------------------------------
+project = "sklearn-rnn"
+author = "the sklearn-rnn developers"
+copyright = "the sklearn-rnn developers, BSD-3-Clause"  # noqa: A001 (Sphinx's name)
+release = sklearn_rnn.__version__
+version = ".".join(release.split(".")[:2])
+
+# -- Extensions ------------------------------------------------------------------------
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+    "matplotlib.sphinxext.plot_directive",
+]
+
+exclude_patterns = ["_build", "api/generated/backreferences", "Thumbs.db", ".DS_Store"]
+templates_path = ["_templates"]
+default_role = "literal"  # `x` renders as code, like ``x``
+nitpicky = False
+
+# -- API reference: autosummary stubs, numpydoc sections --------------------------------
+autosummary_generate = True
+autosummary_imported_members = True
+autodoc_default_options = {"members": True, "inherited-members": False}
+autodoc_typehints = "none"  # the numpydoc Parameters section says it better
+numpydoc_show_class_members = False  # autosummary lists members; avoids stub warnings
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+# -- Gallery: every examples/**/plot_*.py is executed; others are shown, not run --------
+# SKLEARN_RNN_QUICK=1 (set by docs/build.sh) makes each example shrink its data and
+# epochs so that the whole gallery builds in a few minutes on two CPU cores.
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"(__init__|conftest)\.py",
+    "within_subsection_order": "FileNameSortKey",
+    "doc_module": ("sklearn_rnn",),
+    "backreferences_dir": "api/generated/backreferences",
+    "reference_url": {"sklearn_rnn": None},
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "matplotlib_animations": False,
+    "image_scrapers": ("matplotlib",),
+    "min_reported_time": 1,
+    "abort_on_example_error": False,
+}
+
+# Figures drawn by ``.. plot::`` in the user guide (run at build time, like the gallery).
+plot_include_source = True
+plot_html_show_source_link = False
+plot_html_show_formats = False
+plot_formats = [("png", 90)]
+plot_rcparams = {"figure.figsize": (6.4, 3.6), "savefig.bbox": "tight"}
+plot_pre_code = "import numpy as np\nimport matplotlib.pyplot as plt\n"
+
+# -- Cross references ------------------------------------------------------------------
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3", None),
+    "numpy": ("https://numpy.org/doc/stable/", None),
+    "sklearn": ("https://scikit-learn.org/stable/", None),
+    "torch": ("https://docs.pytorch.org/docs/stable/", None),
+    "skorch": ("https://skorch.readthedocs.io/en/stable/", None),
+    "matplotlib": ("https://matplotlib.org/stable/", None),
+    "pandas": ("https://pandas.pydata.org/docs/", None),
+}
+# The inventories are downloaded, and CI has no network (a failed download is a warning,
+# which -W makes an error): links to other projects' docs are made only on request,
+# with SKLEARN_RNN_DOCS_INTERSPHINX=1. Without them such references render as code.
+if os.environ.get("SKLEARN_RNN_DOCS_INTERSPHINX", "0") != "1":
+    intersphinx_mapping = {}
+
+# -- HTML ------------------------------------------------------------------------------
+html_title = f"sklearn-rnn {release}"
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+if importlib.util.find_spec("pydata_sphinx_theme") is not None:
+    html_theme = "pydata_sphinx_theme"
+    html_theme_options = {
+        "navigation_with_keys": False,
+        "show_toc_level": 2,
+        "secondary_sidebar_items": ["page-toc"],
+        "footer_start": ["copyright"],
+        "footer_end": [],
+    }
+else:  # Sphinx's built-in theme: the docs build without an extra dependency
+    html_theme = "alabaster"
+    html_theme_options = {"fixed_sidebar": True}
+
+# Examples must not open windows, and expected warnings must not clutter the pages.
+os.environ.setdefault("MPLBACKEND", "Agg")
+warnings.filterwarnings("ignore", category=UserWarning, message="Matplotlib is currently using agg")
+
+
+# -- Docstring hooks -------------------------------------------------------------------
+_SHAPE = re.compile(r"of shape \(([^)]*)\)")
+_BARE_ATTRIBUTE = re.compile(r"(?<![`\w])([A-Za-z]\w*_)(?=[,)\s]|$)")
+
+
+def _quote_attributes_in_shapes(app, what, name, obj, options, lines):
+    """Quote fitted-attribute names in ``of shape (n_features_in_,)``.
+
+    In reStructuredText a word ending in ``_`` is a link to a target of that name, so
+    an unquoted ``n_features_in_`` in a shape is an "unknown target" error. Docstrings
+    should write ``(`n_features_in_`,)``; this keeps the build green where one does not.
+    """
+    for i, line in enumerate(lines):
+        lines[i] = _SHAPE.sub(
+            lambda m: "of shape (" + _BARE_ATTRIBUTE.sub(r"`\1`", m.group(1)) + ")", line
+        )
+
+
+def _skip_member(app, what, name, obj, skip, options):
+    # scikit-learn generates set_{fit,score,...}_request for metadata routing; their
+    # docstrings point into scikit-learn's own glossary. They are documented there.
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _quote_attributes_in_shapes)
+    app.connect("autodoc-skip-member", _skip_member)

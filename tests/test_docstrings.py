@@ -1,0 +1,148 @@
+"""Every public name has a numpydoc docstring with Parameters and a runnable Examples section.
+
+The examples themselves run under ``--doctest-modules`` (see ``pyproject.toml``); this
+module checks that they exist, that the sections are there, and that the API reference
+(``docs/api.rst``) lists every public name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import sklearn_rnn
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Public modules whose ``__all__`` is the public API. Optional ones are skipped until
+#: they exist.
+MODULES = (
+    "sklearn_rnn",
+    "sklearn_rnn.sequences",
+    "sklearn_rnn.nn",
+    "sklearn_rnn.optim",
+    "sklearn_rnn.datasets",
+    "sklearn_rnn.clinical",
+    "sklearn_rnn.diagnostics",
+    "sklearn_rnn.plotting",
+)
+
+_SECTION = re.compile(r"^\s*([A-Z][A-Za-z ]+)\n\s*-{3,}\s*$", re.MULTILINE)
+
+
+def _public_objects():
+    seen = set()
+    for module_name in MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:
+                continue
+            raise
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue  # constants such as __version__ or CELLS
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            yield f"{module_name}.{name}", obj
+
+
+PUBLIC = sorted(_public_objects())
+
+#: Known gaps, reported to the owners of the modules. Strict: when one is fixed the test
+#: passes unexpectedly and fails, so that its entry is removed here.
+KNOWN_GAPS = {
+    "sklearn_rnn.nn.NetworkStates": "no Examples section",
+    "sklearn_rnn.optim.TemporalGradients": "keyword arguments of __init__ not under Parameters",
+}
+
+
+def _marked(items):
+    return [
+        pytest.param(name, obj, id=name, marks=pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=True))
+        if name in KNOWN_GAPS
+        else pytest.param(name, obj, id=name)
+        for name, obj in items
+    ]
+
+
+def _sections(obj) -> set[str]:
+    return set(_SECTION.findall(inspect.getdoc(obj) or ""))
+
+
+def _is_record(cls) -> bool:
+    """A NamedTuple or dataclass: its fields are documented as Attributes."""
+    return dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
+
+
+def _takes_parameters(obj) -> bool:
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    if inspect.isclass(obj) and obj.__init__ is object.__init__:
+        return False
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return False
+    names = [p for p in signature.parameters if p not in ("self", "cls")]
+    return bool(names)
+
+
+def test_public_names_are_found():
+    names = {name for name, _ in PUBLIC}
+    assert {"sklearn_rnn.RNNClassifier", "sklearn_rnn.plotting.plot_training_history"} <= names
+
+
+@pytest.mark.parametrize("name, obj", _marked(PUBLIC))
+def test_docstring_has_parameters_and_examples(name, obj):
+    doc = inspect.getdoc(obj)
+    assert doc, f"{name} has no docstring"
+    summary = doc.splitlines()[0]
+    assert summary.strip().endswith("."), f"{name}: the summary line should be a sentence"
+    sections = _sections(obj)
+    if inspect.isclass(obj) and _is_record(obj):
+        assert "Attributes" in sections, f"{name} should document its fields under Attributes"
+    elif _takes_parameters(obj):
+        assert "Parameters" in sections, f"{name} takes arguments but has no Parameters section"
+    assert "Examples" in sections, f"{name} has no Examples section"
+    examples = doc.split("Examples\n--------", 1)[-1]
+    assert ">>>" in examples, f"{name}: the Examples section holds no doctest"
+
+
+def _public_methods():
+    for name, cls in PUBLIC:
+        if not inspect.isclass(cls) or _is_record(cls):
+            continue
+        for method_name, method in vars(cls).items():
+            if method_name.startswith("_") or not inspect.isfunction(method):
+                continue
+            yield f"{name}.{method_name}", method
+
+
+METHODS = sorted(_public_methods())
+
+
+@pytest.mark.parametrize("name, method", METHODS, ids=[name for name, _ in METHODS])
+def test_public_methods_have_docstrings(name, method):
+    doc = inspect.getdoc(method)
+    assert doc, f"{name} has no docstring"
+    parameters = [p for p in inspect.signature(method).parameters if p not in ("self", "cls")]
+    if parameters:
+        assert "Parameters" in _sections(method), f"{name} takes arguments but has no Parameters section"
+
+
+def test_api_reference_lists_every_public_name():
+    api = (ROOT / "docs" / "api.rst").read_text()
+    listed = set(re.findall(r"^\s{3}(\w+)\s*$", api, flags=re.MULTILINE))
+    missing = sorted(name for name, _ in PUBLIC if name.rsplit(".", 1)[1] not in listed)
+    assert not missing, f"add to docs/api.rst: {missing}"
+
+
+def test_package_version_is_public():
+    assert "__version__" in sklearn_rnn.__all__

@@ -11,7 +11,12 @@ import os
 import re
 import warnings
 
+import sys
+from pathlib import Path
+
 import sklearn_rnn
+
+sys.path.insert(0, str(Path(__file__).parent / "_sphinxext"))
 
 # -- Project ---------------------------------------------------------------------------
 project = "sklearn-rnn"
@@ -39,7 +44,6 @@ nitpicky = False
 # -- API reference: autosummary stubs, numpydoc sections --------------------------------
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": True, "inherited-members": False}
 autodoc_typehints = "none"  # the numpydoc Parameters section says it better
 numpydoc_show_class_members = False  # autosummary lists members; avoids stub warnings
 numpydoc_class_members_toctree = False
@@ -53,7 +57,7 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
     "ignore_pattern": r"(__init__|conftest)\.py",
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "gallery_order.FirstStepsThenByName",
     "doc_module": ("sklearn_rnn",),
     "backreferences_dir": "api/generated/backreferences",
     "reference_url": {"sklearn_rnn": None},
@@ -88,6 +92,11 @@ intersphinx_mapping = {
 # with SKLEARN_RNN_DOCS_INTERSPHINX=1. Without them such references render as code.
 if os.environ.get("SKLEARN_RNN_DOCS_INTERSPHINX", "0") != "1":
     intersphinx_mapping = {}
+
+# Equations are typeset by MathJax in the reader's browser (Sphinx's default CDN copy).
+# To read the pages offline, point this at a local MathJax 3 ``tex-mml-chtml.js``.
+if os.environ.get("SKLEARN_RNN_MATHJAX_PATH"):
+    mathjax_path = os.environ["SKLEARN_RNN_MATHJAX_PATH"]
 
 # -- HTML ------------------------------------------------------------------------------
 html_title = f"sklearn-rnn {release}"
@@ -129,6 +138,21 @@ def _quote_attributes_in_shapes(app, what, name, obj, options, lines):
         )
 
 
+_SPHINX_ROLE = re.compile(r":(?:ref|term|func|class|meth|attr|mod|obj):`~?([^`<]*?)\s*(?:<[^>]*>)?`")
+
+
+def _unlink_foreign_docstrings(app, what, name, obj, options, lines):
+    """Turn cross-references in docstrings inherited from scikit-learn into plain code.
+
+    Methods such as ``score`` or ``get_params`` come from scikit-learn's base classes,
+    whose docstrings point at labels of scikit-learn's own documentation.
+    """
+    module = getattr(obj, "__module__", "") or ""
+    if module.split(".")[0] in ("sklearn", "torch", "skorch"):
+        for i, line in enumerate(lines):
+            lines[i] = _SPHINX_ROLE.sub(lambda m: f"``{m.group(1).strip()}``", line)
+
+
 def _skip_member(app, what, name, obj, skip, options):
     # scikit-learn generates set_{fit,score,...}_request for metadata routing; their
     # docstrings point into scikit-learn's own glossary. They are documented there.
@@ -139,4 +163,5 @@ def _skip_member(app, what, name, obj, skip, options):
 
 def setup(app):
     app.connect("autodoc-process-docstring", _quote_attributes_in_shapes)
+    app.connect("autodoc-process-docstring", _unlink_foreign_docstrings)
     app.connect("autodoc-skip-member", _skip_member)

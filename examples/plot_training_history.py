@@ -62,7 +62,7 @@ for name, params in settings.items():
 # -------------
 # The blue line is the training loss (left axis), the orange one the validation
 # accuracy (right axis); the star marks the epoch restored at the end.
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+fig, axes = plt.subplots(3, 1, figsize=(7, 10), sharex=True)
 for ax, (name, model) in zip(axes, models.items()):
     plot_training_history(model, ax=ax)
     ax.set_title(f"optimizer={name!r}")

@@ -83,6 +83,9 @@ def plot_training_history(estimator: Any, ax: Any = None) -> Any:
     if scores is not None and len(scores) > 0:
         scores = np.asarray(scores, dtype=float)
         score_ax = ax.twinx()
+        # Keep the loss axes (and the legend drawn on it) above the twin's lines.
+        ax.set_zorder(score_ax.get_zorder() + 1)
+        ax.patch.set_visible(False)
         name = _score_name(model)
         (score_line,) = score_ax.plot(
             epochs[: len(scores)], scores, color="C1", label=f"validation {name}"

@@ -1,0 +1,36 @@
+"""Progress output: silent by default, an epoch table and a tqdm bar with ``verbose``."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier
+
+
+def _fit(verbose, **params):
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(40)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return RNNClassifier(hidden_size=4, max_iter=2, verbose=verbose, random_state=0, **params).fit(X, y)
+
+
+def test_silent_without_verbose(capfd):
+    model = _fit(verbose=0)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    assert "progress" not in dict(model.net_.callbacks_)
+
+
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_verbose_prints_epochs_and_shows_a_progress_bar(capfd, early_stopping):
+    pytest.importorskip("tqdm")
+    model = _fit(verbose=1, early_stopping=early_stopping)
+    out, err = capfd.readouterr()
+    assert "train_loss" in out  # one table row per epoch
+    assert ("valid_loss" in out) is early_stopping
+    assert "%|" in err  # tqdm's bar over the batches of an epoch
+    assert "progress" in dict(model.net_.callbacks_)

@@ -66,6 +66,7 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
     "min_reported_time": 1,
+    "write_computation_times": False,  # the build log prints the times
     "abort_on_example_error": False,
 }
 
@@ -161,7 +162,27 @@ def _skip_member(app, what, name, obj, skip, options):
     return None
 
 
+#: Index pages whose toctree (the last block of the file) gets every unlisted page of
+#: their folder appended, so that a new page is part of the site without editing them.
+_INDEX_FOLDERS = {"index": "", "user_guide/index": "user_guide"}
+
+
+def _append_unlisted_pages(app, docname, source):
+    if docname not in _INDEX_FOLDERS:
+        return
+    folder = Path(app.srcdir) / _INDEX_FOLDERS[docname]
+    listed = set(re.findall(r"^ {3}(\S+)\s*$", source[0], flags=re.MULTILINE))
+    unlisted = sorted(
+        page.stem
+        for page in folder.glob("*.rst")
+        if page.stem not in listed and page.stem != "index" and not page.stem.startswith("_")
+    )
+    if unlisted:
+        source[0] = source[0].rstrip("\n") + "\n" + "".join(f"   {name}\n" for name in unlisted)
+
+
 def setup(app):
+    app.connect("source-read", _append_unlisted_pages)
     app.connect("autodoc-process-docstring", _quote_attributes_in_shapes)
     app.connect("autodoc-process-docstring", _unlink_foreign_docstrings)
     app.connect("autodoc-skip-member", _skip_member)

@@ -6,7 +6,9 @@ Build with ``bash docs/build.sh`` (quick gallery, warnings as errors) or
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import inspect
 import os
 import re
 import warnings
@@ -181,8 +183,74 @@ def _append_unlisted_pages(app, docname, source):
         source[0] = source[0].rstrip("\n") + "\n" + "".join(f"   {name}\n" for name in unlisted)
 
 
+_UNLISTED_MARKER = re.compile(r"^\.\. unlisted-public-names: ([\w.]+)[ \t]*$", re.MULTILINE)
+_LISTED_NAME = re.compile(r"^ {3}(\w+)[ \t]*$", re.MULTILINE)
+
+
+def public_names(module_name: str) -> list[str]:
+    """The classes and functions in a module's ``__all__`` (constants left out)."""
+    module = importlib.import_module(module_name)
+    return [
+        name
+        for name in getattr(module, "__all__", [])
+        if inspect.isclass(getattr(module, name)) or inspect.isfunction(getattr(module, name))
+    ]
+
+
+def _unlisted_public_names(api_text: str) -> dict[str, list[str]]:
+    """For each ``.. unlisted-public-names: module`` marker, the names no section lists."""
+    listed = set(_LISTED_NAME.findall(api_text))
+    return {
+        module: [name for name in public_names(module) if name not in listed]
+        for module in _UNLISTED_MARKER.findall(api_text)
+    }
+
+
+def _list_unlisted_public_names(app, docname, source):
+    """Expand ``.. unlisted-public-names: module`` in api.rst into an autosummary.
+
+    Each module section of the API reference lists its names by hand, in an order that
+    reads well; the marker at its end adds whatever the module's ``__all__`` holds that
+    no section lists yet, so that a newly exported name is documented at once.
+    """
+    if docname != "api":
+        return
+    unlisted = _unlisted_public_names(source[0])
+
+    def expand(match):
+        names = unlisted.get(match.group(1))
+        if not names:
+            return ""
+        rows = "".join(f"   {name}\n" for name in names)
+        return (
+            "Also public in this module:\n\n.. autosummary::\n   :toctree: api/generated/\n"
+            f"   :nosignatures:\n\n{rows}"
+        )
+
+    source[0] = _UNLISTED_MARKER.sub(expand, source[0])
+
+
+def _generate_unlisted_stubs(app):
+    """Write the autosummary pages of the names the markers add (autosummary itself only
+    sees the names written in the files)."""
+    from sphinx.ext.autosummary.generate import generate_autosummary_docs
+
+    api_text = (Path(app.srcdir) / "api.rst").read_text()
+    names = [f"{m}.{n}" for m, found in _unlisted_public_names(api_text).items() for n in found]
+    if not names:
+        return
+    listing = Path(app.doctreedir) / "unlisted_public_names.rst"
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text(".. autosummary::\n   :toctree: .\n\n" + "".join(f"   {n}\n" for n in names))
+    generate_autosummary_docs(
+        [str(listing)], output_dir=str(Path(app.srcdir) / "api" / "generated"), app=app
+    )
+
+
 def setup(app):
     app.connect("source-read", _append_unlisted_pages)
+    app.connect("source-read", _list_unlisted_public_names)
+    app.connect("builder-inited", _generate_unlisted_stubs, priority=400)  # before autosummary
     app.connect("autodoc-process-docstring", _quote_attributes_in_shapes)
     app.connect("autodoc-process-docstring", _unlink_foreign_docstrings)
     app.connect("autodoc-skip-member", _skip_member)

@@ -46,3 +46,14 @@ def test_readme_python_example_runs(capsys, one_thread):
         exec(compile(code, "README.md", "exec"), {})
     score = float(capsys.readouterr().out.strip().splitlines()[-1])
     assert 0.5 < score <= 1.0
+
+
+EXAMPLES = sorted((GUIDE.parents[1] / "examples").rglob("plot_*.py"))
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[s.name for s in EXAMPLES])
+def test_gallery_examples_have_a_quick_mode_and_a_title(script):
+    """The docs build runs every example with SKLEARN_RNN_QUICK=1 and must stay short."""
+    text = script.read_text()
+    assert "SKLEARN_RNN_QUICK" in text, f"{script.name} should shrink its work when SKLEARN_RNN_QUICK=1"
+    assert text.lstrip().startswith(('"""', "'''", "r\"\"\"")), f"{script.name} needs a docstring: the gallery title"

@@ -6,8 +6,9 @@ sequences, and work inside scikit-learn pipelines and model selection.
 """
 
 from ._estimators import RNNClassifier, RNNRegressor
+from ._persistence import load
 from .sequences import SequenceStandardScaler
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["RNNClassifier", "RNNRegressor", "SequenceStandardScaler", "__version__"]
+__all__ = ["RNNClassifier", "RNNRegressor", "SequenceStandardScaler", "__version__", "load"]

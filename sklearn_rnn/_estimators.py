@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import logging
+import os
 from abc import ABCMeta, abstractmethod
 import warnings
 from numbers import Integral, Real
@@ -11,7 +13,6 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 from skorch import NeuralNet
-from torch.func import functional_call
 from skorch.callbacks import EpochScoring, GradientNormClipping, ProgressBar
 from skorch.helper import predefined_split
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
@@ -25,10 +26,12 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._callbacks import EarlyStopping, TrainingGuard
+from ._callbacks import EarlyStopping, TrainingGuard, check_finite_outputs
 from .nn import CELLS, RecurrentNetwork
 from .optim import ClippedSGD, SimplexSGD, temporal_gradients
 from ._parallel import limit_torch_threads
+from ._persistence import load as load_model
+from ._persistence import save as save_model
 from .sequences import (
     BucketBatchLoader,
     InputEncoder,
@@ -42,6 +45,9 @@ from .sequences._validation import check_holdout, check_numeric_table
 __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
 
 logger = logging.getLogger(__name__)
+
+#: Sequences encoded at a time by prediction (bounds its memory).
+PREDICT_CHUNK = 65_536
 
 OPTIMIZERS = ("sgd", "adam", "simplex")
 
@@ -446,23 +452,25 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         round differently for different batch shapes).
         """
         check_is_fitted(self)
+        limit_torch_threads()
         sequences = self._validate_sequences(X, reset=False)
-        module = self.module_
-        device = next(module.parameters()).device
-        dataset = SequenceDataset(
-            self._encoder.encode(sequences, dtype=torch.float64, device=device)
-        )
-        weights = {
-            name: tensor.double()
-            for name, tensor in [*module.named_parameters(), *module.named_buffers()]
-        }
+        device = next(self.module_.parameters()).device
+        # A float64 twin of the network: cheaper per batch than functional_call.
+        network = copy.deepcopy(self.module_).double().train(False)
         outputs = np.empty((len(sequences), self._n_outputs), dtype=np.float64)
-        module.train(False)
+        # Encoded in chunks: memory beyond the validated input stays bounded however
+        # many sequences are predicted.
         with torch.inference_mode():
-            for indices in BucketBatchLoader(dataset, batch_size=self.batch_size).batches():
-                inputs, _ = dataset.collate(indices)
-                batch_outputs = functional_call(module, weights, (inputs["x"], inputs["lengths"]))
-                outputs[indices] = batch_outputs.cpu().numpy()
+            for start in range(0, len(sequences), PREDICT_CHUNK):
+                chunk = sequences[start : start + PREDICT_CHUNK]
+                dataset = SequenceDataset(
+                    self._encoder.encode(chunk, dtype=torch.float64, device=device)
+                )
+                for indices in BucketBatchLoader(dataset, batch_size=self.batch_size).batches():
+                    inputs, _ = dataset.collate(indices)
+                    batch = network(inputs["x"], inputs["lengths"])
+                    outputs[start + indices] = batch.cpu().numpy()
+        check_finite_outputs(outputs)
         return outputs
 
     # ------------------------------------------------------------ validation
@@ -543,6 +551,71 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         return self._encode_targets(y, reset=reset, classes=classes)
 
+    # ----------------------------------------------------------- persistence
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fitted model to ``path`` in a format that runs no code on load.
+
+        A safetensors file: the weights and the optimizer's state as tensors, the
+        parameters and fitted attributes as JSON (see :func:`sklearn_rnn.load`). Unlike
+        a pickle, such a file is safe to load from an untrusted source.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write, e.g. ``'model.safetensors'``; replaced if it exists.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> from sklearn_rnn import RNNClassifier
+        >>> X = [np.full((2, 1), v) for v in np.linspace(-1, 1, 20)]
+        >>> y = np.where(np.linspace(-1, 1, 20) > 0, "up", "down")
+        >>> clf = RNNClassifier(hidden_size=4, max_iter=3, tol=1.0, random_state=0).fit(X, y)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     clf.save(os.path.join(folder, "model.safetensors"))
+        ...     loaded = RNNClassifier.load(os.path.join(folder, "model.safetensors"))
+        >>> bool((loaded.predict_proba(X) == clf.predict_proba(X)).all())
+        True
+        """
+        save_model(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> BaseRNN:
+        """Read a model written by :meth:`save`; never runs code from the file.
+
+        Parameters
+        ----------
+        path : str or path-like
+            A file written by :meth:`save`.
+
+        Returns
+        -------
+        estimator : object
+            The fitted estimator, predicting as the saved one did. It is placed on the
+            GPU when PyTorch sees one and its ``device`` allows it, on the CPU otherwise.
+
+        Raises
+        ------
+        ValueError
+            The file is not such a model file, is damaged, or holds another class.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> from sklearn_rnn import RNNRegressor
+        >>> X = [np.full((2, 1), v) for v in np.linspace(-1, 1, 20)]
+        >>> reg = RNNRegressor(hidden_size=4, max_iter=3, tol=1.0, random_state=0)
+        >>> reg = reg.fit(X, np.linspace(-1, 1, 20))
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     reg.save(os.path.join(folder, "model.safetensors"))
+        ...     loaded = RNNRegressor.load(os.path.join(folder, "model.safetensors"))
+        >>> loaded.get_params() == reg.get_params()
+        True
+        """
+        return load_model(path, expected=cls)
+
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
@@ -614,7 +687,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Weights of the classes in the loss, multiplied with ``sample_weight``.
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where to train: 'auto' takes a GPU when PyTorch sees one. 'cuda' without a GPU
-        raises a ValueError.
+        raises a ValueError (no silent fallback to the CPU).
     random_state : int, RandomState instance or None, default=None
         Seeds the initialization, the shuffling and the validation split (through
         local generators): the same seed gives the same model on the CPU.
@@ -646,6 +719,18 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         The trained network.
     net_ : skorch.NeuralNet
         The training engine, with its ``history``.
+
+    Notes
+    -----
+    Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
+    keeps the weights of the last finished epoch; an interrupt (Ctrl-C) during ``fit``
+    also leaves the model of the last finished epoch, with ``n_iter_`` and
+    ``loss_curve_`` to match. In a joblib or Dask worker, training uses that worker's
+    share of the CPU threads (see :doc:`/scaling`).
+
+    Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
+    code, so load only pickles you trust. :meth:`save` and :func:`sklearn_rnn.load`
+    write and read a safetensors file that runs no code when loaded.
 
     See Also
     --------
@@ -884,7 +969,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     tol : float, default=1e-4
         Smallest improvement of the monitored loss that counts.
     device : {'auto', 'cpu', 'cuda'}, default='auto'
-        Where to train.
+        Where to train: 'auto' takes a GPU when PyTorch sees one. 'cuda' without a GPU
+        raises a ValueError (no silent fallback to the CPU).
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw through local generators.
     verbose : int, default=0
@@ -915,6 +1001,18 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     net_ : skorch.NeuralNet
         The training engine, with its ``history``.
 
+    Notes
+    -----
+    Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
+    keeps the weights of the last finished epoch; an interrupt (Ctrl-C) during ``fit``
+    also leaves the model of the last finished epoch, with ``n_iter_`` and
+    ``loss_curve_`` to match. In a joblib or Dask worker, training uses that worker's
+    share of the CPU threads (see :doc:`/scaling`).
+
+    Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
+    code, so load only pickles you trust. :meth:`save` and :func:`sklearn_rnn.load`
+    write and read a safetensors file that runs no code when loaded.
+
     See Also
     --------
     RNNClassifier : The same network for class labels.
@@ -934,10 +1032,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     """
 
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
-        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y")
         if y.ndim > 2:
             raise ValueError(
-                f"y has shape {y.shape}: expected (n_samples,) or (n_samples, n_outputs)."
+                f"y has shape {y.shape}: expected (n_samples,) or (n_samples, n_outputs). "
+                "Flatten the targets of each sequence, e.g. y.reshape(len(y), -1)."
             )
         outputs = y.reshape(len(y), -1)
         if reset:

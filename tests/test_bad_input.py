@@ -1,0 +1,265 @@
+"""Every wrong input is a ValueError or TypeError (NotFittedError before fit) whose message
+says what was expected, what came, and the fix; never an error from deep inside.
+
+Complements the bad-input cases of ``test_estimators.py`` (empty X, a zero-length
+sequence, differing feature counts, inf, non-numeric values, > 3 dimensions, NaN in a
+regressor's y, y of the wrong length, a single class, an unknown cell, a negative
+spectral radius, another feature count at prediction, 'cuda' without a GPU), which are
+not repeated here.
+"""
+
+import inspect
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sklearn_rnn import RNNClassifier, RNNRegressor
+
+TINY = dict(hidden_size=3, max_iter=2, random_state=0)
+
+
+def ragged(n=12, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=(rng.integers(2, 6), d)) for _ in range(n)]
+
+
+X_OK = ragged()
+Y_CLASS = np.arange(len(X_OK)) % 2
+Y_REAL = np.linspace(-1.0, 1.0, len(X_OK))
+
+
+@pytest.fixture(scope="module")
+def fitted_classifier():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return RNNClassifier(**TINY).fit(X_OK, Y_CLASS)
+
+
+@pytest.fixture(scope="module")
+def table_regressor():
+    table = pd.DataFrame(np.random.default_rng(1).normal(size=(12, 6)), columns=list("abcdef"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return RNNRegressor(**TINY).fit(table, Y_REAL)
+
+
+def fit_classifier(X, y=Y_CLASS, **params):
+    return lambda: RNNClassifier(**{**TINY, **params}).fit(X, y)
+
+
+def fit_regressor(X, y=Y_REAL, **params):
+    return lambda: RNNRegressor(**{**TINY, **params}).fit(X, y)
+
+
+def generator_of_sequences():
+    return (x for x in X_OK)
+
+
+# (id, call, error type, fragments that must all appear in the message: what was
+#  expected, what came, the fix)
+FIT_CASES = [
+    # --- X: not a container of sequences
+    ("X None", fit_classifier(None), TypeError,
+     ["expected X to hold sequences", "got NoneType None", "Pass the sequences"]),
+    ("X string", fit_classifier("abc"), TypeError, ["expected X to hold sequences", "got str 'abc'"]),
+    ("X dict", fit_classifier({"a": X_OK[0]}), TypeError, ["got dict", "list(X.values())"]),
+    ("X generator", lambda: RNNClassifier(**TINY).fit(generator_of_sequences(), Y_CLASS), TypeError,
+     ["got generator", "e.g. list(X)"]),
+    ("X number", fit_classifier(3.0), TypeError, ["expected X to hold sequences", "got float 3.0"]),
+    # --- X: shapes
+    ("zero features, ragged", fit_classifier([np.zeros((3, 0))] * 12), ValueError,
+     ["sequence 0 of X has 0 features per step", "(3, 0)", "expected at least one feature"]),
+    ("zero features, padded", fit_classifier(np.zeros((12, 3, 0))), ValueError,
+     ["has 0 features per step", "expected at least one feature"]),
+    ("steps of different widths", fit_classifier([X_OK[0], [[1.0, 2.0], [3.0]]] + X_OK[2:]), ValueError,
+     ["sequence 1 of X has steps of different widths [1, 2]", "same number of features", "NaN"]),
+    ("1D sequence", fit_classifier([X_OK[0], np.zeros(3)] + X_OK[2:]), ValueError,
+     ["sequence 1 of X has shape (3,)", "expected a 2D array", "np.reshape(x, (-1, 1))"]),
+    ("5 dimensions", fit_classifier(np.zeros((12, 2, 2, 2, 2))), ValueError,
+     ["X has 5 dimensions", "expected a list of (T_i, d) arrays"]),
+    # --- X: values
+    ("text in a table", fit_classifier(np.array([["1.0", "x"]] * 12)), TypeError,
+     ["X could not be read as numbers", "expected a numeric array", "Encode categorical"]),
+    ("text in a DataFrame", fit_classifier(pd.DataFrame({"a": ["x"] * 12, "b": [1.0] * 12})), TypeError,
+     ["X could not be read as numbers", "Encode categorical"]),
+    ("object dict cell", fit_classifier([np.array([[{"a": 1}, 1.0]], dtype=object)] * 12), TypeError,
+     ["sequence 0 of X could not be read as numbers"]),
+    ("complex values", fit_classifier([np.zeros((2, 1), dtype=complex)] * 12), ValueError,
+     ["sequence 0 of X holds complex numbers", "expected real numbers"]),
+    ("inf in padded array", fit_classifier(np.concatenate([np.zeros((11, 3, 1)), np.full((1, 3, 1), -np.inf)])),
+     ValueError, ["sequence 11 of X holds an infinite value at step 0, feature 0", "Replace or clip"]),
+    ("beyond float32", fit_classifier([X_OK[0], X_OK[1] * 1e39] + X_OK[2:]), ValueError,
+     ["sequence 1 of X, step 0, holds a value beyond float32's range", "Scale the inputs"]),
+    ("sparse sequence", lambda: RNNClassifier(**TINY).fit([_sparse()] * 12, Y_CLASS), TypeError,
+     ["sequence 0 of X is a sparse matrix", ".toarray()"]),
+    # --- y
+    ("NaN in classifier y", fit_classifier(X_OK, np.where(Y_CLASS == 0, np.nan, 1.0)), ValueError,
+     ["Input y contains NaN"]),
+    ("inf in regressor y", fit_regressor(X_OK, np.full(12, np.inf)), ValueError,
+     ["Input y contains infinity"]),
+    ("scalar y", fit_classifier(X_OK, 1), ValueError,
+     ["y is a scalar", "expected one target per sequence", "12 entries"]),
+    ("regressor y of the wrong length", fit_regressor(X_OK, Y_REAL[:3]), ValueError,
+     ["y has 3 entries, but X has 12 sequences", "one target per sequence"]),
+    ("2D classifier y", fit_classifier(X_OK, np.c_[Y_CLASS, Y_CLASS]), ValueError,
+     ["y should be a 1d array, got an array of shape (12, 2)"]),
+    ("3D regressor y", fit_regressor(X_OK, np.zeros((12, 2, 2))), ValueError,
+     ["y has shape (12, 2, 2)", "expected (n_samples,) or (n_samples, n_outputs)"]),
+    ("continuous classifier y", fit_classifier(X_OK, Y_REAL + 0.5), ValueError, ["Unknown label type"]),
+    # --- sample_weight
+    ("NaN sample_weight", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=np.full(12, np.nan)),
+     ValueError, ["Input sample_weight contains NaN"]),
+    ("negative sample_weight", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=-np.ones(12)),
+     ValueError, ["sample_weight holds negative values (min -1)", "expected non-negative weights"]),
+    ("sample_weight of the wrong length", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=np.ones(3)),
+     ValueError, ["sample_weight has shape (3,): expected (12,)", "one weight per sequence"]),
+    ("all-zero sample_weight", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=np.zeros(12)),
+     ValueError, ["at least one non-zero", "nothing to learn"]),
+    # --- parameters
+    ("unknown optimizer", fit_classifier(X_OK, optimizer="rmsprop"), InvalidParameterError,
+     ["The 'optimizer' parameter of RNNClassifier must be a str among", "Got 'rmsprop' instead"]),
+    ("zero spectral radius", fit_classifier(X_OK, spectral_radius=0.0), InvalidParameterError,
+     ["'spectral_radius' parameter", "range (0.0, inf) or None", "Got 0.0 instead"]),
+    ("zero batch size", fit_classifier(X_OK, batch_size=0), InvalidParameterError,
+     ["'batch_size' parameter", "range [1, inf)", "Got 0 instead"]),
+    ("negative batch size", fit_regressor(X_OK, batch_size=-4), InvalidParameterError,
+     ["'batch_size' parameter of RNNRegressor", "Got -4 instead"]),
+    ("zero learning rate", fit_classifier(X_OK, learning_rate=0.0), InvalidParameterError,
+     ["'learning_rate' parameter", "range (0.0, inf)", "Got 0.0 instead"]),
+    ("negative learning rate", fit_regressor(X_OK, learning_rate=-0.1), InvalidParameterError,
+     ["'learning_rate' parameter", "Got -0.1 instead"]),
+    ("zero clip threshold", fit_classifier(X_OK, clip_threshold=0.0), InvalidParameterError,
+     ["'clip_threshold' parameter", "(0.0, inf) or None", "Got 0.0 instead"]),
+    ("negative clip threshold", fit_regressor(X_OK, clip_threshold=-1.0), InvalidParameterError,
+     ["'clip_threshold' parameter", "Got -1.0 instead"]),
+    ("unknown device", fit_classifier(X_OK, device="gpu"), InvalidParameterError,
+     ["'device' parameter", "Got 'gpu' instead"]),
+    # --- early stopping with too little data
+    ("early stopping, too few sequences", fit_classifier(X_OK[:5], Y_CLASS[:5], early_stopping=True), ValueError,
+     ["early_stopping holds out validation_fraction=0.1 of 5 sequences", "at least 2 (one per class)",
+      "got class counts {0: 3, 1: 2}", "set early_stopping=False"]),
+    ("early stopping, a class seen once", fit_classifier(X_OK, np.r_[np.zeros(11), 1], early_stopping=True),
+     ValueError, ["at least 2 sequences of each class", "{0: 11, 1: 1}", "Pass more sequences"]),
+    ("early stopping, one sequence", fit_regressor(X_OK[:1], Y_REAL[:1], early_stopping=True), ValueError,
+     ["of 1 sequences (1 for validation, 0 for training)", "at least 1 left for training"]),
+]
+
+
+def _sparse():
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    return scipy_sparse.csr_matrix(np.ones((3, 2)))
+
+
+def check_message(error_info, fragments):
+    message = str(error_info.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+@pytest.mark.parametrize(
+    "call, error, fragments", [case[1:] for case in FIT_CASES], ids=[case[0] for case in FIT_CASES]
+)
+def test_fit_rejects_bad_input_with_a_message(call, error, fragments):
+    with pytest.raises(error) as error_info:
+        call()
+    assert type(error_info.value) is not IndexError
+    check_message(error_info, fragments)
+
+
+def test_prediction_with_another_feature_count(fitted_classifier):
+    with pytest.raises(ValueError) as padded:
+        fitted_classifier.predict_proba(np.zeros((2, 4, 3)))
+    check_message(padded, ["X has 3 features per step", "expecting 2", "features used in fit"])
+    with pytest.raises(ValueError) as other:
+        fitted_classifier.partial_fit([np.zeros((2, 5))], [0])
+    check_message(other, ["X has 5 features per step", "expecting 2"])
+
+
+def test_table_fitted_model_checks_columns(table_regressor):
+    with pytest.raises(ValueError, match="X has 5 features, but RNNRegressor is expecting 6"):
+        table_regressor.predict(np.zeros((3, 5)))
+    renamed = pd.DataFrame(np.zeros((3, 6)), columns=list("uvwxyz"))
+    with pytest.raises(ValueError, match="feature names"):
+        table_regressor.predict(renamed)
+
+
+def test_prediction_input_is_validated_like_fit_input(fitted_classifier):
+    with pytest.raises(TypeError, match="expected X to hold sequences"):
+        fitted_classifier.predict(None)
+    with pytest.raises(ValueError, match="sequence 1 of X has no valid step"):
+        fitted_classifier.predict([np.zeros((2, 2)), np.full((2, 2), np.nan)])
+    with pytest.raises(ValueError, match="sequence 0 of X holds an infinite value"):
+        fitted_classifier.predict_log_proba([np.array([[np.inf, 0.0]])])
+
+
+def test_overflowing_outputs_are_an_error_not_nan():
+    # An expanding relu network on huge inputs: the float64 hidden state overflows.
+    X = [np.ones((3, 1)), -np.ones((3, 1))] * 6
+    params = dict(TINY, cell="relu", hidden_size=8, spectral_radius=3.0, learning_rate=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg = RNNRegressor(**params).fit(X, Y_REAL)
+    assert np.isfinite(reg.predict(X)).all()
+    huge = [np.full((50, 1), 1e300)]
+    with pytest.raises(ValueError) as error_info:
+        reg.predict(huge)
+    check_message(error_info, ["outputs for 1 sequence (first: sequence 0 of X) are not finite", "scale them"])
+
+
+@pytest.mark.parametrize("method", ["predict", "predict_proba", "predict_log_proba", "score", "save"])
+def test_not_fitted_error_before_fit(method, tmp_path):
+    clf = RNNClassifier()
+    args = {"score": (X_OK, Y_CLASS), "save": (tmp_path / "m.safetensors",)}.get(method, (X_OK,))
+    with pytest.raises(NotFittedError, match="This RNNClassifier instance is not fitted yet"):
+        getattr(clf, method)(*args)
+    with pytest.raises(NotFittedError):
+        RNNRegressor().predict(X_OK)
+
+
+HAS_TIME_FEATURE = "time_feature" in inspect.signature(RNNClassifier).parameters
+needs_time_feature = pytest.mark.skipif(
+    not HAS_TIME_FEATURE, reason="the estimators have no time_feature parameter yet"
+)
+
+
+@needs_time_feature
+def test_time_feature_out_of_range():
+    with pytest.raises(ValueError) as error_info:
+        RNNClassifier(time_feature=5, **TINY).fit(X_OK, Y_CLASS)
+    check_message(error_info, ["time_feature=5 is out of range", "X has 2 features per step"])
+
+
+@needs_time_feature
+def test_decreasing_times():
+    X = [np.c_[np.arange(4.0), np.ones(4)] for _ in range(12)]
+    X[1] = np.array([[0.0, 1.0], [5.0, 1.0], [3.0, 1.0]])
+    with pytest.raises(ValueError) as error_info:
+        RNNClassifier(time_feature=0, **TINY).fit(X, Y_CLASS)
+    check_message(error_info, ["sequence 1 of X has times that decrease at step 2", "(3 after 5)"])
+
+
+def test_no_error_escapes_as_an_internal_type():
+    """A sweep of odd inputs: each either fits or raises ValueError/TypeError."""
+    odd = [
+        [[[1.0]], [[1.0], [2.0]]] * 6,  # nested lists
+        np.array([np.zeros((2, 1)), np.ones((3, 1))] * 6, dtype=object),
+        [np.ones((2, 1), dtype=bool)] * 12,
+        [np.array([[None, 1.0]], dtype=object)] * 12,  # None is a missing value
+        [np.zeros((1, 1))] * 12,
+        np.full((12, 4), np.nan),
+        [np.zeros((2, 1)), np.zeros((2, 1, 1))] * 6,
+        [],
+        [[]] * 12,
+    ]
+    for X in odd:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                RNNClassifier(**TINY).fit(X, Y_CLASS[: len(X)] if len(X) else Y_CLASS[:0])
+        except (ValueError, TypeError) as error:
+            assert re.search(r"expected|Expected|must|at least|required", str(error)), str(error)

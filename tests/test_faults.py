@@ -1,0 +1,171 @@
+"""Training faults: divergence (non-finite loss) and KeyboardInterrupt during fit."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier, RNNRegressor
+from sklearn_rnn._estimators import _SequenceNet
+
+N, BATCH = 48, 16  # three batches per epoch
+TINY = dict(hidden_size=6, batch_size=BATCH, random_state=0, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(2, 7), 2)) for _ in range(N)]
+    y_class = np.array([int(x[:, 0].sum() > 0) for x in X])
+    y_real = np.array([x[:, 0].sum() for x in X])
+    return X, y_class, y_real
+
+
+def reference(cls, X, y, epochs, **params):
+    """The same model trained for exactly ``epochs`` epochs, without faults."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return cls(max_iter=epochs, n_iter_no_change=100, **TINY, **params).fit(X, y)
+
+
+def fail_at_batch(monkeypatch, batch_number, exception=None, loss=None):
+    """Patch the train step: from the given batch on (counted from 1), raise or return a loss."""
+    original = _SequenceNet.train_step
+    calls = {"n": 0}
+
+    def train_step(self, batch, **fit_params):
+        calls["n"] += 1
+        if calls["n"] >= batch_number:
+            if exception is not None:
+                raise exception
+            step = original(self, batch, **fit_params)
+            step["loss"] = step["loss"] * loss
+            return step
+        return original(self, batch, **fit_params)
+
+    monkeypatch.setattr(_SequenceNet, "train_step", train_step)
+    return calls
+
+
+# --------------------------------------------------------------- divergence
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_exploding_inputs_stop_with_a_warning_and_finite_predictions(data, optimizer):
+    X, _, y = data
+    huge = [x * 1e30 for x in X]  # a relu recurrence overflows float32 at once
+    with pytest.warns(ConvergenceWarning, match="the training loss became inf in epoch 1, batch 1") as record:
+        reg = RNNRegressor(cell="relu", optimizer=optimizer, max_iter=5, **TINY).fit(huge, y)
+    assert "the initial weights are kept" in str(record[0].message)
+    assert "scale the inputs" in str(record[0].message)
+    assert reg.n_iter_ == 0 and reg.loss_curve_ == []
+    for name, tensor in reg.module_.state_dict().items():
+        assert bool(np.isfinite(tensor.numpy()).all()), name
+    assert np.isfinite(reg.predict(X)).all()
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_huge_learning_rate_restores_the_last_finite_epoch(data, optimizer):
+    X, y, _ = data
+    params = dict(cell="relu", optimizer=optimizer, learning_rate=1e8, clip_threshold=None)
+    with pytest.warns(ConvergenceWarning, match=r"the training loss became (nan|inf)") as record:
+        clf = RNNClassifier(max_iter=20, **params, **TINY).fit(X, y)
+    assert "Lower learning_rate" in str(record[0].message)
+    assert clf.n_iter_ == len(clf.loss_curve_) < 20
+    assert np.isfinite(clf.loss_curve_).all()
+    proba = clf.predict_proba(X)
+    assert np.isfinite(proba).all()
+    # The kept weights are those of the last finished epoch: equal to a run of that length.
+    kept = reference(RNNClassifier, X, y, max(clf.n_iter_, 1), **params)
+    if clf.n_iter_:
+        np.testing.assert_array_equal(kept.predict_proba(X), proba)
+
+
+@pytest.mark.parametrize("cls", [RNNClassifier, RNNRegressor])
+def test_nan_loss_in_epoch_three_restores_epoch_two(data, cls, monkeypatch):
+    X, y_class, y_real = data
+    y = y_class if cls is RNNClassifier else y_real
+    fail_at_batch(monkeypatch, 2 * 3 + 2, loss=float("nan"))  # epoch 3, batch 2
+    with pytest.warns(ConvergenceWarning, match="became nan in epoch 3, batch 2") as record:
+        model = cls(max_iter=10, **TINY).fit(X, y)
+    assert "the weights of epoch 2 are kept" in str(record[0].message)
+    monkeypatch.undo()
+    two = reference(cls, X, y, 2)
+    assert model.n_iter_ == 2 and model.loss_curve_ == two.loss_curve_
+    np.testing.assert_array_equal(model.predict(X), two.predict(X))
+    # The optimizer's state is restored too: training on continues as from epoch 2.
+    state = model.net_.optimizer_.state_dict()["state"]
+    expected = two.net_.optimizer_.state_dict()["state"]
+    for index in expected:
+        for key, value in expected[index].items():
+            np.testing.assert_array_equal(np.asarray(state[index][key]), np.asarray(value))
+
+
+def test_divergence_with_early_stopping_keeps_the_best_epoch(data, monkeypatch):
+    X, y, _ = data
+    params = dict(early_stopping=True, validation_fraction=0.25)
+    fail_at_batch(monkeypatch, 3 * 4 + 1, loss=float("inf"))  # 36 training sequences: 3 batches
+    with pytest.warns(ConvergenceWarning, match="with the weights of the best epoch so far"):
+        model = RNNClassifier(max_iter=10, **params, **TINY).fit(X, y)
+    assert model.n_iter_ == 4 == len(model.validation_scores_)
+    assert model.best_validation_loss_ == min(model.net_.history[:, "valid_loss"])
+    assert np.isfinite(model.predict_proba(X)).all()
+
+
+# ---------------------------------------------------------------- interrupt
+@pytest.mark.parametrize("cls", [RNNClassifier, RNNRegressor])
+def test_keyboard_interrupt_mid_epoch_keeps_the_last_finished_epoch(data, cls, monkeypatch):
+    X, y_class, y_real = data
+    y = y_class if cls is RNNClassifier else y_real
+    fail_at_batch(monkeypatch, 3 * 3 + 2, exception=KeyboardInterrupt)  # epoch 4, batch 2
+    with pytest.warns(UserWarning, match="interrupted during epoch 4; the weights of epoch 3 are kept"):
+        model = cls(max_iter=10, **TINY).fit(X, y)
+    monkeypatch.undo()
+    three = reference(cls, X, y, 3)
+    assert model.n_iter_ == 3 == len(model.net_.history)
+    assert model.loss_curve_ == three.loss_curve_
+    np.testing.assert_array_equal(model.predict(X), three.predict(X))
+    # Usable: it scores, and training continues (warm start) from the kept epoch.
+    assert np.isfinite(model.score(X, y))
+    model.set_params(warm_start=True, max_iter=1)
+    three.set_params(warm_start=True, max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        np.testing.assert_array_equal(model.fit(X, y).predict(X), three.fit(X, y).predict(X))
+
+
+def test_keyboard_interrupt_in_the_first_epoch_leaves_the_initial_model(data, monkeypatch):
+    X, y, _ = data
+    fail_at_batch(monkeypatch, 2, exception=KeyboardInterrupt)
+    with pytest.warns(UserWarning, match="the initial weights are kept"):
+        model = RNNClassifier(max_iter=10, early_stopping=True, **TINY).fit(X, y)
+    assert model.n_iter_ == 0 and model.loss_curve_ == [] and len(model.net_.history) == 0
+    assert model.validation_scores_ is None and model.best_validation_loss_ is None
+    assert model.predict_proba(X).shape == (N, 2)
+
+
+def test_keyboard_interrupt_during_partial_fit_keeps_the_previous_weights(data, monkeypatch):
+    X, y, _ = data
+    model = RNNClassifier(**TINY).partial_fit(X, y, classes=[0, 1])
+    before = model.predict_proba(X)
+    fail_at_batch(monkeypatch, 2, exception=KeyboardInterrupt)
+    with pytest.warns(UserWarning, match="interrupted during epoch 2"):
+        model.partial_fit(X, y)
+    assert model.n_iter_ == 1 == len(model.loss_curve_)
+    np.testing.assert_array_equal(model.predict_proba(X), before)
+
+
+def test_interrupt_during_validation_drops_the_unfinished_epoch(data, monkeypatch):
+    X, y, _ = data
+    original = _SequenceNet.validation_step
+    calls = {"n": 0}
+
+    def validation_step(self, batch, **fit_params):
+        calls["n"] += 1
+        if calls["n"] == 3:  # validation of epoch 3 (one validation batch per epoch)
+            raise KeyboardInterrupt
+        return original(self, batch, **fit_params)
+
+    monkeypatch.setattr(_SequenceNet, "validation_step", validation_step)
+    with pytest.warns(UserWarning, match="interrupted during epoch 3"):
+        model = RNNClassifier(max_iter=10, early_stopping=True, validation_fraction=0.25, **TINY).fit(X, y)
+    assert model.n_iter_ == 2 == len(model.validation_scores_)

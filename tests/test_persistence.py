@@ -1,0 +1,198 @@
+"""save/load: a format that runs no code on load, round trips that keep predictions."""
+
+import json
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from sklearn.exceptions import ConvergenceWarning
+
+import sklearn_rnn
+from sklearn_rnn import RNNClassifier, RNNRegressor
+
+TINY = dict(hidden_size=5, max_iter=4, batch_size=8, random_state=0)
+
+
+def ragged(n=30, seed=0, d=2):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=(rng.integers(2, 7), d)) for _ in range(n)]
+
+
+def fit(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    X = ragged()
+    X[3][1, 0] = np.nan  # a missing value: the encoder keeps fill values and masks
+    sums = np.array([np.nansum(x[:, 0]) for x in X])
+    y = np.where(sums < -0.5, "low", np.where(sums > 0.5, "high", "mid"))
+    return fit(RNNClassifier(class_weight="balanced", **TINY), X, y), X, y
+
+
+@pytest.fixture(scope="module")
+def regressor():
+    X = ragged(seed=1)
+    y = np.column_stack([[x[:, 0].sum() for x in X], [len(x) for x in X]])
+    return fit(RNNRegressor(optimizer="sgd", learning_rate=0.05, **TINY), X, y), X, y
+
+
+def test_classifier_with_string_labels_round_trips(classifier, tmp_path):
+    clf, X, y = classifier
+    path = tmp_path / "clf.safetensors"
+    clf.save(path)
+    loaded = RNNClassifier.load(path)
+    assert type(loaded) is RNNClassifier and loaded is not clf
+    np.testing.assert_array_equal(loaded.classes_, clf.classes_)
+    assert loaded.classes_.dtype == clf.classes_.dtype
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(loaded.predict(X), clf.predict(X))
+    assert loaded.get_params() == clf.get_params()
+    assert loaded.n_iter_ == clf.n_iter_ and loaded.loss_curve_ == clf.loss_curve_
+    assert loaded.n_features_in_ == 2
+    np.testing.assert_array_equal(loaded._encoder.fill_values, clf._encoder.fill_values)
+    assert loaded._encoder.use_mask and loaded.module_.input_projection.in_features == 4
+
+
+def test_regressor_with_2d_targets_round_trips_and_continues_training(regressor, tmp_path):
+    reg, X, y = regressor
+    path = tmp_path / "reg.safetensors"
+    reg.save(path)
+    loaded = sklearn_rnn.load(path)
+    prediction = loaded.predict(X)
+    assert prediction.shape == (len(X), 2)
+    np.testing.assert_array_equal(prediction, reg.predict(X))
+    np.testing.assert_array_equal(loaded._y_mean, reg._y_mean)
+    # The optimizer's state travels too: one more epoch gives the same model.
+    original = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(
+        loaded.partial_fit(X, y).predict(X), original.partial_fit(X, y).predict(X)
+    )
+
+
+def test_table_fitted_model_keeps_feature_names(tmp_path):
+    rng = np.random.default_rng(2)
+    table = pd.DataFrame(rng.normal(size=(30, 4)), columns=["t0", "t1", "t2", "t3"])
+    table.iloc[:10, 3] = np.nan  # shorter sequences: trailing NaN padding
+    y = table["t0"].to_numpy() > 0
+    clf = fit(RNNClassifier(**TINY), table, y)
+    clf.save(tmp_path / "table.safetensors")
+    loaded = RNNClassifier.load(tmp_path / "table.safetensors")
+    np.testing.assert_array_equal(loaded.feature_names_in_, ["t0", "t1", "t2", "t3"])
+    assert loaded.n_features_in_ == 4 and loaded.classes_.dtype == bool
+    np.testing.assert_array_equal(loaded.predict_proba(table), clf.predict_proba(table))
+    with pytest.raises(ValueError, match="feature names"):
+        loaded.predict(table.rename(columns={"t0": "other"}))
+
+
+def test_random_state_instance_and_dict_class_weight_survive(tmp_path):
+    X = ragged(seed=3)
+    y = np.arange(len(X)) % 2
+    clf = fit(RNNClassifier(**{**TINY, "random_state": np.random.RandomState(5)}, class_weight={0: 1.0, 1: 2.0}), X, y)
+    clf.save(tmp_path / "m.safetensors")
+    loaded = RNNClassifier.load(tmp_path / "m.safetensors")
+    assert loaded.class_weight == {0: 1.0, 1: 2.0}
+    assert isinstance(loaded.random_state, np.random.RandomState)
+    assert loaded.random_state.randint(1000) == clf.random_state.randint(1000)
+
+
+def test_the_file_is_safetensors_with_json_metadata(classifier, tmp_path):
+    clf, _, _ = classifier
+    path = tmp_path / "clf.safetensors"
+    clf.save(path)
+    with safe_open(str(path), framework="pt") as handle:
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+        keys = set(handle.keys())
+    assert header["estimator"] == "RNNClassifier" and header["format_version"] == 1
+    assert "module.recurrence.weight_hh_l0" in keys
+    assert any(key.startswith("optimizer.") for key in keys)
+    assert header["params"]["hidden_size"] == 5
+
+
+def test_unknown_and_tampered_files_give_clear_errors(classifier, tmp_path):
+    clf, _, _ = classifier
+    pickled = tmp_path / "model.pkl"
+    pickled.write_bytes(pickle.dumps(clf))
+    with pytest.raises(ValueError, match="is not a readable model file .*expected a model file written by"):
+        sklearn_rnn.load(pickled)
+    with pytest.raises(FileNotFoundError):
+        sklearn_rnn.load(tmp_path / "missing.safetensors")
+
+    plain = tmp_path / "plain.safetensors"
+    save_file({"w": torch.zeros(2)}, str(plain))
+    with pytest.raises(ValueError, match="without sklearn_rnn metadata"):
+        sklearn_rnn.load(plain)
+
+    path = tmp_path / "clf.safetensors"
+    clf.save(path)
+    raw = bytearray(path.read_bytes())
+    raw[-3] ^= 0xFF  # flip bits in the last weight
+    edited = tmp_path / "edited.safetensors"
+    edited.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="damaged or edited after it was saved"):
+        sklearn_rnn.load(edited)
+
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        metadata = handle.metadata()
+    header = json.loads(metadata["sklearn_rnn"])
+    for change, message in [
+        ({"format_version": 99}, "format version 99, but this sklearn_rnn reads versions up to 1"),
+        ({"estimator": "os.system"}, "unknown class 'os.system'"),
+    ]:
+        forged = tmp_path / "forged.safetensors"
+        save_file(tensors, str(forged), metadata={**metadata, "sklearn_rnn": json.dumps({**header, **change})})
+        with pytest.raises(ValueError, match=message):
+            sklearn_rnn.load(forged)
+    with pytest.raises(ValueError, match="holds a RNNClassifier, not a RNNRegressor"):
+        RNNRegressor.load(path)
+
+
+def test_unstorable_parameter_is_a_clear_error(tmp_path):
+    X = ragged(seed=4)
+    clf = fit(RNNClassifier(**TINY), X, np.arange(len(X)) % 2)
+    clf.class_weight = {0: object()}  # set after fitting: save sees it
+    with pytest.raises(TypeError, match="parameter 'class_weight' is a object, which save\\(\\) cannot store"):
+        clf.save(tmp_path / "m.safetensors")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU fallback without a GPU")
+def test_a_cuda_model_loads_on_the_cpu_with_a_warning(classifier, tmp_path):
+    clf, X, _ = classifier
+    path = tmp_path / "clf.safetensors"
+    clf.save(path)
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        metadata = handle.metadata()
+    header = json.loads(metadata["sklearn_rnn"])
+    header["params"]["device"] = "cuda"
+    header["device"] = "cuda:0"
+    forged = tmp_path / "cuda.safetensors"
+    save_file(tensors, str(forged), metadata={**metadata, "sklearn_rnn": json.dumps(header)})
+    with pytest.warns(UserWarning, match="saved with device='cuda'.*loaded on the CPU"):
+        loaded = RNNClassifier.load(forged)
+    assert loaded.device == "cuda"
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_round_trip(tmp_path):
+    X = ragged(seed=5)
+    y = np.arange(len(X)) % 2
+    gpu = fit(RNNClassifier(device="cuda", **{k: v for k, v in TINY.items()}), X, y)
+    gpu.save(tmp_path / "gpu.safetensors")
+    loaded = RNNClassifier.load(tmp_path / "gpu.safetensors")
+    assert next(loaded.module_.parameters()).is_cuda
+    np.testing.assert_allclose(loaded.predict_proba(X), gpu.predict_proba(X), atol=1e-12)
+    cpu = fit(RNNClassifier(device="cpu", **TINY), X, y)
+    cpu.save(tmp_path / "cpu.safetensors")
+    on_cpu = RNNClassifier.load(tmp_path / "cpu.safetensors")
+    assert not next(on_cpu.module_.parameters()).is_cuda

@@ -11,9 +11,8 @@ import importlib.util
 import inspect
 import os
 import re
-import warnings
-
 import sys
+import warnings
 from pathlib import Path
 
 import sklearn_rnn
@@ -23,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent / "_sphinxext"))
 # -- Project ---------------------------------------------------------------------------
 project = "sklearn-rnn"
 author = "the sklearn-rnn developers"
-copyright = "the sklearn-rnn developers, BSD-3-Clause"  # noqa: A001 (Sphinx's name)
+copyright = "the sklearn-rnn developers, BSD-3-Clause"
 release = sklearn_rnn.__version__
 version = ".".join(release.split(".")[:2])
 
@@ -141,7 +140,9 @@ def _quote_attributes_in_shapes(app, what, name, obj, options, lines):
         )
 
 
-_SPHINX_ROLE = re.compile(r":(?:ref|term|func|class|meth|attr|mod|obj):`~?([^`<]*?)\s*(?:<[^>]*>)?`")
+_SPHINX_ROLE = re.compile(
+    r":(?:ref|term|func|class|meth|attr|mod|obj):`~?([^`<]*?)\s*(?:<[^>]*>)?`"
+)
 
 
 def _unlink_foreign_docstrings(app, what, name, obj, options, lines):

@@ -14,9 +14,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from sklearn_rnn.plotting import plot_training_history  # noqa: E402
+from sklearn_rnn.plotting import plot_training_history
 
 ROOT = Path(__file__).resolve().parents[1]
 

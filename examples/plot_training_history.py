@@ -36,9 +36,9 @@ X, y = make_temporal_order(n_train, length, variable_length=True, random_state=0
 X_test, y_test = make_temporal_order(1000, length, variable_length=True, random_state=1)
 
 settings = {
-    "adam": dict(optimizer="adam", learning_rate=0.005),
-    "sgd": dict(optimizer="sgd", learning_rate=0.05),
-    "simplex": dict(optimizer="simplex", learning_rate=0.05, switch_threshold=0.9),
+    "adam": {"optimizer": "adam", "learning_rate": 0.005},
+    "sgd": {"optimizer": "sgd", "learning_rate": 0.05},
+    "simplex": {"optimizer": "simplex", "learning_rate": 0.05, "switch_threshold": 0.9},
 }
 models = {}
 for name, params in settings.items():

@@ -32,8 +32,12 @@ def test_guide_page_snippets(page, one_thread):
     with warnings.catch_warnings():
         # Snippets train for a handful of epochs to stay fast.
         warnings.simplefilter("ignore", ConvergenceWarning)
-        result = doctest.testfile(str(page), module_relative=False, optionflags=FLAGS, verbose=False)
-    assert result.failed == 0, f"{result.failed} of {result.attempted} snippets of {page.name} failed"
+        result = doctest.testfile(
+            str(page), module_relative=False, optionflags=FLAGS, verbose=False
+        )
+    assert result.failed == 0, (
+        f"{result.failed} of {result.attempted} snippets of {page.name} failed"
+    )
 
 
 def test_readme_python_example_runs(capsys, one_thread):
@@ -43,7 +47,7 @@ def test_readme_python_example_runs(capsys, one_thread):
     assert len(code.strip().splitlines()) <= 12
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "README.md", "exec"), {})  # noqa: S102 (our own README)
     score = float(capsys.readouterr().out.strip().splitlines()[-1])
     assert 0.5 < score <= 1.0
 
@@ -55,5 +59,9 @@ EXAMPLES = sorted((GUIDE.parents[1] / "examples").rglob("plot_*.py"))
 def test_gallery_examples_have_a_quick_mode_and_a_title(script):
     """The docs build runs every example with SKLEARN_RNN_QUICK=1 and must stay short."""
     text = script.read_text()
-    assert "SKLEARN_RNN_QUICK" in text, f"{script.name} should shrink its work when SKLEARN_RNN_QUICK=1"
-    assert text.lstrip().startswith(('"""', "'''", "r\"\"\"")), f"{script.name} needs a docstring: the gallery title"
+    assert "SKLEARN_RNN_QUICK" in text, (
+        f"{script.name} should shrink its work when SKLEARN_RNN_QUICK=1"
+    )
+    assert text.lstrip().startswith(('"""', "'''", 'r"""')), (
+        f"{script.name} needs a docstring: the gallery title"
+    )

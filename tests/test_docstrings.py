@@ -67,7 +67,9 @@ KNOWN_GAPS = {
 
 def _marked(items):
     return [
-        pytest.param(name, obj, id=name, marks=pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=True))
+        pytest.param(
+            name, obj, id=name, marks=pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=True)
+        )
         if name in KNOWN_GAPS
         else pytest.param(name, obj, id=name)
         for name, obj in items
@@ -135,7 +137,9 @@ def test_public_methods_have_docstrings(name, method):
     assert doc, f"{name} has no docstring"
     parameters = [p for p in inspect.signature(method).parameters if p not in ("self", "cls")]
     if parameters:
-        assert "Parameters" in _sections(method), f"{name} takes arguments but has no Parameters section"
+        assert "Parameters" in _sections(method), (
+            f"{name} takes arguments but has no Parameters section"
+        )
 
 
 def test_api_reference_lists_only_public_names():
@@ -149,7 +153,9 @@ def test_api_reference_lists_only_public_names():
     assert not stale, f"docs/api.rst lists names that are not public (anymore): {stale}"
     modules = set(re.findall(r"^\.\. unlisted-public-names: ([\w.]+)\s*$", api, flags=re.MULTILINE))
     present = {m for m in MODULES if importlib.util.find_spec(m) is not None}
-    assert present <= modules, f"add a section and marker to docs/api.rst for {sorted(present - modules)}"
+    assert present <= modules, (
+        f"add a section and marker to docs/api.rst for {sorted(present - modules)}"
+    )
 
 
 def test_package_version_is_public():

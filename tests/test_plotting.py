@@ -15,7 +15,7 @@ from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
 from sklearn_rnn.plotting import plot_training_history
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +88,7 @@ def test_validation_score_and_best_epoch_with_early_stopping():
 
 
 def test_regressor_score_is_r2():
-    X, y = _data(100)
+    X, _ = _data(100)
     target = np.array([x[:, 0].sum() for x in X])
     reg = _fit(
         RNNRegressor(hidden_size=4, max_iter=6, early_stopping=True, random_state=0), X, target
@@ -101,16 +101,20 @@ def test_regressor_score_is_r2():
 def test_draws_on_given_axes_of_a_pipeline_and_a_search():
     X, y = _data()
     pipe = _fit(
-        make_pipeline(SequenceStandardScaler(), RNNClassifier(hidden_size=4, max_iter=3, random_state=0)),
+        make_pipeline(
+            SequenceStandardScaler(), RNNClassifier(hidden_size=4, max_iter=3, random_state=0)
+        ),
         X,
         y,
     )
-    fig, (left, right) = plt.subplots(1, 2)
+    _, (left, right) = plt.subplots(1, 2)
     assert plot_training_history(pipe, ax=left) is left
     assert list(left.lines[0].get_ydata()) == pipe[-1].loss_curve_
 
     search = _fit(
-        GridSearchCV(RNNClassifier(max_iter=2, hidden_size=4, random_state=0), {"hidden_size": [2, 4]}, cv=2),
+        GridSearchCV(
+            RNNClassifier(max_iter=2, hidden_size=4, random_state=0), {"hidden_size": [2, 4]}, cv=2
+        ),
         X,
         y,
     )

@@ -15,7 +15,9 @@ def _fit(verbose, **params):
     y = np.array([int(x[:, 0].sum() > 0) for x in X])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return RNNClassifier(hidden_size=4, max_iter=2, verbose=verbose, random_state=0, **params).fit(X, y)
+        return RNNClassifier(
+            hidden_size=4, max_iter=2, verbose=verbose, random_state=0, **params
+        ).fit(X, y)
 
 
 def test_silent_without_verbose(capfd):

@@ -2,6 +2,7 @@
 
 import pickle
 import re
+import warnings
 
 import joblib
 import numpy as np
@@ -197,8 +198,9 @@ def test_warm_start_continues_training(task):
 
 def test_sgd_optimizer_is_the_clipped_rule(task):
     X, y = task
-    clf = RNNClassifier(optimizer="sgd", learning_rate=0.1, tol=0.0, **FAST)
-    with pytest.warns(ConvergenceWarning):
+    clf = RNNClassifier(optimizer="sgd", learning_rate=0.1, **FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # whether tol stops it early does not matter here
         clf.fit(X, y)
     assert type(clf.net_.optimizer_).__name__ == "ClippedSGD"
     assert clf.net_.optimizer_.param_groups[0]["clip_threshold"] == 1.0

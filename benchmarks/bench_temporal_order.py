@@ -22,10 +22,12 @@ from sklearn_rnn import RNNClassifier
 from sklearn_rnn.datasets import make_temporal_order, task_error
 
 
-def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: int) -> dict:
+def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: int,
+        learning_rate: float = 0.01, switch_threshold: float | None = 0.9,
+        verbose: bool = False) -> dict:
     model = RNNClassifier(
-        hidden_size=50, spectral_radius=1.2, optimizer=optimizer, learning_rate=0.01,
-        clip_threshold=1.0, switch_threshold=0.9, batch_size=100, random_state=seed,
+        hidden_size=50, spectral_radius=1.2, optimizer=optimizer, learning_rate=learning_rate,
+        clip_threshold=1.0, switch_threshold=switch_threshold, batch_size=100, random_state=seed,
     )
     X_valid, y_valid = make_temporal_order(10_000, length, random_state=10_000 + seed)
     stream = np.random.default_rng(seed)
@@ -37,6 +39,10 @@ def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: i
         updates += 1
         if updates % check_every == 0:
             error = task_error("temporal_order", y_valid, model.predict_proba(X_valid))
+            if verbose:
+                counts = getattr(model.net_.optimizer_, "branch_counts", "")
+                print(f"  {optimizer} seed {seed} update {updates}: error {error:.4f} "
+                      f"loss {model.loss_curve_[-1]:.4f} {counts}", flush=True)
             if error < 0.01:
                 break
     return {"optimizer": optimizer, "seed": seed, "updates": updates, "error": error,
@@ -51,12 +57,19 @@ def main() -> None:
     parser.add_argument("--optimizers", nargs="+", default=["simplex", "sgd"])
     parser.add_argument("--check-every", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--switch-threshold", type=float, default=0.9,
+                        help="psi; a negative value means None (never switch)")
+    parser.add_argument("--verbose", action="store_true", help="print every validation check")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"temporal order, length {args.length}, torch {torch.__version__}, {args.threads} threads")
+    print(f"temporal order, length {args.length}, lr {args.learning_rate}, psi "
+          f"{args.switch_threshold}, torch {torch.__version__}, {args.threads} threads")
     for seed in args.seeds:
         for optimizer in args.optimizers:
-            r = run(optimizer, args.length, seed, args.max_updates, args.check_every)
+            psi = None if args.switch_threshold < 0 else args.switch_threshold
+            r = run(optimizer, args.length, seed, args.max_updates, args.check_every,
+                    args.learning_rate, psi, args.verbose)
             print(f"{r['optimizer']:8s} seed {r['seed']}: {'solved' if r['solved'] else 'NOT solved'} "
                   f"after {r['updates']} updates, validation error {r['error']:.4f}, "
                   f"{r['seconds']:.0f} s", flush=True)

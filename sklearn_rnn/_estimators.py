@@ -416,9 +416,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.module_ = self.net_.module_
         if self.early_stopping and not incremental and history:
             self.validation_scores_ = [float(score) for score in history[:, "valid_score"]]
-            losses = history[:, "valid_loss"]
-            best = int(np.argmin(losses))
-            self.best_validation_loss_ = float(losses[best])
+            # The epoch whose weights early stopping restored (improved by more than tol).
+            restored = dict(self.net_.callbacks_)["stop"].best_epoch_
+            best = [row["epoch"] for row in history].index(restored)
+            self.best_validation_loss_ = float(history[best, "valid_loss"])
             self.best_validation_score_ = self.validation_scores_[best]
         else:
             self.validation_scores_ = None
@@ -427,8 +428,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if not incremental and self.n_iter_ >= self.max_iter:
             warnings.warn(
                 f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
-                "converging: the loss was still improving by more than tol. Increase "
-                "max_iter or learning_rate, or set early_stopping=True.",
+                "converging: the monitored loss was still improving by more than tol. "
+                "Increase max_iter"
+                + (" or tol." if self.early_stopping else ", or set early_stopping=True."),
                 ConvergenceWarning,
             )
 
@@ -703,7 +705,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     n_features_in_ : int
         Features per step (for a 2D table input: its number of columns, following
         scikit-learn).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names of a DataFrame table input.
     n_iter_ : int
         Epochs run by the last call to ``fit``.
@@ -982,7 +984,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     ----------
     n_features_in_ : int
         Features per step (for a 2D table input: its number of columns).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names of a DataFrame table input.
     n_outputs_ : int
         Targets per sequence.

@@ -1,6 +1,12 @@
 """Sequence containers: accepted input forms, batching, encoding and scaling."""
 
-from ._batching import BucketBatchLoader, FlatSequences, SequenceDataset, bucket_batches
+from ._batching import (
+    BucketBatchLoader,
+    FlatSequences,
+    SequenceDataset,
+    balanced_batches,
+    bucket_batches,
+)
 from ._encoding import InputEncoder
 from ._long import from_long_format, to_long_format
 from ._scaler import SequenceStandardScaler
@@ -18,6 +24,7 @@ __all__ = [
     "InputEncoder",
     "SequenceDataset",
     "SequenceStandardScaler",
+    "balanced_batches",
     "bucket_batches",
     "check_float32_range",
     "check_sequences",

@@ -7,7 +7,13 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-__all__ = ["FlatSequences", "SequenceDataset", "BucketBatchLoader", "bucket_batches"]
+__all__ = [
+    "FlatSequences",
+    "SequenceDataset",
+    "BucketBatchLoader",
+    "balanced_batches",
+    "bucket_batches",
+]
 
 #: Batches per sorting pool when shuffling: enough to find similar lengths, few
 #: enough that batches still mix samples from across the data set.
@@ -248,6 +254,73 @@ def bucket_batches(
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+def balanced_batches(
+    lengths: np.ndarray,
+    labels: np.ndarray,
+    batch_size: int,
+    *,
+    rng: np.random.Generator,
+    n_batches: int | None = None,
+    pool_batches: int = POOL_BATCHES,
+) -> list[np.ndarray]:
+    """Draw batches holding the same number of samples of every class, with replacement.
+
+    Each batch holds ``k = max(1, batch_size // n_classes)`` samples of every class,
+    drawn with replacement (the lupus study of the thesis drew 10 positives and 10
+    negatives per batch of 20): a rare class is seen as often as a common one, and
+    its samples are repeated within an epoch. Lengths stay bucketed: for a pool of
+    ``pool_batches`` batches, each class's draws are sorted by length and the
+    ``j``-th batch takes the ``j``-th run of ``k`` from every class, so the members of
+    a batch sit at the same length rank of their class.
+
+    Parameters
+    ----------
+    lengths : ndarray of int of shape (n,)
+        Steps of each sequence.
+    labels : ndarray of shape (n,)
+        Class of each sequence.
+    batch_size : int
+        Samples per batch; rounded down to a multiple of the number of classes
+        (at least one sample per class).
+    rng : numpy.random.Generator
+        Source of the draws.
+    n_batches : int, optional
+        Batches to draw; by default ``ceil(n / batch_size)``, as many samples as an
+        epoch over the data.
+    pool_batches : int, default=50
+        Batches per sorting pool.
+
+    Returns
+    -------
+    list of ndarray of int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences import balanced_batches
+    >>> labels = np.array([0, 0, 0, 0, 0, 0, 1, 1])
+    >>> batches = balanced_batches(np.arange(1, 9), labels, 4, rng=np.random.default_rng(0))
+    >>> len(batches), [np.bincount(labels[batch]).tolist() for batch in batches]
+    (2, [[2, 2], [2, 2]])
+    """
+    lengths, labels = np.asarray(lengths), np.asarray(labels)
+    classes = np.unique(labels)
+    members = [np.flatnonzero(labels == label) for label in classes]
+    per_class = max(1, batch_size // len(classes))
+    if n_batches is None:
+        n_batches = -(-len(labels) // batch_size)
+    batches: list[np.ndarray] = []
+    for start in range(0, n_batches, pool_batches):
+        pool = min(pool_batches, n_batches - start)
+        runs = []
+        for indices in members:
+            draw = rng.choice(indices, size=pool * per_class, replace=True)
+            draw = draw[np.argsort(lengths[draw], kind="stable")]
+            runs.append(draw.reshape(pool, per_class))  # (pool, k): one row per batch
+        batches.extend(np.concatenate([run[j] for run in runs]) for j in range(pool))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
 class BucketBatchLoader:
     """Iterate over a :class:`SequenceDataset` in length-bucketed batches.
 
@@ -263,7 +336,11 @@ class BucketBatchLoader:
     shuffle : bool, default=False
         New batches every epoch (training); otherwise sorted by length.
     random_state : numpy.random.Generator, optional
-        Source of the shuffles; required when ``shuffle`` is True.
+        Source of the shuffles; required when ``shuffle`` or ``balanced`` is True.
+    balanced : bool, default=False
+        Draw class-balanced batches with replacement (:func:`balanced_batches`) from
+        the dataset's class labels ``y`` (training only); an epoch is
+        ``ceil(n / batch_size)`` batches.
 
     Examples
     --------
@@ -280,11 +357,13 @@ class BucketBatchLoader:
         batch_size: int,
         shuffle: bool = False,
         random_state: np.random.Generator | None = None,
+        balanced: bool = False,
     ) -> None:
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.random_state = random_state
+        self.balanced = balanced
 
     def batches(self) -> list[np.ndarray]:
         """The index batches of one pass, in iteration order.
@@ -294,6 +373,10 @@ class BucketBatchLoader:
         list of ndarray of int
         """
         lengths = self.dataset.sequences.lengths.cpu().numpy()
+        if self.balanced:
+            return balanced_batches(
+                lengths, self._labels(), self.batch_size, rng=self._generator("balanced")
+            )
         return bucket_batches(
             lengths, self.batch_size, shuffle=self.shuffle, rng=self.random_state
         )
@@ -302,8 +385,28 @@ class BucketBatchLoader:
         for indices in self.batches():
             yield self.dataset.collate(indices)
 
+    def _labels(self) -> np.ndarray:
+        y = self.dataset.y
+        if y is None or y.ndim != 1:
+            shape = None if y is None else tuple(y.shape)
+            raise ValueError(
+                "balanced batches need one class label per sequence (a dataset y of shape "
+                f"(n,)); got y of shape {shape}. Use balanced=False for regression targets."
+            )
+        return y.cpu().numpy()
+
+    def _generator(self, option: str) -> np.random.Generator:
+        if self.random_state is None:
+            raise ValueError(
+                f"BucketBatchLoader({option}=True) needs a numpy Generator as random_state, "
+                "e.g. numpy.random.default_rng(0)."
+            )
+        return self.random_state
+
     def __len__(self) -> int:
         n = len(self.dataset)
+        if self.balanced:
+            return -(-n // self.batch_size)
         if not self.shuffle:
             return -(-n // self.batch_size)
         pool = self.batch_size * POOL_BATCHES

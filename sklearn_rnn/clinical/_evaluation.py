@@ -1,0 +1,448 @@
+"""Pooled cross-validated evaluation of a binary classifier, as in the thesis' lupus study.
+
+With a few hundred patients there is no room for a test set: every patient is
+predicted once by a model that did not see it (k stratified folds), and the k test
+folds' probabilities are pooled into one ROC curve. The pooled AUC also judges whether
+the k models agree on the scale of their probabilities; the mean of the k fold AUCs
+does not, so both are reported.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from joblib import Parallel, delayed
+from numpy.typing import NDArray
+from sklearn.base import clone
+from sklearn.metrics import roc_auc_score, roc_curve
+from sklearn.model_selection import RepeatedStratifiedKFold
+from sklearn.utils import _safe_indexing, check_random_state
+
+__all__ = ["PooledCVResult", "pooled_cross_validate"]
+
+
+@dataclass(eq=False)
+class PooledCVResult:
+    """Out-of-fold probabilities of :func:`pooled_cross_validate` and their scores.
+
+    Attributes
+    ----------
+    y_true : ndarray of shape (n_samples,), dtype int
+        1 for the positive class, 0 otherwise.
+    y_score : ndarray of shape (n_repeats, n_samples)
+        Out-of-fold probability of the positive class: each sample predicted by the
+        model of the fold that held it out, for every repeat (shuffle).
+    folds : ndarray of shape (n_repeats, n_samples), dtype int
+        The test fold of each sample in each repeat.
+    threshold : float
+        Probability at or above which a sample is predicted positive.
+    pos_label : object
+        The label of the positive class in the ``y`` given.
+    fit_seconds : float
+        Wall-clock time of all fits and predictions.
+    pooled_auc : ndarray of shape (n_repeats,)
+        ROC AUC of the pooled out-of-fold probabilities, per repeat.
+    fold_auc : ndarray of shape (n_repeats, n_splits)
+        ROC AUC within each test fold.
+    precision, recall, specificity : ndarray of shape (n_repeats,)
+        At ``threshold``, on the pooled probabilities: ``TP / (TP + FP)`` (0 without
+        positive predictions), ``TP / P`` (the sensitivity) and ``TN / N``.
+
+    Examples
+    --------
+    Usually returned by :func:`pooled_cross_validate`; built here from literal
+    out-of-fold probabilities of 6 samples in 2 folds:
+
+    >>> import numpy as np
+    >>> from sklearn_rnn.clinical import PooledCVResult
+    >>> result = PooledCVResult(
+    ...     y_true=np.array([0, 0, 1, 0, 1, 1]),
+    ...     y_score=np.array([[0.1, 0.4, 0.35, 0.2, 0.8, 0.7]]),
+    ...     folds=np.array([[0, 0, 0, 1, 1, 1]]),
+    ...     threshold=0.5, pos_label=1, fit_seconds=0.0)
+    >>> result.pooled_auc, result.fold_auc
+    (array([0.88888889]), array([[0.5, 1. ]]))
+    >>> result.precision, result.recall, result.specificity
+    (array([1.]), array([0.66666667]), array([1.]))
+    """
+
+    y_true: NDArray[np.int64] = field(repr=False)
+    y_score: NDArray[np.float64] = field(repr=False)
+    folds: NDArray[np.int64] = field(repr=False)
+    threshold: float
+    pos_label: Any
+    fit_seconds: float
+    pooled_auc: NDArray[np.float64] = field(init=False)
+    fold_auc: NDArray[np.float64] = field(init=False, repr=False)
+    precision: NDArray[np.float64] = field(init=False, repr=False)
+    recall: NDArray[np.float64] = field(init=False, repr=False)
+    specificity: NDArray[np.float64] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.pooled_auc = np.array([roc_auc_score(self.y_true, s) for s in self.y_score])
+        n_splits = int(self.folds.max()) + 1
+        self.fold_auc = np.array(
+            [
+                [roc_auc_score(self.y_true[f == k], s[f == k]) for k in range(n_splits)]
+                for s, f in zip(self.y_score, self.folds, strict=True)
+            ]
+        )
+        counts = [_confusion(self.y_true, s >= self.threshold) for s in self.y_score]
+        tp, fp, tn, fn = (np.array(column, dtype=float) for column in zip(*counts, strict=True))
+        predicted = tp + fp
+        self.precision = np.divide(tp, predicted, out=np.zeros_like(tp), where=predicted > 0)
+        self.recall = tp / (tp + fn)
+        self.specificity = tn / (tn + fp)
+
+    @property
+    def n_repeats(self) -> int:
+        """Repeats (shuffles) of the k-fold split."""
+        return int(self.y_score.shape[0])
+
+    @property
+    def mean_pooled_auc(self) -> float:
+        """Pooled AUC, averaged over the repeats."""
+        return float(self.pooled_auc.mean())
+
+    @property
+    def mean_fold_auc(self) -> float:
+        """Mean of the fold AUCs over every fold of every repeat."""
+        return float(self.fold_auc.mean())
+
+    def summary(self) -> dict[str, float]:
+        """The scores averaged over the repeats.
+
+        Returns
+        -------
+        dict of str to float
+            ``pooled_auc``, ``pooled_auc_std`` (over repeats), ``mean_fold_auc``,
+            ``precision``, ``recall``, ``specificity``, ``threshold``.
+        """
+        return {
+            "pooled_auc": self.mean_pooled_auc,
+            "pooled_auc_std": float(self.pooled_auc.std()),
+            "mean_fold_auc": self.mean_fold_auc,
+            "precision": float(self.precision.mean()),
+            "recall": float(self.recall.mean()),
+            "specificity": float(self.specificity.mean()),
+            "threshold": self.threshold,
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row of scores per repeat.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``pooled_auc``, ``mean_fold_auc``, ``precision``, ``recall``,
+            ``specificity``, indexed by ``repeat``.
+        """
+        return pd.DataFrame(
+            {
+                "pooled_auc": self.pooled_auc,
+                "mean_fold_auc": self.fold_auc.mean(axis=1),
+                "precision": self.precision,
+                "recall": self.recall,
+                "specificity": self.specificity,
+            },
+            index=pd.RangeIndex(self.n_repeats, name="repeat"),
+        )
+
+    # ----------------------------------------------------------------- plots
+    def plot_roc(self, ax: Any = None, *, repeat: int = 0, name: str | None = None) -> Any:
+        """ROC curve of the pooled probabilities, with the chosen threshold marked.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw; a new figure when None.
+        repeat : int, default=0
+            Which repeat's probabilities.
+        name : str, optional
+            Legend label of the curve.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        from sklearn.metrics import RocCurveDisplay
+
+        display = RocCurveDisplay.from_predictions(
+            self.y_true, self.y_score[repeat], ax=ax, name=name, plot_chance_level=True
+        )
+        fpr = 1 - self.specificity[repeat]
+        display.ax_.plot(fpr, self.recall[repeat], "o", color="black",
+                         label=f"threshold {self.threshold:g}")
+        display.ax_.legend(loc="lower right")
+        return display.ax_
+
+    def plot_sensitivity_specificity(self, ax: Any = None, *, repeat: int = 0) -> Any:
+        """Sensitivity and specificity of the pooled probabilities against the threshold.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw; a new figure when None.
+        repeat : int, default=0
+            Which repeat's probabilities.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots()
+        fpr, tpr, thresholds = roc_curve(self.y_true, self.y_score[repeat],
+                                         drop_intermediate=False)
+        thresholds = np.clip(thresholds, 0.0, 1.0)  # the first one is +inf
+        ax.step(thresholds, tpr, where="post", label="sensitivity (recall)")
+        ax.step(thresholds, 1 - fpr, where="post", label="specificity")
+        ax.axvline(self.threshold, color="gray", linestyle=":",
+                   label=f"threshold {self.threshold:g}")
+        ax.set(xlabel="threshold on the predicted probability", ylabel="rate",
+               xlim=(0, 1), ylim=(0, 1.02))
+        ax.legend(loc="center right")
+        return ax
+
+    def plot_precision_recall(
+        self, ax: Any = None, *, repeat: int = 0, name: str | None = None
+    ) -> Any:
+        """Precision-recall curve of the pooled probabilities.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw; a new figure when None.
+        repeat : int, default=0
+            Which repeat's probabilities.
+        name : str, optional
+            Legend label of the curve.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        from sklearn.metrics import PrecisionRecallDisplay
+
+        display = PrecisionRecallDisplay.from_predictions(
+            self.y_true, self.y_score[repeat], ax=ax, name=name, plot_chance_level=True
+        )
+        display.ax_.plot(self.recall[repeat], self.precision[repeat], "o", color="black",
+                         label=f"threshold {self.threshold:g}")
+        display.ax_.legend(loc="lower left")
+        return display.ax_
+
+    def plot(self, axes: Any = None, *, repeat: int = 0, name: str | None = None) -> Any:
+        """The three plots side by side: ROC, sensitivity-specificity, precision-recall.
+
+        Parameters
+        ----------
+        axes : sequence of 3 matplotlib.axes.Axes, optional
+            Where to draw; a new figure of three panels when None.
+        repeat : int, default=0
+            Which repeat's probabilities.
+        name : str, optional
+            Legend label of the curves.
+
+        Returns
+        -------
+        ndarray of 3 matplotlib.axes.Axes
+        """
+        import matplotlib.pyplot as plt
+
+        if axes is None:
+            _, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+        axes = np.asarray(axes).ravel()
+        self.plot_roc(axes[0], repeat=repeat, name=name)
+        self.plot_sensitivity_specificity(axes[1], repeat=repeat)
+        self.plot_precision_recall(axes[2], repeat=repeat, name=name)
+        return axes
+
+
+def pooled_cross_validate(
+    estimator: Any,
+    X: Any,
+    y: Any,
+    *,
+    n_splits: int = 8,
+    n_repeats: int = 1,
+    threshold: float = 0.5,
+    pos_label: Any = None,
+    random_state: int | np.random.RandomState | None = None,
+    n_jobs: int | None = None,
+) -> PooledCVResult:
+    """Cross-validate a binary classifier and pool its out-of-fold probabilities.
+
+    The samples are split into ``n_splits`` stratified folds (shuffled), ``n_repeats``
+    times with different shuffles. For each fold a clone of ``estimator`` is fitted on
+    the other folds and predicts the probability of the positive class for the held
+    out one; the ``n_splits`` test folds together give one probability per sample,
+    scored by one ROC AUC (the *pooled* AUC of the thesis' lupus study), by the AUC
+    within each fold, and by precision, recall and specificity at ``threshold``.
+    Only the public ``fit`` and ``predict_proba`` of the estimator are called.
+
+    Parameters
+    ----------
+    estimator : classifier
+        Any scikit-learn classifier with ``predict_proba``: an ``RNNClassifier``, a
+        :class:`~sklearn.pipeline.Pipeline`, a ``GridSearchCV`` (a nested search).
+    X : sequences, array-like or DataFrame
+        What ``estimator.fit`` takes; indexed by sample (a list of ``(T_i, d)`` arrays
+        stays a list).
+    y : array-like of shape (n_samples,)
+        Two classes.
+    n_splits : int, default=8
+        Folds; every class needs at least ``n_splits`` samples.
+    n_repeats : int, default=1
+        Repeats of the whole k-fold split with different shuffles.
+    threshold : float, default=0.5
+        Predicted positive when the probability is at or above it.
+    pos_label : object, optional
+        The positive class; by default the greater of the two labels (1 of 0/1).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the shuffles of the folds (the estimator keeps its own
+        ``random_state``).
+    n_jobs : int, optional
+        Folds fitted in parallel (joblib; -1 for every core). Each parallel fit runs
+        torch on one thread, so that ``n_jobs`` fits share the cores instead of
+        oversubscribing them.
+
+    Returns
+    -------
+    PooledCVResult
+        Probabilities, fold assignment and scores; ``plot_roc``,
+        ``plot_sensitivity_specificity``, ``plot_precision_recall`` and ``plot`` draw
+        the curves.
+
+    Raises
+    ------
+    ValueError
+        ``y`` without exactly two classes, a class with fewer than ``n_splits``
+        samples, or a threshold outside [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn_rnn.clinical import pooled_cross_validate
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 3))
+    >>> y = (X[:, 0] + rng.normal(size=80) > 0).astype(int)
+    >>> result = pooled_cross_validate(LogisticRegression(), X, y, n_splits=4,
+    ...                                n_repeats=2, random_state=0)
+    >>> result.y_score.shape, result.fold_auc.shape
+    ((2, 80), (2, 4))
+    >>> bool(result.mean_pooled_auc > 0.7)
+    True
+    >>> sorted(result.summary())
+    ['mean_fold_auc', 'pooled_auc', 'pooled_auc_std', 'precision', 'recall', 'specificity', 'threshold']
+    """
+    labels, pos_label = _binary_labels(y, pos_label)
+    _check_params(labels, n_splits, n_repeats, threshold)
+    n_samples = len(labels)
+    if _num_samples(X) != n_samples:
+        raise ValueError(
+            f"X has {_num_samples(X)} samples but y has {n_samples}: pass one label per "
+            "sample (sequence) of X, in the same order."
+        )
+    seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
+    splitter = RepeatedStratifiedKFold(n_splits=n_splits, n_repeats=n_repeats, random_state=seed)
+    splits = list(splitter.split(np.zeros(n_samples), labels))
+    y_fit = np.asarray(y)
+    parallel = n_jobs not in (None, 1)
+    start = time.perf_counter()
+    scores = Parallel(n_jobs=n_jobs)(
+        delayed(_fit_predict)(estimator, X, y_fit, train, test, pos_label, parallel)
+        for train, test in splits
+    )
+    seconds = time.perf_counter() - start
+    y_score = np.empty((n_repeats, n_samples))
+    folds = np.empty((n_repeats, n_samples), dtype=np.int64)
+    for index, ((_, test), score) in enumerate(zip(splits, scores, strict=True)):
+        repeat, fold = divmod(index, n_splits)
+        y_score[repeat, test] = score
+        folds[repeat, test] = fold
+    return PooledCVResult(labels, y_score, folds, float(threshold), pos_label, seconds)
+
+
+def _fit_predict(
+    estimator: Any,
+    X: Any,
+    y: NDArray[Any],
+    train: NDArray[np.int64],
+    test: NDArray[np.int64],
+    pos_label: Any,
+    one_thread: bool,
+) -> NDArray[np.float64]:
+    """Fit a clone on ``train`` and return its positive-class probabilities on ``test``."""
+    threads = torch.get_num_threads()
+    if one_thread:
+        torch.set_num_threads(1)  # n_jobs parallel fits share the cores
+    try:
+        model = clone(estimator).fit(_safe_indexing(X, train), y[train])
+        probabilities = model.predict_proba(_safe_indexing(X, test))
+    finally:
+        if one_thread:
+            torch.set_num_threads(threads)
+    column = list(model.classes_).index(pos_label)
+    return np.asarray(probabilities[:, column], dtype=np.float64)
+
+
+def _binary_labels(y: Any, pos_label: Any) -> tuple[NDArray[np.int64], Any]:
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1D, one label per sample; got shape {y.shape}.")
+    classes = np.unique(y)
+    if len(classes) != 2:
+        raise ValueError(
+            f"pooled_cross_validate scores a binary classifier: y must hold exactly 2 "
+            f"classes; got {len(classes)}: {classes.tolist()[:10]}."
+        )
+    if pos_label is None:
+        pos_label = classes[1]
+    elif pos_label not in classes:
+        raise ValueError(
+            f"pos_label={pos_label!r} is not a class of y ({classes.tolist()}); pass one of "
+            "them, or None for the greater."
+        )
+    pos_label = pos_label.item() if isinstance(pos_label, np.generic) else pos_label
+    return (y == pos_label).astype(np.int64), pos_label
+
+
+def _check_params(labels: NDArray[np.int64], n_splits: Any, n_repeats: Any, threshold: Any) -> None:
+    for name, value, low in (("n_splits", n_splits, 2), ("n_repeats", n_repeats, 1)):
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}; got {value!r}.")
+    smallest = int(np.bincount(labels).min())
+    if smallest < n_splits:
+        raise ValueError(
+            f"the smaller class of y has {smallest} samples, fewer than n_splits={n_splits}: "
+            "every stratified fold needs both classes to have an AUC. Lower n_splits to at "
+            f"most {smallest}."
+        )
+    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
+        raise ValueError(f"threshold must be a probability in [0, 1]; got {threshold!r}.")
+
+
+def _num_samples(X: Any) -> int:
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) else len(X)
+
+
+def _confusion(y_true: NDArray[np.int64], predicted: NDArray[np.bool_]) -> tuple[int, int, int, int]:
+    """``TP, FP, TN, FN``."""
+    positive = y_true == 1
+    return (
+        int((predicted & positive).sum()),
+        int((predicted & ~positive).sum()),
+        int((~predicted & ~positive).sum()),
+        int((~predicted & positive).sum()),
+    )

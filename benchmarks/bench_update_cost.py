@@ -1,24 +1,31 @@
 """Time per update, side by side in one run: plain PyTorch, the estimator, the simplex method.
 
-All train the same Elman network shape (6 features, 50 tanh units, linear readout at the
-last step, squared error) on batches of 100 sequences of length 100:
+For each cell asked for (``--cell``), all train the same network shape (6 features, 50
+units, linear readout at the last step, squared error) on batches of 100 sequences of
+length 100 (on a GPU: length 1000, 256 units):
 
-- plain: ``nn.RNN`` + ``nn.Linear`` with the clipped anti-gradient step (eq. 3.6), batches
-  ready-made;
-- estimator, sgd: ``RNNRegressor(optimizer='sgd')``, everything ``fit`` does per update
-  (batch assembly, skorch's callbacks and history);
-- estimator, simplex: ``RNNRegressor(optimizer='simplex')`` with no switching, so every
-  update computes the temporal gradients and the simplex direction (its costliest case).
+- plain: ``nn.RNN`` / ``nn.GRU`` / ``nn.LSTM`` + ``nn.Linear`` with the clipped
+  anti-gradient step (eq. 3.6), batches ready-made;
+- estimator, sgd: ``RNNRegressor(optimizer='sgd', cell=...)``, everything ``fit`` does
+  per update (batch assembly, skorch's callbacks and history);
+- estimator, simplex: ``RNNRegressor(optimizer='simplex', cell=...)`` with no switching,
+  so every update computes the temporal gradients and the simplex direction (its
+  costliest case).
 
-Runs alternate and the medians are compared. Goals: estimator/plain <= 1.3 (CPU);
-simplex/sgd <= 1.25 (CPU), <= 1.3 (GPU, at batch 100, length 1000, 256 hidden).
+Runs alternate and the medians are compared. Goals: estimator/plain <= 1.3 (CPU and
+GPU); simplex/sgd <= 1.25 (CPU), <= 1.3 (GPU).
 
-Usage: ``python benchmarks/bench_update_cost.py [--threads 2] [--repeats 5]``
+Usage::
+
+    python benchmarks/bench_update_cost.py --cell all --threads 1    # a few minutes
+    python benchmarks/bench_update_cost.py --cell all --quick        # a check, ~1 minute
+    python benchmarks/bench_update_cost.py --cell lstm --device cuda # GPU shape
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import time
@@ -31,68 +38,106 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_rnn import RNNRegressor
 from sklearn_rnn.optim import ClippedSGD
 
-BATCH, LENGTH, FEATURES, HIDDEN, BATCHES_PER_EPOCH, EPOCHS = 100, 100, 6, 50, 10, 3
+CELLS = ("tanh", "relu", "gru", "lstm")
+FEATURES = 6
+#: (batch, length, hidden) per device, as the issue fixes them.
+SHAPES = {"cpu": (100, 100, 50), "cuda": (100, 1000, 256)}
 
 
-def data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def data(batch: int, length: int, batches: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(BATCH * BATCHES_PER_EPOCH, LENGTH, FEATURES))
+    X = rng.normal(size=(batch * batches, length, FEATURES)).astype(np.float32)
     return X, X[:, -5:, 0].sum(axis=1)
 
 
-def estimator_seconds_per_update(X: np.ndarray, y: np.ndarray, optimizer: str) -> float:
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def estimator_seconds_per_update(
+    X: np.ndarray, y: np.ndarray, *, cell: str, optimizer: str, hidden: int, batch: int,
+    epochs: int, device: str,
+) -> float:
     model = RNNRegressor(
-        hidden_size=HIDDEN, optimizer=optimizer, learning_rate=0.01, batch_size=BATCH,
-        max_iter=EPOCHS, tol=0.0, device="cpu", random_state=0,
+        hidden_size=hidden, cell=cell, optimizer=optimizer, learning_rate=0.01, batch_size=batch,
+        max_iter=epochs, tol=0.0, device=device, random_state=0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        start = time.perf_counter()
         model.fit(X, y)
-        elapsed = time.perf_counter() - start
-    return elapsed / (EPOCHS * BATCHES_PER_EPOCH)
+    # skorch's per-epoch durations: the training loop only, not the input validation.
+    return float(sum(model.net_.history[:, "dur"])) / (epochs * (len(X) // batch))
 
 
-def plain_seconds_per_update(X: np.ndarray, y: np.ndarray) -> float:
+def plain_seconds_per_update(
+    X: np.ndarray, y: np.ndarray, *, cell: str, hidden: int, batch: int, epochs: int, device: str
+) -> float:
     torch.manual_seed(0)  # benchmark script, not library code
-    rnn = torch.nn.RNN(FEATURES, HIDDEN, batch_first=True)
-    readout = torch.nn.Linear(HIDDEN, 1)
+    if cell in ("tanh", "relu"):
+        rnn = torch.nn.RNN(FEATURES, hidden, nonlinearity=cell, batch_first=True)
+    else:
+        rnn = {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[cell](FEATURES, hidden, batch_first=True)
+    rnn, readout = rnn.to(device), torch.nn.Linear(hidden, 1).to(device)
     params = [*rnn.parameters(), *readout.parameters()]
     optimizer = ClippedSGD(params, lr=0.01, clip_threshold=1.0)
-    inputs = torch.as_tensor(X, dtype=torch.float32)
-    targets = torch.as_tensor((y - y.mean()) / y.std(), dtype=torch.float32)[:, None]
+    inputs = torch.as_tensor(X, device=device)
+    targets = torch.as_tensor((y - y.mean()) / y.std(), dtype=torch.float32, device=device)[:, None]
+    synchronize(device)
     start = time.perf_counter()
-    for _ in range(EPOCHS):
-        for batch in torch.randperm(len(inputs)).split(BATCH):
-            hidden, _ = rnn(inputs[batch])
-            loss = torch.nn.functional.mse_loss(readout(hidden[:, -1]), targets[batch])
+    for _ in range(epochs):
+        for rows in torch.randperm(len(inputs), device=device).split(batch):
+            hidden_states, _ = rnn(inputs[rows])
+            loss = torch.nn.functional.mse_loss(readout(hidden_states[:, -1]), targets[rows])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-    return (time.perf_counter() - start) / (EPOCHS * BATCHES_PER_EPOCH)
+    synchronize(device)
+    return (time.perf_counter() - start) / (epochs * (len(inputs) // batch))
+
+
+def machine(device: str, threads: int) -> str:
+    cpu = platform.processor() or platform.machine()
+    text = f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {threads} threads"
+    if device == "cuda":
+        text += f", {torch.cuda.get_device_name()}"
+    return text
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cell", nargs="+", default=["tanh"], choices=[*CELLS, "all"])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="fewer updates and 1 repeat: a check")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    X, y = data()
-    plain_seconds_per_update(X, y)  # warm-ups: first calls pay for lazy imports
-    estimator_seconds_per_update(X, y, "simplex")
-    times: dict[str, list[float]] = {"plain": [], "sgd": [], "simplex": []}
-    for _ in range(args.repeats):
-        times["plain"].append(plain_seconds_per_update(X, y))
-        times["sgd"].append(estimator_seconds_per_update(X, y, "sgd"))
-        times["simplex"].append(estimator_seconds_per_update(X, y, "simplex"))
-    ms = {name: 1e3 * statistics.median(values) for name, values in times.items()}
-    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-          f"{args.threads} threads, {args.repeats} repeats")
-    print(f"batch {BATCH}, length {LENGTH}, {FEATURES} features, {HIDDEN} hidden")
-    print("ms/update: " + ", ".join(f"{name} {value:.2f}" for name, value in ms.items()))
-    print(f"ratio estimator(sgd) / plain: {ms['sgd'] / ms['plain']:.2f} (goal <= 1.3)")
-    print(f"ratio simplex / sgd (same estimator): {ms['simplex'] / ms['sgd']:.2f} (goal <= 1.25)")
+    cells = CELLS if "all" in args.cell else tuple(dict.fromkeys(args.cell))
+    batch, length, hidden = SHAPES[args.device]
+    batches, epochs, repeats = (3, 1, 1) if args.quick else (10, 3, args.repeats)
+    X, y = data(batch, length, batches)
+    shape = {"hidden": hidden, "batch": batch, "epochs": epochs, "device": args.device}
+    print(f"machine: {machine(args.device, args.threads)}")
+    print(f"batch {batch}, length {length}, {FEATURES} features, {hidden} hidden, "
+          f"{batches * epochs} updates per run, {repeats} repeats, median ms per update")
+    print(f"{'cell':6} {'plain':>8} {'sgd':>8} {'simplex':>8} {'sgd/plain':>10} {'simplex/sgd':>12}")
+    for cell in cells:
+        # Warm-ups: first calls pay for lazy imports and kernel selection.
+        plain_seconds_per_update(X, y, cell=cell, **{**shape, "epochs": 1})
+        estimator_seconds_per_update(X, y, cell=cell, optimizer="simplex", **{**shape, "epochs": 1})
+        times: dict[str, list[float]] = {"plain": [], "sgd": [], "simplex": []}
+        for _ in range(repeats):
+            times["plain"].append(plain_seconds_per_update(X, y, cell=cell, **shape))
+            for optimizer in ("sgd", "simplex"):
+                times[optimizer].append(
+                    estimator_seconds_per_update(X, y, cell=cell, optimizer=optimizer, **shape)
+                )
+        ms = {name: 1e3 * statistics.median(values) for name, values in times.items()}
+        print(f"{cell:6} {ms['plain']:8.2f} {ms['sgd']:8.2f} {ms['simplex']:8.2f} "
+              f"{ms['sgd'] / ms['plain']:10.2f} {ms['simplex'] / ms['sgd']:12.2f}")
+    goal = "1.25" if args.device == "cpu" else "1.3"
+    print(f"goals: sgd/plain <= 1.3, simplex/sgd <= {goal}")
 
 
 if __name__ == "__main__":

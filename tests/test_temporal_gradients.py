@@ -7,8 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from sklearn_rnn.nn import RecurrentNetwork, spectral_radius_
-from sklearn_rnn.optim import TemporalGradients, temporal_gradients
-from sklearn_rnn.optim import _temporal
+from sklearn_rnn.optim import TemporalGradients, _temporal, temporal_gradients
 
 INPUT, HIDDEN, OUTPUT = 3, 5, 2
 
@@ -28,11 +27,19 @@ def make_batch(lengths, *, steps=None, seed=0, every_step=False, classes=False):
     return x, lengths, y
 
 
-def make_net(cell="tanh", seed=0, rho=1.2):
-    net = RecurrentNetwork(INPUT, HIDDEN, OUTPUT, cell=cell, spectral_radius=rho,
+def make_net(cell="tanh", seed=0, rho=1.2, *, num_layers=1, hidden_init="zero", dropout=0.0):
+    net = RecurrentNetwork(INPUT, HIDDEN, OUTPUT, cell=cell, spectral_radius=rho, num_layers=num_layers,
+                           hidden_init=hidden_init, dropout=dropout,
                            generator=torch.Generator().manual_seed(seed))
-    with torch.no_grad():  # non-zero biases so that their gradients are exercised fully
-        net.input_projection.bias.normal_(0, 0.1, generator=torch.Generator().manual_seed(seed + 1))
+    gen = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():  # non-zero biases and initial states so that their gradients are exercised
+        for _, projection, recurrence in net.stack():
+            projection.bias.normal_(0, 0.1, generator=gen)
+            if cell == "gru":
+                recurrence.bias_hh_l0.normal_(0, 0.1, generator=gen)
+        for initial in (net.initial_hidden, net.initial_cell):
+            if initial is not None:
+                initial.normal_(0, 0.5, generator=gen)
         net.readout.bias.fill_(0.05)
     return net.double()
 
@@ -45,50 +52,123 @@ def loss_fn(outputs, y, lengths):
     return 0.5 * ((outputs - y).square().sum(2) * mask).sum() / mask.sum()
 
 
-def brute_force(net, x, lengths, y, *, every_step, loss=loss_fn):
+def cell_step(cell, z, h, c, w_in, b, w_hh, b_hh):
+    """One step of a cell, written from PyTorch's equations, on one sequence."""
+    if cell in ("tanh", "relu"):
+        f = torch.tanh if cell == "tanh" else torch.relu
+        return f(w_in @ z + b + w_hh @ h), None
+    if cell == "gru":
+        gi, gh = w_in @ z + b, w_hh @ h + b_hh
+        (i_r, i_z, i_n), (h_r, h_z, h_n) = gi.chunk(3), gh.chunk(3)
+        r, u = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return (1 - u) * n + u * h, None
+    i, f, g, o = (w_in @ z + b + w_hh @ h).chunk(4)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
+def shared_parameters(net):
+    """(name, parameter) in the order temporal gradients list them."""
+    named = []
+    for depth, (cell, projection, recurrence) in enumerate(net.stack()):
+        suffix = "" if depth == 0 else f"[{depth}]"
+        named.append(("W_rec" + suffix, recurrence.weight_hh_l0))
+        if cell == "gru":
+            named.append(("b_rec" + suffix, recurrence.bias_hh_l0))
+        named += [("W_in" + suffix, projection.weight), ("b" + suffix, projection.bias)]
+    if net.initial_hidden is not None:
+        named.append(("h_0", net.initial_hidden))
+    if net.initial_cell is not None:
+        named.append(("c_0", net.initial_cell))
+    return named + [("W_out", net.readout.weight), ("b_out", net.readout.bias)]
+
+
+def dropout_masks(net, batch, steps, seed, every_step):
+    """The masks forward_states draws, in its order, from a generator seeded alike."""
+    if net.dropout == 0:
+        return None
+    gen = torch.Generator().manual_seed(seed)
+    keep = 1 - net.dropout
+    draw = lambda *shape: torch.empty(*shape, dtype=torch.float64).bernoulli_(keep, generator=gen) / keep
+    between = [draw(batch, steps, HIDDEN) for _ in range(net.num_layers - 1)]
+    readout = draw(batch, steps, HIDDEN) if every_step else draw(batch, HIDDEN)
+    return between, readout
+
+
+def brute_force(net, x, lengths, y, *, every_step, loss=loss_fn, masks=None):
     """Per-step replicas of every parameter as leaves of plain autograd, step by step.
 
     Last-step losses: aligned step s of a sequence of length L is its step s - (T - L).
-    Every-step losses: aligned step s is absolute position s.
+    Every-step losses: aligned step s is absolute position s. A learned initial state
+    is used at each sequence's first step: its replica is that step's.
     """
     batch, steps, _ = x.shape
-    shared = (net.recurrent_weight, net.input_projection.weight, net.input_projection.bias,
-              net.readout.weight, net.readout.bias)
-    reps = [p.detach().expand(steps, *p.shape).clone().requires_grad_(True) for p in shared]
-    w_rec, w_in, b, w_out, b_out = reps
-    f = torch.tanh if net.cell == "tanh" else torch.relu
+    named = shared_parameters(net)
+    reps = {name: p.detach().expand(steps, *p.shape).clone().requires_grad_(True) for name, p in named}
+    cells = [cell for cell, _, _ in net.stack()]
     outputs = []
     for i in range(batch):
         length = int(lengths[i])
         shift = 0 if every_step else steps - length
-        h = torch.zeros(HIDDEN, dtype=torch.float64)
+        h, c = [], []
+        for depth in range(net.num_layers):
+            h.append(reps["h_0"][shift][depth] if "h_0" in reps else torch.zeros(HIDDEN, dtype=torch.float64))
+            c.append(reps["c_0"][shift][depth] if "c_0" in reps else torch.zeros(HIDDEN, dtype=torch.float64))
         per_step = [torch.zeros(OUTPUT, dtype=torch.float64) for _ in range(steps)]
         for t in range(length):
             s = t + shift
-            h = f(w_rec[s] @ h + w_in[s] @ x[i, t] + b[s])
+            z = x[i, t]
+            for depth, cell in enumerate(cells):
+                suffix = "" if depth == 0 else f"[{depth}]"
+                if depth > 0 and masks is not None:
+                    z = z * masks[0][depth - 1][i, t]
+                b_hh = reps["b_rec" + suffix][s] if cell == "gru" else None
+                h[depth], c[depth] = cell_step(cell, z, h[depth], c[depth], reps["W_in" + suffix][s],
+                                               reps["b" + suffix][s], reps["W_rec" + suffix][s], b_hh)
+                z = h[depth]
             if every_step:
-                per_step[t] = w_out[s] @ h + b_out[s]
-        outputs.append(torch.stack(per_step) if every_step else w_out[steps - 1] @ h + b_out[steps - 1])
+                read = z if masks is None else z * masks[1][i, t]
+                per_step[t] = reps["W_out"][s] @ read + reps["b_out"][s]
+        if not every_step:
+            read = z if masks is None else z * masks[1][i]
+            outputs.append(reps["W_out"][steps - 1] @ read + reps["b_out"][steps - 1])
+        else:
+            outputs.append(torch.stack(per_step))
     value = loss(torch.stack(outputs), y, lengths)
-    return torch.autograd.grad(value, reps), value
+    grads = torch.autograd.grad(value, list(reps.values()), allow_unused=True, materialize_grads=True)
+    return list(grads), value
 
 
-def fast(net, x, lengths, y, *, every_step, loss=loss_fn, **kwargs):
+def fast(net, x, lengths, y, *, every_step, loss=loss_fn, dropout_seed=None, **kwargs):
+    if dropout_seed is not None:
+        net.dropout_generator("cpu").manual_seed(dropout_seed)
     states = net.forward_states(x, lengths, every_step=every_step)
     return temporal_gradients(net, states, loss(states.outputs, y, lengths), lengths, **kwargs)
 
 
-@pytest.mark.parametrize("cell", ["tanh", "relu"])
+ARCHITECTURES = {
+    "one layer": {},
+    "stacked": {"num_layers": 2, "hidden_init": "learned", "dropout": 0.3},
+}
+
+
+@pytest.mark.parametrize("cell", ["tanh", "relu", "gru", "lstm"])
+@pytest.mark.parametrize("architecture", list(ARCHITECTURES))
 @pytest.mark.parametrize("every_step", [False, True])
-def test_matches_brute_force_on_variable_lengths(cell, every_step):
-    net = make_net(cell)
+def test_matches_brute_force_on_variable_lengths(cell, architecture, every_step):
+    net = make_net(cell, **ARCHITECTURES[architecture])
     x, lengths, y = make_batch([6, 3, 1, 5, 6], steps=7, every_step=every_step)
-    expected, value = brute_force(net, x, lengths, y, every_step=every_step)
-    tg = fast(net, x, lengths, y, every_step=every_step)
+    masks = dropout_masks(net, 5, 7, seed=11, every_step=every_step)
+    expected, value = brute_force(net, x, lengths, y, every_step=every_step, masks=masks)
+    tg = fast(net, x, lengths, y, every_step=every_step, dropout_seed=11)
 
     assert tg.alignment == ("absolute" if every_step else "last")
-    assert tg.names == ("W_rec", "W_in", "b", "W_out", "b_out")
+    assert tg.names == tuple(name for name, _ in shared_parameters(net))
+    if architecture == "one layer" and cell != "gru":
+        assert tg.names == ("W_rec", "W_in", "b", "W_out", "b_out")
     torch.testing.assert_close(tg.loss, value.detach(), rtol=0, atol=1e-12)
+    assert len(expected) == len(tg.names)
     for got, want, name in zip(tg.per_step(), expected, tg.names):
         assert got.shape == want.shape, name
         torch.testing.assert_close(got, want, rtol=0, atol=1e-6, msg=name)

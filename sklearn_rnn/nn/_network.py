@@ -8,12 +8,17 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from . import _cells
+from ._cells import GATES, HIDDEN_INITS, LayerStates, StackedLayer
+from ._decay import DecayRecurrence
 from .init import spectral_radius_
 
 __all__ = ["RecurrentNetwork", "NetworkStates", "CELLS"]
 
-#: Recurrences available to :class:`RecurrentNetwork`, by name.
-CELLS: dict[str, str] = {"tanh": "tanh", "relu": "relu"}
+#: Recurrences available to :class:`RecurrentNetwork`, by name, with their non-linearity.
+#: 'decay' is the time-aware :class:`~sklearn_rnn.nn.DecayRecurrence` (tanh).
+#: 'gru' and 'lstm' are PyTorch's gated cells (their candidate is tanh).
+CELLS: dict[str, str] = {"tanh": "tanh", "relu": "relu", "gru": "tanh", "lstm": "tanh", "decay": "tanh"}
 
 
 class NetworkStates(NamedTuple):
@@ -22,35 +27,59 @@ class NetworkStates(NamedTuple):
     Attributes
     ----------
     inputs : torch.Tensor of shape (batch, steps, input_size)
-        The (padded) inputs ``x_t``.
-    projected : torch.Tensor of shape (batch, steps, hidden_size)
-        ``u_t = W_in x_t + b``: the input part of each step's pre-activation. Its
-        gradient is the pre-activation delta of each step.
+        The (padded) inputs ``x_t`` (for the 'decay' cell, after the decay of stale
+        inputs: what the input projection reads).
+    projected : torch.Tensor of shape (batch, steps, gates * hidden_size)
+        ``u_t = W_in x_t + b`` of the first layer: the input part of each step's
+        pre-activations (of every gate). Its gradient is the pre-activation delta of
+        each step.
     hidden : torch.Tensor of shape (batch, steps, hidden_size)
-        The hidden states ``h_t``; padded steps hold values that no output uses.
+        The hidden states ``h_t`` of the last layer; padded steps hold values that no
+        output uses.
     outputs : torch.Tensor
         The readout: ``(batch, output_size)`` at each sequence's last valid step, or
         ``(batch, steps, output_size)`` at every step.
+    layers : tuple of LayerStates
+        Every layer's inputs, projection, states and learned initial state, bottom
+        first (``layers[0].projected`` is ``projected``, ``layers[-1].hidden`` is
+        ``hidden``).
+    readout_inputs : torch.Tensor or None
+        What the readout read: the last layer's states at the readout steps after
+        dropout, ``(batch, hidden_size)`` or ``(batch, steps, hidden_size)``.
     """
 
     inputs: torch.Tensor
     projected: torch.Tensor
     hidden: torch.Tensor
     outputs: torch.Tensor
+    layers: tuple[LayerStates, ...] = ()
+    readout_inputs: torch.Tensor | None = None
 
 
 class RecurrentNetwork(nn.Module):
-    """Elman network of the thesis (eq. 1.30-1.34) on right-padded variable-length batches.
+    """Recurrent network on right-padded variable-length batches: Elman, GRU or LSTM layers.
 
-    ``u_t = W_in x_t + b``, ``h_t = f(u_t + W_rec h_{t-1})`` with ``h_0 = 0``, and a
-    linear readout ``W_out h_t + b_out`` at each sequence's own last valid step (or at
-    every step). The output non-linearity (softmax, identity) belongs to the loss.
+    The Elman network of the thesis (eq. 1.30-1.34) is ``u_t = W_in x_t + b``,
+    ``h_t = f(u_t + W_rec h_{t-1})`` with ``h_0 = 0``, and a linear readout
+    ``W_out h_t + b_out`` at each sequence's own last valid step (or at every step). The
+    output non-linearity (softmax, identity) belongs to the loss. The 'gru' and 'lstm'
+    cells replace ``f`` by PyTorch's gated cells (``u_t`` then holds every gate's input
+    part, ``W_rec`` their stacked recurrent blocks); ``num_layers`` stacks layers, each
+    reading the states of the one below (lecture deck: stacked RNNs).
+
+    Dropout, when set, applies to the non-recurrent connections only, between layers and
+    before the readout, never to the recurrence ``h_{t-1} -> h_t`` (thesis 2.2.5: masks
+    on the recurrence disturb what the state carries from step to step). Masks are drawn
+    from the network's own generator (:meth:`dropout_generator`), seeded from
+    ``generator`` at initialization.
 
     The input projection is computed outside the fused PyTorch recurrence, which runs
-    with its input weights frozen to the identity: the forward pass costs the same as a
-    plain :class:`torch.nn.RNN`, and the gradient of ``u`` is exactly the pre-activation
-    delta of every step, from which all temporal gradients follow in one backward pass
-    (see :mod:`sklearn_rnn.optim`).
+    with its input weights frozen to the identity (:meth:`forward_states`): the gradient
+    of ``u`` is exactly the pre-activation delta of every step, from which all temporal
+    gradients follow in one backward pass (see :mod:`sklearn_rnn.optim`). :meth:`forward`
+    computes the same function in one fused call per layer with ``W_in`` as the kernel's
+    input weights, as fast as a plain :class:`torch.nn.LSTM` (the identity product costs
+    ``(gates * hidden_size)^2`` per step, several times the recurrence for gated cells).
 
     Parameters
     ----------
@@ -60,14 +89,38 @@ class RecurrentNetwork(nn.Module):
         Recurrent units.
     output_size : int
         Outputs of the readout.
-    cell : {'tanh', 'relu'}, default='tanh'
-        The recurrence non-linearity ``f``.
+    cell : {'tanh', 'relu', 'gru', 'lstm', 'decay'}, default='tanh'
+        The recurrence: Elman with ``f = tanh`` or ``relu``, PyTorch's GRU or LSTM;
+        'decay' is the time-aware ``tanh`` recurrence
+        :class:`~sklearn_rnn.nn.DecayRecurrence` (it needs ``gap_channel``), whose state
+        decays with the gap between steps (its layers above the first are 'tanh').
+        Temporal gradients (:func:`~sklearn_rnn.optim.temporal_gradients`) exist for
+        every cell but 'decay'.
+    num_layers : int, default=1
+        Stacked recurrent layers.
+    dropout : float, default=0.0
+        Drop probability between layers and before the readout, in training mode.
+    hidden_init : {'zero', 'learned'}, default='zero'
+        The state before the first step: zero (the thesis), or a learned vector per
+        layer (``initial_hidden``; the LSTM also learns ``initial_cell``), starting at
+        zero. Not available for 'decay'.
     spectral_radius : float or None, default=1.2
         Initialize as the thesis does (algorithm 3.1): ``W_rec`` Gaussian rescaled to
         this spectral radius, ``W_in`` and ``W_out`` from ``N(0, 0.1^2)``, biases zero.
-        None keeps PyTorch's default initialization (uniform in ``±1/sqrt(hidden_size)``).
+        Gated cells rescale each gate's block of ``W_rec`` to this radius and start the
+        LSTM's forget gate at bias 1 (see :func:`~sklearn_rnn.nn._cells.reset_layer_`
+        for why per block). None keeps PyTorch's default initialization (uniform in
+        ``±1/sqrt(hidden_size)``).
     generator : torch.Generator, optional
         Source of randomness for the initialization (a CPU generator).
+    gap_channel : int or None, default=None
+        Input channel holding the (unit-free) time since the previous step, as
+        :class:`~sklearn_rnn.sequences.InputEncoder` writes it. The 'tanh' and 'relu'
+        cells read it as an ordinary input; the 'decay' cell also decays its state
+        with it.
+    n_masked : int, default=0
+        Leading value channels that are followed by one mask channel each; the 'decay'
+        cell decays them towards a baseline where the mask says "not observed".
 
     Examples
     --------
@@ -78,6 +131,15 @@ class RecurrentNetwork(nn.Module):
     >>> lengths = torch.tensor([5, 3, 2, 1])  # valid steps of each
     >>> net(x, lengths).shape
     torch.Size([4, 2])
+
+    Two LSTM layers with dropout between them and a learned initial state:
+
+    >>> lstm = RecurrentNetwork(3, 8, 2, cell="lstm", num_layers=2, dropout=0.2,
+    ...                         hidden_init="learned", generator=torch.Generator().manual_seed(0))
+    >>> tuple(lstm.recurrent_weight.shape), tuple(lstm.initial_cell.shape)  # 4 gate blocks
+    ((32, 8), (2, 8))
+    >>> lstm.eval()(x, lengths).shape
+    torch.Size([4, 2])
     """
 
     def __init__(
@@ -87,34 +149,111 @@ class RecurrentNetwork(nn.Module):
         output_size: int,
         *,
         cell: str = "tanh",
+        num_layers: int = 1,
+        dropout: float = 0.0,
+        hidden_init: str = "zero",
         spectral_radius: float | None = 1.2,
         generator: torch.Generator | None = None,
+        gap_channel: int | None = None,
+        n_masked: int = 0,
     ) -> None:
         super().__init__()
         if cell not in CELLS:
             raise ValueError(f"cell must be one of {sorted(CELLS)}; got {cell!r}.")
+        _check_architecture(cell, num_layers, dropout, hidden_init)
+        if cell == "decay" and gap_channel is None:
+            raise ValueError(
+                "cell='decay' decays the state with the time between steps, but no "
+                "gap_channel was given: pass the index of the gap channel (estimators: "
+                "set time_feature to the column of the time stamps), or use cell='tanh'."
+            )
         self.cell = cell
+        self.gap_channel = gap_channel
         self.spectral_radius = spectral_radius
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.dropout = float(dropout)
+        self.hidden_init = hidden_init
         # Built uninitialized (meta device, then allocated): reset_parameters draws
         # every value from ``generator`` and leaves the global generator untouched.
-        self.input_projection = nn.Linear(input_size, hidden_size, device="meta")
-        self.recurrence = nn.RNN(
-            hidden_size,
-            hidden_size,
-            nonlinearity=CELLS[cell],
-            bias=False,
-            batch_first=True,
-            device="meta",
+        width = GATES.get(cell, 1) * hidden_size
+        self.input_projection = nn.Linear(input_size, width, device="meta")
+        self.recurrence: nn.Module
+        if cell == "decay":
+            self.recurrence = DecayRecurrence(hidden_size, n_masked=n_masked, device="meta")
+        else:
+            self.recurrence = _cells.make_recurrence(cell, hidden_size, device="meta")
+        upper = "tanh" if cell == "decay" else cell
+        self.upper_layers = nn.ModuleList(
+            StackedLayer(upper, hidden_size, hidden_size, device="meta") for _ in range(num_layers - 1)
         )
+        self.initial_hidden: nn.Parameter | None = None
+        self.initial_cell: nn.Parameter | None = None
+        if hidden_init == "learned":
+            self.initial_hidden = nn.Parameter(torch.empty(num_layers, hidden_size, device="meta"))
+            if cell == "lstm":
+                self.initial_cell = nn.Parameter(torch.empty(num_layers, hidden_size, device="meta"))
         self.readout = nn.Linear(hidden_size, output_size, device="meta")
         self.to_empty(device="cpu")
-        self.recurrence.weight_ih_l0.requires_grad_(False)
+        for _, _, recurrence in self.stack():
+            for name in ("weight_ih_l0", "bias_ih_l0"):  # the frozen identity input
+                if isinstance(recurrence, nn.RNNBase) and getattr(recurrence, name, None) is not None:
+                    getattr(recurrence, name).requires_grad_(False)
+        self._dropout_seed = 0
+        self._dropout_generators: dict[str, torch.Generator] = {}
         self.reset_parameters(generator)
 
     @property
     def recurrent_weight(self) -> nn.Parameter:
-        """The recurrent matrix ``W_rec`` of shape (hidden_size, hidden_size)."""
+        """The first layer's recurrent matrix ``W_rec``, (gates * hidden_size, hidden_size).
+
+        For gated cells, the gate blocks stacked in PyTorch's order (``r, z, n`` for the
+        GRU, ``i, f, g, o`` for the LSTM).
+        """
+        if isinstance(self.recurrence, DecayRecurrence):
+            return self.recurrence.weight_hh
         return self.recurrence.weight_hh_l0
+
+    def stack(self) -> list[tuple[str, nn.Linear, nn.Module]]:
+        """``(cell, input_projection, recurrence)`` of every layer, bottom first.
+
+        Returns
+        -------
+        list of tuple
+        """
+        upper = "tanh" if self.cell == "decay" else self.cell
+        return [
+            (self.cell, self.input_projection, self.recurrence),
+            *((upper, layer.input_projection, layer.recurrence) for layer in self.upper_layers),
+        ]
+
+    def dropout_generator(self, device: torch.device | str) -> torch.Generator:
+        """The generator of the dropout masks on ``device``, seeded at initialization.
+
+        Parameters
+        ----------
+        device : torch.device or str
+
+        Returns
+        -------
+        torch.Generator
+        """
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        key = str(device)
+        if key not in self._dropout_generators:
+            generator = torch.Generator(device)
+            self._dropout_generators[key] = generator.manual_seed(self._dropout_seed)
+        return self._dropout_generators[key]
+
+    def __getstate__(self) -> dict:
+        # A CUDA generator does not unpickle without CUDA; it is re-seeded when needed.
+        state = dict(self.__dict__)
+        state["_dropout_generators"] = {
+            key: gen for key, gen in self._dropout_generators.items() if key == "cpu"
+        }
+        return state
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Draw every parameter anew from ``generator``.
@@ -125,18 +264,41 @@ class RecurrentNetwork(nn.Module):
             Source of randomness (a CPU generator); the global one when None.
         """
         with torch.no_grad():
-            self.recurrence.weight_ih_l0.copy_(torch.eye(self.recurrence.hidden_size))
-            if self.spectral_radius is None:
-                for layer in (self.input_projection, self.readout):
-                    _uniform_(layer.weight, 1 / math.sqrt(layer.in_features), generator)
-                    _uniform_(layer.bias, 1 / math.sqrt(layer.in_features), generator)
-                bound = 1 / math.sqrt(self.recurrence.hidden_size)
-                _uniform_(self.recurrent_weight, bound, generator)
-            else:
-                spectral_radius_(self.recurrent_weight, self.spectral_radius, generator=generator)
-                for layer in (self.input_projection, self.readout):
-                    _normal_(layer.weight, 0.1, generator)
-                    layer.bias.zero_()
+            for index, (cell, projection, recurrence) in enumerate(self.stack()):
+                if isinstance(recurrence, DecayRecurrence):
+                    recurrence.reset_decays()
+                    self._reset_decay_weights(generator)
+                else:
+                    _cells.reset_layer_(
+                        projection, recurrence, cell=cell, spectral_radius=self.spectral_radius,
+                        generator=generator,
+                    )
+                if index == 0:  # the readout's draws follow the first layer's
+                    if self.spectral_radius is None:
+                        bound = 1 / math.sqrt(self.readout.in_features)
+                        _uniform_(self.readout.weight, bound, generator)
+                        _uniform_(self.readout.bias, bound, generator)
+                    else:
+                        _normal_(self.readout.weight, 0.1, generator)
+                        self.readout.bias.zero_()
+            for initial in (self.initial_hidden, self.initial_cell):
+                if initial is not None:
+                    initial.zero_()  # learned from h_0 = 0, the thesis' start
+        # Dropout masks get their own stream, seeded from the initialization's.
+        self._dropout_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        self._dropout_generators = {}
+
+    def _reset_decay_weights(self, generator: torch.Generator | None) -> None:
+        """W_rec and W_in of the 'decay' layer, as for the Elman cell."""
+        if self.spectral_radius is None:
+            bound = 1 / math.sqrt(self.input_projection.in_features)
+            _uniform_(self.input_projection.weight, bound, generator)
+            _uniform_(self.input_projection.bias, bound, generator)
+            _uniform_(self.recurrent_weight, 1 / math.sqrt(self.hidden_size), generator)
+        else:
+            spectral_radius_(self.recurrent_weight, self.spectral_radius, generator=generator)
+            _normal_(self.input_projection.weight, 0.1, generator)
+            self.input_projection.bias.zero_()
 
     def forward_states(
         self, x: torch.Tensor, lengths: torch.Tensor, *, every_step: bool = False
@@ -156,20 +318,26 @@ class RecurrentNetwork(nn.Module):
         -------
         NetworkStates
         """
-        projected = self.input_projection(x)  # (B, T, H)
-        hidden, _ = self.recurrence(projected)  # (B, T, H); h_0 = 0
-        if every_step:
-            outputs = self.readout(hidden)  # (B, T, out)
-        else:
-            last = (lengths.to(hidden.device) - 1).clamp(min=0)  # (B,)
-            final = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]  # (B, H)
-            outputs = self.readout(final)  # (B, out)
-        return NetworkStates(x, projected, hidden, outputs)
+        layers: list[LayerStates] = []
+        for index, (cell, projection, recurrence) in enumerate(self.stack()):
+            z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
+            if isinstance(recurrence, DecayRecurrence):
+                layers.append(self._decay_layer(z))
+            else:
+                initial = self._initial(index, x.shape[0])
+                layers.append(_cells.identity_forward(cell, projection, recurrence, z, initial))
+        hidden = layers[-1].hidden  # (B, T, H)
+        read, outputs = self._read(hidden, lengths, every_step)
+        first = layers[0]
+        return NetworkStates(first.inputs, first.projected, hidden, outputs, tuple(layers), read)
 
     def forward(
         self, x: torch.Tensor, lengths: torch.Tensor, *, every_step: bool = False
     ) -> torch.Tensor:
         """Readout at each sequence's last valid step, ``(batch, output_size)``.
+
+        The same function as :meth:`forward_states`, in one fused call per layer with
+        ``W_in`` as the kernel's input weights (no identity product).
 
         Parameters
         ----------
@@ -184,8 +352,66 @@ class RecurrentNetwork(nn.Module):
         -------
         torch.Tensor
         """
-        return self.forward_states(x, lengths, every_step=every_step).outputs
+        hidden = x
+        for index, (cell, projection, recurrence) in enumerate(self.stack()):
+            z = x if index == 0 else self._dropout(hidden)  # (B, T, n_in)
+            if isinstance(recurrence, DecayRecurrence):
+                hidden = self._decay_layer(z).hidden  # (B, T, H)
+            else:
+                initial = self._initial(index, x.shape[0])
+                hidden = _cells.fused_forward(cell, projection, recurrence, z, initial)  # (B, T, H)
+        return self._read(hidden, lengths, every_step)[1]
 
+    def _decay_layer(self, x: torch.Tensor) -> LayerStates:
+        """The 'decay' first layer: decayed inputs, projection, time-aware recurrence."""
+        gaps = x[..., self.gap_channel]  # (B, T)
+        x = self.recurrence.decay_inputs(x, gaps)  # (B, T, input_size)
+        projected = self.input_projection(x)  # (B, T, H)
+        hidden = self.recurrence(projected, gaps)  # (B, T, H); h_0 = 0
+        return LayerStates(x, projected, hidden, ())
+
+    def _initial(self, layer: int, batch: int) -> tuple[torch.Tensor, ...]:
+        """The learned initial state of ``layer``, one row per sequence: ``(B, H)`` each."""
+        if self.initial_hidden is None:
+            return ()
+        learned = [self.initial_hidden[layer]]
+        if self.initial_cell is not None:
+            learned.append(self.initial_cell[layer])
+        # A copy per sequence, so that its gradient is per sequence (temporal gradients).
+        return tuple(state.expand(batch, -1).contiguous() for state in learned)  # (B, H) each
+
+    def _read(
+        self, hidden: torch.Tensor, lengths: torch.Tensor, every_step: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the readout reads (after dropout) and its outputs."""
+        if every_step:
+            read = self._dropout(hidden)  # (B, T, H)
+        else:
+            last = (lengths.to(hidden.device) - 1).clamp(min=0)  # (B,)
+            final = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]  # (B, H)
+            read = self._dropout(final)  # (B, H)
+        return read, self.readout(read)  # (B, [T,] out)
+
+    def _dropout(self, tensor: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.dropout == 0:
+            return tensor
+        return _cells.dropout(tensor, self.dropout, self.dropout_generator(tensor.device))
+
+
+def _check_architecture(cell: str, num_layers: int, dropout: float, hidden_init: str) -> None:
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+        raise ValueError(f"num_layers must be a positive int; got {num_layers!r}.")
+    if not 0 <= dropout < 1:
+        raise ValueError(
+            f"dropout must be a probability in [0, 1); got {dropout!r}. Use 0 for no dropout."
+        )
+    if hidden_init not in HIDDEN_INITS:
+        raise ValueError(f"hidden_init must be one of {list(HIDDEN_INITS)}; got {hidden_init!r}.")
+    if hidden_init == "learned" and cell == "decay":
+        raise ValueError(
+            "hidden_init='learned' is not available for cell='decay', whose state starts at "
+            "zero before it decays; use hidden_init='zero', or another cell."
+        )
 
 def _uniform_(tensor: torch.Tensor, bound: float, generator: torch.Generator | None) -> None:
     draw = torch.rand(tensor.shape, generator=generator, dtype=torch.float64)

@@ -14,20 +14,33 @@ every replica's gradient is an outer product summed over the batch:
 recurrence, so ``dL/du`` is exactly ``delta`` at every step: one backward pass gives
 every delta, and the per-step norms and weighted combinations that the simplex
 direction needs are a few batched matrix products over them, with no loop over steps.
+
+The same holds for every layer of a stacked network and for the gated cells, whose
+``u`` holds every gate's input part (see :mod:`sklearn_rnn.optim._gated` for the GRU's
+reset-gated candidate). A *step replica* of a stacked network is the replica of all its
+layers' parameters at step ``t``: one norm per step over all of them, as the thesis
+takes one norm over all blocks of its one-layer network; every layer's step ``t`` sits
+in the same aligned step (the layers run in lockstep). A learned initial state is used
+once, before each sequence's first step: its replica is that step's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
+from ..nn._cells import GATES, recurrent_bias
 from ..nn._network import NetworkStates, RecurrentNetwork
+from ._gated import recurrent_deltas
 
 __all__ = ["TemporalGradients", "temporal_gradients"]
 
-#: Thesis names of the parameters, in the order temporal gradients list them.
+#: Thesis names of the parameters of a one-layer network, in the order temporal
+#: gradients list them. Layers above the first add their own with a suffix (``'W_rec[1]'``);
+#: the GRU adds ``'b_rec'`` (its ``b_hh``) after ``'W_rec'``, a learned initial state
+#: ``'h_0'`` (and ``'c_0'``) before the readout.
 PARAMETER_NAMES: tuple[str, ...] = ("W_rec", "W_in", "b", "W_out", "b_out")
 
 # Largest intermediate (in elements) built at once for per-step quantities: per-step
@@ -92,10 +105,12 @@ class TemporalGradients:
     Attributes
     ----------
     parameters : tuple of torch.nn.Parameter
-        The trainable parameters covered, in the order ``W_rec, W_in, b, W_out, b_out``
-        (frozen ones left out).
+        The trainable parameters covered, layer by layer (``W_rec``, the GRU's
+        ``b_rec``, ``W_in``, ``b``), then a learned initial state, then ``W_out``,
+        ``b_out`` (frozen ones left out).
     names : tuple of str
-        Their thesis names (``'W_rec'``, ``'W_in'``, ``'b'``, ``'W_out'``, ``'b_out'``).
+        Their thesis names (``'W_rec'``, ``'W_in'``, ``'b'``, ``'W_out'``, ``'b_out'``;
+        see ``PARAMETER_NAMES`` for the others).
     gradient : tuple of torch.Tensor
         The full gradient of the loss, one block per parameter: the sum of the temporal
         gradients over steps.
@@ -237,7 +252,8 @@ class TemporalGradients:
                 else:
                     rows = delta[block.offset :].reshape(-1, m)  # (S' * B, m)
                     blocks[block.index] = rows.T @ block.inputs.reshape(-1, block.inputs.shape[2])  # (m, n)
-        return tuple(blocks[i] for i in range(len(self.parameters)))
+        # A learned initial state (layers, H) is held flat, as one bias of layers * H.
+        return tuple(blocks[i].reshape(p.shape) for i, p in enumerate(self.parameters))
 
     def cosines(self) -> torch.Tensor:
         """Cosine between each step's gradient and the full gradient (figures 3.2-3.3).
@@ -256,9 +272,10 @@ class TemporalGradients:
                 full = self.gradient[block.index]
                 if layer.outer is not None:
                     outer = layer.outer[i]
+                    full = full.reshape(outer.shape[1:])
                     per_row[block.offset :] += (outer * full).reshape(outer.shape[0], -1).sum(1)
                 elif block.inputs is None:
-                    per_row += layer.delta.sum(1) @ full  # (S,)
+                    per_row += layer.delta.sum(1) @ full.reshape(-1)  # (S,)
                 else:
                     projected = block.inputs @ full.T  # (S', B, m)
                     per_row[block.offset :] += (layer.delta[block.offset :] * projected).sum((1, 2))
@@ -282,7 +299,7 @@ class TemporalGradients:
                 rows = _rows(layer, outer.device)[block.offset :]
                 full[rows] = outer
                 blocks[block.index] = full
-        return tuple(blocks[i] for i in range(len(self.parameters)))
+        return tuple(blocks[i].reshape(self.steps, *p.shape) for i, p in enumerate(self.parameters))
 
     def parameter_norms(self) -> dict[str, torch.Tensor]:
         """Per-step norm of each parameter's temporal gradient separately.
@@ -371,8 +388,21 @@ def temporal_gradients(
     """
     if not isinstance(network, RecurrentNetwork):
         raise TypeError(
-            "temporal_gradients needs a sklearn_rnn.nn.RecurrentNetwork (an Elman network "
-            f"whose input projection is computed outside the recurrence); got {type(network).__name__}."
+            "temporal_gradients needs a sklearn_rnn.nn.RecurrentNetwork (a network whose "
+            "input projections are computed outside the recurrence); got "
+            f"{type(network).__name__}."
+        )
+    if network.cell not in GATES:
+        raise ValueError(
+            f"temporal gradients are not available for cell={network.cell!r}: they need one "
+            f"of {sorted(GATES)}, whose recurrence reads h_(t-1) through W_rec alone. Train "
+            "this network with another optimizer (ClippedSGD, or 'sgd'/'adam' in the "
+            "estimators)."
+        )
+    if not states.layers:
+        raise ValueError(
+            "states must come from network.forward_states(x, lengths), which keeps every "
+            "layer's states; got NetworkStates without them."
         )
     hidden = states.hidden
     batch, steps, _ = hidden.shape
@@ -388,32 +418,28 @@ def temporal_gradients(
             "autograd enabled (not under torch.no_grad()) and with trainable parameters."
         )
     every_step = states.outputs.ndim == 3
-    delta, output_delta = torch.autograd.grad(
-        loss, [states.projected, states.outputs], allow_unused=True, materialize_grads=True
-    )  # (B, T, H), (B, k) or (B, T, k)
+    initial = [state for layer in states.layers for state in layer.initial]  # (B, H) each
+    n_layers = len(states.layers)
+    grads = torch.autograd.grad(
+        loss,
+        [*(layer.projected for layer in states.layers), states.outputs, *initial],
+        allow_unused=True,
+        materialize_grads=True,
+    )  # (B, T, G * H) per layer, (B, k) or (B, T, k), (B, H) per initial state
 
-    trainable = _trainable(network)
-    parameters = tuple(p for p in trainable if p is not None)
-    names = tuple(name for name, p in zip(PARAMETER_NAMES, trainable) if p is not None)
-    index = {name: i for i, name in enumerate(names)}
-    # Time-major throughout: the fused recurrence already stores its states and deltas
-    # that way, so these transposes are free views, and per-step products are bmm's.
-    hidden = hidden.detach().transpose(0, 1).contiguous()  # (T, B, H)
-    layers = []
-    recurrent = _recurrent_layer(
-        trainable[:3],
-        index,
-        delta.detach().transpose(0, 1).contiguous(),  # (T, B, H)
-        states.inputs.detach().to(hidden.dtype).transpose(0, 1).contiguous(),  # (T, B, d)
-        hidden,
-        lengths,
-        align_last=not every_step,
-    )
-    if recurrent is not None:
-        layers.append(recurrent)
-    readout = _readout_layer(trainable[3:], index, output_delta.detach(), hidden, lengths, every_step)
-    if readout is not None:
-        layers.append(readout)
+    align = _Aligner(lengths, steps, every_step)
+    params = _Parameters()
+    layers: list[_Layer] = []
+    for depth, ((cell, projection, recurrence), layer_states, delta) in enumerate(
+        zip(network.stack(), states.layers, grads[:n_layers])
+    ):
+        layers += _cell_layers(
+            params, depth, cell, projection, recurrence, layer_states, delta.detach(), align
+        )
+    learned = _initial_layers(params, network, grads[n_layers + 1 :], states, align)
+    output_delta = grads[n_layers].detach()
+    readout = _readout_layer(params, network, output_delta, states.readout_inputs.detach(), align)
+    layers += [layer for layer in (*learned, readout) if layer is not None]
 
     positions = torch.arange(steps, device=hidden.device)  # (T,)
     if every_step:
@@ -421,8 +447,8 @@ def temporal_gradients(
     else:
         counts = (lengths[None, :] >= steps - positions[:, None]).sum(1)  # (T,)
     result = TemporalGradients(
-        parameters=parameters,
-        names=names,
+        parameters=tuple(params.parameters),
+        names=tuple(params.names),
         layers=tuple(layers),
         steps=steps,
         alignment="absolute" if every_step else "last",
@@ -431,7 +457,7 @@ def temporal_gradients(
     )
     if accumulate_grad:
         with torch.no_grad():
-            for p, g in zip(parameters, result.gradient):
+            for p, g in zip(result.parameters, result.gradient):
                 if p.grad is None:
                     p.grad = g.detach().clone()
                 else:
@@ -439,45 +465,124 @@ def temporal_gradients(
     return result
 
 
+class _Parameters:
+    """The trainable parameters met so far, their names and indices (frozen ones skipped)."""
 
-def _trainable(network: RecurrentNetwork) -> tuple[torch.nn.Parameter | None, ...]:
-    """``W_rec, W_in, b, W_out, b_out`` in thesis order, None for a frozen one."""
-    candidates = (
-        network.recurrent_weight,
-        network.input_projection.weight,
-        network.input_projection.bias,
-        network.readout.weight,
-        network.readout.bias,
-    )
-    return tuple(p if p is not None and p.requires_grad else None for p in candidates)
+    def __init__(self) -> None:
+        self.parameters: list[torch.nn.Parameter] = []
+        self.names: list[str] = []
+
+    def add(self, name: str, parameter: torch.Tensor | None) -> int | None:
+        if parameter is None or not parameter.requires_grad:
+            return None
+        self.parameters.append(parameter)  # type: ignore[arg-type]
+        self.names.append(name)
+        return len(self.parameters) - 1
 
 
-def _recurrent_layer(
-    params: tuple[torch.nn.Parameter | None, ...],
-    index: dict[str, int],
+class _Aligner:
+    """Puts time-major ``(T, B, .)`` tensors on aligned steps and zeroes invalid rows.
+
+    Last-step losses: sequence ``b`` is shifted so that its last valid step is the last
+    row (right-alignment). Every-step losses: absolute positions, rows past a
+    sequence's end zeroed. Either way padded rows hold zeros, never the padding's values
+    (NaN included), so that a zero delta times them stays zero.
+    """
+
+    def __init__(self, lengths: torch.Tensor, steps: int, every_step: bool) -> None:
+        self.lengths, self.steps, self.every_step = lengths, steps, every_step
+        self.ragged = bool((lengths < steps).any())
+
+    def __call__(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if not self.ragged:
+            return tensors
+        if not self.every_step:
+            return _right_align(tensors, self.lengths)
+        positions = torch.arange(self.steps, device=self.lengths.device)
+        valid = (positions[:, None] < self.lengths[None, :])[:, :, None]  # (T, B, 1)
+        return tuple(torch.where(valid, t, 0.0) for t in tensors)  # (T, B, .) each
+
+    def first_rows(self) -> torch.Tensor:
+        """The aligned step of each sequence's first step, ``(B,)``."""
+        if self.every_step:
+            return torch.zeros_like(self.lengths)
+        return self.steps - self.lengths
+
+
+def _cell_layers(
+    params: _Parameters,
+    depth: int,
+    cell: str,
+    projection: torch.nn.Linear,
+    recurrence: torch.nn.RNNBase,
+    states: Any,
     delta: torch.Tensor,
-    inputs: torch.Tensor,
-    hidden: torch.Tensor,
-    lengths: torch.Tensor,
-    *,
-    align_last: bool,
-) -> _Layer | None:
-    """``[W_rec | W_in | b]`` with inputs ``[h_{t-1}; x_t; 1]``; all tensors ``(T, B, .)``."""
-    steps = delta.shape[0]
-    if align_last and bool((lengths < steps).any()):
-        delta, inputs, hidden = _right_align((delta, inputs, hidden), lengths)
-    w_rec, w_in, bias = params
-    blocks = []
-    if w_rec is not None:
-        # h_{t-1} pairs with delta_t from the second step on: with h_0 = 0 the first
-        # step has no W_rec gradient (after right-alignment, neither has any sequence's
-        # first step, whose previous row is masked to zero).
-        blocks.append(_Block(index["W_rec"], hidden[:-1], offset=1))
-    if w_in is not None:
-        blocks.append(_Block(index["W_in"], inputs))
-    if bias is not None:
-        blocks.append(_Block(index["b"], None))
-    return _Layer(delta, None, tuple(blocks)) if blocks else None
+    align: _Aligner,
+) -> list[_Layer]:
+    """One layer's ``[W_rec | b_rec]`` and ``[W_in | b]`` with inputs ``[h_{t-1}; 1]``, ``[z_t; 1]``.
+
+    For the Elman cells and the LSTM both share the delta ``dL/du`` and form one
+    ``[W_rec | W_in | b]``; the GRU's recurrent delta differs (:func:`recurrent_deltas`).
+    """
+    suffix = "" if depth == 0 else f"[{depth}]"
+    # Everything in the parameters' type: under autocast states may be lower precision.
+    dtype = recurrence.weight_hh_l0.dtype
+    delta = delta.to(dtype).transpose(0, 1).contiguous()  # (T, B, G * H)
+    hidden = states.hidden.detach().to(dtype).transpose(0, 1)  # (T, B, H)
+    if states.initial:
+        first = states.initial[0].detach().to(dtype)[None]  # (1, B, H): h_0
+    else:
+        first = hidden.new_zeros(1, *hidden.shape[1:])  # (1, B, H): h_0 = 0
+    previous = torch.cat([first, hidden[:-1]])  # (T, B, H): h_{t-1}
+    inputs = states.inputs.detach().to(dtype).transpose(0, 1)  # (T, B, n)
+    bias_hh = recurrent_bias(cell, recurrence)
+    w_rec = params.add("W_rec" + suffix, recurrence.weight_hh_l0)
+    b_rec = params.add("b_rec" + suffix, bias_hh)
+    w_in = params.add("W_in" + suffix, projection.weight)
+    bias = params.add("b" + suffix, projection.bias)
+    if cell == "gru":
+        projected = states.projected.detach().to(dtype).transpose(0, 1)  # (T, B, 3H)
+        recurrent = recurrent_deltas(
+            cell, delta, projected, previous, recurrence.weight_hh_l0.detach(),
+            None if bias_hh is None else bias_hh.detach(),
+        )  # (T, B, 3H)
+        delta, recurrent, inputs, previous = align(delta, recurrent, inputs, previous)
+        gated = _layer(recurrent, [(w_rec, previous), (b_rec, None)])
+        projected_part = _layer(delta, [(w_in, inputs), (bias, None)])
+        return [layer for layer in (gated, projected_part) if layer is not None]
+    delta, inputs, previous = align(delta, inputs, previous)
+    layer = _layer(delta, [(w_rec, previous), (w_in, inputs), (bias, None)])
+    return [] if layer is None else [layer]
+
+
+def _layer(delta: torch.Tensor, blocks: list[tuple[int | None, torch.Tensor | None]]) -> _Layer | None:
+    kept = tuple(_Block(index, inputs) for index, inputs in blocks if index is not None)
+    return _Layer(delta, None, kept) if kept else None
+
+
+def _initial_layers(
+    params: _Parameters,
+    network: RecurrentNetwork,
+    grads: tuple[torch.Tensor, ...],
+    states: NetworkStates,
+    align: _Aligner,
+) -> list[_Layer | None]:
+    """A learned ``h_0`` (and ``c_0``) as a bias of ``layers * H`` at each sequence's first step."""
+    per_layer = len(states.layers[0].initial)
+    if per_layer == 0:
+        return []
+    rows = align.first_rows()  # (B,)
+    result = []
+    for slot, (name, parameter) in enumerate([("h_0", network.initial_hidden), ("c_0", network.initial_cell)][:per_layer]):
+        index = params.add(name, parameter)
+        if index is None:
+            continue
+        per_sequence = torch.cat([g.detach() for g in grads[slot::per_layer]], dim=1)  # (B, L * H)
+        per_sequence = per_sequence.to(parameter.dtype)
+        by_step = per_sequence.new_zeros(align.steps, per_sequence.shape[1])  # (T, L * H)
+        by_step.index_add_(0, rows, per_sequence)
+        result.append(_Layer(by_step[:, None, :], None, (_Block(index, None),)))  # (T, 1, L * H)
+    return result
 
 
 def _right_align(tensors: tuple[torch.Tensor, ...], lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -496,30 +601,29 @@ def _right_align(tensors: tuple[torch.Tensor, ...], lengths: torch.Tensor) -> tu
 
 
 def _readout_layer(
-    params: tuple[torch.nn.Parameter | None, ...],
-    index: dict[str, int],
+    params: _Parameters,
+    network: RecurrentNetwork,
     output_delta: torch.Tensor,
-    hidden: torch.Tensor,
-    lengths: torch.Tensor,
-    every_step: bool,
+    read: torch.Tensor,
+    align: _Aligner,
 ) -> _Layer | None:
-    """``[W_out | b_out]`` with inputs ``[h_t; 1]`` where the losses sit."""
-    steps, batch, _ = hidden.shape
-    if every_step:
+    """``[W_out | b_out]`` with inputs ``[h_t; 1]`` (after dropout) where the losses sit."""
+    w_out = params.add("W_out", network.readout.weight)
+    b_out = params.add("b_out", network.readout.bias)
+    output_delta = output_delta.to(network.readout.weight.dtype)
+    if align.every_step:
         delta = output_delta.transpose(0, 1).contiguous()  # (T, B, k)
-        read, rows = hidden, None  # (T, B, H)
+        (read,) = align(read.to(delta.dtype).transpose(0, 1))  # (T, B, H)
+        rows = None
     else:
         delta = output_delta[None]  # (1, B, k)
-        read = hidden[lengths - 1, torch.arange(batch, device=hidden.device)][None]  # (1, B, H)
+        read = read.to(delta.dtype)[None]  # (1, B, H)
         # The single readout sits at the last aligned step.
-        rows = torch.tensor([steps - 1], device=hidden.device)
-    w_out, bias = params
-    blocks = []
-    if w_out is not None:
-        blocks.append(_Block(index["W_out"], read))
-    if bias is not None:
-        blocks.append(_Block(index["b_out"], None))
-    return _Layer(delta, rows, tuple(blocks)) if blocks else None
+        rows = torch.tensor([align.steps - 1], device=delta.device)
+    blocks = tuple(
+        _Block(index, inputs) for index, inputs in ((w_out, read), (b_out, None)) if index is not None
+    )
+    return _Layer(delta, rows, blocks) if blocks else None
 
 
 def _block_outer(delta: torch.Tensor, block: _Block) -> torch.Tensor:

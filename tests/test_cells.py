@@ -1,0 +1,234 @@
+"""Cells, stacked layers, dropout and initial states of RecurrentNetwork (issue 7)."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sklearn_rnn.nn import RecurrentNetwork
+from sklearn_rnn.nn._cells import FORGET_BIAS, dropout
+from sklearn_rnn.optim import SimplexSGD, _temporal, temporal_gradients
+
+CELLS = ["tanh", "relu", "gru", "lstm"]
+MODULES = {"tanh": torch.nn.RNN, "relu": torch.nn.RNN, "gru": torch.nn.GRU, "lstm": torch.nn.LSTM}
+
+
+def network(cell, *, seed=0, **kwargs):
+    return RecurrentNetwork(3, 5, 2, cell=cell, generator=torch.Generator().manual_seed(seed), **kwargs)
+
+
+def batch(seed=0, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(4, 6, 3, generator=gen, dtype=dtype)
+    return x, torch.tensor([6, 2, 1, 5])
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_is_pytorchs_cell(cell):
+    """The same weights in a plain torch.nn.RNN/GRU/LSTM give the same states."""
+    net = network(cell, num_layers=2, spectral_radius=None).double()
+    kwargs = {"nonlinearity": cell} if cell in ("tanh", "relu") else {}
+    reference = MODULES[cell](3, 5, num_layers=2, batch_first=True, **kwargs).double()
+    with torch.no_grad():
+        for depth, (_, projection, recurrence) in enumerate(net.stack()):
+            getattr(reference, f"weight_ih_l{depth}").copy_(projection.weight)
+            getattr(reference, f"bias_ih_l{depth}").copy_(projection.bias)
+            getattr(reference, f"weight_hh_l{depth}").copy_(recurrence.weight_hh_l0)
+            b_hh = recurrence.bias_hh_l0 if cell == "gru" else torch.zeros_like(projection.bias)
+            getattr(reference, f"bias_hh_l{depth}").copy_(b_hh)
+    x, lengths = batch()
+    expected, _ = reference(x)
+    states = net.forward_states(x, lengths, every_step=True)
+    torch.testing.assert_close(states.hidden, expected, rtol=0, atol=1e-12)
+    torch.testing.assert_close(net(x, lengths, every_step=True), net.readout(expected), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_fused_and_identity_paths_agree_with_dropout_and_learned_state(cell):
+    net = network(cell, num_layers=3, dropout=0.4, hidden_init="learned").double()
+    with torch.no_grad():
+        net.initial_hidden.normal_(generator=torch.Generator().manual_seed(1))
+    x, lengths = batch()
+    for every_step in (False, True):
+        net.dropout_generator("cpu").manual_seed(5)
+        fast = net(x, lengths, every_step=every_step)
+        net.dropout_generator("cpu").manual_seed(5)
+        states = net.forward_states(x, lengths, every_step=every_step)
+        torch.testing.assert_close(fast, states.outputs, rtol=0, atol=1e-12)
+        assert len(states.layers) == 3
+        assert states.hidden is states.layers[-1].hidden
+        assert states.projected is states.layers[0].projected
+    # Evaluation mode: no dropout, the same outputs on every call.
+    net.eval()
+    torch.testing.assert_close(net(x, lengths), net(x, lengths), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_dropout_never_touches_the_recurrence(cell):
+    """With dropout in training mode the first layer's states are those without it."""
+    net = network(cell, num_layers=2, dropout=0.5).double()
+    x, lengths = batch()
+    trained = net.forward_states(x, lengths)
+    clean = net.eval().forward_states(x, lengths)
+    torch.testing.assert_close(trained.layers[0].hidden, clean.layers[0].hidden, rtol=0, atol=0)
+    dropped = trained.layers[1].inputs  # the first layer's states, dropped out
+    kept = dropped != 0
+    assert 0 < kept.float().mean() < 1
+    torch.testing.assert_close(dropped[kept], 2 * clean.layers[0].hidden[kept], rtol=0, atol=1e-12)
+    assert not torch.equal(trained.readout_inputs, clean.readout_inputs)
+
+
+def test_dropout_masks_come_from_the_seed_not_the_global_generator():
+    x, lengths = batch()
+    a, b = network("lstm", dropout=0.5, seed=3).double(), network("lstm", dropout=0.5, seed=3).double()
+    torch.manual_seed(0)
+    first = a(x, lengths)
+    torch.manual_seed(1)
+    torch.testing.assert_close(b(x, lengths), first, rtol=0, atol=0)
+    assert not torch.equal(a(x, lengths), first)  # the stream moves on
+    # A pickled network carries its stream along.
+    copied = pickle.loads(pickle.dumps(a))
+    torch.testing.assert_close(copied(x, lengths), a(x, lengths), rtol=0, atol=0)
+    out = dropout(torch.ones(2000, dtype=torch.float64), 0.25, torch.Generator().manual_seed(0))
+    assert set(out.unique().tolist()) == {0.0, 4 / 3} and abs(float((out == 0).float().mean()) - 0.25) < 0.03
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_spectral_radius_per_gate_block(cell):
+    state = torch.random.get_rng_state()
+    net = network(cell, num_layers=2, spectral_radius=1.1)
+    assert torch.equal(state, torch.random.get_rng_state())
+    gates = {"gru": 3, "lstm": 4}[cell]
+    for _, projection, recurrence in net.stack():
+        blocks = recurrence.weight_hh_l0.detach().double().split(5)
+        assert len(blocks) == gates
+        for block in blocks:
+            assert torch.linalg.eigvals(block).abs().max().item() == pytest.approx(1.1, rel=1e-5)
+        torch.testing.assert_close(recurrence.weight_ih_l0, torch.eye(5 * gates))
+        assert not recurrence.weight_ih_l0.requires_grad
+        bias = projection.bias.detach()
+        if cell == "lstm":
+            assert torch.all(bias[5:10] == FORGET_BIAS) and torch.all(bias[:5] == 0) and torch.all(bias[10:] == 0)
+        else:
+            assert torch.all(bias == 0) and torch.all(recurrence.bias_hh_l0 == 0)
+            assert not recurrence.bias_ih_l0.requires_grad
+    assert torch.equal(network(cell, spectral_radius=1.1).recurrent_weight, network(cell, spectral_radius=1.1).recurrent_weight)
+
+
+def test_learned_initial_state_starts_at_zero_and_learns():
+    x, lengths = batch()
+    learned = network("lstm", hidden_init="learned", num_layers=2).double()
+    zero = network("lstm", num_layers=2).double()
+    assert learned.initial_hidden.shape == learned.initial_cell.shape == (2, 5)
+    torch.testing.assert_close(learned(x, lengths), zero(x, lengths), rtol=0, atol=0)
+    learned(x, lengths).square().sum().backward()
+    assert learned.initial_hidden.grad.abs().sum() > 0 and learned.initial_cell.grad.abs().sum() > 0
+    assert network("gru", hidden_init="learned").initial_cell is None
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_learned_state_gives_the_first_step_a_recurrent_gradient(cell):
+    x, lengths = batch()
+    net = network(cell, hidden_init="learned").double()
+    with torch.no_grad():
+        net.initial_hidden.fill_(0.3)
+    states = net.forward_states(x, lengths)
+    tg = temporal_gradients(net, states, states.outputs.square().sum(), lengths)
+    per_step = dict(zip(tg.names, tg.per_step()))
+    first_rows = (6 - lengths).tolist()  # each sequence's first aligned step
+    assert per_step["W_rec"][first_rows[0]].abs().sum() > 0
+    assert set(torch.nonzero(per_step["h_0"].reshape(6, -1).abs().sum(1)).flatten().tolist()) == set(first_rows)
+
+
+@pytest.mark.parametrize("every_step", [False, True])
+def test_unmaterialized_path_matches_for_gated_stacks(monkeypatch, every_step):
+    net = network("gru", num_layers=2, hidden_init="learned").double()
+    x, lengths = batch()
+    y = torch.randn(4, 6, 2, dtype=torch.float64) if every_step else torch.randn(4, 2, dtype=torch.float64)
+    mask = (torch.arange(6)[None, :] < lengths[:, None]).double()[..., None]
+
+    def run():
+        states = net.forward_states(x, lengths, every_step=every_step)
+        error = states.outputs - y
+        loss = (error.square() * mask).sum() if every_step else error.square().sum()
+        return temporal_gradients(net, states, loss, lengths, accumulate_grad=False)
+
+    kept = run()
+    monkeypatch.setattr(_temporal, "_CHUNK_ELEMENTS", 4)
+    lean = run()
+    assert all(layer.outer is None for layer in lean._layers)
+    coefficients = torch.rand(6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    for method in ("direct", "gram"):
+        torch.testing.assert_close(lean.norms(method), kept.norms("direct"), rtol=0, atol=1e-12)
+    for a, b in zip(lean.combine(coefficients), kept.combine(coefficients), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    torch.testing.assert_close(lean.cosines(), kept.cosines(), rtol=0, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_simplex_sgd_steps_every_parameter_of_a_gated_stack(cell):
+    net = network(cell, num_layers=2, hidden_init="learned", dropout=0.1)
+    opt = SimplexSGD(net.parameters(), lr=0.2, generator=0)
+    x, lengths = batch(dtype=torch.float32)
+    y = torch.randn(4, 2, generator=torch.Generator().manual_seed(2))
+
+    def evaluation_loss():
+        with torch.no_grad():
+            return F.mse_loss(net.eval()(x, lengths), y).item()
+
+    before = [p.detach().clone() for p in net.parameters() if p.requires_grad]
+    start = evaluation_loss()
+    net.train()
+    for _ in range(40):
+        opt.zero_grad()
+        states = net.forward_states(x, lengths)
+        loss = F.mse_loss(states.outputs, y)
+        opt.step(temporal_gradients(net, states, loss, lengths))
+    after = [p.detach() for p in net.parameters() if p.requires_grad]
+    assert all(not torch.equal(a, b) for a, b in zip(before, after))
+    assert evaluation_loss() < 0.75 * start
+    assert opt.branch_counts["simplex"] > 0
+
+
+def test_errors_say_what_to_do():
+    with pytest.raises(ValueError, match="num_layers must be a positive int"):
+        network("gru", num_layers=0)
+    with pytest.raises(ValueError, match=r"dropout must be a probability in \[0, 1\)"):
+        network("gru", dropout=1.0)
+    with pytest.raises(ValueError, match="hidden_init must be one of"):
+        network("gru", hidden_init="noisy")
+    with pytest.raises(ValueError, match="not available for cell='decay'"):
+        RecurrentNetwork(3, 5, 2, cell="decay", gap_channel=0, hidden_init="learned")
+    decay = RecurrentNetwork(3, 5, 2, cell="decay", gap_channel=0, num_layers=2)
+    x, lengths = batch(dtype=torch.float32)
+    states = decay.forward_states(x.abs(), lengths)
+    assert decay(x.abs(), lengths).shape == (4, 2)
+    with pytest.raises(ValueError, match="not available for cell='decay'"):
+        temporal_gradients(decay, states, states.outputs.sum(), lengths)
+
+
+def test_deepcopy_keeps_parameters_and_stream():
+    net = network("lstm", num_layers=2, dropout=0.3)
+    twin = copy.deepcopy(net)
+    x, lengths = batch(dtype=torch.float32)
+    torch.testing.assert_close(twin(x, lengths), net(x, lengths), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_temporal_gradients_of_a_bfloat16_autocast_forward(cell):
+    """States computed under CPU autocast: temporal gradients in float32, close to exact."""
+    net = network(cell, num_layers=2, hidden_init="learned")
+    x, lengths = batch(dtype=torch.float32)
+    y = torch.randn(4, 2, generator=torch.Generator().manual_seed(3))
+    states = net.forward_states(x, lengths)
+    exact = temporal_gradients(net, states, F.mse_loss(states.outputs, y), lengths, accumulate_grad=False)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        states = net.forward_states(x, lengths)
+    assert states.projected.dtype == torch.bfloat16  # the GRU's recurrence runs in float32
+    low = temporal_gradients(net, states, F.mse_loss(states.outputs.float(), y), lengths, accumulate_grad=False)
+    assert all(g.dtype == torch.float32 for g in low.gradient)
+    torch.testing.assert_close(low.norms(), exact.norms(), rtol=0.05, atol=1e-6)

@@ -1,0 +1,105 @@
+"""The GPU path: fused cuDNN kernels, temporal gradients and the estimators on CUDA.
+
+Skipped where PyTorch sees no CUDA device. Where one exists, the estimators of the
+rest of the suite also train there (their default ``device='auto'`` takes the GPU).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier
+from sklearn_rnn.nn import RecurrentNetwork
+from sklearn_rnn.optim import temporal_gradients
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+CELLS = ["tanh", "relu", "gru", "lstm"]
+
+
+def pair(cell, dtype=torch.float64, **kwargs):
+    """The same network on the CPU and on the GPU."""
+    cpu = RecurrentNetwork(3, 6, 2, cell=cell, generator=torch.Generator().manual_seed(0), **kwargs)
+    cpu = cpu.to(dtype)
+    gpu = RecurrentNetwork(3, 6, 2, cell=cell, generator=torch.Generator().manual_seed(0), **kwargs)
+    return cpu, gpu.to(device="cuda", dtype=dtype)
+
+
+def batch(dtype=torch.float64):
+    gen = torch.Generator().manual_seed(1)
+    return torch.randn(5, 7, 3, generator=gen, dtype=dtype), torch.tensor([7, 3, 1, 6, 7])
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_fused_and_identity_paths_match_the_cpu(cell):
+    cpu, gpu = pair(cell, num_layers=2, hidden_init="learned")
+    x, lengths = batch()
+    expected = cpu(x, lengths)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fast = gpu(x.cuda(), lengths.cuda())
+    assert not [w for w in caught if "contiguous chunk of memory" in str(w.message)]
+    states = gpu.forward_states(x.cuda(), lengths.cuda())
+    torch.testing.assert_close(fast.cpu(), expected, rtol=0, atol=1e-10)
+    torch.testing.assert_close(states.outputs.cpu(), expected, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+@pytest.mark.parametrize("every_step", [False, True])
+def test_temporal_gradients_match_the_cpu(cell, every_step):
+    cpu, gpu = pair(cell, num_layers=2, hidden_init="learned")
+    x, lengths = batch()
+    results = []
+    for net, device in ((cpu, "cpu"), (gpu, "cuda")):
+        states = net.forward_states(x.to(device), lengths.to(device), every_step=every_step)
+        outputs = states.outputs
+        if every_step:
+            mask = (torch.arange(7, device=device)[None, :] < lengths.to(device)[:, None])[..., None]
+            outputs = outputs * mask
+        results.append(temporal_gradients(net, states, outputs.square().sum(), lengths.to(device)))
+    on_cpu, on_gpu = results
+    assert on_cpu.names == on_gpu.names
+    torch.testing.assert_close(on_gpu.norms().cpu(), on_cpu.norms(), rtol=1e-9, atol=1e-12)
+    for a, b in zip(on_gpu.per_step(), on_cpu.per_step(), strict=True):
+        torch.testing.assert_close(a.cpu(), b, rtol=1e-9, atol=1e-12)
+
+
+def test_temporal_gradients_of_a_network_in_eval_mode():
+    """cuDNN's backward needs its training mode: kept whenever gradients are on."""
+    _, gpu = pair("lstm", dtype=torch.float32, dropout=0.2)
+    gpu.eval()
+    x, lengths = batch(torch.float32)
+    states = gpu.forward_states(x.cuda(), lengths.cuda())
+    tg = temporal_gradients(gpu, states, states.outputs.square().sum(), lengths.cuda())
+    assert torch.isfinite(tg.norms()).all()
+
+
+def test_dropout_masks_are_seeded_on_the_gpu():
+    _, gpu = pair("lstm", dtype=torch.float32, num_layers=2, dropout=0.5)
+    _, twin = pair("lstm", dtype=torch.float32, num_layers=2, dropout=0.5)
+    x, lengths = batch(torch.float32)
+    torch.testing.assert_close(gpu(x.cuda(), lengths), twin(x.cuda(), lengths), rtol=0, atol=0)
+    assert gpu.dropout_generator("cuda").device.type == "cuda"
+
+
+@pytest.mark.parametrize("cell", CELLS)
+@pytest.mark.parametrize("optimizer", ["adam", "simplex"])
+def test_estimators_train_on_the_gpu(cell, optimizer):
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(2, 9), 2)) for _ in range(120)]
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    clf = RNNClassifier(
+        hidden_size=12, cell=cell, optimizer=optimizer, num_layers=2, hidden_init="learned",
+        learning_rate=0.03 if optimizer == "adam" else 0.3, batch_size=20, max_iter=40,
+        device="cuda", random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    assert next(clf.module_.parameters()).is_cuda
+    assert clf.score(X, y) > 0.8

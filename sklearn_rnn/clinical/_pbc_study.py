@@ -1,0 +1,437 @@
+"""The lupus study of the thesis (section 4.3) redone on the public PBC visit histories.
+
+One implementation shared by ``python -m sklearn_rnn`` and
+``examples/plot_clinical_pbcseq.py``: cohorts over the grid of Table 4.4 (``upper_span``
+x ``lower_span`` x ``min_visits``, in years and visits), each scored by the pooled
+8-fold cross-validated ROC AUC of logistic regressions on the first visit, the last visit
+and a summary of the history, and of the RNN without and with the time between visits;
+then a nested grid search over ``spectral_radius`` and ``clip_threshold`` for the best
+setting, whose pooled probabilities give the ROC, sensitivity-specificity and
+precision-recall curves. Every model is a public estimator in a pipeline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+from .._estimators import RNNClassifier
+from ..datasets import load_pbcseq
+from ..sequences import SequenceStandardScaler
+from ._cohort import Cohort, build_cohort
+from ._evaluation import PooledCVResult, pooled_cross_validate
+from ._features import VisitFeatures
+
+__all__ = ["PBCStudy", "StudyResult", "load_pbc_cohort", "study_models"]
+
+#: Days per year: the PBC table counts days, the protocol's spans are in years.
+YEAR = 365.25
+#: Visit measurements used as features (``age`` is the age at registration).
+FEATURES: tuple[str, ...] = (
+    "age", "bili", "albumin", "protime", "ast", "platelet", "edema", "ascites", "hepato",
+    "spiders",
+)
+#: Right-skewed laboratory values, used on a log scale.
+LOG_FEATURES: tuple[str, ...] = ("bili", "protime", "ast", "platelet")
+#: The grid of the thesis' Table 4.4: upper span and lower span in years, min visits.
+FULL_GRID: tuple[tuple[float, float, int], ...] = tuple(
+    (upper, lower, visits) for upper, lower, visits in product((1, 2), (1, 2), (2, 3, 4, 5))
+)
+#: The cohort of the headline comparison: 208 patients, 86 deaths.
+MAIN_SETTING: tuple[float, float, int] = (1, 1, 2)
+#: Model names, in table order.
+MODELS: tuple[str, ...] = (
+    "LR first", "LR last", "LR summary", "LR summary, C tuned", "RNN no time",
+    "RNN visit order", "RNN time gaps",
+)
+
+
+def load_pbc_cohort(
+    upper_span: float = 1.0,
+    lower_span: float = 1.0,
+    min_visits: int = 2,
+    *,
+    features: Sequence[str] = FEATURES,
+    log_features: Sequence[str] = LOG_FEATURES,
+) -> Cohort:
+    """Death cohort of the PBC visit histories, selected by the thesis' protocol.
+
+    Patients who had a liver transplant are left out (their outcome is not death);
+    death is the event (``event_time`` = follow-up end of the patients who died),
+    negatives are walked back from the end of follow-up, and positives are cut
+    ``upper_span`` before death like negatives (a prediction at least that far ahead).
+    See :func:`~sklearn_rnn.clinical.build_cohort`.
+
+    Parameters
+    ----------
+    upper_span : float, default=1.0
+        Prediction horizon, in years.
+    lower_span : float, default=1.0
+        Minimum time covered by the kept visits, in years.
+    min_visits : int, default=2
+        Minimum number of kept visits.
+    features : sequence of str, default=FEATURES
+        Columns of :func:`~sklearn_rnn.datasets.load_pbcseq` used as features.
+    log_features : sequence of str, default=LOG_FEATURES
+        Features replaced by their natural logarithm (right-skewed labs).
+
+    Returns
+    -------
+    Cohort
+        Sequences with the visit day (days since registration) in column 0
+        (``time_feature=0``), then ``features``.
+
+    Examples
+    --------
+    >>> from sklearn_rnn.clinical import load_pbc_cohort
+    >>> cohort = load_pbc_cohort(1, 1, 2)
+    >>> len(cohort.y), int(cohort.y.sum()), cohort.feature_names[:3]
+    (208, 86, ['day', 'age', 'bili'])
+    """
+    table = load_pbcseq()
+    transplanted = table.loc[table["status"] == 1, "id"].unique()
+    table = table[~table["id"].isin(transplanted)].copy()
+    for name in log_features:
+        table[name] = np.log(table[name])
+    per_patient = table.groupby("id")[["futime", "status"]].first()
+    return build_cohort(
+        table,
+        id_column="id",
+        time_column="day",
+        feature_columns=list(features),
+        event_time=per_patient.loc[per_patient["status"] == 2, "futime"],
+        end_time=per_patient["futime"],
+        upper_span=upper_span * YEAR,
+        lower_span=lower_span * YEAR,
+        min_visits=min_visits,
+        positive_cut="upper_span",
+    )
+
+
+def _drop_time(sequences: Any) -> list[np.ndarray]:
+    """The sequences without their time column (column 0)."""
+    return [np.asarray(sequence)[:, 1:] for sequence in sequences]
+
+
+def _visit_numbers(sequences: Any) -> list[np.ndarray]:
+    """The sequences with the visit number 0, 1, 2, ... in place of the time column."""
+    numbered = []
+    for sequence in sequences:
+        sequence = np.array(sequence, dtype=np.float64)
+        sequence[:, 0] = np.arange(len(sequence))
+        numbered.append(sequence)
+    return numbered
+
+
+def study_models(random_state: int | None = 0, **rnn_params: Any) -> dict[str, Pipeline]:
+    """The models of the study, each a pipeline reading sequences with time in column 0.
+
+    Logistic regressions (imputed, standardized) on the first visit, the last visit and
+    a summary of the history (:class:`VisitFeatures`), at scikit-learn's defaults and,
+    for the summary, with ``C`` tuned by an inner 5-fold search; and the RNN classifier
+    at its defaults after a :class:`~sklearn_rnn.SequenceStandardScaler`: without the
+    time column ('RNN no time': the 'tanh' cell), with the visit number as its time
+    ('RNN visit order': the time-aware cell, but every gap is one visit), and with the
+    real visit days as ``time_feature=0`` ('RNN time gaps').
+
+    Parameters
+    ----------
+    random_state : int or None, default=0
+        Seed of the RNNs.
+    **rnn_params
+        Other parameters of the three RNN classifiers (none: their defaults).
+
+    Returns
+    -------
+    dict of str to Pipeline
+        Keyed by the names in ``MODELS``.
+
+    Examples
+    --------
+    >>> from sklearn_rnn.clinical import study_models
+    >>> models = study_models()
+    >>> list(models)  # doctest: +NORMALIZE_WHITESPACE
+    ['LR first', 'LR last', 'LR summary', 'LR summary, C tuned', 'RNN no time',
+     'RNN visit order', 'RNN time gaps']
+    >>> models["RNN time gaps"][-1]
+    RNNClassifier(random_state=0, time_feature=0)
+    """
+
+    def logistic(kind: str, model: Any = None) -> Pipeline:
+        return make_pipeline(
+            VisitFeatures(kind, time_feature=0),
+            SimpleImputer(),
+            StandardScaler(),
+            LogisticRegression(max_iter=1000) if model is None else model,
+        )
+
+    def rnn(*steps: Any, time_feature: int | None = 0) -> Pipeline:
+        classifier = RNNClassifier(
+            time_feature=time_feature, random_state=random_state, **rnn_params
+        )
+        return make_pipeline(*steps, SequenceStandardScaler(), classifier)
+
+    tuned = GridSearchCV(
+        LogisticRegression(max_iter=1000),
+        {"C": np.logspace(-3, 1, 9)},
+        scoring="roc_auc",
+        cv=StratifiedKFold(5, shuffle=True, random_state=0),
+    )
+    return {
+        "LR first": logistic("first"),
+        "LR last": logistic("last"),
+        "LR summary": logistic("summary"),
+        "LR summary, C tuned": logistic("summary", tuned),
+        "RNN no time": rnn(FunctionTransformer(_drop_time), time_feature=None),
+        "RNN visit order": rnn(FunctionTransformer(_visit_numbers)),
+        "RNN time gaps": rnn(),
+    }
+
+
+@dataclass
+class PBCStudy:
+    """Settings of the PBC study: which cohorts, how many shuffles, the nested search.
+
+    The study has three parts. (1) The headline cohort ``main_setting`` (1 year, 1
+    year, 2 visits: 208 patients, 86 deaths), every model scored over ``n_repeats``
+    shuffles of the 8-fold split. (2) The grid of the thesis' Table 4.4, every model
+    on every cohort of ``grid`` over ``grid_repeats`` shuffles (empty in the quick
+    setting). (3) A nested grid search of the RNN with time gaps over ``search_grid``
+    on the setting where it scored best (the headline cohort when there is no grid):
+    its pooled probabilities give the plots.
+
+    Attributes
+    ----------
+    main_setting : (float, float, int), default=(1, 1, 2)
+        ``(upper_span, lower_span, min_visits)`` of the headline cohort, spans in years.
+    n_repeats : int, default=3
+        Shuffles of the 8-fold split on the headline cohort; the mean pooled AUC over
+        them is reported.
+    grid : sequence of (float, float, int), default=FULL_GRID
+        Cohorts of the grid table.
+    grid_repeats : int, default=1
+        Shuffles per cohort of the grid.
+    n_splits : int, default=8
+        Folds.
+    search_grid : dict, default={'spectral_radius': [0.9, 1.2], 'clip_threshold': [1.0, 5.0]}
+        Parameters of the RNN with time gaps searched in the nested search (inner
+        3-fold stratified cross-validation scored by ROC AUC).
+    threshold : float, default=0.5
+        Probability threshold of precision, recall and specificity.
+    random_state : int, default=0
+        Seeds the folds and the RNNs.
+    n_jobs : int or None, default=None
+        Folds fitted in parallel.
+    rnn_params : dict, default={}
+        Parameters of the RNN classifiers other than their defaults (the study itself
+        uses none).
+
+    Examples
+    --------
+    >>> from sklearn_rnn.clinical import PBCStudy
+    >>> PBCStudy.quick().grid
+    ()
+    >>> len(PBCStudy().grid)
+    16
+    """
+
+    main_setting: tuple[float, float, int] = MAIN_SETTING
+    n_repeats: int = 3
+    grid: Sequence[tuple[float, float, int]] = FULL_GRID
+    grid_repeats: int = 1
+    n_splits: int = 8
+    search_grid: dict[str, list[Any]] = field(
+        default_factory=lambda: {"spectral_radius": [0.9, 1.2], "clip_threshold": [1.0, 5.0]}
+    )
+    threshold: float = 0.5
+    random_state: int = 0
+    n_jobs: int | None = None
+    rnn_params: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def quick(cls, **changes: Any) -> PBCStudy:
+        """The headline cohort and the nested search, no grid: a few minutes on 2 cores.
+
+        Parameters
+        ----------
+        **changes
+            Other settings.
+
+        Returns
+        -------
+        PBCStudy
+        """
+        return cls(**{"grid": (), **changes})
+
+    def run(self, on_row: Callable[[str, dict[str, Any]], None] | None = None) -> StudyResult:
+        """Score every model on the headline cohort and the grid, then run the nested search.
+
+        Parameters
+        ----------
+        on_row : callable, optional
+            Called as ``on_row(part, row)`` with ``part`` 'main' or 'grid' and each
+            finished row of a table (a dict), e.g. to show progress.
+
+        Returns
+        -------
+        StudyResult
+        """
+        start = time.perf_counter()
+        models = study_models(self.random_state, **self.rnn_params)
+        scores: list[dict[str, Any]] = []
+        main = self._table([self.main_setting], self.n_repeats, models, scores, "main", on_row)
+        grid = self._table(self.grid, self.grid_repeats, models, scores, "grid", on_row)
+        ranked = grid if len(grid) else main
+        best = ranked.loc[ranked["RNN time gaps"].idxmax()]
+        best_setting = (
+            float(best["upper_span"]), float(best["lower_span"]), int(best["min_visits"])
+        )
+        nested = self._nested_search(load_pbc_cohort(*best_setting), models["RNN time gaps"])
+        return StudyResult(
+            main=main,
+            grid=grid,
+            scores=pd.DataFrame(scores),
+            best_setting=best_setting,
+            nested=nested,
+            seconds=time.perf_counter() - start,
+        )
+
+    def _table(
+        self,
+        settings: Sequence[tuple[float, float, int]],
+        n_repeats: int,
+        models: dict[str, Any],
+        scores: list[dict[str, Any]],
+        part: str,
+        on_row: Callable[[str, dict[str, Any]], None] | None,
+    ) -> pd.DataFrame:
+        rows = []
+        for setting in settings:
+            cohort = load_pbc_cohort(*setting)
+            row: dict[str, Any] = dict(zip(SETTING_COLUMNS, setting, strict=True))
+            row.update(positives=cohort.summary["positives"], negatives=cohort.summary["negatives"])
+            for name, model in models.items():
+                result = self._evaluate(model, cohort, n_repeats)
+                row[name] = result.mean_pooled_auc
+                scores.append({"part": part, **dict(zip(SETTING_COLUMNS, setting, strict=True)),
+                               "model": name, **result.summary(), "seconds": result.fit_seconds})
+            rows.append(row)
+            if on_row is not None:
+                on_row(part, row)
+        columns = [*SETTING_COLUMNS, "positives", "negatives", *models]
+        return pd.DataFrame(rows, columns=columns)
+
+    def _evaluate(self, model: Any, cohort: Cohort, n_repeats: int) -> PooledCVResult:
+        return pooled_cross_validate(
+            model,
+            cohort.sequences,
+            cohort.y,
+            n_splits=self.n_splits,
+            n_repeats=n_repeats,
+            threshold=self.threshold,
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
+        )
+
+    def _nested_search(self, cohort: Cohort, rnn: Pipeline) -> PooledCVResult:
+        step = rnn.steps[-1][0]
+        search = GridSearchCV(
+            rnn,
+            {f"{step}__{name}": values for name, values in self.search_grid.items()},
+            scoring="roc_auc",
+            cv=StratifiedKFold(3, shuffle=True, random_state=self.random_state),
+        )
+        return self._evaluate(search, cohort, 1)
+
+
+#: Columns naming a cohort of the grid.
+SETTING_COLUMNS: tuple[str, ...] = ("upper_span", "lower_span", "min_visits")
+
+
+@dataclass(eq=False)
+class StudyResult:
+    """What :meth:`PBCStudy.run` found.
+
+    Attributes
+    ----------
+    main : pandas.DataFrame
+        The headline cohort: ``upper_span``, ``lower_span`` (years), ``min_visits``,
+        ``positives``, ``negatives`` and the mean pooled AUC of every model over the
+        repeats.
+    grid : pandas.DataFrame
+        The same columns, one row per cohort of the grid (empty without a grid).
+    scores : pandas.DataFrame
+        One row per part, cohort and model: pooled AUC (mean and standard deviation
+        over the repeats), mean fold AUC, precision, recall and specificity at the
+        threshold, and the seconds its cross-validation took.
+    best_setting : tuple
+        ``(upper_span, lower_span, min_visits)`` where the RNN with time gaps scored
+        best.
+    nested : PooledCVResult
+        The nested grid search of the RNN with time gaps on the best setting: its
+        pooled out-of-fold probabilities give the plots.
+    seconds : float
+        Wall-clock time of the whole study.
+
+    Examples
+    --------
+    >>> from sklearn_rnn.clinical import StudyResult
+    >>> StudyResult.__name__  # built by PBCStudy(...).run(), which takes minutes
+    'StudyResult'
+    """
+
+    main: pd.DataFrame
+    grid: pd.DataFrame
+    scores: pd.DataFrame
+    best_setting: tuple[float, float, int]
+    nested: PooledCVResult
+    seconds: float
+
+    def to_string(self, part: str = "main") -> str:
+        """A table as text, AUCs to 3 decimals.
+
+        Parameters
+        ----------
+        part : {'main', 'grid'}, default='main'
+            Which table.
+
+        Returns
+        -------
+        str
+        """
+        table = self.main if part == "main" else self.grid
+        table = table.rename(columns={"upper_span": "upper", "lower_span": "lower",
+                                      "min_visits": "visits", "positives": "pos",
+                                      "negatives": "neg"})
+        return table.to_string(index=False, float_format=lambda value: f"{value:.3f}")
+
+    def plot(self, axes: Any = None) -> Any:
+        """ROC, sensitivity-specificity and precision-recall curves of the nested search.
+
+        Parameters
+        ----------
+        axes : sequence of 3 matplotlib.axes.Axes, optional
+            Where to draw; a new figure when None.
+
+        Returns
+        -------
+        ndarray of 3 matplotlib.axes.Axes
+        """
+        upper, lower, visits = self.best_setting
+        axes = self.nested.plot(axes, name="RNN time gaps, nested search")
+        axes[0].figure.suptitle(
+            f"Upper span {upper:g} y, lower span {lower:g} y, min visits {visits}: "
+            f"pooled AUC {self.nested.mean_pooled_auc:.3f}"
+        )
+        return axes

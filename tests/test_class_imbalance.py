@@ -1,0 +1,108 @@
+"""Class imbalance (issue 4): balanced mini-batches and imbalanced-learn samplers."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from imblearn.over_sampling import RandomOverSampler
+from imblearn.pipeline import make_pipeline as make_imblearn_pipeline
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier, SequenceStandardScaler
+from sklearn_rnn.sequences import (
+    BucketBatchLoader,
+    FlatSequences,
+    SequenceDataset,
+    balanced_batches,
+    bucket_batches,
+    sequence_column,
+)
+
+
+def rare_positives(n=90, positives=10, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.zeros(n, dtype=int)
+    y[rng.choice(n, positives, replace=False)] = 1
+    X = [np.column_stack([np.cumsum(rng.uniform(1, 3, size=k)), rng.normal(size=(k, 1)) + y[i]])
+         for i, k in enumerate(rng.integers(2, 12, size=n))]
+    return X, y
+
+
+def test_balanced_batches_hold_equal_class_counts():
+    X, y = rare_positives()
+    lengths = np.array([len(x) for x in X])
+    batches = balanced_batches(lengths, y, 20, rng=np.random.default_rng(0))
+    assert len(batches) == 5  # ceil(90 / 20): one epoch's worth of samples
+    for batch in batches:
+        assert np.bincount(y[batch], minlength=2).tolist() == [10, 10]
+    drawn = np.concatenate(batches)
+    assert len(np.unique(drawn[y[drawn] == 1])) <= 10 < (y[drawn] == 1).sum()  # with replacement
+
+
+def test_balanced_batches_keep_lengths_bucketed():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 200, size=2000)
+    y = (rng.random(2000) < 0.2).astype(int)
+    balanced = balanced_batches(lengths, y, 20, rng=np.random.default_rng(1))
+    padding = np.mean([lengths[b].max() - lengths[b].mean() for b in balanced])
+    random = [rng.choice(2000, 20) for _ in range(100)]
+    random_padding = np.mean([lengths[b].max() - lengths[b].mean() for b in random])
+    assert padding < 0.25 * random_padding
+
+
+def test_balanced_batches_multiclass_and_seeded():
+    y = np.repeat([0, 1, 2], [50, 7, 3])
+    lengths = np.arange(60) % 9 + 1
+    first = balanced_batches(lengths, y, 10, rng=np.random.default_rng(5))
+    again = balanced_batches(lengths, y, 10, rng=np.random.default_rng(5))
+    assert all(np.bincount(y[b]).tolist() == [3, 3, 3] for b in first)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+
+
+def test_loader_draws_balanced_batches_from_the_dataset_labels():
+    X, y = rare_positives()
+    data = SequenceDataset(FlatSequences.from_arrays(X), torch.as_tensor(y))
+    loader = BucketBatchLoader(data, 20, shuffle=True, random_state=np.random.default_rng(0),
+                               balanced=True)
+    batches = list(loader)
+    assert len(batches) == len(loader) == 5
+    assert all(target.bincount().tolist() == [10, 10] for _, target in batches)
+    with pytest.raises(ValueError, match="balanced batches need one class label per sequence"):
+        list(BucketBatchLoader(SequenceDataset(FlatSequences.from_arrays(X)), 20, balanced=True,
+                               random_state=np.random.default_rng(0)))
+    with pytest.raises(ValueError, match="needs a numpy Generator"):
+        BucketBatchLoader(data, 20, balanced=True).batches()
+    plain = bucket_batches(np.array([len(x) for x in X]), 20)
+    assert sorted(np.concatenate(plain).tolist()) == list(range(90))  # unchanged default
+
+
+def test_classifier_trains_on_balanced_batches():
+    X, y = rare_positives()
+    params = dict(time_feature=0, hidden_size=6, max_iter=5, batch_size=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        balanced = RNNClassifier(balanced_batches=True, **params).fit(X, y)
+        again = RNNClassifier(balanced_batches=True, **params).fit(X, y)
+        plain = RNNClassifier(**params).fit(X, y)
+    np.testing.assert_array_equal(balanced.predict_proba(X), again.predict_proba(X))
+    # Positives weigh as much as negatives: the mean predicted probability of the rare
+    # class is far above its share of 10 / 90.
+    assert balanced.predict_proba(X)[:, 1].mean() > plain.predict_proba(X)[:, 1].mean()
+    assert balanced.predict_proba(X)[:, 1].mean() > 0.3
+
+
+def test_imbalanced_learn_sampler_pipeline_with_time_gaps():
+    X, y = rare_positives()
+    pipeline = make_imblearn_pipeline(
+        RandomOverSampler(random_state=0),
+        SequenceStandardScaler(),
+        RNNClassifier(time_feature=0, hidden_size=6, max_iter=5, random_state=0),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pipeline.fit(sequence_column(X), y)
+    assert pipeline.predict_proba(sequence_column(X)).shape == (90, 2)
+    assert pipeline[-1].n_features_in_ == 2

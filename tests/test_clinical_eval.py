@@ -1,0 +1,183 @@
+"""Pooled cross-validated evaluation, visit features and the PBC study (issue 4)."""
+
+from __future__ import annotations
+
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+from sklearn_rnn import RNNClassifier  # noqa: E402
+from sklearn_rnn.clinical import (  # noqa: E402
+    PBCStudy,
+    PooledCVResult,
+    VisitFeatures,
+    load_pbc_cohort,
+    pooled_cross_validate,
+)
+
+
+class ScoreIsColumnZero(ClassifierMixin, BaseEstimator):
+    """A 'classifier' whose probability of class 1 is column 0 of X: out-of-fold
+    probabilities are then known in advance. Counts its fits in a class attribute."""
+
+    fits = 0
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        type(self).fits += 1
+        return self
+
+    def predict_proba(self, X):
+        score = np.asarray(X)[:, 0]
+        return np.column_stack([1 - score, score])
+
+
+#: 8 samples: 4 positives scored 0.9, 0.8, 0.4, 0.3; 4 negatives 0.7, 0.35, 0.2, 0.1.
+SCORES = np.array([0.9, 0.8, 0.4, 0.3, 0.7, 0.35, 0.2, 0.1])
+LABELS = np.array([1, 1, 1, 1, 0, 0, 0, 0])
+
+
+def test_pooled_scores_against_a_hand_computation():
+    ScoreIsColumnZero.fits = 0
+    result = pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], LABELS, n_splits=2,
+                                   n_repeats=3, threshold=0.5, random_state=0)
+    assert ScoreIsColumnZero.fits == 6  # a fresh clone per fold and repeat
+    np.testing.assert_array_equal(result.y_score, np.tile(SCORES, (3, 1)))
+    # Positive-negative pairs ranked right: 0.9 and 0.8 beat all 4 negatives, 0.4 beats
+    # 3 (not 0.7), 0.3 beats 2 (not 0.7, 0.35): 13 of 16.
+    np.testing.assert_allclose(result.pooled_auc, [13 / 16] * 3)
+    # At 0.5: predicted positive 0.9, 0.8 (TP) and 0.7 (FP).
+    np.testing.assert_allclose(result.precision, 2 / 3)
+    np.testing.assert_allclose(result.recall, 2 / 4)
+    np.testing.assert_allclose(result.specificity, 3 / 4)
+    for repeat in range(3):  # every sample in exactly one test fold, classes stratified
+        assert np.bincount(result.folds[repeat]).tolist() == [4, 4]
+        assert np.bincount(result.folds[repeat][LABELS == 1]).tolist() == [2, 2]
+    summary = result.summary()
+    assert summary["pooled_auc"] == pytest.approx(13 / 16) and summary["pooled_auc_std"] == 0
+
+
+def test_fold_auc_by_hand():
+    folds = np.array([[0, 1, 0, 1, 0, 1, 0, 1]])
+    result = PooledCVResult(LABELS, SCORES[None], folds, 0.5, 1, 0.0)
+    # fold 0: positives 0.9, 0.4 vs negatives 0.7, 0.2 -> 3 of 4 pairs;
+    # fold 1: positives 0.8, 0.3 vs negatives 0.35, 0.1 -> 3 of 4 pairs.
+    np.testing.assert_allclose(result.fold_auc, [[0.75, 0.75]])
+    assert result.mean_fold_auc == 0.75 and result.n_repeats == 1
+    assert list(result.to_frame().columns) == [
+        "pooled_auc", "mean_fold_auc", "precision", "recall", "specificity"
+    ]
+
+
+def test_labels_other_than_zero_and_one():
+    labels = np.where(LABELS == 1, "dead", "alive")
+    result = pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], labels, n_splits=2,
+                                   random_state=0)
+    assert result.pos_label == "dead"
+    np.testing.assert_allclose(result.pooled_auc, [13 / 16])
+    # 'alive' is column 0, probability 1 - score: the mirror image ranks as well.
+    flipped = pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], labels,
+                                    n_splits=2, pos_label="alive", random_state=0)
+    np.testing.assert_allclose(flipped.y_score, 1 - SCORES[None])
+    np.testing.assert_allclose(flipped.pooled_auc, [13 / 16])
+
+
+def test_errors_say_what_to_fix():
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], np.arange(8) % 3)
+    with pytest.raises(ValueError, match="fewer than n_splits=8.*at most 4"):
+        pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], LABELS)
+    with pytest.raises(ValueError, match="threshold must be a probability"):
+        pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], LABELS, n_splits=2,
+                              threshold=2)
+    with pytest.raises(ValueError, match="X has 7 samples but y has 8"):
+        pooled_cross_validate(ScoreIsColumnZero(), SCORES[:7, None], LABELS, n_splits=2)
+    with pytest.raises(ValueError, match="pos_label=5 is not a class"):
+        pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], LABELS, n_splits=2,
+                              pos_label=5)
+
+
+def test_sequences_and_parallel_folds_give_the_same_result():
+    rng = np.random.default_rng(0)
+    X = [np.column_stack([np.cumsum(rng.uniform(1, 2, k)), rng.normal(size=(k, 1))])
+         for k in rng.integers(2, 6, size=40)]
+    y = np.array([int(x[-1, 1] > 0) for x in X])
+    model = RNNClassifier(time_feature=0, hidden_size=4, max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        serial = pooled_cross_validate(model, X, y, n_splits=4, random_state=0)
+        parallel = pooled_cross_validate(model, X, y, n_splits=4, random_state=0, n_jobs=2)
+    np.testing.assert_allclose(serial.y_score, parallel.y_score, rtol=0, atol=1e-12)
+    assert serial.fit_seconds > 0
+
+
+def test_plots_return_axes():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] + rng.normal(size=60) > 0).astype(int)
+    result = pooled_cross_validate(LogisticRegression(), X, y, n_splits=3, random_state=0)
+    for plot in (result.plot_roc, result.plot_sensitivity_specificity,
+                 result.plot_precision_recall):
+        ax = plot()
+        assert isinstance(ax, matplotlib.axes.Axes) and ax.get_legend() is not None
+        _, given = plt.subplots()
+        assert plot(given) is given
+    axes = result.plot()
+    assert len(axes) == 3 and all(isinstance(ax, matplotlib.axes.Axes) for ax in axes)
+    assert axes[1].get_xlabel() == "threshold on the predicted probability"
+    plt.close("all")
+
+
+# ------------------------------------------------------------ visit features
+def test_visit_features_by_hand():
+    #                time  a     b
+    one = np.array([[0.0, 1.0, np.nan],
+                    [2.0, 3.0, 4.0],
+                    [4.0, np.nan, 6.0]])
+    two = np.array([[10.0, 5.0, 1.0]])
+    X = [one, two]
+    np.testing.assert_array_equal(VisitFeatures("first", time_feature=0).fit_transform(X),
+                                  [[1.0, np.nan], [5.0, 1.0]])
+    np.testing.assert_array_equal(VisitFeatures("last", time_feature=0).fit_transform(X),
+                                  [[np.nan, 6.0], [5.0, 1.0]])
+    summary = VisitFeatures(time_feature=0).fit_transform(X)
+    # last observed a, b | mean a, b | slope a (1 per time unit), b (1) | visits, span
+    np.testing.assert_allclose(summary, [[3, 6, 2, 5, 1, 1, 3, 4], [5, 1, 5, 1, 0, 0, 1, 0]])
+    untimed = VisitFeatures().fit_transform([one[:, 1:]])
+    np.testing.assert_allclose(untimed[0, 4:], [2.0, 2.0, 3, 2])  # slopes per visit
+    with pytest.raises(ValueError, match="time_feature=5 is out of range"):
+        VisitFeatures(time_feature=5).fit(X)
+
+
+# --------------------------------------------------------------------- study
+def test_pbc_cohort_of_the_headline_comparison():
+    cohort = load_pbc_cohort(1, 1, 2)
+    assert (len(cohort.y), int(cohort.y.sum())) == (208, 86)
+    bili = cohort.feature_names.index("bili")
+    assert np.nanmax(np.concatenate(cohort.sequences)[:, bili]) < np.log(50)  # log scale
+
+
+def test_study_smoke_run():
+    study = PBCStudy.quick(n_repeats=1, n_splits=2, search_grid={"spectral_radius": [1.2]},
+                           rnn_params={"hidden_size": 3, "max_iter": 1})
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        result = study.run(on_row=lambda part, row: rows.append(part))
+    assert rows == ["main"] and len(result.grid) == 0
+    assert result.main.loc[0, ["positives", "negatives"]].tolist() == [86, 122]
+    assert result.main.loc[0, "LR last"] > 0.8
+    assert result.best_setting == (1.0, 1.0, 2)
+    assert result.nested.y_score.shape == (1, 208)
+    assert "RNN time gaps" in result.to_string()
+    assert len(result.plot()) == 3
+    plt.close("all")

@@ -1,0 +1,232 @@
+"""Time stamps as gaps (issue 4): unit-free encoding, checks, the time-aware 'decay' cell."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier, RNNRegressor
+from sklearn_rnn.nn import DecayRecurrence, RecurrentNetwork
+from sklearn_rnn.sequences import InputEncoder
+
+DAYS_PER_YEAR = 365.25
+SMALL = dict(hidden_size=6, max_iter=8, random_state=0)
+
+
+def visits(n=40, seed=0):
+    """Sequences of 2-7 visits at irregular days (column 0), two features; the label
+    says whether the last gap was longer than a year."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        steps = rng.integers(2, 8)
+        days = np.cumsum(rng.uniform(30, 800, size=steps)) + rng.uniform(0, 5000)
+        X.append(np.column_stack([days, rng.normal(size=(steps, 2))]))
+        y.append(int(days[-1] - days[-2] > DAYS_PER_YEAR))
+    return X, np.array(y)
+
+
+def fit(estimator, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return estimator.fit(X, y)
+
+
+def in_years(X):
+    return [np.column_stack([x[:, 0] / DAYS_PER_YEAR, x[:, 1:]]) for x in X]
+
+
+# ------------------------------------------------------------------ encoding
+def test_encoder_replaces_the_time_column_by_gap_and_elapsed_channels():
+    X = [np.array([[10.0, 1.0], [40.0, 2.0], [100.0, np.nan]]), np.array([[5.0, 3.0], [25.0, 4.0]])]
+    encoder = InputEncoder.fit(X, time_feature=0)
+    assert encoder.time_scale == 30.0  # median of the gaps 30, 60, 20
+    assert encoder.n_values == 1 and encoder.n_masked == 1 and encoder.gap_channel == 2
+    first, second = encoder.encode_arrays(X)
+    # value (carried forward), mask, gap / 30, elapsed / 30
+    np.testing.assert_allclose(first, [[1, 1, 0, 0], [2, 1, 1, 1], [2, 0, 2, 3]])
+    np.testing.assert_allclose(second, [[3, 1, 0, 0], [4, 1, 2 / 3, 2 / 3]])
+
+
+def test_encoding_is_unit_free_and_ignores_the_time_origin():
+    X, _ = visits()
+    channels = InputEncoder.fit(X, time_feature=0).encode_arrays(X)
+    years = in_years(X)
+    shifted = [np.column_stack([x[:, 0] - x[0, 0] + 1e4 * i, x[:, 1:]]) for i, x in enumerate(X)]
+    for other in (years, shifted):
+        again = InputEncoder.fit(other, time_feature=0).encode_arrays(other)
+        for a, b in zip(channels, again, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("cell", ["auto", "tanh"])
+def test_days_and_years_give_the_same_predictions(cell):
+    X, y = visits()
+    in_days = fit(RNNClassifier(time_feature=0, cell=cell, **SMALL), X, y)
+    in_yrs = fit(RNNClassifier(time_feature=0, cell=cell, **SMALL), in_years(X), y)
+    np.testing.assert_allclose(in_days.predict_proba(X), in_yrs.predict_proba(in_years(X)), atol=1e-6)
+
+
+def test_time_column_is_not_an_ordinary_feature():
+    """Moving each sequence in time (same gaps) changes nothing; the network has no
+    input for the raw time."""
+    X, y = visits()
+    model = fit(RNNClassifier(time_feature=0, **SMALL), X, y)
+    moved = [np.column_stack([x[:, 0] + 1e5 * (i % 3), x[:, 1:]]) for i, x in enumerate(X)]
+    np.testing.assert_allclose(model.predict_proba(X), model.predict_proba(moved), atol=1e-9)
+    assert model.module_.input_projection.in_features == 2 + 2  # 2 values, gap, elapsed
+    assert model.n_features_in_ == 3
+
+
+def test_negative_time_feature_counts_from_the_end():
+    X, y = visits()
+    last = [np.roll(x, -1, axis=1) for x in X]  # time column moved to the end
+    a = fit(RNNClassifier(time_feature=0, **SMALL), X, y)
+    b = fit(RNNClassifier(time_feature=-1, **SMALL), last, y)
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(last), atol=1e-6)
+
+
+def test_the_network_uses_the_gaps():
+    X, y = visits(160)
+    X_test, y_test = visits(200, seed=1)
+    params = dict(hidden_size=12, learning_rate=0.03, max_iter=60, random_state=0)
+    timed = fit(RNNClassifier(time_feature=0, **params), X, y)
+    untimed = fit(RNNClassifier(**params), [x[:, 1:] for x in X], y)
+    assert timed.score(X_test, y_test) > 0.9
+    assert untimed.score([x[:, 1:] for x in X_test], y_test) < 0.75
+
+
+# -------------------------------------------------------------------- errors
+@pytest.mark.parametrize("Estimator", [RNNClassifier, RNNRegressor])
+def test_decreasing_times_raise_naming_the_sample(Estimator):
+    X, y = visits(6)
+    X[4] = X[4][::-1].copy()
+    with pytest.raises(ValueError, match=r"sequence 4 of X has times that decrease at step 1 .*Sort"):
+        Estimator(time_feature=0, **SMALL).fit(X, y)
+    X, y = visits(6)
+    model = fit(Estimator(time_feature=0, **SMALL), X, y)
+    X[2] = X[2][::-1].copy()
+    with pytest.raises(ValueError, match="sequence 2 of X has times that decrease"):
+        model.predict(X)
+
+
+def test_missing_time_raises_and_equal_times_are_accepted():
+    X, y = visits(6)
+    X[3][1, 0] = np.nan
+    with pytest.raises(ValueError, match=r"sequence 3 of X has no time at step 1 \(NaN"):
+        RNNClassifier(time_feature=0, **SMALL).fit(X, y)
+    X, y = visits(6)
+    X[3][1, 0] = X[3][0, 0]  # two steps at the same time: non-decreasing is enough
+    fit(RNNClassifier(time_feature=0, **SMALL), X, y)
+
+
+def test_time_feature_out_of_range_and_decay_without_time():
+    X, y = visits(6)
+    with pytest.raises(ValueError, match=r"time_feature=3 is out of range: X has 3 features"):
+        RNNClassifier(time_feature=3, **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="cell='decay' decays the state with the time"):
+        RNNClassifier(cell="decay", **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="optimizer='simplex'"):
+        RNNClassifier(cell="decay", time_feature=0, optimizer="simplex", **SMALL).fit(X, y)
+
+
+# ------------------------------------------------------------ defaults: auto
+def test_auto_cell_and_alpha_follow_the_time_feature():
+    X, y = visits()
+    timed = fit(RNNClassifier(time_feature=0, **SMALL), X, y)
+    assert timed.module_.cell == "decay" and timed.net_.l2_penalty == pytest.approx(10 / len(X))
+    plain = fit(RNNClassifier(**SMALL), X, y)
+    assert plain.module_.cell == "tanh" and plain.net_.l2_penalty == 0
+    simplex = fit(RNNClassifier(time_feature=0, optimizer="simplex", **SMALL), X, y)
+    assert simplex.module_.cell == "tanh"
+
+
+def test_alpha_shrinks_the_weight_matrices_only():
+    X, y = visits()
+    norms = {}
+    for alpha in (0.0, 200.0):
+        model = fit(RNNClassifier(time_feature=0, alpha=alpha, **SMALL), X, y)
+        module = model.module_
+        with torch.no_grad():
+            norms[alpha] = float(module.input_projection.weight.norm() + module.recurrent_weight.norm())
+        rates = module.recurrence.hidden_decay
+    assert norms[200.0] < 0.8 * norms[0.0]
+    assert rates.requires_grad  # decay rates are trained, never penalized
+
+
+# ---------------------------------------------------------------- the cell
+def test_decay_cell_by_hand():
+    """One unit, W_rec = 0: h_1 = tanh(u_1), then h_t relaxes towards tanh(u_t) by the
+    fraction 1 - exp(-rate * gap); a zero gap leaves the state unchanged."""
+    cell = DecayRecurrence(1)
+    with torch.no_grad():
+        cell.weight_hh.zero_()
+        cell.hidden_decay.fill_(float(np.log(np.expm1(0.5))))  # rate 0.5
+    u = torch.tensor([[[0.3], [-0.8], [1.0], [0.2]]], dtype=torch.float32)
+    gaps = torch.tensor([[0.0, 2.0, 0.0, 1.0]])
+    h = cell(u, gaps)[0, :, 0].tolist()
+    h1 = np.tanh(0.3)
+    keep = np.exp(-1.0)
+    h2 = keep * h1 + (1 - keep) * np.tanh(-0.8)
+    h4 = np.exp(-0.5) * h2 + (1 - np.exp(-0.5)) * np.tanh(0.2)
+    np.testing.assert_allclose(h, [h1, h2, h2, h4], rtol=1e-6)
+
+
+def test_decay_cell_input_decay_by_hand():
+    """A feature unobserved at a step fades from its last value towards the baseline
+    with the time since it was last observed."""
+    cell = DecayRecurrence(2, n_masked=1)
+    with torch.no_grad():
+        cell.input_decay.fill_(float(np.log(np.expm1(1.0))))  # rate 1
+        cell.input_baseline.fill_(-1.0)
+    #                value mask gap
+    x = torch.tensor([[[2.0, 1.0, 0.0], [2.0, 0.0, 0.5], [2.0, 0.0, 1.0], [5.0, 1.0, 2.0]]])
+    with torch.no_grad():
+        decayed = cell.decay_inputs(x, x[..., 2])
+    since = np.array([0.0, 0.5, 1.5])
+    expected = np.exp(-since) * 2 + (1 - np.exp(-since)) * -1
+    np.testing.assert_allclose(decayed[0, :3, 0], expected, rtol=1e-6)
+    assert decayed[0, 3, 0] == 5.0  # observed again
+    torch.testing.assert_close(decayed[..., 1:], x[..., 1:])  # masks and gap untouched
+
+
+def test_decay_network_is_deterministic_and_its_states_match_forward():
+    def build():
+        return RecurrentNetwork(4, 5, 2, cell="decay", gap_channel=2, n_masked=1,
+                                generator=torch.Generator().manual_seed(3))
+
+    x = torch.rand(3, 6, 4)
+    x[:, 0, 2] = 0
+    lengths = torch.tensor([6, 4, 1])
+    a, b = build(), build()
+    torch.testing.assert_close(a(x, lengths), b(x, lengths), rtol=0, atol=0)
+    states = a.forward_states(x, lengths)
+    torch.testing.assert_close(states.outputs, a(x, lengths))
+    assert states.hidden.shape == (3, 6, 5) and states.projected.shape == (3, 6, 5)
+    loss = states.outputs.square().sum()
+    loss.backward()
+    assert a.recurrence.hidden_decay.grad.abs().sum() > 0
+
+
+def test_decay_estimator_is_seeded_and_pickles():
+    import pickle
+
+    X, y = visits()
+    model = fit(RNNClassifier(time_feature=0, **SMALL), X, y)
+    again = fit(clone(model), X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), again.predict_proba(X))
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+
+
+def test_standard_cells_keep_their_states():
+    net = RecurrentNetwork(3, 4, 2, generator=torch.Generator().manual_seed(0))
+    states = net.forward_states(torch.rand(2, 5, 3), torch.tensor([5, 2]))
+    inputs, projected, hidden, outputs = states[:4]
+    assert inputs.shape == (2, 5, 3) and projected.shape == hidden.shape == (2, 5, 4)
+    assert outputs.shape == (2, 2)

@@ -1,7 +1,7 @@
 """
-=====================================================================
+======================================================================
 Visit histories at irregular times: the lupus study redone on PBC data
-=====================================================================
+======================================================================
 
 The thesis (section 4.3) predicts, from a lupus patient's history of visits months or
 years apart, whether organ damage will appear; its patients are private. Here the same

@@ -59,10 +59,7 @@ PUBLIC = sorted(_public_objects())
 
 #: Known gaps, reported to the owners of the modules. Strict: when one is fixed the test
 #: passes unexpectedly and fails, so that its entry is removed here.
-KNOWN_GAPS = {
-    "sklearn_rnn.nn.NetworkStates": "no Examples section",
-    "sklearn_rnn.optim.TemporalGradients": "keyword arguments of __init__ not under Parameters",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _marked(items):

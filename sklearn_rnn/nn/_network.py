@@ -46,6 +46,15 @@ class NetworkStates(NamedTuple):
     readout_inputs : torch.Tensor or None
         What the readout read: the last layer's states at the readout steps after
         dropout, ``(batch, hidden_size)`` or ``(batch, steps, hidden_size)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn import RecurrentNetwork
+    >>> net = RecurrentNetwork(3, 8, 2, generator=torch.Generator().manual_seed(0))
+    >>> states = net.forward_states(torch.randn(4, 5, 3), torch.tensor([5, 3, 2, 1]))
+    >>> states.projected.shape, states.hidden.shape, states.outputs.shape
+    (torch.Size([4, 5, 8]), torch.Size([4, 5, 8]), torch.Size([4, 2]))
     """
 
     inputs: torch.Tensor

@@ -102,6 +102,24 @@ class TemporalGradients:
     gradient, norms and combinations derive from it; otherwise nothing of shape
     ``(steps, *parameter_shape)`` is stored and norms come from Gram matrices or chunks.
 
+    Parameters
+    ----------
+    parameters : tuple of torch.nn.Parameter
+        The trainable parameters covered (see Attributes).
+    names : tuple of str
+        Their thesis names.
+    layers : tuple
+        Per-layer deltas and layer inputs gathered by :func:`temporal_gradients`
+        (internal records; build instances through that function).
+    steps : int
+        Number of aligned steps.
+    alignment : {'last', 'absolute'}
+        How steps of sequences of different lengths line up.
+    counts : torch.Tensor of shape (steps,)
+        Sequences contributing to each aligned step.
+    loss : torch.Tensor
+        The loss, detached.
+
     Attributes
     ----------
     parameters : tuple of torch.nn.Parameter

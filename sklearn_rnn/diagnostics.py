@@ -88,7 +88,9 @@ def temporal_gradient_norms(
 ) -> TemporalGradientNorms:
     """Norm of each step's gradient, and its cosine with the full gradient, on one batch.
 
-    The model is left as it is: no parameter and no ``.grad`` changes.
+    The model is left as it is: no parameter and no ``.grad`` changes. The gradients
+    are those of the network in evaluation mode (dropout off), so repeated calls agree;
+    the network's training mode is restored afterwards.
 
     Parameters
     ----------
@@ -114,7 +116,8 @@ def temporal_gradient_norms(
         targets, half the mean squared error otherwise, averaged over sequences (or
         valid steps).
     every_step : bool, default=False
-        Put the loss at every step instead of each sequence's last valid step.
+        Put the loss at every step instead of each sequence's last valid step
+        (always the case for :class:`~sklearn_rnn.RNNStepClassifier`).
 
     Returns
     -------
@@ -138,6 +141,7 @@ def temporal_gradient_norms(
     True
     """
     if isinstance(model, BaseRNN):
+        every_step = every_step or model._every_step  # per-step targets: a loss at every step
         model, X, lengths, y, estimator_loss = model._diagnostic_batch(X, y)
         loss = estimator_loss if loss is None else loss
     elif not isinstance(model, RecurrentNetwork):
@@ -162,10 +166,16 @@ def temporal_gradient_norms(
         raise ValueError(f"y must have one target per sequence ({batch}); got shape {tuple(y.shape)}.")
     if loss is None:
         loss = _default_loss(y, lengths, every_step)
-    with torch.enable_grad():
-        states = model.forward_states(X, lengths, every_step=every_step)
-        value = loss(states.outputs, y)
-        tg = temporal_gradients(model, states, value, lengths, accumulate_grad=False)
+    # Dropout off, so that the same call gives the same answer; the mode is restored.
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.enable_grad():
+            states = model.forward_states(X, lengths, every_step=every_step)
+            value = loss(states.outputs, y)
+            tg = temporal_gradients(model, states, value, lengths, accumulate_grad=False)
+    finally:
+        model.train(was_training)
     norms = tg.norms()
     return TemporalGradientNorms(
         steps=np.arange(1, tg.steps + 1),

@@ -174,3 +174,19 @@ def test_estimators_fitted_and_unfitted_are_accepted():
     stats = temporal_gradient_norms(fitted, X, y)
     assert stats.norms.shape == (max(len(x) for x in X),)
     assert np.isfinite(stats.cosines).all()
+
+
+def test_dropout_network_gives_deterministic_norms_and_keeps_its_mode():
+    x, lengths, gen = batch()
+    y = torch.randint(0, 3, (12,), generator=gen)
+    net = RecurrentNetwork(3, 10, 3, num_layers=2, dropout=0.5,
+                           generator=torch.Generator().manual_seed(1))
+    net.train()
+    first = temporal_gradient_norms(net, x, y, lengths=lengths)
+    second = temporal_gradient_norms(net, x, y, lengths=lengths)
+    np.testing.assert_array_equal(first.norms, second.norms)
+    assert net.training
+    net.eval()
+    third = temporal_gradient_norms(net, x, y, lengths=lengths)
+    np.testing.assert_array_equal(first.norms, third.norms)
+    assert not net.training

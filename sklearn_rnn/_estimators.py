@@ -73,15 +73,22 @@ class _SequenceNet(NeuralNet):
     """skorch engine reading the batches of :class:`~sklearn_rnn.sequences.BucketBatchLoader`.
 
     A batch is ``({'x', 'lengths', 'sample_weight'}, y)``; the module reads ``x`` and
-    ``lengths``, the loss is the sample-weighted mean of the per-sample criterion.
+    ``lengths``, the loss is the sample-weighted mean of the per-sample criterion. With
+    ``every_step``, the module reads out at every step, ``y`` is padded to
+    ``(batch, steps, k)`` and the loss is the sample-weighted mean over valid steps of
+    the criterion summed over the ``k`` outputs.
     """
 
     #: Coefficient of the L2 penalty on the weight matrices, ``alpha / n_samples``; set
     #: by the estimator before each call to ``partial_fit``.
     l2_penalty: float = 0.0
 
+    #: A loss at every step (targets per step) instead of at each sequence's last step;
+    #: set by the estimator with the other training settings.
+    every_step: bool = False
+
     def infer(self, x: dict[str, torch.Tensor], **fit_params: Any) -> torch.Tensor:
-        return self.module_(x["x"], x["lengths"])
+        return self.module_(x["x"], x["lengths"], every_step=self.every_step)
 
     def train_step(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
         """One update; the simplex optimizer gets the batch's temporal gradients."""
@@ -90,7 +97,9 @@ class _SequenceNet(NeuralNet):
         self._set_training(True)
         inputs, y = batch
         self.optimizer_.zero_grad()
-        states = self.module_.forward_states(inputs["x"], inputs["lengths"])
+        states = self.module_.forward_states(
+            inputs["x"], inputs["lengths"], every_step=self.every_step
+        )
         loss = self.get_loss(states.outputs, y, X=inputs, training=True)
         # One backward pass gives every step's gradient and fills .grad as backward() would.
         temporal = temporal_gradients(self.module_, states, loss, inputs["lengths"])
@@ -109,16 +118,32 @@ class _SequenceNet(NeuralNet):
         X: dict[str, torch.Tensor] | None = None,
         training: bool = False,
     ) -> torch.Tensor:
-        per_sample = self.criterion_(y_pred, y_true)  # (B,) or (B, k)
-        if per_sample.ndim > 1:
-            per_sample = per_sample.mean(dim=tuple(range(1, per_sample.ndim)))
-        weight = X["sample_weight"] if X is not None else torch.ones_like(per_sample)
-        loss = (per_sample * weight).mean()
+        if self.every_step:
+            loss = self._step_loss(y_pred, y_true, X)
+        else:
+            per_sample = self.criterion_(y_pred, y_true)  # (B,) or (B, k)
+            if per_sample.ndim > 1:
+                per_sample = per_sample.mean(dim=tuple(range(1, per_sample.ndim)))
+            weight = X["sample_weight"] if X is not None else torch.ones_like(per_sample)
+            loss = (per_sample * weight).mean()
         if training and self.l2_penalty and not isinstance(self.optimizer_, SimplexSGD):
             # alpha / (2 n) * ||W||^2 over weight matrices (not biases, not decay rates).
             matrices = [p for p in self.module_.parameters() if p.requires_grad and p.ndim >= 2]
             loss = loss + 0.5 * self.l2_penalty * sum(p.square().sum() for p in matrices)
         return loss
+
+    def _step_loss(
+        self, y_pred: torch.Tensor, y_true: torch.Tensor, X: dict[str, torch.Tensor] | None
+    ) -> torch.Tensor:
+        """Loss at every valid step: the criterion summed over outputs (eq. 4.2 sums the
+        cross-entropy of the d notes), weighted per sequence, averaged over valid steps."""
+        if X is None:
+            raise ValueError("a loss at every step needs the batch's lengths: pass X=inputs.")
+        per_step = self.criterion_(y_pred, y_true).sum(dim=-1)  # (B, T)
+        lengths = X["lengths"].to(per_step.device)
+        valid = torch.arange(per_step.shape[1], device=per_step.device) < lengths[:, None]
+        weighted = per_step * valid * X["sample_weight"].to(per_step.dtype)[:, None]  # (B, T)
+        return weighted.sum() / valid.sum()
 
 
 class BaseRNN(BaseEstimator, metaclass=ABCMeta):
@@ -127,6 +152,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     Subclasses define the loss, how targets are encoded and decoded, the validation
     score, and the output size. Not meant to be used directly.
     """
+
+    #: Targets and loss at every step (one ``(T_i, k)`` target array per sequence)
+    #: instead of one target per sequence.
+    _every_step: bool = False
 
     _parameter_constraints: dict = {
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
@@ -228,6 +257,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _sample_weight(self, y: np.ndarray, sample_weight: np.ndarray) -> np.ndarray:
         return sample_weight
 
+    def _check_target_steps(self, y: Any, sequences: list[np.ndarray]) -> None:
+        """Check per-step targets against the steps of ``X`` (nothing to check when
+        there is one target per sequence)."""
+
+    def _validation_scoring(self) -> tuple[Any, bool]:
+        """skorch scoring callable of the validation score, and whether it reads the
+        outputs cached by the validation pass."""
+        return _ValidationScore(self._validation_score), True
+
     # ------------------------------------------------------------- training
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> BaseRNN:
@@ -272,6 +310,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, len(sequences), reset=reset, classes=classes)
+        self._check_target_steps(y, sequences)
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         seeds = _Seeds.draw(self.random_state)
         device = self._resolve_device()
@@ -302,6 +341,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if model is self:
             sequences = self._validate_sequences(X, reset=False)
             targets = self._check_y(y, len(sequences), reset=False)
+            self._check_target_steps(targets, sequences)
             device = next(self.module_.parameters()).device
             data = SequenceDataset(
                 self._encoder.encode(sequences, device=device),
@@ -313,7 +353,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         network = model.net_.module_
 
         def loss(outputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-            return model.net_.get_loss(outputs, target)
+            return model.net_.get_loss(outputs, target, X=inputs)
 
         return network, inputs["x"], inputs["lengths"], targets, loss
 
@@ -422,14 +462,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             callbacks.append(("clip", GradientNormClipping(self.clip_threshold)))
         # The score is recorded before the stopping rule may end the epoch loop.
         if stopping:
+            scoring, use_caching = self._validation_scoring()
             callbacks.append(
                 (
                     "valid_score",
                     EpochScoring(
-                        _ValidationScore(self._validation_score),
+                        scoring,
                         lower_is_better=False,
                         name="valid_score",
-                        use_caching=True,
+                        use_caching=use_caching,
                     ),
                 )
             )
@@ -453,6 +494,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             callbacks.append(("progress", ProgressBar()))
         # Plain attributes: skorch's set_params would try to re-initialize components.
         net.callbacks = callbacks
+        net.every_step = self._every_step
         net.max_epochs = 1 if incremental else self.max_iter
         net.iterator_train__random_state = np.random.default_rng(seeds.shuffle)
         net.verbose = self.verbose
@@ -497,8 +539,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return torch.device(self.device)
 
     # ------------------------------------------------------------ prediction
-    def _forward(self, X: Any) -> np.ndarray:
-        """Network outputs for every sequence of ``X``, in the order of ``X``.
+    def _forward(self, X: Any) -> np.ndarray | list[np.ndarray]:
+        """Network outputs for every sequence of ``X``, in the order of ``X``:
+        ``(n_samples, n_outputs)``, or with a loss at every step a list of
+        ``(T_i, n_outputs)`` arrays.
 
         The float32 weights are evaluated in float64, so that a sequence's output does
         not depend on which other sequences share its batch (float32 matrix kernels
@@ -510,7 +554,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         device = next(self.module_.parameters()).device
         # A float64 twin of the network: cheaper per batch than functional_call.
         network = copy.deepcopy(self.module_).double().train(False)
-        outputs = np.empty((len(sequences), self._n_outputs), dtype=np.float64)
+        outputs: Any = (
+            [None] * len(sequences)
+            if self._every_step
+            else np.empty((len(sequences), self._n_outputs), dtype=np.float64)
+        )
         # Encoded in chunks: memory beyond the validated input stays bounded however
         # many sequences are predicted.
         with torch.inference_mode():
@@ -521,9 +569,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 )
                 for indices in BucketBatchLoader(dataset, batch_size=self.batch_size).batches():
                     inputs, _ = dataset.collate(indices)
-                    batch = network(inputs["x"], inputs["lengths"])
-                    outputs[start + indices] = batch.cpu().numpy()
-        check_finite_outputs(outputs)
+                    batch = network(inputs["x"], inputs["lengths"], every_step=self._every_step)
+                    if not self._every_step:
+                        outputs[start + indices] = batch.cpu().numpy()
+                        continue
+                    values = batch.cpu().numpy()  # (B, T, k)
+                    for row, (index, length) in enumerate(zip(indices, inputs["lengths"].tolist())):
+                        outputs[start + index] = values[row, :length]
+        if self._every_step:
+            finite = np.array([np.isfinite(output).all() for output in outputs])
+            check_finite_outputs(np.where(finite, 0.0, np.nan)[:, None])
+        else:
+            check_finite_outputs(outputs)
         return outputs
 
     # ------------------------------------------------------------ validation

@@ -163,8 +163,13 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> BaseRNN:
     ('RNNClassifier', ['down', 'up'])
     """
     from ._estimators import RNNClassifier, RNNRegressor, _Seeds
+    from ._step_estimator import RNNStepClassifier
 
-    known = {"RNNClassifier": RNNClassifier, "RNNRegressor": RNNRegressor}
+    known = {
+        "RNNClassifier": RNNClassifier,
+        "RNNRegressor": RNNRegressor,
+        "RNNStepClassifier": RNNStepClassifier,
+    }
     header, tensors = _read(path)
     name = header.get("estimator")
     if name not in known:

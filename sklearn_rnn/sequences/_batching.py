@@ -132,8 +132,10 @@ class SequenceDataset(torch.utils.data.Dataset):
     ----------
     sequences : FlatSequences
         The inputs.
-    y : torch.Tensor of shape (n,) or (n, k), optional
-        Targets; None at prediction time.
+    y : torch.Tensor of shape (n,) or (n, k), or FlatSequences, optional
+        Targets; None at prediction time. Per-step targets are a
+        :class:`FlatSequences` of ``(T_i, k)`` arrays, whose batches are padded
+        like the inputs'.
     sample_weight : torch.Tensor of shape (n,), optional
         Weights; ones when None.
 
@@ -149,7 +151,7 @@ class SequenceDataset(torch.utils.data.Dataset):
     def __init__(
         self,
         sequences: FlatSequences,
-        y: torch.Tensor | None = None,
+        y: torch.Tensor | FlatSequences | None = None,
         sample_weight: torch.Tensor | None = None,
     ) -> None:
         self.sequences = sequences
@@ -176,7 +178,11 @@ class SequenceDataset(torch.utils.data.Dataset):
         SequenceDataset
         """
         index = torch.as_tensor(indices, device=self.sample_weight.device)
-        y = None if self.y is None else self.y[index.to(self.y.device)]
+        y: torch.Tensor | FlatSequences | None
+        if isinstance(self.y, FlatSequences):
+            y = self.y.subset(indices)
+        else:
+            y = None if self.y is None else self.y[index.to(self.y.device)]
         return SequenceDataset(self.sequences.subset(indices), y, self.sample_weight[index])
 
     def collate(self, indices: np.ndarray) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
@@ -194,7 +200,10 @@ class SequenceDataset(torch.utils.data.Dataset):
         x, lengths = self.sequences.batch(indices)
         index = torch.as_tensor(indices, device=self.sample_weight.device)
         inputs = {"x": x, "lengths": lengths, "sample_weight": self.sample_weight[index]}
-        y = None if self.y is None else self.y[index.to(self.y.device)]
+        if isinstance(self.y, FlatSequences):
+            y = self.y.batch(indices)[0]  # (B, T, k), zero after each sequence's end
+        else:
+            y = None if self.y is None else self.y[index.to(self.y.device)]
         return inputs, y
 
 
@@ -387,8 +396,8 @@ class BucketBatchLoader:
 
     def _labels(self) -> np.ndarray:
         y = self.dataset.y
-        if y is None or y.ndim != 1:
-            shape = None if y is None else tuple(y.shape)
+        if not isinstance(y, torch.Tensor) or y.ndim != 1:
+            shape = tuple(y.shape) if isinstance(y, torch.Tensor) else None
             raise ValueError(
                 "balanced batches need one class label per sequence (a dataset y of shape "
                 f"(n,)); got y of shape {shape}. Use balanced=False for regression targets."

@@ -1,0 +1,443 @@
+"""Per-step binary targets: an independent Bernoulli per output at every step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.base import _fit_context
+from skorch import NeuralNet
+
+from ._estimators import BaseRNN
+from .sequences import BucketBatchLoader, FlatSequences, SequenceDataset
+
+__all__ = ["RNNStepClassifier"]
+
+
+class RNNStepClassifier(BaseRNN):
+    """Recurrent network with binary targets at every step (multi-label per step).
+
+    The network of :class:`RNNClassifier` reads each sequence and a sigmoid readout at
+    *every* step gives ``k`` independent probabilities, for example which of the 88
+    piano keys sound at the next beat (thesis section 4.2). Training minimizes the
+    Bernoulli negative log-likelihood of eq. 4.2, the cross-entropy summed over the
+    ``k`` outputs, averaged over the valid steps of each mini-batch (each step counts
+    once, whatever the length of its sequence; eq. 4.2 averages within each sequence
+    first). The mean over steps makes the loss a *negative log-likelihood per step*,
+    the measure of the polyphonic-music literature: :meth:`nll_per_step` computes it
+    on any data, and :meth:`score` is its negative (greater is better).
+
+    Why a separate estimator rather than an option of :class:`RNNClassifier`: there
+    ``y`` is one label per sequence and ``predict`` returns one label per sequence, as
+    scikit-learn's classifier contract, its checks and scorers (accuracy, ROC AUC)
+    expect. Here ``y`` is a ragged list of ``(T_i, k)`` arrays and every method returns
+    one such array per sequence; an option that changed the shape of ``y``, of the
+    predictions and the meaning of ``score`` would make every other parameter and
+    tool of the classifier behave differently. The training machinery (network,
+    length-bucketed batches, optimizers including ``'simplex'`` with losses at every
+    step, early stopping, seeds, ``partial_fit``, ``save``/``load``) is shared through
+    the same base class. Since ``y`` is not one label per sample, the estimator does
+    not declare itself a classifier to scikit-learn (``is_classifier`` is False):
+    cross-validation splits it with plain K-fold, and model selection uses its own
+    :meth:`score`.
+
+    Parameters
+    ----------
+    hidden_size : int, default=50
+        Recurrent units.
+    cell : {'auto', 'tanh', 'relu', 'gru', 'lstm', 'decay'}, default='auto'
+        The recurrent cell (see :class:`RNNClassifier`); 'auto' is 'tanh' unless
+        ``time_feature`` is set.
+    time_feature : int or None, default=None
+        Column of each step's time stamp, read as gaps (see :class:`RNNClassifier`).
+    num_layers : int, default=1
+        Stacked recurrent layers.
+    dropout : float, default=0.0
+        Drop probability between layers and before the readout (training only).
+    hidden_init : {'zero', 'learned'}, default='zero'
+        The state before the first step.
+    spectral_radius : float or None, default=1.2
+        Spectral radius of the initial recurrent matrix (thesis algorithm 3.1); None
+        keeps PyTorch's initialization.
+    optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
+        'sgd' is the clipped anti-gradient (eq. 3.6); 'simplex' the thesis' simplex
+        method, whose temporal gradients here include the readout's gradient at
+        every step (thesis section 3.3); 'adam' clips the gradient norm first.
+    learning_rate : float, default=0.01
+        Step size.
+    clip_threshold : float or None, default=1.0
+        Gradient-norm threshold ``tau``; None never clips. The thesis used 3 for music.
+    switch_threshold : float or None, default=None
+        ``psi`` of the simplex method; None never switches.
+    batch_size : int, default=32
+        Sequences per update, grouped by length.
+    max_iter : int, default=200
+        Maximum number of epochs.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the sequences, stop when their loss (NLL
+        per step) has not improved by ``tol`` for ``n_iter_no_change`` epochs, and
+        restore the best epoch's weights; otherwise stop on the training loss.
+    validation_fraction : float, default=0.1
+        Share of the sequences held out for early stopping.
+    n_iter_no_change : int, default=10
+        Patience, in epochs.
+    tol : float, default=1e-4
+        Smallest improvement of the monitored loss that counts.
+    alpha : float or 'auto', default='auto'
+        L2 penalty on the weight matrices, ``alpha / (2 n_samples) * ||W||^2`` ('auto':
+        10 for the 'decay' cell, 0 otherwise; not used by 'simplex').
+    device : {'auto', 'cpu', 'cuda'}, default='auto'
+        Where to train.
+    random_state : int, RandomState instance or None, default=None
+        Seeds every random draw through local generators.
+    verbose : int, default=0
+        Print losses per epoch and show a progress bar.
+    warm_start : bool, default=False
+        Continue training the fitted network on the next call to ``fit``.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Features per step of ``X``.
+    n_outputs_ : int
+        Binary targets per step, ``k``.
+    n_iter_ : int
+        Epochs run by the last call to ``fit``.
+    loss_curve_ : list of float
+        Training loss (NLL per step, averaged over the epoch's batches) of every epoch.
+    validation_scores_ : list of float or None
+        With ``early_stopping``: minus the validation NLL per step of every epoch.
+    best_validation_score_ : float or None
+        Minus the validation NLL per step of the restored epoch.
+    best_validation_loss_ : float or None
+        Validation loss of the restored epoch.
+    module_ : sklearn_rnn.nn.RecurrentNetwork
+        The trained network.
+    net_ : skorch.NeuralNet
+        The training engine, with its ``history``.
+
+    See Also
+    --------
+    RNNClassifier : One label per sequence.
+    sklearn_rnn.datasets.load_bach_chorales : Piano rolls for next-step prediction.
+
+    Notes
+    -----
+    ``X`` and ``y`` are paired step by step: for next-step prediction, pass
+    ``X = [r[:-1] for r in rolls]`` and ``y = [r[1:] for r in rolls]``. Fitted models
+    pickle and save like the other estimators (:meth:`save`, :func:`sklearn_rnn.load`).
+    scikit-learn's ``parametrize_with_checks`` does not apply: its checks feed one
+    target per sample. Cloning, pickling, parameters and ``GridSearchCV`` are tested
+    directly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNStepClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = [rng.integers(0, 2, size=(rng.integers(5, 15), 1)).astype(float) for _ in range(80)]
+    >>> # targets: this step's bit and the previous step's (0 before the first)
+    >>> y = [np.hstack([x, np.vstack([[0.0], x[:-1]])]) for x in X]
+    >>> model = RNNStepClassifier(hidden_size=8, learning_rate=0.05, max_iter=60,
+    ...                           random_state=0).fit(X, y)
+    >>> [p.shape for p in model.predict_proba(X[:2])]
+    [(13, 2), (14, 2)]
+    >>> bool(model.nll_per_step(X, y) < 0.2)  # 2 * log(2) = 1.39 for coin flips
+    True
+    """
+
+    _every_step = True
+
+    # ----------------------------------------------------------------- targets
+    def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> list[np.ndarray]:
+        if isinstance(y, np.ndarray) and y.dtype != object and y.ndim != 3:
+            raise ValueError(
+                f"y is an array of shape {y.shape}: {type(self).__name__} expects one (T_i, k) "
+                "array of 0/1 targets per sequence (a list, or an (n_samples, T, k) array), "
+                "a target for each output at each step of X."
+            )
+        targets = []
+        for index, target in enumerate(y):
+            try:
+                target = np.asarray(target, dtype=np.float64)
+            except (TypeError, ValueError) as error:
+                raise ValueError(
+                    f"y[{index}] is not numeric ({error}): expected a (T_i, k) array of 0/1."
+                ) from error
+            if target.ndim == 1:
+                target = target[:, None]
+            if target.ndim != 2:
+                raise ValueError(
+                    f"y[{index}] has shape {target.shape}: expected (T_i, k), one row of k "
+                    f"binary targets per step of sequence {index} of X."
+                )
+            outside = ~np.isin(target, (0.0, 1.0))
+            if outside.any():
+                step, column = np.argwhere(outside)[0]
+                raise ValueError(
+                    f"y[{index}] holds {target[step, column]!r} at step {step}, output "
+                    f"{column}: the targets must be 0 or 1 (a Bernoulli variable per output "
+                    "and step). Threshold or binarize them first."
+                )
+            targets.append(target)
+        widths = {target.shape[1] for target in targets}
+        if len(widths) > 1:
+            first = targets[0].shape[1]
+            odd = next(i for i, target in enumerate(targets) if target.shape[1] != first)
+            raise ValueError(
+                f"y[{odd}] has {targets[odd].shape[1]} outputs per step but y[0] has {first}: "
+                "every sequence's targets need the same number of columns k."
+            )
+        width = targets[0].shape[1]
+        if reset:
+            self.n_outputs_ = width
+            self._y_ndim = np.ndim(y[0])
+        elif width != self.n_outputs_:
+            raise ValueError(
+                f"y has {width} outputs per step, but the fitted model has {self.n_outputs_}; "
+                "refit with warm_start=False."
+            )
+        return targets
+
+    def _check_target_steps(self, y: list[np.ndarray], sequences: list[np.ndarray]) -> None:
+        for index, (target, sequence) in enumerate(zip(y, sequences)):
+            if len(target) != len(sequence):
+                raise ValueError(
+                    f"y[{index}] has {len(target)} steps but sequence {index} of X has "
+                    f"{len(sequence)}: pass one row of targets per step of X (for next-step "
+                    "prediction, X = r[:-1] and y = r[1:] of each sequence r)."
+                )
+
+    @property
+    def _n_outputs(self) -> int:
+        return self.n_outputs_
+
+    def _criterion(self) -> torch.nn.Module:
+        return torch.nn.BCEWithLogitsLoss(reduction="none")
+
+    def _target_tensor(self, y: list[np.ndarray], device: torch.device) -> FlatSequences:
+        return FlatSequences.from_arrays(y, dtype=torch.float32, device=device)
+
+    @staticmethod
+    def _validation_score(y_true: list[np.ndarray], outputs: list[np.ndarray]) -> float:
+        """Minus the NLL per step of logits ``outputs`` against 0/1 targets."""
+        total = sum(float(_bernoulli_nll(o, t).sum()) for o, t in zip(outputs, y_true))
+        return -total / sum(len(t) for t in y_true)
+
+    def _validation_scoring(self) -> tuple[Any, bool]:
+        return _StepValidationScore(self._validation_score), False
+
+    # ---------------------------------------------------------------- training
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RNNStepClassifier:
+        """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).
+
+        The first call builds the network (``k`` is taken from its ``y``); later calls
+        continue from the current weights. Stopping rules do not apply.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+        y : list of array-like of shape (T_i, k)
+            0/1 targets at every step of each sequence.
+        sample_weight : array-like of shape (n_samples,), optional
+            Weight of each sequence's steps in the loss.
+
+        Returns
+        -------
+        self : object
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_rnn import RNNStepClassifier
+        >>> X = [np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1]]]
+        >>> model = RNNStepClassifier(hidden_size=4, random_state=0)
+        >>> for _ in range(3):
+        ...     model = model.partial_fit(X, X)  # predict each step's own input
+        >>> model.n_iter_, model.n_outputs_
+        (3, 2)
+        """
+        return self._fit(X, y, sample_weight, incremental=True)
+
+    # -------------------------------------------------------------- prediction
+    def decision_function(self, X: Any) -> list[np.ndarray]:
+        """Logits of every output at every step (before the sigmoid).
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+
+        Returns
+        -------
+        list of ndarray of shape (T_i, k)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_rnn import RNNStepClassifier
+        >>> X = [np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1]]]
+        >>> model = RNNStepClassifier(hidden_size=4, max_iter=2, random_state=0).fit(X, X)
+        >>> [logits.shape for logits in model.decision_function(X)]
+        [(3, 2), (2, 2)]
+        """
+        return self._forward(X)
+
+    def predict_proba(self, X: Any) -> list[np.ndarray]:
+        """Probability that each output is 1, at every step of each sequence.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+
+        Returns
+        -------
+        list of ndarray of shape (T_i, k)
+            Independent Bernoulli probabilities (they need not sum to 1 over ``k``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_rnn import RNNStepClassifier
+        >>> X = [np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1]]]
+        >>> model = RNNStepClassifier(hidden_size=4, max_iter=2, random_state=0).fit(X, X)
+        >>> proba = model.predict_proba(X)
+        >>> proba[0].shape, bool(((proba[0] > 0) & (proba[0] < 1)).all())
+        ((3, 2), True)
+        """
+        return [_sigmoid(logits) for logits in self._forward(X)]
+
+    def predict(self, X: Any) -> list[np.ndarray]:
+        """Outputs predicted to be 1 (probability above 0.5), at every step.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+
+        Returns
+        -------
+        list of ndarray of shape (T_i, k), dtype int64
+            Zeros and ones (shape ``(T_i,)`` when ``fit`` got 1D targets per sequence).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_rnn import RNNStepClassifier
+        >>> X = [np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1]]]
+        >>> model = RNNStepClassifier(hidden_size=4, learning_rate=0.1, max_iter=50,
+        ...                           random_state=0).fit(X, X)
+        >>> model.predict(X)[0].tolist()
+        [[1, 0], [0, 1], [1, 0]]
+        """
+        labels = [(logits > 0).astype(np.int64) for logits in self._forward(X)]
+        return [label.ravel() for label in labels] if self._y_ndim == 1 else labels
+
+    def nll_per_step(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Negative log-likelihood per step (in nats), the loss of eq. 4.2.
+
+        The Bernoulli log-likelihood of the targets summed over the ``k`` outputs and
+        over all steps of all sequences, divided by the number of steps (with
+        ``sample_weight``: each sequence's sum weighted, divided by the weighted
+        number of steps). Published polyphonic-music results use this measure.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+        y : list of array-like of shape (T_i, k)
+            0/1 targets at every step.
+        sample_weight : array-like of shape (n_samples,), optional
+            Weight of each sequence.
+
+        Returns
+        -------
+        float
+            Lower is better; ``k * log(2)`` for a model that says 0.5 everywhere.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_rnn import RNNStepClassifier
+        >>> X = [np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1]]]
+        >>> model = RNNStepClassifier(hidden_size=4, learning_rate=0.1, max_iter=50,
+        ...                           random_state=0).fit(X, X)
+        >>> bool(model.nll_per_step(X, X) < 0.1)
+        True
+        """
+        sequences = self._validate_sequences(X, reset=False)
+        targets = self._check_y(y, len(sequences), reset=False)
+        self._check_target_steps(targets, sequences)
+        weight = self._check_sample_weight(sample_weight, len(sequences))
+        logits = self._forward(sequences)
+        totals = np.array([_bernoulli_nll(o, t).sum() for o, t in zip(logits, targets)])
+        steps = np.array([len(t) for t in targets])
+        return float((weight * totals).sum() / (weight * steps).sum())
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Minus the negative log-likelihood per step: the log-likelihood per step.
+
+        Greater is better, as scikit-learn's model selection expects; ``0`` is a
+        perfect model. ``-score(X, y)`` is :meth:`nll_per_step`.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+        y : list of array-like of shape (T_i, k)
+            0/1 targets at every step.
+        sample_weight : array-like of shape (n_samples,), optional
+            Weight of each sequence.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_rnn import RNNStepClassifier
+        >>> X = [np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1]]]
+        >>> model = RNNStepClassifier(hidden_size=4, max_iter=2, random_state=0).fit(X, X)
+        >>> model.score(X, X) == -model.nll_per_step(X, X)
+        True
+        """
+        return -self.nll_per_step(X, y, sample_weight)
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        return tags
+
+
+def _sigmoid(logits: np.ndarray) -> np.ndarray:
+    return np.exp(-np.logaddexp(0.0, -logits))
+
+
+def _bernoulli_nll(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """``-log p(targets)`` of independent Bernoullis with these logits, elementwise."""
+    # -[t log s(z) + (1 - t) log(1 - s(z))] = log(1 + e^z) - t z, computed stably.
+    return np.logaddexp(0.0, logits) - targets * logits
+
+
+class _StepValidationScore:
+    """skorch scoring callable: minus the exact NLL per step of a validation dataset.
+
+    Per-step outputs of batches of different lengths do not concatenate, so this
+    scorer runs the network over the dataset's batches itself instead of reading
+    skorch's cached outputs.
+    """
+
+    def __init__(self, score: Any) -> None:
+        self.score = score
+
+    def __call__(self, net: NeuralNet, X: SequenceDataset, y: Any) -> float:
+        outputs, targets = [], []
+        net.module_.train(False)
+        with torch.no_grad():
+            for inputs, target in BucketBatchLoader(X, batch_size=net.batch_size):
+                logits = net.infer(inputs).double().cpu().numpy()  # (B, T, k)
+                target = target.double().cpu().numpy()
+                for row, length in enumerate(inputs["lengths"].tolist()):
+                    outputs.append(logits[row, :length])
+                    targets.append(target[row, :length])
+        return self.score(targets, outputs)

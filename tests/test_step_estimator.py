@@ -1,0 +1,295 @@
+"""RNNStepClassifier: binary targets and a loss at every step (issue 6)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone, is_classifier
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV
+
+from sklearn_rnn import RNNClassifier, RNNStepClassifier, load
+from sklearn_rnn.diagnostics import temporal_gradient_norms
+
+
+def delayed_bits(n, *, delay=2, seed=0, low=6, high=16):
+    """Per-step task: the targets are the input bit now and ``delay`` steps ago.
+
+    The delayed column needs memory; at steps before ``delay`` its target is 0. A
+    model without memory can do no better than ``log 2`` per step on that column.
+    """
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        bits = rng.integers(0, 2, size=rng.integers(low, high)).astype(float)
+        delayed = np.concatenate([np.zeros(delay), bits[:-delay]])
+        X.append(bits[:, None])
+        y.append(np.stack([bits, delayed], axis=1))
+    return X, y
+
+
+def quiet_fit(model, X, y, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(X, y, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return delayed_bits(200, seed=0), delayed_bits(100, seed=1)
+
+
+@pytest.fixture(scope="module")
+def fitted(task):
+    (X, y), _ = task
+    model = RNNStepClassifier(hidden_size=12, learning_rate=0.03, max_iter=40, random_state=0)
+    return quiet_fit(model, X, y)
+
+
+# ------------------------------------------------------------------- learning
+def test_learns_a_task_that_needs_memory(task, fitted):
+    """Memoryless guessing of the delayed bit costs log(2) = 0.69 per step, the
+    present bit costs nothing; a model that learned the delay is far below."""
+    _, (X_test, y_test) = task
+    nll = fitted.nll_per_step(X_test, y_test)
+    assert nll < 0.15, nll
+    predictions = fitted.predict(X_test)
+    accuracy = np.mean(np.concatenate([(p == t).ravel() for p, t in zip(predictions, y_test)]))
+    assert accuracy > 0.97
+
+
+def test_an_untrained_or_memoryless_model_fails_the_threshold(task):
+    """The threshold above could fail: one epoch leaves the NLL near chance."""
+    (X, y), (X_test, y_test) = task
+    model = quiet_fit(RNNStepClassifier(hidden_size=12, max_iter=1, random_state=0), X, y)
+    assert model.nll_per_step(X_test, y_test) > 0.5
+
+
+@pytest.mark.parametrize("optimizer, learning_rate", [("simplex", 0.5), ("sgd", 0.5)])
+def test_thesis_optimizers_learn_with_losses_at_every_step(task, optimizer, learning_rate):
+    """The simplex direction combines temporal gradients that include the readout's
+    gradient at every step (thesis section 3.3)."""
+    (X, y), (X_test, y_test) = task
+    start = quiet_fit(RNNStepClassifier(hidden_size=12, max_iter=1, optimizer=optimizer,
+                                        learning_rate=learning_rate, random_state=0), X, y)
+    model = RNNStepClassifier(
+        hidden_size=12, optimizer=optimizer, learning_rate=learning_rate, max_iter=60,
+        switch_threshold=None, random_state=0,
+    )
+    quiet_fit(model, X, y)
+    before, after = start.nll_per_step(X_test, y_test), model.nll_per_step(X_test, y_test)
+    assert after < 0.6 * before and after < 0.5, (before, after)
+
+
+def test_simplex_step_uses_every_step_temporal_gradients(task, monkeypatch):
+    """The simplex optimizer receives per-step gradients aligned by absolute step."""
+    from sklearn_rnn.optim import SimplexSGD
+
+    seen = []
+    original = SimplexSGD.step
+
+    def spy(self, temporal=None, *args, **kwargs):
+        seen.append((temporal.alignment, temporal.steps, tuple(temporal.names)))
+        return original(self, temporal, *args, **kwargs)
+
+    monkeypatch.setattr(SimplexSGD, "step", spy)
+    (X, y), _ = task
+    quiet_fit(RNNStepClassifier(hidden_size=4, optimizer="simplex", max_iter=1, batch_size=50,
+                                random_state=0), X, y)
+    assert seen and all(alignment == "absolute" for alignment, _, _ in seen)
+    assert all("W_out" in names for _, _, names in seen)
+
+
+def test_loss_is_the_nll_per_step_and_ignores_padding():
+    """The training loss of a batch is the Bernoulli NLL summed over outputs, averaged
+    over valid steps; nll_per_step computes the same on the whole data."""
+    X = [np.array([[1.0], [0.0], [1.0]]), np.array([[0.0]])]
+    y = [np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]]), np.array([[0.0, 1.0]])]
+    model = quiet_fit(RNNStepClassifier(hidden_size=3, max_iter=1, random_state=0), X, y)
+    proba = model.predict_proba(X)
+    expected = -sum(
+        (t * np.log(p) + (1 - t) * np.log(1 - p)).sum() for p, t in zip(proba, y)
+    ) / 4
+    assert model.nll_per_step(X, y) == pytest.approx(expected, rel=1e-10)
+    assert model.score(X, y) == pytest.approx(-expected, rel=1e-10)
+    # The engine's loss on the padded batch, with garbage in the padded target rows.
+    dataset, _ = model._prepare(X, y, None, incremental=True)
+    inputs, targets = dataset.collate(np.arange(2))
+    targets[1, 1:] = 7.0
+    with torch.no_grad():
+        outputs = model.net_.module_.double()(inputs["x"].double(), inputs["lengths"], every_step=True)
+        model.net_.module_.float()
+        loss = model.net_.get_loss(outputs, targets.double(), X=inputs)
+    assert float(loss) == pytest.approx(expected, rel=1e-6)
+
+
+def test_sample_weight_weights_a_sequences_steps(task, fitted):
+    _, (X, y) = task
+    one = fitted.nll_per_step(X[:1], y[:1])
+    two = fitted.nll_per_step(X[1:2], y[1:2])
+    weighted = fitted.nll_per_step(X[:2], y[:2], sample_weight=[1.0, 0.0])
+    assert weighted == pytest.approx(one)
+    mixed = fitted.nll_per_step(X[:2], y[:2])
+    n1, n2 = len(X[0]), len(X[1])
+    assert mixed == pytest.approx((one * n1 + two * n2) / (n1 + n2))
+
+
+# --------------------------------------------------------------------- shapes
+def test_prediction_shapes_follow_each_sequence(fitted, task):
+    _, (X, _) = task
+    proba = fitted.predict_proba(X[:5])
+    labels = fitted.predict(X[:5])
+    logits = fitted.decision_function(X[:5])
+    for x, p, label, z in zip(X[:5], proba, labels, logits):
+        assert p.shape == label.shape == z.shape == (len(x), 2)
+        assert set(np.unique(label)) <= {0, 1}
+        np.testing.assert_array_equal(label, (p > 0.5).astype(int))
+    assert fitted.n_outputs_ == 2 and fitted.n_features_in_ == 1
+
+
+def test_predictions_do_not_depend_on_batch_mates(fitted, task):
+    _, (X, _) = task
+    alone = fitted.predict_proba(X[3:4])[0]
+    together = fitted.predict_proba(X[:20])[3]
+    np.testing.assert_allclose(alone, together, rtol=1e-12, atol=1e-15)
+
+
+def test_one_dimensional_targets_give_one_dimensional_predictions():
+    X = [np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1]]]
+    y = [x[:, 0] for x in X]
+    model = quiet_fit(RNNStepClassifier(hidden_size=3, max_iter=2, random_state=0), X, y)
+    assert model.n_outputs_ == 1
+    assert [p.shape for p in model.predict(X)] == [(3,), (2,)]
+    assert model.predict_proba(X)[0].shape == (3, 1)
+
+
+def test_padded_array_input_and_3d_targets():
+    X = np.zeros((4, 5, 2))
+    y = np.ones((4, 5, 3))
+    model = quiet_fit(RNNStepClassifier(hidden_size=3, max_iter=2, random_state=0), X, y)
+    assert [p.shape for p in model.predict_proba(X)] == [(5, 3)] * 4
+
+
+def test_classifier_keeps_one_label_per_sequence(task):
+    (X, y), _ = task
+    labels = np.array([int(t[-1, 0]) for t in y])
+    clf = quiet_fit(RNNClassifier(hidden_size=4, max_iter=2, random_state=0), X, labels)
+    assert clf.predict(X[:3]).shape == (3,)
+    assert not is_classifier(RNNStepClassifier())
+
+
+# --------------------------------------------------------------------- errors
+def _small():
+    X = [np.zeros((3, 1)), np.zeros((2, 1)), np.zeros((4, 1))]
+    y = [np.zeros((3, 2)), np.zeros((2, 2)), np.zeros((4, 2))]
+    return X, y
+
+
+def test_error_names_the_sequence_whose_length_differs():
+    X, y = _small()
+    y[1] = np.zeros((5, 2))
+    with pytest.raises(ValueError, match=r"y\[1\] has 5 steps but sequence 1 of X has 2"):
+        RNNStepClassifier(max_iter=1).fit(X, y)
+
+
+def test_error_on_differing_number_of_outputs():
+    X, y = _small()
+    y[2] = np.zeros((4, 3))
+    with pytest.raises(ValueError, match=r"y\[2\] has 3 outputs per step but y\[0\] has 2"):
+        RNNStepClassifier(max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("bad", [0.5, 2.0, -1.0, np.nan])
+def test_error_on_non_binary_targets(bad):
+    X, y = _small()
+    y[1] = y[1].copy()
+    y[1][1, 0] = bad
+    with pytest.raises(ValueError, match=r"y\[1\] holds .* at step 1, output 0: the targets must be 0 or 1"):
+        RNNStepClassifier(max_iter=1).fit(X, y)
+
+
+def test_error_on_one_target_per_sequence():
+    X, _ = _small()
+    with pytest.raises(ValueError, match="one \\(T_i, k\\) array of 0/1 targets per sequence"):
+        RNNStepClassifier(max_iter=1).fit(X, np.array([0, 1, 0]))
+
+
+def test_error_on_wrong_number_of_sequences_and_outputs_after_fit():
+    X, y = _small()
+    with pytest.raises(ValueError, match="y has 2 entries, but X has 3 sequences"):
+        RNNStepClassifier(max_iter=1).fit(X, y[:2])
+    model = quiet_fit(RNNStepClassifier(hidden_size=2, max_iter=1, random_state=0), X, y)
+    with pytest.raises(ValueError, match="y has 3 outputs per step, but the fitted model has 2"):
+        model.partial_fit(X, [np.zeros((len(x), 3)) for x in X])
+
+
+# ------------------------------------------------- scikit-learn conventions
+def test_clone_and_params_round_trip():
+    model = RNNStepClassifier(hidden_size=7, optimizer="simplex", clip_threshold=3.0)
+    copy = clone(model)
+    assert copy.get_params() == model.get_params()
+    assert copy.set_params(hidden_size=9).hidden_size == 9
+    assert "class_weight" not in model.get_params()
+
+
+def test_pickle_and_save_load_predict_the_same(fitted, task, tmp_path):
+    _, (X, y) = task
+    again = pickle.loads(pickle.dumps(fitted))
+    path = os.fspath(tmp_path / "steps.safetensors")
+    fitted.save(path)
+    loaded = load(path)
+    assert type(loaded) is RNNStepClassifier and loaded.n_outputs_ == 2
+    for other in (again, loaded):
+        for a, b in zip(other.predict_proba(X[:5]), fitted.predict_proba(X[:5])):
+            np.testing.assert_array_equal(a, b)
+        assert other.score(X, y) == fitted.score(X, y)
+
+
+def test_grid_search_uses_its_own_score(task):
+    (X, y), _ = task
+    search = GridSearchCV(
+        RNNStepClassifier(max_iter=3, learning_rate=0.03, random_state=0),
+        {"hidden_size": [2, 12]},
+        cv=2,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search.fit(X[:80], y[:80])
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all(scores < 0) and np.all(np.isfinite(scores))
+    assert search.best_score_ == pytest.approx(-search.best_estimator_.nll_per_step(X[:40], y[:40]), abs=1.0)
+    assert search.score(X[80:120], y[80:120]) == search.best_estimator_.score(X[80:120], y[80:120])
+
+
+def test_early_stopping_scores_minus_the_exact_validation_nll(task):
+    (X, y), _ = task
+    model = RNNStepClassifier(hidden_size=6, max_iter=8, early_stopping=True,
+                              validation_fraction=0.25, n_iter_no_change=3, random_state=0)
+    quiet_fit(model, X, y)
+    assert len(model.validation_scores_) == model.n_iter_
+    assert model.best_validation_score_ == max(model.validation_scores_) or model.n_iter_ < 8
+    assert all(score < 0 for score in model.validation_scores_)
+
+
+def test_seeded_fits_are_identical_and_partial_fit_continues(task):
+    (X, y), _ = task
+    a = quiet_fit(RNNStepClassifier(hidden_size=4, max_iter=3, random_state=5), X, y)
+    b = quiet_fit(RNNStepClassifier(hidden_size=4, max_iter=3, random_state=5), X, y)
+    np.testing.assert_array_equal(a.predict_proba(X[:2])[0], b.predict_proba(X[:2])[0])
+    model = RNNStepClassifier(hidden_size=4, random_state=0)
+    first = model.partial_fit(X, y).nll_per_step(X, y)
+    for _ in range(5):
+        model.partial_fit(X, y)
+    assert model.nll_per_step(X, y) < first and model.n_iter_ == 6
+
+
+def test_gradient_diagnostics_put_the_loss_at_every_step(fitted, task):
+    _, (X, y) = task
+    stats = temporal_gradient_norms(fitted, X[:10], y[:10])
+    assert stats.alignment == "absolute"
+    assert stats.norms.shape == (max(len(x) for x in X[:10]),)

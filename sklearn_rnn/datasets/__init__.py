@@ -1,5 +1,6 @@
-"""Datasets: synthetic long-memory tasks and shipped clinical data."""
+"""Datasets: synthetic long-memory tasks, shipped clinical data, Bach chorales."""
 
+from ._music import get_data_home, load_bach_chorales, piano_roll
 from ._pbcseq import load_pbcseq
 from ._synthetic import (
     make_addition,
@@ -10,10 +11,13 @@ from ._synthetic import (
 )
 
 __all__ = [
+    "get_data_home",
+    "load_bach_chorales",
     "load_pbcseq",
     "make_addition",
     "make_multiplication",
     "make_temporal_order",
     "make_xor",
+    "piano_roll",
     "task_error",
 ]

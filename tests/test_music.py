@@ -1,0 +1,155 @@
+"""Piano rolls from music21 streams and the cached Bach chorales (issue 6).
+
+The full corpus takes about a minute to parse, so no test builds it: the conversion is
+checked on hand-made streams and on a few chorales, the cache on a handful of chorales.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from sklearn_rnn.datasets import get_data_home, load_bach_chorales, piano_roll
+from sklearn_rnn.datasets import _music
+
+music21 = pytest.importorskip("music21")
+from music21 import chord, note, stream, tie  # noqa: E402
+
+FEW = ["bach/bwv2.6", "bach/bwv3.6", "bach/bwv4.8", "bach/bwv5.7"]
+
+
+def midi_of(roll: np.ndarray, step: int) -> list[int]:
+    return (np.flatnonzero(roll[step]) + 21).tolist()
+
+
+# --------------------------------------------------------------- conversion
+def test_hand_made_stream_gives_the_exact_roll():
+    part = stream.Part()
+    part.append(note.Note("A0", quarterLength=1))  # lowest key, column 0
+    part.append(chord.Chord(["C4", "E4", "G4"], quarterLength=2))  # two steps
+    part.append(note.Rest(quarterLength=1))  # an empty step
+    part.append(note.Note("D4", quarterLength=0.5))  # on the grid at 4, ends at 4.5
+    part.append(note.Note("F4", quarterLength=0.5))  # 4.5-5: between grid points
+    first, second = note.Note("C8", quarterLength=1), note.Note("C8", quarterLength=1)
+    first.tie, second.tie = tie.Tie("start"), tie.Tie("stop")
+    part.append([first, second])  # highest key, tied over two steps
+    roll = piano_roll(part)
+    expected = np.zeros((7, 88), dtype=np.float32)
+    expected[0, 0] = 1
+    expected[[1, 2], 60 - 21] = expected[[1, 2], 64 - 21] = expected[[1, 2], 67 - 21] = 1
+    expected[4, 62 - 21] = 1
+    expected[[5, 6], 108 - 21] = 1
+    np.testing.assert_array_equal(roll, expected)
+    assert roll.dtype == np.float32
+
+
+def test_parts_are_merged_and_a_finer_grid_sees_short_notes():
+    score = stream.Score()
+    upper, lower = stream.Part(), stream.Part()
+    upper.append([note.Note("E5", quarterLength=0.5), note.Note("F5", quarterLength=1.5)])
+    lower.append(note.Note("C3", quarterLength=2))
+    score.insert(0, upper)
+    score.insert(0, lower)
+    assert [midi_of(piano_roll(score), t) for t in range(2)] == [[48, 76], [48, 77]]
+    eighths = piano_roll(score, step=0.5)
+    assert [midi_of(eighths, t) for t in range(4)] == [[48, 76], [48, 77], [48, 77], [48, 77]]
+
+
+def test_grace_notes_are_ignored_and_the_range_is_checked():
+    part = stream.Part()
+    part.append(note.Note("C4", quarterLength=1).getGrace())
+    part.append(note.Note("D4", quarterLength=1))
+    assert [midi_of(piano_roll(part), t) for t in range(1)] == [[62]]
+    low = stream.Part([note.Note("G#0")])
+    with pytest.raises(ValueError, match=r"G#0 \(MIDI 20\) .* outside the piano's range A0-C8"):
+        piano_roll(low)
+    with pytest.raises(ValueError, match="step must be a positive"):
+        piano_roll(part, step=0)
+
+
+@pytest.mark.parametrize("name", FEW[:2])
+def test_chorales_agree_with_music21s_own_query(name):
+    """Each row holds exactly the pitches that music21 reports sounding at that beat."""
+    score = music21.corpus.parse(name)
+    roll = piano_roll(score)
+    flat = score.flatten().notes
+    assert roll.shape == (int(np.ceil(float(score.highestTime))), 88)
+    for t in range(len(roll)):
+        sounding = flat.getElementsByOffset(
+            t, t, mustBeginInSpan=False, includeElementsThatEndAtStart=False
+        )
+        expected = sorted({int(p.ps) for element in sounding for p in element.pitches})
+        assert midi_of(roll, t) == expected, (name, t)
+    voices = len(score.parts)
+    assert 1 <= roll.sum(axis=1).max() <= voices
+
+
+# ------------------------------------------------------------------- cache
+@pytest.fixture
+def few_chorales(monkeypatch):
+    """load_bach_chorales over four chorales and a duplicate, counting the parses."""
+    parsed = []
+    original = music21.corpus.parse
+
+    def parse(name, *args, **kwargs):
+        parsed.append(name)
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(_music, "_chorale_names", lambda m21: [*FEW, FEW[0]])
+    monkeypatch.setattr(music21.corpus, "parse", parse)
+    return parsed
+
+
+def test_build_then_cache_round_trip(tmp_path, few_chorales):
+    data = load_bach_chorales(data_home=tmp_path)
+    assert len(few_chorales) == 5
+    assert data.duplicates == [FEW[0]]  # the repeated name is dropped
+    names = data.names_train + data.names_validation + data.names_test
+    assert sorted(names) == sorted(FEW)
+    assert len(data.train) == 2 and len(data.validation) == 1 and len(data.test) == 1
+    direct = {name: piano_roll(music21.corpus.parse(name)) for name in FEW}
+    few_chorales.clear()
+    again = load_bach_chorales(data_home=tmp_path)
+    assert few_chorales == []  # read from the cache, nothing parsed
+    for split in ("train", "validation", "test"):
+        for name, roll, cached in zip(data[f"names_{split}"], data[split], again[split]):
+            np.testing.assert_array_equal(roll, direct[name])
+            np.testing.assert_array_equal(cached, roll)
+    np.testing.assert_array_equal(again.notes, np.arange(21, 109))
+    assert "JSB Chorales" in again.DESCR
+
+
+def test_cache_needs_no_music21_and_a_missing_one_says_what_to_install(
+    tmp_path, few_chorales, monkeypatch
+):
+    load_bach_chorales(data_home=tmp_path / "built")
+    monkeypatch.setitem(sys.modules, "music21", None)  # import music21 now fails
+    assert len(load_bach_chorales(data_home=tmp_path / "built").train) == 2
+    with pytest.raises(ImportError, match=r"pip install music21.*sklearn-rnn\[music\]"):
+        load_bach_chorales(data_home=tmp_path / "empty")
+    with pytest.raises(ImportError, match="piano_roll needs the optional dependency music21"):
+        piano_roll(stream.Stream())
+
+
+def test_outdated_or_damaged_cache_is_rebuilt(tmp_path, few_chorales):
+    path = tmp_path / _music._CACHE_NAME
+    path.write_bytes(b"not a zip file")
+    with pytest.warns(UserWarning, match="unreadable cache"):
+        data = load_bach_chorales(data_home=tmp_path)
+    assert len(data.train) == 2 and len(few_chorales) == 5
+
+
+def test_data_home_from_argument_or_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("SKLEARN_RNN_DATA", str(tmp_path / "from_env"))
+    assert get_data_home() == tmp_path / "from_env"
+    assert (tmp_path / "from_env").is_dir()
+    assert get_data_home(tmp_path / "given") == tmp_path / "given"
+
+
+def test_split_is_fixed_and_covers_everything():
+    train, valid, test = _music._split(351)
+    assert (len(train), len(valid), len(test)) == (211, 70, 70)
+    assert sorted(np.concatenate([train, valid, test]).tolist()) == list(range(351))
+    np.testing.assert_array_equal(_music._split(351)[0], train)

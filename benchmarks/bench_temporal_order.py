@@ -7,46 +7,43 @@ batches of 100 fresh sequences per update (``partial_fit``), success when the er
 10,000 validation sequences drawn once is below 1%, checked every 200 updates.
 
 Usage: ``python benchmarks/bench_temporal_order.py [--length 50] [--max-updates 34000]
-[--seeds 0] [--optimizers simplex sgd]``. Prints one line per run.
+[--seeds 0] [--optimizers simplex sgd] [--out runs.json]``. Prints one line per run.
+Training goes through the streaming helper shared with the experiments of issue 5
+(``benchmarks/experiments/_stream.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 
-import numpy as np
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parent / "experiments"))
 
-from sklearn_rnn import RNNClassifier
-from sklearn_rnn.datasets import make_temporal_order, task_error
+from _stream import RunSpec, run_all, set_threads, train_on_stream  # noqa: E402
 
 
 def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: int,
         learning_rate: float = 0.01, switch_threshold: float | None = 0.9,
         verbose: bool = False) -> dict:
-    model = RNNClassifier(
-        hidden_size=50, spectral_radius=1.2, optimizer=optimizer, learning_rate=learning_rate,
-        clip_threshold=1.0, switch_threshold=switch_threshold, batch_size=100, random_state=seed,
+    """One run through the shared streaming helper (``experiments/_stream.py``).
+
+    The validation set (10,000 sequences) is scored in full at every check, as this
+    benchmark always did; ``switch_threshold`` applies to the simplex only.
+    """
+    spec = _spec(optimizer, length, seed, max_updates, check_every, learning_rate,
+                 switch_threshold)
+    _, record = train_on_stream(spec, verbose=verbose, print_fn=lambda line: print(line, flush=True))
+    return record
+
+
+def _spec(optimizer: str, length: int, seed: int, max_updates: int, check_every: int,
+          learning_rate: float, switch_threshold: float | None) -> RunSpec:
+    return RunSpec(
+        "temporal_order", length, optimizer, seed, learning_rate=learning_rate,
+        switch_threshold=switch_threshold if optimizer == "simplex" else None,
+        spectral_radius=1.2, max_updates=max_updates, check_every=check_every, n_screen=None,
     )
-    X_valid, y_valid = make_temporal_order(10_000, length, random_state=10_000 + seed)
-    stream = np.random.default_rng(seed)
-    classes = np.arange(4)
-    start, error, updates = time.perf_counter(), 1.0, 0
-    while updates < max_updates:
-        X, y = make_temporal_order(100, length, random_state=stream)
-        model.partial_fit(X, y, classes=classes)
-        updates += 1
-        if updates % check_every == 0:
-            error = task_error("temporal_order", y_valid, model.predict_proba(X_valid))
-            if verbose:
-                counts = getattr(model.net_.optimizer_, "branch_counts", "")
-                print(f"  {optimizer} seed {seed} update {updates}: error {error:.4f} "
-                      f"loss {model.loss_curve_[-1]:.4f} {counts}", flush=True)
-            if error < 0.01:
-                break
-    return {"optimizer": optimizer, "seed": seed, "updates": updates, "error": error,
-            "seconds": time.perf_counter() - start, "solved": error < 0.01}
 
 
 def main() -> None:
@@ -61,18 +58,30 @@ def main() -> None:
     parser.add_argument("--switch-threshold", type=float, default=0.9,
                         help="psi; a negative value means None (never switch)")
     parser.add_argument("--verbose", action="store_true", help="print every validation check")
+    parser.add_argument("--out", default=None,
+                        help="also save every run (settings, result, validation curve) to this "
+                        "JSON file, with a CSV table beside it; runs already there are skipped")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
+    psi = None if args.switch_threshold < 0 else args.switch_threshold
     print(f"temporal order, length {args.length}, lr {args.learning_rate}, psi "
-          f"{args.switch_threshold}, torch {torch.__version__}, {args.threads} threads")
-    for seed in args.seeds:
-        for optimizer in args.optimizers:
-            psi = None if args.switch_threshold < 0 else args.switch_threshold
-            r = run(optimizer, args.length, seed, args.max_updates, args.check_every,
-                    args.learning_rate, psi, args.verbose)
-            print(f"{r['optimizer']:8s} seed {r['seed']}: {'solved' if r['solved'] else 'NOT solved'} "
-                  f"after {r['updates']} updates, validation error {r['error']:.4f}, "
-                  f"{r['seconds']:.0f} s", flush=True)
+          f"{psi}, {args.threads} threads")
+    specs = [
+        _spec(optimizer, args.length, seed, args.max_updates, args.check_every,
+              args.learning_rate, psi)
+        for seed in args.seeds
+        for optimizer in args.optimizers
+    ]
+    if args.out is not None:
+        run_all(specs, args.out, meta={"benchmark": "bench_temporal_order"},
+                verbose=args.verbose, print_fn=lambda line: print(line, flush=True))
+        return
+    for spec in specs:
+        r = run(spec.optimizer, spec.length, spec.seed, spec.max_updates, spec.check_every,
+                spec.learning_rate, spec.switch_threshold, args.verbose)
+        print(f"{r['optimizer']:8s} seed {r['seed']}: {'solved' if r['solved'] else 'NOT solved'} "
+              f"after {r['updates']} updates, validation error {r['error']:.4f}, "
+              f"{r['seconds']:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,486 @@
+"""Shared streaming-training helper of the synthetic experiments (thesis section 4.1).
+
+Every experiment of this folder, and ``benchmarks/bench_temporal_order.py``, trains the
+same way: an estimator sees an endless stream of fresh batches of a synthetic task
+through ``partial_fit`` (one update per batch), its error on a validation set drawn
+once is checked every ``check_every`` updates, and the run stops at success (error
+below ``target_error``, 1% in the thesis) or at an update cap. :func:`train_on_stream`
+does one such run and returns its record; :func:`run_all` runs a list of them one after
+the other, appending each finished record to a JSON file (so that an interrupted full
+run keeps what it finished and can be resumed with the same command) and a CSV table.
+
+Seeds. For a run with seed ``s`` the network is initialized with ``random_state=s``, the
+training stream is ``numpy.random.default_rng(s)`` and the validation set is drawn with
+``random_state=10_000 + s`` (the validation set depends on the seed, not on the
+optimizer, so runs of different optimizers with the same seed see the same data).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+try:
+    import sklearn_rnn  # noqa: F401
+except ModuleNotFoundError:  # run from a checkout without installing it
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from sklearn_rnn import RNNClassifier, RNNRegressor  # noqa: E402
+from sklearn_rnn.datasets import (  # noqa: E402
+    make_addition,
+    make_multiplication,
+    make_temporal_order,
+    make_xor,
+    task_error,
+)
+
+__all__ = [
+    "RunSpec",
+    "TASKS",
+    "add_common_arguments",
+    "output_folder",
+    "rst_table",
+    "runs_table",
+    "load_records",
+    "machine_info",
+    "make_estimator",
+    "run_all",
+    "set_threads",
+    "summarize",
+    "train_on_stream",
+]
+
+#: Each task's generator and whether it is a classification task.
+TASKS: dict[str, tuple[Callable[..., Any], bool]] = {
+    "addition": (make_addition, False),
+    "multiplication": (make_multiplication, False),
+    "xor": (make_xor, False),
+    "temporal_order": (make_temporal_order, True),
+}
+
+#: Offset between a run's seed and the seed of its validation set.
+VALIDATION_SEED_OFFSET = 10_000
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Settings of one streaming run (defaults: the thesis' section 4.1 protocol).
+
+    Parameters
+    ----------
+    task : {"addition", "multiplication", "xor", "temporal_order"}
+        The synthetic task (appendix B).
+    length : int
+        Minimal sequence length ``T``.
+    optimizer : {"sgd", "simplex", "adam"}
+        ``"sgd"`` is clipped SGD (the thesis' anti-gradient), ``"simplex"`` the simplex
+        direction (with switching when ``switch_threshold`` is set).
+    seed : int
+        Seed of the initialization, the training stream and the validation set.
+    learning_rate : float
+        The step ``mu`` of eq. 3.6.
+    switch_threshold : float or None
+        ``psi`` of algorithm 3.2; None never switches.
+    spectral_radius : float or None
+        Spectral radius of the initial recurrent matrix; None keeps PyTorch's
+        initialization.
+    max_updates : int
+        Update cap: the run stops there if not solved.
+    check_every : int
+        Updates between validation checks (200 in the thesis).
+    batch_size : int
+        Fresh sequences per update.
+    hidden_size : int
+        Tanh units.
+    clip_threshold : float
+        ``tau`` of eq. 3.6.
+    n_validation : int
+        Size of the validation set (10,000 in the thesis).
+    target_error : float
+        Success when the validation error is below this (0.01 in the thesis).
+    n_screen : int or None
+        Screening: at each check, first score only the first ``n_screen`` validation
+        sequences, and score all ``n_validation`` only when that error is below
+        ``3 * target_error``. Success is always decided on the whole set; screening
+        only saves time (a check on 10,000 sequences of length 100 costs about as much
+        as 30 updates). None scores the whole set at every check.
+    """
+
+    task: str
+    length: int
+    optimizer: str
+    seed: int
+    learning_rate: float = 0.05
+    switch_threshold: float | None = None
+    spectral_radius: float | None = 1.2
+    max_updates: int = 100_000
+    check_every: int = 200
+    batch_size: int = 100
+    hidden_size: int = 50
+    clip_threshold: float = 1.0
+    n_validation: int = 10_000
+    target_error: float = 0.01
+    n_screen: int | None = 1000
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {sorted(TASKS)}; got {self.task!r}.")
+        for name in ("length", "max_updates", "check_every", "batch_size", "n_validation"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a positive int; got {value!r}.")
+        if self.n_screen is not None and self.n_screen < 1:
+            raise ValueError(f"n_screen must be a positive int or None; got {self.n_screen!r}.")
+
+    def key(self) -> tuple:
+        """The settings as a hashable tuple: two runs with the same key are the same run."""
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+
+def set_threads(n_threads: int) -> None:
+    """Limit PyTorch (and, for child processes, OpenMP) to ``n_threads`` CPU threads."""
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be at least 1; got {n_threads}.")
+    os.environ["OMP_NUM_THREADS"] = str(n_threads)
+    torch.set_num_threads(n_threads)
+
+
+def machine_info() -> dict[str, Any]:
+    """Where a result was measured: code (the package's folder and git commit, or the
+    ``SKLEARN_RNN_COMMIT`` environment variable for a copy outside git), CPU, threads,
+    library versions."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import sklearn_rnn
+
+    package = Path(sklearn_rnn.__file__).resolve().parent
+    commit = os.environ.get("SKLEARN_RNN_COMMIT")
+    if commit is None:
+        try:
+            commit = subprocess.run(
+                ["git", "-C", str(package), "rev-parse", "HEAD"],
+                capture_output=True, text=True, check=True,
+            ).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "-C", str(package), "status", "--porcelain", "--", "."],
+                capture_output=True, text=True, check=True,
+            ).stdout.strip()
+            commit += " (with uncommitted changes)" if dirty else ""
+        except (OSError, subprocess.CalledProcessError):
+            commit = "unknown"
+    return {
+        "sklearn_rnn": str(package),
+        "commit": commit,
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def make_estimator(spec: RunSpec) -> RNNClassifier | RNNRegressor:
+    """The estimator of a run: 50 tanh units, clipped steps, batches of ``batch_size``."""
+    _, classification = TASKS[spec.task]
+    cls = RNNClassifier if classification else RNNRegressor
+    return cls(
+        hidden_size=spec.hidden_size,
+        cell="tanh",
+        spectral_radius=spec.spectral_radius,
+        optimizer=spec.optimizer,
+        learning_rate=spec.learning_rate,
+        clip_threshold=spec.clip_threshold,
+        switch_threshold=spec.switch_threshold,
+        batch_size=spec.batch_size,
+        random_state=spec.seed,
+    )
+
+
+def _validation_error(model: Any, task: str, X: list, y: np.ndarray) -> float:
+    """Task error of ``model`` on the validation set (class scores or values)."""
+    _, classification = TASKS[task]
+    prediction = model.predict_proba(X) if classification else model.predict(X)
+    return task_error(task, y, prediction)
+
+
+def train_on_stream(
+    spec: RunSpec,
+    *,
+    verbose: bool = False,
+    on_check: Callable[[int, float, Any], None] | None = None,
+    print_fn: Callable[[str], None] = print,
+) -> tuple[Any, dict[str, Any]]:
+    """Train one estimator on fresh batches until success or the update cap.
+
+    Parameters
+    ----------
+    spec : RunSpec
+        The run's settings.
+    verbose : bool, default=False
+        Print a line at every validation check.
+    on_check : callable, optional
+        Called as ``on_check(updates, error, model)`` after every validation check.
+    print_fn : callable, default=print
+        Where verbose lines go.
+
+    Returns
+    -------
+    model : RNNClassifier or RNNRegressor
+        The trained estimator.
+    record : dict
+        The settings (every field of ``spec``) and ``updates`` (done), ``solved``,
+        ``error`` (last validation error), ``best_error``, ``seconds`` (training and
+        validation, wall clock), ``seconds_per_update`` and ``curve``: one
+        ``[updates, error, training loss, seconds]`` per check.
+    """
+    generator, classification = TASKS[spec.task]
+    model = make_estimator(spec)
+    X_valid, y_valid = generator(
+        spec.n_validation, spec.length, random_state=VALIDATION_SEED_OFFSET + spec.seed
+    )
+    stream = np.random.default_rng(spec.seed)
+    fit_kwargs = {"classes": np.arange(4)} if classification else {}
+    curve: list[list[float]] = []
+    start = time.perf_counter()
+    error, updates, n_scored = float("nan"), 0, 0
+    while updates < spec.max_updates:
+        X, y = generator(spec.batch_size, spec.length, random_state=stream)
+        model.partial_fit(X, y, **fit_kwargs)
+        updates += 1
+        if updates % spec.check_every == 0 or updates == spec.max_updates:
+            n_scored = spec.n_validation
+            if spec.n_screen is not None and spec.n_screen < spec.n_validation:
+                n_scored = spec.n_screen
+                error = _validation_error(
+                    model, spec.task, X_valid[:n_scored], y_valid[:n_scored]
+                )
+                if error < 3 * spec.target_error:
+                    n_scored = spec.n_validation
+            if n_scored == spec.n_validation:
+                error = _validation_error(model, spec.task, X_valid, y_valid)
+            elapsed = time.perf_counter() - start
+            loss = float(model.loss_curve_[-1])
+            curve.append([updates, error, loss, round(elapsed, 3), n_scored])
+            if verbose:
+                counts = getattr(getattr(model.net_, "optimizer_", None), "branch_counts", "")
+                print_fn(
+                    f"  {spec.task} T={spec.length} {spec.optimizer} seed {spec.seed} "
+                    f"update {updates}: error {error:.4f} (on {n_scored}) loss {loss:.4g} {elapsed:.0f} s {counts}"
+                )
+            if on_check is not None:
+                on_check(updates, error, model)
+            if n_scored == spec.n_validation and error < spec.target_error:
+                break
+    seconds = time.perf_counter() - start
+    record = asdict(spec)
+    record.update(
+        updates=updates,
+        solved=bool(n_scored == spec.n_validation and error < spec.target_error),
+        error=error,
+        best_error=min((c[1] for c in curve), default=float("nan")),
+        seconds=round(seconds, 3),
+        seconds_per_update=round(seconds / max(updates, 1), 5),
+        curve=curve,
+    )
+    return model, record
+
+
+def load_records(path: str | Path) -> list[dict[str, Any]]:
+    """Records saved by :func:`run_all` (an empty list when the file does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    with open(path) as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict) or "runs" not in data:
+        raise ValueError(f"{path} is not a results file of run_all (no 'runs' list).")
+    return data["runs"]
+
+
+def _spec_of(record: dict[str, Any]) -> RunSpec:
+    return RunSpec(**{f.name: record[f.name] for f in fields(RunSpec)})
+
+
+def _write(path: Path, meta: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    with open(tmp, "w") as handle:
+        json.dump({**meta, "runs": records}, handle, indent=1)
+    tmp.replace(path)
+    columns = [f.name for f in fields(RunSpec)] + [
+        "updates", "solved", "error", "best_error", "seconds", "seconds_per_update",
+    ]
+    with open(path.with_suffix(".csv"), "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        for record in records:
+            writer.writerow([record[c] for c in columns])
+
+
+def run_all(
+    specs: Iterable[RunSpec],
+    path: str | Path,
+    *,
+    meta: dict[str, Any] | None = None,
+    resume: bool = True,
+    verbose: bool = False,
+    print_fn: Callable[[str], None] = print,
+) -> list[dict[str, Any]]:
+    """Run every spec one after the other, saving the records after each run.
+
+    Parameters
+    ----------
+    specs : iterable of RunSpec
+        The runs.
+    path : str or Path
+        JSON file of the results (a CSV table without the curves is written beside it).
+    meta : dict, optional
+        Stored at the top level of the JSON file (command, mode, ...), with
+        :func:`machine_info`.
+    resume : bool, default=True
+        Keep the records already in ``path`` and skip the specs they hold.
+    verbose : bool, default=False
+        Print every validation check.
+    print_fn : callable, default=print
+        Where progress lines go.
+
+    Returns
+    -------
+    list of dict
+        The records of ``specs`` (the resumed ones and the new ones), in their order.
+    """
+    path = Path(path)
+    records = load_records(path) if resume else []
+    done = {_spec_of(r).key(): r for r in records}
+    meta = {**(meta or {}), "machine": machine_info()}
+    wanted = []
+    for spec in specs:
+        if spec.key() in done:
+            print_fn(f"{_describe(spec)}: already in {path}, skipped")
+        else:
+            _, record = train_on_stream(spec, verbose=verbose, print_fn=print_fn)
+            records.append(record)
+            done[spec.key()] = record
+            _write(path, meta, records)
+            print_fn(
+                f"{_describe(spec)}: {'solved' if record['solved'] else 'NOT solved'} after "
+                f"{record['updates']} updates, error {record['error']:.4f}, "
+                f"{record['seconds']:.0f} s"
+            )
+        wanted.append(done[spec.key()])
+    if not path.exists():  # every spec was resumed from nothing: still write the file
+        _write(path, meta, records)
+    return wanted
+
+
+def add_common_arguments(parser: Any, default_out: str) -> None:
+    """The command-line flags every experiment script shares."""
+    parser.add_argument("--quick", action="store_true",
+                        help="a few seconds: tiny sizes, to check that the script works")
+    parser.add_argument("--out", default=None,
+                        help=f"output folder (default {default_out}, or its 'quick' "
+                        "subfolder with --quick)")
+    parser.add_argument("--threads", type=int, default=1, help="PyTorch CPU threads")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="only draw the figure from the results saved in --out")
+    parser.add_argument("--verbose", action="store_true", help="print every validation check")
+
+
+def output_folder(args: Any, default_out: str) -> Path:
+    """``--out``, or the default folder (its ``quick`` subfolder with ``--quick``)."""
+    if args.out is not None:
+        return Path(args.out)
+    return Path(default_out) / "quick" if args.quick else Path(default_out)
+
+
+def rst_table(rows: Sequence[Sequence[Any]], header: Sequence[str], caption: str = "") -> str:
+    """A reStructuredText ``list-table`` of ``rows`` (the docs include the written files)."""
+    lines = [f".. list-table:: {caption}".rstrip(), "   :header-rows: 1", ""]
+    for row in [header, *rows]:
+        cells = [str(cell) for cell in row]
+        lines.append(f"   * - {cells[0]}")
+        lines.extend(f"     - {cell}" for cell in cells[1:])
+    return "\n".join(lines) + "\n"
+
+
+def runs_table(records: Sequence[dict[str, Any]], caption: str = "") -> str:
+    """Every run of ``records`` as a reStructuredText table: settings, outcome, time."""
+    header = ["task", "T", "optimizer", "psi", "lr", "rho", "seed", "cap", "updates",
+              "solved", "last error", "best error", "seconds"]
+    rows = [
+        [
+            r["task"].replace("_", " "), r["length"], r["optimizer"],
+            "" if r["optimizer"] != "simplex" else r["switch_threshold"],
+            r["learning_rate"], r["spectral_radius"], r["seed"], f"{r['max_updates']:,}",
+            f"{r['updates']:,}", "**yes**" if r["solved"] else "no",
+            f"{r['error']:.4f}" + ("" if r["curve"][-1][4] == r["n_validation"]
+                                   else f" (on {r['curve'][-1][4]:,})"),
+            f"{r['best_error']:.4f}", f"{r['seconds']:.0f}",
+        ]
+        for r in records
+    ]
+    return rst_table(rows, header, caption)
+
+
+def _describe(spec: RunSpec) -> str:
+    psi = "" if spec.optimizer != "simplex" else f" psi {spec.switch_threshold}"
+    return (
+        f"{spec.task} T={spec.length} {spec.optimizer}{psi} lr {spec.learning_rate} "
+        f"rho {spec.spectral_radius} seed {spec.seed}"
+    )
+
+
+def summarize(
+    records: Sequence[dict[str, Any]], by: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Group records by the fields ``by``: runs, successes, updates of the solved runs.
+
+    Returns
+    -------
+    list of dict
+        One row per group (in order of first appearance) with the ``by`` fields and
+        ``runs``, ``solved``, ``success_rate``, ``mean_updates_solved`` (None when no
+        run succeeded), ``max_updates`` (the largest cap) and ``seconds`` (total).
+    """
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(tuple(record[b] for b in by), []).append(record)
+    rows = []
+    for values, group in groups.items():
+        solved = [r for r in group if r["solved"]]
+        rows.append(
+            {
+                **dict(zip(by, values)),
+                "runs": len(group),
+                "solved": len(solved),
+                "success_rate": len(solved) / len(group),
+                "mean_updates_solved": (
+                    float(np.mean([r["updates"] for r in solved])) if solved else None
+                ),
+                "max_updates": max(r["max_updates"] for r in group),
+                "seconds": float(sum(r["seconds"] for r in group)),
+            }
+        )
+    return rows
+

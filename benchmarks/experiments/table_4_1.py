@@ -1,0 +1,199 @@
+"""Thesis table 4.1: updates to convergence of the anti-gradient, simplex, and simplex with switching.
+
+Three methods of the thesis' section 4.1.2, each through the estimators' ``optimizer``:
+
+* ``sgd``: clipped SGD, the anti-gradient;
+* ``simplex``: the simplex direction without switching (``switch_threshold=None``);
+* ``simplex-switch``: the simplex direction switching to the anti-gradient when the
+  gradient norm exceeds psi (0.5 for addition, 0.9 for temporal order, as in the thesis).
+
+Each run trains 50 tanh units (spectral radius 1.2, clipping threshold 1, batches of 100
+fresh sequences through ``partial_fit``, the shared streaming helper :mod:`_stream`)
+until the error on 10,000 validation sequences is below 1% (checked every 200 updates)
+or the update cap. A run at the cap is a failure and is reported as such.
+
+Usage::
+
+    python benchmarks/experiments/table_4_1.py                # full: T = 100, seeds 0 1 2
+    python benchmarks/experiments/table_4_1.py --tasks temporal_order --methods simplex-switch \\
+        --seeds 0 --max-updates 100000
+    python benchmarks/experiments/table_4_1.py --quick        # seconds
+    python benchmarks/experiments/table_4_1.py --plot-only
+
+Runs already in the results file (same settings) are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _stream import (  # noqa: E402
+    RunSpec,
+    add_common_arguments,
+    load_records,
+    output_folder,
+    run_all,
+    runs_table,
+    set_threads,
+    summarize,
+)
+
+DEFAULT_OUT = str(Path(__file__).resolve().parent / "results")
+RESULTS_NAME = "table_4_1.json"
+METHODS = ("sgd", "simplex", "simplex-switch")
+TASK_ORDER = ("addition", "temporal_order")
+#: psi of the switching variant, by task (thesis / REFERENCE.md).
+PSI = {"addition": 0.5, "temporal_order": 0.9}
+#: The thesis' mean updates to convergence at T = 100 (3 runs; None: not reported).
+THESIS = {
+    "addition": {"sgd": 1_807_466, "simplex": 2_338_500, "simplex-switch": 1_630_666},
+    "temporal_order": {"sgd": 2_164_800, "simplex": None, "simplex-switch": 1_010_000},
+}
+
+
+def method_of(record: dict[str, Any]) -> str:
+    """``'sgd'``, ``'simplex'`` or ``'simplex-switch'`` of a saved run."""
+    if record["optimizer"] == "sgd":
+        return "sgd"
+    return "simplex" if record["switch_threshold"] is None else "simplex-switch"
+
+
+def specs(
+    tasks: tuple[str, ...],
+    methods: tuple[str, ...],
+    seeds: tuple[int, ...],
+    length: int,
+    max_updates: int,
+    *,
+    learning_rate: float,
+    check_every: int = 200,
+    n_validation: int = 10_000,
+    n_screen: int | None = 1000,
+) -> list[RunSpec]:
+    """One run per task, seed and method (seeds outermost, so that every method gets a seed
+    before any gets the next)."""
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise SystemExit(f"unknown methods {sorted(unknown)}; choose from {METHODS}.")
+    return [
+        RunSpec(
+            task, length, "sgd" if method == "sgd" else "simplex", seed,
+            learning_rate=learning_rate,
+            switch_threshold=PSI[task] if method == "simplex-switch" else None,
+            spectral_radius=1.2, max_updates=max_updates, check_every=check_every,
+            n_validation=n_validation, n_screen=n_screen,
+        )
+        for task in tasks
+        for seed in seeds
+        for method in methods
+    ]
+
+
+def table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per task, length and method: runs, solved, mean updates of the solved runs."""
+    rows = summarize([{**r, "method": method_of(r)} for r in records],
+                     ["task", "length", "method", "learning_rate"])
+    for row in rows:
+        row["thesis_mean_updates"] = THESIS.get(row["task"], {}).get(row["method"])
+    return rows
+
+
+def plot(records: list[dict[str, Any]]) -> Any:
+    """Validation error against updates of every run, one panel per task (as thesis figure 4.2).
+
+    Solved runs end in a dot; runs stopped at their cap end in a cross.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    tasks = [t for t in TASK_ORDER if any(r["task"] == t for r in records)]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4), squeeze=False)
+    styles = {m: f"C{i}" for i, m in enumerate(METHODS)}
+    for ax, task in zip(axes[0], tasks):
+        labelled = set()
+        for r in (r for r in records if r["task"] == task):
+            method = method_of(r)
+            curve = r["curve"]
+            if not curve:
+                continue
+            x = [c[0] for c in curve]
+            y = [max(c[1], 1e-4) for c in curve]
+            label = None if method in labelled else method
+            labelled.add(method)
+            ax.plot(x, y, color=styles[method], lw=1, label=label)
+            ax.plot(x[-1], y[-1], "o" if r["solved"] else "x", color=styles[method])
+        ax.axhline(0.01, color="0.5", ls=":", lw=1)
+        ax.set_yscale("log")
+        ax.set_xlabel("updates (batches of 100)")
+        ax.set_ylabel("validation error")
+        length = sorted({r["length"] for r in records if r["task"] == task})
+        ax.set_title(f"{task.replace('_', ' ')}, T = {', '.join(map(str, length))}")
+        ax.legend(fontsize="small")
+    fig.suptitle("Table 4.1 runs: validation error (dot: solved, cross: stopped at the cap)")
+    fig.tight_layout()
+    return fig
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """Command line: run what is missing (unless ``--plot-only``), print the table, draw."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_arguments(parser, DEFAULT_OUT)
+    parser.add_argument("--tasks", nargs="+", default=list(TASK_ORDER), choices=TASK_ORDER)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="default 0 1 2 (quick: 0)")
+    parser.add_argument("--length", type=int, default=None, help="default 100 (quick: 8)")
+    parser.add_argument("--max-updates", type=int, default=None,
+                        help="update cap per run, default 100000 (quick: 200)")
+    parser.add_argument("--learning-rate", type=float, default=0.05)
+    args = parser.parse_args(argv)
+    out = output_folder(args, DEFAULT_OUT)
+    path = out / RESULTS_NAME
+    if args.plot_only:
+        records = load_records(path)
+        if not records:
+            raise SystemExit(f"--plot-only: no results at {path}; run without --plot-only first.")
+    else:
+        set_threads(args.threads)
+        seeds = tuple(args.seeds or ((0,) if args.quick else (0, 1, 2)))
+        length = args.length or (8 if args.quick else 100)
+        cap = args.max_updates or (200 if args.quick else 100_000)
+        extra = {"check_every": 50, "n_validation": 1000, "n_screen": None} if args.quick else {}
+        command = " ".join(["python", "benchmarks/experiments/table_4_1.py",
+                            *(sys.argv[1:] if argv is None else argv)])
+        start = time.perf_counter()
+        run_all(
+            specs(tuple(args.tasks), tuple(args.methods), seeds, length, cap,
+                  learning_rate=args.learning_rate, **extra),
+            path, meta={"experiment": "table 4.1", "mode": "quick" if args.quick else "full",
+                        "last_command": command},
+            verbose=args.verbose,
+        )
+        print(f"{time.perf_counter() - start:.0f} s")
+        records = load_records(path)
+    for row in table(records):
+        mean = row["mean_updates_solved"]
+        print(f"{row['task']} T={row['length']} {row['method']} lr {row['learning_rate']}: "
+              f"{row['solved']}/{row['runs']} solved"
+              + (f", mean {mean:.0f} updates" if mean is not None else "")
+              + f" (cap {row['max_updates']}; thesis {row['thesis_mean_updates']})")
+    (out / RESULTS_NAME.replace(".json", "_runs.rst")).write_text(runs_table(records))
+    import matplotlib.pyplot as plt
+
+    fig = plot(records)
+    fig.savefig(out / "table_4_1.png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    print(f"wrote {out / 'table_4_1.png'}")
+    return records
+
+
+if __name__ == "__main__":
+    main()

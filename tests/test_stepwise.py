@@ -1,0 +1,125 @@
+"""The CPU's step-by-step recurrence (nn/_stepwise.py) against PyTorch's fused cells."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sklearn_rnn.nn import RecurrentNetwork, _stepwise
+from sklearn_rnn.nn._stepwise import stepwise_recurrence
+
+GATES = {"tanh": 1, "relu": 1, "gru": 3, "lstm": 4}
+HIDDEN = 4
+
+
+def inputs(cell, steps, *, seed=0, learned=True):
+    """u, W_hh, b_hh and initial states in float64, all requiring gradients."""
+    gen = torch.Generator().manual_seed(seed)
+    width = GATES[cell] * HIDDEN
+    draw = lambda *shape, scale=1.0: (scale * torch.randn(*shape, generator=gen, dtype=torch.float64)).requires_grad_()
+    u = draw(3, steps, width)
+    weight = draw(width, HIDDEN, scale=0.6)
+    bias = draw(width, scale=0.3) if cell == "gru" else None
+    initial = ()
+    if learned:
+        initial = (draw(3, HIDDEN),) + ((draw(3, HIDDEN),) if cell == "lstm" else ())
+    return u, weight, bias, initial
+
+
+def reference(cell, u, weight, bias, initial):
+    """PyTorch's own module, input weights the identity: the same function of u."""
+    width = GATES[cell] * HIDDEN
+    kwargs = {"nonlinearity": cell} if cell in ("tanh", "relu") else {}
+    module = {"tanh": torch.nn.RNN, "relu": torch.nn.RNN, "gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[cell]
+    net = module(width, HIDDEN, batch_first=True, **kwargs).double()
+    with torch.no_grad():
+        net.weight_ih_l0.copy_(torch.eye(width))
+        net.bias_ih_l0.zero_()
+        net.bias_hh_l0.zero_()
+    del net.weight_hh_l0
+    net.weight_hh_l0 = weight  # the same leaves: gradients reach them
+    if bias is not None:
+        del net.bias_hh_l0
+        net.bias_hh_l0 = bias
+    states = [s[None] for s in initial] or [u.new_zeros(1, 3, HIDDEN)] * (2 if cell == "lstm" else 1)
+    hx = tuple(states) if cell == "lstm" else states[0]
+    return net(u, hx)[0]
+
+
+@pytest.mark.parametrize("cell", list(GATES))
+@pytest.mark.parametrize("steps", [5, 2 * _stepwise._CHUNK + 3])
+def test_matches_pytorchs_cells_and_their_gradients(cell, steps):
+    u, weight, bias, initial = inputs(cell, steps)
+    _, hidden = stepwise_recurrence(cell, u, weight, bias, initial)
+    expected = reference(cell, u, weight, bias, initial)
+    torch.testing.assert_close(hidden, expected, rtol=0, atol=1e-12)
+    upstream = torch.randn(hidden.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    leaves = [u, weight, *initial] + ([bias] if bias is not None else [])
+    got = torch.autograd.grad(hidden, leaves, upstream)
+    want = torch.autograd.grad(expected, leaves, upstream)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("cell", list(GATES))
+def test_gradcheck_across_chunks(cell):
+    """Finite differences, over more steps than one chunk of derivative factors."""
+    u, weight, bias, initial = inputs(cell, _stepwise._CHUNK + 2, learned=True)
+    extra = (bias,) if bias is not None else ()
+
+    def run(u, weight, *rest):
+        b = rest[-1] if bias is not None else None
+        states = rest[: len(initial)]
+        return stepwise_recurrence(cell, u, weight, b, states)[1]
+
+    assert torch.autograd.gradcheck(run, (u, weight, *initial, *extra))
+
+
+@pytest.mark.parametrize("cell", list(GATES))
+def test_the_gradient_of_u_is_every_gate_delta(cell):
+    """dL/du equals the gradient of u where the reference reads it, for a last-step loss."""
+    u, weight, bias, initial = inputs(cell, 7, learned=False)
+    fed, hidden = stepwise_recurrence(cell, u, weight, bias, initial)
+    (delta,) = torch.autograd.grad(hidden[:, -1].square().sum(), fed)
+    (expected,) = torch.autograd.grad(reference(cell, u, weight, bias, initial)[:, -1].square().sum(), u)
+    torch.testing.assert_close(delta, expected, rtol=0, atol=1e-12)
+
+
+def test_asking_for_the_deltas_skips_the_recurrent_weight_gradient(monkeypatch):
+    calls = []
+    backward = _stepwise._RecurrentWeights.backward
+
+    def counted(ctx, grad):
+        calls.append(1)
+        return backward(ctx, grad)
+
+    monkeypatch.setattr(_stepwise._RecurrentWeights, "backward", staticmethod(counted))
+    u, weight, bias, initial = inputs("gru", 6)
+    fed, hidden = stepwise_recurrence("gru", u, weight, bias, initial)
+    torch.autograd.grad(hidden.sum(), [fed, *initial], retain_graph=True)
+    assert calls == []
+    hidden.sum().backward()
+    assert calls == [1] and weight.grad is not None and bias.grad is not None
+
+
+def test_network_uses_it_on_the_cpu_and_runs_in_the_parameters_dtype_under_autocast():
+    net = RecurrentNetwork(3, 5, 1, cell="lstm", generator=torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(2, 4, 3), torch.tensor([4, 2])
+    states = net.forward_states(x, lengths)
+    assert type(states.projected.grad_fn).__name__ == "_RecurrentWeightsBackward"
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = net.forward_states(x, lengths)
+    assert low.projected.dtype == low.hidden.dtype == torch.float32
+    torch.testing.assert_close(low.hidden, states.hidden, rtol=0, atol=0.05)
+
+
+def test_errors_say_what_is_wrong():
+    u, weight, bias, _ = inputs("gru", 3)
+    with pytest.raises(ValueError, match="cell must be one of"):
+        stepwise_recurrence("decay", u, weight, bias, ())
+    with pytest.raises(ValueError, match=r"shape \(batch, steps, 12\)"):
+        stepwise_recurrence("gru", u[..., :4], weight, bias, ())
+    with pytest.raises(ValueError, match="required for cell='gru'"):
+        stepwise_recurrence("gru", u, weight, None, ())
+    with pytest.raises(ValueError, match="None for the others"):
+        stepwise_recurrence("tanh", u[..., :4], weight[:4], bias[:4], ())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -52,6 +53,13 @@ PREDICT_CHUNK = 65_536
 
 OPTIMIZERS = ("sgd", "adam", "simplex")
 
+#: The estimators' ``precision``: the autocast dtype of training (None: plain float32).
+PRECISIONS: dict[str, torch.dtype | None] = {
+    "float32": None,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
 
 class _Seeds(NamedTuple):
     """Seeds of every random draw of one call to ``fit``, drawn together from
@@ -87,29 +95,72 @@ class _SequenceNet(NeuralNet):
     #: set by the estimator with the other training settings.
     every_step: bool = False
 
+    #: Training arithmetic, one of :data:`PRECISIONS`; set by the estimator with the
+    #: other training settings.
+    precision: str = "float32"
+
     def infer(self, x: dict[str, torch.Tensor], **fit_params: Any) -> torch.Tensor:
         return self.module_(x["x"], x["lengths"], every_step=self.every_step)
 
     def train_step(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
-        """One update; the simplex optimizer gets the batch's temporal gradients."""
-        if not isinstance(self.optimizer_, SimplexSGD):
+        """One update; the simplex optimizer gets the batch's temporal gradients.
+
+        Under mixed precision the forward pass runs under autocast and the loss in
+        float32; with float16 the loss is scaled, the gradients (and the temporal
+        gradients) are unscaled before any clipping, and an update whose gradients
+        overflow is skipped, as :class:`torch.amp.GradScaler` does.
+        """
+        simplex = isinstance(self.optimizer_, SimplexSGD)
+        if not simplex and self.precision == "float32":
             return super().train_step(batch, **fit_params)
         self._set_training(True)
         inputs, y = batch
+        scaler = self._grad_scaler()
         self.optimizer_.zero_grad()
-        states = self.module_.forward_states(
-            inputs["x"], inputs["lengths"], every_step=self.every_step
-        )
-        loss = self.get_loss(states.outputs, y, X=inputs, training=True)
-        # One backward pass gives every step's gradient and fills .grad as backward() would.
-        temporal = temporal_gradients(self.module_, states, loss, inputs["lengths"])
+        with self._autocast():
+            if simplex:
+                states = self.module_.forward_states(
+                    inputs["x"], inputs["lengths"], every_step=self.every_step
+                )
+                outputs = states.outputs
+            else:
+                outputs = self.infer(inputs)
+        loss = self.get_loss(outputs.float(), y, X=inputs, training=True)
+        scaled = loss if scaler is None else scaler.scale(loss)
+        step_args: tuple[Any, ...] = ()
+        if simplex:
+            # One backward pass gives every step's gradient and fills .grad as backward() would.
+            scale = None if scaler is None else scaler.get_scale()
+            step_args = (temporal_gradients(self.module_, states, scaled, inputs["lengths"], loss_scale=scale),)
+        else:
+            scaled.backward()
+        if scaler is not None:
+            scaler.unscale_(self.optimizer_)  # before the clipping callback and rule
         self.notify(
             "on_grad_computed",
             named_parameters=list(self.get_all_learnable_params()),
             batch=batch,
         )
-        self.optimizer_.step(temporal)
-        return {"loss": loss.detach(), "y_pred": states.outputs.detach()}
+        if scaler is None:
+            self.optimizer_.step(*step_args)
+        else:
+            scaler.step(self.optimizer_, *step_args)  # skipped if a gradient overflowed
+            scaler.update()
+        return {"loss": loss.detach(), "y_pred": outputs.detach().float()}
+
+    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        dtype = PRECISIONS[self.precision]
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(torch.device(self.device).type, dtype=dtype)
+
+    def _grad_scaler(self) -> torch.amp.GradScaler | None:
+        """float16's loss scaler, kept (with its scale) across updates and epochs."""
+        if self.precision != "float16":
+            return None
+        if getattr(self, "grad_scaler_", None) is None:
+            self.grad_scaler_ = torch.amp.GradScaler(torch.device(self.device).type)
+        return self.grad_scaler_
 
     def get_loss(
         self,
@@ -177,6 +228,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "tol": [Interval(Real, 0, None, closed="left")],
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "device": [StrOptions({"auto", "cpu", "cuda"})],
+        "precision": [StrOptions(set(PRECISIONS))],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
@@ -204,6 +256,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         tol: float = 1e-4,
         alpha: float | str = "auto",
         device: str = "auto",
+        precision: str = "float32",
         random_state: int | np.random.RandomState | None = None,
         verbose: int = 0,
         warm_start: bool = False,
@@ -227,6 +280,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.tol = tol
         self.alpha = alpha
         self.device = device
+        self.precision = precision
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
@@ -314,6 +368,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         seeds = _Seeds.draw(self.random_state)
         device = self._resolve_device()
+        self._check_precision(device)
         if reset:
             self._encoder = InputEncoder.fit(sequences, time_feature=self.time_feature)
         data = self._encoder.encode(sequences, device=device)
@@ -495,6 +550,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         # Plain attributes: skorch's set_params would try to re-initialize components.
         net.callbacks = callbacks
         net.every_step = self._every_step
+        net.precision = self.precision
         net.max_epochs = 1 if incremental else self.max_iter
         net.iterator_train__random_state = np.random.default_rng(seeds.shuffle)
         net.verbose = self.verbose
@@ -525,6 +581,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "Increase max_iter"
                 + (" or tol." if self.early_stopping else ", or set early_stopping=True."),
                 ConvergenceWarning,
+            )
+
+    def _check_precision(self, device: torch.device) -> None:
+        if self.precision == "float16" and device.type != "cuda":
+            raise ValueError(
+                f"precision='float16' needs a CUDA device; training would run on {device.type}. "
+                "PyTorch's CPU recurrent kernels do not run in float16 (oneDNN has no float16 "
+                "LSTM), and float16's narrow range needs loss scaling besides. Use "
+                "precision='bfloat16' on the CPU (float32's range, no scaling), or 'float32'."
             )
 
     def _resolve_device(self) -> torch.device:
@@ -847,6 +912,16 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where to train: 'auto' takes a GPU when PyTorch sees one. 'cuda' without a GPU
         raises a ValueError (no silent fallback to the CPU).
+    precision : {'float32', 'bfloat16', 'float16'}, default='float32'
+        Arithmetic of training. 'bfloat16' and 'float16' are mixed precision: the
+        parameters and the optimizer stay in float32, the forward pass runs under
+        :func:`torch.autocast` in that type and the loss in float32. 'float16' also
+        scales the loss with a :class:`torch.amp.GradScaler`: gradients (and the
+        simplex method's temporal gradients) are unscaled before the clipping rule, and
+        an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
+        float32's range (no scaling) and runs on the CPU too, where the simplex
+        method's step-by-step recurrence stays in float32. Prediction is unaffected
+        (float64).
     random_state : int, RandomState instance or None, default=None
         Seeds the initialization, the shuffling and the validation split (through
         local generators): the same seed gives the same model on the CPU.
@@ -941,6 +1016,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         class_weight: dict | str | None = None,
         balanced_batches: bool = False,
         device: str = "auto",
+        precision: str = "float32",
         random_state: int | np.random.RandomState | None = None,
         verbose: int = 0,
         warm_start: bool = False,
@@ -965,6 +1041,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             tol=tol,
             alpha=alpha,
             device=device,
+            precision=precision,
             random_state=random_state,
             verbose=verbose,
             warm_start=warm_start,
@@ -1191,6 +1268,16 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where to train: 'auto' takes a GPU when PyTorch sees one. 'cuda' without a GPU
         raises a ValueError (no silent fallback to the CPU).
+    precision : {'float32', 'bfloat16', 'float16'}, default='float32'
+        Arithmetic of training. 'bfloat16' and 'float16' are mixed precision: the
+        parameters and the optimizer stay in float32, the forward pass runs under
+        :func:`torch.autocast` in that type and the loss in float32. 'float16' also
+        scales the loss with a :class:`torch.amp.GradScaler`: gradients (and the
+        simplex method's temporal gradients) are unscaled before the clipping rule, and
+        an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
+        float32's range (no scaling) and runs on the CPU too, where the simplex
+        method's step-by-step recurrence stays in float32. Prediction is unaffected
+        (float64).
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw through local generators.
     verbose : int, default=0
@@ -1249,6 +1336,14 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     (3,)
     >>> bool(reg.score(X, y) > 0.8)
     True
+
+    Mixed precision: bfloat16 arithmetic in training (on the CPU or a GPU), float32
+    parameters, float64 predictions:
+
+    >>> half = RNNRegressor(hidden_size=16, max_iter=40, precision="bfloat16",
+    ...                     device="cpu", random_state=0).fit(X, y)
+    >>> half.predict(X[:3]).dtype, bool(half.score(X, y) > 0.8)
+    (dtype('float64'), True)
     """
 
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:

@@ -89,6 +89,16 @@ class RNNStepClassifier(BaseRNN):
         10 for the 'decay' cell, 0 otherwise; not used by 'simplex').
     device : {'auto', 'cpu', 'cuda'}, default='auto'
         Where to train.
+    precision : {'float32', 'bfloat16', 'float16'}, default='float32'
+        Arithmetic of training. 'bfloat16' and 'float16' are mixed precision: the
+        parameters and the optimizer stay in float32, the forward pass runs under
+        :func:`torch.autocast` in that type and the loss in float32. 'float16' also
+        scales the loss with a :class:`torch.amp.GradScaler`: gradients (and the
+        simplex method's temporal gradients) are unscaled before the clipping rule, and
+        an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
+        float32's range (no scaling) and runs on the CPU too, where the simplex
+        method's step-by-step recurrence stays in float32. Prediction is unaffected
+        (float64).
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw through local generators.
     verbose : int, default=0

@@ -103,3 +103,46 @@ def test_estimators_train_on_the_gpu(cell, optimizer):
         clf.fit(X, y)
     assert next(clf.module_.parameters()).is_cuda
     assert clf.score(X, y) > 0.8
+
+
+# Mixed precision (the estimators' ``precision``), not run on the machine that wrote it.
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+@pytest.mark.parametrize("optimizer", ["adam", "sgd", "simplex"])
+def test_mixed_precision_trains_on_the_gpu(precision, optimizer):
+    if precision == "bfloat16" and not torch.cuda.is_bf16_supported():
+        pytest.skip("this GPU has no bfloat16")
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(2, 9), 2)) for _ in range(120)]
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    clf = RNNClassifier(
+        hidden_size=12, cell="lstm", optimizer=optimizer, precision=precision,
+        learning_rate=0.03 if optimizer == "adam" else 0.3, batch_size=20, max_iter=40,
+        device="cuda", random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    assert all(p.is_cuda and p.dtype == torch.float32 for p in clf.module_.parameters())
+    assert clf.score(X, y) > 0.8
+    scaler = getattr(clf.net_, "grad_scaler_", None)
+    assert (scaler is not None) == (precision == "float16")
+    if scaler is not None:
+        assert scaler.get_scale() > 0
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_temporal_gradients_of_a_float16_forward_with_a_scaled_loss(cell):
+    """cuDNN in float16 under autocast, a scaled loss: unscaled norms close to float32's."""
+    _, gpu = pair(cell, dtype=torch.float32, num_layers=2, hidden_init="learned")
+    x, lengths = batch(torch.float32)
+    x, lengths = x.cuda(), lengths.cuda()
+    states = gpu.forward_states(x, lengths)
+    exact = temporal_gradients(gpu, states, states.outputs.square().sum(), lengths, accumulate_grad=False)
+    with torch.autocast("cuda", dtype=torch.float16):
+        states = gpu.forward_states(x, lengths)
+    loss = states.outputs.float().square().sum()
+    scaled = temporal_gradients(gpu, states, 1024 * loss, lengths, accumulate_grad=False, loss_scale=1024.0)
+    assert all(g.dtype == torch.float32 for g in scaled.gradient)
+    torch.testing.assert_close(scaled.norms(), exact.norms(), rtol=0.05, atol=1e-4)

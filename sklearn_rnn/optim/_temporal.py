@@ -26,6 +26,7 @@ once, before each sequence's first step: its replica is that step's.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -346,6 +347,7 @@ def temporal_gradients(
     lengths: torch.Tensor,
     *,
     accumulate_grad: bool = True,
+    loss_scale: float | None = None,
 ) -> TemporalGradients:
     """Every step's gradient of ``loss``, in one backward pass.
 
@@ -381,6 +383,12 @@ def temporal_gradients(
     accumulate_grad : bool, default=True
         Add the full gradient to each parameter's ``.grad``, as ``loss.backward()``
         would, so that any optimizer can step; False leaves ``.grad`` untouched.
+    loss_scale : float, optional
+        Mixed precision: the factor ``loss`` was multiplied by (``scaler.scale(loss)``
+        of a :class:`torch.amp.GradScaler`, whose ``get_scale()`` it is). Every result
+        is divided by it (the deltas first, in the parameters' dtype), while ``.grad``
+        gets the scaled gradient, as ``loss.backward()`` would give it, for
+        ``scaler.unscale_(optimizer)`` to unscale and check for infinities.
 
     Returns
     -------
@@ -402,6 +410,14 @@ def temporal_gradients(
     >>> tg.per_step()[0][0].abs().max().item()  # W_rec at the first step: h_0 = 0
     0.0
     >>> torch.allclose(tg.per_step()[0].sum(0), net.recurrent_weight.grad)
+    True
+
+    A loss scaled for float16 training gives the same, unscaled, temporal gradients:
+
+    >>> states = net.forward_states(x, lengths)
+    >>> scaled = temporal_gradients(net, states, 1024 * states.outputs.square().mean(),
+    ...                              lengths, accumulate_grad=False, loss_scale=1024)
+    >>> torch.allclose(scaled.norms(), tg.norms())
     True
     """
     if not isinstance(network, RecurrentNetwork):
@@ -444,6 +460,16 @@ def temporal_gradients(
         allow_unused=True,
         materialize_grads=True,
     )  # (B, T, G * H) per layer, (B, k) or (B, T, k), (B, H) per initial state
+    if loss_scale is not None:
+        if not (math.isfinite(loss_scale) and loss_scale > 0):
+            raise ValueError(
+                f"loss_scale must be a positive finite float (a GradScaler's get_scale()); "
+                f"got {loss_scale!r}."
+            )
+        # Unscaled in the parameters' dtype: float16 deltas times 1/scale could underflow.
+        dtype = network.readout.weight.dtype
+        grads = tuple(g.to(dtype) / loss_scale for g in grads)
+        loss = loss / loss_scale
 
     align = _Aligner(lengths, steps, every_step)
     params = _Parameters()
@@ -476,6 +502,8 @@ def temporal_gradients(
     if accumulate_grad:
         with torch.no_grad():
             for p, g in zip(result.parameters, result.gradient):
+                if loss_scale is not None:
+                    g = g * loss_scale  # as backward() of the scaled loss fills .grad
                 if p.grad is None:
                     p.grad = g.detach().clone()
                 else:

@@ -80,8 +80,22 @@ def test_run_all_resumes_and_summarize_counts(tmp_path):
     saved = json.loads(path.read_text())
     assert saved["machine"]["torch_threads"] >= 1 and len(saved["runs"]) == 2
     assert path.with_suffix(".csv").read_text().count("\n") == 3
+    # Runs made in parallel (one folder each) merge into one file, without duplicates.
+    other = tmp_path / "other" / "runs.json"
+    stream.run_all(specs[1:], other, print_fn=lines.append)
+    merged = stream.merge_results([other.parent], path)
+    assert [r["seed"] for r in merged] == [0, 1] and len(stream.load_records(path)) == 2
     (row,) = stream.summarize(first, ["length"])
     assert row["runs"] == 2 and row["solved"] == sum(r["solved"] for r in first)
+
+
+def test_a_rerun_with_a_larger_cap_supersedes_the_capped_run():
+    stream = _load("_stream")
+    base = {f: v for f, v in vars(stream.RunSpec("addition", 10, "sgd", 0)).items()}
+    capped, longer, other = {**base, "max_updates": 100}, {**base, "max_updates": 500}, {
+        **base, "seed": 1}
+    kept = stream.final_runs([capped, other, longer])
+    assert kept == [other, longer]
 
 
 @pytest.mark.parametrize(

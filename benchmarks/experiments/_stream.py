@@ -55,7 +55,9 @@ __all__ = [
     "rst_table",
     "runs_table",
     "load_records",
+    "final_runs",
     "machine_info",
+    "merge_results",
     "make_estimator",
     "run_all",
     "set_threads",
@@ -394,6 +396,37 @@ def run_all(
     return wanted
 
 
+def merge_results(sources: Iterable[str | Path], path: str | Path) -> list[dict[str, Any]]:
+    """Add the runs of other results files (e.g. one per seed, run in parallel processes
+    with their own ``--out``) to ``path``; runs already there are kept, not duplicated.
+
+    Returns
+    -------
+    list of dict
+        The records now in ``path``.
+    """
+    path = Path(path)
+    records = load_records(path)
+    meta: dict[str, Any] = {}
+    if path.exists():
+        meta = {k: v for k, v in json.loads(path.read_text()).items() if k != "runs"}
+    seen = {_spec_of(r).key() for r in records}
+    for source in sources:
+        source = Path(source)
+        if source.is_dir():
+            source = source / path.name
+        if not source.exists():
+            raise FileNotFoundError(f"no results file to merge at {source}.")
+        if not meta:
+            meta = {k: v for k, v in json.loads(source.read_text()).items() if k != "runs"}
+        for record in load_records(source):
+            if _spec_of(record).key() not in seen:
+                records.append(record)
+                seen.add(_spec_of(record).key())
+    _write(path, meta, records)
+    return records
+
+
 def add_common_arguments(parser: Any, default_out: str) -> None:
     """The command-line flags every experiment script shares."""
     parser.add_argument("--quick", action="store_true",
@@ -405,6 +438,9 @@ def add_common_arguments(parser: Any, default_out: str) -> None:
     parser.add_argument("--plot-only", action="store_true",
                         help="only draw the figure from the results saved in --out")
     parser.add_argument("--verbose", action="store_true", help="print every validation check")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="FOLDER",
+                        help="first add the runs saved in these output folders (e.g. one per "
+                        "parallel process) to the results in --out, then go on")
 
 
 def output_folder(args: Any, default_out: str) -> Path:
@@ -449,6 +485,18 @@ def _describe(spec: RunSpec) -> str:
         f"{spec.task} T={spec.length} {spec.optimizer}{psi} lr {spec.learning_rate} "
         f"rho {spec.spectral_radius} seed {spec.seed}"
     )
+
+
+def final_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run's longest attempt: among records that differ only in ``max_updates``, the
+    one with the largest cap (a rerun with a larger cap supersedes a capped run in
+    summaries and figures; tables of every run still list both)."""
+    best: dict[tuple, dict[str, Any]] = {}
+    for record in records:
+        key = tuple(record[f.name] for f in fields(RunSpec) if f.name != "max_updates")
+        if key not in best or record["max_updates"] > best[key]["max_updates"]:
+            best[key] = record
+    return [r for r in records if any(r is b for b in best.values())]
 
 
 def summarize(

@@ -36,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _stream import (  # noqa: E402
     RunSpec,
     add_common_arguments,
+    final_runs,
     load_records,
+    merge_results,
     output_folder,
     run_all,
     runs_table,
@@ -99,7 +101,7 @@ def plot(records: list[dict[str, Any]], ax: Any = None) -> Any:
     """Success rate against length, one line per spectral radius, with the thesis' rates.
 
     Each point is annotated with ``solved/runs`` and the update cap; the thesis' rates
-    are drawn dashed.
+    are drawn dashed. A run repeated with a larger cap counts once, with that cap.
 
     Returns
     -------
@@ -109,26 +111,29 @@ def plot(records: list[dict[str, Any]], ax: Any = None) -> Any:
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
-    rows = summarize(records, ["spectral_radius", "length"])
+    rows = summarize(final_runs(records), ["spectral_radius", "length"])
     radii = sorted({r["spectral_radius"] for r in rows}, reverse=True)
+    # Lengths as categories, evenly spaced: the thesis' six and any others that were run.
+    lengths = sorted(set(FULL_LENGTHS) | {r["length"] for r in rows})
+    x_of = {length: i for i, length in enumerate(lengths)}
     for i, rho in enumerate(radii):
         mine = sorted((r for r in rows if r["spectral_radius"] == rho), key=lambda r: r["length"])
-        lengths = [r["length"] for r in mine]
-        color = f"C{i}"
-        ax.plot(lengths, [r["success_rate"] for r in mine], "o-", color=color,
-                label=f"sklearn_rnn, rho = {rho}")
-        for r in mine:
-            ax.annotate(f"{r['solved']}/{r['runs']}\n<={r['max_updates'] // 1000}k",
-                        (r["length"], r["success_rate"]), textcoords="offset points",
-                        xytext=(0, 8 if i == 0 else -26), ha="center", fontsize=7, color=color)
+        color, shift = f"C{i}", 0.08 * (i - (len(radii) - 1) / 2)
         thesis = THESIS["rho > 1" if rho > 1 else "rho < 1"]
-        ax.plot(sorted(thesis), [thesis[t] for t in sorted(thesis)], "--", color=color,
-                alpha=0.5, label=f"thesis, {'rho > 1' if rho > 1 else 'rho < 1'}")
+        ax.plot([x_of[t] + shift for t in sorted(thesis)], [thesis[t] for t in sorted(thesis)],
+                "--", color=color, alpha=0.5, label=f"thesis, {'rho > 1' if rho > 1 else 'rho < 1'}")
+        ax.plot([x_of[r["length"]] + shift for r in mine], [r["success_rate"] for r in mine],
+                "o-", color=color, label=f"sklearn_rnn, rho = {rho}")
+        for r in mine:
+            ax.annotate(f"{r['solved']}/{r['runs']}, cap {r['max_updates'] / 1000:g}k",
+                        (x_of[r["length"]] + shift, r["success_rate"]), textcoords="offset points",
+                        xytext=(0, 7 if i == 0 else -13), ha="center", fontsize=7, color=color)
+    ax.set_xticks(range(len(lengths)), [str(t) for t in lengths])
     ax.set_xlabel("minimal sequence length T")
     ax.set_ylabel("success rate (error < 1%)")
     ax.set_ylim(-0.15, 1.2)
     ax.set_title("Figure 4.1: temporal order, clipped SGD")
-    ax.legend(fontsize="small", loc="center right")
+    ax.legend(fontsize="small", loc="lower left")
     return ax
 
 
@@ -147,6 +152,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = parser.parse_args(argv)
     out = output_folder(args, DEFAULT_OUT)
     path = out / RESULTS_NAME
+    if args.merge:
+        merge_results(args.merge, path)
     if args.plot_only:
         records = load_records(path)
         if not records:
@@ -173,7 +180,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         )
         print(f"{time.perf_counter() - start:.0f} s")
         records = load_records(path)
-    for row in summarize(records, ["spectral_radius", "length"]):
+    for row in summarize(final_runs(records), ["spectral_radius", "length"]):
         mean = row["mean_updates_solved"]
         print(f"rho {row['spectral_radius']} T={row['length']}: {row['solved']}/{row['runs']} solved"
               + (f", mean {mean:.0f} updates" if mean is not None else "")

@@ -253,6 +253,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     out = output_folder(args, DEFAULT_OUT)
     path = out / RESULTS_NAME
+    if args.merge:
+        raise SystemExit("--merge applies to figure_4_1.py and table_4_1.py (runs by seed).")
     if args.plot_only:
         if not path.exists():
             raise SystemExit(f"--plot-only: no results at {path}; run without --plot-only first.")

@@ -36,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _stream import (  # noqa: E402
     RunSpec,
     add_common_arguments,
+    final_runs,
     load_records,
+    merge_results,
     output_folder,
     run_all,
     runs_table,
@@ -96,8 +98,9 @@ def specs(
 
 
 def table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per task, length and method: runs, solved, mean updates of the solved runs."""
-    rows = summarize([{**r, "method": method_of(r)} for r in records],
+    """One row per task, length and method: runs, solved, mean updates of the solved runs
+    (a run repeated with a larger cap counts once, with that cap)."""
+    rows = summarize([{**r, "method": method_of(r)} for r in final_runs(records)],
                      ["task", "length", "method", "learning_rate"])
     for row in rows:
         row["thesis_mean_updates"] = THESIS.get(row["task"], {}).get(row["method"])
@@ -120,7 +123,7 @@ def plot(records: list[dict[str, Any]]) -> Any:
     styles = {m: f"C{i}" for i, m in enumerate(METHODS)}
     for ax, task in zip(axes[0], tasks):
         labelled = set()
-        for r in (r for r in records if r["task"] == task):
+        for r in (r for r in final_runs(records) if r["task"] == task):
             method = method_of(r)
             curve = r["curve"]
             if not curve:
@@ -157,6 +160,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = parser.parse_args(argv)
     out = output_folder(args, DEFAULT_OUT)
     path = out / RESULTS_NAME
+    if args.merge:
+        merge_results(args.merge, path)
     if args.plot_only:
         records = load_records(path)
         if not records:

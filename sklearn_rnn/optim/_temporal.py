@@ -258,10 +258,7 @@ class TemporalGradients:
                 c = c if layer.rows is None else c[layer.rows]  # (S,)
             if layer.outer is not None:
                 for block, outer in zip(layer.blocks, layer.outer):
-                    if c is None:
-                        blocks[block.index] = outer.sum(0)
-                    else:
-                        blocks[block.index] = _weighted_sum(c[block.offset :], outer)
+                    blocks[block.index] = _weighted_sum(None if c is None else c[block.offset :], outer)
                 continue
             delta = layer.delta if c is None else layer.delta * c[:, None, None]  # (S, B, m)
             m = delta.shape[2]
@@ -689,11 +686,16 @@ def _outer(delta: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
     return torch.bmm(inputs.transpose(1, 2), delta).transpose(1, 2)
 
 
-def _weighted_sum(coefficients: torch.Tensor, outer: torch.Tensor) -> torch.Tensor:
-    """``sum_s c_s outer_s`` without copying a transposed ``outer`` (see :func:`_outer`)."""
-    if outer.ndim == 3 and outer.transpose(1, 2).is_contiguous():
-        return torch.tensordot(coefficients, outer.transpose(1, 2), dims=1).T  # (m, n)
-    return torch.tensordot(coefficients, outer, dims=1)
+def _weighted_sum(coefficients: torch.Tensor | None, outer: torch.Tensor) -> torch.Tensor:
+    """``sum_s c_s outer_s`` (all ``c_s = 1`` for None), reading ``outer`` in its memory order.
+
+    A transposed ``outer`` (see :func:`_outer`) is reduced as the contiguous
+    ``(S, n, m)`` it is: several times faster than a strided reduction.
+    """
+    transposed = outer.ndim == 3 and outer.transpose(1, 2).is_contiguous()
+    memory = outer.transpose(1, 2) if transposed else outer
+    total = memory.sum(0) if coefficients is None else torch.tensordot(coefficients, memory, dims=1)
+    return total.T if transposed else total
 
 
 def _rows(layer: _Layer, device: torch.device) -> torch.Tensor:
@@ -721,7 +723,7 @@ def _block_squares(layer: _Layer) -> list[torch.Tensor]:
     if layer.outer is not None:
         result = []
         for block, outer in zip(layer.blocks, layer.outer):
-            squares = outer.square().sum(tuple(range(1, outer.ndim)))  # (S',)
+            squares = torch.linalg.vector_norm(outer, dim=tuple(range(1, outer.ndim))).square()  # (S',)
             result.append(torch.cat([squares.new_zeros(block.offset), squares]))
         return result
     result = [delta.new_zeros(rows) for _ in layer.blocks]

@@ -20,6 +20,8 @@ Usage::
     python benchmarks/bench_update_cost.py --cell all --threads 1    # a few minutes
     python benchmarks/bench_update_cost.py --cell all --quick        # a check, ~1 minute
     python benchmarks/bench_update_cost.py --cell lstm --device cuda # GPU shape
+    python benchmarks/bench_update_cost.py --cell lstm --precision bfloat16  # estimators
+                                                  # in mixed precision (plain: float32)
 """
 
 from __future__ import annotations
@@ -57,11 +59,11 @@ def synchronize(device: str) -> None:
 
 def estimator_seconds_per_update(
     X: np.ndarray, y: np.ndarray, *, cell: str, optimizer: str, hidden: int, batch: int,
-    epochs: int, device: str,
+    epochs: int, device: str, precision: str = "float32",
 ) -> float:
     model = RNNRegressor(
         hidden_size=hidden, cell=cell, optimizer=optimizer, learning_rate=0.01, batch_size=batch,
-        max_iter=epochs, tol=0.0, device=device, random_state=0,
+        max_iter=epochs, tol=0.0, device=device, precision=precision, random_state=0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -111,6 +113,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="fewer updates and 1 repeat: a check")
+    parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16", "float16"],
+                        help="the estimators' precision (the plain loop stays float32)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cells = CELLS if "all" in args.cell else tuple(dict.fromkeys(args.cell))
@@ -120,18 +124,23 @@ def main() -> None:
     shape = {"hidden": hidden, "batch": batch, "epochs": epochs, "device": args.device}
     print(f"machine: {machine(args.device, args.threads)}")
     print(f"batch {batch}, length {length}, {FEATURES} features, {hidden} hidden, "
-          f"{batches * epochs} updates per run, {repeats} repeats, median ms per update")
+          f"{batches * epochs} updates per run, {repeats} repeats, median ms per update, "
+          f"estimators in {args.precision}")
     print(f"{'cell':6} {'plain':>8} {'sgd':>8} {'simplex':>8} {'sgd/plain':>10} {'simplex/sgd':>12}")
     for cell in cells:
         # Warm-ups: first calls pay for lazy imports and kernel selection.
         plain_seconds_per_update(X, y, cell=cell, **{**shape, "epochs": 1})
-        estimator_seconds_per_update(X, y, cell=cell, optimizer="simplex", **{**shape, "epochs": 1})
+        estimator_seconds_per_update(
+            X, y, cell=cell, optimizer="simplex", precision=args.precision, **{**shape, "epochs": 1}
+        )
         times: dict[str, list[float]] = {"plain": [], "sgd": [], "simplex": []}
         for _ in range(repeats):
             times["plain"].append(plain_seconds_per_update(X, y, cell=cell, **shape))
             for optimizer in ("sgd", "simplex"):
                 times[optimizer].append(
-                    estimator_seconds_per_update(X, y, cell=cell, optimizer=optimizer, **shape)
+                    estimator_seconds_per_update(
+                        X, y, cell=cell, optimizer=optimizer, precision=args.precision, **shape
+                    )
                 )
         ms = {name: 1e3 * statistics.median(values) for name, values in times.items()}
         print(f"{cell:6} {ms['plain']:8.2f} {ms['sgd']:8.2f} {ms['simplex']:8.2f} "

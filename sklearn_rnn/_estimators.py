@@ -217,7 +217,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "hidden_init": [StrOptions(set(HIDDEN_INITS))],
         "spectral_radius": [Interval(Real, 0, None, closed="neither"), None],
         "optimizer": [StrOptions(set(OPTIMIZERS))],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "clip_threshold": [Interval(Real, 0, None, closed="neither"), None],
         "switch_threshold": [Interval(Real, 0, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -245,7 +245,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         hidden_init: str = "zero",
         spectral_radius: float | None = 1.2,
         optimizer: str = "adam",
-        learning_rate: float = 0.01,
+        learning_rate: float | str = "auto",
         clip_threshold: float | None = 1.0,
         switch_threshold: float | None = None,
         batch_size: int = 32,
@@ -466,7 +466,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             module=module,
             criterion=self._criterion(),
             optimizer=optimizer,
-            lr=self.learning_rate,
+            lr=self._resolved_learning_rate(),
             max_epochs=self.max_iter,
             batch_size=self.batch_size,
             iterator_train=BucketBatchLoader,
@@ -487,6 +487,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return self.cell
         timed = self.time_feature is not None and self.optimizer != "simplex"
         return "decay" if timed else "tanh"
+
+    def _resolved_learning_rate(self) -> float:
+        """``learning_rate``, with 'auto' read as 0.01 for 'adam' and 0.05 for 'sgd' and
+        'simplex' (chosen with ``benchmarks/bench_defaults.py``, see :ref:`method`)."""
+        if self.learning_rate != "auto":
+            return float(self.learning_rate)
+        return 0.01 if self.optimizer == "adam" else 0.05
 
     def _resolved_alpha(self) -> float:
         """``alpha``, with 'auto' read as 10 for the 'decay' cell and 0 for the others."""
@@ -864,8 +871,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         ``switch_threshold``, and the clipped step rule (see
         :class:`~sklearn_rnn.optim.SimplexSGD`); 'adam' clips the gradient norm at
         ``clip_threshold`` before each Adam step.
-    learning_rate : float, default=0.01
-        Step size (``mu`` of eq. 3.6 for 'sgd').
+    learning_rate : float or 'auto', default='auto'
+        Step size (``mu`` of eq. 3.6 for 'sgd' and 'simplex'). 'auto' is 0.01 for
+        'adam' and 0.05 for 'sgd' and 'simplex', whose clipped steps learned less in
+        the same number of updates with 0.01 (measured in :ref:`method`).
     clip_threshold : float or None, default=1.0
         Gradient-norm threshold ``tau``; None never clips.
     switch_threshold : float or None, default=None
@@ -1003,7 +1012,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         hidden_init: str = "zero",
         spectral_radius: float | None = 1.2,
         optimizer: str = "adam",
-        learning_rate: float = 0.01,
+        learning_rate: float | str = "auto",
         clip_threshold: float | None = 1.0,
         switch_threshold: float | None = None,
         batch_size: int = 32,
@@ -1232,8 +1241,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
         'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6);
         'simplex' the thesis' simplex method (see :class:`RNNClassifier`).
-    learning_rate : float, default=0.01
-        Step size.
+    learning_rate : float or 'auto', default='auto'
+        Step size; 'auto' is 0.01 for 'adam' and 0.05 for 'sgd' and 'simplex' (see
+        :class:`RNNClassifier`).
     clip_threshold : float or None, default=1.0
         Gradient-norm threshold; None never clips.
     switch_threshold : float or None, default=None

@@ -64,8 +64,9 @@ class RNNStepClassifier(BaseRNN):
         'sgd' is the clipped anti-gradient (eq. 3.6); 'simplex' the thesis' simplex
         method, whose temporal gradients here include the readout's gradient at
         every step (thesis section 3.3); 'adam' clips the gradient norm first.
-    learning_rate : float, default=0.01
-        Step size.
+    learning_rate : float or 'auto', default='auto'
+        Step size; 'auto' is 0.01 for 'adam' and 0.05 for 'sgd' and 'simplex' (see
+        :class:`RNNClassifier`).
     clip_threshold : float or None, default=1.0
         Gradient-norm threshold ``tau``; None never clips. The thesis used 3 for music.
     switch_threshold : float or None, default=None

@@ -47,3 +47,23 @@ def test_simplex_solves_temporal_order_at_small_size():
         clf.fit(X, y)  # 400 updates
     assert task_error("temporal_order", y_valid, clf.predict_proba(X_valid)) < 0.01
     assert clf.net_.optimizer_.branch_counts["simplex"] > 100
+
+
+@pytest.mark.parametrize("optimizer, expected", [("adam", 0.01), ("sgd", 0.05), ("simplex", 0.05)])
+def test_learning_rate_auto_depends_on_the_optimizer(optimizer, expected):
+    X, y = make_temporal_order(40, 6, random_state=0)
+    clf = RNNClassifier(hidden_size=4, optimizer=optimizer, max_iter=1, random_state=0)
+    assert clf.learning_rate == "auto"
+    with pytest.warns(ConvergenceWarning):
+        clf.fit(X, y)
+    assert clf.net_.optimizer_.param_groups[0]["lr"] == expected
+    explicit = RNNClassifier(hidden_size=4, optimizer=optimizer, learning_rate=0.2, max_iter=1)
+    with pytest.warns(ConvergenceWarning):
+        explicit.fit(X, y)
+    assert explicit.net_.optimizer_.param_groups[0]["lr"] == 0.2
+
+
+def test_learning_rate_rejects_other_strings():
+    X, y = make_temporal_order(20, 6, random_state=0)
+    with pytest.raises(ValueError, match="learning_rate"):
+        RNNClassifier(learning_rate="fast").fit(X, y)

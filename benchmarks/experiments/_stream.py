@@ -226,6 +226,14 @@ def _validation_error(model: Any, task: str, X: list, y: np.ndarray) -> float:
     return task_error(task, y, prediction)
 
 
+def _radius(model: Any) -> str:
+    """`` rho <spectral radius>`` of the first recurrent matrix when it is square."""
+    weight = model.module_.recurrent_weight.detach().cpu().numpy()
+    if weight.shape[0] != weight.shape[1]:
+        return ""
+    return f" rho {np.abs(np.linalg.eigvals(weight)).max():.2f}"
+
+
 def train_on_stream(
     spec: RunSpec,
     *,
@@ -288,7 +296,8 @@ def train_on_stream(
                 counts = getattr(getattr(model.net_, "optimizer_", None), "branch_counts", "")
                 print_fn(
                     f"  {spec.task} T={spec.length} {spec.optimizer} seed {spec.seed} "
-                    f"update {updates}: error {error:.4f} (on {n_scored}) loss {loss:.4g} {elapsed:.0f} s {counts}"
+                    f"update {updates}: error {error:.4f} (on {n_scored}) loss {loss:.4g} "
+                    f"{elapsed:.0f} s{_radius(model)} {counts}"
                 )
             if on_check is not None:
                 on_check(updates, error, model)

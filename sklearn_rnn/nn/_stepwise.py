@@ -298,7 +298,7 @@ class _LSTM(torch.autograd.Function):
             gates[:, :, 2].copy_(blocks[:, :, 3])
             torch.mul(blocks[:, :, 2], 2, out=gates[:, :, 3])
             gates = gates.view(steps, batch, width)
-            weight_t = (weight.view(4, hidden, hidden)[[0, 1, 3, 2]] * _G_DOUBLED.to(weight)).reshape(width, hidden).T
+            weight_t = (weight.reshape(4, hidden, hidden)[[0, 1, 3, 2]] * _G_DOUBLED.to(weight)).reshape(width, hidden).T
             cells = u.new_empty(steps, batch, hidden)
             squashed = torch.empty_like(cells)  # tanh(c_t)
             states = torch.empty_like(cells)

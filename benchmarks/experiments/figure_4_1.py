@@ -101,7 +101,8 @@ def plot(records: list[dict[str, Any]], ax: Any = None) -> Any:
     """Success rate against length, one line per spectral radius, with the thesis' rates.
 
     Each point is annotated with ``solved/runs`` and the update cap; the thesis' rates
-    are drawn dashed. A run repeated with a larger cap counts once, with that cap.
+    are drawn dashed. Hollow markers: the cap was below the full-mode cap of that length
+    (``FULL_CAPS``). A run repeated with a larger cap counts once, with that cap.
 
     Returns
     -------
@@ -123,7 +124,12 @@ def plot(records: list[dict[str, Any]], ax: Any = None) -> Any:
         ax.plot([x_of[t] + shift for t in sorted(thesis)], [thesis[t] for t in sorted(thesis)],
                 "--", color=color, alpha=0.5, label=f"thesis, {'rho > 1' if rho > 1 else 'rho < 1'}")
         ax.plot([x_of[r["length"]] + shift for r in mine], [r["success_rate"] for r in mine],
-                "o-", color=color, label=f"sklearn_rnn, rho = {rho}")
+                "-", color=color, label=f"sklearn_rnn, rho = {rho}")
+        for r in mine:
+            # Hollow: capped below the full-mode cap, so a failure there says little.
+            short = r["max_updates"] < FULL_CAPS.get(r["length"], 0)
+            ax.plot(x_of[r["length"]] + shift, r["success_rate"], "o", color=color,
+                    markerfacecolor="white" if short else color)
         for r in mine:
             ax.annotate(f"{r['solved']}/{r['runs']}, cap {r['max_updates'] / 1000:g}k",
                         (x_of[r["length"]] + shift, r["success_rate"]), textcoords="offset points",
@@ -132,7 +138,7 @@ def plot(records: list[dict[str, Any]], ax: Any = None) -> Any:
     ax.set_xlabel("minimal sequence length T")
     ax.set_ylabel("success rate (error < 1%)")
     ax.set_ylim(-0.15, 1.2)
-    ax.set_title("Figure 4.1: temporal order, clipped SGD")
+    ax.set_title("Figure 4.1: temporal order, clipped SGD (hollow: cap below full mode)")
     ax.legend(fontsize="small", loc="lower left")
     return ax
 

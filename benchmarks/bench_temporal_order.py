@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "experiments"))
 
-from _stream import RunSpec, run_all, set_threads, train_on_stream  # noqa: E402
+from _stream import RunSpec, run_all, set_threads, train_on_stream
 
 
 def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: int,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
-import matplotlib  # noqa: E402
+import matplotlib
 
 matplotlib.use("Agg")
 

@@ -38,8 +38,8 @@ except ModuleNotFoundError:  # run from a checkout without installing it
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from sklearn_rnn import RNNClassifier, RNNRegressor  # noqa: E402
-from sklearn_rnn.datasets import (  # noqa: E402
+from sklearn_rnn import RNNClassifier, RNNRegressor
+from sklearn_rnn.datasets import (
     make_addition,
     make_multiplication,
     make_temporal_order,
@@ -48,18 +48,18 @@ from sklearn_rnn.datasets import (  # noqa: E402
 )
 
 __all__ = [
-    "RunSpec",
     "TASKS",
+    "RunSpec",
     "add_common_arguments",
+    "final_runs",
+    "load_records",
+    "machine_info",
+    "make_estimator",
+    "merge_results",
     "output_folder",
     "rst_table",
-    "runs_table",
-    "load_records",
-    "final_runs",
-    "machine_info",
-    "merge_results",
-    "make_estimator",
     "run_all",
+    "runs_table",
     "set_threads",
     "summarize",
     "train_on_stream",

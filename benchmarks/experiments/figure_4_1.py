@@ -25,7 +25,6 @@ split into several commands and resumed after an interruption.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _stream import (  # noqa: E402
+from _stream import (
     RunSpec,
     add_common_arguments,
     final_runs,

@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _stream import (  # noqa: E402
+from _stream import (
     TASKS,
     RunSpec,
     add_common_arguments,
@@ -47,7 +47,7 @@ from _stream import (  # noqa: E402
     train_on_stream,
 )
 
-from sklearn_rnn.diagnostics import (  # noqa: E402
+from sklearn_rnn.diagnostics import (
     TemporalGradientNorms,
     plot_temporal_gradient_norms,
     temporal_gradient_norms,

@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _stream import (  # noqa: E402
+from _stream import (
     RunSpec,
     add_common_arguments,
     final_runs,

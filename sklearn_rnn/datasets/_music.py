@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
-import time
 import warnings
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from sklearn.utils import Bunch
+from tqdm.auto import tqdm
 
 __all__ = ["get_data_home", "load_bach_chorales", "piano_roll"]
+
+logger = logging.getLogger(__name__)
 
 #: MIDI number of the lowest piano key, A0, the first column of a piano roll.
 LOWEST_NOTE = 21
@@ -187,7 +190,7 @@ def _chorale_names(music21: Any) -> list[str]:
 
 
 def _build(
-    names: Sequence[str], music21: Any, parse: Callable[[str], Any] | None = None
+    names: Iterable[str], music21: Any, parse: Callable[[str], Any] | None = None
 ) -> dict[str, np.ndarray]:
     """Parse and convert ``names``; drop any whose roll repeats an earlier one."""
     parse = parse or music21.corpus.parse
@@ -295,7 +298,7 @@ def load_bach_chorales(
         Cache folder; by default ``$SKLEARN_RNN_DATA`` or ``~/sklearn_rnn_data`` (see
         :func:`get_data_home`). Delete the cache file to rebuild it.
     verbose : bool, default=False
-        Report the parsing progress when the cache is built.
+        Show a progress bar while the cache is built.
 
     Returns
     -------
@@ -356,23 +359,11 @@ def load_bach_chorales(
     if arrays is None:
         music21 = _import_music21("load_bach_chorales (to build its cache)")
         names = _chorale_names(music21)
-        start = time.perf_counter()
-        seen: list[str] = []
-        if verbose:
-            print(f"Parsing {len(names)} chorales of the music21 corpus...")
-
-        def parse(name: str) -> Any:
-            score = music21.corpus.parse(name)
-            if verbose and len(seen) % 50 == 0:
-                print(f"  {len(seen)} / {len(names)} ({time.perf_counter() - start:.0f} s)")
-            seen.append(name)
-            return score
-
-        arrays = _build(names, music21, parse)
+        progress = tqdm(names, desc="Parsing the Bach chorales of music21", unit="chorale",
+                        disable=not verbose)
+        arrays = _build(progress, music21)
         _write_cache(path, arrays)
-        if verbose:
-            print(f"Cached {len(arrays['names'])} chorales in {path} "
-                  f"({time.perf_counter() - start:.0f} s).")
+        logger.info("Cached %d chorales in %s.", len(arrays["names"]), path)
     train, valid, test = _split(len(arrays["names"]))
     names = arrays["names"].astype(str)
     return Bunch(

@@ -19,11 +19,15 @@ Usage: ``python benchmarks/bench_early_radius.py [--seeds 0 1 2 3 4 5] [--update
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
-import torch
 
-from sklearn_rnn import RNNClassifier
+sys.path.insert(0, str(Path(__file__).resolve().parent / "experiments"))
+
+from _stream import RunSpec, make_estimator, recurrent_radius, set_threads
+
 from sklearn_rnn.datasets import make_temporal_order
 from sklearn_rnn.diagnostics import temporal_gradient_norms
 
@@ -31,19 +35,18 @@ from sklearn_rnn.diagnostics import temporal_gradient_norms
 def early_state(optimizer: str, seed: int, updates: int, learning_rate: float,
                 switch_threshold: float | None, length: int) -> tuple[float, float, float, float]:
     """Spectral radius, first- and last-step gradient norms and loss after ``updates``."""
-    model = RNNClassifier(
-        hidden_size=50, spectral_radius=1.2, optimizer=optimizer, learning_rate=learning_rate,
-        clip_threshold=1.0, switch_threshold=switch_threshold, batch_size=100, random_state=seed,
-    )
+    spec = RunSpec("temporal_order", length, optimizer, seed, learning_rate=learning_rate,
+                   switch_threshold=switch_threshold if optimizer == "simplex" else None,
+                   spectral_radius=1.2)
+    model = make_estimator(spec)
     stream = np.random.default_rng(seed)
     for _ in range(updates):
-        X, y = make_temporal_order(100, length, random_state=stream)
+        X, y = make_temporal_order(spec.batch_size, length, random_state=stream)
         model.partial_fit(X, y, classes=np.arange(4))
     X_probe, y_probe = make_temporal_order(100, length, random_state=12_345)
     norms = temporal_gradient_norms(model, X_probe, y_probe).norms
-    weight = model.module_.recurrent_weight.detach().numpy()
-    radius = float(np.abs(np.linalg.eigvals(weight)).max())
-    return radius, float(norms[0]), float(norms[-1]), float(np.mean(model.loss_curve_[-50:]))
+    loss = float(np.mean(model.loss_curve_[-50:]))
+    return recurrent_radius(model), float(norms[0]), float(norms[-1]), loss
 
 
 def main() -> None:
@@ -57,10 +60,10 @@ def main() -> None:
     parser.add_argument("--optimizers", nargs="+", default=["sgd", "simplex"])
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     psi = None if args.switch_threshold < 0 else args.switch_threshold
     print(f"temporal order, length {args.length}, lr {args.learning_rate}, psi {psi}, "
-          f"after {args.updates} updates, torch {torch.__version__}")
+          f"after {args.updates} updates")
     for seed in args.seeds:
         for optimizer in args.optimizers:
             radius, first, last, loss = early_state(optimizer, seed, args.updates,

@@ -226,12 +226,19 @@ def _validation_error(model: Any, task: str, X: list, y: np.ndarray) -> float:
     return task_error(task, y, prediction)
 
 
-def _radius(model: Any) -> str:
-    """`` rho <spectral radius>`` of the first recurrent matrix when it is square."""
+def recurrent_radius(model: Any) -> float | None:
+    """Spectral radius of a fitted model's first recurrent matrix; None when it is not
+    square (gated cells stack their gates)."""
     weight = model.module_.recurrent_weight.detach().cpu().numpy()
     if weight.shape[0] != weight.shape[1]:
-        return ""
-    return f" rho {np.abs(np.linalg.eigvals(weight)).max():.2f}"
+        return None
+    return float(np.abs(np.linalg.eigvals(weight)).max())
+
+
+def _radius(model: Any) -> str:
+    """`` rho <spectral radius>`` for a verbose line, or nothing for gated cells."""
+    radius = recurrent_radius(model)
+    return "" if radius is None else f" rho {radius:.2f}"
 
 
 def train_on_stream(

@@ -171,6 +171,31 @@ def test_table_4_1_quick(tmp_path):
     assert (tmp_path / "table_4_1.png").stat().st_size > 1000
 
 
+def test_table_4_1_quick_with_another_cell(tmp_path):
+    script = _load("table_4_1")
+    records = script.main(["--quick", "--cell", "lstm", "--tasks", "temporal_order",
+                           "--methods", "simplex-switch", "--out", str(tmp_path)])
+    assert [(r["cell"], r["switch_threshold"]) for r in records] == [("lstm", 0.9)]
+    (row,) = script.table(records)
+    # The thesis' numbers are for its tanh network: none stands beside an LSTM.
+    assert row["cell"] == "lstm" and row["thesis_mean_updates"] is None
+    assert "lstm" in (tmp_path / "table_4_1_runs.rst").read_text()
+
+
+def test_records_made_before_a_setting_existed_load_with_its_default(tmp_path):
+    stream = _load("_stream")
+    spec = stream.RunSpec("temporal_order", 5, "sgd", 0, max_updates=50, check_every=50,
+                          n_validation=100, n_screen=None)
+    path = tmp_path / "runs.json"
+    stream.run_all([spec], path, print_fn=lambda line: None)
+    data = json.loads(path.read_text())
+    del data["runs"][0]["cell"]  # as in the results written before cells were a setting
+    path.write_text(json.dumps(data))
+    (record,) = stream.load_records(path)
+    assert record["cell"] == "tanh"
+    assert stream.run_all([spec], path, print_fn=lambda line: None) == [record]
+
+
 def test_saved_full_results_are_consistent():
     """The committed full-mode results that the docs show: every run reported, caps kept."""
     results = EXPERIMENTS / "results"

@@ -24,7 +24,7 @@ import platform
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,9 @@ class RunSpec:
     batch_size : int
         Fresh sequences per update.
     hidden_size : int
-        Tanh units.
+        Recurrent units.
+    cell : {"tanh", "relu", "gru", "lstm"}
+        The estimators' ``cell``: the thesis' Elman network is ``"tanh"``.
     clip_threshold : float
         ``tau`` of eq. 3.6.
     n_validation : int
@@ -132,6 +134,7 @@ class RunSpec:
     check_every: int = 200
     batch_size: int = 100
     hidden_size: int = 50
+    cell: str = "tanh"
     clip_threshold: float = 1.0
     n_validation: int = 10_000
     target_error: float = 0.01
@@ -203,12 +206,13 @@ def machine_info() -> dict[str, Any]:
 
 
 def make_estimator(spec: RunSpec) -> RNNClassifier | RNNRegressor:
-    """The estimator of a run: 50 tanh units, clipped steps, batches of ``batch_size``."""
+    """The estimator of a run: ``hidden_size`` units of ``cell``, clipped steps, batches
+    of ``batch_size``."""
     _, classification = TASKS[spec.task]
     cls = RNNClassifier if classification else RNNRegressor
     return cls(
         hidden_size=spec.hidden_size,
-        cell="tanh",
+        cell=spec.cell,
         spectral_radius=spec.spectral_radius,
         optimizer=spec.optimizer,
         learning_rate=spec.learning_rate,
@@ -302,7 +306,7 @@ def train_on_stream(
             if verbose:
                 counts = getattr(getattr(model.net_, "optimizer_", None), "branch_counts", "")
                 print_fn(
-                    f"  {spec.task} T={spec.length} {spec.optimizer} seed {spec.seed} "
+                    f"  {spec.task} T={spec.length} {spec.cell} {spec.optimizer} seed {spec.seed} "
                     f"update {updates}: error {error:.4f} (on {n_scored}) loss {loss:.4g} "
                     f"{elapsed:.0f} s{_radius(model)} {counts}"
                 )
@@ -325,7 +329,10 @@ def train_on_stream(
 
 
 def load_records(path: str | Path) -> list[dict[str, Any]]:
-    """Records saved by :func:`run_all` (an empty list when the file does not exist)."""
+    """Records saved by :func:`run_all` (an empty list when the file does not exist).
+
+    A setting that a record predates (a field added to :class:`RunSpec` later, such as
+    ``cell``) gets its default, the value every such run used."""
     path = Path(path)
     if not path.exists():
         return []
@@ -333,7 +340,8 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
         data = json.load(handle)
     if not isinstance(data, dict) or "runs" not in data:
         raise ValueError(f"{path} is not a results file of run_all (no 'runs' list).")
-    return data["runs"]
+    defaults = {f.name: f.default for f in fields(RunSpec) if f.default is not MISSING}
+    return [{**defaults, **record} for record in data["runs"]]
 
 
 def _spec_of(record: dict[str, Any]) -> RunSpec:
@@ -478,11 +486,11 @@ def rst_table(rows: Sequence[Sequence[Any]], header: Sequence[str], caption: str
 
 def runs_table(records: Sequence[dict[str, Any]], caption: str = "") -> str:
     """Every run of ``records`` as a reStructuredText table: settings, outcome, time."""
-    header = ["task", "T", "optimizer", "psi", "lr", "rho", "seed", "cap", "updates",
+    header = ["task", "T", "cell", "optimizer", "psi", "lr", "rho", "seed", "cap", "updates",
               "solved", "last error", "best error", "seconds"]
     rows = [
         [
-            r["task"].replace("_", " "), r["length"], r["optimizer"],
+            r["task"].replace("_", " "), r["length"], r["cell"], r["optimizer"],
             "" if r["optimizer"] != "simplex" else r["switch_threshold"],
             r["learning_rate"], r["spectral_radius"], r["seed"], f"{r['max_updates']:,}",
             f"{r['updates']:,}", "**yes**" if r["solved"] else "no",
@@ -498,7 +506,7 @@ def runs_table(records: Sequence[dict[str, Any]], caption: str = "") -> str:
 def _describe(spec: RunSpec) -> str:
     psi = "" if spec.optimizer != "simplex" else f" psi {spec.switch_threshold}"
     return (
-        f"{spec.task} T={spec.length} {spec.optimizer}{psi} lr {spec.learning_rate} "
+        f"{spec.task} T={spec.length} {spec.cell} {spec.optimizer}{psi} lr {spec.learning_rate} "
         f"rho {spec.spectral_radius} seed {spec.seed}"
     )
 

@@ -7,8 +7,9 @@ Three methods of the thesis' section 4.1.2, each through the estimators' ``optim
 * ``simplex-switch``: the simplex direction switching to the anti-gradient when the
   gradient norm exceeds psi (0.5 for addition, 0.9 for temporal order, as in the thesis).
 
-Each run trains 50 tanh units (spectral radius 1.2, clipping threshold 1, batches of 100
-fresh sequences through ``partial_fit``, the shared streaming helper :mod:`_stream`)
+Each run trains 50 tanh units (the thesis' network; ``--cell`` picks another of the
+estimators' cells), spectral radius 1.2, clipping threshold 1, batches of 100
+fresh sequences through ``partial_fit`` (the shared streaming helper :mod:`_stream`)
 until the error on 10,000 validation sequences is below 1% (checked every 200 updates)
 or the update cap. A run at the cap is a failure and is reported as such.
 
@@ -17,6 +18,7 @@ Usage::
     python benchmarks/experiments/table_4_1.py                # full: T = 100, seeds 0 1 2
     python benchmarks/experiments/table_4_1.py --tasks temporal_order --methods simplex-switch \\
         --seeds 0 --max-updates 100000
+    python benchmarks/experiments/table_4_1.py --cell lstm --methods simplex-switch
     python benchmarks/experiments/table_4_1.py --quick        # seconds
     python benchmarks/experiments/table_4_1.py --plot-only
 
@@ -74,6 +76,7 @@ def specs(
     max_updates: int,
     *,
     learning_rate: float,
+    cell: str = "tanh",
     check_every: int = 200,
     n_validation: int = 10_000,
     n_screen: int | None = 1000,
@@ -89,7 +92,7 @@ def specs(
             learning_rate=learning_rate,
             switch_threshold=PSI[task] if method == "simplex-switch" else None,
             spectral_radius=1.2, max_updates=max_updates, check_every=check_every,
-            n_validation=n_validation, n_screen=n_screen,
+            n_validation=n_validation, n_screen=n_screen, cell=cell,
         )
         for task in tasks
         for seed in seeds
@@ -98,19 +101,23 @@ def specs(
 
 
 def table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per task, length and method: runs, solved, mean updates of the solved runs
-    (a run repeated with a larger cap counts once, with that cap)."""
+    """One row per task, length, cell and method: runs, solved, mean updates of the solved
+    runs (a run repeated with a larger cap counts once, with that cap). The thesis' mean
+    at length 100 stands beside the thesis' network, the tanh cell, only."""
     rows = summarize([{**r, "method": method_of(r)} for r in final_runs(records)],
-                     ["task", "length", "method", "learning_rate"])
+                     ["task", "length", "cell", "method", "learning_rate"])
     for row in rows:
-        row["thesis_mean_updates"] = THESIS.get(row["task"], {}).get(row["method"])
+        thesis = THESIS.get(row["task"], {}) if row["cell"] == "tanh" else {}
+        row["thesis_mean_updates"] = thesis.get(row["method"])
     return rows
 
 
 def plot(records: list[dict[str, Any]]) -> Any:
     """Validation error against updates of every run, one panel per task (as thesis figure 4.2).
 
-    Solved runs end in a dot; runs stopped at their cap end in a cross.
+    Colours are methods; the line style is the cell and the length (solid for the first
+    pair, then dashed, dotted...). Solved runs end in a dot; runs stopped at their cap end
+    in a cross.
 
     Returns
     -------
@@ -120,7 +127,10 @@ def plot(records: list[dict[str, Any]]) -> Any:
 
     tasks = [t for t in TASK_ORDER if any(r["task"] == t for r in records)]
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4), squeeze=False)
-    styles = {m: f"C{i}" for i, m in enumerate(METHODS)}
+    colours = {m: f"C{i}" for i, m in enumerate(METHODS)}
+    settings = sorted({(r["cell"], r["length"]) for r in records},
+                      key=lambda s: (s[0] != "tanh", s[0], s[1]))
+    dashes = dict(zip(settings, ["-", "--", ":", "-."] * len(settings)))
     for ax, task in zip(axes[0], tasks):
         labelled = set()
         for r in (r for r in final_runs(records) if r["task"] == task):
@@ -130,17 +140,19 @@ def plot(records: list[dict[str, Any]]) -> Any:
                 continue
             x = [c[0] for c in curve]
             y = [max(c[1], 1e-4) for c in curve]
-            label = None if method in labelled else method
-            labelled.add(method)
-            ax.plot(x, y, color=styles[method], lw=1, label=label)
-            ax.plot(x[-1], y[-1], "o" if r["solved"] else "x", color=styles[method])
+            name = f"{method}, {r['cell']}, T = {r['length']}"
+            label = None if name in labelled else name
+            labelled.add(name)
+            style = dashes[r["cell"], r["length"]]
+            ax.plot(x, y, style, color=colours[method], lw=1, label=label)
+            ax.plot(x[-1], y[-1], "o" if r["solved"] else "x", color=colours[method])
         ax.axhline(0.01, color="0.5", ls=":", lw=1)
         ax.set_yscale("log")
         ax.set_xlabel("updates (batches of 100)")
         ax.set_ylabel("validation error")
-        length = sorted({r["length"] for r in records if r["task"] == task})
-        ax.set_title(f"{task.replace('_', ' ')}, T = {', '.join(map(str, length))}")
-        ax.legend(fontsize="small")
+        ax.set_xscale("log")
+        ax.set_title(task.replace("_", " "))
+        ax.legend(fontsize="x-small")
     fig.suptitle("Table 4.1 runs: validation error (dot: solved, cross: stopped at the cap)")
     fig.tight_layout()
     return fig
@@ -157,6 +169,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--max-updates", type=int, default=None,
                         help="update cap per run, default 100000 (quick: 200)")
     parser.add_argument("--learning-rate", type=float, default=0.05)
+    parser.add_argument("--cell", default="tanh", choices=("tanh", "relu", "gru", "lstm"),
+                        help="the estimators' cell (default: the thesis' tanh network)")
     args = parser.parse_args(argv)
     out = output_folder(args, DEFAULT_OUT)
     path = out / RESULTS_NAME
@@ -177,7 +191,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         start = time.perf_counter()
         run_all(
             specs(tuple(args.tasks), tuple(args.methods), seeds, length, cap,
-                  learning_rate=args.learning_rate, **extra),
+                  learning_rate=args.learning_rate, cell=args.cell, **extra),
             path, meta={"experiment": "table 4.1", "mode": "quick" if args.quick else "full",
                         "last_command": command},
             verbose=args.verbose,
@@ -186,7 +200,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         records = load_records(path)
     for row in table(records):
         mean = row["mean_updates_solved"]
-        print(f"{row['task']} T={row['length']} {row['method']} lr {row['learning_rate']}: "
+        print(f"{row['task']} T={row['length']} {row['cell']} {row['method']} "
+              f"lr {row['learning_rate']}: "
               f"{row['solved']}/{row['runs']} solved"
               + (f", mean {mean:.0f} updates" if mean is not None else "")
               + f" (cap {row['max_updates']}; thesis {row['thesis_mean_updates']})")

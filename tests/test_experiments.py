@@ -66,6 +66,9 @@ def test_stream_stops_at_the_cap_and_reports_a_failure():
     assert record["updates"] == 30 and not record["solved"]
     assert [c[0] for c in record["curve"]] == [20, 30]  # the cap is always checked
     assert record["error"] > 0.5  # 30 updates cannot solve addition at length 20
+    # Which branch of algorithm 3.2 each update took is kept (psi 0.5 switches some).
+    assert sum(record["branch_counts"].values()) == 30
+    assert "%" in stream.runs_table([record])
 
 
 def test_run_all_resumes_and_summarize_counts(tmp_path):

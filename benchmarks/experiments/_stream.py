@@ -51,6 +51,7 @@ __all__ = [
     "TASKS",
     "RunSpec",
     "add_common_arguments",
+    "branch_counts",
     "final_runs",
     "load_records",
     "machine_info",
@@ -239,6 +240,14 @@ def recurrent_radius(model: Any) -> float | None:
     return float(np.abs(np.linalg.eigvals(weight)).max())
 
 
+def branch_counts(model: Any) -> dict[str, int] | None:
+    """How many updates of a ``'simplex'`` model took each branch of the thesis'
+    algorithm 3.2 (simplex direction, descent fallback, switched to the anti-gradient,
+    skipped); None for the other optimizers."""
+    counts = getattr(getattr(model.net_, "optimizer_", None), "branch_counts", None)
+    return None if counts is None else dict(counts)
+
+
 def _radius(model: Any) -> str:
     """`` rho <spectral radius>`` for a verbose line, or nothing for gated cells."""
     radius = recurrent_radius(model)
@@ -272,7 +281,8 @@ def train_on_stream(
     record : dict
         The settings (every field of ``spec``) and ``updates`` (done), ``solved``,
         ``error`` (last validation error), ``best_error``, ``seconds`` (training and
-        validation, wall clock), ``seconds_per_update`` and ``curve``: one
+        validation, wall clock), ``seconds_per_update``, ``branch_counts`` (see
+        :func:`branch_counts`) and ``curve``: one
         ``[updates, error, training loss, seconds]`` per check.
     """
     generator, classification = TASKS[spec.task]
@@ -304,7 +314,7 @@ def train_on_stream(
             loss = float(model.loss_curve_[-1])
             curve.append([updates, error, loss, round(elapsed, 3), n_scored])
             if verbose:
-                counts = getattr(getattr(model.net_, "optimizer_", None), "branch_counts", "")
+                counts = branch_counts(model) or ""
                 print_fn(
                     f"  {spec.task} T={spec.length} {spec.cell} {spec.optimizer} seed {spec.seed} "
                     f"update {updates}: error {error:.4f} (on {n_scored}) loss {loss:.4g} "
@@ -323,6 +333,7 @@ def train_on_stream(
         best_error=min((c[1] for c in curve), default=float("nan")),
         seconds=round(seconds, 3),
         seconds_per_update=round(seconds / max(updates, 1), 5),
+        branch_counts=branch_counts(model),
         curve=curve,
     )
     return model, record
@@ -487,7 +498,7 @@ def rst_table(rows: Sequence[Sequence[Any]], header: Sequence[str], caption: str
 def runs_table(records: Sequence[dict[str, Any]], caption: str = "") -> str:
     """Every run of ``records`` as a reStructuredText table: settings, outcome, time."""
     header = ["task", "T", "cell", "optimizer", "psi", "lr", "rho", "seed", "cap", "updates",
-              "solved", "last error", "best error", "seconds"]
+              "solved", "last error", "best error", "seconds", "simplex steps"]
     rows = [
         [
             r["task"].replace("_", " "), r["length"], r["cell"], r["optimizer"],
@@ -496,11 +507,21 @@ def runs_table(records: Sequence[dict[str, Any]], caption: str = "") -> str:
             f"{r['updates']:,}", "**yes**" if r["solved"] else "no",
             f"{r['error']:.4f}" + ("" if r["curve"][-1][4] == r["n_validation"]
                                    else f" (on {r['curve'][-1][4]:,})"),
-            f"{r['best_error']:.4f}", f"{r['seconds']:.0f}",
+            f"{r['best_error']:.4f}", f"{r['seconds']:.0f}", _simplex_share(r),
         ]
         for r in records
     ]
     return rst_table(rows, header, caption)
+
+
+def _simplex_share(record: dict[str, Any]) -> str:
+    """The share of a simplex run's updates that took the simplex direction (the rest
+    switched to the anti-gradient or fell back to it); blank for other optimizers and for
+    runs recorded before the counts were kept."""
+    counts = record.get("branch_counts")
+    if not counts:
+        return ""
+    return f"{counts['simplex'] / max(sum(counts.values()), 1):.0%}"
 
 
 def _describe(spec: RunSpec) -> str:

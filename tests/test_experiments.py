@@ -183,6 +183,8 @@ def test_table_4_1_quick_with_another_cell(tmp_path):
     # The thesis' numbers are for its tanh network: none stands beside an LSTM.
     assert row["cell"] == "lstm" and row["thesis_mean_updates"] is None
     assert "lstm" in (tmp_path / "table_4_1_runs.rst").read_text()
+    summary = (tmp_path / "table_4_1_summary.rst").read_text()
+    assert f"{row['solved']} of 1" in summary and "lstm" in summary
 
 
 def test_records_made_before_a_setting_existed_load_with_its_default(tmp_path):
@@ -219,6 +221,10 @@ def test_saved_full_results_are_consistent():
         if (results / f"{name}.json").exists():
             table = stream.runs_table(stream.load_records(results / f"{name}.json"))
             assert (results / f"{name}_runs.rst").read_text() == table
+    if (results / "table_4_1.json").exists():
+        script = _load("table_4_1")
+        summary = script.summary_table(stream.load_records(results / "table_4_1.json"))
+        assert (results / "table_4_1_summary.rst").read_text() == summary
     if (results / "figures_3.json").exists():
         figures = _load("figures_3")
         table = figures.summary_table(json.loads((results / "figures_3.json").read_text()))

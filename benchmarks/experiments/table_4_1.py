@@ -42,6 +42,7 @@ from _stream import (
     load_records,
     merge_results,
     output_folder,
+    rst_table,
     run_all,
     runs_table,
     set_threads,
@@ -110,6 +111,23 @@ def table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         thesis = THESIS.get(row["task"], {}) if row["cell"] == "tanh" else {}
         row["thesis_mean_updates"] = thesis.get(row["method"])
     return rows
+
+
+def summary_table(records: list[dict[str, Any]]) -> str:
+    """:func:`table` as a reStructuredText table (the docs include the written file)."""
+    header = ["task", "T", "cell", "method", "lr", "solved", "mean updates (solved runs)",
+              "cap", "thesis (tanh, T = 100)"]
+    rows = [
+        [
+            row["task"].replace("_", " "), row["length"], row["cell"], row["method"],
+            row["learning_rate"], f"{row['solved']} of {row['runs']}",
+            "" if row["mean_updates_solved"] is None else f"{row['mean_updates_solved']:,.0f}",
+            f"{row['max_updates']:,}",
+            "" if row["thesis_mean_updates"] is None else f"{row['thesis_mean_updates']:,}",
+        ]
+        for row in table(records)
+    ]
+    return rst_table(rows, header)
 
 
 def plot(records: list[dict[str, Any]]) -> Any:
@@ -206,6 +224,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
               + (f", mean {mean:.0f} updates" if mean is not None else "")
               + f" (cap {row['max_updates']}; thesis {row['thesis_mean_updates']})")
     (out / RESULTS_NAME.replace(".json", "_runs.rst")).write_text(runs_table(records))
+    (out / RESULTS_NAME.replace(".json", "_summary.rst")).write_text(summary_table(records))
     import matplotlib.pyplot as plt
 
     fig = plot(records)

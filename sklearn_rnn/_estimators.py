@@ -738,8 +738,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """Write the fitted model to ``path`` in a format that runs no code on load.
 
         A safetensors file: the weights and the optimizer's state as tensors, the
-        parameters and fitted attributes as JSON (see :func:`sklearn_rnn.load`). Unlike
-        a pickle, such a file is safe to load from an untrusted source.
+        parameters, fitted attributes and (with ``precision='float16'``) the loss
+        scaler's state as JSON (see :func:`sklearn_rnn.load`). Unlike a pickle, such a
+        file is safe to load from an untrusted source.
 
         Parameters
         ----------

@@ -1071,7 +1071,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
 
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
         y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
+        if y.dtype.kind not in "biu":
+            # Integer and boolean labels always pass (type 'binary' or 'multiclass'):
+            # the check costs a streaming partial_fit a few tenths of a millisecond.
+            check_classification_targets(y)
         if reset:
             self._label_encoder = LabelEncoder().fit(y if classes is None else classes)
             self.classes_ = self._label_encoder.classes_
@@ -1080,14 +1083,17 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
                     f"{type(self).__name__} needs samples of at least 2 classes in y; got "
                     f"1 class: {self.classes_.tolist()}. Check the labels of your data."
                 )
-        unseen = np.setdiff1d(y, self.classes_)
-        if unseen.size:
+        try:
+            return self._label_encoder.transform(y)
+        except ValueError:
+            unseen = np.setdiff1d(y, self.classes_)  # looked for only when it failed
+            if not unseen.size:
+                raise
             raise ValueError(
                 f"y holds labels {unseen.tolist()} that are not among classes_ = "
                 f"{self.classes_.tolist()}: pass every label in `classes` on the first call "
                 "to partial_fit, or refit from scratch."
-            )
-        return self._label_encoder.transform(y)
+            ) from None
 
     @property
     def _n_outputs(self) -> int:

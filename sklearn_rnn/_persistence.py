@@ -35,7 +35,6 @@ import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
-from skorch.history import History
 from sklearn.preprocessing import LabelEncoder
 
 from .sequences import InputEncoder
@@ -199,7 +198,7 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> BaseRNN:
     # The seeds only draw initial weights, which the stored ones replace.
     net = estimator._build_net(_Seeds.draw(0), device, incremental=False)
     _load_weights(net, tensors, header, path, device)
-    net.history = History(_decode(header["history"]))
+    net.history = type(net.history)(_decode(header["history"]))  # the engine's kind of history
     _load_scaler(net, header.get("grad_scaler"), path)  # absent from files saved before it was stored
     estimator.net_ = net
     estimator.module_ = net.module_

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import os
 from abc import ABCMeta, abstractmethod
@@ -74,8 +75,21 @@ class _Seeds(NamedTuple):
 
     @classmethod
     def draw(cls, random_state: Any) -> _Seeds:
-        values = check_random_state(random_state).randint(np.iinfo(np.int32).max, size=4)
+        if isinstance(random_state, Integral) and not isinstance(random_state, bool):
+            return _seeds_of_int(int(random_state))
+        return cls.from_generator(check_random_state(random_state))
+
+    @classmethod
+    def from_generator(cls, generator: np.random.RandomState) -> _Seeds:
+        values = generator.randint(np.iinfo(np.int32).max, size=4)
         return cls(*(int(value) for value in values))
+
+
+@functools.lru_cache(maxsize=64)
+def _seeds_of_int(seed: int) -> _Seeds:
+    """``_Seeds.draw`` of an integer ``random_state``, the same every call: seeding a
+    RandomState (about 0.1 ms) was a noticeable part of a streaming partial_fit."""
+    return _Seeds.from_generator(check_random_state(seed))
 
 
 class _History(History):

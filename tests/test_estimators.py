@@ -467,3 +467,17 @@ def test_history_reads_one_epoch_as_skorch_does(task):
             plain[key]
         with pytest.raises(type(expected.value), match=re.escape(str(expected.value))):
             fast[key]
+
+
+def test_seeds_of_an_int_random_state_are_kept_and_an_instance_advances():
+    from sklearn_rnn._estimators import _Seeds
+
+    def drawn(random_state):  # what _Seeds.draw drew before integer seeds were cached
+        return tuple(int(v) for v in np.random.RandomState(random_state).randint(np.iinfo(np.int32).max, size=4))
+
+    for seed in [0, 7, np.int64(7), 2**32 - 1]:
+        assert tuple(_Seeds.draw(seed)) == tuple(_Seeds.draw(seed)) == drawn(seed)
+    generator = np.random.RandomState(3)
+    assert tuple(_Seeds.draw(generator)) == drawn(3) != tuple(_Seeds.draw(generator))
+    with pytest.raises(ValueError, match="Seed must be between 0 and 2\\*\\*32 - 1"):
+        _Seeds.draw(-1)

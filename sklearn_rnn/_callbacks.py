@@ -1,7 +1,7 @@
 """skorch callbacks that keep a fitted estimator usable when training goes wrong.
 
-:class:`TrainingGuard` takes a copy of the weights (and of the optimizer's state) at
-the end of every epoch whose loss and weights are finite. When a training batch gives
+:class:`TrainingGuard` keeps a copy of the weights (and of the optimizer's state) of
+the last epoch whose loss and weights are finite. When a training batch gives
 a non-finite loss, or an epoch ends with non-finite weights, it stops training with a
 :class:`~sklearn.exceptions.ConvergenceWarning` and restores that copy. When training is
 interrupted (``KeyboardInterrupt``, which skorch catches in its fit loop) in the middle
@@ -10,9 +10,10 @@ so that the weights, ``n_iter_`` and ``loss_curve_`` all describe the last finis
 epoch.
 
 Copies are taken per epoch, not per batch: an epoch is the unit that ``n_iter_`` and
-``loss_curve_`` count, so the restored state always matches them, and the cost (one copy
-of the parameters and of the optimizer's state per epoch) stays negligible beside an
-epoch of training.
+``loss_curve_`` count, so the restored state always matches them. The copy of a
+finished epoch's state is taken when the next epoch begins, not when it ends: until
+then nothing changes the weights, so a training call whose last epoch finishes (every
+``partial_fit`` call is one epoch) makes one copy per epoch it trains, not one more.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ __all__ = ["EarlyStopping", "TrainingGuard", "check_finite_outputs"]
 
 class TrainingGuard(Callback):
     """Stop on divergence and keep the state of the last finished epoch.
+
+    The state an epoch starts from is copied when the epoch begins, before its first
+    batch; on divergence or an interrupt in the middle of the epoch, that copy is
+    restored. An epoch that finishes needs no copy of its own: the weights stay as it
+    left them until the next epoch begins and copies them.
 
     Put it before any callback that may end training at the end of an epoch (skorch's
     :class:`~skorch.callbacks.EarlyStopping` raises ``KeyboardInterrupt`` there), so
@@ -75,16 +81,20 @@ class TrainingGuard(Callback):
         self.interrupted_ = False
         self._finished_epochs = 0
         self._snapshot: dict[str, Any] | None = None
+        # Whether the weights still are those of the last finished epoch (or of the
+        # start of the call), which _snapshot does not hold yet.
+        self._unchanged = True
         self._batch = 0
         return self
 
     def on_train_begin(self, net: Any, **kwargs: Any) -> None:
         self.initialize()
         self._finished_epochs = len(net.history)
-        self._snapshot = _snapshot(net)  # the weights this call starts from
 
     def on_epoch_begin(self, net: Any, **kwargs: Any) -> None:
         self._batch = 0
+        self._snapshot = _snapshot(net)  # the state of the last finished epoch, or of the call's start
+        self._unchanged = False
 
     def on_batch_end(self, net: Any, batch: Any = None, training: bool = False, **kwargs: Any) -> None:
         if not training:
@@ -106,7 +116,7 @@ class TrainingGuard(Callback):
         if self.diverged_ is not None:
             raise KeyboardInterrupt
         self._finished_epochs = len(net.history)
-        self._snapshot = _snapshot(net)
+        self._unchanged = True  # copied only if another epoch begins
 
     def on_train_end(self, net: Any, **kwargs: Any) -> None:
         unfinished = len(net.history) - self._finished_epochs
@@ -114,7 +124,8 @@ class TrainingGuard(Callback):
             return
         for _ in range(unfinished):
             net.history.pop()
-        _restore(net, self._snapshot)
+        if not self._unchanged:
+            _restore(net, self._snapshot)
         if not self._finished_epochs:
             kept = "the initial weights are kept"
         elif self.restores_best:

@@ -12,8 +12,10 @@ The file holds
 - in the header's metadata, as JSON: the estimator's class, ``get_params()``, and every
   fitted attribute needed to predict and to continue training (classes, the input
   encoder's fill values, target scaling, ``n_features_in_``, ``feature_names_in_``,
-  the input layout, ``n_iter_``, ``loss_curve_`` and the training history), plus a
-  SHA-256 digest of the tensors, which detects a damaged or edited file.
+  the input layout, ``n_iter_``, ``loss_curve_`` and the training history), the state
+  of ``precision='float16'``'s loss scaler (scale and count of updates since the last
+  overflow, as :meth:`torch.amp.GradScaler.state_dict` gives them), plus a SHA-256
+  digest of the tensors, which detects a damaged or edited file.
 
 JSON keeps only plain values, so values are tagged with their kind (a numpy array with
 its dtype, a tuple, a dict with non-string keys, a RandomState's state) and rebuilt from
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -32,7 +35,6 @@ import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
-from skorch.history import History
 from sklearn.preprocessing import LabelEncoder
 
 from .sequences import InputEncoder
@@ -111,6 +113,7 @@ def save(estimator: BaseRNN, path: str | os.PathLike) -> None:
         "attributes": attributes,
         "optimizer_state": optimizer_state,
         "history": _encode(estimator.net_.history.to_list(), "training history"),
+        "grad_scaler": _scaler_state(estimator.net_),
         "device": str(next(estimator.net_.module_.parameters()).device),
         "sha256": _digest(tensors),
     }
@@ -138,8 +141,10 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> BaseRNN:
     Returns
     -------
     RNNClassifier or RNNRegressor
-        The fitted estimator: the same parameters, fitted attributes, weights and
-        optimizer state, hence the same predictions.
+        The fitted estimator: the same parameters, fitted attributes, weights,
+        optimizer state and loss scaler, hence the same predictions, and training
+        continues as it would have from the saved estimator. (Files saved before the
+        loss scaler's state was stored load with a fresh scaler.)
 
     Raises
     ------
@@ -193,7 +198,8 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> BaseRNN:
     # The seeds only draw initial weights, which the stored ones replace.
     net = estimator._build_net(_Seeds.draw(0), device, incremental=False)
     _load_weights(net, tensors, header, path, device)
-    net.history = History(_decode(header["history"]))
+    net.history = type(net.history)(_decode(header["history"]))  # the engine's kind of history
+    _load_scaler(net, header.get("grad_scaler"), path)  # absent from files saved before it was stored
     estimator.net_ = net
     estimator.module_ = net.module_
     return estimator
@@ -265,6 +271,48 @@ def _load_weights(
     if state:
         param_groups = net.optimizer_.state_dict()["param_groups"]
         net.optimizer_.load_state_dict({"state": state, "param_groups": param_groups})
+
+
+#: The entries of :meth:`torch.amp.GradScaler.state_dict`, with their types.
+_SCALER_STATE = {
+    "scale": float,
+    "growth_factor": float,
+    "backoff_factor": float,
+    "growth_interval": int,
+    "_growth_tracker": int,
+}
+
+
+def _scaler_state(net: Any) -> dict[str, float | int] | None:
+    """The float16 loss scaler's state (plain numbers), or None without a scaler."""
+    scaler: torch.amp.GradScaler | None = getattr(net, "grad_scaler_", None)
+    return None if scaler is None else scaler.state_dict()
+
+
+def _load_scaler(net: Any, state: Any, path: Any) -> None:
+    """Give ``net`` the loss scaler that :func:`_scaler_state` described, as a pickle would."""
+    if state is None:
+        return
+    def number(value: Any, kind: type) -> bool:  # JSON writes 2.0**16 as 65536.0; an int is a float here too
+        kinds = (int, float) if kind is float else (int,)
+        return isinstance(value, kinds) and not isinstance(value, bool)
+
+    valid = (
+        isinstance(state, dict)
+        and set(state) == set(_SCALER_STATE)
+        and all(number(state[key], kind) for key, kind in _SCALER_STATE.items())
+        and math.isfinite(state["scale"])
+        and state["scale"] > 0
+    )
+    if not valid:
+        raise ValueError(
+            f"{os.fspath(path)!r} holds damaged loss-scaler state {state!r}: expected the "
+            f"numbers {sorted(_SCALER_STATE)} of GradScaler.state_dict(), with a positive "
+            "finite scale. The file was edited or damaged; save the model again."
+        )
+    scaler = torch.amp.GradScaler(torch.device(net.device).type)
+    scaler.load_state_dict(state)
+    net.grad_scaler_ = scaler
 
 
 def _target_device(estimator: Any, saved_on: str) -> torch.device:

@@ -384,3 +384,100 @@ def test_partial_fit_regressor_continues_from_current_weights(task):
     losses = [reg.partial_fit(X, y).loss_curve_[-1] for _ in range(30)]
     assert reg.n_iter_ == 30
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_partial_fit_cost_does_not_grow_with_the_updates_before_it(task, monkeypatch):
+    """A streaming update reads the history's last epoch without copying every epoch,
+    and appends to loss_curve_ instead of rebuilding it: the history rows copied per
+    call are the same after 3 calls as after 40 (skorch copied them all, ~14 times)."""
+    from skorch.history import History
+
+    X, y = task
+    copied = []
+    to_list = History.to_list
+    monkeypatch.setattr(History, "to_list", lambda self: copied.append(len(self)) or to_list(self))
+    clf = RNNClassifier(hidden_size=4, batch_size=40, random_state=0)
+    per_call = []
+    for _ in range(40):
+        copied.clear()
+        clf.partial_fit(X, y, classes=[0, 1])
+        per_call.append(sum(copied))
+    assert per_call[2] == per_call[-1] > 0
+    assert clf.loss_curve_ == [float(loss) for loss in clf.net_.history[:, "train_loss"]]
+    assert clf.n_iter_ == 40
+
+
+def test_loss_curve_follows_the_history_through_fit_partial_fit_and_interrupts(task, monkeypatch):
+    from sklearn_rnn._estimators import _SequenceNet
+
+    X, y = task
+    clf = RNNClassifier(hidden_size=4, batch_size=40, max_iter=3, tol=0.0, random_state=0)
+
+    def check(epochs):
+        history = clf.net_.history
+        assert clf.loss_curve_ == [float(row["train_loss"]) for row in history.to_list()]
+        assert clf.n_iter_ == len(history) == epochs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    check(3)
+    clf.partial_fit(X, y)
+    check(4)
+    train_step = _SequenceNet.train_step
+    calls = []
+
+    def interrupt_second_batch(self, batch, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return train_step(self, batch, **kwargs)
+
+    monkeypatch.setattr(_SequenceNet, "train_step", interrupt_second_batch)
+    with pytest.warns(UserWarning, match="interrupted during epoch 5"):
+        clf.partial_fit(X, y)
+    check(4)
+    monkeypatch.setattr(_SequenceNet, "train_step", train_step)
+    clf.partial_fit(X, y)
+    check(5)
+    clf.loss_curve_ = clf.loss_curve_[:2]  # out of step with the history: rebuilt whole
+    clf.partial_fit(X, y)
+    check(6)
+
+
+def test_history_reads_one_epoch_as_skorch_does(task):
+    from skorch.history import History
+
+    from sklearn_rnn._estimators import _History
+
+    X, y = task
+    clf = RNNClassifier(hidden_size=4, batch_size=30, max_iter=3, tol=0.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    fast = clf.net_.history
+    assert isinstance(fast, _History)
+    plain = History(fast.to_list())
+    for key in [-1, 0, 2, (-1, "train_loss"), (1, "batches"), (-1, "batches", -1, "train_loss"),
+                (-1, "batches", 0), (-2, "batches", slice(None), "train_loss"), slice(1, None),
+                (slice(None), "train_loss"), (-1, ("train_loss", "dur"))]:
+        assert fast[key] == plain[key], key
+    for key in [3, -4, (-1, "missing"), (-1, "batches", -1, "missing"), (-1, "train_loss", 0)]:
+        with pytest.raises(Exception) as expected:
+            plain[key]
+        with pytest.raises(type(expected.value), match=re.escape(str(expected.value))):
+            fast[key]
+
+
+def test_seeds_of_an_int_random_state_are_kept_and_an_instance_advances():
+    from sklearn_rnn._estimators import _Seeds
+
+    def drawn(random_state):  # what _Seeds.draw drew before integer seeds were cached
+        return tuple(int(v) for v in np.random.RandomState(random_state).randint(np.iinfo(np.int32).max, size=4))
+
+    for seed in [0, 7, np.int64(7), 2**32 - 1]:
+        assert tuple(_Seeds.draw(seed)) == tuple(_Seeds.draw(seed)) == drawn(seed)
+    generator = np.random.RandomState(3)
+    assert tuple(_Seeds.draw(generator)) == drawn(3) != tuple(_Seeds.draw(generator))
+    with pytest.raises(ValueError, match="Seed must be between 0 and 2\\*\\*32 - 1"):
+        _Seeds.draw(-1)

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_rnn import RNNClassifier, RNNRegressor
@@ -169,3 +170,44 @@ def test_interrupt_during_validation_drops_the_unfinished_epoch(data, monkeypatc
     with pytest.warns(UserWarning, match="interrupted during epoch 3"):
         model = RNNClassifier(max_iter=10, early_stopping=True, validation_fraction=0.25, **TINY).fit(X, y)
     assert model.n_iter_ == 2 == len(model.validation_scores_)
+
+
+def test_the_guard_copies_the_state_once_per_epoch_it_trains(data, monkeypatch):
+    """The copy of a finished epoch is taken when the next epoch begins: a partial_fit
+    call (one epoch) makes one copy, a fit of n epochs n copies, and restores still work."""
+    from sklearn_rnn import _callbacks
+
+    copies = []
+    snapshot = _callbacks._snapshot
+    monkeypatch.setattr(_callbacks, "_snapshot", lambda net: copies.append(1) or snapshot(net))
+    X, y, _ = data
+    model = RNNClassifier(**TINY).partial_fit(X, y, classes=[0, 1])
+    model.partial_fit(X, y)
+    assert len(copies) == 2
+    copies.clear()
+    reference(RNNClassifier, X, y, 3)
+    assert len(copies) == 3
+
+
+def test_interrupt_before_the_guard_copies_an_epoch_keeps_the_finished_one(data, monkeypatch):
+    """Ctrl-C as epoch 3 begins, before the guard copied epoch 2's state (skorch's epoch
+    timer runs first): nothing trained since epoch 2, whose weights are kept as they are."""
+    from skorch.callbacks import EpochTimer
+
+    X, y, _ = data
+    epoch_begin = EpochTimer.on_epoch_begin
+
+    def interrupt_third(self, net, **kwargs):
+        if len(net.history) == 3:
+            raise KeyboardInterrupt
+        epoch_begin(self, net, **kwargs)
+
+    monkeypatch.setattr(EpochTimer, "on_epoch_begin", interrupt_third)
+    with pytest.warns(UserWarning, match="interrupted during epoch 3"):
+        interrupted = RNNClassifier(max_iter=5, n_iter_no_change=100, **TINY).fit(X, y)
+    monkeypatch.setattr(EpochTimer, "on_epoch_begin", epoch_begin)
+    two = reference(RNNClassifier, X, y, 2)
+    assert interrupted.n_iter_ == 2 and interrupted.loss_curve_ == two.loss_curve_
+    for a, b in zip(interrupted.module_.parameters(), two.module_.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert not torch.equal(two.module_.recurrent_weight, reference(RNNClassifier, X, y, 3).module_.recurrent_weight)

@@ -173,3 +173,65 @@ def test_losses_at_every_step_train_in_bfloat16():
                               device="cpu", random_state=0)
     fit_quietly(model, X, y)
     assert np.isfinite(model.loss_curve_).all() and len(model.loss_curve_) == 3
+
+
+def test_save_and_load_keep_the_loss_scalers_state(float16_on_the_cpu, monkeypatch, tmp_path):
+    """Training continued after save/load goes on as after pickling: same scale, same
+    count of updates since the last overflow, hence the same weights."""
+    X, y = memory_task(40)
+    clf = classifier("sgd", precision="float16", max_iter=1, warm_start=True)
+    get_loss = _estimators._SequenceNet.get_loss
+    monkeypatch.setattr(
+        _estimators._SequenceNet, "get_loss",
+        lambda self, *a, training=False, **k: get_loss(self, *a, training=training, **k) * (1e36 if training else 1),
+    )
+    fit_quietly(clf, X[:20], y[:20])  # one overflowing update: the scale halves
+    monkeypatch.setattr(_estimators._SequenceNet, "get_loss", get_loss)
+    fit_quietly(clf, X, y)  # two finite updates: the growth tracker counts them
+    scaler = clf.net_.grad_scaler_
+    assert (scaler.get_scale(), scaler._get_growth_tracker()) == (2.0**15, 2)
+    clf.save(tmp_path / "model.safetensors")
+    loaded = sklearn_rnn.load(tmp_path / "model.safetensors")
+    pickled = pickle.loads(pickle.dumps(clf))
+    for model in (loaded, pickled):
+        assert model.net_.grad_scaler_.state_dict() == scaler.state_dict()
+    for model in (loaded, pickled):
+        model.partial_fit(X, y)
+    assert loaded.net_.grad_scaler_.state_dict() == pickled.net_.grad_scaler_.state_dict()
+    assert loaded.net_.grad_scaler_._get_growth_tracker() == 4
+    for a, b in zip(loaded.module_.parameters(), pickled.module_.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+
+def test_model_files_without_or_with_damaged_loss_scaler_state(float16_on_the_cpu, tmp_path):
+    """A file saved before the scaler's state was stored loads with a fresh scaler; a
+    forged or damaged scaler entry is refused with the fix."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    X, y = memory_task(20)
+    clf = fit_quietly(classifier("sgd", precision="float16", max_iter=1), X, y)
+    path = tmp_path / "model.safetensors"
+    clf.save(path)
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        metadata = handle.metadata()
+    header = json.loads(metadata["sklearn_rnn"])
+    assert header["grad_scaler"]["scale"] == 2.0**16
+    forged = tmp_path / "forged.safetensors"
+
+    def write(header):
+        save_file(tensors, str(forged), metadata={**metadata, "sklearn_rnn": json.dumps(header)})
+
+    write({key: value for key, value in header.items() if key != "grad_scaler"})
+    older = sklearn_rnn.load(forged)
+    assert getattr(older.net_, "grad_scaler_", None) is None  # built at the next update, at 2**16
+    older.partial_fit(X, y)
+    assert older.net_.grad_scaler_.get_scale() == 2.0**16
+    for damaged in ({**header["grad_scaler"], "scale": "os.system"}, {"scale": 1.0}, [1, 2]):
+        write({**header, "grad_scaler": damaged})
+        with pytest.raises(ValueError, match="damaged loss-scaler state.*save the model again"):
+            sklearn_rnn.load(forged)

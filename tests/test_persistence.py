@@ -71,6 +71,8 @@ def test_regressor_with_2d_targets_round_trips_and_continues_training(regressor,
     assert prediction.shape == (len(X), 2)
     np.testing.assert_array_equal(prediction, reg.predict(X))
     np.testing.assert_array_equal(loaded._y_mean, reg._y_mean)
+    assert type(loaded.net_.history) is type(reg.net_.history)  # the engine's own kind
+    assert loaded.net_.history.to_list() == reg.net_.history.to_list()
     # The optimizer's state travels too: one more epoch gives the same model.
     original = pickle.loads(pickle.dumps(reg))
     np.testing.assert_array_equal(

@@ -36,3 +36,25 @@ def test_verbose_prints_epochs_and_shows_a_progress_bar(capfd, early_stopping):
     assert ("valid_loss" in out) is early_stopping
     assert "%|" in err  # tqdm's bar over the batches of an epoch
     assert "progress" in dict(model.net_.callbacks_)
+
+
+def test_silent_partial_fit_builds_no_epoch_table_and_verbose_brings_it_back(capfd, monkeypatch):
+    """With verbose=0 the epoch table is not even formatted (it cost every streaming
+    update a few tenths of a millisecond); set verbose and the next call prints it."""
+    from skorch.callbacks import PrintLog
+
+    tables = []
+    table = PrintLog.table
+    monkeypatch.setattr(PrintLog, "table", lambda self, row: tables.append(row) or table(self, row))
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(20)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    model = RNNClassifier(hidden_size=4, batch_size=10, random_state=0)
+    for _ in range(3):
+        model.partial_fit(X, y, classes=[0, 1])
+    out, err = capfd.readouterr()
+    assert (out, err, tables) == ("", "", [])
+    assert "print_log" not in dict(model.net_.callbacks_) and len(model.loss_curve_) == 3
+    model.set_params(verbose=1).partial_fit(X, y)
+    out, _ = capfd.readouterr()
+    assert len(tables) == 1 and "train_loss" in out and "print_log" in dict(model.net_.callbacks_)

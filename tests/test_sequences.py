@@ -169,3 +169,15 @@ def test_scaler_rejects_other_feature_counts():
     scaler = SequenceStandardScaler().fit([np.ones((2, 2))])
     with pytest.raises(ValueError, match="X has 3 features per step, but SequenceStandardScaler was fitted with 2"):
         scaler.transform([np.ones((2, 3))])
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_check_float32_range_names_the_first_non_finite_step(bad):
+    from sklearn_rnn.sequences import check_float32_range
+
+    values = torch.ones(7, 3)
+    values[5, 2] = bad  # sequence 2 (lengths 2, 3, 2), step 0
+    with pytest.raises(ValueError, match="sequence 2 of X, step 0, holds a value beyond float32's range"):
+        check_float32_range(values, torch.tensor([2, 3, 2]))
+    check_float32_range(torch.ones(7, 3), torch.tensor([2, 3, 2]))
+    check_float32_range(torch.ones(0, 3), torch.tensor([], dtype=torch.long))

@@ -395,3 +395,24 @@ def test_larger_radius_keeps_distant_temporal_gradients_alive():
         ratios[rho] = (norms[5] / norms[-1]).item()
     assert ratios[0.5] < 1e-6
     assert ratios[1.2] > 1e3 * ratios[0.5]
+
+
+@pytest.mark.parametrize("architecture", list(ARCHITECTURES))
+def test_gru_reset_gates_kept_by_the_cpu_recurrence_equal_the_recomputed_ones(architecture):
+    """On a CPU the step-by-step GRU keeps r_t for the temporal gradients; the fused
+    kernels' path (no r_t kept) recomputes it. Both give the same temporal gradients."""
+    net = make_net("gru", **ARCHITECTURES[architecture]).train(False)
+    x, lengths, y = make_batch([6, 3, 1, 5, 6], steps=7)
+
+    def gradients(keep_resets):
+        net.zero_grad(set_to_none=True)
+        states = net.forward_states(x, lengths)
+        assert all(layer.resets is not None for layer in states.layers)
+        if not keep_resets:
+            states = states._replace(layers=tuple(layer._replace(resets=None) for layer in states.layers))
+        loss = F.mse_loss(states.outputs, y)
+        return temporal_gradients(net, states, loss, lengths).per_step()
+
+    kept, recomputed = gradients(True), gradients(False)
+    for a, b in zip(kept, recomputed, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)

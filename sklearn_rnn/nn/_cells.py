@@ -35,7 +35,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ._stepwise import stepwise_recurrence
+from ._stepwise import stepwise_states
 from .init import spectral_radius_
 
 __all__ = ["GATES", "HIDDEN_INITS", "LayerStates", "fused_forward", "identity_forward"]
@@ -79,6 +79,10 @@ class LayerStates(NamedTuple):
         The learned initial state as fed to the recurrence, expanded per sequence so
         that its gradient is per sequence: ``(h_0,)``, ``(h_0, c_0)`` for the LSTM, or
         ``()`` when it is zero.
+    resets : torch.Tensor of shape (steps, batch, hidden_size) or None
+        The GRU's reset gate ``r_t`` of every step (time-major), where the recurrence
+        computed it step by step (on a CPU): the temporal gradients then read it
+        instead of computing it again. None for the other cells and the fused kernels.
 
     Examples
     --------
@@ -94,6 +98,7 @@ class LayerStates(NamedTuple):
     projected: torch.Tensor
     hidden: torch.Tensor
     initial: tuple[torch.Tensor, ...]
+    resets: torch.Tensor | None = None
 
 
 class StackedLayer(nn.Module):
@@ -288,8 +293,8 @@ def identity_forward(
         # of u is the deltas without any identity product (several times cheaper for
         # gated cells); on a GPU the fused kernel batches that product over all steps.
         bias_hh = recurrent_bias(cell, recurrence)
-        u, hidden = stepwise_recurrence(cell, projected, recurrence.weight_hh_l0, bias_hh, initial)
-        return LayerStates(z, u, hidden, initial)
+        u, hidden, resets = stepwise_states(cell, projected, recurrence.weight_hh_l0, bias_hh, initial)
+        return LayerStates(z, u, hidden, initial, resets)
     hx = _hx(cell, initial, z, recurrence.hidden_size)
     # The module's own (flattened, on cuDNN) weights, called as fused_forward calls the
     # kernel: training mode whenever gradients are on, so that a network in eval mode

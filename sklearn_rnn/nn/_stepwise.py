@@ -43,7 +43,7 @@ from typing import Any
 import torch
 from torch.autograd.function import once_differentiable
 
-__all__ = ["stepwise_recurrence"]
+__all__ = ["stepwise_recurrence", "stepwise_states"]
 
 #: Cells that :func:`stepwise_recurrence` runs.
 STEPWISE_CELLS: tuple[str, ...] = ("tanh", "relu", "gru", "lstm")
@@ -107,6 +107,42 @@ def stepwise_recurrence(
     >>> lstm.weight_hh_l0.grad.shape
     torch.Size([8, 2])
     """
+    u, hidden_states, _ = stepwise_states(cell, projected, weight_hh, bias_hh, initial)
+    return u, hidden_states
+
+
+def stepwise_states(
+    cell: str,
+    projected: torch.Tensor,
+    weight_hh: torch.Tensor,
+    bias_hh: torch.Tensor | None,
+    initial: tuple[torch.Tensor, ...],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """:func:`stepwise_recurrence`, also returning the GRU's reset gates.
+
+    Parameters
+    ----------
+    cell, projected, weight_hh, bias_hh, initial
+        As for :func:`stepwise_recurrence`.
+
+    Returns
+    -------
+    u, hidden : torch.Tensor
+        As :func:`stepwise_recurrence` returns them.
+    resets : torch.Tensor of shape (steps, batch, hidden) or None
+        For the GRU, the reset gate ``r_t`` of every step as the recurrence computed it
+        (time-major, detached), which the temporal gradients of ``W_hn`` and ``b_hn``
+        need; None for the other cells.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn._stepwise import stepwise_states
+    >>> gru = torch.nn.GRU(6, 2, batch_first=True)
+    >>> u, h, resets = stepwise_states("gru", torch.randn(3, 5, 6), gru.weight_hh_l0, gru.bias_hh_l0, ())
+    >>> resets.shape, bool(((resets > 0) & (resets < 1)).all())
+    (torch.Size([5, 3, 2]), True)
+    """
     if cell not in STEPWISE_CELLS:
         raise ValueError(f"cell must be one of {list(STEPWISE_CELLS)}; got {cell!r}.")
     width, hidden = weight_hh.shape
@@ -134,7 +170,7 @@ def stepwise_recurrence(
         hidden_states = _LSTM.apply(u, weight, h0, c0, record)
     else:
         hidden_states = _GRU.apply(u, weight, bias_hh.detach(), h0, record)  # type: ignore[union-attr]
-    return u, hidden_states
+    return u, hidden_states, record.resets
 
 
 #: Steps whose derivative factors the backward passes compute at once: enough for

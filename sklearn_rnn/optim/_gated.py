@@ -11,7 +11,8 @@ pre-activation; the recurrent part of each pre-activation reads ``h_{t-1}``:
   ``W_hh|t = delta_t h_{t-1}^T``;
 * GRU (gates ``r, z, n``): the reset and update gates read ``u + W_h h_{t-1} + b_h``,
   but the candidate reads ``u_n + r_t * (W_hn h_{t-1} + b_hn)``: its recurrent part is
-  gated, so ``[W_hn | b_hn]|t = (delta_n,t * r_t) [h_{t-1}; 1]^T``, with ``r_t``
+  gated, so ``[W_hn | b_hn]|t = (delta_n,t * r_t) [h_{t-1}; 1]^T``, with ``r_t`` as
+  the CPU's step-by-step recurrence kept it, or, after a fused kernel (on a GPU),
   recomputed for all steps at once from the stored ``u`` and ``h_{t-1}`` (one batched
   product, no loop over steps). ``b_hr`` and ``b_hz`` add to ``u`` exactly as ``b`` does:
   their temporal gradients equal those of ``b``'s first two blocks.
@@ -33,6 +34,7 @@ def recurrent_deltas(
     previous: torch.Tensor,
     weight_hh: torch.Tensor,
     bias_hh: torch.Tensor | None,
+    reset: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Delta of the recurrent part ``W_hh h_{t-1} (+ b_hh)`` of every step.
 
@@ -48,6 +50,10 @@ def recurrent_deltas(
     weight_hh : torch.Tensor of shape (gates * hidden, hidden)
     bias_hh : torch.Tensor of shape (gates * hidden,) or None
         The GRU's ``b_hh``; None for the other cells.
+    reset : torch.Tensor of shape (steps, batch, hidden), optional
+        The GRU's reset gate ``r_t`` as the forward pass computed it (the CPU's
+        step-by-step recurrence keeps it); recomputed from ``u`` and ``h_{t-1}``, one
+        batched product, when None (after the fused kernels).
 
     Returns
     -------
@@ -66,9 +72,10 @@ def recurrent_deltas(
     if cell != "gru":
         return delta
     hidden = previous.shape[2]
-    w_hr = weight_hh[:hidden]  # (H, H)
-    b_hr = bias_hh[:hidden] if bias_hh is not None else 0.0
-    reset = torch.sigmoid(projected[..., :hidden] + previous @ w_hr.T + b_hr)  # (T, B, H)
+    if reset is None:
+        w_hr = weight_hh[:hidden]  # (H, H)
+        b_hr = bias_hh[:hidden] if bias_hh is not None else 0.0
+        reset = torch.sigmoid(projected[..., :hidden] + previous @ w_hr.T + b_hr)  # (T, B, H)
     # Padded steps may hold non-finite values; their delta is zero and stays zero.
     reset = torch.nan_to_num(reset, nan=0.0)
     candidate = delta[..., 2 * hidden :] * reset  # (T, B, H)

@@ -588,6 +588,7 @@ def _cell_layers(
         recurrent = recurrent_deltas(
             cell, delta, projected, previous, recurrence.weight_hh_l0.detach(),
             None if bias_hh is None else bias_hh.detach(),
+            None if states.resets is None else states.resets.to(dtype),  # kept by the CPU's recurrence
         )  # (T, B, 3H)
         delta, recurrent, inputs, previous = align(delta, recurrent, inputs, previous)
         gated = _layer(recurrent, [(w_rec, previous), (b_rec, None)])

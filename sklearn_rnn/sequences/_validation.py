@@ -9,6 +9,8 @@ are padding there too).
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -365,9 +367,11 @@ def check_float32_range(values: Any, lengths: Any) -> None:
     ...
     ValueError: sequence 1 of X, step 0, holds a value beyond float32's range ...
     """
-    finite = values.isfinite().all(dim=1)  # (total_steps,)
-    if bool(finite.all()):
+    # One reduction for the common case (the largest magnitude is NaN or infinite if
+    # any value is): 10 times cheaper than isfinite() on a (5000, 6) block.
+    if values.numel() == 0 or bool(values.abs().amax() < math.inf):
         return
+    finite = values.isfinite().all(dim=1)  # (total_steps,)
     row = int((~finite).nonzero()[0, 0])
     ends = np.cumsum(np.asarray(lengths.cpu()))
     sample = int(np.searchsorted(ends, row, side="right"))

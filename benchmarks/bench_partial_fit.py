@@ -1,0 +1,116 @@
+"""Time of one streaming update, side by side in one run: ``partial_fit`` against plain PyTorch.
+
+A streaming user (as ``benchmarks/experiments/_stream.py`` does for hours) calls
+``partial_fit(X_batch, y_batch)`` once per fresh batch. This script feeds the same
+stream of temporal-order batches (``make_temporal_order``: 100 sequences of length
+``T`` to ``1.1 T``, 6 one-hot features, 4 classes) to
+
+- plain: ``nn.RNN`` (50 tanh units) + ``nn.Linear`` read at the last step, cross-entropy,
+  the clipped anti-gradient step (eq. 3.6, :class:`~sklearn_rnn.optim.ClippedSGD`); each
+  update stacks the batch's arrays into a tensor, as a plain loop over the same stream
+  must;
+- estimator: ``RNNClassifier(cell='tanh', hidden_size=50, batch_size=100)`` with
+  ``optimizer='sgd'`` or ``'simplex'`` (no switching: every update computes the
+  temporal gradients), one ``partial_fit`` call per batch, timed whole: input
+  validation, encoding, skorch's callbacks and history included.
+
+The ratio estimator/plain is the whole cost of calling ``partial_fit`` over writing the
+loop by hand (for 'simplex' also the simplex method's extra work over clipped SGD).
+Runs alternate and the medians are compared.
+
+Usage::
+
+    python benchmarks/bench_partial_fit.py --threads 1             # about two minutes
+    python benchmarks/bench_partial_fit.py --quick                 # a check, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from bench_update_cost import machine
+from sklearn_rnn import RNNClassifier
+from sklearn_rnn.datasets import make_temporal_order
+from sklearn_rnn.optim import ClippedSGD
+
+BATCH, HIDDEN, FEATURES, CLASSES = 100, 50, 6, 4
+LEARNING_RATE, CLIP = 0.01, 1.0
+
+
+def stream(length: int, updates: int, seed: int = 0) -> list[tuple[list[np.ndarray], np.ndarray]]:
+    """``updates + 1`` batches (the first one a warm-up), drawn once for both sides."""
+    rng = np.random.default_rng(seed)
+    return [make_temporal_order(BATCH, length, random_state=rng) for _ in range(updates + 1)]
+
+
+def estimator_seconds_per_update(batches: list, optimizer: str) -> float:
+    model = RNNClassifier(
+        hidden_size=HIDDEN, cell="tanh", optimizer=optimizer, learning_rate=LEARNING_RATE,
+        clip_threshold=CLIP, batch_size=BATCH, random_state=0,
+    )
+    model.partial_fit(*batches[0], classes=np.arange(CLASSES))  # builds the network
+    start = time.perf_counter()
+    for X, y in batches[1:]:
+        model.partial_fit(X, y)
+    return (time.perf_counter() - start) / (len(batches) - 1)
+
+
+def plain_seconds_per_update(batches: list) -> float:
+    torch.manual_seed(0)  # benchmark script, not library code
+    rnn = torch.nn.RNN(FEATURES, HIDDEN, nonlinearity="tanh", batch_first=True)
+    readout = torch.nn.Linear(HIDDEN, CLASSES)
+    optimizer = ClippedSGD([*rnn.parameters(), *readout.parameters()], lr=LEARNING_RATE, clip_threshold=CLIP)
+
+    def update(X: list[np.ndarray], y: np.ndarray) -> None:
+        inputs = torch.as_tensor(np.stack(X), dtype=torch.float32)  # one length per batch
+        states, _ = rnn(inputs)
+        loss = torch.nn.functional.cross_entropy(readout(states[:, -1]), torch.as_tensor(y))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    update(*batches[0])
+    start = time.perf_counter()
+    for X, y in batches[1:]:
+        update(X, y)
+    return (time.perf_counter() - start) / (len(batches) - 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--length", type=int, nargs="+", default=[50, 100], help="T of the task")
+    parser.add_argument("--optimizer", nargs="+", default=["sgd", "simplex"], choices=["sgd", "simplex"])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--updates", type=int, default=40, help="timed partial_fit calls per run")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="5 updates, 1 repeat: a check")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    updates, repeats = (5, 1) if args.quick else (args.updates, args.repeats)
+    print(f"machine: {machine('cpu', args.threads)}, load average {os.getloadavg()[0]:.1f} at the start")
+    print(f"temporal order, batch {BATCH}, {HIDDEN} tanh units, {updates} updates per run, "
+          f"{repeats} repeats, median ms per update")
+    print(f"{'T':>4} {'optimizer':9} {'plain':>8} {'partial_fit':>12} {'ratio':>7}")
+    for length in args.length:
+        batches = stream(length, updates)
+        for optimizer in args.optimizer:
+            plain_seconds_per_update(batches[:3])  # warm-ups: lazy imports, kernel selection
+            estimator_seconds_per_update(batches[:3], optimizer)
+            plain, estimator = [], []
+            for _ in range(repeats):
+                plain.append(plain_seconds_per_update(batches))
+                estimator.append(estimator_seconds_per_update(batches, optimizer))
+            ms_plain, ms_estimator = 1e3 * statistics.median(plain), 1e3 * statistics.median(estimator)
+            print(f"{length:4d} {optimizer:9} {ms_plain:8.2f} {ms_estimator:12.2f} "
+                  f"{ms_estimator / ms_plain:7.2f}")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()

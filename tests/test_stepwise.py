@@ -50,7 +50,7 @@ def reference(cell, u, weight, bias, initial):
 @pytest.mark.parametrize("steps", [5, 2 * _stepwise._CHUNK + 3])
 def test_matches_pytorchs_cells_and_their_gradients(cell, steps):
     u, weight, bias, initial = inputs(cell, steps)
-    _, hidden = stepwise_recurrence(cell, u, weight, bias, initial)
+    _, hidden, _ = stepwise_recurrence(cell, u, weight, bias, initial)
     expected = reference(cell, u, weight, bias, initial)
     torch.testing.assert_close(hidden, expected, rtol=0, atol=1e-12)
     upstream = torch.randn(hidden.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
@@ -79,7 +79,7 @@ def test_gradcheck_across_chunks(cell):
 def test_the_gradient_of_u_is_every_gate_delta(cell):
     """dL/du equals the gradient of u where the reference reads it, for a last-step loss."""
     u, weight, bias, initial = inputs(cell, 7, learned=False)
-    fed, hidden = stepwise_recurrence(cell, u, weight, bias, initial)
+    fed, hidden, _ = stepwise_recurrence(cell, u, weight, bias, initial)
     (delta,) = torch.autograd.grad(hidden[:, -1].square().sum(), fed)
     (expected,) = torch.autograd.grad(reference(cell, u, weight, bias, initial)[:, -1].square().sum(), u)
     torch.testing.assert_close(delta, expected, rtol=0, atol=1e-12)
@@ -95,7 +95,7 @@ def test_asking_for_the_deltas_skips_the_recurrent_weight_gradient(monkeypatch):
 
     monkeypatch.setattr(_stepwise._RecurrentWeights, "backward", staticmethod(counted))
     u, weight, bias, initial = inputs("gru", 6)
-    fed, hidden = stepwise_recurrence("gru", u, weight, bias, initial)
+    fed, hidden, _ = stepwise_recurrence("gru", u, weight, bias, initial)
     torch.autograd.grad(hidden.sum(), [fed, *initial], retain_graph=True)
     assert calls == []
     hidden.sum().backward()

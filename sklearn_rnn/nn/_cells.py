@@ -35,7 +35,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ._stepwise import stepwise_states
+from ._stepwise import stepwise_recurrence
 from .init import spectral_radius_
 
 __all__ = ["GATES", "HIDDEN_INITS", "LayerStates", "fused_forward", "identity_forward"]
@@ -293,7 +293,7 @@ def identity_forward(
         # of u is the deltas without any identity product (several times cheaper for
         # gated cells); on a GPU the fused kernel batches that product over all steps.
         bias_hh = recurrent_bias(cell, recurrence)
-        u, hidden, resets = stepwise_states(cell, projected, recurrence.weight_hh_l0, bias_hh, initial)
+        u, hidden, resets = stepwise_recurrence(cell, projected, recurrence.weight_hh_l0, bias_hh, initial)
         return LayerStates(z, u, hidden, initial, resets)
     hx = _hx(cell, initial, z, recurrence.hidden_size)
     # The module's own (flattened, on cuDNN) weights, called as fused_forward calls the

@@ -43,7 +43,7 @@ from typing import Any
 import torch
 from torch.autograd.function import once_differentiable
 
-__all__ = ["stepwise_recurrence", "stepwise_states"]
+__all__ = ["stepwise_recurrence"]
 
 #: Cells that :func:`stepwise_recurrence` runs.
 STEPWISE_CELLS: tuple[str, ...] = ("tanh", "relu", "gru", "lstm")
@@ -55,7 +55,7 @@ def stepwise_recurrence(
     weight_hh: torch.Tensor,
     bias_hh: torch.Tensor | None,
     initial: tuple[torch.Tensor, ...],
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Run a cell over ``u = projected``, step by step, with a hand-written backward pass.
 
     The gradient of the returned ``u`` is exactly the delta of every gate pre-activation
@@ -84,6 +84,10 @@ def stepwise_recurrence(
     hidden : torch.Tensor of shape (batch, steps, hidden)
         The states ``h_t`` (a batch-first view of time-major memory, as the fused
         kernels return them).
+    resets : torch.Tensor of shape (steps, batch, hidden) or None
+        For the GRU, the reset gate ``r_t`` of every step as the recurrence computed it
+        (time-major, detached), which the temporal gradients of ``W_hn`` and ``b_hn``
+        read; None for the other cells.
 
     Examples
     --------
@@ -93,7 +97,7 @@ def stepwise_recurrence(
     >>> with torch.no_grad():
     ...     _ = lstm.weight_ih_l0.copy_(torch.eye(8))
     >>> projected = torch.randn(3, 5, 8, requires_grad=True)
-    >>> u, h = stepwise_recurrence("lstm", projected, lstm.weight_hh_l0, None, ())
+    >>> u, h, _ = stepwise_recurrence("lstm", projected, lstm.weight_hh_l0, None, ())
     >>> torch.allclose(h, lstm(projected)[0], atol=1e-6)
     True
 
@@ -106,40 +110,11 @@ def stepwise_recurrence(
     >>> h[:, -1].sum().backward()
     >>> lstm.weight_hh_l0.grad.shape
     torch.Size([8, 2])
-    """
-    u, hidden_states, _ = stepwise_states(cell, projected, weight_hh, bias_hh, initial)
-    return u, hidden_states
 
+    For the GRU the reset gates come back too:
 
-def stepwise_states(
-    cell: str,
-    projected: torch.Tensor,
-    weight_hh: torch.Tensor,
-    bias_hh: torch.Tensor | None,
-    initial: tuple[torch.Tensor, ...],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """:func:`stepwise_recurrence`, also returning the GRU's reset gates.
-
-    Parameters
-    ----------
-    cell, projected, weight_hh, bias_hh, initial
-        As for :func:`stepwise_recurrence`.
-
-    Returns
-    -------
-    u, hidden : torch.Tensor
-        As :func:`stepwise_recurrence` returns them.
-    resets : torch.Tensor of shape (steps, batch, hidden) or None
-        For the GRU, the reset gate ``r_t`` of every step as the recurrence computed it
-        (time-major, detached), which the temporal gradients of ``W_hn`` and ``b_hn``
-        need; None for the other cells.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from sklearn_rnn.nn._stepwise import stepwise_states
     >>> gru = torch.nn.GRU(6, 2, batch_first=True)
-    >>> u, h, resets = stepwise_states("gru", torch.randn(3, 5, 6), gru.weight_hh_l0, gru.bias_hh_l0, ())
+    >>> u, h, resets = stepwise_recurrence("gru", torch.randn(3, 5, 6), gru.weight_hh_l0, gru.bias_hh_l0, ())
     >>> resets.shape, bool(((resets > 0) & (resets < 1)).all())
     (torch.Size([5, 3, 2]), True)
     """

@@ -92,6 +92,27 @@ def test_run_all_resumes_and_summarize_counts(tmp_path):
     assert row["runs"] == 2 and row["solved"] == sum(r["solved"] for r in first)
 
 
+def test_a_time_budget_records_the_run_it_cut_short_with_the_cap_it_reached(tmp_path):
+    stream = _load("_stream")
+    specs = [stream.RunSpec("addition", 20, "sgd", seed, max_updates=500, check_every=20,
+                            n_validation=200, n_screen=None) for seed in (0, 1)]
+    # A deadline already past: the run stops at its first check, recorded as a 20-update cap.
+    _, record = stream.train_on_stream(specs[0], deadline=0.0)
+    assert record["updates"] == record["max_updates"] == 20 and not record["solved"]
+    assert record["planned_max_updates"] == 500 and len(record["curve"]) == 1
+    assert "20 (time; 500 planned)" in stream.runs_table([record])
+    # run_all starts no run once the deadline has passed, and records nothing for them.
+    path = tmp_path / "runs.json"
+    lines = []
+    assert stream.run_all(specs, path, print_fn=lines.append, deadline=0.0) == []
+    assert stream.load_records(path) == [] and all("not started" in line for line in lines)
+    # Without a deadline the run goes to its cap and supersedes the cut one.
+    (whole,) = stream.run_all(specs[:1], path, print_fn=lines.append)
+    assert whole["max_updates"] == 500 and "planned_max_updates" not in whole
+    assert whole["curve"][0] == pytest.approx(record["curve"][0][:3] + whole["curve"][0][3:])
+    assert stream.final_runs([record, whole]) == [whole]
+
+
 def test_a_rerun_with_a_larger_cap_supersedes_the_capped_run():
     stream = _load("_stream")
     base = {f: v for f, v in vars(stream.RunSpec("addition", 10, "sgd", 0)).items()}

@@ -52,6 +52,7 @@ __all__ = [
     "RunSpec",
     "add_common_arguments",
     "branch_counts",
+    "deadline_of",
     "final_runs",
     "load_records",
     "machine_info",
@@ -260,8 +261,9 @@ def train_on_stream(
     verbose: bool = False,
     on_check: Callable[[int, float, Any], None] | None = None,
     print_fn: Callable[[str], None] = print,
+    deadline: float | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Train one estimator on fresh batches until success or the update cap.
+    """Train one estimator on fresh batches until success, the update cap or a deadline.
 
     Parameters
     ----------
@@ -273,6 +275,12 @@ def train_on_stream(
         Called as ``on_check(updates, error, model)`` after every validation check.
     print_fn : callable, default=print
         Where verbose lines go.
+    deadline : float, optional
+        A ``time.time()`` value: the first validation check after it ends the run. Such a
+        run is recorded as what it is, a run with a smaller cap: its ``max_updates`` is
+        the updates it did, and ``planned_max_updates`` keeps the cap it was started
+        with (a later run of the same settings with the whole cap supersedes it in
+        :func:`final_runs`).
 
     Returns
     -------
@@ -282,8 +290,9 @@ def train_on_stream(
         The settings (every field of ``spec``) and ``updates`` (done), ``solved``,
         ``error`` (last validation error), ``best_error``, ``seconds`` (training and
         validation, wall clock), ``seconds_per_update``, ``branch_counts`` (see
-        :func:`branch_counts`) and ``curve``: one
-        ``[updates, error, training loss, seconds]`` per check.
+        :func:`branch_counts`), ``curve``: one
+        ``[updates, error, training loss, seconds, sequences scored]`` per check, and
+        ``planned_max_updates`` when the deadline stopped it.
     """
     generator, classification = TASKS[spec.task]
     model = make_estimator(spec)
@@ -295,6 +304,7 @@ def train_on_stream(
     curve: list[list[float]] = []
     start = time.perf_counter()
     error, updates, n_scored = float("nan"), 0, 0
+    stopped_at: int | None = None  # updates done when the deadline ended the run
     while updates < spec.max_updates:
         X, y = generator(spec.batch_size, spec.length, random_state=stream)
         model.partial_fit(X, y, **fit_kwargs)
@@ -324,8 +334,13 @@ def train_on_stream(
                 on_check(updates, error, model)
             if n_scored == spec.n_validation and error < spec.target_error:
                 break
+            if deadline is not None and time.time() >= deadline and updates < spec.max_updates:
+                stopped_at = updates
+                break
     seconds = time.perf_counter() - start
     record = asdict(spec)
+    if stopped_at is not None:
+        record.update(max_updates=stopped_at, planned_max_updates=spec.max_updates)
     record.update(
         updates=updates,
         solved=bool(n_scored == spec.n_validation and error < spec.target_error),
@@ -383,6 +398,7 @@ def run_all(
     resume: bool = True,
     verbose: bool = False,
     print_fn: Callable[[str], None] = print,
+    deadline: float | None = None,
 ) -> list[dict[str, Any]]:
     """Run every spec one after the other, saving the records after each run.
 
@@ -401,11 +417,17 @@ def run_all(
         Print every validation check.
     print_fn : callable, default=print
         Where progress lines go.
+    deadline : float, optional
+        A ``time.time()`` value: the run going on when it passes stops at its next
+        validation check and is recorded with the updates it did as its cap (see
+        :func:`train_on_stream`); the specs not started by then are not run, and not
+        recorded.
 
     Returns
     -------
     list of dict
-        The records of ``specs`` (the resumed ones and the new ones), in their order.
+        The records of ``specs`` that are in ``path`` (the resumed ones and the new ones),
+        in their order.
     """
     path = Path(path)
     records = load_records(path) if resume else []
@@ -415,17 +437,24 @@ def run_all(
     for spec in specs:
         if spec.key() in done:
             print_fn(f"{_describe(spec)}: already in {path}, skipped")
+            wanted.append(done[spec.key()])
+        elif deadline is not None and time.time() >= deadline:
+            print_fn(f"{_describe(spec)}: not started, the time budget is spent")
         else:
-            _, record = train_on_stream(spec, verbose=verbose, print_fn=print_fn)
+            _, record = train_on_stream(
+                spec, verbose=verbose, print_fn=print_fn, deadline=deadline
+            )
             records.append(record)
             done[spec.key()] = record
             _write(path, meta, records)
+            cut = (f" (time budget: stopped before the cap of {record['planned_max_updates']:,})"
+                   if "planned_max_updates" in record else "")
             print_fn(
                 f"{_describe(spec)}: {'solved' if record['solved'] else 'NOT solved'} after "
-                f"{record['updates']} updates, error {record['error']:.4f}, "
+                f"{record['updates']} updates{cut}, error {record['error']:.4f}, "
                 f"{record['seconds']:.0f} s"
             )
-        wanted.append(done[spec.key()])
+            wanted.append(record)
     if not path.exists():  # every spec was resumed from nothing: still write the file
         _write(path, meta, records)
     return wanted
@@ -473,9 +502,23 @@ def add_common_arguments(parser: Any, default_out: str) -> None:
     parser.add_argument("--plot-only", action="store_true",
                         help="only draw the figure from the results saved in --out")
     parser.add_argument("--verbose", action="store_true", help="print every validation check")
+    parser.add_argument("--time-budget", type=float, default=None, metavar="MINUTES",
+                        help="wall-clock minutes for the whole command: the run going on "
+                        "then stops at its next check and is recorded with the updates it "
+                        "did as its cap; runs not started are left for a later command")
     parser.add_argument("--merge", nargs="+", default=None, metavar="FOLDER",
                         help="first add the runs saved in these output folders (e.g. one per "
                         "parallel process) to the results in --out, then go on")
+
+
+def deadline_of(args: Any) -> float | None:
+    """The ``time.time()`` at which ``--time-budget`` minutes from now run out (None
+    without the flag)."""
+    if args.time_budget is None:
+        return None
+    if args.time_budget <= 0:
+        raise SystemExit(f"--time-budget must be a positive number of minutes; got {args.time_budget}.")
+    return time.time() + 60 * args.time_budget
 
 
 def output_folder(args: Any, default_out: str) -> Path:
@@ -503,7 +546,7 @@ def runs_table(records: Sequence[dict[str, Any]], caption: str = "") -> str:
         [
             r["task"].replace("_", " "), r["length"], r["cell"], r["optimizer"],
             "" if r["optimizer"] != "simplex" else r["switch_threshold"],
-            r["learning_rate"], r["spectral_radius"], r["seed"], f"{r['max_updates']:,}",
+            r["learning_rate"], r["spectral_radius"], r["seed"], _cap(r),
             f"{r['updates']:,}", "**yes**" if r["solved"] else "no",
             f"{r['error']:.4f}" + ("" if r["curve"][-1][4] == r["n_validation"]
                                    else f" (on {r['curve'][-1][4]:,})"),
@@ -512,6 +555,12 @@ def runs_table(records: Sequence[dict[str, Any]], caption: str = "") -> str:
         for r in records
     ]
     return rst_table(rows, header, caption)
+
+
+def _cap(record: dict[str, Any]) -> str:
+    """A run's cap, and the cap it was started with when a time budget cut it short."""
+    planned = record.get("planned_max_updates")
+    return f"{record['max_updates']:,}" + ("" if planned is None else f" (time; {planned:,} planned)")
 
 
 def _simplex_share(record: dict[str, Any]) -> str:

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _stream import (
     RunSpec,
     add_common_arguments,
+    deadline_of,
     final_runs,
     load_records,
     merge_results,
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             specs(lengths, tuple(args.radii), seeds, caps, learning_rate=args.learning_rate, **extra),
             path, meta={"experiment": "figure 4.1", "mode": "quick" if args.quick else "full",
                         "last_command": command},
-            verbose=args.verbose,
+            verbose=args.verbose, deadline=deadline_of(args),
         )
         print(f"{time.perf_counter() - start:.0f} s")
         records = load_records(path)

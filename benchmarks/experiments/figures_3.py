@@ -255,6 +255,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     path = out / RESULTS_NAME
     if args.merge:
         raise SystemExit("--merge applies to figure_4_1.py and table_4_1.py (runs by seed).")
+    if args.time_budget is not None:
+        raise SystemExit("--time-budget applies to figure_4_1.py and table_4_1.py (runs that "
+                         "train until success); this script does a fixed number of updates.")
     if args.plot_only:
         if not path.exists():
             raise SystemExit(f"--plot-only: no results at {path}; run without --plot-only first.")

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _stream import (
     RunSpec,
     add_common_arguments,
+    deadline_of,
     final_runs,
     load_records,
     merge_results,
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                   learning_rate=args.learning_rate, cell=args.cell, **extra),
             path, meta={"experiment": "table 4.1", "mode": "quick" if args.quick else "full",
                         "last_command": command},
-            verbose=args.verbose,
+            verbose=args.verbose, deadline=deadline_of(args),
         )
         print(f"{time.perf_counter() - start:.0f} s")
         records = load_records(path)

@@ -88,6 +88,14 @@ def test_run_all_resumes_and_summarize_counts(tmp_path):
     stream.run_all(specs[1:], other, print_fn=lines.append)
     merged = stream.merge_results([other.parent], path)
     assert [r["seed"] for r in merged] == [0, 1] and len(stream.load_records(path)) == 2
+    # A file that is not a results file (a log beside the folders) is refused by name,
+    # and nothing is written.
+    log = tmp_path / "other.log"
+    log.write_text("  temporal_order T=5 sgd seed 1 update 50: error 0.7\n")
+    before = path.read_text()
+    with pytest.raises(ValueError, match=r"other\.log is not a results file.*output folder"):
+        stream.merge_results([log], path)
+    assert path.read_text() == before
     (row,) = stream.summarize(first, ["length"])
     assert row["runs"] == 2 and row["solved"] == sum(r["solved"] for r in first)
 

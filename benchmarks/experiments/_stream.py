@@ -362,8 +362,14 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
-    with open(path) as handle:
-        data = json.load(handle)
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(
+            f"{path} is not a results file of run_all: it is not JSON ({error}). Pass the "
+            "output folder of a run (or the .json file in it) instead."
+        ) from None
     if not isinstance(data, dict) or "runs" not in data:
         raise ValueError(f"{path} is not a results file of run_all (no 'runs' list).")
     defaults = {f.name: f.default for f in fields(RunSpec) if f.default is not MISSING}

@@ -85,6 +85,24 @@ class _Seeds(NamedTuple):
         return cls(*(int(value) for value in values))
 
 
+def _check_class_weight_values(class_weight: dict) -> None:
+    """Refuse class weights that are not finite non-negative numbers."""
+    for label, value in class_weight.items():
+        number = isinstance(value, Real) and not isinstance(value, bool)
+        if not number or not np.isfinite(value) or value < 0:
+            raise ValueError(
+                f"class_weight[{label!r}] is {value!r}: expected a finite non-negative "
+                "number for every class (a negative weight would maximize that class' "
+                "loss, NaN would spoil training). Pass weights such as {label: 2.0}, or "
+                "class_weight='balanced'."
+            )
+
+
+def _optional_float(value: Any) -> float | None:
+    """A numeric parameter as a Python float (None stays None)."""
+    return None if value is None else float(value)
+
+
 @functools.lru_cache(maxsize=64)
 def _seeds_of_int(seed: int) -> _Seeds:
     """``_Seeds.draw`` of an integer ``random_state``, the same every call: seeding a
@@ -406,21 +424,63 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self, X: Any, y: Any, sample_weight: Any, *, incremental: bool, classes: Any = None
     ) -> BaseRNN:
         """The one training routine: ``fit`` (up to ``max_iter`` epochs, with stopping
-        rules) and ``partial_fit`` (one epoch over the data given, no stopping rules)."""
+        rules) and ``partial_fit`` (one epoch over the data given, no stopping rules).
+
+        Transactional: everything is validated and trained on a staging copy of the
+        estimator, and its state replaces this estimator's only when training ends (a
+        stopping rule, ``max_iter``, divergence, or an interrupt after at least one
+        finished epoch). A call that is rejected, fails, or is interrupted before an
+        epoch finishes leaves the estimator exactly as it was (unfitted if it was);
+        continued training that fails is rolled back to the weights it started from.
+        """
         limit_torch_threads()  # a fit inside a joblib or Dask worker uses its CPU share
-        train, valid = self._prepare(X, y, sample_weight, incremental=incremental, classes=classes)
-        self.net_.train_split = predefined_split(valid) if valid is not None else None
-        epochs_before = len(self.net_.history)
-        self.net_.partial_fit(train, y=None)
-        self.net_.train_split = None  # keep no data inside the fitted model
-        self._record_history(epochs_before, incremental=incremental)
+        reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
+        work = copy.copy(self)  # shares the fitted network when training continues
+        train, valid = work._prepare(
+            X, y, sample_weight, incremental=incremental, classes=classes, reset=reset
+        )
+        net = work.net_
+        epochs_before = len(net.history)
+        rollback = None if reset else _Rollback(net)
+        net.train_split = predefined_split(valid) if valid is not None else None
+        guard = dict(net.callbacks_)["guard"]
+        guard.quiet_when_nothing_finished = reset  # nothing of this call is kept then
+        try:
+            net.partial_fit(train, y=None)
+        except BaseException:
+            if rollback is not None:
+                rollback.restore(net)
+            raise
+        finally:
+            net.train_split = None  # keep no data inside the fitted model
+        if reset and guard.interrupted_ and not len(net.history):
+            raise KeyboardInterrupt(
+                f"{type(self).__name__}.fit was interrupted before its first epoch finished; "
+                "the estimator is left as it was before the call."
+            )
+        work._record_history(epochs_before, incremental=incremental)
+        self.__dict__.clear()
+        self.__dict__.update(work.__dict__)  # the swap: all of the new state at once
         return self
 
     def _prepare(
-        self, X: Any, y: Any, sample_weight: Any, *, incremental: bool, classes: Any = None
+        self,
+        X: Any,
+        y: Any,
+        sample_weight: Any,
+        *,
+        incremental: bool,
+        classes: Any = None,
+        reset: bool | None = None,
     ) -> tuple[SequenceDataset, SequenceDataset | None]:
-        """Validate and encode the data; build the network on the first call."""
-        reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
+        """Validate and encode the data; build the network on the first call.
+
+        Every check runs before anything of a fitted network is changed.
+        """
+        if reset is None:
+            reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
+        if not reset:
+            self._check_continuation()
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
@@ -429,7 +489,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         device = self._resolve_device()
         self._check_precision(device)
         if reset:
-            self._encoder = InputEncoder.fit(sequences, time_feature=self.time_feature)
+            time_feature = None if self.time_feature is None else int(self.time_feature)
+            self._encoder = InputEncoder.fit(sequences, time_feature=time_feature)
         data = self._encoder.encode(sequences, device=device)
         check_float32_range(data.values, data.lengths)
         train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
@@ -439,6 +500,50 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self._configure_training(self.net_, seeds, incremental=incremental)
         self.net_.l2_penalty = self._resolved_alpha() / len(train)
         return train, valid
+
+    def _fitted_architecture(self) -> dict[str, Any]:
+        """What the fitted network and optimizer were built with, read from them."""
+        module = self.net_.module_
+        return {
+            "hidden_size": module.hidden_size,
+            "cell": module.cell,
+            "num_layers": module.num_layers,
+            "dropout": module.dropout,
+            "hidden_init": module.hidden_init,
+            "spectral_radius": module.spectral_radius,
+            "time_feature": self._encoder.time_feature,
+            "optimizer": _OPTIMIZER_NAMES.get(type(self.net_.optimizer_), "adam"),
+            "device": next(module.parameters()).device.type,
+        }
+
+    def _check_continuation(self) -> None:
+        """Refuse continued training when a parameter that shaped the network or its
+        optimizer changed since it was built (it would be silently ignored)."""
+        fitted = self._fitted_architecture()
+        wanted = {
+            "hidden_size": int(self.hidden_size),
+            "cell": self._resolved_cell(),
+            "num_layers": int(self.num_layers),
+            "dropout": float(self.dropout),
+            "hidden_init": self.hidden_init,
+            "spectral_radius": None if self.spectral_radius is None else float(self.spectral_radius),
+            "time_feature": None if self.time_feature is None else int(self.time_feature),
+            "optimizer": self.optimizer,
+            "device": self._resolve_device().type,
+        }
+        changed = [name for name in fitted if fitted[name] != wanted[name]]
+        if changed:
+            was = ", ".join(f"{name}={fitted[name]!r}" for name in changed)
+            now = ", ".join(f"{name}={wanted[name]!r}" for name in changed)
+            raise ValueError(
+                f"{type(self).__name__} was fitted with {was}, but its parameters now say "
+                f"{now}. These shape the network or its optimizer, which continued training "
+                "(warm_start=True or partial_fit) keeps; nothing was changed. Set them back to "
+                "continue, or start afresh with the new values: set_params(warm_start=False) "
+                "and call fit, or fit sklearn.base.clone(model). learning_rate, "
+                "clip_threshold, switch_threshold, batch_size, alpha, max_iter and the "
+                "stopping rule do apply to continued training."
+            )
 
     def _diagnostic_batch(self, X: Any, y: Any) -> tuple[Any, ...]:
         """The network and ``(X, y)`` as one padded batch, for :mod:`sklearn_rnn.diagnostics`.
@@ -507,15 +612,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "'sgd' with cell='decay', or another cell with the simplex method."
             )
         generator = torch.Generator().manual_seed(seeds.init)
-        module = RecurrentNetwork(
-            self._encoder.n_inputs,
-            self.hidden_size,
-            self._n_outputs,
+        module = RecurrentNetwork(  # numpy scalars (a grid over np.arange) as Python numbers
+            int(self._encoder.n_inputs),
+            int(self.hidden_size),
+            int(self._n_outputs),
             cell=cell,
-            num_layers=self.num_layers,
-            dropout=self.dropout,
+            num_layers=int(self.num_layers),
+            dropout=float(self.dropout),
             hidden_init=self.hidden_init,
-            spectral_radius=self.spectral_radius,
+            spectral_radius=None if self.spectral_radius is None else float(self.spectral_radius),
             generator=generator,
             gap_channel=self._encoder.gap_channel,
             n_masked=self._encoder.n_masked,
@@ -526,8 +631,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             criterion=self._criterion(),
             optimizer=optimizer,
             lr=self._resolved_learning_rate(),
-            max_epochs=self.max_iter,
-            batch_size=self.batch_size,
+            max_epochs=int(self.max_iter),
+            batch_size=int(self.batch_size),
             iterator_train=BucketBatchLoader,
             iterator_valid=BucketBatchLoader,
             iterator_train__shuffle=True,
@@ -550,13 +655,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _resolved_learning_rate(self) -> float:
         """``learning_rate``, with 'auto' read as 0.01 for 'adam' and 0.05 for 'sgd' and
         'simplex' (chosen with ``benchmarks/bench_defaults.py``, see :ref:`method`)."""
-        if self.learning_rate != "auto":
+        if not isinstance(self.learning_rate, str):
             return float(self.learning_rate)
         return 0.01 if self.optimizer == "adam" else 0.05
 
     def _resolved_alpha(self) -> float:
         """``alpha``, with 'auto' read as 10 for the 'decay' cell and 0 for the others."""
-        if self.alpha != "auto":
+        if not isinstance(self.alpha, str):
             return float(self.alpha)
         return 10.0 if self._resolved_cell() == "decay" else 0.0
 
@@ -564,11 +669,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self, seeds: _Seeds
     ) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
         if self.optimizer == "sgd":
-            return ClippedSGD, {"optimizer__clip_threshold": self.clip_threshold}
+            return ClippedSGD, {"optimizer__clip_threshold": _optional_float(self.clip_threshold)}
         if self.optimizer == "simplex":
             return SimplexSGD, {
-                "optimizer__clip_threshold": self.clip_threshold,
-                "optimizer__switch_threshold": self.switch_threshold,
+                "optimizer__clip_threshold": _optional_float(self.clip_threshold),
+                "optimizer__switch_threshold": _optional_float(self.switch_threshold),
                 "optimizer__generator": seeds.optimizer,
             }
         return torch.optim.Adam, {}
@@ -580,7 +685,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         stopping = self.early_stopping and not incremental
         callbacks: list[tuple[str, Any]] = []
         if self.optimizer == "adam" and self.clip_threshold is not None:
-            callbacks.append(("clip", GradientNormClipping(self.clip_threshold)))
+            callbacks.append(("clip", GradientNormClipping(float(self.clip_threshold))))
         # The score is recorded before the stopping rule may end the epoch loop.
         if stopping:
             scoring, use_caching = self._validation_scoring()
@@ -596,15 +701,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 )
             )
         # Before "stop": an epoch is recorded as finished before a stopping rule ends training.
-        callbacks.append(("guard", TrainingGuard(type(self).__name__, restores_best=stopping)))
+        callbacks.append(("guard", _FitGuard(type(self).__name__, restores_best=stopping)))
         if not incremental:
             callbacks.append(
                 (
                     "stop",
                     EarlyStopping(
                         monitor="valid_loss" if stopping else "train_loss",
-                        patience=self.n_iter_no_change,
-                        threshold=self.tol,
+                        patience=int(self.n_iter_no_change),
+                        threshold=float(self.tol),
                         threshold_mode="abs",
                         load_best=stopping,
                         sink=logger.info,
@@ -617,11 +722,26 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.callbacks = callbacks
         net.every_step = self._every_step
         net.precision = self.precision
-        net.max_epochs = 1 if incremental else self.max_iter
+        net.max_epochs = 1 if incremental else int(self.max_iter)
         net.iterator_train__random_state = np.random.default_rng(seeds.shuffle)
         net.verbose = self.verbose
         if net.initialized_:
             net.initialize_callbacks()
+            self._apply_optimizer_params(net)
+
+    def _apply_optimizer_params(self, net: _SequenceNet) -> None:
+        """Give continued training the current step size, batch size and thresholds
+        (the architecture and the optimizer's kind are checked, not changed: see
+        :meth:`_check_continuation`)."""
+        learning_rate = self._resolved_learning_rate()
+        net.lr = learning_rate
+        net.batch_size = int(self.batch_size)
+        for group in net.optimizer_.param_groups:
+            group["lr"] = learning_rate
+            if "clip_threshold" in group:
+                group["clip_threshold"] = _optional_float(self.clip_threshold)
+        if isinstance(net.optimizer_, SimplexSGD):
+            net.optimizer_.switch_threshold = _optional_float(self.switch_threshold)
 
     def _record_history(self, epochs_before: int, *, incremental: bool) -> None:
         history = self.net_.history
@@ -706,7 +826,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 dataset = SequenceDataset(
                     self._encoder.encode(chunk, dtype=torch.float64, device=device)
                 )
-                for indices in BucketBatchLoader(dataset, batch_size=self.batch_size).batches():
+                for indices in BucketBatchLoader(dataset, batch_size=int(self.batch_size)).batches():
                     inputs, _ = dataset.collate(indices)
                     batch = network(inputs["x"], inputs["lengths"], every_step=self._every_step)
                     if not self._every_step:
@@ -871,6 +991,58 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         tags.input_tags.allow_nan = True
         tags.input_tags.three_d_array = True
         return tags
+
+
+#: The estimators' name of each optimizer class.
+_OPTIMIZER_NAMES: dict[type, str] = {ClippedSGD: "sgd", SimplexSGD: "simplex", torch.optim.Adam: "adam"}
+
+
+class _FitGuard(TrainingGuard):
+    """The training guard, quiet about an interrupt before any epoch finished when the
+    call's network is discarded anyway (a first fit): the estimator stays as it was
+    and ``fit`` re-raises the interrupt."""
+
+    quiet_when_nothing_finished: bool = False
+
+    def on_train_begin(self, net: Any, **kwargs: Any) -> None:
+        super().on_train_begin(net, **kwargs)
+        self.epochs_finished_ = 0
+
+    def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
+        super().on_epoch_end(net, **kwargs)  # raises on divergence
+        self.epochs_finished_ += 1
+
+    def on_train_end(self, net: Any, **kwargs: Any) -> None:
+        if self.quiet_when_nothing_finished and not self.epochs_finished_ and self.diverged_ is None:
+            if len(net.history):  # the unfinished first epoch
+                self.interrupted_ = True
+                net.history.clear()
+            return
+        super().on_train_end(net, **kwargs)
+
+
+class _Rollback:
+    """The state of a fitted network before continued training, restored when that
+    training fails with an exception (a rejected call never gets this far)."""
+
+    def __init__(self, net: _SequenceNet) -> None:
+        self.module = {name: value.detach().clone() for name, value in net.module_.state_dict().items()}
+        self.optimizer = copy.deepcopy(net.optimizer_.state_dict())
+        self.epochs = len(net.history)
+        generators = getattr(net.module_, "_dropout_generators", {})
+        self.generators = {key: generator.get_state() for key, generator in generators.items()}
+
+    def restore(self, net: _SequenceNet) -> None:
+        net.module_.load_state_dict(self.module)
+        net.optimizer_.load_state_dict(self.optimizer)
+        while len(net.history) > self.epochs:
+            net.history.pop()
+        generators = getattr(net.module_, "_dropout_generators", {})
+        for key in list(generators):
+            if key in self.generators:
+                generators[key].set_state(self.generators[key])
+            else:
+                del generators[key]
 
 
 class _ValidationScore:
@@ -1167,6 +1339,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             return sample_weight
         class_weight = self.class_weight
         if isinstance(class_weight, dict):
+            _check_class_weight_values(class_weight)
             unknown = set(class_weight) - set(self.classes_.tolist())
             if unknown:
                 raise ValueError(
@@ -1177,7 +1350,14 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
                 int(np.flatnonzero(self.classes_ == label)[0]): weight
                 for label, weight in class_weight.items()
             }
-        return sample_weight * compute_sample_weight(class_weight, y)
+        weight = sample_weight * compute_sample_weight(class_weight, y)
+        if not weight.any():
+            raise ValueError(
+                f"class_weight={self.class_weight!r} with these sample weights gives every "
+                "sequence weight 0: there is nothing to learn from. Give at least one class "
+                "of y a positive weight."
+            )
+        return weight
 
     @staticmethod
     def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
@@ -1441,15 +1621,34 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         if reset:
             self._y_ndim = y.ndim
             self.n_outputs_ = outputs.shape[1]
-            self._y_mean = outputs.mean(axis=0)
-            std = outputs.std(axis=0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                mean, std = outputs.mean(axis=0), outputs.std(axis=0)
+            if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+                # Targets near float64's limit (1e200 squared is inf): the moments of
+                # y / max|y|, scaled back, overflow nowhere.
+                magnitude = np.abs(outputs).max(axis=0)
+                magnitude = np.where(magnitude > 0, magnitude, 1.0)
+                unit = outputs / magnitude
+                mean, std = unit.mean(axis=0) * magnitude, unit.std(axis=0) * magnitude
+            self._y_mean = mean
             self._y_scale = np.where(std > 0, std, 1.0)
         elif outputs.shape[1] != self.n_outputs_:
             raise ValueError(
                 f"y has {outputs.shape[1]} outputs, but the fitted model has "
                 f"{self.n_outputs_}; refit with warm_start=False."
             )
-        return (outputs - self._y_mean) / self._y_scale
+        with np.errstate(over="ignore", invalid="ignore"):
+            standardized = (outputs - self._y_mean) / self._y_scale
+            if not np.isfinite(standardized).all():  # the difference overflowed
+                standardized = outputs / self._y_scale - self._y_mean / self._y_scale
+        if not (np.abs(standardized) <= np.finfo(np.float32).max).all():
+            raise ValueError(
+                "y, standardized with the mean and scale of the targets of the first fit "
+                f"(mean {self._y_mean.tolist()}, scale {self._y_scale.tolist()}), goes beyond "
+                "float32's range, the type the network trains in: expected targets on the "
+                "scale of the first fit. Refit from scratch (warm_start=False), or rescale y."
+            )
+        return standardized
 
     @property
     def _n_outputs(self) -> int:
@@ -1497,7 +1696,16 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         ndarray of shape (n_samples,) or (n_samples, n_outputs)
             The shape of ``y`` in :meth:`fit`.
         """
-        outputs = self._forward(X) * self._y_scale + self._y_mean
+        with np.errstate(over="ignore", invalid="ignore"):
+            outputs = self._forward(X) * self._y_scale + self._y_mean
+        if not np.isfinite(outputs).all():
+            raise ValueError(
+                "the predictions, on the scale of the training targets (scale "
+                f"{self._y_scale.tolist()}), go beyond float64's range (about 1.8e308): "
+                "expected targets of a magnitude whose predictions can be represented. "
+                "Divide y by a large constant before fitting (e.g. y / 1e300) and multiply "
+                "the predictions back where the numbers fit."
+            )
         return outputs.ravel() if self._y_ndim == 1 else outputs
 
     def __sklearn_tags__(self):  # noqa: D105

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
@@ -82,6 +83,13 @@ class ClippedSGD(torch.optim.Optimizer):
             raise ValueError(f"clip_threshold must be positive or None; got {clip_threshold!r}.")
         super().__init__(params, {"lr": lr, "clip_threshold": clip_threshold})
         self.skipped_steps = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickle, joblib and deepcopy keep: PyTorch's optimizer state and the
+        count of skipped steps."""
+        state = super().__getstate__()
+        state["skipped_steps"] = self.skipped_steps
+        return state
 
     @torch.no_grad()
     def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:  # type: ignore[override]

@@ -233,6 +233,28 @@ class SimplexSGD(torch.optim.Optimizer):
             self.generator.set_state(extra["generator_state"])
             self.branch_counts = dict.fromkeys(BRANCHES, 0) | extra["branch_counts"]
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickle, joblib and deepcopy keep: PyTorch's optimizer state, plus this
+        optimizer's settings, branch counts and random generator (as its state)."""
+        state = super().__getstate__()
+        state.update(
+            switch_threshold=self.switch_threshold,
+            weights=self.weights,
+            eps=self.eps,
+            branch_counts=dict(self.branch_counts),
+            last_step=dict(self.last_step),
+            generator_state=self.generator.get_state(),
+        )
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        generator_state = state.pop("generator_state", None)
+        super().__setstate__(state)
+        self.generator = torch.Generator()
+        if generator_state is not None:
+            self.generator.set_state(generator_state)
+
     def _check_parameters(self, temporal: TemporalGradients) -> None:
         mine = {id(p) for group in self.param_groups for p in group["params"] if p.requires_grad}
         covered = {id(p) for p in temporal.parameters}

@@ -35,6 +35,7 @@ from .nn._cells import HIDDEN_INITS
 from .optim import ClippedSGD, SimplexSGD, temporal_gradients
 from ._parallel import limit_torch_threads
 from ._persistence import load as load_model
+from ._persistence import register as register_model_class
 from ._persistence import save as save_model
 from .sequences import (
     BucketBatchLoader,
@@ -44,6 +45,7 @@ from .sequences import (
     check_sequences,
     input_layout,
 )
+from .sequences._encoding import _resolve_time_feature
 from .sequences._validation import check_holdout, check_numeric_table
 
 __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
@@ -362,6 +364,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.verbose = verbose
         self.warm_start = warm_start
 
+    #: Names of fitted attributes that a subclass adds and that model files should
+    #: keep (plain values: numbers, strings, arrays, lists, dicts); :meth:`save` refuses
+    #: a model with fitted attributes it does not know.
+    _persisted_extra: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        register_model_class(cls)  # every estimator of this family saves and loads
+
     # ----------------------------------------------------------------- hooks
     @abstractmethod
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
@@ -527,7 +538,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "dropout": float(self.dropout),
             "hidden_init": self.hidden_init,
             "spectral_radius": None if self.spectral_radius is None else float(self.spectral_radius),
-            "time_feature": None if self.time_feature is None else int(self.time_feature),
+            "time_feature": None
+            if self.time_feature is None
+            else _resolve_time_feature(int(self.time_feature), self._encoder.n_features),
             "optimizer": self.optimizer,
             "device": self._resolve_device().type,
         }
@@ -986,11 +999,256 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """
         return load_model(path, expected=cls)
 
+    def _fitted_state(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, torch.Tensor]]:
+        """The parameters, state fields (:data:`~sklearn_rnn._persistence.STATE_SCHEMA`)
+        and tensors that a model file holds."""
+        check_is_fitted(self)
+        fitted = self._fitted_architecture()
+        try:
+            self._check_continuation()
+        except ValueError as error:
+            raise ValueError(
+                f"cannot save this {type(self).__name__}: its parameters no longer describe "
+                f"its network ({error})"
+            ) from None
+        params = self.get_params(deep=False)
+        known = set(params) | _STATE_ATTRIBUTES | set(self._persisted_extra)
+        unknown = sorted(
+            name for name in vars(self)
+            if name not in known and not name.startswith(("_sklearn", "_metadata_request"))
+        )
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} has fitted attributes {unknown} that model files do not "
+                "know, so a loaded model would lack them: name them in the class attribute "
+                "_persisted_extra (plain values only), or keep this model with pickle/joblib."
+            )
+        net = self.net_
+        tensors = {f"module.{name}": value for name, value in net.module_.state_dict().items()}
+        optimizer_state = net.optimizer_.state_dict()
+        numbers = {}
+        for index, entry in optimizer_state["state"].items():
+            for key, value in entry.items():
+                if isinstance(value, torch.Tensor):
+                    tensors[f"optimizer.{index}.{key}"] = value
+                else:
+                    numbers[f"{index}.{key}"] = value
+        simplex = optimizer_state.get("simplex")
+        if simplex is not None:
+            tensors["rng.simplex"] = simplex["generator_state"]
+        for device, generator in getattr(net.module_, "_dropout_generators", {}).items():
+            tensors[f"rng.dropout.{device}"] = generator.get_state()
+        scaler = getattr(net, "grad_scaler_", None)
+        state: dict[str, Any] = {
+            "n_features_in_": self.n_features_in_,
+            "fitted_layout": self._fitted_layout,
+            "n_step_features": self._n_step_features,
+            "encoder": {
+                "n_features": self._encoder.n_features,
+                "fill_values": np.asarray(self._encoder.fill_values, dtype=np.float64),
+                "use_mask": bool(self._encoder.use_mask),
+                "time_feature": self._encoder.time_feature,
+                "time_scale": float(self._encoder.time_scale),
+            },
+            "n_iter_": self.n_iter_,
+            "loss_curve_": list(self.loss_curve_),
+            "validation_scores_": self.validation_scores_,
+            "best_validation_score_": self.best_validation_score_,
+            "best_validation_loss_": self.best_validation_loss_,
+            "history": net.history.to_list(),
+            "optimizer": {
+                "name": fitted["optimizer"],
+                "state": numbers,
+                "branch_counts": None if simplex is None else dict(simplex["branch_counts"]),
+                "skipped_steps": getattr(net.optimizer_, "skipped_steps", None),
+            },
+            "grad_scaler": None if scaler is None else scaler.state_dict(),
+            "dropout_seed": int(getattr(net.module_, "_dropout_seed", 0)),
+            "device": str(next(net.module_.parameters()).device),
+            "extra": {name: getattr(self, name) for name in self._persisted_extra if hasattr(self, name)},
+        }
+        for attribute, field in _OPTIONAL_STATE.items():
+            if hasattr(self, attribute):
+                state[field] = getattr(self, attribute)
+        return params, state, tensors
+
+    @classmethod
+    def _from_fitted_state(
+        cls, params: dict[str, Any], state: dict[str, Any], tensors: dict[str, torch.Tensor], where: str
+    ) -> BaseRNN:
+        """The estimator that :meth:`_fitted_state` described (the persistence hook).
+
+        The weights' shapes are checked against the parameters before the network is
+        allocated, so that a forged size costs nothing.
+        """
+        estimator = cls(**params)
+        estimator._validate_params()
+        for attribute, field in _OPTIONAL_STATE.items():
+            if field in state:
+                setattr(estimator, attribute, state[field])
+        estimator.n_features_in_ = state["n_features_in_"]
+        estimator._fitted_layout = state["fitted_layout"]
+        estimator._n_step_features = state["n_step_features"]
+        estimator._encoder = InputEncoder(**state["encoder"])
+        for name in ("n_iter_", "loss_curve_", "validation_scores_", "best_validation_score_",
+                     "best_validation_loss_"):
+            setattr(estimator, name, state[name])
+        for name, value in state["extra"].items():
+            if name not in cls._persisted_extra:
+                raise ValueError(f"{where} holds an extra attribute {name!r} that {cls.__name__} does not declare.")
+            setattr(estimator, name, value)
+        if hasattr(estimator, "classes_"):
+            estimator._label_encoder = LabelEncoder()
+            estimator._label_encoder.classes_ = estimator.classes_
+        estimator._check_stored_shapes(tensors, where)
+        device = _load_device(estimator, state["device"])
+        # The seeds only draw initial weights, which the stored ones replace.
+        net = estimator._build_net(_Seeds.draw(0), device, incremental=False)
+        estimator.net_ = net
+        estimator.module_ = net.module_
+        if state["optimizer"]["name"] != _OPTIMIZER_NAMES.get(type(net.optimizer_)):
+            raise ValueError(f"{where} holds the state of optimizer {state['optimizer']['name']!r}, "
+                             f"but its parameters say optimizer={estimator.optimizer!r}.")
+        _load_network_state(net, state, tensors, where, device)
+        net.history = type(net.history)(state["history"])  # the engine's kind of history
+        return estimator
+
+    def _check_stored_shapes(self, tensors: dict[str, torch.Tensor], where: str) -> None:
+        """Refuse weights whose sizes contradict the parameters, before anything is built."""
+        n_outputs = len(self.classes_) if hasattr(self, "classes_") else self.n_outputs_
+        expected = {
+            "module.readout.weight": (int(n_outputs), int(self.hidden_size)),
+            "module.readout.bias": (int(n_outputs),),
+        }
+        for name, shape in expected.items():
+            found = tuple(tensors[name].shape) if name in tensors else None
+            if found != shape:
+                raise ValueError(
+                    f"{where} holds {name} of shape {found}, but its parameters and state "
+                    f"describe {shape} (hidden_size={self.hidden_size}, {n_outputs} outputs): "
+                    "the file is inconsistent; save the model again."
+                )
+        projection = tensors.get("module.input_projection.weight")
+        if projection is None or projection.shape[-1] != self._encoder.n_inputs:
+            raise ValueError(
+                f"{where} holds an input projection of shape "
+                f"{None if projection is None else tuple(projection.shape)} for "
+                f"{self._encoder.n_inputs} encoded inputs: the file is inconsistent."
+            )
+        layers = {name.split(".")[2] for name in tensors if name.startswith("module.upper_layers.")}
+        if len(layers) != int(self.num_layers) - 1:
+            raise ValueError(
+                f"{where} holds {len(layers) + 1} layers of weights, but num_layers="
+                f"{self.num_layers}: the file is inconsistent; save the model again."
+            )
+        total = sum(t.numel() for name, t in tensors.items() if name.startswith("module."))
+        if total > 64 * (int(self.hidden_size) + int(n_outputs) + self._encoder.n_inputs) ** 2 * int(self.num_layers):
+            raise ValueError(f"{where} holds more weights ({total}) than its parameters describe.")
+
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.three_d_array = True
         return tags
+
+
+#: Fitted attributes that a model file keeps or rebuilds (see ``_fitted_state``).
+_STATE_ATTRIBUTES = frozenset({
+    "net_", "module_", "_label_encoder", "_encoder", "_fitted_layout", "_n_step_features",
+    "classes_", "n_outputs_", "_y_mean", "_y_scale", "_y_ndim", "n_features_in_",
+    "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_",
+    "best_validation_score_", "best_validation_loss_",
+})
+
+#: Attributes that only some estimators have, and their state fields.
+_OPTIONAL_STATE = {
+    "feature_names_in_": "feature_names_in_",
+    "classes_": "classes_",
+    "n_outputs_": "n_outputs_",
+    "_y_mean": "y_mean",
+    "_y_scale": "y_scale",
+    "_y_ndim": "y_ndim",
+}
+
+
+def _load_device(estimator: BaseRNN, saved_on: str) -> torch.device:
+    """Where a loaded model goes: a GPU when PyTorch sees one and ``device`` allows it."""
+    if torch.cuda.is_available() and estimator.device in ("auto", "cuda"):
+        return torch.device("cuda")
+    if estimator.device == "cuda":
+        warnings.warn(
+            f"This {type(estimator).__name__} was saved with device='cuda' (its weights "
+            f"were on {saved_on}), but PyTorch sees no CUDA device: it is loaded on the "
+            "CPU and predicts there. Set device='cpu' or 'auto' before fitting it again.",
+            UserWarning,
+            stacklevel=4,
+        )
+    return torch.device("cpu")
+
+
+def _load_network_state(
+    net: _SequenceNet, state: dict[str, Any], tensors: dict[str, torch.Tensor], where: str, device: torch.device
+) -> None:
+    """Weights, optimizer state, loss scaler and random generators from a model file."""
+    module_state = {k[len("module."):]: v for k, v in tensors.items() if k.startswith("module.")}
+    wanted = {name: tuple(t.shape) for name, t in net.module_.state_dict().items()}
+    found = {name: tuple(t.shape) for name, t in module_state.items()}
+    if found != wanted:
+        raise ValueError(
+            f"{where} holds weights {found} that do not fit the network its parameters "
+            f"describe ({wanted}): the file is inconsistent; save the model again."
+        )
+    dtypes = {name: t.dtype for name, t in net.module_.state_dict().items()}
+    if any(module_state[name].dtype != dtype for name, dtype in dtypes.items()):
+        raise ValueError(f"{where} holds weights of another dtype than the network's: the file is inconsistent.")
+    net.module_.load_state_dict(module_state)
+    net.module_.to(device)
+    optimizer_state: dict[int, dict[str, Any]] = {}
+    for key, tensor in tensors.items():
+        if key.startswith("optimizer."):
+            index, name = key[len("optimizer."):].split(".", 1)
+            optimizer_state.setdefault(int(index), {})[name] = tensor  # load_state_dict places it
+    for key, value in state["optimizer"]["state"].items():
+        index, name = key.split(".", 1)
+        optimizer_state.setdefault(int(index), {})[name] = value
+    n_params = sum(len(group["params"]) for group in net.optimizer_.param_groups)
+    if any(index not in range(n_params) for index in optimizer_state):
+        raise ValueError(f"{where} holds optimizer state for parameters the network does not have.")
+    for index, entry in optimizer_state.items():
+        for name, value in entry.items():
+            if isinstance(value, torch.Tensor) and name != "step":
+                parameter = _nth_parameter(net.optimizer_, index)
+                if value.shape != parameter.shape:
+                    raise ValueError(f"{where} holds optimizer state {index}.{name} of shape "
+                                     f"{tuple(value.shape)} for a parameter of shape {tuple(parameter.shape)}.")
+    full = {"state": optimizer_state, "param_groups": net.optimizer_.state_dict()["param_groups"]}
+    if isinstance(net.optimizer_, SimplexSGD):
+        if "rng.simplex" not in tensors or state["optimizer"]["branch_counts"] is None:
+            raise ValueError(f"{where} lacks the simplex method's generator state: the file is inconsistent.")
+        full["simplex"] = {
+            "generator_state": tensors["rng.simplex"],
+            "branch_counts": state["optimizer"]["branch_counts"],
+        }
+    net.optimizer_.load_state_dict(full)
+    if state["optimizer"]["skipped_steps"] is not None and hasattr(net.optimizer_, "skipped_steps"):
+        net.optimizer_.skipped_steps = state["optimizer"]["skipped_steps"]
+    if state["grad_scaler"] is not None:
+        scaler = torch.amp.GradScaler(torch.device(net.device).type)
+        scaler.load_state_dict(state["grad_scaler"])
+        net.grad_scaler_ = scaler
+    module = net.module_
+    module._dropout_seed = state["dropout_seed"]
+    module._dropout_generators = {}
+    for key, tensor in tensors.items():
+        if key.startswith("rng.dropout."):
+            where_to = key[len("rng.dropout."):]
+            if where_to == "cpu" or (where_to.startswith("cuda") and torch.cuda.is_available()):
+                module.dropout_generator(where_to).set_state(tensor)
+
+
+def _nth_parameter(optimizer: torch.optim.Optimizer, index: int) -> torch.Tensor:
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    return parameters[index]
 
 
 #: The estimators' name of each optimizer class.

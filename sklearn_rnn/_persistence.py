@@ -1,25 +1,37 @@
-"""Save and load fitted estimators in a format that never runs code on load.
+"""Model files: a versioned schema of the fitted state, written so that loading runs no code.
 
 A model file is a `safetensors <https://github.com/huggingface/safetensors>`_ file: a
 JSON header and raw tensor bytes. Loading it parses JSON and copies numbers; unlike a
 pickle (or ``joblib.load``), it cannot execute code, so a model file from an untrusted
 source is safe to open.
 
-The file holds
+Format version 2 (this module writes and reads only it) holds
 
-- the network's weights (``module.*``) and the optimizer's state (``optimizer.*``), as
-  tensors on the CPU;
-- in the header's metadata, as JSON: the estimator's class, ``get_params()``, and every
-  fitted attribute needed to predict and to continue training (classes, the input
-  encoder's fill values, target scaling, ``n_features_in_``, ``feature_names_in_``,
-  the input layout, ``n_iter_``, ``loss_curve_`` and the training history), the state
-  of ``precision='float16'``'s loss scaler (scale and count of updates since the last
-  overflow, as :meth:`torch.amp.GradScaler.state_dict` gives them), plus a SHA-256
-  digest of the tensors, which detects a damaged or edited file.
+- tensors: the network's weights (``module.<name>``), the optimizer's tensors
+  (``optimizer.<index>.<key>``, e.g. Adam's moments), and the states of the random
+  generators that training draws from (``rng.dropout.<device>``: the dropout masks;
+  ``rng.simplex``: the simplex method's convex weights);
+- one metadata entry, ``sklearn_rnn``, a JSON object with the keys of :data:`HEADER_KEYS`:
+  the format and its version, the estimator's registered class name (:func:`class_key`),
+  its ``get_params()``, the fitted state as the fields of :data:`STATE_SCHEMA` (nothing
+  else: no attribute dump), and a SHA-256 digest of the whole header (without the digest)
+  and of every tensor's name, dtype, shape and bytes.
+
+Loading checks, before any network is built: that the file is this format and version,
+that the digest matches (an edited or damaged byte anywhere in the header or the tensors
+is refused), that the class is registered, and that every state field has its schema's
+kind; the estimator class then checks the weights' shapes against the parameters before
+it allocates its network. Every refusal is a :class:`ValueError`.
+
+This module imports nothing from the estimators: an estimator class registers itself
+(:func:`register`, done for every subclass of the package's base estimator) and provides
+two methods, ``_fitted_state()`` (the parameters, state fields and tensors to write) and
+the class method ``_from_fitted_state(params, state, tensors, where)`` (the estimator
+back).
 
 JSON keeps only plain values, so values are tagged with their kind (a numpy array with
 its dtype, a tuple, a dict with non-string keys, a RandomState's state) and rebuilt from
-a fixed list of kinds; nothing in the file names a class or function to call.
+a fixed list of kinds; nothing in the file names a function to call.
 """
 
 from __future__ import annotations
@@ -28,35 +40,192 @@ import hashlib
 import json
 import math
 import os
-import warnings
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
-from safetensors import SafetensorError, safe_open
+from safetensors import safe_open
 from safetensors.torch import save_file
-from sklearn.preprocessing import LabelEncoder
 
-from .sequences import InputEncoder
-
-if TYPE_CHECKING:
-    from ._estimators import BaseRNN
-
-__all__ = ["load", "save"]
+__all__ = ["FORMAT_VERSION", "STATE_SCHEMA", "class_key", "load", "register", "save"]
 
 FORMAT = "sklearn_rnn"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
-#: Attributes rebuilt from others or from the weights, never stored as such.
-_NOT_STORED = frozenset({"net_", "module_", "_label_encoder"})
+#: The keys of a version 2 header, all required.
+HEADER_KEYS = frozenset({"format", "format_version", "estimator", "params", "state", "sha256"})
+
+#: Registered estimator classes, by :func:`class_key`.
+_REGISTRY: dict[str, type] = {}
 
 
-def save(estimator: BaseRNN, path: str | os.PathLike) -> None:
+# ------------------------------------------------------------------ schema
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+def _float_list(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_float(item) for item in value)
+
+
+def _float_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 1
+
+
+def _label_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "biufUO"
+
+
+def _encoder(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"n_features", "fill_values", "use_mask", "time_feature", "time_scale"}
+        and _is_int(value["n_features"])
+        and value["n_features"] >= 1
+        and _float_array(value["fill_values"])
+        and isinstance(value["use_mask"], bool)
+        and _optional(_is_int)(value["time_feature"])
+        and _is_float(value["time_scale"])
+        and math.isfinite(value["time_scale"])
+        and value["time_scale"] > 0
+    )
+
+
+def _optimizer(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"name", "state", "branch_counts", "skipped_steps"}
+        and value["name"] in ("adam", "sgd", "simplex")
+        and isinstance(value["state"], dict)
+        and all(isinstance(key, str) and _is_float(item) for key, item in value["state"].items())
+        and _optional(lambda counts: isinstance(counts, dict)
+                      and all(isinstance(k, str) and _is_int(v) for k, v in counts.items()))(value["branch_counts"])
+        and _optional(_is_int)(value["skipped_steps"])
+    )
+
+
+def _grad_scaler(value: Any) -> bool:
+    keys = {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"}
+    return (
+        isinstance(value, dict)
+        and set(value) == keys
+        and all(_is_float(value[key]) for key in keys)
+        and math.isfinite(value["scale"])
+        and value["scale"] > 0
+    )
+
+
+#: The fitted state of format version 2: each field, whether every file has it, and the
+#: test its value passes. An estimator gives exactly these fields (the optional ones
+#: when it has them); a file with another field, a missing one or a value of another
+#: kind is refused.
+STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
+    "n_features_in_": (True, _is_int, "an int"),
+    "feature_names_in_": (False, _label_array, "a 1D array of names"),
+    "fitted_layout": (True, lambda v: v in ("table", "sequences"), "'table' or 'sequences'"),
+    "n_step_features": (True, _is_int, "an int"),
+    "encoder": (True, _encoder, "the input encoder's fields"),
+    "classes_": (False, _label_array, "a 1D array of labels"),
+    "n_outputs_": (False, _is_int, "an int"),
+    "y_mean": (False, _float_array, "a 1D float64 array"),
+    "y_scale": (False, _float_array, "a 1D float64 array"),
+    "y_ndim": (False, _is_int, "an int"),
+    "n_iter_": (True, _is_int, "an int"),
+    "loss_curve_": (True, _float_list, "a list of numbers"),
+    "validation_scores_": (True, _optional(_float_list), "a list of numbers or null"),
+    "best_validation_score_": (True, _optional(_is_float), "a number or null"),
+    "best_validation_loss_": (True, _optional(_is_float), "a number or null"),
+    "history": (True, lambda v: isinstance(v, list) and all(isinstance(row, dict) for row in v),
+                "a list of epoch records"),
+    "optimizer": (True, _optimizer, "the optimizer's kind and numeric state"),
+    "grad_scaler": (True, _optional(_grad_scaler), "GradScaler.state_dict() or null"),
+    "dropout_seed": (True, _is_int, "an int"),
+    "device": (True, lambda v: isinstance(v, str), "a device name"),
+    "extra": (True, lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
+              "a mapping of attribute names to values"),
+}
+
+
+# ---------------------------------------------------------------- registry
+def class_key(cls: type) -> str:
+    """The name a model file gives an estimator class.
+
+    The package's own classes go by their name (``'RNNClassifier'``); any other class
+    by ``'module:qualified name'``.
+
+    Parameters
+    ----------
+    cls : type
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from sklearn_rnn import RNNClassifier
+    >>> from sklearn_rnn._persistence import class_key
+    >>> class_key(RNNClassifier)
+    'RNNClassifier'
+    """
+    if cls.__module__.split(".")[0] == "sklearn_rnn":
+        return cls.__qualname__
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def register(cls: type) -> type:
+    """Make ``cls`` loadable: files naming :func:`class_key` of it load as ``cls``.
+
+    Every subclass of the package's estimators registers itself when it is defined; a
+    class defined again (say, in a notebook) replaces the earlier one.
+
+    Parameters
+    ----------
+    cls : type
+        A class with ``_fitted_state`` and ``_from_fitted_state``.
+
+    Returns
+    -------
+    type
+        ``cls``.
+    """
+    _REGISTRY[class_key(cls)] = cls
+    return cls
+
+
+def _check_savable_class(cls: type) -> str:
+    key = class_key(cls)
+    if "<locals>" in cls.__qualname__:
+        raise TypeError(
+            f"{cls.__qualname__} is defined inside a function, so no later session can find "
+            "it by name and its model file could not be loaded: define the class at the top "
+            "level of a module, or keep this model with pickle/joblib."
+        )
+    if _REGISTRY.get(key) is not cls:
+        raise TypeError(
+            f"{cls.__qualname__} is not registered for model files (another class of the "
+            f"name {key!r} was defined after it): save an instance of the class registered "
+            "under that name, or register this one with sklearn_rnn._persistence.register."
+        )
+    return key
+
+
+# ------------------------------------------------------------------ saving
+def save(estimator: Any, path: str | os.PathLike) -> None:
     """Write a fitted estimator to ``path`` (see :func:`load`).
 
     Parameters
     ----------
-    estimator : RNNClassifier or RNNRegressor
+    estimator : RNNClassifier, RNNRegressor, RNNStepClassifier or a subclass
         A fitted estimator.
     path : str or path-like
         The file to write (conventionally ``*.safetensors``); replaced if it exists.
@@ -65,9 +234,12 @@ def save(estimator: BaseRNN, path: str | os.PathLike) -> None:
     ------
     sklearn.exceptions.NotFittedError
         The estimator is not fitted.
+    ValueError
+        Parameters that shape the network were changed since it was fitted.
     TypeError
-        A parameter or fitted attribute holds a value this format cannot store (the
-        message names it); pickle such a model instead.
+        A parameter or state field holds a value this format cannot store, or the
+        class could not be found when loading (the message names it); pickle such a
+        model instead.
 
     Examples
     --------
@@ -83,47 +255,30 @@ def save(estimator: BaseRNN, path: str | os.PathLike) -> None:
     ...     sorted(os.listdir(folder))
     ['model.safetensors']
     """
-    from sklearn.utils.validation import check_is_fitted
-
-    check_is_fitted(estimator)
-    tensors = {
-        f"module.{name}": tensor.detach().to("cpu").contiguous()
-        for name, tensor in estimator.net_.module_.state_dict().items()
-    }
-    optimizer_state = {}
-    for index, state in estimator.net_.optimizer_.state_dict()["state"].items():
-        for key, value in state.items():
-            if isinstance(value, torch.Tensor):
-                tensors[f"optimizer.{index}.{key}"] = value.detach().to("cpu").contiguous()
-            else:
-                optimizer_state[f"{index}.{key}"] = _encode(value, f"optimizer state {key!r}")
-    attributes = {
-        name: _encode(value, f"fitted attribute {name!r}")
-        for name, value in vars(estimator).items()
-        if name not in _NOT_STORED and name not in estimator._get_param_names()
-    }
+    key = _check_savable_class(type(estimator))
+    params, state, tensors = estimator._fitted_state()
+    unknown = set(state) - set(STATE_SCHEMA)
+    missing = {name for name, (required, _, _) in STATE_SCHEMA.items() if required} - set(state)
+    if unknown or missing:
+        raise TypeError(
+            f"{type(estimator).__name__}._fitted_state() gave fields {sorted(unknown)} not in "
+            f"model format {FORMAT_VERSION} and lacks {sorted(missing)}: a model file holds "
+            "exactly the fields of sklearn_rnn._persistence.STATE_SCHEMA."
+        )
+    tensors = {name: tensor.detach().to("cpu").contiguous() for name, tensor in tensors.items()}
     header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "estimator": type(estimator).__name__,
-        "params": {
-            name: _encode(value, f"parameter {name!r}")
-            for name, value in estimator.get_params(deep=False).items()
-        },
-        "attributes": attributes,
-        "optimizer_state": optimizer_state,
-        "history": _encode(estimator.net_.history.to_list(), "training history"),
-        "grad_scaler": _scaler_state(estimator.net_),
-        "device": str(next(estimator.net_.module_.parameters()).device),
-        "sha256": _digest(tensors),
+        "estimator": key,
+        "params": {name: _encode(value, f"parameter {name!r}") for name, value in params.items()},
+        "state": {name: _encode(value, f"fitted state {name!r}") for name, value in state.items()},
     }
-    from . import __version__
-
-    metadata = {FORMAT: json.dumps(header), "sklearn_rnn_version": __version__}
-    save_file(tensors, os.fspath(path), metadata=metadata)
+    header["sha256"] = _digest(header, tensors)
+    save_file(tensors, os.fspath(path), metadata={FORMAT: json.dumps(header)})
 
 
-def load(path: str | os.PathLike, *, expected: type | None = None) -> BaseRNN:
+# ----------------------------------------------------------------- loading
+def load(path: str | os.PathLike, *, expected: type | None = None) -> Any:
     """Read an estimator written by :meth:`~sklearn_rnn.RNNClassifier.save`.
 
     Loading parses JSON and copies tensor bytes; it never runs code from the file.
@@ -140,17 +295,19 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> BaseRNN:
 
     Returns
     -------
-    RNNClassifier or RNNRegressor
+    RNNClassifier, RNNRegressor, RNNStepClassifier or a registered subclass
         The fitted estimator: the same parameters, fitted attributes, weights,
-        optimizer state and loss scaler, hence the same predictions, and training
-        continues as it would have from the saved estimator. (Files saved before the
-        loss scaler's state was stored load with a fresh scaler.)
+        optimizer state, loss scaler and random generators, hence bit for bit the same
+        predictions, and training continues exactly as it would have from the saved
+        estimator.
 
     Raises
     ------
     ValueError
-        The file is not a model file written by ``save``, was written by a newer
-        format, was damaged or edited, or holds another estimator than ``expected``.
+        The file is not a model file of format version 2 (files of version 1, written
+        before the digest covered the header, are refused: they cannot be verified),
+        was damaged or edited, is inconsistent, names a class that is not defined in
+        this session, or holds another estimator than ``expected``.
 
     Examples
     --------
@@ -167,170 +324,131 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> BaseRNN:
     >>> type(loaded).__name__, loaded.classes_.tolist()
     ('RNNClassifier', ['down', 'up'])
     """
-    from ._estimators import RNNClassifier, RNNRegressor, _Seeds
-    from ._step_estimator import RNNStepClassifier
-
-    known = {
-        "RNNClassifier": RNNClassifier,
-        "RNNRegressor": RNNRegressor,
-        "RNNStepClassifier": RNNStepClassifier,
-    }
-    header, tensors = _read(path)
-    name = header.get("estimator")
-    if name not in known:
-        raise ValueError(
-            f"{os.fspath(path)!r} holds an estimator of unknown class {name!r}: expected "
-            f"one of {sorted(known)}. Load it with the sklearn_rnn version that saved it."
+    where = repr(os.fspath(path))
+    header, tensors = _read(path, where)
+    name = header["estimator"]
+    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    if cls is None:
+        module = name.split(":")[0] if isinstance(name, str) and ":" in name else None
+        hint = (
+            f"it is defined in module {module!r}: import that module (or define the class) "
+            "before loading."
+            if module
+            else f"expected one of {sorted(k for k in _REGISTRY if ':' not in k)}."
         )
-    cls = known[name]
+        raise ValueError(f"{where} holds an estimator of unknown class {name!r}: {hint}")
     if expected is not None and not issubclass(cls, expected):
         raise ValueError(
-            f"{os.fspath(path)!r} holds a {name}, not a {expected.__name__}: load it with "
-            f"{name}.load or sklearn_rnn.load."
+            f"{where} holds a {cls.__name__}, not a {expected.__name__}: load it with "
+            f"{cls.__name__}.load or sklearn_rnn.load."
         )
-    estimator = cls(**{key: _decode(value) for key, value in header["params"].items()})
-    for key, value in header["attributes"].items():
-        setattr(estimator, key, _decode(value))
-    if hasattr(estimator, "classes_"):
-        estimator._label_encoder = LabelEncoder()
-        estimator._label_encoder.classes_ = estimator.classes_
-    device = _target_device(estimator, header.get("device", "cpu"))
-    # The seeds only draw initial weights, which the stored ones replace.
-    net = estimator._build_net(_Seeds.draw(0), device, incremental=False)
-    _load_weights(net, tensors, header, path, device)
-    net.history = type(net.history)(_decode(header["history"]))  # the engine's kind of history
-    _load_scaler(net, header.get("grad_scaler"), path)  # absent from files saved before it was stored
-    estimator.net_ = net
-    estimator.module_ = net.module_
-    return estimator
+    try:
+        params = {key: _decode(value) for key, value in _mapping(header["params"]).items()}
+        state = {key: _decode(value) for key, value in _mapping(header["state"]).items()}
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as error:
+        raise ValueError(f"{where} holds values this format does not know ({error}).") from error
+    _check_state(state, where)
+    try:
+        return cls._from_fitted_state(params, state, tensors, where)
+    except (KeyError, TypeError, IndexError, AttributeError, RuntimeError, OverflowError) as error:
+        raise ValueError(
+            f"{where} is inconsistent ({type(error).__name__}: {error}): its parameters, "
+            "state and tensors do not describe one model. Save the model again."
+        ) from error
 
 
-# ------------------------------------------------------------------ reading
-def _read(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    where = repr(os.fspath(path))
+def _mapping(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _check_state(state: dict[str, Any], where: str) -> None:
+    for name, (required, check, kind) in STATE_SCHEMA.items():
+        if name not in state:
+            if required:
+                raise ValueError(f"{where} lacks the fitted state field {name!r}: save the model again.")
+            continue
+        if not check(state[name]):
+            raise ValueError(
+                f"{where} holds fitted state {name!r} = {_short(state[name])}: expected {kind}. "
+                "The file is inconsistent; save the model again."
+            )
+    unknown = set(state) - set(STATE_SCHEMA)
+    if unknown:
+        raise ValueError(
+            f"{where} holds fitted state fields {sorted(unknown)} that model format "
+            f"{FORMAT_VERSION} does not have: save the model again."
+        )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _read(path: str | os.PathLike, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     not_a_model = (
-        f"expected a model file written by RNNClassifier.save or RNNRegressor.save. A "
-        "pickle or joblib file loads with pickle.load or joblib.load (only from a "
-        "trusted source: loading a pickle runs code)."
+        "expected a model file written by the save method of an sklearn_rnn estimator. A "
+        "pickle or joblib file loads with pickle.load or joblib.load (only from a trusted "
+        "source: loading a pickle runs code)."
     )
     try:
         with safe_open(os.fspath(path), framework="pt", device="cpu") as handle:
             metadata = handle.metadata() or {}
             tensors = {key: handle.get_tensor(key) for key in handle.keys()}
-    except (SafetensorError, OSError) as error:
-        if isinstance(error, FileNotFoundError):
-            raise
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # safetensors' own errors, OSError, a bad header's errors
         raise ValueError(f"{where} is not a readable model file ({error}): {not_a_model}") from error
     if FORMAT not in metadata:
         raise ValueError(f"{where} is a safetensors file without sklearn_rnn metadata: {not_a_model}")
+    if set(metadata) != {FORMAT}:
+        raise ValueError(
+            f"{where} holds metadata {sorted(set(metadata) - {FORMAT})} besides the model's, "
+            "which no digest covers: the file was edited; save the model again."
+        )
     try:
         header = json.loads(metadata[FORMAT])
-    except json.JSONDecodeError as error:
+    except ValueError as error:
         raise ValueError(f"{where} has damaged metadata ({error}): save the model again.") from error
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError(f"{where} has metadata of another format: {not_a_model}")
     version = header.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if version == 1:
+        raise ValueError(
+            f"{where} is a model file of format version 1, whose digest covered only the "
+            "tensors, so its header cannot be verified; this sklearn_rnn reads format "
+            f"version {FORMAT_VERSION} only. Refit the model, or load the file with the "
+            "sklearn_rnn that wrote it and move the model over by pickle (from a trusted "
+            "source), then save it again."
+        )
+    if not _is_int(version) or version != FORMAT_VERSION:
+        newer = _is_int(version) and version > FORMAT_VERSION
         raise ValueError(
             f"{where} uses model format version {version!r}, but this sklearn_rnn reads "
-            f"versions up to {FORMAT_VERSION}: upgrade sklearn_rnn to load it."
+            f"version {FORMAT_VERSION}"
+            + (": upgrade sklearn_rnn to load it." if newer else ": the file is damaged.")
         )
-    missing = {"estimator", "params", "attributes", "optimizer_state", "history", "sha256"} - set(header)
-    if missing:
-        raise ValueError(f"{where} has incomplete metadata (no {sorted(missing)}): save the model again.")
-    if _digest(tensors) != header["sha256"]:
+    if set(header) != HEADER_KEYS:
         raise ValueError(
-            f"{where} was damaged or edited after it was saved: its tensors do not match "
-            "the digest stored with them. Save the model again from its source."
+            f"{where} has a header with keys {sorted(header)}: expected {sorted(HEADER_KEYS)}. "
+            "The file is damaged or edited; save the model again."
+        )
+    if _digest(header, tensors) != header["sha256"]:
+        raise ValueError(
+            f"{where} was damaged or edited after it was saved: its header and tensors do "
+            "not match the digest stored with them. Save the model again from its source."
         )
     return header, tensors
 
 
-def _load_weights(
-    net: Any, tensors: dict[str, torch.Tensor], header: dict[str, Any], path: Any, device: torch.device
-) -> None:
-    module_state = {k[len("module.") :]: v for k, v in tensors.items() if k.startswith("module.")}
-    expected = net.module_.state_dict()
-    shapes = {name: tuple(tensor.shape) for name, tensor in module_state.items()}
-    wanted = {name: tuple(tensor.shape) for name, tensor in expected.items()}
-    if shapes != wanted:
-        raise ValueError(
-            f"{os.fspath(path)!r} holds weights {shapes} that do not fit the network its "
-            f"parameters describe ({wanted}): the file is inconsistent; save the model again."
-        )
-    net.module_.load_state_dict(module_state)
-    net.module_.to(device)
-    state: dict[int, dict[str, Any]] = {}
-    for key, tensor in tensors.items():
-        if key.startswith("optimizer."):
-            index, name = key[len("optimizer.") :].split(".", 1)
-            state.setdefault(int(index), {})[name] = tensor  # load_state_dict places it
-    for key, value in header["optimizer_state"].items():
-        index, name = key.split(".", 1)
-        state.setdefault(int(index), {})[name] = _decode(value)
-    if state:
-        param_groups = net.optimizer_.state_dict()["param_groups"]
-        net.optimizer_.load_state_dict({"state": state, "param_groups": param_groups})
-
-
-#: The entries of :meth:`torch.amp.GradScaler.state_dict`, with their types.
-_SCALER_STATE = {
-    "scale": float,
-    "growth_factor": float,
-    "backoff_factor": float,
-    "growth_interval": int,
-    "_growth_tracker": int,
-}
-
-
-def _scaler_state(net: Any) -> dict[str, float | int] | None:
-    """The float16 loss scaler's state (plain numbers), or None without a scaler."""
-    scaler: torch.amp.GradScaler | None = getattr(net, "grad_scaler_", None)
-    return None if scaler is None else scaler.state_dict()
-
-
-def _load_scaler(net: Any, state: Any, path: Any) -> None:
-    """Give ``net`` the loss scaler that :func:`_scaler_state` described, as a pickle would."""
-    if state is None:
-        return
-    def number(value: Any, kind: type) -> bool:  # JSON writes 2.0**16 as 65536.0; an int is a float here too
-        kinds = (int, float) if kind is float else (int,)
-        return isinstance(value, kinds) and not isinstance(value, bool)
-
-    valid = (
-        isinstance(state, dict)
-        and set(state) == set(_SCALER_STATE)
-        and all(number(state[key], kind) for key, kind in _SCALER_STATE.items())
-        and math.isfinite(state["scale"])
-        and state["scale"] > 0
-    )
-    if not valid:
-        raise ValueError(
-            f"{os.fspath(path)!r} holds damaged loss-scaler state {state!r}: expected the "
-            f"numbers {sorted(_SCALER_STATE)} of GradScaler.state_dict(), with a positive "
-            "finite scale. The file was edited or damaged; save the model again."
-        )
-    scaler = torch.amp.GradScaler(torch.device(net.device).type)
-    scaler.load_state_dict(state)
-    net.grad_scaler_ = scaler
-
-
-def _target_device(estimator: Any, saved_on: str) -> torch.device:
-    if torch.cuda.is_available() and estimator.device in ("auto", "cuda"):
-        return torch.device("cuda")
-    if estimator.device == "cuda":
-        warnings.warn(
-            f"This {type(estimator).__name__} was saved with device='cuda' (its weights "
-            f"were on {saved_on}), but PyTorch sees no CUDA device: it is loaded on the "
-            "CPU and predicts there. Set device='cpu' or 'auto' before fitting it again.",
-            UserWarning,
-            stacklevel=3,
-        )
-    return torch.device("cpu")
-
-
-def _digest(tensors: dict[str, torch.Tensor]) -> str:
+def _digest(header: dict[str, Any], tensors: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of the header (without its digest, as canonical JSON) and the tensors."""
     digest = hashlib.sha256()
+    body = {key: value for key, value in header.items() if key != "sha256"}
+    digest.update(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+    digest.update(b"\0")
     for name in sorted(tensors):
         tensor = tensors[name]
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
@@ -360,8 +478,6 @@ def _encode(value: Any, what: str) -> Any:
         return {"kind": "dict", "pairs": pairs}
     if isinstance(value, np.random.RandomState):
         return {"kind": "random_state", "state": _encode(value.get_state(), what)}
-    if isinstance(value, InputEncoder):
-        return {"kind": "input_encoder", "state": _encode(vars(value), what)}
     raise TypeError(
         f"{what} is a {type(value).__name__}, which save() cannot store: use plain "
         "values (numbers, strings, None, arrays), or keep this model with pickle/joblib."
@@ -377,10 +493,15 @@ def _decode(value: Any) -> Any:
     kind = value.get("kind")
     if kind == "ndarray":
         dtype = np.dtype(value["dtype"])
+        if dtype.kind not in "biufUO":
+            raise ValueError(f"arrays of dtype {dtype} are not stored")
         items = [_decode(item) for item in value["items"]]
+        shape = [int(size) for size in value["shape"]]
+        if math.prod(shape) != len(items):
+            raise ValueError(f"an array of shape {shape} with {len(items)} items")
         array = np.empty(len(items), dtype=dtype)
         array[:] = items if dtype != object else _object_items(items)
-        return array.reshape(value["shape"])
+        return array.reshape(shape)
     if kind == "tuple":
         return tuple(_decode(item) for item in value["items"])
     if kind == "dict":
@@ -389,11 +510,7 @@ def _decode(value: Any) -> Any:
         random_state = np.random.RandomState()
         random_state.set_state(_decode(value["state"]))
         return random_state
-    if kind == "input_encoder":
-        encoder = InputEncoder.__new__(InputEncoder)
-        vars(encoder).update(_decode(value["state"]))
-        return encoder
-    raise ValueError(f"a model file holds a value of unknown kind {kind!r}: save the model again.")
+    raise ValueError(f"a value of unknown kind {kind!r}")
 
 
 def _object_items(items: list[Any]) -> np.ndarray:

@@ -134,14 +134,21 @@ def test_keyboard_interrupt_mid_epoch_keeps_the_last_finished_epoch(data, cls, m
         np.testing.assert_array_equal(model.fit(X, y).predict(X), three.fit(X, y).predict(X))
 
 
-def test_keyboard_interrupt_in_the_first_epoch_leaves_the_initial_model(data, monkeypatch):
+def test_keyboard_interrupt_in_the_first_epoch_of_a_first_fit_leaves_it_unfitted(data, monkeypatch):
+    # Nothing finished, so nothing is swapped in: the estimator stays unfitted and the
+    # interrupt reaches the caller (issue 18: no half-fitted estimator).
+    from sklearn.exceptions import NotFittedError
+
     X, y, _ = data
     fail_at_batch(monkeypatch, 2, exception=KeyboardInterrupt)
-    with pytest.warns(UserWarning, match="the initial weights are kept"):
-        model = RNNClassifier(max_iter=10, early_stopping=True, **TINY).fit(X, y)
-    assert model.n_iter_ == 0 and model.loss_curve_ == [] and len(model.net_.history) == 0
-    assert model.validation_scores_ is None and model.best_validation_loss_ is None
-    assert model.predict_proba(X).shape == (N, 2)
+    model = RNNClassifier(max_iter=10, early_stopping=True, **TINY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no "weights are kept" warning
+        with pytest.raises(KeyboardInterrupt, match="left as it was before the call"):
+            model.fit(X, y)
+    assert not hasattr(model, "net_") and not hasattr(model, "classes_")
+    with pytest.raises(NotFittedError):
+        model.predict(X)
 
 
 def test_keyboard_interrupt_during_partial_fit_keeps_the_previous_weights(data, monkeypatch):

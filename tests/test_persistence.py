@@ -23,6 +23,14 @@ def ragged(n=30, seed=0, d=2):
     return [rng.normal(size=(rng.integers(2, 7), d)) for _ in range(n)]
 
 
+def resigned(header, tensors):
+    """A forger's header: edited, with a digest recomputed to match (the digest detects
+    damage and edits, not a forger who recomputes it; the checks after it must hold)."""
+    from sklearn_rnn._persistence import _digest
+
+    return {**header, "sha256": _digest(header, tensors)}
+
+
 def fit(model, X, y):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -113,7 +121,7 @@ def test_the_file_is_safetensors_with_json_metadata(classifier, tmp_path):
     with safe_open(str(path), framework="pt") as handle:
         header = json.loads(handle.metadata()["sklearn_rnn"])
         keys = set(handle.keys())
-    assert header["estimator"] == "RNNClassifier" and header["format_version"] == 1
+    assert header["estimator"] == "RNNClassifier" and header["format_version"] == 2
     assert "module.recurrence.weight_hh_l0" in keys
     assert any(key.startswith("optimizer.") for key in keys)
     assert header["params"]["hidden_size"] == 5
@@ -147,11 +155,16 @@ def test_unknown_and_tampered_files_give_clear_errors(classifier, tmp_path):
         metadata = handle.metadata()
     header = json.loads(metadata["sklearn_rnn"])
     for change, message in [
-        ({"format_version": 99}, "format version 99, but this sklearn_rnn reads versions up to 1"),
-        ({"estimator": "os.system"}, "unknown class 'os.system'"),
+        ({"format_version": 99}, "format version 99, but this sklearn_rnn reads version 2: upgrade"),
+        ({"format_version": 1}, "format version 1, whose digest covered only the tensors"),
+        ({"estimator": "os.system"}, "damaged or edited after it was saved"),
+        ({"estimator": "os:system", "sha256": None}, "unknown class 'os:system': it is defined in module 'os'"),
     ]:
         forged = tmp_path / "forged.safetensors"
-        save_file(tensors, str(forged), metadata={**metadata, "sklearn_rnn": json.dumps({**header, **change})})
+        forged_header = {**header, **change}
+        if forged_header["sha256"] is None:
+            forged_header = resigned(forged_header, tensors)
+        save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(forged_header)})
         with pytest.raises(ValueError, match=message):
             sklearn_rnn.load(forged)
     with pytest.raises(ValueError, match="holds a RNNClassifier, not a RNNRegressor"):
@@ -176,9 +189,9 @@ def test_a_cuda_model_loads_on_the_cpu_with_a_warning(classifier, tmp_path):
         metadata = handle.metadata()
     header = json.loads(metadata["sklearn_rnn"])
     header["params"]["device"] = "cuda"
-    header["device"] = "cuda:0"
+    header["state"]["device"] = "cuda:0"
     forged = tmp_path / "cuda.safetensors"
-    save_file(tensors, str(forged), metadata={**metadata, "sklearn_rnn": json.dumps(header)})
+    save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(resigned(header, tensors))})
     with pytest.warns(UserWarning, match="saved with device='cuda'.*loaded on the CPU"):
         loaded = RNNClassifier.load(forged)
     assert loaded.device == "cuda"

@@ -34,6 +34,7 @@ from .nn import CELLS, RecurrentNetwork
 from .nn._cells import HIDDEN_INITS
 from .optim import ClippedSGD, SimplexSGD, temporal_gradients
 from ._parallel import limit_torch_threads
+from ._persistence import from_portable, to_portable
 from ._persistence import load as load_model
 from ._persistence import register as register_model_class
 from ._persistence import save as save_model
@@ -98,6 +99,31 @@ def _check_class_weight_values(class_weight: dict) -> None:
                 "loss, NaN would spoil training). Pass weights such as {label: 2.0}, or "
                 "class_weight='balanced'."
             )
+
+
+def _check_unambiguous_table(X: Any, name: str) -> None:
+    """Refuse an ``(m, 1)`` array given to a model fitted on ``(T_i, d)`` sequences.
+
+    Read by the table rule it is ``m`` one-step sequences, but passed to such a model it
+    is far more likely one sequence of ``m`` steps: the rule is to refuse it and ask.
+    """
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        try:
+            shape = np.shape(X)
+        except ValueError:
+            return
+    if len(shape) == 2 and shape[1] == 1:
+        raise ValueError(
+            f"X has shape {tuple(shape)}: read as a table (one univariate sequence per row) it "
+            f"is {shape[0]} one-step sequences, but this {name} was fitted on (T_i, d) "
+            f"sequences, so it may also be one sequence of {shape[0]} steps. Pass [X] for one "
+            f"sequence, or np.reshape(X, (-1, 1, 1)) for {shape[0]} one-step sequences."
+        )
+
+
+def _n_targets(y: Any) -> int:
+    return len(y) if hasattr(y, "__len__") else len(np.asarray(y))
 
 
 def _optional_float(value: Any) -> float | None:
@@ -446,7 +472,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """
         limit_torch_threads()  # a fit inside a joblib or Dask worker uses its CPU share
         reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
-        work = copy.copy(self)  # shares the fitted network when training continues
+        work = object.__new__(type(self))  # a shallow copy (not copy.copy: see __getstate__)
+        work.__dict__.update(self.__dict__)  # shares the fitted network when training continues
         train, valid = work._prepare(
             X, y, sample_weight, incremental=incremental, classes=classes, reset=reset
         )
@@ -859,6 +886,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _validate_sequences(self, X: Any, *, reset: bool) -> list[np.ndarray]:
         layout = input_layout(X)
         fitted_on_table = getattr(self, "_fitted_layout", None) == "table"
+        if layout == "table" and not reset and not fitted_on_table:
+            _check_unambiguous_table(X, type(self).__name__)
         if layout == "table" and (reset or fitted_on_table):
             # A table's columns are its features in scikit-learn's sense: validate_data
             # sets and checks n_features_in_ and feature_names_in_.
@@ -998,6 +1027,31 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         True
         """
         return load_model(path, expected=cls)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The state pickle, joblib, ``copy.deepcopy`` and skops.io store.
+
+        A fitted estimator gives the content of its model file (:meth:`save`): a JSON
+        string and numpy arrays, checked by the same digest when restored. A fitted
+        estimator that the model format refuses (say, parameters changed since it was
+        fitted) travels whole, as before.
+        """
+        state = super().__getstate__()
+        if "net_" not in state:
+            return state
+        try:
+            portable = to_portable(self)
+        except (TypeError, ValueError):
+            return state
+        kept = {k: v for k, v in state.items() if k.startswith(("_sklearn", "_metadata_request"))}
+        return {**kept, _PORTABLE: portable}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if _PORTABLE in state:
+            state = dict(state)
+            restored = from_portable(state.pop(_PORTABLE), expected=type(self))
+            state = {**vars(restored), **state}
+        super().__setstate__(state)
 
     def _fitted_state(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, torch.Tensor]]:
         """The parameters, state fields (:data:`~sklearn_rnn._persistence.STATE_SCHEMA`)
@@ -1151,6 +1205,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         tags.input_tags.three_d_array = True
         return tags
 
+
+#: The key of a fitted estimator's model-file content in its pickled state.
+_PORTABLE = "_sklearn_rnn_model"
 
 #: Fitted attributes that a model file keeps or rebuilds (see ``_fitted_state``).
 _STATE_ATTRIBUTES = frozenset({
@@ -1704,6 +1761,24 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         outputs = self._forward(X)
         return self.classes_[outputs.argmax(axis=1)]
 
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Mean accuracy on ``X`` and ``y``, weighted by non-negative ``sample_weight``.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights, not all zero.
+
+        Returns
+        -------
+        float
+        """
+        if sample_weight is not None:
+            sample_weight = self._check_sample_weight(sample_weight, _n_targets(y))
+        return super().score(X, y, sample_weight=sample_weight)
+
 
 class RNNRegressor(RegressorMixin, BaseRNN):
     """Recurrent-network regressor for variable-length sequences.
@@ -1965,6 +2040,24 @@ class RNNRegressor(RegressorMixin, BaseRNN):
                 "the predictions back where the numbers fit."
             )
         return outputs.ravel() if self._y_ndim == 1 else outputs
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Coefficient of determination R^2, weighted by non-negative ``sample_weight``.
+
+        Parameters
+        ----------
+        X : sequences in any form accepted by :meth:`fit`
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights, not all zero.
+
+        Returns
+        -------
+        float
+        """
+        if sample_weight is not None:
+            sample_weight = self._check_sample_weight(sample_weight, _n_targets(y))
+        return super().score(X, y, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()

@@ -48,7 +48,16 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-__all__ = ["FORMAT_VERSION", "STATE_SCHEMA", "class_key", "load", "register", "save"]
+__all__ = [
+    "FORMAT_VERSION",
+    "STATE_SCHEMA",
+    "class_key",
+    "from_portable",
+    "load",
+    "register",
+    "save",
+    "to_portable",
+]
 
 FORMAT = "sklearn_rnn"
 FORMAT_VERSION = 2
@@ -255,6 +264,12 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     ...     sorted(os.listdir(folder))
     ['model.safetensors']
     """
+    header, tensors = _header(estimator)
+    save_file(tensors, os.fspath(path), metadata={FORMAT: json.dumps(header)})
+
+
+def _header(estimator: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """The signed header and the tensors of a fitted estimator."""
     key = _check_savable_class(type(estimator))
     params, state, tensors = estimator._fitted_state()
     unknown = set(state) - set(STATE_SCHEMA)
@@ -274,7 +289,58 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
         "state": {name: _encode(value, f"fitted state {name!r}") for name, value in state.items()},
     }
     header["sha256"] = _digest(header, tensors)
-    save_file(tensors, os.fspath(path), metadata={FORMAT: json.dumps(header)})
+    return header, tensors
+
+
+def to_portable(estimator: Any) -> dict[str, Any]:
+    """The content of a model file as plain values: a JSON string and numpy arrays.
+
+    What the estimators' ``__getstate__`` gives pickle, joblib, ``copy.deepcopy`` and
+    skops.io, so that each of them stores the fitted state of this schema (and skops
+    stores nothing but a string and arrays, which it loads without running code).
+
+    Parameters
+    ----------
+    estimator : a fitted estimator of the package
+
+    Returns
+    -------
+    dict
+        ``{'format': 'sklearn_rnn', 'header': str, 'tensors': {name: ndarray}}``.
+    """
+    header, tensors = _header(estimator)
+    return {
+        "format": FORMAT,
+        "header": json.dumps(header),
+        "tensors": {name: tensor.numpy() for name, tensor in tensors.items()},
+    }
+
+
+def from_portable(portable: Any, *, expected: type | None = None) -> Any:
+    """The estimator that :func:`to_portable` described, verified as a model file is.
+
+    Parameters
+    ----------
+    portable : dict
+        :func:`to_portable`'s value.
+    expected : type, optional
+        Raise unless the stored estimator is an instance of this class.
+
+    Returns
+    -------
+    estimator
+    """
+    where = "a stored estimator"
+    try:
+        tensors = {
+            name: torch.from_numpy(np.array(array, copy=True))
+            for name, array in _mapping(portable["tensors"]).items()
+        }
+        text = portable["header"]
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{where} is not in the form to_portable gives ({error}).") from error
+    header = _check_header(text, tensors, where)
+    return _restore(header, tensors, expected, where)
 
 
 # ----------------------------------------------------------------- loading
@@ -326,6 +392,13 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> Any:
     """
     where = repr(os.fspath(path))
     header, tensors = _read(path, where)
+    return _restore(header, tensors, expected, where)
+
+
+def _restore(
+    header: dict[str, Any], tensors: dict[str, torch.Tensor], expected: type | None, where: str
+) -> Any:
+    """The estimator of a verified header and its tensors."""
     name = header["estimator"]
     cls = _REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:
@@ -408,12 +481,20 @@ def _read(path: str | os.PathLike, where: str) -> tuple[dict[str, Any], dict[str
             f"{where} holds metadata {sorted(set(metadata) - {FORMAT})} besides the model's, "
             "which no digest covers: the file was edited; save the model again."
         )
+    return _check_header(metadata[FORMAT], tensors, where), tensors
+
+
+def _check_header(text: Any, tensors: dict[str, torch.Tensor], where: str) -> dict[str, Any]:
+    """The header of JSON ``text``, checked: format, version, keys and digest."""
     try:
-        header = json.loads(metadata[FORMAT])
-    except ValueError as error:
+        header = json.loads(text)
+    except (TypeError, ValueError) as error:
         raise ValueError(f"{where} has damaged metadata ({error}): save the model again.") from error
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise ValueError(f"{where} has metadata of another format: {not_a_model}")
+        raise ValueError(
+            f"{where} has metadata of another format: expected a model written by the save "
+            "method of an sklearn_rnn estimator."
+        )
     version = header.get("format_version")
     if version == 1:
         raise ValueError(
@@ -440,7 +521,7 @@ def _read(path: str | os.PathLike, where: str) -> tuple[dict[str, Any], dict[str
             f"{where} was damaged or edited after it was saved: its header and tensors do "
             "not match the digest stored with them. Save the model again from its source."
         )
-    return header, tensors
+    return header
 
 
 def _digest(header: dict[str, Any], tensors: dict[str, torch.Tensor]) -> str:

@@ -67,12 +67,29 @@ def input_layout(X: Any) -> Layout:
         if X.dtype == object and X.ndim == 1:
             return "sequences"
         return "padded" if X.ndim >= 3 else "table"
+    ndim = getattr(X, "ndim", None)
+    if hasattr(X, "__array__") and isinstance(ndim, int) and ndim >= 3:
+        return "padded"  # a torch tensor or another array type of (n, T, d)
     if isinstance(X, (list, tuple)):
         # An empty list, or one holding any 2D-or-more sample, is read as sequences so
         # that errors name the offending sample; a list of flat rows is a table.
         if len(X) == 0 or any(_is_two_dimensional(sample) for sample in X):
             return "sequences"
+        _check_equal_rows(X)
     return "table"
+
+
+def _check_equal_rows(X: list[Any] | tuple[Any, ...]) -> None:
+    """Refuse a list of flat rows of different lengths: not a table, and not sequences."""
+    lengths = {len(row) for row in X if getattr(row, "ndim", 1) == 1 and hasattr(row, "__len__")}
+    if len(lengths) > 1 and all(hasattr(row, "__len__") and not isinstance(row, str) for row in X):
+        raise ValueError(
+            f"X holds {len(X)} one-dimensional rows of different lengths "
+            f"({', '.join(map(str, sorted(lengths)[:6]))}{', ...' if len(lengths) > 6 else ''}): "
+            "read as a table its rows must be equally long, and a sequence is a 2D (T_i, d) "
+            "array. For univariate sequences of different lengths pass (T_i, 1) arrays, e.g. "
+            "[np.reshape(x, (-1, 1)) for x in X]."
+        )
 
 
 def _check_container(X: Any) -> None:
@@ -109,8 +126,15 @@ def check_numeric_table(X: Any) -> None:
     """
     if type(X).__module__.startswith("scipy.sparse"):
         return  # scikit-learn's validation explains that dense data is needed
+    if getattr(X, "ndim", None) == 1 and getattr(X, "dtype", None) != object:
+        raise ValueError(
+            f"X is one-dimensional ({type(X).__name__} of {len(X)} values): expected sequences, "
+            "a list of (T_i, d) arrays, a 3D array (n, T, d) or a 2D table (n, T). Reshape your "
+            "data: for one univariate sequence pass [np.reshape(x, (-1, 1))]; for one-step "
+            "sequences of one feature, np.reshape(x, (-1, 1, 1))."
+        )
     dtypes = getattr(X, "dtypes", None)  # a DataFrame: check column types, not values
-    if dtypes is not None and all(dtype.kind in "biuf" for dtype in dtypes):
+    if getattr(X, "ndim", None) == 2 and dtypes is not None and all(dtype.kind in "biuf" for dtype in dtypes):
         return
     try:
         array = np.asarray(X)
@@ -225,7 +249,9 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
             raise ValueError(_dimension_message(table.ndim))
         samples: Sequence[Any] = [row[:, None] for row in table]
     elif layout == "padded":
-        samples = list(_as_float_array(X, where="X"))
+        padded = _as_float_array(X, where="X")
+        _check_not_left_padded(padded)
+        samples = list(padded)
     else:
         cells = _column_cells(X)
         samples = cells if cells is not None else list(X)
@@ -237,6 +263,28 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
     arrays = [_check_one(sample, index) for index, sample in enumerate(samples)]
     _check_feature_counts(arrays)
     return _trim_padding(arrays)
+
+
+def _check_not_left_padded(padded: np.ndarray) -> None:
+    """Refuse all-NaN steps before the first observed step of a padded (n, T, d) array.
+
+    Padding goes after a sequence's steps; leading all-NaN steps would silently be read
+    as missing observations (a left-padded array) and change what the network sees.
+    """
+    if padded.ndim != 3 or padded.shape[1] < 2 or padded.shape[2] == 0:
+        return
+    empty_steps = np.isnan(padded).all(axis=2)  # (n, T)
+    leading = empty_steps[:, 0] & ~empty_steps.all(axis=1)
+    if leading.any():
+        index = int(np.flatnonzero(leading)[0])
+        count = int(np.argmin(empty_steps[index]))
+        raise ValueError(
+            f"sequence {index} of X, a padded (n, T, d) array, starts with {count} all-NaN "
+            "step(s) before its first observed step: padding goes at the end of each "
+            "sequence (trailing all-NaN steps), so this looks left-padded. Move the padding "
+            "to the end, or, if those steps are really missing observations, pass a list "
+            "of (T_i, d) arrays, where an all-NaN step is read as missing."
+        )
 
 
 def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:
@@ -313,7 +361,7 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
         )
     try:
         array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: a tensor that needs grad
         widths = _row_widths(value)
         if len(widths) > 1:
             raise ValueError(

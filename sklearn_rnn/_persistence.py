@@ -533,9 +533,14 @@ def _digest(header: dict[str, Any], tensors: dict[str, torch.Tensor]) -> str:
     for name in sorted(tensors):
         tensor = tensors[name]
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
-        raw = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
-        digest.update(raw.numpy().tobytes())
+        digest.update(_tensor_bytes(tensor))
     return digest.hexdigest()
+
+
+def _tensor_bytes(tensor: torch.Tensor) -> bytes:
+    """The tensor's values as bytes in row-major order, whatever its strides."""
+    flat = tensor.detach().cpu().reshape(-1).clone()  # a fresh dense copy
+    return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
 
 
 # ------------------------------------------------------------- JSON values

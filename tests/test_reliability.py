@@ -1,0 +1,704 @@
+"""Reliability (issue 18): transactional fit, parameters that mean what they say, clear
+errors for odd containers, and model files that are trusted only when all of them verify.
+
+Each ``test_repro_NN_*`` is the reproducer ``shared/repro/NN_*.py`` as a test: it failed
+before the fix.
+"""
+
+import copy
+import json
+import pickle
+import time
+import warnings
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from safetensors import safe_open
+from safetensors.torch import save_file
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.model_selection import GridSearchCV
+from sklearn.utils.validation import check_is_fitted
+
+import sklearn_rnn
+from sklearn_rnn import RNNClassifier, RNNRegressor, RNNStepClassifier
+from sklearn_rnn._estimators import _SequenceNet
+from sklearn_rnn._persistence import _digest
+
+SMALL = dict(hidden_size=4, max_iter=2, random_state=0)
+
+
+def ragged(n=12, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=(rng.integers(2, 6), d)) for _ in range(n)]
+
+
+def quiet_fit(model, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(*args, **kwargs)
+
+
+def read_file(path):
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    return header, tensors
+
+
+def write_file(path, header, tensors, *, resign=False):
+    if resign:  # a forger who recomputes the digest
+        header = {**header, "sha256": _digest(header, tensors)}
+    save_file(tensors, str(path), metadata={"sklearn_rnn": json.dumps(header)})
+
+
+def fitted_state(model):
+    """Everything a refit could corrupt: predictions and fitted attributes."""
+    return {
+        "attributes": sorted(vars(model)),
+        "n_iter_": model.n_iter_,
+        "loss_curve_": list(model.loss_curve_),
+        "history": len(model.net_.history),
+        "weights": {k: v.clone() for k, v in model.module_.state_dict().items()},
+    }
+
+
+def assert_same_state(model, before):
+    after = fitted_state(model)
+    assert after["attributes"] == before["attributes"]
+    assert after["n_iter_"] == before["n_iter_"] and after["loss_curve_"] == before["loss_curve_"]
+    assert after["history"] == before["history"]
+    for name, value in before["weights"].items():
+        assert torch.equal(after["weights"][name], value), name
+
+
+# ------------------------------------------------------------------ repro 01
+def test_repro_01_rejected_refit_leaves_the_model_exactly_as_it_was():
+    X = ragged()
+    reg = quiet_fit(RNNRegressor(**SMALL), X, np.linspace(-1, 1, 12))
+    before, state = reg.predict(X), fitted_state(reg)
+    with pytest.raises(ValueError, match="negative"):
+        reg.fit(X, np.linspace(-1, 1, 12) * 1000 + 5000, sample_weight=-np.ones(12))
+    np.testing.assert_array_equal(reg.predict(X), before)
+    assert_same_state(reg, state)
+
+    clf = quiet_fit(RNNClassifier(**SMALL), X, ["cat", "dog"] * 6)
+    proba, state = clf.predict_proba(X), fitted_state(clf)
+    with pytest.raises(ValueError, match="sample_weight has shape"):
+        clf.fit(X, ["ant", "bee"] * 6, sample_weight=np.ones(3))
+    assert clf.classes_.tolist() == ["cat", "dog"]
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+    assert_same_state(clf, state)
+
+
+def test_refit_failing_during_training_is_rolled_back(monkeypatch):
+    X, y = ragged(48), np.arange(48) % 2
+    clf = quiet_fit(RNNClassifier(batch_size=16, **SMALL), X, y)
+    proba, state = clf.predict_proba(X), fitted_state(clf)
+    original, calls = _SequenceNet.train_step, {"n": 0}
+
+    def failing(self, batch, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 5:  # the second epoch: one finished epoch already changed weights
+            raise RuntimeError("a fault inside training")
+        return original(self, batch, **kwargs)
+
+    monkeypatch.setattr(_SequenceNet, "train_step", failing)
+    clf.set_params(warm_start=True, max_iter=3)
+    with pytest.raises(RuntimeError, match="a fault inside training"):
+        clf.fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+    assert_same_state(clf, state)
+    calls["n"] = 0
+    with pytest.raises(RuntimeError, match="a fault inside training"):
+        for _ in range(3):
+            clf.partial_fit(X, y)  # three updates a call: the second call fails and is rolled back
+    assert clf.n_iter_ == state["n_iter_"] + 1 and len(clf.net_.history) == state["history"] + 1
+
+
+# ------------------------------------------------------------------ repro 02
+def test_repro_02_architecture_change_under_warm_start_is_refused_and_lr_applied(tmp_path):
+    X, y = ragged(), np.arange(12) % 2
+    clf = quiet_fit(RNNClassifier(**SMALL), X, y)
+    proba, state = clf.predict_proba(X), fitted_state(clf)
+    clf.set_params(warm_start=True, hidden_size=8, learning_rate=0.5, optimizer="sgd")
+    with pytest.raises(ValueError, match=r"fitted with hidden_size=4, optimizer='adam'.*start afresh"):
+        clf.fit(X, y)
+    with pytest.raises(ValueError, match="hidden_size=8"):
+        clf.partial_fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+    assert_same_state(clf, state)
+    # A file must never hold parameters that contradict its weights.
+    with pytest.raises(ValueError, match="cannot save .* parameters no longer describe"):
+        clf.save(tmp_path / "m.safetensors")
+    # Set back, continued training applies the new step size and batch size.
+    clf.set_params(hidden_size=4, optimizer="adam", batch_size=5)
+    quiet_fit(clf, X, y)
+    assert clf.net_.optimizer_.param_groups[0]["lr"] == 0.5 and clf.net_.batch_size == 5
+    clf.save(tmp_path / "m.safetensors")
+    loaded = sklearn_rnn.load(tmp_path / "m.safetensors")
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    # Starting afresh takes the new architecture.
+    fresh = quiet_fit(clf.set_params(warm_start=False, hidden_size=8, optimizer="sgd"), X, y)
+    assert fresh.module_.hidden_size == 8 and type(fresh.net_.optimizer_).__name__ == "ClippedSGD"
+
+
+def test_sgd_thresholds_apply_to_continued_training():
+    X, y = ragged(), np.arange(12) % 2
+    clf = quiet_fit(RNNClassifier(optimizer="simplex", **SMALL), X, y)
+    clf.set_params(warm_start=True, clip_threshold=0.3, switch_threshold=2.0, learning_rate=0.01)
+    quiet_fit(clf, X, y)
+    group = clf.net_.optimizer_.param_groups[0]
+    assert group["clip_threshold"] == 0.3 and group["lr"] == 0.01
+    assert clf.net_.optimizer_.switch_threshold == 2.0
+
+
+# ------------------------------------------------------------------ repro 03
+@pytest.mark.parametrize("move", ["pickle", "joblib", "deepcopy"])
+def test_repro_03_simplex_model_saves_and_trains_after_pickle(move, tmp_path):
+    X, y = ragged(), np.arange(12) % 2
+    clf = quiet_fit(RNNClassifier(optimizer="simplex", **SMALL), X, y)
+    if move == "pickle":
+        restored = pickle.loads(pickle.dumps(clf))
+    elif move == "joblib":
+        joblib.dump(clf, tmp_path / "m.joblib")
+        restored = joblib.load(tmp_path / "m.joblib")
+    else:
+        restored = copy.deepcopy(clf)
+    np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
+    restored.save(tmp_path / "m.safetensors")
+    loaded = sklearn_rnn.load(tmp_path / "m.safetensors")
+    assert restored.net_.optimizer_.branch_counts == clf.net_.optimizer_.branch_counts
+    expected = clf.partial_fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(restored.partial_fit(X, y).predict_proba(X), expected)
+    np.testing.assert_array_equal(loaded.partial_fit(X, y).predict_proba(X), expected)
+
+
+# ------------------------------------------------------------------ repro 04
+class MyClassifier(RNNClassifier):
+    """A user's subclass at module level: registered when defined."""
+
+
+class WithExtra(RNNRegressor):
+    _persisted_extra = ("note_",)
+
+    def fit(self, X, y, sample_weight=None):
+        super().fit(X, y, sample_weight)
+        self.note_ = {"fitted_on": len(X)}
+        return self
+
+
+class WithUndeclared(RNNRegressor):
+    def fit(self, X, y, sample_weight=None):
+        super().fit(X, y, sample_weight)
+        self.note_ = 1
+        return self
+
+
+def test_repro_04_subclasses_round_trip_or_are_refused_at_save(tmp_path):
+    X, y = ragged(), np.arange(12) % 2
+    mine = quiet_fit(MyClassifier(**SMALL), X, y)
+    mine.save(tmp_path / "mine.safetensors")
+    loaded = MyClassifier.load(tmp_path / "mine.safetensors")
+    assert type(loaded) is MyClassifier
+    np.testing.assert_array_equal(loaded.predict_proba(X), mine.predict_proba(X))
+    assert type(sklearn_rnn.load(tmp_path / "mine.safetensors")) is MyClassifier
+
+    extra = quiet_fit(WithExtra(**SMALL), X, np.linspace(0, 1, 12))
+    extra.save(tmp_path / "extra.safetensors")
+    assert sklearn_rnn.load(tmp_path / "extra.safetensors").note_ == {"fitted_on": 12}
+
+    undeclared = quiet_fit(WithUndeclared(**SMALL), X, np.linspace(0, 1, 12))
+    with pytest.raises(TypeError, match=r"fitted attributes \['note_'\] that model files do not know"):
+        undeclared.save(tmp_path / "undeclared.safetensors")
+
+    class Local(RNNClassifier):
+        pass
+
+    local = quiet_fit(Local(**SMALL), X, y)
+    with pytest.raises(TypeError, match="defined inside a function"):
+        local.save(tmp_path / "local.safetensors")
+    assert not (tmp_path / "local.safetensors").exists()
+
+
+@pytest.mark.parametrize(
+    "model, target",
+    [
+        (RNNClassifier(dropout=0.3, num_layers=2, **SMALL), "labels"),
+        (RNNClassifier(optimizer="sgd", cell="gru", **SMALL), "labels"),
+        (RNNClassifier(optimizer="simplex", cell="lstm", hidden_init="learned", **SMALL), "labels"),
+        (RNNRegressor(time_feature=0, **SMALL), "values"),
+        (RNNStepClassifier(dropout=0.2, num_layers=2, **SMALL), "steps"),
+        (MyClassifier(class_weight={0: 1.0, 1: 2.0}, **SMALL), "labels"),
+    ],
+    ids=["dropout", "sgd-gru", "simplex-lstm", "decay-regressor", "step", "subclass"],
+)
+def test_every_estimator_round_trips_bit_for_bit_and_trains_on_identically(model, target, tmp_path):
+    X = [np.column_stack([np.cumsum(np.ones(len(x))), x]) for x in ragged(16)]
+    y = {
+        "labels": np.arange(16) % 2,
+        "values": np.linspace(0, 1, 16),
+        "steps": [(x[:, 1:2] > 0).astype(float) for x in X],
+    }[target]
+    model = quiet_fit(model, X, y)
+    predict = model.predict_proba if hasattr(model, "predict_proba") else model.predict
+    for moved in (model, pickle.loads(pickle.dumps(model)), copy.deepcopy(model)):
+        path = tmp_path / "m.safetensors"
+        moved.save(path)
+        loaded = type(model).load(path)
+        assert loaded.get_params() == model.get_params()
+        outputs = [loaded.predict_proba(X), predict(X)] if hasattr(model, "predict_proba") else [loaded.predict(X), predict(X)]
+        for a, b in zip(*[o if isinstance(o, list) else [o] for o in outputs]):
+            np.testing.assert_array_equal(a, b)
+    a = copy.deepcopy(model).partial_fit(X, y)
+    b = type(model).load(tmp_path / "m.safetensors").partial_fit(X, y)
+    for name, value in a.module_.state_dict().items():
+        assert torch.equal(value, b.module_.state_dict()[name]), name
+
+
+# ------------------------------------------------------------------ repro 05
+def test_repro_05_an_edited_header_is_refused(tmp_path):
+    X = ragged()
+    reg = quiet_fit(RNNRegressor(**SMALL), X, np.linspace(-1, 1, 12))
+    reg.save(tmp_path / "m.safetensors")
+    header, tensors = read_file(tmp_path / "m.safetensors")
+    header["state"]["y_mean"]["items"] = [1000.0]
+    write_file(tmp_path / "edited.safetensors", header, tensors)
+    with pytest.raises(ValueError, match="damaged or edited after it was saved"):
+        sklearn_rnn.load(tmp_path / "edited.safetensors")
+
+
+# ------------------------------------------------------------------ repro 06
+def test_repro_06_extreme_targets_give_finite_predictions_or_a_clear_error():
+    X = ragged()
+    for y in (np.linspace(-1e200, 1e200, 12), np.full(12, 1.5e308) * np.r_[np.ones(6), 0.9 * np.ones(6)]):
+        reg = quiet_fit(RNNRegressor(**SMALL), X, y)
+        try:
+            prediction = reg.predict(X)
+        except ValueError as error:
+            assert "beyond float64's range" in str(error)
+        else:
+            assert np.isfinite(prediction).all()
+            assert np.abs(prediction).max() > 1e100  # on the targets' scale
+    reg = quiet_fit(RNNRegressor(**SMALL), X, np.linspace(-1, 1, 12))
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        reg.set_params(warm_start=True).fit(X, np.linspace(-1e300, 1e300, 12))
+
+
+# ------------------------------------------------------------------ repro 07
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"hidden_size": np.int64(5)},
+        {"num_layers": np.int32(2), "dropout": np.float64(0.1)},
+        {"batch_size": np.int64(4), "max_iter": np.int64(2), "n_iter_no_change": np.int32(1)},
+        {"learning_rate": np.float64(0.02), "clip_threshold": np.float32(0.5), "alpha": np.float64(1.0)},
+        {"optimizer": "simplex", "switch_threshold": np.float64(1.0), "spectral_radius": np.float64(1.1)},
+        {"time_feature": np.int64(0), "tol": np.float64(1e-3)},
+    ],
+)
+def test_repro_07_numpy_scalar_parameters_work(params, tmp_path):
+    X = [np.column_stack([np.arange(len(x)), x[:, 1:]]) for x in ragged()]  # column 0: times
+    reg = quiet_fit(RNNRegressor(**{**SMALL, **params}), X, np.linspace(-1, 1, 12))
+    assert np.isfinite(reg.predict(X)).all()
+    reg.save(tmp_path / "m.safetensors")
+    assert sklearn_rnn.load(tmp_path / "m.safetensors").get_params() == reg.get_params()
+    quiet_fit(reg.set_params(warm_start=True), X, np.linspace(-1, 1, 12))  # no false "changed"
+
+
+def test_repro_07_grid_search_over_np_arange():
+    X = ragged()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search = GridSearchCV(
+            RNNRegressor(max_iter=2, random_state=0), {"hidden_size": np.arange(2, 5)}, cv=2,
+            error_score="raise",
+        ).fit(X, np.linspace(-1, 1, 12))
+    assert search.best_params_["hidden_size"] in (2, 3, 4)
+
+
+# ------------------------------------------------------------------ repro 08
+def test_repro_08_rejected_first_fit_leaves_the_estimator_unfitted():
+    X = ragged(5)
+    clf = RNNClassifier(early_stopping=True)
+    with pytest.raises(ValueError, match="early_stopping holds out"):
+        clf.fit(X, [0, 1, 0, 1, 0])
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
+    assert set(vars(clf)) == set(clf.get_params())
+
+
+def test_first_fit_failing_during_training_leaves_the_estimator_unfitted(monkeypatch):
+    def failing(self, batch, **kwargs):
+        raise RuntimeError("a fault inside training")
+
+    monkeypatch.setattr(_SequenceNet, "train_step", failing)
+    clf = RNNClassifier(**SMALL)
+    with pytest.raises(RuntimeError, match="a fault inside training"):
+        clf.fit(ragged(), np.arange(12) % 2)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+    assert set(vars(clf)) == set(clf.get_params())
+
+
+def test_interrupt_during_validation_of_a_first_fit_leaves_it_unfitted(monkeypatch):
+    from sklearn_rnn.sequences import InputEncoder
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(InputEncoder, "fit", interrupted)  # Ctrl-C in the first second
+    clf = RNNClassifier(**SMALL)
+    with pytest.raises(KeyboardInterrupt):
+        clf.fit(ragged(), np.arange(12) % 2)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+
+
+# ------------------------------------------------------------------ repro 09
+@pytest.mark.parametrize(
+    "class_weight, message",
+    [
+        ({0: -1.0, 1: 1.0}, r"class_weight\[0\] is -1.0: expected a finite non-negative"),
+        ({0: float("nan"), 1: 1.0}, r"class_weight\[0\] is nan"),
+        ({0: 0.0, 1: 0.0}, "gives every sequence weight 0"),
+        ({0: "heavy", 1: 1.0}, r"class_weight\[0\] is 'heavy'"),
+    ],
+)
+def test_repro_09_class_weight_values_are_validated(class_weight, message):
+    clf = RNNClassifier(class_weight=class_weight, **SMALL)
+    with pytest.raises(ValueError, match=message):
+        clf.fit(ragged(), np.arange(12) % 2)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+
+
+# ------------------------------------------------------------------ repro 10
+def test_repro_10_a_forged_size_is_refused_at_once(tmp_path):
+    X = ragged()
+    clf = quiet_fit(RNNClassifier(tol=1.0, **SMALL), X, np.arange(12) % 2)
+    clf.save(tmp_path / "m.safetensors")
+    header, tensors = read_file(tmp_path / "m.safetensors")
+    for name, value in [("hidden_size", 3000), ("num_layers", 40)]:
+        forged = json.loads(json.dumps(header))
+        forged["params"][name] = value
+        for resign in (False, True):
+            path = tmp_path / f"forged_{name}_{resign}.safetensors"
+            write_file(path, forged, tensors, resign=resign)
+            start = time.perf_counter()
+            with pytest.raises(ValueError, match="damaged or edited" if not resign else "inconsistent"):
+                sklearn_rnn.load(path)
+            assert time.perf_counter() - start < 0.5  # 12 s before the fix
+
+
+# ------------------------------------------------------------------ repro 11
+def test_repro_11_containers_get_clear_errors_or_work():
+    y = np.arange(12) % 2
+    with pytest.raises(ValueError, match=r"X is one-dimensional \(Series of 12 values\)"):
+        RNNClassifier(max_iter=1).fit(pd.Series(np.arange(12.0)), y)
+    ragged_rows = [np.arange(1.0, 2 + i % 4) for i in range(12)]
+    with pytest.raises(ValueError, match=r"one-dimensional rows of different lengths .*np.reshape\(x, \(-1, 1\)\)"):
+        RNNClassifier(max_iter=1).fit(ragged_rows, y)
+    tensor = torch.randn(12, 3, 2, generator=torch.Generator().manual_seed(0))
+    from_tensor = quiet_fit(RNNClassifier(**SMALL), tensor, y)
+    from_array = quiet_fit(RNNClassifier(**SMALL), tensor.numpy(), y)
+    np.testing.assert_array_equal(from_tensor.predict_proba(tensor), from_array.predict_proba(tensor.numpy()))
+    fitted = quiet_fit(RNNClassifier(**SMALL), [np.zeros((3, 1)) + i for i in range(12)], y)
+    with pytest.raises(ValueError, match="one-dimensional rows of different lengths"):
+        fitted.predict(ragged_rows)
+    with pytest.raises(ValueError, match="X has 2 features per step, but RNNClassifier is expecting 1"):
+        fitted.predict(tensor)
+
+
+# ------------------------------------------------------------------ repro 12
+def test_repro_12_dropout_continues_identically_after_load(tmp_path):
+    X, y = ragged(), np.arange(12) % 2
+    model = quiet_fit(RNNClassifier(dropout=0.3, **SMALL), X, y)
+    model.save(tmp_path / "m.safetensors")
+    a = pickle.loads(pickle.dumps(model)).partial_fit(X, y).predict_proba(X)
+    b = sklearn_rnn.load(tmp_path / "m.safetensors").partial_fit(X, y).predict_proba(X)
+    c = model.partial_fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, c)
+    np.testing.assert_array_equal(b, c)
+
+
+# ---------------------------------------------------------------- also seen
+def test_a_column_array_is_refused_by_a_model_fitted_on_sequences():
+    y = np.arange(12) % 2
+    fitted = quiet_fit(RNNClassifier(**SMALL), [np.zeros((3, 1)) + i for i in range(12)], y)
+    one_sequence = np.arange(5.0).reshape(-1, 1)
+    with pytest.raises(ValueError, match=r"shape \(5, 1\).*Pass \[X\] for one sequence"):
+        fitted.predict(one_sequence)
+    assert fitted.predict([one_sequence]).shape == (1,)
+    assert fitted.predict(one_sequence.reshape(-1, 1, 1)).shape == (5,)
+    # A model fitted on a one-column table reads one the same way.
+    table = quiet_fit(RNNClassifier(**SMALL), np.arange(12.0).reshape(-1, 1), y)
+    assert table.predict(one_sequence).shape == (5,)
+
+
+def test_a_left_padded_array_is_refused():
+    padded = np.random.default_rng(0).normal(size=(12, 4, 1))
+    padded[3, :2] = np.nan  # two leading padding steps
+    with pytest.raises(ValueError, match="sequence 3 of X, a padded .* starts with 2 all-NaN step"):
+        RNNClassifier(**SMALL).fit(padded, np.arange(12) % 2)
+    padded[3, :2] = 0.0
+    padded[3, 2:] = np.nan  # right padding is fine
+    quiet_fit(RNNClassifier(**SMALL), padded, np.arange(12) % 2)
+
+
+@pytest.mark.parametrize("cls, y", [(RNNClassifier, np.arange(12) % 2), (RNNRegressor, np.linspace(0, 1, 12))])
+def test_score_refuses_negative_sample_weights(cls, y):
+    model = quiet_fit(cls(**SMALL), ragged(), y)
+    with pytest.raises(ValueError, match="sample_weight holds negative values"):
+        model.score(ragged(), y, sample_weight=-np.ones(12))
+    assert np.isfinite(model.score(ragged(), y, sample_weight=np.arange(12.0)))
+
+
+# ---------------------------------------------------- property: rejected refits
+@pytest.fixture(scope="module")
+def fitted_pair():
+    X, y = ragged(16, seed=1), np.arange(16) % 2
+    return quiet_fit(RNNClassifier(**SMALL), X, y), X, y
+
+
+_WEIGHTS = st.sampled_from(["none", "ok", "negative", "nan", "short", "zeros"])
+_LABELS = st.sampled_from(["ok", "short", "one_class", "unseen", "nan"])
+_INPUTS = st.sampled_from(["ok", "wider", "inf", "empty", "ragged_rows"])
+_PARAMS = st.sampled_from([{}, {"hidden_size": 7}, {"class_weight": {0: -1.0, 1: 1.0}}, {"learning_rate": 0.5},
+                           {"optimizer": "sgd"}, {"early_stopping": True, "validation_fraction": 0.9}])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(weights=_WEIGHTS, labels=_LABELS, inputs=_INPUTS, params=_PARAMS,
+       call=st.sampled_from(["fit", "warm_fit", "partial_fit"]))
+def test_property_a_rejected_refit_leaves_predict_proba_bit_for_bit(fitted_pair, weights, labels, inputs, params, call):
+    original, X, y = fitted_pair
+    model = copy.deepcopy(original)
+    proba, state = model.predict_proba(X), fitted_state(model)
+    n = len(X)
+    X_new = {
+        "ok": X,
+        "wider": [np.hstack([x, x]) for x in X],
+        "inf": [x * (np.inf if i == 2 else 1) for i, x in enumerate(X)],
+        "empty": [],
+        "ragged_rows": [np.arange(1.0, 2 + i % 3) for i in range(n)],
+    }[inputs]
+    y_new = {
+        "ok": y,
+        "short": y[:-1],
+        "one_class": np.zeros(n, dtype=int),
+        "unseen": np.arange(n) % 3,
+        "nan": np.full(n, np.nan),
+    }[labels]
+    weight = {
+        "none": None, "ok": np.ones(n), "negative": -np.ones(n), "nan": np.full(n, np.nan),
+        "short": np.ones(3), "zeros": np.zeros(n),
+    }[weights]
+    model.set_params(**params, warm_start=call == "warm_fit")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if call == "partial_fit":
+                model.partial_fit(X_new, y_new, sample_weight=weight)
+            else:
+                model.fit(X_new, y_new, sample_weight=weight)
+    except (ValueError, TypeError):
+        np.testing.assert_array_equal(model.predict_proba(X), proba)
+        assert_same_state(model, state)
+
+
+# ------------------------------------------------------------- fuzz: files
+def test_fuzz_every_byte_flipped_is_refused_or_harmless(tmp_path):
+    X = [np.array([[0.5], [1.0]]), np.array([[-1.0]]), np.array([[2.0], [0.0], [1.0]]), np.array([[-0.5]])]
+    model = quiet_fit(RNNClassifier(hidden_size=1, max_iter=1, batch_size=4, random_state=0), X, [0, 1, 0, 1])
+    path = tmp_path / "tiny.safetensors"
+    model.save(path)
+    reference = model.predict_proba(X)
+    raw = path.read_bytes()
+    assert len(raw) < 8000  # tiny, so that the loop below takes seconds
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(raw)
+    loaded_count = 0
+    with open(damaged, "r+b") as handle:  # one byte changed in place, then put back
+        for position in range(len(raw)):
+            for mask in (0x01, 0xFF):
+                handle.seek(position)
+                handle.write(bytes([raw[position] ^ mask]))
+                handle.flush()
+                try:
+                    loaded = sklearn_rnn.load(damaged)
+                except ValueError:
+                    continue
+                finally:
+                    handle.seek(position)
+                    handle.write(raw[position : position + 1])
+                    handle.flush()
+                loaded_count += 1
+                np.testing.assert_array_equal(loaded.predict_proba(X), reference)
+    assert damaged.read_bytes() == raw
+    assert loaded_count < len(raw) // 10  # almost every flip is refused
+
+
+@pytest.mark.parametrize("resign", [False, True])
+def test_fuzz_header_edits_are_refused_or_harmless(tmp_path, resign):
+    X, y = ragged(), np.arange(12) % 2
+    model = quiet_fit(RNNClassifier(**SMALL), X, y)
+    model.save(tmp_path / "m.safetensors")
+    header, tensors = read_file(tmp_path / "m.safetensors")
+    reference = model.predict_proba(X)
+
+    def edits():
+        yield lambda h: h["params"].update(hidden_size=-3)
+        yield lambda h: h["params"].update(cell="warp")
+        yield lambda h: h["params"].update(num_layers=2)
+        yield lambda h: h["params"].update(optimizer="sgd")
+        yield lambda h: h["state"].update(encoder={"kind": "dict", "pairs": []})
+        yield lambda h: h["state"]["encoder"]["pairs"][0].__setitem__(1, 0)
+        yield lambda h: h["state"].update(classes_={"kind": "ndarray", "dtype": "<i8", "shape": [3], "items": [0, 1, 2]})
+        yield lambda h: h["state"].update(classes_={"kind": "ndarray", "dtype": "<i8", "shape": [5], "items": [0, 1]})
+        yield lambda h: h["state"].update(classes_={"kind": "ndarray", "dtype": "|V8", "shape": [1], "items": [0]})
+        yield lambda h: h["state"].update(n_iter_="many")
+        yield lambda h: h["state"].update(history=[1, 2])
+        yield lambda h: h["state"].update(surprise=1)
+        yield lambda h: h["state"].pop("optimizer")
+        yield lambda h: h["state"]["optimizer"].update(name="simplex")
+        yield lambda h: h["state"]["optimizer"].update(state={"99.step": 1.0})
+        yield lambda h: h["state"].update(dropout_seed=2**80)
+        yield lambda h: h["state"].update(grad_scaler={"scale": -1})
+        yield lambda h: h["state"].update(extra={"kind": "dict", "pairs": [["x", 1]]})
+        yield lambda h: h.update(estimator="__main__:Nothing")
+        yield lambda h: h.update(estimator=["RNNClassifier"])
+        yield lambda h: h.update(params=[1])
+        yield lambda h: h.update(format_version="2")
+        yield lambda h: h.update(extra_key=1)
+
+    for edit in edits():
+        forged = json.loads(json.dumps(header))
+        edit(forged)
+        write_file(tmp_path / "edited.safetensors", forged, tensors, resign=resign)
+        try:
+            loaded = sklearn_rnn.load(tmp_path / "edited.safetensors")
+        except ValueError:
+            continue
+        np.testing.assert_array_equal(loaded.predict_proba(X), reference)
+    # Tensors renamed, reshaped or retyped (digest recomputed or not): refused.
+    for change in (
+        lambda t: t.update({"module.readout.bias": torch.zeros(3)}),
+        lambda t: t.update({"module.readout.bias": t["module.readout.bias"].double()}),
+        lambda t: t.update({"module.extra": torch.zeros(1)}),
+        lambda t: t.pop("module.readout.bias"),
+        lambda t: t.update({"optimizer.0.exp_avg": torch.zeros(7)}),
+    ):
+        forged_tensors = dict(tensors)
+        change(forged_tensors)
+        write_file(tmp_path / "edited.safetensors", header, forged_tensors, resign=resign)
+        with pytest.raises(ValueError):
+            sklearn_rnn.load(tmp_path / "edited.safetensors")
+
+
+def test_extra_metadata_is_refused(tmp_path):
+    model = quiet_fit(RNNClassifier(**SMALL), ragged(), np.arange(12) % 2)
+    model.save(tmp_path / "m.safetensors")
+    header, tensors = read_file(tmp_path / "m.safetensors")
+    save_file(tensors, str(tmp_path / "x.safetensors"),
+              metadata={"sklearn_rnn": json.dumps(header), "note": "unverified"})
+    with pytest.raises(ValueError, match="besides the model's, which no digest covers"):
+        sklearn_rnn.load(tmp_path / "x.safetensors")
+
+
+# ----------------------------------------------------------- pipelines, skops
+def test_pipeline_round_trips_through_skops_bit_for_bit(tmp_path):
+    skops_io = pytest.importorskip("skops.io")
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_rnn import SequenceStandardScaler
+
+    rng = np.random.default_rng(0)
+    X = [np.column_stack([np.cumsum(rng.uniform(1, 3, n)), rng.normal(size=n)])
+         for n in rng.integers(2, 7, size=24)]
+    y = np.array([int(x[-1, 1] > 0) for x in X])
+    pipe = make_pipeline(SequenceStandardScaler(), RNNClassifier(time_feature=0, **SMALL))
+    quiet_fit(pipe, X, y)
+    path = tmp_path / "pipe.skops"
+    skops_io.dump(pipe, path)
+    untrusted = skops_io.get_untrusted_types(file=path)
+    assert untrusted and all(name.startswith("sklearn_rnn.") for name in untrusted)
+    loaded = skops_io.load(path, trusted=untrusted)
+    np.testing.assert_array_equal(loaded.predict_proba(X), pipe.predict_proba(X))
+    # What skops stored for the network: a JSON string and arrays, digest-checked.
+    a = loaded[-1].partial_fit(loaded[0].transform(X), y).predict_proba(loaded[0].transform(X))
+    b = pipe[-1].partial_fit(pipe[0].transform(X), y).predict_proba(pipe[0].transform(X))
+    np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------ import graph
+def test_every_module_imports_alone_and_the_import_graph_has_no_cycle():
+    import ast
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(sklearn_rnn.__file__).parent
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        modules[".".join(parts[:-1] if package else parts)] = (path, package)
+    edges = {name: set() for name in modules}
+    for name, (path, package) in modules.items():
+        here = name if package else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):  # function-level imports too
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = here.split(".")[: len(here.split(".")) - node.level + 1] if node.level else []
+                origin = ".".join(base + ([node.module] if node.module else []))
+                targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin for a in node.names]
+            edges[name] |= {t for t in targets if t in modules and t != name}
+    # A cycle is a path back to where it started.
+    state = dict.fromkeys(modules, 0)
+    cycles = []
+
+    def visit(node, trail):
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state[nxt] == 1:
+                cycles.append(trail[trail.index(nxt):] + [nxt])
+            elif state[nxt] == 0:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for name in sorted(modules):
+        if state[name] == 0:
+            visit(name, [name])
+    assert not cycles, cycles
+    assert "sklearn_rnn._estimators" not in edges["sklearn_rnn._persistence"]
+    # Every module alone, in a fresh interpreter. Importing any submodule first runs
+    # the package's __init__, so the interpreter imports sklearn_rnn alone once, then
+    # forks a child per module that the package itself did not import.
+    script = (
+        "import os, sys, importlib, numpy, torch, sklearn, skorch, pandas\n"
+        "import sklearn_rnn\n"
+        "failed = []\n"
+        f"for name in {sorted(modules)!r}:\n"
+        "    if name in sys.modules: continue\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        try:\n"
+        "            importlib.import_module(name)\n"
+        "        except BaseException as error:\n"
+        "            print(name, repr(error)); os._exit(1)\n"
+        "        os._exit(0)\n"
+        "    if os.waitpid(pid, 0)[1]: failed.append(name)\n"
+        "print('FAILED', failed)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            cwd=root.parent, timeout=300)
+    assert "FAILED []" in result.stdout, result.stdout + result.stderr

@@ -1492,7 +1492,12 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     verbose : int, default=0
         Print a table of losses per epoch and show a progress bar.
     warm_start : bool, default=False
-        Continue training the fitted network on the next call to ``fit``.
+        Continue training the fitted network on the next call to ``fit``. The
+        step size, batch size, thresholds, ``alpha`` and stopping rule take their
+        current values; a changed parameter that shaped the network or chose the
+        optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``optimizer``) is
+        refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
     Attributes
     ----------
@@ -1523,12 +1528,15 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
     keeps the weights of the last finished epoch; an interrupt (Ctrl-C) during ``fit``
     also leaves the model of the last finished epoch, with ``n_iter_`` and
-    ``loss_curve_`` to match. In a joblib or Dask worker, training uses that worker's
+    ``loss_curve_`` to match. ``fit`` is transactional: a call that is rejected or fails,
+    or a first fit interrupted before its first epoch finishes (the interrupt is
+    raised again), leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask worker, training uses that worker's
     share of the CPU threads (see :doc:`/scaling`).
 
     Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
     code, so load only pickles you trust. :meth:`save` and :func:`sklearn_rnn.load`
-    write and read a safetensors file that runs no code when loaded.
+    write and read a safetensors file that runs no code when loaded and is verified
+    in full (see :ref:`saving`).
 
     See Also
     --------
@@ -1880,7 +1888,12 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     verbose : int, default=0
         Print losses per epoch and show a progress bar.
     warm_start : bool, default=False
-        Continue training the fitted network on the next call to ``fit``.
+        Continue training the fitted network on the next call to ``fit``. The
+        step size, batch size, thresholds, ``alpha`` and stopping rule take their
+        current values; a changed parameter that shaped the network or chose the
+        optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``optimizer``) is
+        refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
     Attributes
     ----------
@@ -1910,12 +1923,15 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
     keeps the weights of the last finished epoch; an interrupt (Ctrl-C) during ``fit``
     also leaves the model of the last finished epoch, with ``n_iter_`` and
-    ``loss_curve_`` to match. In a joblib or Dask worker, training uses that worker's
+    ``loss_curve_`` to match. ``fit`` is transactional: a call that is rejected or fails,
+    or a first fit interrupted before its first epoch finishes (the interrupt is
+    raised again), leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask worker, training uses that worker's
     share of the CPU threads (see :doc:`/scaling`).
 
     Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
     code, so load only pickles you trust. :meth:`save` and :func:`sklearn_rnn.load`
-    write and read a safetensors file that runs no code when loaded.
+    write and read a safetensors file that runs no code when loaded and is verified
+    in full (see :ref:`saving`).
 
     See Also
     --------

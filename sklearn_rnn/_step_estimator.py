@@ -105,7 +105,12 @@ class RNNStepClassifier(BaseRNN):
     verbose : int, default=0
         Print losses per epoch and show a progress bar.
     warm_start : bool, default=False
-        Continue training the fitted network on the next call to ``fit``.
+        Continue training the fitted network on the next call to ``fit``. The
+        step size, batch size, thresholds, ``alpha`` and stopping rule take their
+        current values; a changed parameter that shaped the network or chose the
+        optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``optimizer``) is
+        refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
     Attributes
     ----------

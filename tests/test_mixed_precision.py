@@ -204,13 +204,15 @@ def test_save_and_load_keep_the_loss_scalers_state(float16_on_the_cpu, monkeypat
 
 
 
-def test_model_files_without_or_with_damaged_loss_scaler_state(float16_on_the_cpu, tmp_path):
-    """A file saved before the scaler's state was stored loads with a fresh scaler; a
-    forged or damaged scaler entry is refused with the fix."""
+def test_model_files_with_damaged_loss_scaler_state(float16_on_the_cpu, tmp_path):
+    """The scaler's state is a field of the model file; a forged or damaged entry (even
+    with a recomputed digest) is refused with the fix."""
     import json
 
     from safetensors import safe_open
     from safetensors.torch import save_file
+
+    from sklearn_rnn._persistence import _decode, _digest, _encode
 
     X, y = memory_task(20)
     clf = fit_quietly(classifier("sgd", precision="float16", max_iter=1), X, y)
@@ -220,18 +222,14 @@ def test_model_files_without_or_with_damaged_loss_scaler_state(float16_on_the_cp
         tensors = {key: handle.get_tensor(key) for key in handle.keys()}
         metadata = handle.metadata()
     header = json.loads(metadata["sklearn_rnn"])
-    assert header["grad_scaler"]["scale"] == 2.0**16
+    assert _decode(header["state"]["grad_scaler"])["scale"] == 2.0**16
+    assert sklearn_rnn.load(path).net_.grad_scaler_.get_scale() == 2.0**16
     forged = tmp_path / "forged.safetensors"
-
-    def write(header):
-        save_file(tensors, str(forged), metadata={**metadata, "sklearn_rnn": json.dumps(header)})
-
-    write({key: value for key, value in header.items() if key != "grad_scaler"})
-    older = sklearn_rnn.load(forged)
-    assert getattr(older.net_, "grad_scaler_", None) is None  # built at the next update, at 2**16
-    older.partial_fit(X, y)
-    assert older.net_.grad_scaler_.get_scale() == 2.0**16
-    for damaged in ({**header["grad_scaler"], "scale": "os.system"}, {"scale": 1.0}, [1, 2]):
-        write({**header, "grad_scaler": damaged})
-        with pytest.raises(ValueError, match="damaged loss-scaler state.*save the model again"):
+    scaler = _decode(header["state"]["grad_scaler"])
+    for damaged in ({**scaler, "scale": "os.system"}, {"scale": 1.0}, [1, 2], {**scaler, "scale": -1.0}):
+        edited = json.loads(json.dumps(header))
+        edited["state"]["grad_scaler"] = _encode(damaged, "scaler")
+        edited["sha256"] = _digest(edited, tensors)
+        save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(edited)})
+        with pytest.raises(ValueError, match="fitted state 'grad_scaler'.*save the model again"):
             sklearn_rnn.load(forged)

@@ -554,10 +554,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "device": next(module.parameters()).device.type,
         }
 
-    def _check_continuation(self) -> None:
+    def _check_continuation(self, *, device: bool = True) -> None:
         """Refuse continued training when a parameter that shaped the network or its
-        optimizer changed since it was built (it would be silently ignored)."""
+        optimizer changed since it was built (it would be silently ignored); with
+        ``device=False``, whatever the device (a model file may go anywhere)."""
         fitted = self._fitted_architecture()
+        if not device:
+            del fitted["device"]
         wanted = {
             "hidden_size": int(self.hidden_size),
             "cell": self._resolved_cell(),
@@ -569,7 +572,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if self.time_feature is None
             else _resolve_time_feature(int(self.time_feature), self._encoder.n_features),
             "optimizer": self.optimizer,
-            "device": self._resolve_device().type,
+            "device": self._resolve_device().type if device else None,
         }
         changed = [name for name in fitted if fitted[name] != wanted[name]]
         if changed:
@@ -1049,7 +1052,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def __setstate__(self, state: dict[str, Any]) -> None:
         if _PORTABLE in state:
             state = dict(state)
-            restored = from_portable(state.pop(_PORTABLE), expected=type(self))
+            restored = from_portable(state.pop(_PORTABLE), expected=type(self), cls=type(self))
             state = {**vars(restored), **state}
         super().__setstate__(state)
 
@@ -1059,7 +1062,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         fitted = self._fitted_architecture()
         try:
-            self._check_continuation()
+            self._check_continuation(device=False)
         except ValueError as error:
             raise ValueError(
                 f"cannot save this {type(self).__name__}: its parameters no longer describe "

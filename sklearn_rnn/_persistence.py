@@ -316,7 +316,7 @@ def to_portable(estimator: Any) -> dict[str, Any]:
     }
 
 
-def from_portable(portable: Any, *, expected: type | None = None) -> Any:
+def from_portable(portable: Any, *, expected: type | None = None, cls: type | None = None) -> Any:
     """The estimator that :func:`to_portable` described, verified as a model file is.
 
     Parameters
@@ -325,6 +325,9 @@ def from_portable(portable: Any, *, expected: type | None = None) -> Any:
         :func:`to_portable`'s value.
     expected : type, optional
         Raise unless the stored estimator is an instance of this class.
+    cls : type, optional
+        The class to restore when the stored class name is its :func:`class_key` (an
+        unpickled object knows its class, even one defined again since).
 
     Returns
     -------
@@ -340,7 +343,7 @@ def from_portable(portable: Any, *, expected: type | None = None) -> Any:
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"{where} is not in the form to_portable gives ({error}).") from error
     header = _check_header(text, tensors, where)
-    return _restore(header, tensors, expected, where)
+    return _restore(header, tensors, expected, where, cls=cls)
 
 
 # ----------------------------------------------------------------- loading
@@ -396,11 +399,16 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> Any:
 
 
 def _restore(
-    header: dict[str, Any], tensors: dict[str, torch.Tensor], expected: type | None, where: str
+    header: dict[str, Any],
+    tensors: dict[str, torch.Tensor],
+    expected: type | None,
+    where: str,
+    cls: type | None = None,
 ) -> Any:
     """The estimator of a verified header and its tensors."""
     name = header["estimator"]
-    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    if cls is None or not isinstance(name, str) or class_key(cls) != name:
+        cls = _REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:
         module = name.split(":")[0] if isinstance(name, str) and ":" in name else None
         hint = (

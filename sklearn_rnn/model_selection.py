@@ -279,7 +279,7 @@ def _results(
         "std_score_time": score_time.std(axis=1),
     }
     for name in sorted({name for params in candidates for name in params}):
-        column = np.ma.MaskedArray(np.empty(len(values), dtype=object), mask=True)
+        column = np.ma.MaskedArray(np.empty(len(candidates), dtype=object), mask=True)
         for index, params in enumerate(candidates):
             if name in params:
                 column[index] = params[name]

@@ -1,0 +1,163 @@
+"""The PBC grid search three ways: RNNGridSearchCV against GridSearchCV(n_jobs=2) and (n_jobs=1).
+
+Issue 21: a cross-validated grid of 4 settings (``spectral_radius`` x
+``clip_threshold``) x 8 folds on the PBC death cohort (1 year, 1 year, 2 visits: 208
+patients), each network the clinical study's RNN with time gaps (a
+:class:`~sklearn_rnn.SequenceStandardScaler` then an :class:`~sklearn_rnn.RNNClassifier`
+with ``time_feature=0`` and the 'decay' cell, every setting that matters written out
+here), scored by ROC AUC. The same search is run by :class:`~sklearn_rnn.RNNGridSearchCV`
+(every network trained together), by :class:`~sklearn.model_selection.GridSearchCV`
+with ``n_jobs=2`` and with ``n_jobs=1``, side by side in one process, without the refit
+(the same single fit in all three). It prints the wall-clock times and their ratios,
+whether the three chose the same setting, and the largest difference of their
+``cv_results_`` scores.
+
+Then the per-update cost: the stacked trainer with 16 networks (4 settings x 4 folds)
+against 1 network, and against the ordinary ``RNNClassifier.fit`` of one network, each
+for a fixed number of epochs (no stopping rule), as milliseconds per update.
+
+Usage: ``python benchmarks/bench_cv.py [--max-iter 200] [--epochs 10] [--threads 1]
+[--skip-serial]``. Prints ``uptime`` before and after: timings on a shared machine are
+noisy, the ratios measured side by side less so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import time
+import warnings
+
+import numpy as np
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+
+from sklearn_rnn import RNNClassifier, RNNGridSearchCV, SequenceStandardScaler
+from sklearn_rnn._stacked import StackedMember, train_stacked
+from sklearn_rnn.clinical import load_pbc_cohort
+
+GRID = {"rnnclassifier__spectral_radius": [0.9, 1.2], "rnnclassifier__clip_threshold": [1.0, 5.0]}
+
+
+def study_rnn(max_iter: int) -> object:
+    """The study's RNN with time gaps, every setting that matters written out."""
+    return make_pipeline(
+        SequenceStandardScaler(),
+        RNNClassifier(
+            cell="decay", time_feature=0, hidden_size=50, num_layers=1, optimizer="adam",
+            learning_rate=0.01, batch_size=32, max_iter=max_iter, early_stopping=False,
+            n_iter_no_change=10, tol=1e-4, alpha=10.0, spectral_radius=1.2, clip_threshold=1.0,
+            device="cpu", random_state=0,
+        ),
+    )
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def timed(search: object, X: list, y: np.ndarray) -> float:
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search.fit(X, y)
+    return time.perf_counter() - start
+
+
+def compare_searches(X: list, y: np.ndarray, max_iter: int, skip_serial: bool) -> None:
+    cv = StratifiedKFold(8, shuffle=True, random_state=0)
+    common = {"scoring": "roc_auc", "cv": cv, "refit": False}
+    searches = {
+        "RNNGridSearchCV": RNNGridSearchCV(study_rnn(max_iter), GRID, **common),
+        "GridSearchCV(n_jobs=2)": GridSearchCV(study_rnn(max_iter), GRID, n_jobs=2, **common),
+    }
+    if not skip_serial:
+        searches["GridSearchCV(n_jobs=1)"] = GridSearchCV(study_rnn(max_iter), GRID, n_jobs=1, **common)
+    seconds = {}
+    for name, search in searches.items():
+        seconds[name] = timed(search, X, y)
+        print(f"{name:24s} {seconds[name]:8.1f} s   ({uptime()})", flush=True)
+    ours = seconds["RNNGridSearchCV"]
+    for name, value in seconds.items():
+        if name != "RNNGridSearchCV":
+            print(f"speed-up of RNNGridSearchCV over {name}: {value / ours:.2f}x")
+    stacked = searches["RNNGridSearchCV"].cv_results_
+    for name, search in searches.items():
+        if name == "RNNGridSearchCV":
+            continue
+        results = search.cv_results_
+        keys = [key for key in results if key.endswith("test_score") and not key.startswith("rank")]
+        worst = max(float(np.max(np.abs(stacked[key] - results[key]))) for key in keys)
+        same = stacked["params"][int(np.argmin(stacked["rank_test_score"]))] == results["params"][
+            int(np.argmin(results["rank_test_score"]))]
+        print(f"against {name}: same best setting {same}; largest |score difference| {worst:.2e}")
+    print("mean test AUC per setting (stacked):", np.round(stacked["mean_test_score"], 4).tolist())
+    print("params:", stacked["params"])
+
+
+def per_update(X: list, y: np.ndarray, epochs: int) -> None:
+    """Milliseconds per update: 16 stacked networks, 1 stacked network, one plain fit."""
+    folds = list(StratifiedKFold(8, shuffle=True, random_state=0).split(X, y))[:4]
+    settings = [(radius, tau) for radius in (0.9, 1.2) for tau in (1.0, 5.0)]
+
+    def members(count: int) -> tuple[list[StackedMember], int]:
+        chosen, updates = [], 0
+        for radius, tau in settings:
+            for train, _ in folds:
+                if len(chosen) == count:
+                    break
+                model = clone(study_rnn(epochs)).set_params(
+                    rnnclassifier__spectral_radius=radius, rnnclassifier__clip_threshold=tau,
+                    rnnclassifier__n_iter_no_change=epochs + 1,
+                )
+                X_train = model[:-1].fit_transform([X[i] for i in train], y[train])
+                rnn = model[-1]
+                data, valid = rnn._prepare(X_train, y[train], None, incremental=False)
+                chosen.append(StackedMember(rnn, data, valid))
+                updates = max(updates, -(-len(data) // rnn.batch_size))
+        return chosen, updates * epochs
+
+    results = {}
+    for count in (1, 16):
+        chosen, updates = members(count)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            train_stacked(chosen)
+        results[count] = 1000 * (time.perf_counter() - start) / updates
+        print(f"stacked, {count:2d} networks: {results[count]:6.2f} ms per update", flush=True)
+    train = folds[0][0]
+    model = clone(study_rnn(epochs)).set_params(rnnclassifier__n_iter_no_change=epochs + 1)
+    X_train = [X[i] for i in train]
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X_train, y[train])
+    updates = epochs * -(-len(train) // 32)
+    plain = 1000 * (time.perf_counter() - start) / updates
+    print(f"RNNClassifier.fit, 1 network: {plain:6.2f} ms per update")
+    print(f"16 stacked / 1 stacked: {results[16] / results[1]:.2f}x; "
+          f"16 stacked / one RNNClassifier.fit: {results[16] / plain:.2f}x   ({uptime()})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--max-iter", type=int, default=200)
+    parser.add_argument("--epochs", type=int, default=10, help="epochs of the per-update timing")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--skip-serial", action="store_true", help="leave out GridSearchCV(n_jobs=1)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    cohort = load_pbc_cohort(1, 1, 2)
+    X, y = cohort.sequences, np.asarray(cohort.y)
+    print(f"PBC cohort: {len(y)} patients, {int(y.sum())} deaths; torch threads {args.threads}")
+    print(f"load before: {uptime()}", flush=True)
+    per_update(X, y, args.epochs)
+    compare_searches(X, y, args.max_iter, args.skip_serial)
+
+
+if __name__ == "__main__":
+    main()

@@ -50,6 +50,7 @@ from sklearn.exceptions import ConvergenceWarning
 from torch.func import functional_call, vmap
 
 from .optim import ClippedSGD, clipped_step_size
+from .sequences import FlatSequences
 
 __all__ = ["StackedMember", "check_stackable", "train_stacked"]
 
@@ -281,6 +282,8 @@ class _Stack:
         self.stoppers = [_stopper(net) for net in nets]
         self.max_epochs = [int(net.max_epochs) for net in nets]
         self.live = list(range(len(nets)))  # members still training, in stack order
+        self.train_pool = _Pool([member.train for member in self.members])
+        self.valid_pool = _Pool([member.valid for member in self.members])
         self._loss = vmap(self._member_loss, in_dims=(0, 0, 0, 0, 0, 0))
 
     # ---------------------------------------------------------------- training
@@ -310,10 +313,10 @@ class _Stack:
                     and live[r]._diverged is None]
             if not rows:
                 break
-            collated = [live[r].train.collate(batches[r][step]) for r in rows]
             active = torch.zeros(len(live), dtype=torch.bool)
             active[rows] = True
-            losses = self._update(_pad(collated, rows, len(live), self.device), active)
+            chosen = {self.live[r]: batches[r][step] for r in rows}
+            losses = self._update(self.train_pool.batch(chosen, self.live), active)
             for r, loss in zip(rows, losses):
                 member = live[r]
                 if not math.isfinite(loss):
@@ -370,10 +373,12 @@ class _Stack:
         live = [self.members[index] for index in self.live]
         valid = self._validate(live)
         stopped = []
+        finite_rows = torch.stack(
+            [torch.isfinite(value).flatten(1).all(1) for value in self.params.values()]
+        ).all(0).tolist()  # (M,)
         for row, member in enumerate(live):
             net = member.estimator.net_
-            finite = all(bool(torch.isfinite(value[row]).all()) for value in self.params.values())
-            if member._diverged is None and not finite:
+            if member._diverged is None and not finite_rows[row]:
                 member._diverged = "the weights became non-finite in epoch {epoch}"
             if member._diverged is not None:
                 self._write(row, member, snapshot)  # the last finished epoch
@@ -388,9 +393,10 @@ class _Stack:
             if valid[row] is not None:
                 net.history.record("valid_loss", valid[row][0])
                 net.history.record("valid_score", valid[row][1])
-            self._write(row, member, self.params)
             stopper = self.stoppers[self.live[row]]
             done = epoch >= self.max_epochs[self.live[row]]
+            if stopper is not None and stopper.load_best:
+                self._write(row, member, self.params)  # the rule copies the best epoch's weights
             if stopper is not None:
                 try:
                     stopper.on_epoch_end(net)
@@ -398,6 +404,7 @@ class _Stack:
                     done = True
             if done:
                 stopped.append(row)
+                self._write(row, member, self.params)
         for row in stopped:
             stopper = self.stoppers[self.live[row]]
             net = live[row].estimator.net_
@@ -438,17 +445,16 @@ class _Stack:
         targets: dict[int, list[torch.Tensor]] = {r: [] for r in rows}
         for step in range(max(len(b) for b in batches.values())):
             here = [r for r in rows if step < len(batches[r])]
-            collated = [live[r].valid.collate(batches[r][step]) for r in here]
-            batch = _pad(collated, here, len(live), self.device)
+            batch = self.valid_pool.batch({self.live[r]: batches[r][step] for r in here}, self.live)
             loss, out = self._loss(self.params, batch["x"], batch["lengths"], batch["y"],
                                    batch["weight"], batch["count"])
             values = loss.tolist()
-            for r, (_, y) in zip(here, collated):
+            for r in here:
                 n = len(batches[r][step])
                 losses[r].append(values[r])
                 sizes[r].append(n)
                 outputs[r].append(out[r, :n])
-                targets[r].append(y)
+                targets[r].append(batch["y"][r, :n])
         self.template.train(True)
         for r in rows:
             estimator = live[r].estimator
@@ -472,30 +478,57 @@ class _Stack:
         self.rule.keep(keep)
 
 
-def _pad(
-    collated: list[tuple[dict[str, torch.Tensor], torch.Tensor]],
-    rows: list[int],
-    n_models: int,
-    device: torch.device,
-) -> dict[str, torch.Tensor]:
-    """Batches of some networks as one stack ``(M, B, T, ...)``; the rows of networks
-    without a batch, and the padding rows, have weight 0 and length 1."""
-    size = max(inputs["x"].shape[0] for inputs, _ in collated)
-    steps = max(inputs["x"].shape[1] for inputs, _ in collated)
-    first_x, first_y = collated[0][0]["x"], collated[0][1]
-    x = first_x.new_zeros(n_models, size, steps, first_x.shape[2])  # (M, B, T, d)
-    lengths = torch.ones(n_models, size, dtype=torch.long, device=device)  # (M, B)
-    y = first_y.new_zeros(n_models, size, *first_y.shape[1:])  # (M, B[, k])
-    weight = torch.zeros(n_models, size, device=device)  # (M, B)
-    count = torch.ones(n_models, device=device)  # (M,)
-    for r, (inputs, target) in zip(rows, collated):
-        n, t = inputs["x"].shape[:2]
-        x[r, :n, :t] = inputs["x"]
-        lengths[r, :n] = inputs["lengths"]
-        y[r, :n] = target
-        weight[r, :n] = inputs["sample_weight"]
-        count[r] = n
-    return {"x": x, "lengths": lengths, "y": y, "weight": weight, "count": count}
+class _Pool:
+    """The datasets of a stack's members as one :class:`~sklearn_rnn.sequences.FlatSequences`,
+    with one empty sequence (length 1, zero input, weight 0) that fills the rows of
+    networks without a batch and of batches smaller than the largest: a step's batches
+    of every network are gathered by one call to ``FlatSequences.batch``."""
+
+    def __init__(self, datasets: Sequence[Any]) -> None:
+        present = [data for data in datasets if data is not None]
+        self.empty = not present
+        if self.empty:
+            return
+        first = present[0]
+        device = first.sequences.values.device
+        self.offsets: dict[int, int] = {}
+        offset = 0
+        for position, data in enumerate(datasets):
+            if data is not None:
+                self.offsets[position] = offset
+                offset += len(data)
+        self.pad = offset
+        values = [data.sequences.values for data in present]
+        values.append(first.sequences.values.new_zeros(1, first.sequences.values.shape[1]))
+        lengths = [data.sequences.lengths for data in present]
+        lengths.append(torch.ones(1, dtype=torch.long, device=device))
+        self.flat = FlatSequences(torch.cat(values), torch.cat(lengths))
+        self.y = torch.cat([data.y for data in present] + [torch.zeros_like(first.y[:1])])
+        weights = [data.sample_weight for data in present]
+        self.weight = torch.cat(weights + [torch.zeros_like(weights[0][:1])])
+
+    def batch(self, chosen: dict[int, np.ndarray], order: list[int]) -> dict[str, torch.Tensor]:
+        """Batches ``chosen`` (member position -> sample indices) stacked in the order
+        ``order`` of member positions: ``x`` (M, B, T, d), ``lengths``, ``y``, ``weight``
+        (M, B) and ``count`` (M,), the samples of each network's batch (1 without)."""
+        size = max(len(indices) for indices in chosen.values())
+        index = np.full((len(order), size), self.pad, dtype=np.int64)
+        count = np.ones(len(order), dtype=np.float32)
+        for row, position in enumerate(order):
+            indices = chosen.get(position)
+            if indices is not None:
+                index[row, : len(indices)] = self.offsets[position] + np.asarray(indices)
+                count[row] = len(indices)
+        flat_index = torch.as_tensor(index.ravel(), device=self.weight.device)
+        x, lengths = self.flat.batch(flat_index)  # (M * B, T, d), (M * B,)
+        shape = (len(order), size)
+        return {
+            "x": x.reshape(*shape, *x.shape[1:]),
+            "lengths": lengths.reshape(shape),
+            "y": self.y[flat_index.to(self.y.device)].reshape(*shape, *self.y.shape[1:]),
+            "weight": self.weight[flat_index].reshape(shape),
+            "count": torch.as_tensor(count, device=self.weight.device),
+        }
 
 
 def _stopper(net: Any) -> SkorchEarlyStopping | None:

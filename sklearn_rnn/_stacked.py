@@ -47,8 +47,10 @@ import torch
 from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
 from skorch.callbacks import GradientNormClipping
 from sklearn.exceptions import ConvergenceWarning
+from joblib import Parallel, delayed, effective_n_jobs
 from torch.func import functional_call, vmap
 
+from ._parallel import limit_torch_threads
 from .optim import ClippedSGD, clipped_step_size
 from .sequences import FlatSequences
 
@@ -173,16 +175,17 @@ def check_stackable(estimator: Any) -> None:
 
 
 def train_stacked(
-    members: Sequence[StackedMember], *, max_stacked: int = MAX_STACKED
+    members: Sequence[StackedMember], *, max_stacked: int = MAX_STACKED, n_jobs: int | None = None
 ) -> None:
     """Train every member's network, many at a time, as its own ``fit`` would.
 
-    Members are grouped by architecture (parameter shapes, input layout, device), and
-    each group is trained in chunks of at most ``max_stacked`` networks. When this
-    returns, each member's estimator is fitted: its network holds the trained (or, with
-    early stopping, the best epoch's) weights and ``n_iter_``, ``loss_curve_``,
-    ``validation_scores_`` are set as ``fit`` sets them. Warnings a member's ``fit``
-    would give (``max_iter`` reached, divergence) are summarized in one warning each.
+    Members are grouped by architecture (parameter shapes, input layout, optimizer,
+    device), and each group is trained in chunks of at most ``max_stacked`` networks.
+    When this returns, each member's estimator is fitted: its network holds the
+    trained (or, with early stopping, the best epoch's) weights and ``n_iter_``,
+    ``loss_curve_``, ``validation_scores_`` are set as ``fit`` sets them. Warnings a
+    member's ``fit`` would give (``max_iter`` reached, divergence) are summarized in one
+    warning each.
 
     Parameters
     ----------
@@ -191,6 +194,11 @@ def train_stacked(
         :func:`check_stackable`.
     max_stacked : int, default=64
         Networks trained together at most; bounds memory.
+    n_jobs : int or None, default=None
+        Chunks trained at the same time in joblib worker processes; each group is then
+        cut into at least ``n_jobs`` chunks. With more than one job, ``member.estimator``
+        is replaced by the trained copy that comes back from the worker. None and 1
+        train in this process.
 
     Examples
     --------
@@ -203,33 +211,57 @@ def train_stacked(
     >>> members = []
     >>> for radius in (0.9, 1.2):
     ...     reg = RNNRegressor(cell="decay", time_feature=0, hidden_size=4, max_iter=3,
-    ...                        optimizer="sgd", device="cpu", spectral_radius=radius,
-    ...                        random_state=0)
+    ...                        tol=1e-9, optimizer="sgd", device="cpu",
+    ...                        spectral_radius=radius, random_state=0)
     ...     train, valid = reg._prepare(X, y, None, incremental=False)
     ...     members.append(StackedMember(reg, train, valid))
-    >>> train_stacked(members)  # doctest: +SKIP
-    >>> [member.estimator.n_iter_ for member in members]  # doctest: +SKIP
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # max_iter=3 is reached
+    ...     train_stacked(members)
+    >>> [member.estimator.n_iter_ for member in members]
     [3, 3]
     """
     if max_stacked < 1:
         raise ValueError(f"max_stacked must be a positive int; got {max_stacked!r}.")
+    jobs = effective_n_jobs(n_jobs)
     groups: dict[tuple, list[StackedMember]] = {}
     for member in members:
         check_stackable(member.estimator)
         groups.setdefault(_architecture(member), []).append(member)
-    caught: list[warnings.WarningMessage] = []
+    chunks = []
     for group in groups.values():
-        for start in range(0, len(group), max_stacked):
-            chunk = group[start : start + max_stacked]
-            began = time.perf_counter()
-            with warnings.catch_warnings(record=True) as recorded:
-                warnings.simplefilter("always")
-                _Stack(chunk).train()
-            caught.extend(recorded)
-            share = (time.perf_counter() - began) / len(chunk)
-            for member in chunk:
-                member.seconds = share
+        size = min(max_stacked, -(-len(group) // jobs))
+        chunks.extend(group[start : start + size] for start in range(0, len(group), size))
+    if jobs == 1:
+        outcomes = [_train_chunk(chunk, remote=False) for chunk in chunks]
+    else:
+        outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk, remote=True) for chunk in chunks)
+    caught: list[tuple[type[Warning], str]] = []
+    for chunk, (estimators, seconds, recorded) in zip(chunks, outcomes):
+        caught.extend(recorded)
+        for member, estimator in zip(chunk, estimators):
+            member.estimator = estimator
+            member.seconds = seconds / len(chunk)
     _summarize_warnings(caught, len(members))
+
+
+def _train_chunk(
+    chunk: list[StackedMember], *, remote: bool
+) -> tuple[list[Any], float, list[tuple[type[Warning], str]]]:
+    """Train one chunk; return its estimators, the seconds it took, and its warnings."""
+    limit_torch_threads()  # a worker process uses its share of the CPU
+    began = time.perf_counter()
+    with warnings.catch_warnings(record=True) as recorded:
+        warnings.simplefilter("always")
+        _Stack(chunk).train()
+    seconds = time.perf_counter() - began
+    messages = [(message.category, str(message.message)) for message in recorded]
+    estimators = [member.estimator for member in chunk]
+    if remote:
+        for estimator in estimators:  # keep no data of the members in what is sent back
+            estimator.net_.train_split = None
+    return estimators, seconds, messages
 
 
 def _architecture(member: StackedMember) -> tuple:
@@ -240,20 +272,20 @@ def _architecture(member: StackedMember) -> tuple:
     return (type(member.estimator), optimizer, shapes, repr(module), module.gap_channel, str(device))
 
 
-def _summarize_warnings(caught: list[warnings.WarningMessage], n_members: int) -> None:
-    by_kind: dict[tuple[type, str], int] = {}
-    for message in caught:
-        text = str(message.message)
-        key = (message.category, text.split(":")[0] if message.category is ConvergenceWarning else text)
-        by_kind[key] = by_kind.get(key, 0) + 1
-    for (category, text), count in by_kind.items():
+def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int) -> None:
+    """One warning per kind: a member's ConvergenceWarnings (``max_iter`` reached,
+    divergence) counted under the first one's text."""
+    by_kind: dict[tuple[type[Warning], str], list[str]] = {}
+    for category, text in caught:
+        key = (category, text.split(":")[0] if category is ConvergenceWarning else text)
+        by_kind.setdefault(key, []).append(text)
+    for (category, _), texts in by_kind.items():
         if category is ConvergenceWarning:
-            sample = next(str(m.message) for m in caught if str(m.message).startswith(text))
             warnings.warn(
-                f"{count} of {n_members} stacked networks: {sample}", ConvergenceWarning, stacklevel=3
+                f"{len(texts)} of {n_members} stacked networks: {texts[0]}", ConvergenceWarning, stacklevel=3
             )
         else:
-            warnings.warn(text, category, stacklevel=3)
+            warnings.warn(texts[0], category, stacklevel=3)
 
 
 class _Stack:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from numbers import Integral
 from typing import Any
@@ -21,6 +22,8 @@ from ._parallel import limit_torch_threads
 from ._stacked import MAX_STACKED, StackedMember, check_stackable, train_stacked
 
 __all__ = ["RNNGridSearchCV"]
+
+logger = logging.getLogger(__name__)
 
 
 class RNNGridSearchCV(BaseSearchCV):
@@ -71,8 +74,13 @@ class RNNGridSearchCV(BaseSearchCV):
     max_stacked : int, default=64
         Networks trained together at most; larger grids are trained in chunks of this
         many, which bounds memory.
+    n_jobs : int or None, default=None
+        Stacks trained at the same time, in joblib worker processes: the networks are
+        cut into at least ``n_jobs`` stacks. With 2 on a 2-core machine, two stacks of
+        half the networks each use both cores. None means 1 (one stack, this
+        process), unless in a :func:`joblib.parallel_backend` context.
     verbose : int, default=0
-        Log the number of networks and stacks.
+        Log (``logging``, level INFO) how many networks are trained in how many jobs.
 
     Attributes
     ----------
@@ -145,6 +153,7 @@ class RNNGridSearchCV(BaseSearchCV):
         "refit": ["boolean"],
         "return_train_score": ["boolean"],
         "max_stacked": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
         "verbose": ["verbose"],
     }
 
@@ -158,6 +167,7 @@ class RNNGridSearchCV(BaseSearchCV):
         refit: bool = True,
         return_train_score: bool = False,
         max_stacked: int = MAX_STACKED,
+        n_jobs: int | None = None,
         verbose: int = 0,
     ) -> None:
         self.estimator = estimator
@@ -167,6 +177,7 @@ class RNNGridSearchCV(BaseSearchCV):
         self.refit = refit
         self.return_train_score = return_train_score
         self.max_stacked = max_stacked
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=False)
@@ -196,8 +207,19 @@ class RNNGridSearchCV(BaseSearchCV):
         splits = list(cv.split(X, y, groups))
         scorer = check_scoring(self.estimator, self.scoring)
         models, members, prepare_seconds = self._prepare(X, y, candidates, splits)
-        train_stacked(members, max_stacked=self.max_stacked)
+        if self.verbose:
+            logger.info(
+                "RNNGridSearchCV: %d settings x %d splits = %d networks, stacks of at most %d, %s job(s)",
+                len(candidates), len(splits), len(members), self.max_stacked, self.n_jobs or 1,
+            )
+        train_stacked(members, max_stacked=self.max_stacked, n_jobs=self.n_jobs)
         n_splits = len(splits)
+        for (i, k), model in list(models.items()):  # worker processes send back copies
+            trained = members[i * n_splits + k].estimator
+            if isinstance(model, Pipeline):
+                model.steps[-1] = (model.steps[-1][0], trained)
+            else:
+                models[i, k] = trained
         test = np.empty((len(candidates), n_splits))
         train = np.empty_like(test)
         fit_time, score_time = np.empty_like(test), np.empty_like(test)

@@ -116,6 +116,16 @@ def test_search_agrees_with_gridsearchcv():
     assert ours.score(X, y) == pytest.approx(theirs.score(X, y))
 
 
+def test_two_jobs_train_the_same_networks():
+    X, y = visits(40)
+    grid = {"spectral_radius": [0.9, 1.2], "random_state": [0, 1]}
+    common = dict(scoring="roc_auc", cv=2, refit=False)
+    one = RNNGridSearchCV(explicit(max_iter=3), grid, **common).fit(X, y)
+    two = RNNGridSearchCV(explicit(max_iter=3), grid, n_jobs=2, **common).fit(X, y)
+    np.testing.assert_allclose(one.cv_results_["split1_test_score"], two.cv_results_["split1_test_score"])
+    np.testing.assert_allclose(one.cv_results_["mean_test_score"], two.cv_results_["mean_test_score"])
+
+
 def test_search_without_refit_has_no_predict():
     X, y = visits(30)
     search = RNNGridSearchCV(explicit(max_iter=2), {"spectral_radius": [1.0]}, cv=2, refit=False).fit(X, y)

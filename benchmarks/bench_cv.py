@@ -6,7 +6,8 @@ patients), each network the clinical study's RNN with time gaps (a
 :class:`~sklearn_rnn.SequenceStandardScaler` then an :class:`~sklearn_rnn.RNNClassifier`
 with ``time_feature=0`` and the 'decay' cell, every setting that matters written out
 here), scored by ROC AUC. The same search is run by :class:`~sklearn_rnn.RNNGridSearchCV`
-(every network trained together), by :class:`~sklearn.model_selection.GridSearchCV`
+(every network trained together; also with ``n_jobs=2``, two stacks of 16 in two
+processes), by :class:`~sklearn.model_selection.GridSearchCV`
 with ``n_jobs=2`` and with ``n_jobs=1``, side by side in one process, without the refit
 (the same single fit in all three). It prints the wall-clock times and their ratios,
 whether the three chose the same setting, and the largest difference of their
@@ -17,7 +18,7 @@ against 1 network, and against the ordinary ``RNNClassifier.fit`` of one network
 for a fixed number of epochs (no stopping rule), as milliseconds per update.
 
 Usage: ``python benchmarks/bench_cv.py [--max-iter 200] [--epochs 10] [--threads 1]
-[--skip-serial]``. Prints ``uptime`` before and after: timings on a shared machine are
+[--skip-serial] [--rounds 1]``. Prints ``uptime`` before and after: timings on a shared machine are
 noisy, the ratios measured side by side less so.
 """
 
@@ -67,23 +68,27 @@ def timed(search: object, X: list, y: np.ndarray) -> float:
     return time.perf_counter() - start
 
 
-def compare_searches(X: list, y: np.ndarray, max_iter: int, skip_serial: bool) -> None:
+def compare_searches(X: list, y: np.ndarray, max_iter: int, skip_serial: bool, rounds: int) -> None:
     cv = StratifiedKFold(8, shuffle=True, random_state=0)
     common = {"scoring": "roc_auc", "cv": cv, "refit": False}
     searches = {
         "RNNGridSearchCV": RNNGridSearchCV(study_rnn(max_iter), GRID, **common),
+        "RNNGridSearchCV(n_jobs=2)": RNNGridSearchCV(study_rnn(max_iter), GRID, n_jobs=2, **common),
         "GridSearchCV(n_jobs=2)": GridSearchCV(study_rnn(max_iter), GRID, n_jobs=2, **common),
     }
     if not skip_serial:
         searches["GridSearchCV(n_jobs=1)"] = GridSearchCV(study_rnn(max_iter), GRID, n_jobs=1, **common)
-    seconds = {}
-    for name, search in searches.items():
-        seconds[name] = timed(search, X, y)
-        print(f"{name:24s} {seconds[name]:8.1f} s   ({uptime()})", flush=True)
-    ours = seconds["RNNGridSearchCV"]
-    for name, value in seconds.items():
-        if name != "RNNGridSearchCV":
-            print(f"speed-up of RNNGridSearchCV over {name}: {value / ours:.2f}x")
+    # Rounds alternate the searches, so that a change of the machine's load hits all of them.
+    times: dict[str, list[float]] = {name: [] for name in searches}
+    for round_ in range(rounds):
+        for name, search in searches.items():
+            times[name].append(timed(search, X, y))
+            print(f"round {round_ + 1}: {name:26s} {times[name][-1]:8.1f} s   ({uptime()})", flush=True)
+    seconds = {name: float(np.median(values)) for name, values in times.items()}
+    for ours in ("RNNGridSearchCV", "RNNGridSearchCV(n_jobs=2)"):
+        for name, value in seconds.items():
+            if name.startswith("GridSearchCV"):
+                print(f"speed-up of {ours} over {name} (median of {rounds}): {value / seconds[ours]:.2f}x")
     stacked = searches["RNNGridSearchCV"].cv_results_
     for name, search in searches.items():
         if name == "RNNGridSearchCV":
@@ -120,27 +125,36 @@ def per_update(X: list, y: np.ndarray, epochs: int) -> None:
                 updates = max(updates, -(-len(data) // rnn.batch_size))
         return chosen, updates * epochs
 
-    results = {}
-    for count in (1, 16):
+    def stacked(count: int) -> float:
         chosen, updates = members(count)
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             train_stacked(chosen)
-        results[count] = 1000 * (time.perf_counter() - start) / updates
-        print(f"stacked, {count:2d} networks: {results[count]:6.2f} ms per update", flush=True)
-    train = folds[0][0]
-    model = clone(study_rnn(epochs)).set_params(rnnclassifier__n_iter_no_change=epochs + 1)
-    X_train = [X[i] for i in train]
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(X_train, y[train])
-    updates = epochs * -(-len(train) // 32)
-    plain = 1000 * (time.perf_counter() - start) / updates
-    print(f"RNNClassifier.fit, 1 network: {plain:6.2f} ms per update")
+        return 1000 * (time.perf_counter() - start) / updates
+
+    def plain() -> float:
+        train = folds[0][0]
+        model = clone(study_rnn(epochs)).set_params(rnnclassifier__n_iter_no_change=epochs + 1)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit([X[i] for i in train], y[train])
+        return 1000 * (time.perf_counter() - start) / (epochs * -(-len(train) // 32))
+
+    stacked(1)  # warm-up: first calls pay one-time costs
+    samples: dict[str, list[float]] = {"1 stacked": [], "16 stacked": [], "fit": []}
+    for _ in range(3):  # interleaved, the median of each
+        samples["1 stacked"].append(stacked(1))
+        samples["16 stacked"].append(stacked(16))
+        samples["fit"].append(plain())
+    median = {name: float(np.median(values)) for name, values in samples.items()}
+    results = {1: median["1 stacked"], 16: median["16 stacked"]}
+    plain_ms = median["fit"]
+    for name, values in samples.items():
+        print(f"{name:10s}: {median[name]:6.2f} ms per update (runs: {np.round(values, 2).tolist()})")
     print(f"16 stacked / 1 stacked: {results[16] / results[1]:.2f}x; "
-          f"16 stacked / one RNNClassifier.fit: {results[16] / plain:.2f}x   ({uptime()})")
+          f"16 stacked / one RNNClassifier.fit: {results[16] / plain_ms:.2f}x   ({uptime()})")
 
 
 def main() -> None:
@@ -149,6 +163,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=10, help="epochs of the per-update timing")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--skip-serial", action="store_true", help="leave out GridSearchCV(n_jobs=1)")
+    parser.add_argument("--rounds", type=int, default=1, help="alternating rounds of the searches")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cohort = load_pbc_cohort(1, 1, 2)
@@ -156,7 +171,7 @@ def main() -> None:
     print(f"PBC cohort: {len(y)} patients, {int(y.sum())} deaths; torch threads {args.threads}")
     print(f"load before: {uptime()}", flush=True)
     per_update(X, y, args.epochs)
-    compare_searches(X, y, args.max_iter, args.skip_serial)
+    compare_searches(X, y, args.max_iter, args.skip_serial, args.rounds)
 
 
 if __name__ == "__main__":

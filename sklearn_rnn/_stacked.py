@@ -45,11 +45,19 @@ from typing import Any
 import numpy as np
 import torch
 from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
-from skorch.callbacks import GradientNormClipping
+from skorch.callbacks import (
+    EpochScoring,
+    EpochTimer,
+    GradientNormClipping,
+    PassthroughScoring,
+    PrintLog,
+    ProgressBar,
+)
 from sklearn.exceptions import ConvergenceWarning
 from joblib import Parallel, delayed, effective_n_jobs
 from torch.func import functional_call, vmap
 
+from ._callbacks import TrainingGuard
 from ._parallel import limit_torch_threads
 from .optim import ClippedSGD, clipped_step_size
 from .sequences import FlatSequences
@@ -294,6 +302,8 @@ class _Stack:
     def __init__(self, members: Sequence[StackedMember]) -> None:
         self.members = list(members)
         nets = [member.estimator.net_ for member in self.members]
+        for net in nets:
+            _check_callbacks(net)
         self.template = nets[0].module_
         self.device = next(self.template.parameters()).device
         self.names = [name for name, p in self.template.named_parameters() if p.requires_grad]
@@ -561,6 +571,31 @@ class _Pool:
             "weight": self.weight[flat_index].reshape(shape),
             "count": torch.as_tensor(count, device=self.weight.device),
         }
+
+
+#: Callbacks of the engine that the stacked trainer stands in for: timing, loss
+#: records, the epoch table and progress bar (side concerns), the validation score
+#: (recorded by the trainer), gradient clipping (the update rule), the training guard
+#: (divergence handling) and the stopping rule (driven per network).
+_KNOWN_CALLBACKS = (
+    EpochTimer, PassthroughScoring, PrintLog, ProgressBar, GradientNormClipping,
+    SkorchEarlyStopping, TrainingGuard,
+)
+
+
+def _check_callbacks(net: Any) -> None:
+    """Refuse an engine with a callback the stacked trainer would silently skip."""
+    for name, callback in net.callbacks_:
+        known = isinstance(callback, _KNOWN_CALLBACKS) or (
+            type(callback) is EpochScoring and name == "valid_score"
+        )
+        if not known:
+            raise ValueError(
+                f"the stacked trainer does not run the training callback {name!r} "
+                f"({type(callback).__name__}) that this estimator's fit runs, so its networks "
+                "would not be the ones fit trains; search this estimator with "
+                "sklearn.model_selection.GridSearchCV."
+            )
 
 
 def _stopper(net: Any) -> SkorchEarlyStopping | None:

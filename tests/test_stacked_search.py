@@ -154,6 +154,17 @@ def test_refuses_what_it_cannot_stack(changes, match):
         search.fit(X, y)
 
 
+def test_refuses_a_training_callback_it_would_skip():
+    from skorch.callbacks import Callback
+
+    X, y = visits(20)
+    model = explicit()
+    member = StackedMember(model, *model._prepare(X, y, None, incremental=False))
+    model.net_.callbacks_.append(("mine", Callback()))
+    with pytest.raises(ValueError, match="callback 'mine'"):
+        train_stacked([member])
+
+
 def test_refuses_other_estimators():
     X, y = visits(20)
     with pytest.raises(TypeError, match="RNNClassifier or RNNRegressor"):

@@ -6,8 +6,8 @@ patients), each network the clinical study's RNN with time gaps (a
 :class:`~sklearn_rnn.SequenceStandardScaler` then an :class:`~sklearn_rnn.RNNClassifier`
 with ``time_feature=0`` and the 'decay' cell, every setting that matters written out
 here), scored by ROC AUC. The same search is run by :class:`~sklearn_rnn.RNNGridSearchCV`
-(every network trained together; also with ``n_jobs=2``, two stacks of 16 in two
-processes), by :class:`~sklearn.model_selection.GridSearchCV`
+(every network trained together, with one torch thread and with two; also with
+``n_jobs=2``, two stacks of 16 in two worker processes), by :class:`~sklearn.model_selection.GridSearchCV`
 with ``n_jobs=2`` and with ``n_jobs=1``, side by side in one process, without the refit
 (the same single fit in all three). It prints the wall-clock times and their ratios,
 whether the three chose the same setting, and the largest difference of their
@@ -60,37 +60,44 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def timed(search: object, X: list, y: np.ndarray) -> float:
+def timed(search: object, X: list, y: np.ndarray, threads: int) -> float:
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
     start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        search.fit(X, y)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            search.fit(X, y)
+    finally:
+        torch.set_num_threads(before)
     return time.perf_counter() - start
 
 
 def compare_searches(X: list, y: np.ndarray, max_iter: int, skip_serial: bool, rounds: int) -> None:
     cv = StratifiedKFold(8, shuffle=True, random_state=0)
     common = {"scoring": "roc_auc", "cv": cv, "refit": False}
+    # name -> (search, torch threads of this process while it runs)
     searches = {
-        "RNNGridSearchCV": RNNGridSearchCV(study_rnn(max_iter), GRID, **common),
-        "RNNGridSearchCV(n_jobs=2)": RNNGridSearchCV(study_rnn(max_iter), GRID, n_jobs=2, **common),
-        "GridSearchCV(n_jobs=2)": GridSearchCV(study_rnn(max_iter), GRID, n_jobs=2, **common),
+        "RNNGridSearchCV": (RNNGridSearchCV(study_rnn(max_iter), GRID, **common), 1),
+        "RNNGridSearchCV, 2 threads": (RNNGridSearchCV(study_rnn(max_iter), GRID, **common), 2),
+        "RNNGridSearchCV(n_jobs=2)": (RNNGridSearchCV(study_rnn(max_iter), GRID, n_jobs=2, **common), 1),
+        "GridSearchCV(n_jobs=2)": (GridSearchCV(study_rnn(max_iter), GRID, n_jobs=2, **common), 1),
     }
     if not skip_serial:
-        searches["GridSearchCV(n_jobs=1)"] = GridSearchCV(study_rnn(max_iter), GRID, n_jobs=1, **common)
+        searches["GridSearchCV(n_jobs=1)"] = (GridSearchCV(study_rnn(max_iter), GRID, n_jobs=1, **common), 1)
     # Rounds alternate the searches, so that a change of the machine's load hits all of them.
     times: dict[str, list[float]] = {name: [] for name in searches}
     for round_ in range(rounds):
-        for name, search in searches.items():
-            times[name].append(timed(search, X, y))
+        for name, (search, threads) in searches.items():
+            times[name].append(timed(search, X, y, threads))
             print(f"round {round_ + 1}: {name:26s} {times[name][-1]:8.1f} s   ({uptime()})", flush=True)
     seconds = {name: float(np.median(values)) for name, values in times.items()}
-    for ours in ("RNNGridSearchCV", "RNNGridSearchCV(n_jobs=2)"):
+    for ours in ("RNNGridSearchCV", "RNNGridSearchCV, 2 threads", "RNNGridSearchCV(n_jobs=2)"):
         for name, value in seconds.items():
             if name.startswith("GridSearchCV"):
                 print(f"speed-up of {ours} over {name} (median of {rounds}): {value / seconds[ours]:.2f}x")
-    stacked = searches["RNNGridSearchCV"].cv_results_
-    for name, search in searches.items():
+    stacked = searches["RNNGridSearchCV"][0].cv_results_
+    for name, (search, _) in searches.items():
         if name == "RNNGridSearchCV":
             continue
         results = search.cv_results_

@@ -326,7 +326,7 @@ class _Stack:
         self.live = list(range(len(nets)))  # members still training, in stack order
         self.train_pool = _Pool([member.train for member in self.members])
         self.valid_pool = _Pool([member.valid for member in self.members])
-        self._loss = vmap(self._member_loss, in_dims=(0, 0, 0, 0, 0, 0))
+        self._vmapped_loss = vmap(self._member_loss, in_dims=(0, 0, 0, 0, 0, 0))
 
     # ---------------------------------------------------------------- training
     def train(self) -> None:
@@ -382,6 +382,19 @@ class _Stack:
         if per_sample.ndim > 1:
             per_sample = per_sample.mean(dim=tuple(range(1, per_sample.ndim)))
         return (per_sample * weight).sum() / count, outputs
+
+    def _loss(
+        self, params: dict[str, torch.Tensor], x: torch.Tensor, lengths: torch.Tensor,
+        y: torch.Tensor, weight: torch.Tensor, count: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every network's data loss ``(M,)`` and outputs ``(M, B, k)``."""
+        if x.shape[0] > 1:
+            return self._vmapped_loss(params, x, lengths, y, weight, count)
+        # A stack of one (the last network of a chunk): the plain call, without the
+        # per-operation cost of vmap.
+        one = {name: value[0] for name, value in params.items()}
+        loss, outputs = self._member_loss(one, x[0], lengths[0], y[0], weight[0], count[0])
+        return loss.unsqueeze(0), outputs.unsqueeze(0)
 
     def _penalty(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
         """``alpha / (2 n) * ||W||^2`` of every network, over its weight matrices: (M,)."""

@@ -12,7 +12,7 @@ from scipy.stats import rankdata
 from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import ParameterGrid, check_cv
-from sklearn.model_selection._search import BaseSearchCV
+from sklearn.model_selection._search import BaseSearchCV, _yield_masked_array_for_each_param
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, indexable
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -300,12 +300,8 @@ def _results(
         "mean_score_time": score_time.mean(axis=1),
         "std_score_time": score_time.std(axis=1),
     }
-    for name in sorted({name for params in candidates for name in params}):
-        column = np.ma.MaskedArray(np.empty(len(candidates), dtype=object), mask=True)
-        for index, params in enumerate(candidates):
-            if name in params:
-                column[index] = params[name]
-        results[f"param_{name}"] = column
+    # GridSearchCV's own param_<name> columns (masked arrays, dtype inferred).
+    results.update(_yield_masked_array_for_each_param(candidates))
     results["params"] = candidates
     for kind, scores in (("test", test), ("train", train)):
         if scores is None:

@@ -107,6 +107,9 @@ def test_search_agrees_with_gridsearchcv():
         if key.endswith("_score") and not key.startswith("rank"):
             np.testing.assert_allclose(ours.cv_results_[key], value, atol=0.005)
     assert ours.cv_results_["params"] == theirs.cv_results_["params"]
+    radius = "param_rnnclassifier__spectral_radius"
+    assert ours.cv_results_[radius].dtype == theirs.cv_results_[radius].dtype
+    np.testing.assert_array_equal(ours.cv_results_[radius], theirs.cv_results_[radius])
     assert ours.best_params_ == theirs.best_params_
     assert ours.best_score_ == pytest.approx(theirs.best_score_, abs=0.005)
     assert ours.n_splits_ == 3 and ours.best_index_ == theirs.best_index_

@@ -151,7 +151,9 @@ def _unlink_foreign_docstrings(app, what, name, obj, options, lines):
     Methods such as ``score`` or ``get_params`` come from scikit-learn's base classes,
     whose docstrings point at labels of scikit-learn's own documentation.
     """
-    module = getattr(obj, "__module__", "") or ""
+    # A property (say ``n_features_in_`` of scikit-learn's search classes) has no
+    # module of its own; its getter has.
+    module = getattr(obj, "__module__", "") or getattr(getattr(obj, "fget", None), "__module__", "") or ""
     if module.split(".")[0] in ("sklearn", "torch", "skorch"):
         for i, line in enumerate(lines):
             lines[i] = _SPHINX_ROLE.sub(lambda m: f"``{m.group(1).strip()}``", line)

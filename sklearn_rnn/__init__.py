@@ -9,12 +9,14 @@ sequences, and work inside scikit-learn pipelines and model selection.
 from ._estimators import RNNClassifier, RNNRegressor
 from ._persistence import load
 from ._step_estimator import RNNStepClassifier
+from .model_selection import RNNGridSearchCV
 from .sequences import SequenceStandardScaler
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "RNNClassifier",
+    "RNNGridSearchCV",
     "RNNRegressor",
     "RNNStepClassifier",
     "SequenceStandardScaler",

@@ -183,10 +183,15 @@ class DecayRecurrence(nn.Module):
         keep = torch.exp(-F.softplus(self.hidden_decay) * gaps[..., None])  # (B, T, H)
         keep = torch.cat([torch.zeros_like(keep[:, :1]), keep[:, 1:]], dim=1)  # gamma_1 = 0
         state = projected.new_zeros(projected.shape[0], self.hidden_size)  # (B, H); h_0 = 0
+        move = 1 - keep  # (B, T, H)
+        # Steps taken apart once (unbind) rather than indexed per step: the backward pass
+        # of an index writes a zero tensor the size of the whole sequence for every step,
+        # which cost more than the recurrence itself.
+        inputs, keeps, moves = projected.unbind(1), keep.unbind(1), move.unbind(1)
         states = []
         for t in range(projected.shape[1]):
-            target = torch.tanh(projected[:, t] + state @ self.weight_hh.T)  # (B, H)
-            state = keep[:, t] * state + (1 - keep[:, t]) * target
+            target = torch.tanh(inputs[t] + state @ self.weight_hh.T)  # (B, H)
+            state = keeps[t] * state + moves[t] * target
             states.append(state)
         return torch.stack(states, dim=1)  # (B, T, H)
 

@@ -1,0 +1,715 @@
+"""Many small networks trained in one pass: every network of a grid search, stacked.
+
+A cross-validated grid over ``spectral_radius`` and ``clip_threshold`` fits dozens of
+networks of one architecture, each small (tens of units, batches of tens of sequences):
+on a CPU each update of each network is a string of tiny operations whose cost is the
+per-operation overhead, not the arithmetic. :func:`train_stacked` stacks the networks'
+parameters along a leading *model* dimension and runs the update of all of them as one
+program: the networks' own forward code (:class:`~sklearn_rnn.nn.RecurrentNetwork`,
+called through :func:`torch.func.functional_call`) vectorized over the models with
+:func:`torch.func.vmap`, one backward pass for all, and a per-model update.
+
+Nothing about an individual network changes. Each member is an estimator prepared by
+its own training routine (``BaseRNN._prepare``: validation, input encoding, label
+encoding, sample weights, the seeds drawn from its ``random_state``, the validation
+split, the initialization and the training engine), and the stacked trainer reuses that
+engine's pieces: its batch iterators (so each network sees its own batches in its own
+shuffled order), its optimizer's settings, its loss criterion and L2 coefficient, and
+its stopping callback, driven epoch by epoch with the network's own history, so that
+early stopping and the restore of the best epoch follow the estimator's rule.
+
+Per model:
+
+* the data: a network's batches are padded to the stack's common shape and masked; a
+  network whose epoch has fewer batches than another's sits out the remaining steps;
+* the step: the clipped anti-gradient of eq. 3.6
+  (:func:`~sklearn_rnn.optim.clipped_step_size` with the model's own ``mu`` and
+  ``tau``), or Adam after clipping the gradient norm at the model's ``tau``, with the
+  model's own step count;
+* stopping: a network that stops (its stopping rule, ``max_iter``, a non-finite loss)
+  leaves the stack at the end of that epoch, so the stack shrinks as training goes on.
+
+What cannot be batched this way is refused by :func:`check_stackable` with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
+from skorch.callbacks import (
+    EpochScoring,
+    EpochTimer,
+    GradientNormClipping,
+    PassthroughScoring,
+    PrintLog,
+    ProgressBar,
+)
+from sklearn.exceptions import ConvergenceWarning
+from joblib import Parallel, delayed, effective_n_jobs
+from torch.func import functional_call, vmap
+
+from ._callbacks import TrainingGuard
+from ._parallel import limit_torch_threads
+from .optim import ClippedSGD, clipped_step_size
+from .sequences import FlatSequences
+
+__all__ = ["StackedMember", "check_stackable", "train_stacked"]
+
+logger = logging.getLogger(__name__)
+
+#: Cells whose whole forward pass :func:`torch.func.vmap` can vectorize: the
+#: time-aware 'decay' recurrence is written in plain tensor operations. The Elman,
+#: GRU and LSTM cells run fused PyTorch kernels (or, for temporal gradients, a
+#: hand-written autograd function) that have no vectorization rule.
+STACKABLE_CELLS: tuple[str, ...] = ("decay",)
+
+#: Networks trained together at most, by default (memory grows with it).
+MAX_STACKED = 64
+
+#: ``torch.nn.utils.clip_grad_norm_``'s guard against a zero norm.
+_CLIP_EPS = 1e-6
+
+
+@dataclass(eq=False)
+class StackedMember:
+    """One network of the stack: a prepared estimator and its data.
+
+    Attributes
+    ----------
+    estimator : BaseRNN
+        An :class:`~sklearn_rnn.RNNClassifier` or :class:`~sklearn_rnn.RNNRegressor`
+        after ``_prepare``: its ``net_`` holds the initialized network, optimizer and
+        callbacks.
+    train : SequenceDataset
+        Its training data (encoded by its own encoder).
+    valid : SequenceDataset or None
+        Its held-out data for early stopping.
+    seconds : float
+        Wall-clock time of the stacked training divided among the members trained
+        together (set by :func:`train_stacked`).
+
+    Examples
+    --------
+    >>> from sklearn_rnn._stacked import StackedMember
+    >>> StackedMember.__name__
+    'StackedMember'
+    """
+
+    estimator: Any
+    train: Any
+    valid: Any = None
+    seconds: float = 0.0
+    # Training state, private to train_stacked.
+    _epoch_losses: list[float] = field(default_factory=list)
+    _epoch_sizes: list[int] = field(default_factory=list)
+    _diverged: str | None = None
+
+
+def check_stackable(estimator: Any) -> None:
+    """Refuse an estimator whose networks the stacked trainer cannot train.
+
+    Parameters
+    ----------
+    estimator : BaseRNN
+        An unfitted :class:`~sklearn_rnn.RNNClassifier` or
+        :class:`~sklearn_rnn.RNNRegressor`.
+
+    Raises
+    ------
+    ValueError
+        Naming the setting, why it cannot be stacked, and what to do.
+
+    Examples
+    --------
+    >>> from sklearn_rnn import RNNClassifier
+    >>> from sklearn_rnn._stacked import check_stackable
+    >>> check_stackable(RNNClassifier(cell="decay", time_feature=0, optimizer="adam"))
+    >>> check_stackable(RNNClassifier(cell="tanh"))
+    Traceback (most recent call last):
+    ...
+    ValueError: the stacked trainer runs cell='decay' only...
+    """
+    name = type(estimator).__name__
+    fix = f"; or search this {name} with sklearn.model_selection.GridSearchCV."
+    cell = estimator._resolved_cell()
+    if cell not in STACKABLE_CELLS:
+        raise ValueError(
+            f"the stacked trainer runs cell={STACKABLE_CELLS[0]!r} only (a recurrence in "
+            f"plain tensor operations that torch.func.vmap vectorizes over models); got "
+            f"cell={cell!r}, whose fused PyTorch kernel has no vectorization rule. Use "
+            f"cell='decay' with a time_feature{fix}"
+        )
+    refusals = {
+        "optimizer": (
+            estimator.optimizer == "simplex",
+            "optimizer='simplex' needs temporal gradients, which the 'decay' cell has "
+            "none of; use optimizer='sgd' (the clipped step rule) or 'adam'",
+        ),
+        "num_layers": (
+            estimator.num_layers != 1,
+            "the layers above the first run a fused kernel; use num_layers=1",
+        ),
+        "dropout": (
+            estimator.dropout != 0,
+            "dropout masks come from each network's own generator, which a vectorized "
+            "pass cannot draw from; use dropout=0",
+        ),
+        "precision": (
+            estimator.precision != "float32",
+            "mixed precision is not stacked; use precision='float32'",
+        ),
+        "warm_start": (
+            bool(estimator.warm_start),
+            "every member is fitted from scratch; use warm_start=False",
+        ),
+        "_every_step": (
+            bool(getattr(estimator, "_every_step", False)),
+            "targets at every step are not stacked; use RNNClassifier or RNNRegressor",
+        ),
+    }
+    for setting, (refused, reason) in refusals.items():
+        if refused:
+            value = getattr(estimator, setting)
+            raise ValueError(f"{name}({setting}={value!r}) cannot be stacked: {reason}{fix}")
+
+
+def train_stacked(
+    members: Sequence[StackedMember], *, max_stacked: int = MAX_STACKED, n_jobs: int | None = None
+) -> None:
+    """Train every member's network, many at a time, as its own ``fit`` would.
+
+    Members are grouped by architecture (parameter shapes, input layout, optimizer,
+    device), and each group is trained in chunks of at most ``max_stacked`` networks.
+    When this returns, each member's estimator is fitted: its network holds the
+    trained (or, with early stopping, the best epoch's) weights and ``n_iter_``,
+    ``loss_curve_``, ``validation_scores_`` are set as ``fit`` sets them. Warnings a
+    member's ``fit`` would give (``max_iter`` reached, divergence) are summarized in one
+    warning each.
+
+    Parameters
+    ----------
+    members : sequence of StackedMember
+        Prepared estimators (see :class:`StackedMember`) that pass
+        :func:`check_stackable`.
+    max_stacked : int, default=64
+        Networks trained together at most; bounds memory.
+    n_jobs : int or None, default=None
+        Chunks trained at the same time in joblib worker processes; each group is then
+        cut into at least ``n_jobs`` chunks. With more than one job, ``member.estimator``
+        is replaced by the trained copy that comes back from the worker. None and 1
+        train in this process.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNRegressor
+    >>> from sklearn_rnn._stacked import StackedMember, train_stacked
+    >>> rng = np.random.default_rng(0)
+    >>> X = [np.c_[np.arange(4.0), rng.normal(size=4)] for _ in range(20)]
+    >>> y = np.array([x[:, 1].sum() for x in X])
+    >>> members = []
+    >>> for radius in (0.9, 1.2):
+    ...     reg = RNNRegressor(cell="decay", time_feature=0, hidden_size=4, max_iter=3,
+    ...                        tol=1e-9, optimizer="sgd", device="cpu",
+    ...                        spectral_radius=radius, random_state=0)
+    ...     train, valid = reg._prepare(X, y, None, incremental=False)
+    ...     members.append(StackedMember(reg, train, valid))
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # max_iter=3 is reached
+    ...     train_stacked(members)
+    >>> [member.estimator.n_iter_ for member in members]
+    [3, 3]
+    """
+    if max_stacked < 1:
+        raise ValueError(f"max_stacked must be a positive int; got {max_stacked!r}.")
+    jobs = effective_n_jobs(n_jobs)
+    groups: dict[tuple, list[StackedMember]] = {}
+    for member in members:
+        check_stackable(member.estimator)
+        groups.setdefault(_architecture(member), []).append(member)
+    chunks = []
+    for group in groups.values():
+        size = min(max_stacked, -(-len(group) // jobs))
+        chunks.extend(group[start : start + size] for start in range(0, len(group), size))
+    if jobs == 1:
+        outcomes = [_train_chunk(chunk, remote=False) for chunk in chunks]
+    else:
+        outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk, remote=True) for chunk in chunks)
+    caught: list[tuple[type[Warning], str]] = []
+    for chunk, (estimators, seconds, recorded) in zip(chunks, outcomes):
+        caught.extend(recorded)
+        for member, estimator in zip(chunk, estimators):
+            member.estimator = estimator
+            member.seconds = seconds / len(chunk)
+    _summarize_warnings(caught, len(members))
+
+
+def _train_chunk(
+    chunk: list[StackedMember], *, remote: bool
+) -> tuple[list[Any], float, list[tuple[type[Warning], str]]]:
+    """Train one chunk; return its estimators, the seconds it took, and its warnings."""
+    limit_torch_threads()  # a worker process uses its share of the CPU
+    began = time.perf_counter()
+    with warnings.catch_warnings(record=True) as recorded:
+        warnings.simplefilter("always")
+        _Stack(chunk).train()
+    seconds = time.perf_counter() - began
+    messages = [(message.category, str(message.message)) for message in recorded]
+    estimators = [member.estimator for member in chunk]
+    if remote:
+        for estimator in estimators:  # keep no data of the members in what is sent back
+            estimator.net_.train_split = None
+    return estimators, seconds, messages
+
+
+def _architecture(member: StackedMember) -> tuple:
+    module = member.estimator.net_.module_
+    shapes = tuple((name, tuple(p.shape)) for name, p in module.named_parameters())
+    device = next(module.parameters()).device
+    optimizer = type(member.estimator.net_.optimizer_)
+    return (type(member.estimator), optimizer, shapes, repr(module), module.gap_channel, str(device))
+
+
+def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int) -> None:
+    """One warning per kind: a member's ConvergenceWarnings (``max_iter`` reached,
+    divergence) counted under the first one's text."""
+    by_kind: dict[tuple[type[Warning], str], list[str]] = {}
+    for category, text in caught:
+        key = (category, text.split(":")[0] if category is ConvergenceWarning else text)
+        by_kind.setdefault(key, []).append(text)
+    for (category, _), texts in by_kind.items():
+        if category is ConvergenceWarning:
+            warnings.warn(
+                f"{len(texts)} of {n_members} stacked networks: {texts[0]}", ConvergenceWarning, stacklevel=3
+            )
+        else:
+            warnings.warn(texts[0], category, stacklevel=3)
+
+
+class _Stack:
+    """The training state of one chunk: stacked parameters, optimizer state, members."""
+
+    def __init__(self, members: Sequence[StackedMember]) -> None:
+        self.members = list(members)
+        nets = [member.estimator.net_ for member in self.members]
+        for net in nets:
+            _check_callbacks(net)
+        self.template = nets[0].module_
+        self.device = next(self.template.parameters()).device
+        self.names = [name for name, p in self.template.named_parameters() if p.requires_grad]
+        self.params = {
+            name: torch.stack([dict(net.module_.named_parameters())[name].detach() for net in nets]).clone()
+            for name in self.names
+        }  # name -> (M, *shape)
+        self.matrices = [name for name in self.names if self.params[name].ndim >= 3]
+        self.criterion = nets[0].criterion_
+        self.rule = _update_rule(nets)
+        self.state: dict[str, torch.Tensor] = {}
+        if self.rule.kind == "adam":
+            for name in self.names:
+                self.state[f"{name}.exp_avg"] = torch.zeros_like(self.params[name])
+                self.state[f"{name}.exp_avg_sq"] = torch.zeros_like(self.params[name])
+            self.state["steps"] = torch.zeros(len(nets), dtype=torch.float64)
+        self.l2 = torch.tensor([net.l2_penalty for net in nets], device=self.device)  # (M,)
+        self.stoppers = [_stopper(net) for net in nets]
+        self.max_epochs = [int(net.max_epochs) for net in nets]
+        self.live = list(range(len(nets)))  # members still training, in stack order
+        self.train_pool = _Pool([member.train for member in self.members])
+        self.valid_pool = _Pool([member.valid for member in self.members])
+        self._vmapped_loss = vmap(self._member_loss, in_dims=(0, 0, 0, 0, 0, 0))
+
+    # ---------------------------------------------------------------- training
+    def train(self) -> None:
+        for member, stopper in zip(self.members, self.stoppers):
+            member.estimator.net_.history.clear()
+            if stopper is not None:
+                stopper.on_train_begin(member.estimator.net_)
+        epoch = 0
+        while self.live:
+            epoch += 1
+            snapshot = {name: value.clone() for name, value in self.params.items()}
+            self._train_epoch()
+            stopped = self._end_epoch(epoch, snapshot)
+            self._drop(stopped)
+        for member in self.members:
+            member.estimator._record_history(0, incremental=False)
+            member.estimator.net_.train_split = None
+
+    def _train_epoch(self) -> None:
+        live = [self.members[index] for index in self.live]
+        batches = [member.estimator.net_.get_iterator(member.train, training=True).batches() for member in live]
+        for member in live:
+            member._epoch_losses, member._epoch_sizes = [], []
+        for step in range(max(len(b) for b in batches)):
+            rows = [r for r, member_batches in enumerate(batches) if step < len(member_batches)
+                    and live[r]._diverged is None]
+            if not rows:
+                break
+            active = torch.zeros(len(live), dtype=torch.bool)
+            active[rows] = True
+            chosen = {self.live[r]: batches[r][step] for r in rows}
+            losses = self._update(self.train_pool.batch(chosen, self.live), active)
+            for r, loss in zip(rows, losses):
+                member = live[r]
+                if not math.isfinite(loss):
+                    member._diverged = f"the training loss became {loss} in epoch {{epoch}}"
+                    continue
+                member._epoch_losses.append(loss)
+                member._epoch_sizes.append(len(batches[r][step]))
+
+    def _member_loss(
+        self,
+        params: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        lengths: torch.Tensor,
+        y: torch.Tensor,
+        weight: torch.Tensor,
+        count: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One network's mean weighted data loss on its (padded) batch, and its outputs."""
+        outputs = functional_call(self.template, params, (x, lengths))  # (B, k)
+        per_sample = self.criterion(outputs, y)  # (B,) or (B, k)
+        if per_sample.ndim > 1:
+            per_sample = per_sample.mean(dim=tuple(range(1, per_sample.ndim)))
+        return (per_sample * weight).sum() / count, outputs
+
+    def _loss(
+        self, params: dict[str, torch.Tensor], x: torch.Tensor, lengths: torch.Tensor,
+        y: torch.Tensor, weight: torch.Tensor, count: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every network's data loss ``(M,)`` and outputs ``(M, B, k)``."""
+        if x.shape[0] > 1:
+            return self._vmapped_loss(params, x, lengths, y, weight, count)
+        # A stack of one (the last network of a chunk): the plain call, without the
+        # per-operation cost of vmap.
+        one = {name: value[0] for name, value in params.items()}
+        loss, outputs = self._member_loss(one, x[0], lengths[0], y[0], weight[0], count[0])
+        return loss.unsqueeze(0), outputs.unsqueeze(0)
+
+    def _penalty(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``alpha / (2 n) * ||W||^2`` of every network, over its weight matrices: (M,)."""
+        if not self.matrices or not bool((self.l2 != 0).any()):
+            return torch.zeros_like(self.l2)
+        squares = sum(params[name].square().flatten(1).sum(1) for name in self.matrices)
+        return 0.5 * self.l2 * squares
+
+    def _update(self, batch: dict[str, torch.Tensor], active: torch.Tensor) -> list[float]:
+        params = {name: value.requires_grad_(True) for name, value in self.params.items()}
+        data_loss, _ = self._loss(params, batch["x"], batch["lengths"], batch["y"],
+                                  batch["weight"], batch["count"])  # (M,)
+        loss = data_loss + self._penalty(params)  # (M,), as the engine records it
+        mask = active.to(self.device)
+        grads = torch.autograd.grad(
+            torch.where(mask, loss, 0.0).sum(), [params[n] for n in self.names], allow_unused=True
+        )  # unused: the decay parameters of inputs that are never missing (empty)
+        grads = tuple(torch.zeros_like(params[n]) if g is None else g for n, g in zip(self.names, grads))
+        for value in self.params.values():
+            value.requires_grad_(False)
+        values = loss.detach().tolist()
+        finite = active.clone()
+        finite[[i for i, v in enumerate(values) if not math.isfinite(v)]] = False
+        self.rule.apply(self, dict(zip(self.names, grads)), finite)
+        return [values[i] for i in torch.nonzero(active).flatten().tolist()]
+
+    # ----------------------------------------------------------------- epochs
+    def _end_epoch(self, epoch: int, snapshot: dict[str, torch.Tensor]) -> list[int]:
+        """Record the epoch in every live network's history, run its stopping rule, and
+        return the positions (in ``live``) of the networks that stop."""
+        live = [self.members[index] for index in self.live]
+        valid = self._validate(live)
+        stopped = []
+        finite_rows = torch.stack(
+            [torch.isfinite(value).flatten(1).all(1) for value in self.params.values()]
+        ).all(0).tolist()  # (M,)
+        for row, member in enumerate(live):
+            net = member.estimator.net_
+            if member._diverged is None and not finite_rows[row]:
+                member._diverged = "the weights became non-finite in epoch {epoch}"
+            if member._diverged is not None:
+                self._write(row, member, snapshot)  # the last finished epoch
+                self._warn_diverged(member, epoch)
+                stopped.append(row)
+                continue
+            net.history.new_epoch()
+            net.history.record("epoch", epoch)
+            train_loss = float(np.average(member._epoch_losses, weights=member._epoch_sizes))
+            net.history.record("train_loss", train_loss)
+            net.history.record("train_batch_count", len(member._epoch_losses))
+            if valid[row] is not None:
+                net.history.record("valid_loss", valid[row][0])
+                net.history.record("valid_score", valid[row][1])
+            stopper = self.stoppers[self.live[row]]
+            done = epoch >= self.max_epochs[self.live[row]]
+            if stopper is not None and stopper.load_best:
+                self._write(row, member, self.params)  # the rule copies the best epoch's weights
+            if stopper is not None:
+                try:
+                    stopper.on_epoch_end(net)
+                except KeyboardInterrupt:  # skorch's signal: the rule ends training
+                    done = True
+            if done:
+                stopped.append(row)
+                self._write(row, member, self.params)
+        for row in stopped:
+            stopper = self.stoppers[self.live[row]]
+            net = live[row].estimator.net_
+            if stopper is not None and len(net.history):
+                stopper.on_train_end(net)
+        return stopped
+
+    def _warn_diverged(self, member: StackedMember, epoch: int) -> None:
+        finished = epoch - 1
+        kept = "the initial weights are kept" if not finished else f"the weights of epoch {finished} are kept"
+        warnings.warn(
+            f"{type(member.estimator).__name__}: {member._diverged.format(epoch=epoch)}, so "
+            f"training stopped and {kept}. Lower learning_rate, set a clip_threshold, or "
+            "scale the inputs (e.g. with SequenceStandardScaler).",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+
+    def _write(self, row: int, member: StackedMember, source: dict[str, torch.Tensor]) -> None:
+        """Copy network ``row``'s parameters from the stack into its own module."""
+        parameters = dict(member.estimator.net_.module_.named_parameters())
+        with torch.no_grad():
+            for name in self.names:
+                parameters[name].copy_(source[name][row])
+
+    @torch.no_grad()
+    def _validate(self, live: list[StackedMember]) -> list[tuple[float, float] | None]:
+        """Validation loss (batch-size weighted mean, no penalty) and score of each network."""
+        rows = [r for r, member in enumerate(live) if member.valid is not None and member._diverged is None]
+        results: list[tuple[float, float] | None] = [None] * len(live)
+        if not rows:
+            return results
+        self.template.train(False)
+        batches = {r: live[r].estimator.net_.get_iterator(live[r].valid, training=False).batches() for r in rows}
+        losses: dict[int, list[float]] = {r: [] for r in rows}
+        sizes: dict[int, list[int]] = {r: [] for r in rows}
+        outputs: dict[int, list[torch.Tensor]] = {r: [] for r in rows}
+        targets: dict[int, list[torch.Tensor]] = {r: [] for r in rows}
+        for step in range(max(len(b) for b in batches.values())):
+            here = [r for r in rows if step < len(batches[r])]
+            batch = self.valid_pool.batch({self.live[r]: batches[r][step] for r in here}, self.live)
+            loss, out = self._loss(self.params, batch["x"], batch["lengths"], batch["y"],
+                                   batch["weight"], batch["count"])
+            values = loss.tolist()
+            for r in here:
+                n = len(batches[r][step])
+                losses[r].append(values[r])
+                sizes[r].append(n)
+                outputs[r].append(out[r, :n])
+                targets[r].append(batch["y"][r, :n])
+        self.template.train(True)
+        for r in rows:
+            estimator = live[r].estimator
+            y_true = torch.cat(targets[r]).cpu().numpy()
+            y_pred = torch.cat(outputs[r]).double().cpu().numpy()
+            score = estimator._validation_score(y_true, y_pred)
+            results[r] = (float(np.average(losses[r], weights=sizes[r])), score)
+        return results
+
+    def _drop(self, stopped: list[int]) -> None:
+        """Take the stopped networks out of the stack."""
+        if not stopped:
+            return
+        keep = [row for row in range(len(self.live)) if row not in set(stopped)]
+        self.live = [self.live[row] for row in keep]
+        index = torch.tensor(keep, dtype=torch.long, device=self.device)
+        self.params = {name: value.index_select(0, index) for name, value in self.params.items()}
+        for key, value in self.state.items():
+            self.state[key] = value.index_select(0, index.to(value.device))
+        self.l2 = self.l2.index_select(0, index)
+        self.rule.keep(keep)
+
+
+class _Pool:
+    """The datasets of a stack's members as one :class:`~sklearn_rnn.sequences.FlatSequences`,
+    with one empty sequence (length 1, zero input, weight 0) that fills the rows of
+    networks without a batch and of batches smaller than the largest: a step's batches
+    of every network are gathered by one call to ``FlatSequences.batch``."""
+
+    def __init__(self, datasets: Sequence[Any]) -> None:
+        present = [data for data in datasets if data is not None]
+        self.empty = not present
+        if self.empty:
+            return
+        first = present[0]
+        device = first.sequences.values.device
+        self.offsets: dict[int, int] = {}
+        offset = 0
+        for position, data in enumerate(datasets):
+            if data is not None:
+                self.offsets[position] = offset
+                offset += len(data)
+        self.pad = offset
+        values = [data.sequences.values for data in present]
+        values.append(first.sequences.values.new_zeros(1, first.sequences.values.shape[1]))
+        lengths = [data.sequences.lengths for data in present]
+        lengths.append(torch.ones(1, dtype=torch.long, device=device))
+        self.flat = FlatSequences(torch.cat(values), torch.cat(lengths))
+        self.y = torch.cat([data.y for data in present] + [torch.zeros_like(first.y[:1])])
+        weights = [data.sample_weight for data in present]
+        self.weight = torch.cat(weights + [torch.zeros_like(weights[0][:1])])
+
+    def batch(self, chosen: dict[int, np.ndarray], order: list[int]) -> dict[str, torch.Tensor]:
+        """Batches ``chosen`` (member position -> sample indices) stacked in the order
+        ``order`` of member positions: ``x`` (M, B, T, d), ``lengths``, ``y``, ``weight``
+        (M, B) and ``count`` (M,), the samples of each network's batch (1 without)."""
+        size = max(len(indices) for indices in chosen.values())
+        index = np.full((len(order), size), self.pad, dtype=np.int64)
+        count = np.ones(len(order), dtype=np.float32)
+        for row, position in enumerate(order):
+            indices = chosen.get(position)
+            if indices is not None:
+                index[row, : len(indices)] = self.offsets[position] + np.asarray(indices)
+                count[row] = len(indices)
+        flat_index = torch.as_tensor(index.ravel(), device=self.weight.device)
+        x, lengths = self.flat.batch(flat_index)  # (M * B, T, d), (M * B,)
+        shape = (len(order), size)
+        return {
+            "x": x.reshape(*shape, *x.shape[1:]),
+            "lengths": lengths.reshape(shape),
+            "y": self.y[flat_index.to(self.y.device)].reshape(*shape, *self.y.shape[1:]),
+            "weight": self.weight[flat_index].reshape(shape),
+            "count": torch.as_tensor(count, device=self.weight.device),
+        }
+
+
+#: Callbacks of the engine that the stacked trainer stands in for: timing, loss
+#: records, the epoch table and progress bar (side concerns), the validation score
+#: (recorded by the trainer), gradient clipping (the update rule), the training guard
+#: (divergence handling) and the stopping rule (driven per network).
+_KNOWN_CALLBACKS = (
+    EpochTimer, PassthroughScoring, PrintLog, ProgressBar, GradientNormClipping,
+    SkorchEarlyStopping, TrainingGuard,
+)
+
+
+def _check_callbacks(net: Any) -> None:
+    """Refuse an engine with a callback the stacked trainer would silently skip."""
+    for name, callback in net.callbacks_:
+        known = isinstance(callback, _KNOWN_CALLBACKS) or (
+            type(callback) is EpochScoring and name == "valid_score"
+        )
+        if not known:
+            raise ValueError(
+                f"the stacked trainer does not run the training callback {name!r} "
+                f"({type(callback).__name__}) that this estimator's fit runs, so its networks "
+                "would not be the ones fit trains; search this estimator with "
+                "sklearn.model_selection.GridSearchCV."
+            )
+
+
+def _stopper(net: Any) -> SkorchEarlyStopping | None:
+    """The network's stopping callback (skorch's EarlyStopping or a subclass), if any."""
+    found = [callback for _, callback in net.callbacks_ if isinstance(callback, SkorchEarlyStopping)]
+    return found[0] if found else None
+
+
+class _UpdateRule:
+    """The per-model update of the stack, read from each network's own optimizer."""
+
+    def __init__(self, kind: str, settings: list[dict[str, Any]]) -> None:
+        self.kind = kind
+        self.settings = settings
+
+    def keep(self, rows: list[int]) -> None:
+        self.settings = [self.settings[row] for row in rows]
+
+    def apply(self, stack: _Stack, grads: dict[str, torch.Tensor], active: torch.Tensor) -> None:
+        norms = torch.sqrt(sum(g.square().flatten(1).sum(1) for g in grads.values()))  # (M,)
+        if self.kind == "sgd":
+            self._sgd(stack, grads, norms.tolist(), active)
+        else:
+            self._adam(stack, grads, norms, active)
+
+    @torch.no_grad()
+    def _sgd(self, stack: _Stack, grads: dict[str, torch.Tensor], norms: list[float], active: torch.Tensor) -> None:
+        # Eq. 3.6 per model, by the package's own rule; a non-finite gradient is skipped
+        # (ClippedSGD's rule).
+        steps = [
+            clipped_step_size(norm, s["lr"], s["clip_threshold"]) if on and math.isfinite(norm) else 0.0
+            for norm, s, on in zip(norms, self.settings, active.tolist())
+        ]
+        alpha = torch.tensor(steps, device=stack.device)  # (M,)
+        for name, grad in grads.items():
+            param = stack.params[name]
+            param.sub_(alpha.view(-1, *[1] * (param.ndim - 1)) * grad)
+
+    @torch.no_grad()
+    def _adam(self, stack: _Stack, grads: dict[str, torch.Tensor], norms: torch.Tensor, active: torch.Tensor) -> None:
+        # skorch's GradientNormClipping (torch.nn.utils.clip_grad_norm_) per model, then
+        # torch.optim.Adam's update (its single-tensor form) with a step count per model.
+        taus = [s["clip_threshold"] for s in self.settings]
+        if any(tau is not None for tau in taus):
+            tau = torch.tensor([math.inf if t is None else t for t in taus], device=stack.device)
+            coef = torch.clamp(tau / (norms + _CLIP_EPS), max=1.0)  # (M,)
+            grads = {name: g * coef.view(-1, *[1] * (g.ndim - 1)) for name, g in grads.items()}
+        steps = stack.state["steps"]
+        on = active.cpu()
+        steps += on.to(steps.dtype)
+        lr, beta1, beta2, eps = [], [], [], []
+        for s, step in zip(self.settings, steps.tolist()):
+            b1, b2 = s["betas"]
+            step = max(step, 1.0)
+            lr.append(s["lr"] / (1 - b1**step))
+            beta1.append(b1)
+            beta2.append(b2)
+            eps.append((1 - b2**step) ** 0.5)
+        device = stack.device
+        step_size = torch.tensor(lr, device=device)
+        one_minus_b1 = 1 - torch.tensor(beta1, device=device)
+        b2t = torch.tensor(beta2, device=device)
+        correction = torch.tensor(eps, device=device)
+        epsilon = torch.tensor([s["eps"] for s in self.settings], device=device)
+        mask = on.to(device)
+        for name, grad in grads.items():
+            shape = (-1, *[1] * (grad.ndim - 1))
+            m, v = stack.state[f"{name}.exp_avg"], stack.state[f"{name}.exp_avg_sq"]
+            keep = mask.view(shape)
+            m.copy_(torch.where(keep, m.lerp(grad, one_minus_b1.view(shape)), m))
+            v.copy_(torch.where(keep, v * b2t.view(shape) + (1 - b2t.view(shape)) * grad * grad, v))
+            denom = v.sqrt() / correction.view(shape) + epsilon.view(shape)
+            update = step_size.view(shape) * m / denom
+            stack.params[name].sub_(torch.where(keep, update, 0.0))
+
+
+def _update_rule(nets: list[Any]) -> _UpdateRule:
+    optimizers = [net.optimizer_ for net in nets]
+    kinds = set()
+    settings = []
+    for net, optimizer in zip(nets, optimizers):
+        group = optimizer.param_groups[0]
+        if isinstance(optimizer, ClippedSGD):
+            kinds.add("sgd")
+            settings.append({"lr": float(group["lr"]), "clip_threshold": group["clip_threshold"]})
+        elif type(optimizer) is torch.optim.Adam and not group["amsgrad"] and not group["weight_decay"] \
+                and not group["maximize"]:
+            kinds.add("adam")
+            clip = [cb for _, cb in net.callbacks_ if isinstance(cb, GradientNormClipping)]
+            tau = None
+            if clip:
+                if clip[0].gradient_clip_norm_type != 2:
+                    raise ValueError("the stacked trainer clips the Euclidean norm (norm type 2) only.")
+                tau = float(clip[0].gradient_clip_value)
+            settings.append({"lr": float(group["lr"]), "betas": tuple(group["betas"]),
+                             "eps": float(group["eps"]), "clip_threshold": tau})
+        else:
+            raise ValueError(
+                f"the stacked trainer runs ClippedSGD ('sgd') and Adam ('adam') updates; "
+                f"got {type(optimizer).__name__}."
+            )
+    if len(kinds) != 1:
+        raise ValueError(f"the networks of one stack must share their optimizer; got {sorted(kinds)}.")
+    return _UpdateRule(kinds.pop(), settings)

@@ -1,0 +1,193 @@
+"""The stacked trainer and RNNGridSearchCV: each stacked network is the network its own fit trains."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+
+from sklearn_rnn import RNNClassifier, RNNGridSearchCV, RNNRegressor, SequenceStandardScaler
+from sklearn_rnn._stacked import StackedMember, check_stackable, train_stacked
+
+
+def visits(n, seed=0):
+    """Visit histories with times in column 0 and one feature, labels from the last visit."""
+    rng = np.random.default_rng(seed)
+    X = [np.c_[np.cumsum(rng.uniform(1, 3, k)), rng.normal(size=k)] for k in rng.integers(2, 8, n)]
+    y = np.array([int(x[-1, 1] + 0.3 * x[0, 1] > 0) for x in X])
+    return X, y
+
+
+def explicit(estimator=RNNClassifier, **changes):
+    """Every setting that matters set explicitly (the defaults may change)."""
+    params = dict(
+        cell="decay", time_feature=0, hidden_size=6, num_layers=1, optimizer="sgd",
+        learning_rate=0.05, clip_threshold=0.5, batch_size=16, max_iter=5,
+        early_stopping=False, n_iter_no_change=3, tol=1e-3, alpha=1.0, spectral_radius=1.2,
+        device="cpu", random_state=0,
+    )
+    params.update(changes)
+    return estimator(**params)
+
+
+def largest_difference(a, b):
+    return max(
+        float((p - q).detach().abs().max()) for p, q in zip(a.module_.parameters(), b.module_.parameters()) if p.numel()
+    )
+
+
+def stack_and_fit(models, datasets):
+    """Train clones of ``models`` stacked, fit the same clones one by one; return both."""
+    stacked, alone = [clone(m) for m in models], [clone(m) for m in models]
+    members = []
+    for model, (X, y) in zip(stacked, datasets):
+        members.append(StackedMember(model, *model._prepare(X, y, None, incremental=False)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        train_stacked(members)
+        for model, (X, y) in zip(alone, datasets):
+            model.fit(X, y)
+    return stacked, alone
+
+
+@pytest.mark.parametrize("optimizer, tolerance", [("sgd", 1e-6), ("adam", 2e-4)])
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_each_stacked_network_matches_its_own_fit(optimizer, tolerance, early_stopping):
+    # Settings, seeds and training sets (folds of different sizes) differ per network;
+    # with tol=0.01 the stopping rule ends some networks before others.
+    X, y = visits(90)
+    models, datasets = [], []
+    for index, (radius, tau, seed) in enumerate([(0.9, 0.5, 0), (1.2, 0.5, 1), (1.2, 5.0, 0), (1.5, 0.1, 2)]):
+        models.append(explicit(optimizer=optimizer, spectral_radius=radius, clip_threshold=tau,
+                               random_state=seed, max_iter=30, tol=0.01, early_stopping=early_stopping))
+        datasets.append((X[: 70 + 5 * index], y[: 70 + 5 * index]))
+    stacked, alone = stack_and_fit(models, datasets)
+    for a, b in zip(stacked, alone):
+        assert a.n_iter_ == b.n_iter_
+        assert largest_difference(a, b) < tolerance
+        np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, atol=tolerance)
+        if early_stopping:
+            assert a.best_validation_loss_ == pytest.approx(b.best_validation_loss_, abs=tolerance)
+            assert a.validation_scores_ == pytest.approx(b.validation_scores_, abs=1e-9)
+        np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=10 * tolerance)
+    assert len({a.n_iter_ for a in stacked}) > 1 or early_stopping  # some stop earlier
+
+
+def test_stacked_regressor_and_chunks():
+    X, _ = visits(60)
+    y = np.array([x[:, 1].sum() for x in X])
+    models = [explicit(RNNRegressor, spectral_radius=radius, random_state=seed)
+              for radius in (0.9, 1.2) for seed in (0, 1)]
+    stacked, alone = stack_and_fit(models, [(X, y)] * 4)
+    for a, b in zip(stacked, alone):
+        assert largest_difference(a, b) < 1e-6
+    # One network per chunk trains each network the same way.
+    members = []
+    for model in (clone(m) for m in models):
+        members.append(StackedMember(model, *model._prepare(X, y, None, incremental=False)))
+    train_stacked(members, max_stacked=1)
+    for member, b in zip(members, alone):
+        assert largest_difference(member.estimator, b) < 1e-6
+
+
+def test_search_agrees_with_gridsearchcv():
+    X, y = visits(60, seed=1)
+    pipeline = make_pipeline(SequenceStandardScaler(), explicit(optimizer="adam", learning_rate=0.01, max_iter=10))
+    grid = {"rnnclassifier__spectral_radius": [0.9, 1.2], "rnnclassifier__clip_threshold": [1.0, 5.0]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    ours = RNNGridSearchCV(pipeline, grid, scoring="roc_auc", cv=cv, return_train_score=True).fit(X, y)
+    theirs = GridSearchCV(pipeline, grid, scoring="roc_auc", cv=cv, return_train_score=True).fit(X, y)
+    assert set(ours.cv_results_) == set(theirs.cv_results_)
+    for key, value in theirs.cv_results_.items():
+        if key.endswith("_score") and not key.startswith("rank"):
+            np.testing.assert_allclose(ours.cv_results_[key], value, atol=0.005)
+    assert ours.cv_results_["params"] == theirs.cv_results_["params"]
+    radius = "param_rnnclassifier__spectral_radius"
+    assert ours.cv_results_[radius].dtype == theirs.cv_results_[radius].dtype
+    np.testing.assert_array_equal(ours.cv_results_[radius], theirs.cv_results_[radius])
+    assert ours.best_params_ == theirs.best_params_
+    assert ours.best_score_ == pytest.approx(theirs.best_score_, abs=0.005)
+    assert ours.n_splits_ == 3 and ours.best_index_ == theirs.best_index_
+    # The refit is the ordinary fit of the best setting on all the data.
+    np.testing.assert_array_equal(ours.predict_proba(X), theirs.predict_proba(X))
+    np.testing.assert_array_equal(ours.classes_, [0, 1])
+    assert ours.score(X, y) == pytest.approx(theirs.score(X, y))
+
+
+def test_two_jobs_train_the_same_networks():
+    X, y = visits(40)
+    grid = {"spectral_radius": [0.9, 1.2], "random_state": [0, 1]}
+    common = dict(scoring="roc_auc", cv=2, refit=False)
+    one = RNNGridSearchCV(explicit(max_iter=3), grid, **common).fit(X, y)
+    two = RNNGridSearchCV(explicit(max_iter=3), grid, n_jobs=2, **common).fit(X, y)
+    np.testing.assert_allclose(one.cv_results_["split1_test_score"], two.cv_results_["split1_test_score"])
+    np.testing.assert_allclose(one.cv_results_["mean_test_score"], two.cv_results_["mean_test_score"])
+
+
+def test_search_without_refit_has_no_predict():
+    X, y = visits(30)
+    search = RNNGridSearchCV(explicit(max_iter=2), {"spectral_radius": [1.0]}, cv=2, refit=False).fit(X, y)
+    assert not hasattr(search, "best_estimator_")
+    assert search.cv_results_["mean_test_score"].shape == (1,)
+    with pytest.raises(AttributeError, match="predict"):
+        search.predict(X)
+
+
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        ({"cell": "tanh"}, "cell='decay' only"),
+        ({"optimizer": "simplex"}, "optimizer='simplex'"),
+        ({"dropout": 0.2}, "dropout"),
+        ({"num_layers": 2}, "num_layers"),
+        ({"precision": "bfloat16"}, "precision"),
+    ],
+)
+def test_refuses_what_it_cannot_stack(changes, match):
+    with pytest.raises(ValueError, match=match):
+        check_stackable(explicit(**changes))
+    X, y = visits(20)
+    search = RNNGridSearchCV(explicit(), {"spectral_radius": [0.9], **{k: [v] for k, v in changes.items()}}, cv=2)
+    with pytest.raises(ValueError, match="GridSearchCV"):
+        search.fit(X, y)
+
+
+def test_refuses_a_training_callback_it_would_skip():
+    from skorch.callbacks import Callback
+
+    X, y = visits(20)
+    model = explicit()
+    member = StackedMember(model, *model._prepare(X, y, None, incremental=False))
+    model.net_.callbacks_.append(("mine", Callback()))
+    with pytest.raises(ValueError, match="callback 'mine'"):
+        train_stacked([member])
+
+
+def test_refuses_other_estimators():
+    X, y = visits(20)
+    with pytest.raises(TypeError, match="RNNClassifier or RNNRegressor"):
+        RNNGridSearchCV(LogisticRegression(), {"C": [1.0]}).fit(np.ones((20, 2)), y)
+
+
+def test_divergence_is_reported_and_leaves_finite_weights():
+    X, y = visits(40)
+    model = explicit(optimizer="sgd", learning_rate=1e6, clip_threshold=None, max_iter=5)
+    member = StackedMember(model, *model._prepare(X, y, None, incremental=False))
+    with pytest.warns(ConvergenceWarning, match="stacked networks"):
+        train_stacked([member])
+    assert all(bool(torch.isfinite(p).all()) for p in model.module_.parameters())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_stacked_on_cuda_matches_fit_on_cuda():
+    X, y = visits(60)
+    models = [explicit(device="cuda", spectral_radius=radius) for radius in (0.9, 1.2)]
+    stacked, alone = stack_and_fit(models, [(X, y)] * 2)
+    for a, b in zip(stacked, alone):
+        assert next(a.module_.parameters()).is_cuda
+        assert largest_difference(a, b) < 1e-5

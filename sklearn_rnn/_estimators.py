@@ -1037,11 +1037,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         A fitted estimator gives the content of its model file (:meth:`save`): a JSON
         string and numpy arrays, checked by the same digest when restored. A fitted
         estimator that the model format refuses (say, parameters changed since it was
-        fitted) travels whole, as before.
+        fitted), or a network prepared but not trained yet, travels whole, as before.
         """
         state = super().__getstate__()
-        if "net_" not in state:
-            return state
+        if "net_" not in state or "n_iter_" not in state:
+            return state  # unfitted, or a network prepared but not yet trained
         try:
             portable = to_portable(self)
         except (TypeError, ValueError):

@@ -7,6 +7,7 @@ sequences, and work inside scikit-learn pipelines and model selection.
 """
 
 from ._estimators import RNNClassifier, RNNRegressor
+from ._parallel import torch_threads
 from ._persistence import load
 from ._step_estimator import RNNStepClassifier
 from .sequences import SequenceStandardScaler
@@ -20,4 +21,5 @@ __all__ = [
     "SequenceStandardScaler",
     "__version__",
     "load",
+    "torch_threads",
 ]

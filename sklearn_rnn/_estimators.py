@@ -33,7 +33,7 @@ from ._callbacks import EarlyStopping, TrainingGuard, check_finite_outputs
 from .nn import CELLS, RecurrentNetwork
 from .nn._cells import HIDDEN_INITS
 from .optim import ClippedSGD, SimplexSGD, temporal_gradients
-from ._parallel import limit_torch_threads
+from ._parallel import with_fit_threads
 from ._persistence import load as load_model
 from ._persistence import save as save_model
 from .sequences import (
@@ -402,12 +402,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """
         return self._fit(X, y, sample_weight, incremental=False)
 
+    @with_fit_threads  # one thread for a small network; a pool worker's CPU share
     def _fit(
         self, X: Any, y: Any, sample_weight: Any, *, incremental: bool, classes: Any = None
     ) -> BaseRNN:
         """The one training routine: ``fit`` (up to ``max_iter`` epochs, with stopping
         rules) and ``partial_fit`` (one epoch over the data given, no stopping rules)."""
-        limit_torch_threads()  # a fit inside a joblib or Dask worker uses its CPU share
         train, valid = self._prepare(X, y, sample_weight, incremental=incremental, classes=classes)
         self.net_.train_split = predefined_split(valid) if valid is not None else None
         epochs_before = len(self.net_.history)
@@ -678,6 +678,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return torch.device(self.device)
 
     # ------------------------------------------------------------ prediction
+    @with_fit_threads
     def _forward(self, X: Any) -> np.ndarray | list[np.ndarray]:
         """Network outputs for every sequence of ``X``, in the order of ``X``:
         ``(n_samples, n_outputs)``, or with a loss at every step a list of
@@ -688,7 +689,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         round differently for different batch shapes).
         """
         check_is_fitted(self)
-        limit_torch_threads()
         sequences = self._validate_sequences(X, reset=False)
         device = next(self.module_.parameters()).device
         # A float64 twin of the network: cheaper per batch than functional_call.

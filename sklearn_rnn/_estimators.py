@@ -7,6 +7,7 @@ import copy
 import functools
 import logging
 import os
+import sys
 from abc import ABCMeta, abstractmethod
 import warnings
 from numbers import Integral, Real
@@ -15,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import EpochScoring, GradientNormClipping, ProgressBar
+from skorch.callbacks import EpochScoring, GradientNormClipping, PassthroughScoring, ProgressBar
 from skorch.helper import predefined_split
 from skorch.history import History
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
@@ -29,7 +30,14 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._callbacks import EarlyStopping, TrainingGuard, check_finite_outputs
+from ._callbacks import (
+    EarlyStopping,
+    PlainPrintLog,
+    TrainingGuard,
+    _is_terminal,
+    check_finite_outputs,
+    still_improving,
+)
 from .nn import CELLS, RecurrentNetwork
 from .nn._cells import HIDDEN_INITS
 from .optim import ClippedSGD, SimplexSGD, temporal_gradients
@@ -153,7 +161,10 @@ class _SequenceNet(NeuralNet):
         ``verbose=0``: it formats the table at the end of every epoch, printed or not,
         which costs a streaming ``partial_fit`` (one epoch per update) a few tenths of
         a millisecond for nothing."""
-        callbacks = super().get_default_callbacks()
+        callbacks = [
+            (name, PlainPrintLog() if name == "print_log" else callback)
+            for name, callback in super().get_default_callbacks()
+        ]
         if self.verbose:
             return callbacks
         return [(name, callback) for name, callback in callbacks if name != "print_log"]
@@ -162,6 +173,17 @@ class _SequenceNet(NeuralNet):
         return self.module_(x["x"], x["lengths"], every_step=self.every_step)
 
     def train_step(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
+        """One update; the history's ``train_loss`` is the loss without the L2 penalty
+        (comparable with ``valid_loss``), ``train_objective`` the penalized loss that
+        was minimized (recorded when there is a penalty)."""
+        self._data_loss: torch.Tensor | None = None
+        step = self._update(batch, **fit_params)
+        if self._data_loss is not None:
+            self.history.record_batch("train_objective", step["loss"].item())
+            step = {**step, "loss": self._data_loss}
+        return step
+
+    def _update(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
         """One update; the simplex optimizer gets the batch's temporal gradients.
 
         Under mixed precision the forward pass runs under autocast and the loss in
@@ -239,6 +261,7 @@ class _SequenceNet(NeuralNet):
         if training and self.l2_penalty and not isinstance(self.optimizer_, SimplexSGD):
             # alpha / (2 n) * ||W||^2 over weight matrices (not biases, not decay rates).
             matrices = [p for p in self.module_.parameters() if p.requires_grad and p.ndim >= 2]
+            self._data_loss = loss.detach()  # reported as train_loss
             loss = loss + 0.5 * self.l2_penalty * sum(p.square().sum() for p in matrices)
         return loss
 
@@ -560,6 +583,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return float(self.alpha)
         return 10.0 if self._resolved_cell() == "decay" else 0.0
 
+    def _penalized(self) -> bool:
+        """Whether training minimizes the loss plus an L2 penalty (not under 'simplex')."""
+        return self._resolved_alpha() > 0 and self.optimizer != "simplex"
+
+    def _monitored_training_loss(self) -> str:
+        """The history key the stopping rule watches without validation: the objective
+        that is minimized (the loss plus the L2 penalty when there is one)."""
+        return "train_objective" if self._penalized() else "train_loss"
+
     def _optimizer_spec(
         self, seeds: _Seeds
     ) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
@@ -595,6 +627,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     ),
                 )
             )
+        if self._penalized():  # the epoch's mean penalized loss, before the stopping rule
+            callbacks.append(
+                ("train_objective", PassthroughScoring(name="train_objective", on_train=True))
+            )
         # Before "stop": an epoch is recorded as finished before a stopping rule ends training.
         callbacks.append(("guard", TrainingGuard(type(self).__name__, restores_best=stopping)))
         if not incremental:
@@ -602,7 +638,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 (
                     "stop",
                     EarlyStopping(
-                        monitor="valid_loss" if stopping else "train_loss",
+                        monitor="valid_loss" if stopping else self._monitored_training_loss(),
                         patience=self.n_iter_no_change,
                         threshold=self.tol,
                         threshold_mode="abs",
@@ -611,8 +647,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     ),
                 )
             )
-        if self.verbose:
-            callbacks.append(("progress", ProgressBar()))
+        if self.verbose and _is_terminal(sys.stderr):
+            callbacks.append(("progress", ProgressBar()))  # a log file gets the epoch table only
         # Plain attributes: skorch's set_params would try to re-initialize components.
         net.callbacks = callbacks
         net.every_step = self._every_step
@@ -649,13 +685,19 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self.best_validation_loss_ = None
             self.best_validation_score_ = None
         if not incremental and self.n_iter_ >= self.max_iter:
-            warnings.warn(
-                f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
-                "converging: the monitored loss was still improving by more than tol. "
-                "Increase max_iter"
-                + (" or tol." if self.early_stopping else ", or set early_stopping=True."),
-                ConvergenceWarning,
-            )
+            # Warn only when the monitored loss was still falling as a trend, not when it
+            # fluctuated around a level (mini-batch noise keeps setting new bests).
+            key = "valid_loss" if self.early_stopping else self._monitored_training_loss()
+            curve = [float(value) for value in history[-self.n_iter_ :, key]]
+            improving, fall = still_improving(curve, self.n_iter_no_change, self.tol)
+            if improving:
+                name = "validation loss" if self.early_stopping else "training loss"
+                warnings.warn(
+                    f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
+                    f"converging: the {name} was still improving ({fall}). Increase max_iter"
+                    + (" or tol." if self.early_stopping else ", or set early_stopping=True."),
+                    ConvergenceWarning,
+                )
 
     def _check_precision(self, device: torch.device) -> None:
         if self.precision == "float16" and device.type != "cuda":

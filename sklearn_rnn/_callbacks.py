@@ -216,10 +216,10 @@ def still_improving(losses: Sequence[float], window: int, tol: float) -> tuple[b
     says little; the question a warning should answer is whether more epochs would
     keep lowering the loss. Over the last ``window`` epochs (at least 3, at most half
     the curve) a least-squares line is fitted to the loss: the curve is still
-    improving when that line falls over the window by more than ``tol`` and by more
-    than a tenth of the loss's whole fall since the first epoch (training is still
-    making real progress, not polishing a loss near its floor), and its slope is
-    negative beyond two standard errors (a trend, not noise).
+    improving when that line falls over the window by more than ``tol``, at least
+    half as fast per epoch as the loss fell on average since the first epoch (training
+    is still making real progress, not polishing a loss near its floor), and its slope
+    is negative beyond two standard errors (a trend, not noise).
 
     Parameters
     ----------
@@ -258,13 +258,12 @@ def still_improving(losses: Sequence[float], window: int, tol: float) -> tuple[b
     stderr = math.sqrt(float(residuals @ residuals) / (width - 2) / float(steps @ steps))
     fall = -slope * (width - 1)
     progress = values[0] - tail.mean() + fall / 2  # the fall from the first epoch to the window's end
-    improving = (
-        slope < 0 and fall > tol and fall > 0.1 * progress and slope + 2 * stderr < 0
-    )
-    share = fall / progress if progress > 0 else 1.0
+    average_rate = progress / (len(values) - 1)  # per epoch since the first
+    pace = -slope / average_rate if average_rate > 0 else np.inf
+    improving = slope < 0 and fall > tol and pace >= 0.5 and slope + 2 * stderr < 0
     description = (
-        f"it fell steadily by {fall:.3g} over the last {width} epochs, {share:.0%} of its "
-        f"fall since the first epoch, to {tail[-1]:.4g}"
+        f"it fell steadily by {fall:.3g} over the last {width} epochs, at {pace:.0%} of "
+        f"its average pace since the first epoch, to {tail[-1]:.4g}"
     )
     return improving, description
 

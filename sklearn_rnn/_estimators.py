@@ -1061,7 +1061,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     n_iter_ : int
         Epochs run by the last call to ``fit``.
     loss_curve_ : list of float
-        Training loss of every epoch.
+        Training loss of every epoch, without the L2 penalty of ``alpha`` (comparable
+        with the validation loss); the penalized loss that training minimizes is
+        ``net_.history[:, 'train_objective']`` when there is a penalty.
     validation_scores_ : list of float or None
         Validation accuracy of every epoch when ``early_stopping``.
     best_validation_score_ : float or None
@@ -1422,7 +1424,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     n_iter_ : int
         Epochs run by the last call to ``fit``.
     loss_curve_ : list of float
-        Training loss of every epoch (standardized targets).
+        Training loss of every epoch (standardized targets), without the L2 penalty of
+        ``alpha``; the penalized loss is ``net_.history[:, 'train_objective']`` when
+        there is a penalty.
     validation_scores_ : list of float or None
         Validation R^2 of every epoch when ``early_stopping``.
     best_validation_score_ : float or None

@@ -25,7 +25,10 @@ __all__ = ["check_not_long_table", "is_panel", "panel_to_sequences", "sequences_
 
 #: Column names that identify an instance in a long table (matched whole or as a
 #: ``_``-separated part, case-insensitively: ``id``, ``patient_id``, ``subject``...).
-ID_NAMES = ("id", "ids", "patient", "subject", "instance", "case", "series", "person", "user")
+ID_NAMES = (
+    "id", "ids", "pid", "uid", "mrn", "patient", "subject", "instance", "case", "series",
+    "person", "user",
+)
 
 _NAME_PART = re.compile(r"[^a-z0-9]+")
 

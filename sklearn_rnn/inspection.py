@@ -175,10 +175,10 @@ def visit_importance(
     n_repeats: int = 5,
     random_state: int | np.random.RandomState | None = None,
 ) -> Bunch:
-    """Importance of each visit counted back from the prediction: the drop of the score
-    when that visit is exchanged between sequences.
+    """Importance of each visit, counted back from the prediction, by exchanging it.
 
-    For k = 0 (the last visit), 1 (the one before), ... up to ``max_visits - 1``, the
+    The importance is the drop of the score when that visit is exchanged between
+    sequences. For k = 0 (the last visit), 1 (the one before), ... up to ``max_visits - 1``, the
     measured values of the k-th last step are permuted, all together, among the
     sequences that have such a step; the time column stays in place. Exchanging a
     visit rather than deleting it keeps every sequence's length and times, which a

@@ -71,7 +71,8 @@ def test_long_table_with_time_feature_matches_the_ragged_list():
     table, death = visits()
     X, ids = from_long_format(table, id_column="patient", time_column="day")
     y = np.array([death[i] for i in ids])
-    ragged = [x.copy() for x in X]  # the same sequences built by hand, in id order
+    ragged = [group.sort_values("day")[["day", "bili", "albumin"]].to_numpy(dtype=float)
+              for _, group in table.groupby("patient")]  # built by hand, in id order
     by_hand = model(time_feature=0).fit(ragged, y)
     via_table = model(time_feature=0).fit(X, y)
     np.testing.assert_array_equal(via_table.predict_proba(X), by_hand.predict_proba(ragged))

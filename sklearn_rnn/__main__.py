@@ -106,6 +106,10 @@ def main(argv: list[str] | None = None) -> None:
                   f"folds, each a 3-fold search over {_candidates(study.search_grid)} "
                   f"settings ({n_fits} fits)", flush=True)
 
+    def model_done(part: str, name: str) -> None:
+        if part == "main":
+            print(f"  {clock()} {name} scored", flush=True)
+
     def fold_done(done: int, total: int) -> None:
         print(f"  {clock()} nested search: outer fold {done} of {total} done", flush=True)
 
@@ -113,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
           f"on the headline cohort...", flush=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        result = study.run(on_row=progress, on_fold=fold_done)
+        result = study.run(on_row=progress, on_fold=fold_done, on_model=model_done)
 
     print(f"\nHeadline cohort (death predicted >= {study.main_setting[0]:g} year ahead), pooled "
           f"{study.n_splits}-fold ROC AUC, mean of {study.n_repeats} shuffles:\n")

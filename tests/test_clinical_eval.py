@@ -173,10 +173,13 @@ def test_study_smoke_run():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         folds = []
+        models = []
         result = study.run(on_row=lambda part, row: rows.append(part),
-                           on_fold=lambda done, total: folds.append((done, total)))
+                           on_fold=lambda done, total: folds.append((done, total)),
+                           on_model=lambda part, name: models.append(name))
     assert rows == ["main"] and len(result.grid) == 0
     assert folds == [(1, 2), (2, 2)]  # progress of the nested search's outer folds
+    assert models == list(result.main_results)  # and of the headline table, model by model
     assert result.best_baseline == max(
         ["LR first", "LR last", "LR summary", "LR summary, C tuned"],
         key=lambda name: result.main.loc[0, name])

@@ -284,6 +284,7 @@ class PBCStudy:
         self,
         on_row: Callable[[str, dict[str, Any]], None] | None = None,
         on_fold: Callable[[int, int], None] | None = None,
+        on_model: Callable[[str, str], None] | None = None,
     ) -> StudyResult:
         """Score every model on the headline cohort and the grid, then run the nested search.
 
@@ -295,6 +296,8 @@ class PBCStudy:
         on_fold : callable, optional
             Called as ``on_fold(done, total)`` after each outer fold of the nested
             search.
+        on_model : callable, optional
+            Called as ``on_model(part, name)`` after each model of each cohort.
 
         Returns
         -------
@@ -305,9 +308,12 @@ class PBCStudy:
         scores: list[dict[str, Any]] = []
         main_results: dict[str, PooledCVResult] = {}
         main = self._table(
-            [self.main_setting], self.n_repeats, models, scores, "main", on_row, main_results
+            [self.main_setting], self.n_repeats, models, scores, "main", on_row, main_results,
+            on_model,
         )
-        grid = self._table(self.grid, self.grid_repeats, models, scores, "grid", on_row)
+        grid = self._table(
+            self.grid, self.grid_repeats, models, scores, "grid", on_row, None, on_model
+        )
         ranked = grid if len(grid) else main
         best = ranked.loc[ranked["RNN time gaps"].idxmax()]
         best_setting = (
@@ -347,6 +353,7 @@ class PBCStudy:
         part: str,
         on_row: Callable[[str, dict[str, Any]], None] | None,
         results: dict[str, PooledCVResult] | None = None,
+        on_model: Callable[[str, str], None] | None = None,
     ) -> pd.DataFrame:
         rows = []
         for setting in settings:
@@ -358,6 +365,8 @@ class PBCStudy:
                 row[name] = result.mean_pooled_auc
                 if results is not None:
                     results[name] = result
+                if on_model is not None:
+                    on_model(part, name)
                 scores.append({"part": part, **dict(zip(SETTING_COLUMNS, setting, strict=True)),
                                "model": name, **result.summary(), "seconds": result.fit_seconds})
             rows.append(row)

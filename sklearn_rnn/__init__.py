@@ -7,6 +7,7 @@ sequences, and work inside scikit-learn pipelines and model selection.
 """
 
 from ._estimators import RNNClassifier, RNNRegressor
+from ._parallel import torch_threads
 from ._persistence import load
 from ._step_estimator import RNNStepClassifier
 from .model_selection import RNNGridSearchCV
@@ -22,4 +23,5 @@ __all__ = [
     "SequenceStandardScaler",
     "__version__",
     "load",
+    "torch_threads",
 ]

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, PrintLog
 from skorch.callbacks import EarlyStopping as _SkorchEarlyStopping
+from skorch.utils import Ansi
 from sklearn.exceptions import ConvergenceWarning
 
 __all__ = ["EarlyStopping", "TrainingGuard", "check_finite_outputs"]
@@ -166,6 +169,103 @@ class EarlyStopping(_SkorchEarlyStopping):
     def on_train_end(self, net: Any, **kwargs: Any) -> None:
         if len(net.history):
             super().on_train_end(net, **kwargs)
+
+
+class PlainPrintLog(PrintLog):
+    """skorch's epoch table, without terminal colour codes when the output is no terminal.
+
+    skorch marks each epoch's best scores with ANSI colour codes; written to a log file
+    or a notebook's captured output they show as ``\\x1b[32m`` clutter. This table
+    colours them only when standard output is a terminal.
+
+    Examples
+    --------
+    >>> from sklearn_rnn._callbacks import PlainPrintLog
+    >>> row = {"epoch": 1, "train_loss": 0.5, "train_loss_best": True}
+    >>> table = PlainPrintLog(sink=lambda text: None).initialize()
+    >>> dict(table._yield_keys_formatted(row))["train_loss"]  # best, not coloured
+    '0.5000'
+    """
+
+    def _yield_keys_formatted(self, row: dict[str, Any]) -> Any:
+        if _is_terminal(sys.stdout):
+            yield from super()._yield_keys_formatted(row)
+            return
+        for key in self._sorted_keys(row.keys()):
+            yield (key[6:] if key.startswith("event_") else key), self.format_row(row, key, color="")
+
+    def format_row(self, row: dict[str, Any], key: str, color: str) -> Any:
+        text = super().format_row(row, key, color)
+        if not color and isinstance(text, str):
+            text = text.replace(Ansi.ENDC.value, "")
+        return text
+
+
+def _is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is an interactive terminal (not a file, a pipe or a capture)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def still_improving(losses: Sequence[float], window: int, tol: float) -> tuple[bool, str]:
+    """Whether a loss curve cut off by ``max_iter`` was still clearly falling.
+
+    Mini-batch losses fluctuate from epoch to epoch, so a new best value now and then
+    says little; the question a warning should answer is whether more epochs would
+    keep lowering the loss. Over the last ``window`` epochs (at least 3, at most half
+    the curve) a least-squares line is fitted to the loss: the curve is still
+    improving when that line falls over the window by more than ``tol``, at least
+    half as fast per epoch as the loss fell on average since the first epoch (training
+    is still making real progress, not polishing a loss near its floor), and its slope
+    is negative beyond two standard errors (a trend, not noise).
+
+    Parameters
+    ----------
+    losses : sequence of float
+        The monitored loss of every epoch.
+    window : int
+        Epochs looked at (the stopping rule's patience, ``n_iter_no_change``).
+    tol : float
+        The smallest fall that counts, as for the stopping rule.
+
+    Returns
+    -------
+    improving : bool
+    description : str
+        The fall over the window, in words, for the warning.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn._callbacks import still_improving
+    >>> still_improving(np.linspace(1.0, 0.5, 30), window=10, tol=1e-4)[0]  # a steady fall
+    True
+    >>> noisy = 0.3 + 0.1 * np.random.default_rng(0).standard_normal(30)  # a level plus noise
+    >>> still_improving(noisy, window=10, tol=1e-4)[0]
+    False
+    """
+    values = np.asarray(losses, dtype=np.float64)
+    width = min(max(3, int(window)), len(values) // 2)
+    if width < 3 or not np.isfinite(values[-width:]).all():
+        return False, ""
+    tail = values[-width:]
+    steps = np.arange(width, dtype=np.float64)
+    steps -= steps.mean()
+    slope = float(steps @ (tail - tail.mean()) / (steps @ steps))
+    residuals = tail - tail.mean() - slope * steps
+    stderr = math.sqrt(float(residuals @ residuals) / (width - 2) / float(steps @ steps))
+    fall = -slope * (width - 1)
+    progress = values[0] - tail.mean() + fall / 2  # the fall from the first epoch to the window's end
+    average_rate = progress / (len(values) - 1)  # per epoch since the first
+    pace = -slope / average_rate if average_rate > 0 else np.inf
+    improving = slope < 0 and fall > tol and pace >= 0.5 and slope + 2 * stderr < 0
+    description = (
+        f"it fell steadily by {fall:.3g} over the last {width} epochs, at {pace:.0%} of "
+        f"its average pace since the first epoch, to {tail[-1]:.4g}"
+    )
+    return improving, description
 
 
 def check_finite_outputs(outputs: Any) -> None:

@@ -7,6 +7,7 @@ import copy
 import functools
 import logging
 import os
+import sys
 from abc import ABCMeta, abstractmethod
 import warnings
 from numbers import Integral, Real
@@ -15,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import EpochScoring, GradientNormClipping, ProgressBar
+from skorch.callbacks import EpochScoring, GradientNormClipping, PassthroughScoring, ProgressBar
 from skorch.helper import predefined_split
 from skorch.history import History
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
@@ -29,11 +30,18 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._callbacks import EarlyStopping, TrainingGuard, check_finite_outputs
+from ._callbacks import (
+    EarlyStopping,
+    PlainPrintLog,
+    TrainingGuard,
+    _is_terminal,
+    check_finite_outputs,
+    still_improving,
+)
 from .nn import CELLS, RecurrentNetwork
 from .nn._cells import HIDDEN_INITS
 from .optim import ClippedSGD, SimplexSGD, temporal_gradients
-from ._parallel import limit_torch_threads
+from ._parallel import with_fit_threads
 from ._persistence import from_portable, to_portable
 from ._persistence import load as load_model
 from ._persistence import register as register_model_class
@@ -199,7 +207,10 @@ class _SequenceNet(NeuralNet):
         ``verbose=0``: it formats the table at the end of every epoch, printed or not,
         which costs a streaming ``partial_fit`` (one epoch per update) a few tenths of
         a millisecond for nothing."""
-        callbacks = super().get_default_callbacks()
+        callbacks = [
+            (name, PlainPrintLog() if name == "print_log" else callback)
+            for name, callback in super().get_default_callbacks()
+        ]
         if self.verbose:
             return callbacks
         return [(name, callback) for name, callback in callbacks if name != "print_log"]
@@ -208,6 +219,17 @@ class _SequenceNet(NeuralNet):
         return self.module_(x["x"], x["lengths"], every_step=self.every_step)
 
     def train_step(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
+        """One update; the history's ``train_loss`` is the loss without the L2 penalty
+        (comparable with ``valid_loss``), ``train_objective`` the penalized loss that
+        was minimized (recorded when there is a penalty)."""
+        self._data_loss: torch.Tensor | None = None
+        step = self._update(batch, **fit_params)
+        if self._data_loss is not None:
+            self.history.record_batch("train_objective", step["loss"].item())
+            step = {**step, "loss": self._data_loss}
+        return step
+
+    def _update(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
         """One update; the simplex optimizer gets the batch's temporal gradients.
 
         Under mixed precision the forward pass runs under autocast and the loss in
@@ -285,6 +307,7 @@ class _SequenceNet(NeuralNet):
         if training and self.l2_penalty and not isinstance(self.optimizer_, SimplexSGD):
             # alpha / (2 n) * ||W||^2 over weight matrices (not biases, not decay rates).
             matrices = [p for p in self.module_.parameters() if p.requires_grad and p.ndim >= 2]
+            self._data_loss = loss.detach()  # reported as train_loss
             loss = loss + 0.5 * self.l2_penalty * sum(p.square().sum() for p in matrices)
         return loss
 
@@ -457,6 +480,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """
         return self._fit(X, y, sample_weight, incremental=False)
 
+    @with_fit_threads  # one thread for a small network; a pool worker's CPU share
     def _fit(
         self, X: Any, y: Any, sample_weight: Any, *, incremental: bool, classes: Any = None
     ) -> BaseRNN:
@@ -470,7 +494,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         epoch finishes leaves the estimator exactly as it was (unfitted if it was);
         continued training that fails is rolled back to the weights it started from.
         """
-        limit_torch_threads()  # a fit inside a joblib or Dask worker uses its CPU share
         reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
         work = object.__new__(type(self))  # a shallow copy (not copy.copy: see __getstate__)
         work.__dict__.update(self.__dict__)  # shares the fitted network when training continues
@@ -708,6 +731,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return float(self.alpha)
         return 10.0 if self._resolved_cell() == "decay" else 0.0
 
+    def _penalized(self) -> bool:
+        """Whether training minimizes the loss plus an L2 penalty (not under 'simplex')."""
+        return self._resolved_alpha() > 0 and self.optimizer != "simplex"
+
+    def _monitored_training_loss(self) -> str:
+        """The history key the stopping rule watches without validation: the objective
+        that is minimized (the loss plus the L2 penalty when there is one)."""
+        return "train_objective" if self._penalized() else "train_loss"
+
     def _optimizer_spec(
         self, seeds: _Seeds
     ) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
@@ -743,6 +775,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     ),
                 )
             )
+        if self._penalized():  # the epoch's mean penalized loss, before the stopping rule
+            callbacks.append(
+                ("train_objective", PassthroughScoring(name="train_objective", on_train=True))
+            )
         # Before "stop": an epoch is recorded as finished before a stopping rule ends training.
         callbacks.append(("guard", _FitGuard(type(self).__name__, restores_best=stopping)))
         if not incremental:
@@ -750,7 +786,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 (
                     "stop",
                     EarlyStopping(
-                        monitor="valid_loss" if stopping else "train_loss",
+                        monitor="valid_loss" if stopping else self._monitored_training_loss(),
                         patience=int(self.n_iter_no_change),
                         threshold=float(self.tol),
                         threshold_mode="abs",
@@ -759,8 +795,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     ),
                 )
             )
-        if self.verbose:
-            callbacks.append(("progress", ProgressBar()))
+        if self.verbose and _is_terminal(sys.stderr):
+            callbacks.append(("progress", ProgressBar()))  # a log file gets the epoch table only
         # Plain attributes: skorch's set_params would try to re-initialize components.
         net.callbacks = callbacks
         net.every_step = self._every_step
@@ -812,13 +848,19 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self.best_validation_loss_ = None
             self.best_validation_score_ = None
         if not incremental and self.n_iter_ >= self.max_iter:
-            warnings.warn(
-                f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
-                "converging: the monitored loss was still improving by more than tol. "
-                "Increase max_iter"
-                + (" or tol." if self.early_stopping else ", or set early_stopping=True."),
-                ConvergenceWarning,
-            )
+            # Warn only when the monitored loss was still falling as a trend, not when it
+            # fluctuated around a level (mini-batch noise keeps setting new bests).
+            key = "valid_loss" if self.early_stopping else self._monitored_training_loss()
+            curve = [float(value) for value in history[-self.n_iter_ :, key]]
+            improving, fall = still_improving(curve, self.n_iter_no_change, self.tol)
+            if improving:
+                name = "validation loss" if self.early_stopping else "training loss"
+                warnings.warn(
+                    f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
+                    f"converging: the {name} was still improving ({fall}). Increase max_iter"
+                    + (" or tol." if self.early_stopping else ", or set early_stopping=True."),
+                    ConvergenceWarning,
+                )
 
     def _check_precision(self, device: torch.device) -> None:
         if self.precision == "float16" and device.type != "cuda":
@@ -841,6 +883,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return torch.device(self.device)
 
     # ------------------------------------------------------------ prediction
+    @with_fit_threads
     def _forward(self, X: Any) -> np.ndarray | list[np.ndarray]:
         """Network outputs for every sequence of ``X``, in the order of ``X``:
         ``(n_samples, n_outputs)``, or with a loss at every step a list of
@@ -851,7 +894,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         round differently for different batch shapes).
         """
         check_is_fitted(self)
-        limit_torch_threads()
         sequences = self._validate_sequences(X, reset=False)
         device = next(self.module_.parameters()).device
         # A float64 twin of the network: cheaper per batch than functional_call.
@@ -1514,7 +1556,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     n_iter_ : int
         Epochs run by the last call to ``fit``.
     loss_curve_ : list of float
-        Training loss of every epoch.
+        Training loss of every epoch, without the L2 penalty of ``alpha`` (comparable
+        with the validation loss); the penalized loss that training minimizes is
+        ``net_.history[:, 'train_objective']`` when there is a penalty.
     validation_scores_ : list of float or None
         Validation accuracy of every epoch when ``early_stopping``.
     best_validation_score_ : float or None
@@ -1909,7 +1953,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     n_iter_ : int
         Epochs run by the last call to ``fit``.
     loss_curve_ : list of float
-        Training loss of every epoch (standardized targets).
+        Training loss of every epoch (standardized targets), without the L2 penalty of
+        ``alpha``; the penalized loss is ``net_.history[:, 'train_objective']`` when
+        there is a penalty.
     validation_scores_ : list of float or None
         Validation R^2 of every epoch when ``early_stopping``.
     best_validation_score_ : float or None

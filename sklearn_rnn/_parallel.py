@@ -21,18 +21,47 @@ The share is:
 torch's thread count belongs to the calling thread (OpenMP keeps it per thread), so a
 task thread lowering it leaves the main thread's setting alone. Pools own their worker
 processes and threads, so the lowered count is left in place after the task.
+
+Outside pools, the networks these estimators train are usually small: a step multiplies
+a batch of 32 by a 50 x 50 matrix, work that takes longer to split across threads than
+to do on one. :func:`fit_threads` therefore runs each ``fit``, ``partial_fit`` and
+prediction of a small network (``batch_size * hidden_size**2`` below
+:data:`SMALL_WORK`) on one intra-op thread and restores the caller's setting
+afterwards; :func:`torch_threads` chooses the count explicitly.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import os
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["limit_torch_threads", "worker_thread_budget"]
+__all__ = [
+    "SMALL_WORK",
+    "fit_threads",
+    "limit_torch_threads",
+    "torch_threads",
+    "worker_thread_budget",
+]
+
+#: ``batch_size * hidden_size**2`` below which a fit or prediction runs on one thread.
+#: Measured with ``benchmarks/bench_threads.py``: on 2 cores one thread was 1.6 to 5
+#: times faster than two from hidden size 50 (batch 32) up to hidden size 512 (batch
+#: 256, 2**26); larger networks keep torch's own setting.
+SMALL_WORK = 2**26
+
+_chosen: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "sklearn_rnn_torch_threads", default=None
+)
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def worker_thread_budget() -> int | None:
@@ -104,3 +133,101 @@ def _dask_worker() -> Any:
         return get_worker()
     except ValueError:  # "No worker found": not running in a Dask task
         return None
+
+
+@contextlib.contextmanager
+def torch_threads(n_threads: int | None) -> Iterator[None]:
+    """Run the estimators' fits and predictions on ``n_threads`` torch threads.
+
+    By default a fit or prediction of a small network runs on one intra-op thread
+    (see :data:`SMALL_WORK`), a larger one on torch's own setting
+    (:func:`torch.get_num_threads`); either way the caller's setting is restored
+    afterwards. Inside this context every fit, ``partial_fit`` and prediction of this
+    thread uses ``n_threads`` instead, or torch's own setting with ``None``. Inside a
+    task of a joblib or Dask pool the task's share of the CPU still caps the count, so
+    a grid search with ``n_jobs`` keeps one thread per worker on a full machine.
+
+    Parameters
+    ----------
+    n_threads : int or None
+        Intra-op threads (at least 1), or None for torch's current setting.
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNRegressor, torch_threads
+    >>> X = [np.ones((3, 1)), np.zeros((2, 1))]
+    >>> with torch_threads(2):  # e.g. for a large network on a many-core machine
+    ...     model = RNNRegressor(hidden_size=4, max_iter=2).fit(X, [1.0, 0.0])
+    """
+    if n_threads is not None and (
+        isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1
+    ):
+        raise ValueError(
+            f"n_threads must be a positive integer or None (torch's own setting); got "
+            f"{n_threads!r}."
+        )
+    token = _chosen.set(n_threads if n_threads is not None else 0)
+    try:
+        yield
+    finally:
+        _chosen.reset(token)
+
+
+def fit_threads(hidden_size: int, batch_size: int) -> int | None:
+    """Intra-op threads for one fit or prediction outside a pool, or None to keep
+    torch's setting.
+
+    Parameters
+    ----------
+    hidden_size, batch_size : int
+        The network's units per layer and the sequences per batch.
+
+    Returns
+    -------
+    int or None
+        The count chosen with :func:`torch_threads`, else 1 for a small network
+        (``batch_size * hidden_size**2 < SMALL_WORK``), else None.
+
+    Examples
+    --------
+    >>> from sklearn_rnn._parallel import fit_threads
+    >>> fit_threads(hidden_size=50, batch_size=32)
+    1
+    >>> fit_threads(hidden_size=1024, batch_size=256) is None
+    True
+    """
+    chosen = _chosen.get()
+    if chosen is not None:
+        return chosen or None
+    return 1 if batch_size * hidden_size**2 < SMALL_WORK else None
+
+
+def with_fit_threads(method: _Method) -> _Method:
+    """Decorate an estimator method to run under :func:`fit_threads`, after
+    :func:`limit_torch_threads`, restoring torch's thread count afterwards."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        limit_torch_threads()  # inside a pool: the task's share, left in place
+        before = torch.get_num_threads()
+        sizes = (getattr(self, "hidden_size", None), getattr(self, "batch_size", None))
+        if not all(isinstance(size, int) for size in sizes):
+            return method(self, *args, **kwargs)  # the parameter check reports it
+        target = fit_threads(*sizes)
+        if target is None or target == before:
+            return method(self, *args, **kwargs)
+        budget = worker_thread_budget()
+        if budget is not None:
+            target = min(target, budget)
+        torch.set_num_threads(target)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+
+    return wrapper  # type: ignore[return-value]

@@ -110,6 +110,7 @@ class StackedMember:
     seconds: float = 0.0
     # Training state, private to train_stacked.
     _epoch_losses: list[float] = field(default_factory=list)
+    _epoch_objectives: list[float] = field(default_factory=list)
     _epoch_sizes: list[int] = field(default_factory=list)
     _diverged: str | None = None
 
@@ -349,7 +350,7 @@ class _Stack:
         live = [self.members[index] for index in self.live]
         batches = [member.estimator.net_.get_iterator(member.train, training=True).batches() for member in live]
         for member in live:
-            member._epoch_losses, member._epoch_sizes = [], []
+            member._epoch_losses, member._epoch_objectives, member._epoch_sizes = [], [], []
         for step in range(max(len(b) for b in batches)):
             rows = [r for r, member_batches in enumerate(batches) if step < len(member_batches)
                     and live[r]._diverged is None]
@@ -359,11 +360,12 @@ class _Stack:
             active[rows] = True
             chosen = {self.live[r]: batches[r][step] for r in rows}
             losses = self._update(self.train_pool.batch(chosen, self.live), active)
-            for r, loss in zip(rows, losses):
+            for r, (objective, loss) in zip(rows, losses):
                 member = live[r]
-                if not math.isfinite(loss):
-                    member._diverged = f"the training loss became {loss} in epoch {{epoch}}"
+                if not math.isfinite(objective):
+                    member._diverged = f"the training loss became {objective} in epoch {{epoch}}"
                     continue
+                member._epoch_objectives.append(objective)
                 member._epoch_losses.append(loss)
                 member._epoch_sizes.append(len(batches[r][step]))
 
@@ -403,7 +405,10 @@ class _Stack:
         squares = sum(params[name].square().flatten(1).sum(1) for name in self.matrices)
         return 0.5 * self.l2 * squares
 
-    def _update(self, batch: dict[str, torch.Tensor], active: torch.Tensor) -> list[float]:
+    def _update(
+        self, batch: dict[str, torch.Tensor], active: torch.Tensor
+    ) -> list[tuple[float, float]]:
+        """One update of every active network; their (penalized, data) losses."""
         params = {name: value.requires_grad_(True) for name, value in self.params.items()}
         data_loss, _ = self._loss(params, batch["x"], batch["lengths"], batch["y"],
                                   batch["weight"], batch["count"])  # (M,)
@@ -416,10 +421,11 @@ class _Stack:
         for value in self.params.values():
             value.requires_grad_(False)
         values = loss.detach().tolist()
+        data_values = data_loss.detach().tolist()
         finite = active.clone()
         finite[[i for i, v in enumerate(values) if not math.isfinite(v)]] = False
         self.rule.apply(self, dict(zip(self.names, grads)), finite)
-        return [values[i] for i in torch.nonzero(active).flatten().tolist()]
+        return [(values[i], data_values[i]) for i in torch.nonzero(active).flatten().tolist()]
 
     # ----------------------------------------------------------------- epochs
     def _end_epoch(self, epoch: int, snapshot: dict[str, torch.Tensor]) -> list[int]:
@@ -442,8 +448,15 @@ class _Stack:
                 continue
             net.history.new_epoch()
             net.history.record("epoch", epoch)
-            train_loss = float(np.average(member._epoch_losses, weights=member._epoch_sizes))
-            net.history.record("train_loss", train_loss)
+            # As the engine records them: the loss without the penalty, and the
+            # penalized objective that a stopping rule on the training loss watches.
+            net.history.record(
+                "train_loss", float(np.average(member._epoch_losses, weights=member._epoch_sizes))
+            )
+            if member.estimator._penalized():
+                net.history.record("train_objective", float(
+                    np.average(member._epoch_objectives, weights=member._epoch_sizes)
+                ))
             net.history.record("train_batch_count", len(member._epoch_losses))
             if valid[row] is not None:
                 net.history.record("valid_loss", valid[row][0])

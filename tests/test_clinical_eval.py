@@ -172,8 +172,25 @@ def test_study_smoke_run():
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        result = study.run(on_row=lambda part, row: rows.append(part))
+        folds = []
+        models = []
+        result = study.run(on_row=lambda part, row: rows.append(part),
+                           on_fold=lambda done, total: folds.append((done, total)),
+                           on_model=lambda part, name: models.append(name))
     assert rows == ["main"] and len(result.grid) == 0
+    assert folds == [(1, 2), (2, 2)]  # progress of the nested search's outer folds
+    assert models == list(result.main_results)  # and of the headline table, model by model
+    assert result.best_baseline == max(
+        ["LR first", "LR last", "LR summary", "LR summary, C tuned"],
+        key=lambda name: result.main.loc[0, name])
+    intervals = result.intervals
+    assert list(intervals.index) == list(result.main_results)
+    assert (intervals["auc_low"] <= intervals["auc"]).all()
+    assert (intervals["auc"] <= intervals["auc_high"]).all()
+    np.testing.assert_allclose(intervals["auc"], result.main.loc[0, list(intervals.index)].astype(float))
+    gain, low, high = result.time_gaps_over_visit_order
+    assert low <= gain <= high
+    assert "(the reference)" in result.interval_table()
     assert result.main.loc[0, ["positives", "negatives"]].tolist() == [86, 122]
     assert result.main.loc[0, "LR last"] > 0.8
     assert result.best_setting == (1.0, 1.0, 2)

@@ -31,6 +31,7 @@ MODULES = (
     "sklearn_rnn.clinical",
     "sklearn_rnn.diagnostics",
     "sklearn_rnn.plotting",
+    "sklearn_rnn.inspection",
 )
 
 _SECTION = re.compile(r"^\s*([A-Z][A-Za-z ]+)\n\s*-{3,}\s*$", re.MULTILINE)

@@ -140,9 +140,9 @@ def test_non_numeric_features_say_how_to_fix(visits):
 
 
 def test_bad_time_and_id_values(visits):
-    dated = visits.assign(day=pd.to_datetime("2020-01-01") + pd.to_timedelta(visits["day"], "D"))
-    with pytest.raises(TypeError, match=r"must be numeric.*\.dt\.days"):
-        from_long_format(dated, id_column="patient", time_column="day")
+    text_dates = visits.assign(day=[f"2020-01-0{d + 1}" for d in range(6)])
+    with pytest.raises(TypeError, match=r"numeric.*datetime or timedelta.*pandas.to_datetime"):
+        from_long_format(text_dates, id_column="patient", time_column="day")
     with pytest.raises(ValueError, match="1 missing or infinite"):
         from_long_format(
             visits.assign(day=[0, 1, NAN, 3, 4, 5]), id_column="patient", time_column="day"

@@ -28,14 +28,54 @@ def test_silent_without_verbose(capfd):
 
 
 @pytest.mark.parametrize("early_stopping", [False, True])
-def test_verbose_prints_epochs_and_shows_a_progress_bar(capfd, early_stopping):
+def test_verbose_on_a_terminal_prints_epochs_and_shows_a_progress_bar(capfd, monkeypatch,
+                                                                       early_stopping):
     pytest.importorskip("tqdm")
+    from sklearn_rnn import _estimators
+
+    monkeypatch.setattr(_estimators, "_is_terminal", lambda stream: True)
     model = _fit(verbose=1, early_stopping=early_stopping)
     out, err = capfd.readouterr()
     assert "train_loss" in out  # one table row per epoch
     assert ("valid_loss" in out) is early_stopping
     assert "%|" in err  # tqdm's bar over the batches of an epoch
     assert "progress" in dict(model.net_.callbacks_)
+
+
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_verbose_into_a_log_file_is_clean(capfd, early_stopping):
+    """Output that is no terminal (a file, a pipe, a capture) gets the epoch table
+    without colour codes and without the progress bar's carriage returns."""
+    model = _fit(verbose=1, early_stopping=early_stopping)
+    out, err = capfd.readouterr()
+    assert "train_loss" in out and len(out.splitlines()) >= 4  # header, rule, 2 epochs
+    assert "\x1b[" not in out + err and "\r" not in out + err and "%|" not in err
+    assert "progress" not in dict(model.net_.callbacks_)
+
+
+def test_training_loss_is_reported_without_the_penalty():
+    """With an L2 penalty (the 'decay' cell's default alpha), train_loss is the data
+    loss, comparable with valid_loss; train_objective adds the penalty that was minimized."""
+    rng = np.random.default_rng(0)
+    X = [np.column_stack([np.cumsum(rng.uniform(1, 3, size=n)), rng.normal(size=n)])
+         for n in rng.integers(2, 6, size=40)]
+    y = np.array([int(x[:, 1].sum() > 0) for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=4, max_iter=3, time_feature=0, random_state=0).fit(X, y)
+    history = model.net_.history
+    assert model._resolved_alpha() > 0
+    objective = np.array(history[:, "train_objective"])
+    loss = np.array(history[:, "train_loss"])
+    assert np.all(objective > loss)  # the penalty is positive
+    np.testing.assert_allclose(model.loss_curve_, loss)
+    # Without a penalty there is no objective apart from the loss.
+    unpenalized = RNNClassifier(hidden_size=4, max_iter=3, time_feature=0, alpha=0.0,
+                                random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        unpenalized.fit(X, y)
+    assert "train_objective" not in unpenalized.net_.history[-1]
 
 
 def test_silent_partial_fit_builds_no_epoch_table_and_verbose_brings_it_back(capfd, monkeypatch):

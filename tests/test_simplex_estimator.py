@@ -1,5 +1,8 @@
 """optimizer='simplex' in the estimators."""
 
+import contextlib
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -8,12 +11,21 @@ from sklearn_rnn import RNNClassifier, RNNRegressor
 from sklearn_rnn.datasets import make_addition, make_temporal_order, task_error
 
 
+@contextlib.contextmanager
+def convergence_warning_allowed():
+    """Short fits may or may not end with a ConvergenceWarning (it is raised only when
+    the loss was still falling as a trend); these tests are about something else."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
 def test_switching_at_zero_is_clipped_sgd():
     X, y = make_addition(300, 12, random_state=0)
     kwargs = dict(hidden_size=10, learning_rate=0.05, max_iter=4, batch_size=50, random_state=0)
-    with pytest.warns(ConvergenceWarning):
+    with convergence_warning_allowed():
         sgd = RNNRegressor(optimizer="sgd", **kwargs).fit(X, y)
-    with pytest.warns(ConvergenceWarning):
+    with convergence_warning_allowed():
         switched = RNNRegressor(optimizer="simplex", switch_threshold=0.0, **kwargs).fit(X, y)
     assert switched.net_.optimizer_.branch_counts["switched"] == 4 * 6
     # Same steps; the full gradient is summed from per-step parts in another order.
@@ -23,11 +35,11 @@ def test_switching_at_zero_is_clipped_sgd():
 def test_simplex_direction_differs_from_the_gradient_and_is_seeded():
     X, y = make_addition(200, 12, random_state=0)
     kwargs = dict(hidden_size=10, optimizer="simplex", max_iter=3, batch_size=50, random_state=0)
-    with pytest.warns(ConvergenceWarning):
+    with convergence_warning_allowed():
         a = RNNRegressor(**kwargs).fit(X, y)
-    with pytest.warns(ConvergenceWarning):
+    with convergence_warning_allowed():
         b = RNNRegressor(**kwargs).fit(X, y)
-    with pytest.warns(ConvergenceWarning):
+    with convergence_warning_allowed():
         sgd = RNNRegressor(**{**kwargs, "optimizer": "sgd"}).fit(X, y)
     counts = a.net_.optimizer_.branch_counts
     assert counts["simplex"] + counts["descent_fallback"] == 12 and counts["simplex"] > 0
@@ -43,7 +55,7 @@ def test_simplex_solves_temporal_order_at_small_size():
         optimizer="simplex", learning_rate=0.05, switch_threshold=0.9, batch_size=100,
         max_iter=20, tol=0.0, random_state=0,
     )
-    with pytest.warns(ConvergenceWarning):
+    with convergence_warning_allowed():
         clf.fit(X, y)  # 400 updates
     assert task_error("temporal_order", y_valid, clf.predict_proba(X_valid)) < 0.01
     assert clf.net_.optimizer_.branch_counts["simplex"] > 100
@@ -54,11 +66,11 @@ def test_learning_rate_auto_depends_on_the_optimizer(optimizer, expected):
     X, y = make_temporal_order(40, 6, random_state=0)
     clf = RNNClassifier(hidden_size=4, optimizer=optimizer, max_iter=1, random_state=0)
     assert clf.learning_rate == "auto"
-    with pytest.warns(ConvergenceWarning):
+    with convergence_warning_allowed():
         clf.fit(X, y)
     assert clf.net_.optimizer_.param_groups[0]["lr"] == expected
     explicit = RNNClassifier(hidden_size=4, optimizer=optimizer, learning_rate=0.2, max_iter=1)
-    with pytest.warns(ConvergenceWarning):
+    with convergence_warning_allowed():
         explicit.fit(X, y)
     assert explicit.net_.optimizer_.param_groups[0]["lr"] == 0.2
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from numbers import Integral, Real
 from typing import Any
 
@@ -24,7 +25,7 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.model_selection import RepeatedStratifiedKFold
 from sklearn.utils import _safe_indexing, check_random_state
 
-__all__ = ["PooledCVResult", "pooled_cross_validate"]
+__all__ = ["PooledCVResult", "auc_intervals", "pooled_cross_validate"]
 
 
 @dataclass(eq=False)
@@ -278,6 +279,7 @@ def pooled_cross_validate(
     pos_label: Any = None,
     random_state: int | np.random.RandomState | None = None,
     n_jobs: int | None = None,
+    on_fold: Any = None,
 ) -> PooledCVResult:
     """Cross-validate a binary classifier and pool its out-of-fold probabilities.
 
@@ -314,6 +316,9 @@ def pooled_cross_validate(
         Folds fitted in parallel (joblib; -1 for every core). Each parallel fit runs
         torch on one thread, so that ``n_jobs`` fits share the cores instead of
         oversubscribing them.
+    on_fold : callable, optional
+        Called as ``on_fold(done, total)`` each time a fold's fit and prediction
+        finish (in order), e.g. to show progress.
 
     Returns
     -------
@@ -359,10 +364,15 @@ def pooled_cross_validate(
     y_fit = np.asarray(y)
     parallel = n_jobs not in (None, 1)
     start = time.perf_counter()
-    scores = Parallel(n_jobs=n_jobs)(
+    tasks = Parallel(n_jobs=n_jobs, return_as="generator")(
         delayed(_fit_predict)(estimator, X, y_fit, train, test, pos_label, parallel)
         for train, test in splits
     )
+    scores = []
+    for score in tasks:
+        scores.append(score)
+        if on_fold is not None:
+            on_fold(len(scores), len(splits))
     seconds = time.perf_counter() - start
     y_score = np.empty((n_repeats, n_samples))
     folds = np.empty((n_repeats, n_samples), dtype=np.int64)
@@ -446,3 +456,128 @@ def _confusion(y_true: NDArray[np.int64], predicted: NDArray[np.bool_]) -> tuple
         int((~predicted & ~positive).sum()),
         int((~predicted & positive).sum()),
     )
+
+
+def _bootstrap_aucs(
+    result: PooledCVResult, positives: NDArray[np.intp], negatives: NDArray[np.intp]
+) -> NDArray[np.float64]:
+    """Mean pooled AUC over the repeats on each bootstrap sample of patients.
+
+    ``positives`` (B, P) and ``negatives`` (B, N) index the resampled positive and
+    negative samples; the AUC is the Mann-Whitney statistic with average ranks for ties.
+    """
+    from scipy.stats import rankdata
+
+    n_pos = positives.shape[1]
+    n_neg = negatives.shape[1]
+    total = np.zeros(positives.shape[0])
+    for scores in result.y_score:  # (n_samples,) per repeat
+        sample = np.concatenate([scores[positives], scores[negatives]], axis=1)  # (B, P + N)
+        ranks = rankdata(sample, axis=1)
+        total += (ranks[:, :n_pos].sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    return total / result.n_repeats
+
+
+def auc_intervals(
+    results: Mapping[str, PooledCVResult],
+    *,
+    reference: str | None = None,
+    n_bootstraps: int = 2000,
+    confidence: float = 0.95,
+    random_state: int | np.random.RandomState | None = 0,
+) -> pd.DataFrame:
+    """Bootstrap confidence intervals of pooled AUCs and of their paired differences.
+
+    The samples (patients) are resampled with replacement, positives and negatives
+    separately (a stratified bootstrap, so every resample has both classes), and every
+    model's mean pooled AUC over its repeats is recomputed on the same resamples: the
+    percentile interval of a model's AUC, and of its difference to ``reference``, come
+    from those. The difference is *paired*: both models are scored on the same
+    resampled patients, which cancels the patients' shared difficulty. An interval of
+    the difference that contains 0 means the data cannot tell the two models apart.
+    The out-of-fold probabilities are held fixed (the models are not refitted), so the
+    intervals reflect which patients happened to be in the cohort, not the variation
+    of training.
+
+    Parameters
+    ----------
+    results : mapping of str to PooledCVResult
+        Results of :func:`pooled_cross_validate` on the same samples (same ``y``).
+    reference : str, optional
+        The model the differences are taken against (``model - reference``); by
+        default the one with the highest mean pooled AUC.
+    n_bootstraps : int, default=2000
+        Resamples.
+    confidence : float, default=0.95
+        Coverage of the percentile intervals.
+    random_state : int, RandomState instance or None, default=0
+        Seeds the resampling.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by model: ``auc`` (mean pooled AUC), ``auc_low``, ``auc_high``,
+        ``diff`` (``auc`` minus the reference's), ``diff_low``, ``diff_high``; the
+        reference's own difference is 0 with no interval (NaN).
+
+    Raises
+    ------
+    ValueError
+        Results on different samples, an unknown reference, or bad settings.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn_rnn.clinical import auc_intervals, pooled_cross_validate
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(120, 3))
+    >>> y = (X[:, 0] + rng.normal(size=120) > 0).astype(int)
+    >>> results = {
+    ...     "all features": pooled_cross_validate(LogisticRegression(), X, y, random_state=0),
+    ...     "feature 2 only": pooled_cross_validate(LogisticRegression(), X[:, 2:], y,
+    ...                                             random_state=0),
+    ... }
+    >>> table = auc_intervals(results, reference="all features", n_bootstraps=500)
+    >>> list(table.columns)
+    ['auc', 'auc_low', 'auc_high', 'diff', 'diff_low', 'diff_high']
+    >>> bool(table.loc["feature 2 only", "diff_high"] < 0)  # clearly worse
+    True
+    """
+    if not results:
+        raise ValueError("results is empty: pass at least one PooledCVResult by name.")
+    if not (isinstance(n_bootstraps, Integral) and n_bootstraps >= 10):
+        raise ValueError(f"n_bootstraps must be an integer >= 10; got {n_bootstraps!r}.")
+    if not (isinstance(confidence, Real) and 0 < confidence < 1):
+        raise ValueError(f"confidence must be in (0, 1), e.g. 0.95; got {confidence!r}.")
+    names = list(results)
+    y_true = results[names[0]].y_true
+    for name in names[1:]:
+        if not np.array_equal(results[name].y_true, y_true):
+            raise ValueError(
+                f"results {names[0]!r} and {name!r} were scored on different samples: paired "
+                "intervals need every model cross-validated on the same X and y."
+            )
+    if reference is None:
+        reference = max(names, key=lambda name: results[name].mean_pooled_auc)
+    elif reference not in results:
+        raise ValueError(f"reference {reference!r} is not one of the results {names}.")
+    rng = check_random_state(random_state)
+    positive = np.flatnonzero(y_true == 1)
+    negative = np.flatnonzero(y_true == 0)
+    draws_pos = positive[rng.randint(len(positive), size=(n_bootstraps, len(positive)))]
+    draws_neg = negative[rng.randint(len(negative), size=(n_bootstraps, len(negative)))]
+    boot = {name: _bootstrap_aucs(results[name], draws_pos, draws_neg) for name in names}
+    tail = 100 * (1 - confidence) / 2
+    rows = {}
+    for name in names:
+        auc = results[name].mean_pooled_auc
+        low, high = np.percentile(boot[name], [tail, 100 - tail])
+        diff = auc - results[reference].mean_pooled_auc
+        if name == reference:
+            diff_low = diff_high = np.nan
+        else:
+            diff_low, diff_high = np.percentile(boot[name] - boot[reference], [tail, 100 - tail])
+        rows[name] = {"auc": auc, "auc_low": low, "auc_high": high, "diff": diff,
+                      "diff_low": diff_low, "diff_high": diff_high}
+    return pd.DataFrame.from_dict(rows, orient="index")

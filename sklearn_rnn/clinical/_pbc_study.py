@@ -30,7 +30,7 @@ from .._estimators import RNNClassifier
 from ..datasets import load_pbcseq
 from ..sequences import SequenceStandardScaler
 from ._cohort import Cohort, build_cohort
-from ._evaluation import PooledCVResult, pooled_cross_validate
+from ._evaluation import PooledCVResult, auc_intervals, pooled_cross_validate
 from ._features import VisitFeatures
 
 __all__ = ["PBCStudy", "StudyResult", "load_pbc_cohort", "study_models"]
@@ -50,6 +50,12 @@ FULL_GRID: tuple[tuple[float, float, int], ...] = tuple(
 )
 #: The cohort of the headline comparison: 208 patients, 86 deaths.
 MAIN_SETTING: tuple[float, float, int] = (1, 1, 2)
+#: The thesis the study follows (its section 4.3), as cited in the study's output.
+THESIS = (
+    "Giulio Galvan, On recurrent neural networks, Tesi di Laurea (master's thesis) in "
+    "Ingegneria Informatica, Scuola di Ingegneria, Università degli Studi di Firenze, "
+    "academic year 2014/2015"
+)
 #: Model names, in table order.
 MODELS: tuple[str, ...] = (
     "LR first", "LR last", "LR summary", "LR summary, C tuned", "RNN no time",
@@ -274,7 +280,12 @@ class PBCStudy:
         """
         return cls(**{"grid": (), **changes})
 
-    def run(self, on_row: Callable[[str, dict[str, Any]], None] | None = None) -> StudyResult:
+    def run(
+        self,
+        on_row: Callable[[str, dict[str, Any]], None] | None = None,
+        on_fold: Callable[[int, int], None] | None = None,
+        on_model: Callable[[str, str], None] | None = None,
+    ) -> StudyResult:
         """Score every model on the headline cohort and the grid, then run the nested search.
 
         Parameters
@@ -282,6 +293,11 @@ class PBCStudy:
         on_row : callable, optional
             Called as ``on_row(part, row)`` with ``part`` 'main' or 'grid' and each
             finished row of a table (a dict), e.g. to show progress.
+        on_fold : callable, optional
+            Called as ``on_fold(done, total)`` after each outer fold of the nested
+            search.
+        on_model : callable, optional
+            Called as ``on_model(part, name)`` after each model of each cohort.
 
         Returns
         -------
@@ -290,16 +306,37 @@ class PBCStudy:
         start = time.perf_counter()
         models = study_models(self.random_state, **self.rnn_params)
         scores: list[dict[str, Any]] = []
-        main = self._table([self.main_setting], self.n_repeats, models, scores, "main", on_row)
-        grid = self._table(self.grid, self.grid_repeats, models, scores, "grid", on_row)
+        main_results: dict[str, PooledCVResult] = {}
+        main = self._table(
+            [self.main_setting], self.n_repeats, models, scores, "main", on_row, main_results,
+            on_model,
+        )
+        grid = self._table(
+            self.grid, self.grid_repeats, models, scores, "grid", on_row, None, on_model
+        )
         ranked = grid if len(grid) else main
         best = ranked.loc[ranked["RNN time gaps"].idxmax()]
         best_setting = (
             float(best["upper_span"]), float(best["lower_span"]), int(best["min_visits"])
         )
-        nested = self._nested_search(load_pbc_cohort(*best_setting), models["RNN time gaps"])
+        nested = self._nested_search(
+            load_pbc_cohort(*best_setting), models["RNN time gaps"], on_fold
+        )
+        baselines = [name for name in main_results if name.startswith("LR")]
+        best_baseline = max(baselines, key=lambda name: main_results[name].mean_pooled_auc)
+        seed = self.random_state
+        intervals = auc_intervals(main_results, reference=best_baseline, random_state=seed)
+        gaps = auc_intervals(
+            {name: main_results[name] for name in ("RNN visit order", "RNN time gaps")},
+            reference="RNN visit order",
+            random_state=seed,
+        ).loc["RNN time gaps", ["diff", "diff_low", "diff_high"]]
         return StudyResult(
             main=main,
+            intervals=intervals,
+            best_baseline=best_baseline,
+            time_gaps_over_visit_order=tuple(float(value) for value in gaps),
+            main_results=main_results,
             grid=grid,
             scores=pd.DataFrame(scores),
             best_setting=best_setting,
@@ -315,6 +352,8 @@ class PBCStudy:
         scores: list[dict[str, Any]],
         part: str,
         on_row: Callable[[str, dict[str, Any]], None] | None,
+        results: dict[str, PooledCVResult] | None = None,
+        on_model: Callable[[str, str], None] | None = None,
     ) -> pd.DataFrame:
         rows = []
         for setting in settings:
@@ -324,6 +363,10 @@ class PBCStudy:
             for name, model in models.items():
                 result = self._evaluate(model, cohort, n_repeats)
                 row[name] = result.mean_pooled_auc
+                if results is not None:
+                    results[name] = result
+                if on_model is not None:
+                    on_model(part, name)
                 scores.append({"part": part, **dict(zip(SETTING_COLUMNS, setting, strict=True)),
                                "model": name, **result.summary(), "seconds": result.fit_seconds})
             rows.append(row)
@@ -332,7 +375,9 @@ class PBCStudy:
         columns = [*SETTING_COLUMNS, "positives", "negatives", *models]
         return pd.DataFrame(rows, columns=columns)
 
-    def _evaluate(self, model: Any, cohort: Cohort, n_repeats: int) -> PooledCVResult:
+    def _evaluate(
+        self, model: Any, cohort: Cohort, n_repeats: int, on_fold: Any = None
+    ) -> PooledCVResult:
         return pooled_cross_validate(
             model,
             cohort.sequences,
@@ -342,9 +387,10 @@ class PBCStudy:
             threshold=self.threshold,
             random_state=self.random_state,
             n_jobs=self.n_jobs,
+            on_fold=on_fold,
         )
 
-    def _nested_search(self, cohort: Cohort, rnn: Pipeline) -> PooledCVResult:
+    def _nested_search(self, cohort: Cohort, rnn: Pipeline, on_fold: Any = None) -> PooledCVResult:
         step = rnn.steps[-1][0]
         search = GridSearchCV(
             rnn,
@@ -352,7 +398,7 @@ class PBCStudy:
             scoring="roc_auc",
             cv=StratifiedKFold(3, shuffle=True, random_state=self.random_state),
         )
-        return self._evaluate(search, cohort, 1)
+        return self._evaluate(search, cohort, 1, on_fold)
 
 
 #: Columns naming a cohort of the grid.
@@ -369,6 +415,19 @@ class StudyResult:
         The headline cohort: ``upper_span``, ``lower_span`` (years), ``min_visits``,
         ``positives``, ``negatives`` and the mean pooled AUC of every model over the
         repeats.
+    intervals : pandas.DataFrame
+        The headline cohort, one row per model (see
+        :func:`~sklearn_rnn.clinical.auc_intervals`): the pooled AUC with its 95%
+        bootstrap interval, and the paired difference to ``best_baseline`` with its
+        interval.
+    best_baseline : str
+        The logistic regression with the highest pooled AUC on the headline cohort.
+    time_gaps_over_visit_order : (float, float, float)
+        What the visit days add over the visit numbers on the headline cohort: the
+        pooled AUC of 'RNN time gaps' minus that of 'RNN visit order', with the 95%
+        bootstrap interval of that paired difference.
+    main_results : dict of str to PooledCVResult
+        The headline cohort's out-of-fold probabilities of every model.
     grid : pandas.DataFrame
         The same columns, one row per cohort of the grid (empty without a grid).
     scores : pandas.DataFrame
@@ -392,6 +451,10 @@ class StudyResult:
     """
 
     main: pd.DataFrame
+    intervals: pd.DataFrame
+    best_baseline: str
+    time_gaps_over_visit_order: tuple[float, float, float]
+    main_results: dict[str, PooledCVResult]
     grid: pd.DataFrame
     scores: pd.DataFrame
     best_setting: tuple[float, float, int]
@@ -415,6 +478,25 @@ class StudyResult:
                                       "min_visits": "visits", "positives": "pos",
                                       "negatives": "neg"})
         return table.to_string(index=False, float_format=lambda value: f"{value:.3f}")
+
+    def interval_table(self) -> str:
+        """The headline cohort's AUCs with their 95% intervals, as text.
+
+        Returns
+        -------
+        str
+            One line per model: pooled AUC [low, high], and the paired difference to
+            the best logistic regression [low, high].
+        """
+        lines = [f"{'model':<22}{'pooled AUC [95% CI]':<24}difference to {self.best_baseline} [95% CI]"]
+        for name, row in self.intervals.iterrows():
+            auc = f"{row['auc']:.3f} [{row['auc_low']:.3f}, {row['auc_high']:.3f}]"
+            if name == self.best_baseline:
+                diff = "(the reference)"
+            else:
+                diff = f"{row['diff']:+.3f} [{row['diff_low']:+.3f}, {row['diff_high']:+.3f}]"
+            lines.append(f"{name:<22}{auc:<24}{diff}")
+        return "\n".join(lines)
 
     def plot(self, axes: Any = None) -> Any:
         """ROC, sensitivity-specificity and precision-recall curves of the nested search.

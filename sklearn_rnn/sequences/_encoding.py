@@ -270,5 +270,7 @@ def check_times(sequences: list[np.ndarray], time_feature: int) -> None:
                 f"sequence {index} of X has times that decrease at step {step} "
                 f"({times[step]:g} after {times[step - 1]:g}) in column "
                 f"time_feature={time_feature}: expected non-decreasing times within each "
-                "sequence. Sort each sequence's steps by time."
+                "sequence. Sort each sequence's steps by time. (These are the values the "
+                "estimator received: a scaler before it in a pipeline changes them, not "
+                "their order.)"
             )

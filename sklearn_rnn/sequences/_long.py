@@ -84,16 +84,33 @@ def _resolve_features(
     return features
 
 
-def _numeric_time(table: pd.DataFrame, time_column: Any) -> NDArray[np.float64]:
-    """Return the time column as finite float64 values."""
+def _numeric_time(
+    table: pd.DataFrame, time_column: Any, time_unit: Any = "1D"
+) -> NDArray[np.float64]:
+    """Return the time column as finite float64 values; dates become multiples of
+    ``time_unit`` since the table's earliest date, durations multiples of ``time_unit``."""
     column = table[time_column]
-    if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
+    dates = pd.api.types.is_datetime64_any_dtype(column)
+    if dates or pd.api.types.is_timedelta64_dtype(column):
+        try:
+            unit = pd.Timedelta(time_unit)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"time_unit must be a duration pandas understands, e.g. '1D', '1h' or "
+                f"'365.25D'; got {time_unit!r} ({error})."
+            ) from error
+        if unit <= pd.Timedelta(0):
+            raise ValueError(f"time_unit must be a positive duration; got {time_unit!r}.")
+        elapsed = column - column.min() if dates else column
+        time = (elapsed / unit).to_numpy(dtype=np.float64, na_value=np.nan)
+    elif pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
         raise TypeError(
-            f"time column {time_column!r} must be numeric (e.g. days since a reference date); "
-            f"got dtype {column.dtype}. Convert dates first, e.g. "
-            "(table[col] - table[col].min()).dt.days."
+            f"time column {time_column!r} must be numeric (e.g. days since a reference "
+            f"date), datetime or timedelta; got dtype {column.dtype}. Convert text dates "
+            "first, e.g. pandas.to_datetime(table[col])."
         )
-    time = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        time = column.to_numpy(dtype=np.float64, na_value=np.nan)
     if not np.all(np.isfinite(time)):
         bad = int(np.sum(~np.isfinite(time)))
         raise ValueError(
@@ -126,6 +143,7 @@ def from_long_format(
     time_column: Any,
     feature_columns: Any = None,
     duplicates: Literal["raise", "keep"] = "raise",
+    time_unit: Any = "1D",
 ) -> tuple[list[NDArray[np.float64]], NDArray[Any]]:
     """Convert a long-format table into the list-of-arrays sequence container.
 
@@ -143,8 +161,10 @@ def from_long_format(
         Column identifying the sample (e.g. the patient). Sequences are
         returned in sorted id order, whatever the row order of ``table``.
     time_column : hashable
-        Numeric column of observation times (e.g. days since enrollment).
-        Missing or infinite times are an error.
+        Column of observation times: numbers (e.g. days since enrollment, used as
+        they are), dates (``datetime64``: converted to multiples of ``time_unit`` since the
+        earliest date of the table) or durations (``timedelta64``: converted to
+        multiples of ``time_unit``). Missing or infinite times are an error.
     feature_columns : str or list of hashable, default=None
         Feature columns, in the order wanted. ``None`` takes every column
         except the id and time columns, in table order. All must be numeric
@@ -153,6 +173,11 @@ def from_long_format(
         What to do with several rows sharing one (id, time): ``"raise"``
         raises a ValueError (often a sign of a bad merge); ``"keep"`` keeps
         them all, in table order, as steps with a zero time gap.
+    time_unit : str or pandas.Timedelta, default="1D"
+        The unit of a date or duration time column, one day by default (``"1h"``,
+        ``"7D"``, ``"365.25D"`` for years...). Ignored for numeric times. With
+        ``time_feature`` the estimators read gaps in units of the median training
+        gap, so the unit does not change the model.
 
     Returns
     -------
@@ -184,6 +209,17 @@ def from_long_format(
     >>> X[1]
     array([[ 0. ,  1.2],
            [30. ,  1.5]])
+
+    Dates are counted in days from the earliest one:
+
+    >>> visits["date"] = pd.Timestamp("2024-01-01") + pd.to_timedelta(visits["day"], unit="D")
+    >>> X, ids = from_long_format(visits.drop(columns="day"), id_column="patient",
+    ...                           time_column="date")
+    >>> X[1][:, 0]
+    array([ 0., 30.])
+
+    A panel in the sktime/aeon convention, ``visits.set_index(["patient", "day"])``
+    (a DataFrame with an (instance, time) MultiIndex), goes to the estimators as it is.
     """
     table = _check_table(table)
     if duplicates not in ("raise", "keep"):
@@ -191,7 +227,7 @@ def from_long_format(
     _check_columns(table, [id_column], "id_column")
     _check_columns(table, [time_column], "time_column")
     features = _resolve_features(table, id_column, time_column, feature_columns)
-    time = _numeric_time(table, time_column)  # (n_rows,)
+    time = _numeric_time(table, time_column, time_unit)  # (n_rows,)
     codes, ids = _factorize_ids(table[id_column])  # (n_rows,), (n_ids,)
     values = np.empty((table.shape[0], 1 + len(features)))  # (n_rows, 1 + n_features)
     values[:, 0] = time

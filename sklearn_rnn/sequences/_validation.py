@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ._panel import check_not_long_table, is_panel, panel_to_sequences, sequences_to_panel
+
 __all__ = [
     "check_float32_range",
     "check_sequences",
@@ -61,7 +63,7 @@ def input_layout(X: Any) -> Layout:
     'table'
     """
     _check_container(X)
-    if _column_cells(X) is not None:
+    if is_panel(X) or _column_cells(X) is not None:
         return "sequences"
     if isinstance(X, np.ndarray):
         if X.dtype == object and X.ndim == 1:
@@ -134,6 +136,7 @@ def check_numeric_table(X: Any) -> None:
             "sequences of one feature, np.reshape(x, (-1, 1, 1))."
         )
     dtypes = getattr(X, "dtypes", None)  # a DataFrame: check column types, not values
+    check_not_long_table(X)  # visits of repeated ids are no table of sequences
     if getattr(X, "ndim", None) == 2 and dtypes is not None and all(dtype.kind in "biuf" for dtype in dtypes):
         return
     try:
@@ -244,6 +247,7 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
     if layout == "table":
         if not allow_table:
             raise ValueError(_table_not_allowed_message(X))
+        check_not_long_table(X)
         table = _as_float_array(X, where="X")
         if table.ndim != 2:
             raise ValueError(_dimension_message(table.ndim))
@@ -252,6 +256,8 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
         padded = _as_float_array(X, where="X")
         _check_not_left_padded(padded)
         samples = list(padded)
+    elif is_panel(X):
+        samples = panel_to_sequences(X)  # sktime/aeon: (instance, time) MultiIndex
     else:
         cells = _column_cells(X)
         samples = cells if cells is not None else list(X)
@@ -541,6 +547,8 @@ def restore_layout(
            [ 1.,  1.]])
     """
     if layout == "sequences":
+        if is_panel(like):
+            return sequences_to_panel(sequences, like)
         if isinstance(like, tuple):
             return tuple(sequences)
         if isinstance(like, np.ndarray) and like.ndim == 2:

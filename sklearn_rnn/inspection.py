@@ -1,0 +1,434 @@
+"""Which feature, which visit: importances and attributions for sequence models.
+
+scikit-learn's :func:`~sklearn.inspection.permutation_importance` shuffles the columns
+of a table; sequences have no columns to shuffle. Here:
+
+- :func:`sequence_permutation_importance` shuffles one feature *across sequences*:
+  the sequences are aligned at their last step (where the estimators read out), and at
+  every step back from the end the feature's values are permuted among the sequences
+  that have that step. A time column is permuted through its gaps, so times keep
+  increasing. The importance is the drop of the score.
+- :func:`visit_importance` exchanges the k-th last visit between sequences, for
+  k = 0, 1, ..., and measures the drop of the score: which visits, counted back from
+  the prediction, the model relies on.
+- :func:`integrated_gradients` attributes one prediction to each step and feature of
+  its sequence (integrated gradients, Sundararajan et al. 2017, on the network's
+  inputs), and :func:`plot_attributions` draws them as a steps x features map.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from sklearn.metrics import check_scoring
+from sklearn.utils import Bunch, check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .sequences import check_sequences
+
+__all__ = [
+    "integrated_gradients",
+    "plot_attributions",
+    "sequence_permutation_importance",
+    "visit_importance",
+]
+
+
+def _final_step(estimator: Any) -> tuple[Any, Any]:
+    """The preprocessing of a pipeline (or None) and its final estimator."""
+    if hasattr(estimator, "steps"):
+        return (estimator[:-1] if len(estimator.steps) > 1 else None), estimator[-1]
+    return None, estimator
+
+
+def _time_column(estimator: Any, n_features: int) -> int | None:
+    time_feature = getattr(_final_step(estimator)[1], "time_feature", None)
+    if time_feature is None:
+        return None
+    return int(time_feature) % n_features
+
+
+def _aligned_positions(lengths: NDArray[np.intp]) -> list[tuple[NDArray[np.intp], NDArray[np.intp]]]:
+    """For each step k back from the end: (sequences that have it, their row index)."""
+    positions = []
+    for back in range(int(lengths.max())):
+        have = np.flatnonzero(lengths > back)
+        positions.append((have, lengths[have] - 1 - back))
+    return positions
+
+
+def _permute_feature(
+    sequences: list[NDArray[np.float64]],
+    feature: int,
+    is_time: bool,
+    rng: np.random.RandomState,
+) -> list[NDArray[np.float64]]:
+    """A copy of ``sequences`` with ``feature`` permuted across sequences, step by step
+    back from the end (a time column through its gaps)."""
+    lengths = np.array([len(sequence) for sequence in sequences])
+    out = [sequence.copy() for sequence in sequences]
+    if is_time:
+        gaps = [np.diff(sequence[:, feature], prepend=sequence[0, feature]) for sequence in sequences]
+        shuffled = [gap.copy() for gap in gaps]
+        for have, rows in _aligned_positions(lengths):
+            inner = rows > 0  # a first step has no gap to exchange
+            have, rows = have[inner], rows[inner]
+            values = np.array([gaps[i][row] for i, row in zip(have, rows)])
+            for i, row, value in zip(have, rows, rng.permutation(values)):
+                shuffled[i][row] = value
+        for i, sequence in enumerate(out):
+            sequence[:, feature] = sequences[i][0, feature] + np.cumsum(shuffled[i])
+        return out
+    for have, rows in _aligned_positions(lengths):
+        values = np.array([sequences[i][row, feature] for i, row in zip(have, rows)])
+        for i, row, value in zip(have, rows, rng.permutation(values)):
+            out[i][row, feature] = value
+    return out
+
+
+def sequence_permutation_importance(
+    estimator: Any,
+    X: Any,
+    y: Any,
+    *,
+    scoring: Any = None,
+    n_repeats: int = 5,
+    random_state: int | np.random.RandomState | None = None,
+) -> Bunch:
+    """Importance of each feature: the drop of the score when it is shuffled across sequences.
+
+    Sequences are aligned at their last step; at every step back from the end, the
+    feature's values are permuted among the sequences that have that step, which keeps
+    each step's distribution and breaks the link between the feature and the target.
+    The time column (``time_feature`` of the estimator, or of a pipeline's last step)
+    is permuted through its gaps, so times keep increasing within each sequence.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        An ``RNNClassifier`` or ``RNNRegressor``, or a pipeline ending in one.
+    X : sequences in any accepted form
+        Held-out sequences, ideally.
+    y : array-like of shape (n_samples,)
+        Their targets.
+    scoring : str or callable, optional
+        A scikit-learn scorer; the estimator's ``score`` by default.
+    n_repeats : int, default=5
+        Permutations per feature.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the permutations.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``importances`` (n_features, n_repeats), ``importances_mean``,
+        ``importances_std`` (n_features,): the score without permutation minus the
+        score with it, and ``baseline_score``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNClassifier
+    >>> from sklearn_rnn.inspection import sequence_permutation_importance
+    >>> rng = np.random.default_rng(0)
+    >>> X = [rng.normal(size=(int(n), 2)) for n in rng.integers(3, 8, size=120)]
+    >>> y = np.array([int(x[-1, 0] > 0) for x in X])  # only feature 0 matters
+    >>> model = RNNClassifier(hidden_size=8, max_iter=40, random_state=0).fit(X, y)
+    >>> result = sequence_permutation_importance(model, X, y, n_repeats=3, random_state=0)
+    >>> int(np.argmax(result.importances_mean))
+    0
+    """
+    if not (isinstance(n_repeats, (int, np.integer)) and n_repeats >= 1):
+        raise ValueError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
+    check_is_fitted(_final_step(estimator)[1])
+    sequences = check_sequences(X)
+    y = np.asarray(y)
+    scorer = check_scoring(estimator, scoring=scoring)
+    baseline = float(scorer(estimator, sequences, y))
+    rng = check_random_state(random_state)
+    n_features = sequences[0].shape[1]
+    time_column = _time_column(estimator, n_features)
+    importances = np.empty((n_features, n_repeats))
+    for feature in range(n_features):
+        for repeat in range(n_repeats):
+            permuted = _permute_feature(sequences, feature, feature == time_column, rng)
+            importances[feature, repeat] = baseline - float(scorer(estimator, permuted, y))
+    return Bunch(
+        importances=importances,
+        importances_mean=importances.mean(axis=1),
+        importances_std=importances.std(axis=1),
+        baseline_score=baseline,
+    )
+
+
+def visit_importance(
+    estimator: Any,
+    X: Any,
+    y: Any,
+    *,
+    scoring: Any = None,
+    max_visits: int = 10,
+    n_repeats: int = 5,
+    random_state: int | np.random.RandomState | None = None,
+) -> Bunch:
+    """Importance of each visit, counted back from the prediction, by exchanging it.
+
+    The importance is the drop of the score when that visit is exchanged between
+    sequences. For k = 0 (the last visit), 1 (the one before), ... up to ``max_visits - 1``, the
+    measured values of the k-th last step are permuted, all together, among the
+    sequences that have such a step; the time column stays in place. Exchanging a
+    visit rather than deleting it keeps every sequence's length and times, which a
+    model may read to locate its visits (deleting one shifts all the others).
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        An ``RNNClassifier`` or ``RNNRegressor``, or a pipeline ending in one.
+    X : sequences in any accepted form
+    y : array-like of shape (n_samples,)
+    scoring : str or callable, optional
+        A scikit-learn scorer; the estimator's ``score`` by default.
+    max_visits : int, default=10
+        Visits looked at, from the last.
+    n_repeats : int, default=5
+        Permutations per visit.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the permutations.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``importances`` (max_visits, n_repeats), ``importances_mean`` and
+        ``importances_std`` (max_visits,): the score minus the score with the k-th last
+        visit exchanged (NaN where fewer than two sequences have one);
+        ``n_sequences`` (max_visits,): the sequences that have it; ``baseline_score``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNClassifier
+    >>> from sklearn_rnn.inspection import visit_importance
+    >>> rng = np.random.default_rng(0)
+    >>> X = [rng.normal(size=(int(n), 1)) for n in rng.integers(3, 8, size=120)]
+    >>> y = np.array([int(x[-1, 0] > 0) for x in X])  # only the last visit matters
+    >>> model = RNNClassifier(hidden_size=8, max_iter=40, random_state=0).fit(X, y)
+    >>> result = visit_importance(model, X, y, max_visits=3, n_repeats=2, random_state=0)
+    >>> int(np.argmax(result.importances_mean))  # the last visit
+    0
+    """
+    for name, value in (("max_visits", max_visits), ("n_repeats", n_repeats)):
+        if not (isinstance(value, (int, np.integer)) and value >= 1):
+            raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+    check_is_fitted(_final_step(estimator)[1])
+    sequences = check_sequences(X)
+    y = np.asarray(y)
+    scorer = check_scoring(estimator, scoring=scoring)
+    baseline = float(scorer(estimator, sequences, y))
+    rng = check_random_state(random_state)
+    n_features = sequences[0].shape[1]
+    time_column = _time_column(estimator, n_features)
+    values = [j for j in range(n_features) if j != time_column]
+    lengths = np.array([len(sequence) for sequence in sequences])
+    positions = _aligned_positions(lengths)
+    importances = np.full((max_visits, n_repeats), np.nan)
+    counts = np.zeros(max_visits, dtype=np.int64)
+    for back, (have, rows) in enumerate(positions[:max_visits]):
+        counts[back] = len(have)
+        if len(have) < 2:
+            continue
+        visits = np.array([sequences[i][row, values] for i, row in zip(have, rows)])
+        for repeat in range(n_repeats):
+            exchanged = [sequence.copy() for sequence in sequences]
+            for i, row, visit in zip(have, rows, visits[rng.permutation(len(have))]):
+                exchanged[i][row, values] = visit
+            importances[back, repeat] = baseline - float(scorer(estimator, exchanged, y))
+    return Bunch(
+        importances=importances,
+        importances_mean=importances.mean(axis=1),
+        importances_std=importances.std(axis=1),
+        n_sequences=counts,
+        baseline_score=baseline,
+    )
+
+
+def integrated_gradients(
+    estimator: Any,
+    sequence: Any,
+    *,
+    target: Any = None,
+    n_steps: int = 64,
+) -> Bunch:
+    """Attribute one prediction to the steps and features of its sequence.
+
+    Integrated gradients: the gradient of the model's output with respect to its
+    inputs, averaged along the straight path from a *baseline* sequence to the actual
+    one, times the difference between them. The attributions add up to the output at
+    the sequence minus the output at the baseline (up to the integration error of
+    ``n_steps`` midpoints). The baseline keeps the sequence's steps and times and
+    puts every measured value at its training mean (after any preprocessing of a
+    pipeline): an attribution says how much that value, at that step, moved the
+    output away from what an average patient with the same visit times would get.
+    Missing values are attributed through the value carried forward in their place;
+    the time column gets no attribution (it is the baseline's too).
+
+    The output attributed is the log-odds of the positive class for a binary
+    classifier, the log-probability of ``target`` for more classes, and the
+    prediction (column ``target``, default 0) for a regressor.
+
+    Parameters
+    ----------
+    estimator : fitted estimator or Pipeline
+        An ``RNNClassifier`` or ``RNNRegressor``, or a pipeline whose last step is
+        one and whose other steps transform each step's features one to one (such as
+        :class:`~sklearn_rnn.SequenceStandardScaler`).
+    sequence : array-like of shape (T, n_features)
+        One sequence, as given to ``predict``.
+    target : class label or int, optional
+        For a classifier with more than two classes, the class (default: the one
+        predicted); for a multi-output regressor, the output column.
+    n_steps : int, default=64
+        Points on the path.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``attributions`` (T, n_features): the contribution of each step and feature
+        (0 in the time column); ``output``, ``baseline_output``: the attributed
+        quantity at the sequence and at the baseline; ``target``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNRegressor
+    >>> from sklearn_rnn.inspection import integrated_gradients
+    >>> rng = np.random.default_rng(0)
+    >>> X = [rng.normal(size=(5, 2)) for _ in range(100)]
+    >>> y = np.array([x[2, 1] for x in X])  # feature 1 at step 2
+    >>> model = RNNRegressor(hidden_size=8, max_iter=60, random_state=0).fit(X, y)
+    >>> result = integrated_gradients(model, X[0])
+    >>> result.attributions.shape
+    (5, 2)
+    >>> total = result.attributions.sum()
+    >>> bool(abs(total - (result.output - result.baseline_output)) < 1e-2)
+    True
+    """
+    if not (isinstance(n_steps, (int, np.integer)) and n_steps >= 1):
+        raise ValueError(f"n_steps must be a positive integer; got {n_steps!r}.")
+    preprocess, model = _final_step(estimator)
+    check_is_fitted(model)
+    raw = check_sequences([np.asarray(sequence, dtype=np.float64)])[0]
+    if preprocess is not None:
+        transformed = check_sequences(preprocess.transform([raw]))[0]
+        if transformed.shape != raw.shape:
+            raise ValueError(
+                f"the pipeline's steps before {type(model).__name__} change the sequence's "
+                f"shape from {raw.shape} to {transformed.shape}: attributions need steps "
+                "that transform each feature one to one, such as SequenceStandardScaler."
+            )
+        raw = transformed
+    encoder = model._encoder
+    encoded = encoder.encode_arrays([raw])[0]  # (T, n_inputs)
+    baseline = encoded.copy()
+    baseline[:, : encoder.n_values] = encoder.fill_values  # measured values at their mean
+    network = copy.deepcopy(model.module_).double().train(False).cpu()
+    output_of, target = _attributed_output(model, target, network, encoded)
+    alphas = (np.arange(n_steps) + 0.5) / n_steps
+    path = torch.as_tensor(
+        baseline[None] + alphas[:, None, None] * (encoded - baseline)[None], dtype=torch.float64
+    ).requires_grad_(True)  # (n_steps, T, n_inputs)
+    lengths = torch.full((n_steps,), len(encoded), dtype=torch.int64)
+    outputs = output_of(network(path, lengths))  # (n_steps,)
+    (gradients,) = torch.autograd.grad(outputs.sum(), path)
+    channels = gradients.mean(dim=0).numpy() * (encoded - baseline)  # (T, n_inputs)
+    attributions = np.zeros_like(raw)
+    value_features = [j for j in range(raw.shape[1]) if j != encoder.time_feature]
+    attributions[:, value_features] = channels[:, : encoder.n_values]
+    with torch.no_grad():
+        ends = torch.as_tensor(np.stack([baseline, encoded]), dtype=torch.float64)
+        baseline_output, output = output_of(network(ends, torch.full((2,), len(encoded))))
+    return Bunch(
+        attributions=attributions,
+        output=float(output),
+        baseline_output=float(baseline_output),
+        target=target,
+    )
+
+
+def _attributed_output(
+    model: Any, target: Any, network: torch.nn.Module, encoded: NDArray[np.float64]
+) -> tuple[Any, Any]:
+    """The function of the network's outputs that is attributed, and the target."""
+    classes = getattr(model, "classes_", None)
+    if classes is None:  # a regressor: outputs in the units of y
+        column = 0 if target is None else int(target)
+        scale = float(np.ravel(model._y_scale)[column])
+        mean = float(np.ravel(model._y_mean)[column])
+        return (lambda out: out[:, column] * scale + mean), column
+    if len(classes) == 2 and target is None:
+        return (lambda out: out[:, 1] - out[:, 0]), classes[1]
+    if target is None:
+        with torch.no_grad():
+            x = torch.as_tensor(encoded[None], dtype=torch.float64)
+            target_index = int(network(x, torch.tensor([len(encoded)])).argmax(dim=1)[0])
+    else:
+        matches = np.flatnonzero(np.asarray(classes) == target)
+        if not len(matches):
+            raise ValueError(f"target {target!r} is not a class of the model: {list(classes)}.")
+        target_index = int(matches[0])
+    return (lambda out: torch.log_softmax(out, dim=1)[:, target_index]), classes[target_index]
+
+
+def plot_attributions(
+    attributions: Any,
+    *,
+    feature_names: Any = None,
+    times: Any = None,
+    ax: Any = None,
+) -> Any:
+    """Draw per-step attributions as a steps x features map (red raises, blue lowers).
+
+    Parameters
+    ----------
+    attributions : array-like of shape (T, n_features)
+        E.g. ``integrated_gradients(model, x).attributions``.
+    feature_names : list of str, optional
+        Row labels.
+    times : array-like of shape (T,), optional
+        Column labels (e.g. the visit days); the step numbers by default.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure when None.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.inspection import plot_attributions
+    >>> ax = plot_attributions(np.array([[0.1, -0.2], [0.5, 0.0]]), feature_names=["a", "b"])
+    >>> ax.get_xlabel()
+    'step'
+    """
+    import matplotlib.pyplot as plt
+
+    values = np.asarray(attributions, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"attributions must be 2D (steps, features); got shape {values.shape}.")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(4.0, 0.5 * len(values) + 2), 0.35 * values.shape[1] + 1.5))
+    limit = float(np.abs(values).max()) or 1.0
+    image = ax.imshow(values.T, aspect="auto", cmap="RdBu_r", vmin=-limit, vmax=limit)
+    ax.figure.colorbar(image, ax=ax, label="attribution")
+    ax.set_yticks(range(values.shape[1]))
+    ax.set_yticklabels(feature_names if feature_names is not None else range(values.shape[1]))
+    ax.set_xticks(range(len(values)))
+    ax.set_xticklabels(
+        [f"{t:g}" for t in np.asarray(times, dtype=float)] if times is not None else range(len(values))
+    )
+    ax.set_xlabel("step" if times is None else "time")
+    return ax

@@ -1,0 +1,231 @@
+"""Panels in the sktime/aeon convention, and long tables passed where a panel belongs.
+
+sktime and aeon hold a panel of sequences as a pandas DataFrame with a two-level
+MultiIndex: the first level names the instance (a patient), the second the time point
+(a visit), one row per observation and one column per variable. The estimators accept
+such a frame directly, as the ragged list it stands for; :func:`panel_to_sequences`
+performs the conversion.
+
+A long table with the id and the time as ordinary *columns* (one row per visit) is
+another matter: read as a 2D table, each row would become a sequence whose steps are the
+columns, and a model would train without a word on the wrong problem. :func:`check_not_long_table`
+recognizes such tables and refuses them with the route that works,
+:func:`~sklearn_rnn.sequences.from_long_format`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["check_not_long_table", "is_panel", "panel_to_sequences", "sequences_to_panel"]
+
+#: Column names that identify an instance in a long table (matched whole or as a
+#: ``_``-separated part, case-insensitively: ``id``, ``patient_id``, ``subject``...).
+ID_NAMES = (
+    "id", "ids", "pid", "uid", "mrn", "patient", "subject", "instance", "case", "series",
+    "person", "user",
+)
+
+_NAME_PART = re.compile(r"[^a-z0-9]+")
+
+
+def is_panel(X: Any) -> bool:
+    """Whether ``X`` is a pandas DataFrame with an (instance, time) MultiIndex.
+
+    Parameters
+    ----------
+    X : object
+        Candidate input.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import is_panel
+    >>> index = pd.MultiIndex.from_tuples([("a", 0), ("a", 1)], names=["instance", "time"])
+    >>> is_panel(pd.DataFrame({"x": [1.0, 2.0]}, index=index))
+    True
+    >>> is_panel(pd.DataFrame({"x": [1.0, 2.0]}))
+    False
+    """
+    if type(X).__name__ != "DataFrame" or not type(X).__module__.startswith("pandas"):
+        return False
+    return getattr(X.index, "nlevels", 1) > 1
+
+
+def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
+    """The ragged list of a DataFrame with an (instance, time) MultiIndex.
+
+    One sequence per instance (the first index level), in the order in which the
+    instances first appear in the frame, so that predictions line up with
+    ``X.index.unique(level=0)``. Each sequence's steps are the instance's rows sorted
+    by the second index level (stably: rows with equal times keep their order); its
+    features are the frame's columns. The time level orders the steps and is not a
+    feature: to let the network read the gaps between steps, keep the time as a column
+    as well (e.g. ``X.assign(day=X.index.get_level_values(1))``, in days) and pass
+    its position as ``time_feature``.
+
+    Parameters
+    ----------
+    X : pandas.DataFrame
+        A panel: a two-level MultiIndex (instance, time), numeric or boolean columns.
+
+    Returns
+    -------
+    list of ndarray of shape (T_i, n_columns), dtype float64
+
+    Raises
+    ------
+    ValueError
+        An index with more than two levels, or missing instance or time labels.
+    TypeError
+        Non-numeric columns, named with their dtypes.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import panel_to_sequences
+    >>> index = pd.MultiIndex.from_tuples(
+    ...     [("b", 2), ("a", 0), ("b", 1)], names=["patient", "day"]
+    ... )
+    >>> frame = pd.DataFrame({"bili": [1.5, 0.7, 1.2]}, index=index)
+    >>> [x.ravel().tolist() for x in panel_to_sequences(frame)]
+    [[1.2, 1.5], [0.7]]
+    """
+    import pandas as pd
+
+    index = X.index
+    if index.nlevels != 2:
+        raise ValueError(
+            f"X has a {index.nlevels}-level index {list(index.names)}: a panel has two "
+            "levels, (instance, time). Drop or reset the extra levels first, e.g. "
+            "X.reset_index(level=...)."
+        )
+    non_numeric = {
+        str(name): str(dtype)
+        for name, dtype in X.dtypes.items()
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+    }
+    if non_numeric:
+        raise TypeError(
+            f"the panel's columns must be numeric; got {non_numeric}. Leave them out "
+            "(X.drop(columns=[...])) or encode them as numbers first."
+        )
+    instances = index.get_level_values(0)
+    times = index.get_level_values(1)
+    for level, values in (("instance", instances), ("time", times)):
+        if values.isna().any():
+            raise ValueError(
+                f"the panel's {level} level ({index.names[0 if level == 'instance' else 1]!r}) "
+                f"has {int(values.isna().sum())} missing label(s): every row needs an "
+                "instance and a time. Drop those rows first."
+            )
+    codes, order = _panel_order(X)
+    values = X.to_numpy(dtype=np.float64, na_value=np.nan)[order]  # (n_rows, n_columns)
+    starts = np.flatnonzero(np.diff(codes[order])) + 1
+    return list(np.split(values, starts))
+
+
+def _panel_order(X: Any) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Per-row instance codes (order of first appearance) and the row order that
+    groups the rows by instance and sorts each instance's rows by time."""
+    import pandas as pd
+
+    codes, _ = pd.factorize(X.index.get_level_values(0), sort=False)
+    time_order = pd.Series(X.index.get_level_values(1)).rank(method="first").to_numpy()
+    return codes, np.lexsort((np.arange(len(codes)), time_order, codes))
+
+
+def sequences_to_panel(sequences: list[NDArray[np.float64]], like: Any) -> Any:
+    """Put sequences read from the panel ``like`` back into its rows, index and columns
+    (the inverse of :func:`panel_to_sequences`, e.g. for a scaler's output)."""
+    _, order = _panel_order(like)
+    if sum(len(sequence) for sequence in sequences) != len(order):
+        raise ValueError(
+            "the panel's rows cannot be restored: some instance ends with rows that are "
+            "entirely NaN, which are read as padding and dropped. Drop those rows first."
+        )
+    values = np.empty((len(order), sequences[0].shape[1]))
+    values[order] = np.concatenate(sequences)
+    return type(like)(values, index=like.index, columns=like.columns)
+
+
+def _looks_like_id(name: Any) -> bool:
+    parts = [part for part in _NAME_PART.split(str(name).lower()) if part]
+    return bool(parts) and (parts[-1] in ID_NAMES or parts[0] in ID_NAMES)
+
+
+def check_not_long_table(X: Any) -> None:
+    """Refuse a long table (one row per visit) passed where a table of sequences belongs.
+
+    A 2D DataFrame is read as one univariate sequence per row. A frame whose rows are
+    visits instead, recognized by an id column with repeated values (a column named
+    like ``id``, ``patient_id`` or ``subject``), a repeated row index, or a date or
+    duration column, raises a ValueError naming
+    :func:`~sklearn_rnn.sequences.from_long_format` and the panel form. Other input
+    passes unchanged.
+
+    Parameters
+    ----------
+    X : object
+        Input read as a table.
+
+    Raises
+    ------
+    ValueError
+        ``X`` looks like a long table.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import check_not_long_table
+    >>> check_not_long_table(pd.DataFrame({"t0": [1.0, 2.0], "t1": [0.5, 0.1]}))
+    >>> visits = pd.DataFrame({"id": [1, 1, 2], "day": [0, 30, 0], "bili": [1.2, 1.5, 0.7]})
+    >>> check_not_long_table(visits)
+    Traceback (most recent call last):
+    ...
+    ValueError: X looks like a long table, one row per visit: ...
+    """
+    if type(X).__name__ != "DataFrame" or not type(X).__module__.startswith("pandas"):
+        return
+    import pandas as pd
+
+    reason = None
+    for name in X.columns:
+        column = X[name]
+        if pd.api.types.is_datetime64_any_dtype(column) or pd.api.types.is_timedelta64_dtype(column):
+            reason = f"column {name!r} holds dates or durations ({column.dtype})"
+            break
+        if _looks_like_id(name) and column.duplicated().any():
+            repeated = column[column.duplicated()].iloc[0]
+            count = int((column == repeated).sum())
+            reason = (
+                f"column {name!r} repeats ids (e.g. {_plain(repeated)!r} on {count} rows), "
+                "as an id column of one row per visit does"
+            )
+            break
+    if reason is None and X.index.has_duplicates:
+        repeated = X.index[X.index.duplicated()][0]
+        reason = f"its index repeats labels (e.g. {_plain(repeated)!r}), as visits of one id do"
+    if reason is None:
+        return
+    raise ValueError(
+        f"X looks like a long table, one row per visit: {reason}. A 2D table is read as "
+        f"one univariate sequence per row ({X.shape[0]} sequences of {X.shape[1]} steps "
+        "here), which is not what these rows are. Convert the long table with "
+        "sklearn_rnn.sequences.from_long_format(X, id_column=..., time_column=...), "
+        "which returns the sequences and their ids, or index it by (instance, time), "
+        "X.set_index([id_column, time_column]), which the estimators read as a panel. "
+        "If the rows really are sequences, pass X.to_numpy()."
+    )
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value

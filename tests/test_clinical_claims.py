@@ -1,0 +1,95 @@
+"""The README's and the guide's clinical sentences agree with the table they quote.
+
+``docs/_static/pbc_intervals.csv`` is written by ``python -m sklearn_rnn
+--save-intervals``; every number the README and the user guide state about the PBC
+study is rebuilt here from that table and looked up in their text.
+"""
+
+import csv
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sklearn_rnn.clinical import PooledCVResult, auc_intervals
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = ROOT / "docs" / "_static" / "pbc_intervals.csv"
+
+
+def rows():
+    with TABLE.open(encoding="utf-8") as handle:
+        return {(row["model"], row["reference"]): row for row in csv.DictReader(handle)}
+
+
+def flat(path):
+    return re.sub(r"\s+", " ", path.read_text(encoding="utf-8"))
+
+
+def number(value, signed=False):
+    return f"{float(value):+.3f}" if signed else f"{float(value):.3f}"
+
+
+def claims():
+    table = rows()
+    best = next(ref for (model, ref) in table if model == "LR first")
+    gaps = table[("RNN time gaps", best)]
+    order = table[("RNN visit order", best)]
+    gain = table[("RNN time gaps", "RNN visit order")]
+    return {
+        "gaps auc": f"{number(gaps['auc'])} (95% CI {number(gaps['auc_low'])}-{number(gaps['auc_high'])})",
+        "no time": number(table[("RNN no time", best)]["auc"]),
+        "baseline": number(table[(best, best)]["auc"]),
+        "difference": f"{number(gaps['diff'], True)} ({number(gaps['diff_low'], True)} to "
+                      f"{number(gaps['diff_high'], True)})",
+        "visit order": number(order["auc"]),
+        "gain": f"{number(gain['diff'], True)} ({number(gain['diff_low'], True)} to "
+                f"{number(gain['diff_high'], True)})",
+    }
+
+
+def test_the_table_names_the_best_baseline_and_every_model():
+    table = rows()
+    references = {ref for (_, ref) in table}
+    assert references == {"LR summary, C tuned", "RNN visit order"}
+    baselines = {model: float(row["auc"]) for (model, ref), row in table.items()
+                 if model.startswith("LR") and ref != "RNN visit order"}
+    assert max(baselines, key=baselines.get) == "LR summary, C tuned"
+    assert {model for model, _ in table} == {
+        "LR first", "LR last", "LR summary", "LR summary, C tuned", "RNN no time",
+        "RNN visit order", "RNN time gaps"}
+
+
+@pytest.mark.parametrize("claim", sorted(claims()))
+def test_readme_sentence_matches_the_table(claim):
+    assert claims()[claim] in flat(ROOT / "README.md"), claim
+
+
+@pytest.mark.parametrize("claim", ["gaps auc", "no time", "visit order"])
+def test_irregular_time_page_matches_the_table(claim):
+    assert claims()[claim] in flat(ROOT / "docs" / "user_guide" / "irregular_time.rst")
+
+
+def test_clinical_page_table_matches_the_csv():
+    text = flat(ROOT / "docs" / "user_guide" / "clinical.rst")
+    for (model, reference), row in rows().items():
+        if reference == "RNN visit order":
+            continue
+        line = f"{model} {number(row['auc'])} [{number(row['auc_low'])}, {number(row['auc_high'])}]"
+        assert line in text, line
+
+
+def test_paired_intervals_detect_a_real_difference_and_not_a_null_one():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 100)
+    signal = y + rng.normal(scale=1.0, size=200)
+    def result(score):
+        return PooledCVResult(y, score[None, :], np.zeros((1, 200), dtype=int) + np.arange(200) % 2,
+                              0.5, 1, 0.0)
+    results = {"good": result(signal), "noisy": result(signal + rng.normal(scale=3, size=200)),
+               "same": result(signal + rng.normal(scale=1e-6, size=200))}
+    table = auc_intervals(results, reference="good", n_bootstraps=500)
+    assert table.loc["noisy", "diff_high"] < 0  # clearly worse: the interval excludes 0
+    assert table.loc["same", "diff_low"] <= 0 <= table.loc["same", "diff_high"]
+    assert table.loc["good", "auc_low"] < table.loc["good", "auc"] < table.loc["good", "auc_high"]

@@ -1,0 +1,54 @@
+"""A ConvergenceWarning at max_iter means the loss was still falling, not that it fluctuated."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import make_pipeline
+
+from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
+from sklearn_rnn._callbacks import still_improving
+
+
+def readme_task():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(3, 30), 4)) for _ in range(200)]
+    return X, np.array([int(x[:, 0].sum() > 0) for x in X])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("radius", [0.9, 1.2])
+def test_readme_snippet_model_fits_without_a_warning(radius, seed):
+    X, y = readme_task()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = make_pipeline(
+            SequenceStandardScaler(),
+            RNNClassifier(max_iter=30, spectral_radius=radius, random_state=seed),
+        ).fit(X, y)
+    assert [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)] == []
+    assert model[-1].n_iter_ >= 20  # trained, not stopped at once
+
+
+def test_training_cut_short_still_warns_with_the_numbers():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(5, 1)) for _ in range(64)]
+    y = np.array([x[:, 0].sum() for x in X])
+    model = RNNRegressor(hidden_size=8, max_iter=8, learning_rate=1e-3, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"still improving \(it fell steadily by"):
+        model.fit(X, y)
+    assert model.loss_curve_[-1] < model.loss_curve_[0]
+
+
+def test_rule_on_curves():
+    epochs = np.arange(40)
+    assert still_improving(np.exp(-epochs / 30), 10, 1e-4)[0]  # a steady fall
+    assert not still_improving(np.exp(-epochs / 3), 10, 1e-4)[0]  # flat at its floor
+    rng = np.random.default_rng(0)
+    noisy = 0.1 + 0.05 * np.abs(rng.standard_normal(40))
+    assert not still_improving(noisy, 10, 1e-4)[0]  # new bests now and then, no trend
+    assert not still_improving(np.linspace(1, 0.99, 40), 10, 0.1)[0]  # less than tol
+    assert not still_improving([1.0, 0.5], 10, 1e-4)[0]  # too short to tell
+    falling, words = still_improving(np.linspace(1.0, 0.5, 30), 10, 1e-4)
+    assert falling and "over the last 10 epochs" in words

@@ -1,0 +1,109 @@
+"""Which feature, which visit: importances and attributions find the one input that matters."""
+
+import warnings
+
+import matplotlib
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import make_pipeline
+
+from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
+from sklearn_rnn.inspection import (
+    integrated_gradients,
+    plot_attributions,
+    sequence_permutation_importance,
+    visit_importance,
+)
+
+matplotlib.use("Agg")
+
+STEPS, FEATURES, STEP, FEATURE = 6, 3, 2, 1  # only feature 1 at step 2 matters
+
+
+def one_input_task(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(STEPS, FEATURES)) for _ in range(n)]
+    return X, np.array([int(x[STEP, FEATURE] > 0) for x in X])
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = one_input_task()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = make_pipeline(
+            SequenceStandardScaler(),
+            RNNClassifier(hidden_size=16, max_iter=80, random_state=0),
+        ).fit(X, y)
+    X_test, y_test = one_input_task(n=150, seed=1)
+    assert model.score(X_test, y_test) > 0.85  # the task is learned
+    return model, X_test, y_test
+
+
+def test_attributions_put_the_feature_and_step_that_matter_first(fitted):
+    model, X, _ = fitted
+    magnitude = np.mean([np.abs(integrated_gradients(model, x).attributions) for x in X[:40]], axis=0)
+    assert magnitude.shape == (STEPS, FEATURES)
+    assert np.unravel_index(np.argmax(magnitude), magnitude.shape) == (STEP, FEATURE)
+    others = np.delete(magnitude.ravel(), STEP * FEATURES + FEATURE)
+    assert magnitude[STEP, FEATURE] > 1.5 * others.max()  # first by a clear margin
+
+
+def test_attributions_add_up_to_the_change_of_the_log_odds(fitted):
+    model, X, _ = fitted
+    result = integrated_gradients(model, X[0], n_steps=128)
+    assert result.target == 1
+    change = result.output - result.baseline_output
+    assert result.attributions.sum() == pytest.approx(change, abs=0.02 * max(1.0, abs(change)))
+    proba = model.predict_proba(X[:1])[0]
+    assert result.output == pytest.approx(np.log(proba[1] / proba[0]), rel=1e-6)
+
+
+def test_permutation_importance_finds_the_feature(fitted):
+    model, X, y = fitted
+    result = sequence_permutation_importance(model, X, y, n_repeats=3, random_state=0)
+    assert result.importances.shape == (FEATURES, 3)
+    assert int(np.argmax(result.importances_mean)) == FEATURE
+    assert result.importances_mean[FEATURE] > 0.2
+
+
+def test_visit_importance_finds_the_visit(fitted):
+    model, X, y = fitted
+    result = visit_importance(model, X, y, max_visits=STEPS, n_repeats=3, random_state=0)
+    assert int(np.argmax(result.importances_mean)) == STEPS - 1 - STEP  # counted back from the end
+    assert result.n_sequences.tolist() == [len(X)] * STEPS
+
+
+def test_time_column_is_permuted_through_its_gaps():
+    rng = np.random.default_rng(0)
+    X = [np.column_stack([np.cumsum(rng.uniform(1, 5, size=n)), rng.normal(size=n)])
+         for n in rng.integers(2, 7, size=60)]
+    y = np.array([int(x[-1, 1] > 0) for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=4, max_iter=5, time_feature=0, random_state=0).fit(X, y)
+    # Decreasing times would raise inside predict: the permutation keeps them increasing.
+    result = sequence_permutation_importance(model, X, y, n_repeats=2, random_state=0)
+    assert np.isfinite(result.importances).all()
+    attributions = integrated_gradients(model, X[0]).attributions
+    assert np.all(attributions[:, 0] == 0)  # the time column is the baseline's too
+
+
+def test_regressor_and_bad_arguments():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(30)]
+    y = np.array([x[1, 0] for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNRegressor(hidden_size=4, max_iter=3, random_state=0).fit(X, y)
+    result = integrated_gradients(model, X[0])
+    assert result.output == pytest.approx(float(model.predict(X[:1])[0]), rel=1e-6)
+    with pytest.raises(ValueError, match="n_steps must be a positive integer"):
+        integrated_gradients(model, X[0], n_steps=0)
+    with pytest.raises(ValueError, match="n_repeats must be a positive integer"):
+        sequence_permutation_importance(model, X, y, n_repeats=0)
+    with pytest.raises(ValueError, match="attributions must be 2D"):
+        plot_attributions(np.zeros(3))
+    ax = plot_attributions(result.attributions, feature_names=["a", "b"], times=[0, 1, 2, 3])
+    assert ax.get_xlabel() == "time"

@@ -1,0 +1,136 @@
+"""Inputs users have: sktime/aeon panels, long tables with dates, long tables passed by mistake."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.pipeline import make_pipeline
+
+from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
+from sklearn_rnn.sequences import check_sequences, from_long_format
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+def visits(n_patients=30, seed=0):
+    """A long table: patient, day (integers from 0), two lab values; shuffled rows."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for patient in range(n_patients):
+        days = np.cumsum(rng.integers(1, 200, size=rng.integers(2, 8)))
+        days -= days[0]
+        for day in days:
+            rows.append({"patient": f"p{patient:02d}", "day": int(day),
+                         "bili": rng.lognormal(), "albumin": rng.normal(3.5, 0.4)})
+    table = pd.DataFrame(rows).sample(frac=1.0, random_state=1).reset_index(drop=True)
+    death = {f"p{i:02d}": int(i % 3 == 0) for i in range(n_patients)}
+    return table, death
+
+
+def model(**params):
+    return RNNClassifier(hidden_size=6, max_iter=3, n_iter_no_change=100, random_state=0, **params)
+
+
+def test_panel_multiindex_predicts_as_the_ragged_list():
+    table, death = visits()
+    X, ids = from_long_format(table, id_column="patient", time_column="day")
+    y = np.array([death[i] for i in ids])
+    panel = table.sort_values("patient").set_index(["patient", "day"])  # instances in id order
+    assert panel.index.get_level_values(0).unique().tolist() == ids.tolist()
+    features = [x[:, 1:] for x in X]  # the panel's columns: bili, albumin
+    on_list = model().fit(features, y)
+    on_panel = model().fit(panel, y)
+    np.testing.assert_array_equal(on_panel.predict_proba(panel), on_list.predict_proba(features))
+    np.testing.assert_array_equal(on_list.predict_proba(panel), on_list.predict_proba(features))
+    assert on_panel.n_features_in_ == 2
+
+
+def test_panel_instances_keep_their_order_of_appearance_and_times_order_steps():
+    index = pd.MultiIndex.from_tuples(
+        [("z", 5.0), ("a", 1.0), ("z", 2.0), ("a", 0.5)], names=["instance", "time"]
+    )
+    panel = pd.DataFrame({"x": [4.0, 3.0, 2.0, 1.0]}, index=index)
+    sequences = check_sequences(panel)
+    assert [s.ravel().tolist() for s in sequences] == [[2.0, 4.0], [1.0, 3.0]]
+
+
+def test_panel_through_a_pipeline_with_the_scaler():
+    table, death = visits()
+    X, ids = from_long_format(table, id_column="patient", time_column="day")
+    y = np.array([death[i] for i in ids])
+    panel = table.sort_values("patient").set_index(["patient", "day"])
+    scaled = SequenceStandardScaler().fit(panel).transform(panel)
+    assert isinstance(scaled, pd.DataFrame) and scaled.index.equals(panel.index)
+    features = [x[:, 1:] for x in X]
+    on_panel = make_pipeline(SequenceStandardScaler(), model()).fit(panel, y)
+    on_list = make_pipeline(SequenceStandardScaler(), model()).fit(features, y)
+    np.testing.assert_allclose(on_panel.predict_proba(panel), on_list.predict_proba(features))
+
+
+def test_long_table_with_time_feature_matches_the_ragged_list():
+    table, death = visits()
+    X, ids = from_long_format(table, id_column="patient", time_column="day")
+    y = np.array([death[i] for i in ids])
+    ragged = [group.sort_values("day")[["day", "bili", "albumin"]].to_numpy(dtype=float)
+              for _, group in table.groupby("patient")]  # built by hand, in id order
+    by_hand = model(time_feature=0).fit(ragged, y)
+    via_table = model(time_feature=0).fit(X, y)
+    np.testing.assert_array_equal(via_table.predict_proba(X), by_hand.predict_proba(ragged))
+
+
+@pytest.mark.parametrize("kind", ["datetime", "timedelta"])
+def test_dates_give_the_same_model_as_day_numbers(kind):
+    table, death = visits()
+    start = pd.Timestamp("2021-03-01") if kind == "datetime" else pd.Timedelta(0)
+    dated = table.assign(day=start + pd.to_timedelta(table["day"], unit="D"))
+    X_days, ids = from_long_format(table, id_column="patient", time_column="day")
+    X_dates, ids_dates = from_long_format(dated, id_column="patient", time_column="day")
+    assert ids.tolist() == ids_dates.tolist()
+    for days, dates in zip(X_days, X_dates):
+        np.testing.assert_array_equal(days, dates)
+    y = np.array([death[i] for i in ids])
+    on_days = model(time_feature=0).fit(X_days, y)
+    on_dates = model(time_feature=0).fit(X_dates, y)
+    np.testing.assert_array_equal(on_dates.predict_proba(X_dates), on_days.predict_proba(X_days))
+    weeks, _ = from_long_format(dated, id_column="patient", time_column="day", time_unit="7D")
+    np.testing.assert_allclose(weeks[0][:, 0] * 7, X_days[0][:, 0])
+
+
+def test_bad_time_unit_is_refused():
+    table, _ = visits()
+    dated = table.assign(day=pd.Timestamp("2021-03-01") + pd.to_timedelta(table["day"], unit="D"))
+    with pytest.raises(ValueError, match="time_unit must be a duration"):
+        from_long_format(dated, id_column="patient", time_column="day", time_unit="fortnight")
+
+
+@pytest.mark.parametrize("estimator", [RNNClassifier, RNNRegressor])
+def test_long_table_passed_to_fit_is_refused_with_the_route(estimator):
+    table, death = visits()
+    numeric = table.assign(patient=table["patient"].str[1:].astype(int))
+    y = np.zeros(len(numeric))
+    with pytest.raises(ValueError, match="from_long_format") as error:
+        estimator(max_iter=1).fit(numeric, y)
+    message = str(error.value)
+    assert "'patient' repeats ids" in message and "set_index" in message
+    # The user's own values are quoted: an id of the table, not a scaled number.
+    repeated = numeric["patient"][numeric["patient"].duplicated()].iloc[0]
+    assert f"e.g. {int(repeated)} on " in message
+
+
+def test_long_table_recognized_by_repeated_index_or_dates():
+    table, _ = visits()
+    by_index = table.drop(columns="patient").set_index(table["patient"].str[1:].astype(int))
+    with pytest.raises(ValueError, match="index repeats labels"):
+        RNNRegressor(max_iter=1).fit(by_index, np.zeros(len(by_index)))
+    dated = table.drop(columns="patient").assign(
+        day=pd.Timestamp("2021-03-01") + pd.to_timedelta(table["day"], unit="D"))
+    with pytest.raises(ValueError, match="dates or durations"):
+        check_sequences(dated)
+
+
+def test_tables_of_sequences_still_pass():
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(rng.normal(size=(20, 5)), columns=[f"t{i}" for i in range(5)])
+    table["id"] = np.arange(20)  # an id column without repeats is a feature like any other
+    model = RNNRegressor(hidden_size=4, max_iter=2, n_iter_no_change=100).fit(table, rng.normal(size=20))
+    assert model.predict(table).shape == (20,)

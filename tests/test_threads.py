@@ -1,0 +1,93 @@
+"""Threads of a fit and a prediction: one for small networks by default, restored afterwards."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier, torch_threads
+from sklearn_rnn._parallel import SMALL_WORK, fit_threads
+from sklearn_rnn.nn import RecurrentNetwork
+
+
+def readme_task():
+    """The data of the README's "Ten lines" snippet."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(3, 30), 4)) for _ in range(200)]
+    return X, np.array([int(x[:, 0].sum() > 0) for x in X])
+
+
+@pytest.fixture
+def two_threads():
+    """torch at two intra-op threads (torch's default on the 2-core machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def threads_seen(monkeypatch):
+    """The torch thread counts in force whenever the network runs forward."""
+    seen = []
+    forward = RecurrentNetwork.forward
+
+    def recording(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(RecurrentNetwork, "forward", recording)
+    return seen
+
+
+def fit_and_predict(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)
+    model.predict_proba(X)
+    return model
+
+
+def test_readme_model_runs_on_one_thread_by_default(two_threads, threads_seen):
+    X, y = readme_task()
+    model = RNNClassifier(max_iter=2, random_state=0)
+    fit_and_predict(model, X, y)
+    assert threads_seen and set(threads_seen) == {1}
+    assert torch.get_num_threads() == 2  # the caller's setting is back
+
+
+def test_readme_model_with_threads_chosen(two_threads, threads_seen):
+    X, y = readme_task()
+    with torch_threads(2):
+        fit_and_predict(RNNClassifier(max_iter=2, random_state=0), X, y)
+    assert set(threads_seen) == {2}
+    threads_seen.clear()
+    torch.set_num_threads(1)
+    with torch_threads(None):  # torch's own setting
+        fit_and_predict(RNNClassifier(max_iter=2, random_state=0), X, y)
+    assert set(threads_seen) == {1}
+
+
+def test_one_thread_gives_the_same_model(two_threads):
+    X, y = readme_task()
+    default = fit_and_predict(RNNClassifier(max_iter=2, random_state=0), X, y)
+    with torch_threads(1):
+        single = fit_and_predict(RNNClassifier(max_iter=2, random_state=0), X, y)
+    np.testing.assert_array_equal(default.predict_proba(X), single.predict_proba(X))
+
+
+def test_large_networks_keep_torchs_setting():
+    assert fit_threads(hidden_size=50, batch_size=32) == 1
+    hidden = int(np.ceil(np.sqrt(SMALL_WORK / 64)))
+    assert fit_threads(hidden_size=hidden, batch_size=64) is None
+    with torch_threads(3):
+        assert fit_threads(hidden_size=50, batch_size=32) == 3
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+def test_bad_thread_counts_are_refused(bad):
+    with pytest.raises(ValueError, match="positive integer or None"):
+        with torch_threads(bad):
+            pass

@@ -28,6 +28,7 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from .._estimators import RNNClassifier
 from ..datasets import load_pbcseq
+from ..model_selection import RNNGridSearchCV
 from ..sequences import SequenceStandardScaler
 from ._cohort import Cohort, build_cohort
 from ._evaluation import PooledCVResult, auc_intervals, pooled_cross_validate
@@ -392,7 +393,9 @@ class PBCStudy:
 
     def _nested_search(self, cohort: Cohort, rnn: Pipeline, on_fold: Any = None) -> PooledCVResult:
         step = rnn.steps[-1][0]
-        search = GridSearchCV(
+        # Every (setting, fold) network of the inner search trained together: the same
+        # scores as GridSearchCV, several times faster (see :ref:`stacked_search`).
+        search = RNNGridSearchCV(
             rnn,
             {f"{step}__{name}": values for name, values in self.search_grid.items()},
             scoring="roc_auc",

@@ -53,6 +53,53 @@ logger = logging.getLogger(__name__)
 #: Sequences encoded at a time by prediction (bounds its memory).
 PREDICT_CHUNK = 65_536
 
+#: ``frame='auto'`` frames raw steps so that the median training sequence is read in at
+#: most this many recurrent steps (see :func:`frame_sequences`).
+AUTO_FRAME_STEPS = 128
+
+#: ``early_stopping='auto'`` holds out ``validation_fraction`` from this many training
+#: sequences on (a validation set of at least 20 at the default fraction).
+AUTO_HOLDOUT_MIN = 200
+
+
+def frame_sequences(sequences: list[np.ndarray], frame: int) -> list[np.ndarray]:
+    """Group every ``frame`` consecutive steps into one step of ``frame * d`` features.
+
+    A sequence of ``T`` steps of ``d`` features becomes ``ceil(T / frame)`` steps of
+    ``frame * d`` features (step ``t`` of a frame in columns ``t * d`` to
+    ``(t + 1) * d``); a last, incomplete frame repeats the sequence's last step. The
+    recurrence then runs ``frame`` times fewer steps, which is what makes a recurrent
+    network affordable, and trainable, on sequences of hundreds to thousands of steps.
+
+    Parameters
+    ----------
+    sequences : list of ndarray of shape (T_i, d)
+    frame : int
+        Raw steps per frame; 1 returns ``sequences`` unchanged.
+
+    Returns
+    -------
+    list of ndarray of shape (ceil(T_i / frame), frame * d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn._estimators import frame_sequences
+    >>> frame_sequences([np.arange(5.0).reshape(5, 1)], 2)[0]
+    array([[0., 1.],
+           [2., 3.],
+           [4., 4.]])
+    """
+    if frame == 1:
+        return sequences
+    framed = []
+    for sequence in sequences:
+        missing = -len(sequence) % frame
+        if missing:
+            sequence = np.concatenate([sequence, np.repeat(sequence[-1:], missing, axis=0)])
+        framed.append(sequence.reshape(len(sequence) // frame, frame * sequence.shape[1]))
+    return framed
+
 OPTIMIZERS = ("sgd", "adam", "simplex")
 
 #: The estimators' ``precision``: the autocast dtype of training (None: plain float32).
@@ -271,17 +318,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
         "cell": [StrOptions({"auto", *CELLS})],
         "time_feature": [Interval(Integral, None, None, closed="neither"), None],
+        "frame": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "num_layers": [Interval(Integral, 1, None, closed="left")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "hidden_init": [StrOptions(set(HIDDEN_INITS))],
-        "spectral_radius": [Interval(Real, 0, None, closed="neither"), None],
+        "spectral_radius": [Interval(Real, 0, None, closed="neither"), None, StrOptions({"auto"})],
         "optimizer": [StrOptions(set(OPTIMIZERS))],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "clip_threshold": [Interval(Real, 0, None, closed="neither"), None],
         "switch_threshold": [Interval(Real, 0, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "early_stopping": ["boolean"],
+        "early_stopping": ["boolean", StrOptions({"auto"})],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -299,17 +347,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         hidden_size: int = 50,
         cell: str = "auto",
         time_feature: int | None = None,
+        frame: int | str = "auto",
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
-        spectral_radius: float | None = 1.2,
+        spectral_radius: float | str | None = "auto",
         optimizer: str = "adam",
         learning_rate: float | str = "auto",
         clip_threshold: float | None = 1.0,
         switch_threshold: float | None = None,
         batch_size: int = 32,
         max_iter: int = 200,
-        early_stopping: bool = False,
+        early_stopping: bool | str = "auto",
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 10,
         tol: float = 1e-4,
@@ -323,6 +372,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.hidden_size = hidden_size
         self.cell = cell
         self.time_feature = time_feature
+        self.frame = frame
         self.num_layers = num_layers
         self.dropout = dropout
         self.hidden_init = hidden_init
@@ -425,6 +475,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         y = self._check_y(y, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
+        if reset:
+            self._frame = self._resolved_frame(sequences)
+        sequences = frame_sequences(sequences, getattr(self, "_frame", 1))
+        self._early_stopping = not incremental and self._resolved_early_stopping(y)
         seeds = _Seeds.draw(self.random_state)
         device = self._resolve_device()
         self._check_precision(device)
@@ -456,6 +510,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             sequences = self._validate_sequences(X, reset=False)
             targets = self._check_y(y, len(sequences), reset=False)
             self._check_target_steps(targets, sequences)
+            sequences = frame_sequences(sequences, getattr(self, "_frame", 1))
             device = next(self.module_.parameters()).device
             data = SequenceDataset(
                 self._encoder.encode(sequences, device=device),
@@ -484,7 +539,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         targets = self._target_tensor(y, device)
         weights = torch.as_tensor(weight, dtype=torch.float32, device=device)
         full = SequenceDataset(data, targets, weights)
-        if incremental or not self.early_stopping:
+        if incremental or not self._early_stopping:
             return full, None
         stratify = y if isinstance(self, ClassifierMixin) else None
         check_holdout(len(y), self.validation_fraction, stratify)
@@ -515,7 +570,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             num_layers=self.num_layers,
             dropout=self.dropout,
             hidden_init=self.hidden_init,
-            spectral_radius=self.spectral_radius,
+            spectral_radius=self._resolved_spectral_radius(),
             generator=generator,
             gap_channel=self._encoder.gap_channel,
             n_masked=self._encoder.n_masked,
@@ -540,16 +595,67 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.initialize()
         return net
 
+    #: What 'auto' settings mean: the defaults chosen with ``benchmarks/bench_defaults.py``
+    #: (issue 17), or the thesis' configuration (the step classifier keeps it).
+    _thesis_auto: bool = False
+
     def _resolved_cell(self) -> str:
-        """``cell``, with 'auto' read as 'decay' for timed sequences, 'tanh' otherwise."""
+        """``cell``, with 'auto' read as 'decay' for timed sequences; otherwise 'gru',
+        or the thesis' 'tanh' with ``optimizer='simplex'`` (and for the step classifier)."""
         if self.cell != "auto":
             return self.cell
-        timed = self.time_feature is not None and self.optimizer != "simplex"
-        return "decay" if timed else "tanh"
+        if self.time_feature is not None and self.optimizer != "simplex":
+            return "decay"
+        return "tanh" if self.optimizer == "simplex" or self._thesis_auto else "gru"
+
+    def _resolved_spectral_radius(self) -> float | None:
+        """``spectral_radius``, with 'auto' read as 1.2 (thesis algorithm 3.1) for the
+        Elman-type cells ('tanh', 'relu', 'decay') and None (PyTorch's initialization)
+        for the gated 'gru' and 'lstm' (see :ref:`defaults`)."""
+        if self.spectral_radius != "auto":
+            return self.spectral_radius
+        return None if self._resolved_cell() in ("gru", "lstm") else 1.2
+
+    def _resolved_frame(self, sequences: list[np.ndarray]) -> int:
+        """``frame``, with 'auto' read as ``ceil(median length / AUTO_FRAME_STEPS)`` for
+        untimed sequences with one target each and the 'adam' or 'sgd' optimizer, 1
+        otherwise."""
+        if self.frame != "auto":
+            frame = int(self.frame)
+            if frame > 1 and (self.time_feature is not None or self._every_step):
+                raise ValueError(
+                    f"frame={frame} groups {frame} steps into one, which would mix the time "
+                    "stamps of a time_feature and the targets of every step; use frame=1 "
+                    "(or 'auto') with time_feature or per-step targets."
+                )
+            return frame
+        if (
+            self.time_feature is not None
+            or self._every_step
+            or self.optimizer == "simplex"
+            or self._thesis_auto
+        ):
+            return 1
+        median = float(np.median([len(sequence) for sequence in sequences]))
+        return max(1, int(np.ceil(median / AUTO_FRAME_STEPS)))
+
+    def _resolved_early_stopping(self, y: Any) -> bool:
+        """``early_stopping``, with 'auto' read as True from ``AUTO_HOLDOUT_MIN``
+        sequences on when the held-out split is possible, False otherwise."""
+        if self.early_stopping != "auto":
+            return bool(self.early_stopping)
+        if self._thesis_auto or len(y) < AUTO_HOLDOUT_MIN:
+            return False
+        stratify = y if isinstance(self, ClassifierMixin) else None
+        try:
+            check_holdout(len(y), self.validation_fraction, stratify)
+        except ValueError:
+            return False
+        return True
 
     def _resolved_learning_rate(self) -> float:
         """``learning_rate``, with 'auto' read as 0.01 for 'adam' and 0.05 for 'sgd' and
-        'simplex' (chosen with ``benchmarks/bench_defaults.py``, see :ref:`method`)."""
+        'simplex' (chosen with ``benchmarks/bench_learning_rates.py``, see :ref:`method`)."""
         if self.learning_rate != "auto":
             return float(self.learning_rate)
         return 0.01 if self.optimizer == "adam" else 0.05
@@ -577,7 +683,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self, net: _SequenceNet, seeds: _Seeds, *, incremental: bool
     ) -> None:
         """Set what may change between calls: shuffling stream, epochs, callbacks."""
-        stopping = self.early_stopping and not incremental
+        stopping = getattr(self, "_early_stopping", False) and not incremental
         callbacks: list[tuple[str, Any]] = []
         if self.optimizer == "adam" and self.clip_threshold is not None:
             callbacks.append(("clip", GradientNormClipping(self.clip_threshold)))
@@ -596,7 +702,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 )
             )
         # Before "stop": an epoch is recorded as finished before a stopping rule ends training.
-        callbacks.append(("guard", TrainingGuard(type(self).__name__, restores_best=stopping)))
+        callbacks.append(
+            ("guard", TrainingGuard(type(self).__name__, restores_best=not incremental))
+        )
         if not incremental:
             callbacks.append(
                 (
@@ -604,9 +712,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     EarlyStopping(
                         monitor="valid_loss" if stopping else "train_loss",
                         patience=self.n_iter_no_change,
+                        # No stop on an early plateau: a loss may stay flat for a while
+                        # before the network learns what lies many steps back.
+                        min_epochs=2 * self.n_iter_no_change,
                         threshold=self.tol,
                         threshold_mode="abs",
-                        load_best=stopping,
+                        # The best epoch of the monitored loss, after a divergence too.
+                        load_best=True,
                         sink=logger.info,
                     ),
                 )
@@ -637,7 +749,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             # No epoch finished when the first one was interrupted or diverged.
             self.loss_curve_ = [float(loss) for loss in history[:, "train_loss"]] if history else []
         self.module_ = self.net_.module_
-        if self.early_stopping and not incremental and history:
+        if getattr(self, "_early_stopping", False) and not incremental and history:
             self.validation_scores_ = [float(score) for score in history[:, "valid_score"]]
             # The epoch whose weights early stopping restored (improved by more than tol).
             restored = dict(self.net_.callbacks_)["stop"].best_epoch_
@@ -653,7 +765,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
                 "converging: the monitored loss was still improving by more than tol. "
                 "Increase max_iter"
-                + (" or tol." if self.early_stopping else ", or set early_stopping=True."),
+                + (" or tol." if self._early_stopping else ", or set early_stopping=True."),
                 ConvergenceWarning,
             )
 
@@ -690,6 +802,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         limit_torch_threads()
         sequences = self._validate_sequences(X, reset=False)
+        sequences = frame_sequences(sequences, getattr(self, "_frame", 1))
         device = next(self.module_.parameters()).device
         # A float64 twin of the network: cheaper per batch than functional_call.
         network = copy.deepcopy(self.module_).double().train(False)
@@ -1075,17 +1188,18 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         hidden_size: int = 50,
         cell: str = "auto",
         time_feature: int | None = None,
+        frame: int | str = "auto",
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
-        spectral_radius: float | None = 1.2,
+        spectral_radius: float | str | None = "auto",
         optimizer: str = "adam",
         learning_rate: float | str = "auto",
         clip_threshold: float | None = 1.0,
         switch_threshold: float | None = None,
         batch_size: int = 32,
         max_iter: int = 200,
-        early_stopping: bool = False,
+        early_stopping: bool | str = "auto",
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 10,
         tol: float = 1e-4,
@@ -1102,6 +1216,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             hidden_size=hidden_size,
             cell=cell,
             time_feature=time_feature,
+            frame=frame,
             num_layers=num_layers,
             dropout=dropout,
             hidden_init=hidden_init,

@@ -159,6 +159,9 @@ class RNNStepClassifier(BaseRNN):
     """
 
     _every_step = True
+    #: 'auto' settings keep the thesis' configuration ('tanh', radius 1.2, the training-
+    #: loss plateau rule): the defaults study of issue 17 covered one target per sequence.
+    _thesis_auto = True
 
     # ----------------------------------------------------------------- targets
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> list[np.ndarray]:

@@ -40,8 +40,11 @@ def fit_error(task: str, optimizer: str, learning_rate: float, switch_threshold:
     make, estimator = TASKS[task]
     X, y = make(n_train, length, random_state=seed)
     X_test, y_test = make(2000, length, random_state=10_000 + seed)
+    # The settings the runs of the method page were measured with (the defaults before
+    # issue 17): the 'tanh' cell at radius 1.2, stopping on the training loss.
     params = {"optimizer": optimizer, "learning_rate": learning_rate, "max_iter": max_iter,
-              "random_state": seed}
+              "random_state": seed, "cell": "tanh", "spectral_radius": 1.2,
+              "early_stopping": False, "frame": 1}
     if optimizer == "simplex":
         params["switch_threshold"] = switch_threshold
     model = estimator(**params)

@@ -1019,7 +1019,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         value carried forward over missing steps fades towards a learned baseline, as
         in GRU-D. It needs ``time_feature``, and works with 'adam' and 'sgd' (not
         'simplex'). 'auto' takes 'decay' when ``time_feature`` is set (and the
-        optimizer is not 'simplex'), 'tanh' otherwise.
+        optimizer is not 'simplex'), the thesis' 'tanh' with ``optimizer='simplex'``,
+        and 'gru' otherwise (chosen with ``benchmarks/bench_defaults.py``, see
+        :ref:`defaults`).
     time_feature : int or None, default=None
         Index of the column that holds each step's time stamp (e.g. the day of a
         visit). That column is not an ordinary feature: the network reads the gap
@@ -1028,6 +1030,14 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
+    frame : int or 'auto', default='auto'
+        Raw steps read as one recurrent step: a sequence of ``T`` steps of ``d``
+        features becomes ``ceil(T / frame)`` steps of ``frame * d`` features (a last,
+        incomplete frame repeats the last step), so that the recurrence
+        runs ``frame`` times fewer steps on long sequences. 'auto' is
+        ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
+        'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
+        above 1 with ``time_feature`` is refused.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -1038,12 +1048,14 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         The state before the first step: zero (the thesis), or a vector per layer
         learned with the other weights (the LSTM also learns its initial cell
         state). Not available with cell='decay'.
-    spectral_radius : float or None, default=1.2
+    spectral_radius : float, None or 'auto', default='auto'
         Initialize the recurrent matrix as a Gaussian draw rescaled to this spectral
         radius, input and output weights from ``N(0, 0.1^2)`` (thesis algorithm 3.1).
         Gated cells rescale each gate's square block of the recurrent matrix to this
         radius, and start the LSTM's forget gate at bias 1. None uses PyTorch's
-        default initialization.
+        default initialization. 'auto' is 1.2 for the 'tanh', 'relu' and 'decay'
+        cells and None for 'gru' and 'lstm', on which the rescaled gate blocks learned
+        less (see :ref:`defaults`).
     optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
         'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6);
         'simplex' the thesis' method (algorithm 3.2): a random convex combination of
@@ -1066,15 +1078,20 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Sequences per update. Batches group sequences of similar lengths.
     max_iter : int, default=200
         Maximum number of epochs.
-    early_stopping : bool, default=False
+    early_stopping : bool or 'auto', default='auto'
         Hold out ``validation_fraction`` of the data (stratified), stop when the
         validation loss has not improved by ``tol`` for ``n_iter_no_change`` epochs,
-        and restore the weights of the best epoch. When False, training stops when the
-        training loss has not improved by ``tol`` for ``n_iter_no_change`` epochs.
+        and restore the weights of the best epoch. When False, the same rule watches
+        the training loss and restores the epoch of the lowest training loss. Either
+        way training never stops before ``2 * n_iter_no_change`` epochs (a loss may
+        stay flat for a while before the network learns what lies far back). 'auto'
+        holds out from 200 training sequences on (when the stratified split is
+        possible), and watches the training loss below that.
     validation_fraction : float, default=0.1
         Share of the data held out for early stopping.
     n_iter_no_change : int, default=10
-        Patience, in epochs.
+        Patience, in epochs; the stopping rule waits ``2 * n_iter_no_change`` epochs
+        before it may stop.
     tol : float, default=1e-4
         Smallest improvement of the monitored loss that counts.
     alpha : float or 'auto', default='auto'
@@ -1147,10 +1164,16 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     Notes
     -----
     Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
-    keeps the weights of the last finished epoch; an interrupt (Ctrl-C) during ``fit``
+    keeps the weights of the best finished epoch (of the monitored loss, as at the end
+    of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     also leaves the model of the last finished epoch, with ``n_iter_`` and
     ``loss_curve_`` to match. In a joblib or Dask worker, training uses that worker's
     share of the CPU threads (see :doc:`/scaling`).
+
+    The 'auto' settings (``cell``, ``spectral_radius``, ``early_stopping``, ``frame``)
+    are resolved by ``fit`` from the data and the optimizer (see :ref:`defaults`); the
+    thesis' configuration stays one argument away, ``cell='tanh', optimizer='simplex'``
+    (with 'simplex', 'auto' keeps the radius 1.2 and ``frame=1``).
 
     Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
     code, so load only pickles you trust. :meth:`save` and :func:`sklearn_rnn.load`
@@ -1405,7 +1428,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         value carried forward over missing steps fades towards a learned baseline, as
         in GRU-D. It needs ``time_feature``, and works with 'adam' and 'sgd' (not
         'simplex'). 'auto' takes 'decay' when ``time_feature`` is set (and the
-        optimizer is not 'simplex'), 'tanh' otherwise.
+        optimizer is not 'simplex'), the thesis' 'tanh' with ``optimizer='simplex'``,
+        and 'gru' otherwise (chosen with ``benchmarks/bench_defaults.py``, see
+        :ref:`defaults`).
     time_feature : int or None, default=None
         Index of the column that holds each step's time stamp (e.g. the day of a
         visit). That column is not an ordinary feature: the network reads the gap
@@ -1414,6 +1439,14 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
+    frame : int or 'auto', default='auto'
+        Raw steps read as one recurrent step: a sequence of ``T`` steps of ``d``
+        features becomes ``ceil(T / frame)`` steps of ``frame * d`` features (a last,
+        incomplete frame repeats the last step), so that the recurrence
+        runs ``frame`` times fewer steps on long sequences. 'auto' is
+        ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
+        'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
+        above 1 with ``time_feature`` is refused.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -1424,9 +1457,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         The state before the first step: zero (the thesis), or a vector per layer
         learned with the other weights (the LSTM also learns its initial cell
         state). Not available with cell='decay'.
-    spectral_radius : float or None, default=1.2
+    spectral_radius : float, None or 'auto', default='auto'
         Initialize the recurrent matrix with this spectral radius (thesis algorithm
-        3.1); None uses PyTorch's default initialization.
+        3.1); None uses PyTorch's default initialization; 'auto' is 1.2 for the
+        'tanh', 'relu' and 'decay' cells and None for 'gru' and 'lstm' (see
+        :class:`RNNClassifier`).
     optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
         'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6);
         'simplex' the thesis' simplex method (see :class:`RNNClassifier`).
@@ -1441,13 +1476,16 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Sequences per update.
     max_iter : int, default=200
         Maximum number of epochs.
-    early_stopping : bool, default=False
-        Stop on the validation loss of a held-out ``validation_fraction`` and restore
-        the best weights; otherwise stop on the training loss.
+    early_stopping : bool or 'auto', default='auto'
+        Stop on the validation loss of a held-out ``validation_fraction``; otherwise
+        on the training loss. Either way the best epoch's weights are restored and
+        training runs at least ``2 * n_iter_no_change`` epochs. 'auto' holds out from
+        200 training sequences on (see :class:`RNNClassifier`).
     validation_fraction : float, default=0.1
         Share of the data held out for early stopping.
     n_iter_no_change : int, default=10
-        Patience, in epochs.
+        Patience, in epochs; the stopping rule waits ``2 * n_iter_no_change`` epochs
+        before it may stop.
     tol : float, default=1e-4
         Smallest improvement of the monitored loss that counts.
     alpha : float or 'auto', default='auto'
@@ -1510,7 +1548,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     Notes
     -----
     Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
-    keeps the weights of the last finished epoch; an interrupt (Ctrl-C) during ``fit``
+    keeps the weights of the best finished epoch (of the monitored loss, as at the end
+    of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     also leaves the model of the last finished epoch, with ``n_iter_`` and
     ``loss_curve_`` to match. In a joblib or Dask worker, training uses that worker's
     share of the CPU threads (see :doc:`/scaling`).

@@ -155,17 +155,18 @@ class TrainingGuard(Callback):
 
 class EarlyStopping(_SkorchEarlyStopping):
     """skorch's early stopping, safe when no epoch finished (an interrupted first epoch),
-    and never stopping before ``min_epochs`` epochs of the call.
+    counting its patience only after ``min_epochs`` epochs of the call.
 
     A loss often stays flat for a while before a recurrent network starts to use what
     lies many steps back; a patience counted from the first epoch would stop there. Up
     to ``min_epochs`` the best epoch is tracked (and, with ``load_best``, its weights
-    kept) but training goes on; from then on the usual patience applies.
+    kept) but no epoch counts as a miss; the earliest stop is after
+    ``min_epochs + patience`` epochs.
 
     Parameters
     ----------
     min_epochs : int, default=0
-        Epochs of the training call before the rule may stop it.
+        Epochs of the training call before misses count.
     **kwargs
         skorch's :class:`~skorch.callbacks.EarlyStopping` parameters.
 
@@ -185,7 +186,7 @@ class EarlyStopping(_SkorchEarlyStopping):
         self._epochs_before = len(net.history)
 
     def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
-        if len(net.history) - self._epochs_before >= self.min_epochs:
+        if len(net.history) - self._epochs_before > self.min_epochs:
             super().on_epoch_end(net, **kwargs)
             return
         patience = self.patience
@@ -194,7 +195,7 @@ class EarlyStopping(_SkorchEarlyStopping):
             super().on_epoch_end(net, **kwargs)
         finally:
             self.patience = patience
-        self.misses_ = min(self.misses_, self.patience - 1)
+        self.misses_ = 0  # the patience is counted from min_epochs on
 
     def on_train_end(self, net: Any, **kwargs: Any) -> None:
         if len(net.history):

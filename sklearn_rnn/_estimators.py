@@ -641,10 +641,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     def _resolved_early_stopping(self, y: Any) -> bool:
         """``early_stopping``, with 'auto' read as True from ``AUTO_HOLDOUT_MIN``
-        sequences on when the held-out split is possible, False otherwise."""
+        sequences on when the held-out split is possible (not with 'simplex', the
+        thesis' configuration), False otherwise."""
         if self.early_stopping != "auto":
             return bool(self.early_stopping)
-        if self._thesis_auto or len(y) < AUTO_HOLDOUT_MIN:
+        if self._thesis_auto or self.optimizer == "simplex" or len(y) < AUTO_HOLDOUT_MIN:
             return False
         stratify = y if isinstance(self, ClassifierMixin) else None
         try:
@@ -714,7 +715,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                         patience=self.n_iter_no_change,
                         # No stop on an early plateau: a loss may stay flat for a while
                         # before the network learns what lies many steps back.
-                        min_epochs=2 * self.n_iter_no_change,
+                        min_epochs=3 * self.n_iter_no_change,
                         threshold=self.tol,
                         threshold_mode="abs",
                         # The best epoch of the monitored loss, after a divergence too.
@@ -1083,15 +1084,17 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         validation loss has not improved by ``tol`` for ``n_iter_no_change`` epochs,
         and restore the weights of the best epoch. When False, the same rule watches
         the training loss and restores the epoch of the lowest training loss. Either
-        way training never stops before ``2 * n_iter_no_change`` epochs (a loss may
-        stay flat for a while before the network learns what lies far back). 'auto'
+        way the patience is counted only after ``3 * n_iter_no_change`` epochs, so
+        training runs at least ``4 * n_iter_no_change`` epochs (or ``max_iter``): a
+        loss may stay flat for a while before the network learns what lies far back. 'auto'
         holds out from 200 training sequences on (when the stratified split is
-        possible), and watches the training loss below that.
+        possible; not with ``optimizer='simplex'``), and watches the training loss
+        below that.
     validation_fraction : float, default=0.1
         Share of the data held out for early stopping.
     n_iter_no_change : int, default=10
-        Patience, in epochs; the stopping rule waits ``2 * n_iter_no_change`` epochs
-        before it may stop.
+        Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
+        epochs.
     tol : float, default=1e-4
         Smallest improvement of the monitored loss that counts.
     alpha : float or 'auto', default='auto'
@@ -1173,7 +1176,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     The 'auto' settings (``cell``, ``spectral_radius``, ``early_stopping``, ``frame``)
     are resolved by ``fit`` from the data and the optimizer (see :ref:`defaults`); the
     thesis' configuration stays one argument away, ``cell='tanh', optimizer='simplex'``
-    (with 'simplex', 'auto' keeps the radius 1.2 and ``frame=1``).
+    (with 'simplex', 'auto' keeps the radius 1.2, ``frame=1`` and no held-out split).
 
     Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
     code, so load only pickles you trust. :meth:`save` and :func:`sklearn_rnn.load`
@@ -1478,14 +1481,14 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Maximum number of epochs.
     early_stopping : bool or 'auto', default='auto'
         Stop on the validation loss of a held-out ``validation_fraction``; otherwise
-        on the training loss. Either way the best epoch's weights are restored and
-        training runs at least ``2 * n_iter_no_change`` epochs. 'auto' holds out from
+        on the training loss. Either way the best epoch's weights are restored and the
+        patience is counted only after ``3 * n_iter_no_change`` epochs. 'auto' holds out from
         200 training sequences on (see :class:`RNNClassifier`).
     validation_fraction : float, default=0.1
         Share of the data held out for early stopping.
     n_iter_no_change : int, default=10
-        Patience, in epochs; the stopping rule waits ``2 * n_iter_no_change`` epochs
-        before it may stop.
+        Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
+        epochs.
     tol : float, default=1e-4
         Smallest improvement of the monitored loss that counts.
     alpha : float or 'auto', default='auto'

@@ -83,8 +83,8 @@ class RNNStepClassifier(BaseRNN):
         'auto' is False here. Hold out ``validation_fraction`` of the sequences, stop when their loss (NLL
         per step) has not improved by ``tol`` for ``n_iter_no_change`` epochs, and
         restore the best epoch's weights; otherwise stop on the training loss (and
-        restore the epoch of the lowest one). The rule never stops before
-        ``2 * n_iter_no_change`` epochs.
+        restore the epoch of the lowest one). The patience is counted after
+        ``3 * n_iter_no_change`` epochs.
     validation_fraction : float, default=0.1
         Share of the sequences held out for early stopping.
     n_iter_no_change : int, default=10

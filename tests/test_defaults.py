@@ -93,8 +93,9 @@ def test_frame_sequences_pads_the_last_frame_with_the_last_step():
     np.testing.assert_array_equal(framed, [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 8, 9]])
 
 
-def test_no_stop_before_twice_the_patience():
-    # No improvement counts (tol=10): the rule (patience 3) may stop only at epoch 2 * 3.
+def test_the_patience_counts_after_a_warm_up():
+    # No improvement counts (tol=10): epochs 1-9 (3 * patience) are a warm-up, the
+    # patience of 3 runs out at epoch 12.
     X, _ = first_step_task(40, 3, 6, seed=0)
     y = np.zeros(40)
     y[::2] = 1
@@ -102,8 +103,7 @@ def test_no_stop_before_twice_the_patience():
         warnings.simplefilter("ignore", ConvergenceWarning)
         reg = RNNRegressor(hidden_size=4, n_iter_no_change=3, tol=10.0, max_iter=50,
                            random_state=0).fit(X, y)
-    # Epochs 1-5 run whatever the loss; epoch 6 spends the patience.
-    assert reg.n_iter_ == 6
+    assert reg.n_iter_ == 12
 
 
 def test_divergence_keeps_the_best_epoch_not_the_last_finite_one(monkeypatch):

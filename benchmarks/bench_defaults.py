@@ -295,8 +295,11 @@ def pbc_rows(models: dict[str, dict[str, Any]], repeats: int, seed: int) -> list
             result = pooled_cross_validate(model, X, cohort.y, n_splits=8, n_repeats=repeats,
                                            random_state=seed)
         seconds = (time.perf_counter() - start) / (8 * repeats)
-        rows.append({"dataset": "PBC cohort", "model": name, "score": float(np.mean(result.auc)),
-                     "metric": "pooled ROC AUC", "seconds": seconds, "note": f"{repeats} shuffles"})
+        per_shuffle = " ".join(f"{auc:.3f}" for auc in result.pooled_auc)
+        rows.append({"dataset": "PBC cohort", "model": name,
+                     "score": float(np.mean(result.pooled_auc)), "metric": "pooled ROC AUC",
+                     "seconds": seconds, "note": f"shuffles: {per_shuffle}"})
+        print(_line(rows[-1]), flush=True)
     return rows
 
 
@@ -368,9 +371,8 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict[str, Any]] = []
     for name in selected:
         if name == "PBC cohort":
-            for row in pbc_rows(rnn_models, 1 if args.quick else 3, args.seed):
-                rows.append(row)
-                print(_line(row), flush=True)
+            rows += pbc_rows(rnn_models, 1 if args.quick else 3, args.seed)
+            _write(rows, args.csv, args.rst)
             continue
         loader, kind = DATASETS[name]
         split = loader(args.seed)
@@ -402,13 +404,17 @@ def main(argv: list[str] | None = None) -> None:
                    "seconds": seconds, "note": extra}
             rows.append(row)
             print(_line(row), flush=True)
-    if args.csv:
-        with open(args.csv, "w", newline="") as handle:
+            _write(rows, args.csv, args.rst)  # after every row: a long run keeps what it measured
+
+
+def _write(rows: list[dict[str, Any]], csv_path: Path | None, rst_path: Path | None) -> None:
+    if csv_path and rows:
+        with open(csv_path, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-    if args.rst:
-        args.rst.write_text(_rst(rows))
+    if rst_path and rows:
+        rst_path.write_text(_rst(rows))
 
 
 def _line(row: dict[str, Any]) -> str:

@@ -34,7 +34,9 @@ Usage::
     /work/venv-bench/bin/python benchmarks/bench_defaults.py [--quick] [--datasets JapaneseVowels PLAID ...]
         [--models RNN "skorch GRU" ...] [--variants old gru-sr ...] [--csv FILE] [--rst FILE]
 
-``--quick`` subsamples the training sets to at most 300 and the test sets to at most 300
+``--checks`` runs the synthetic checks of issue 17 at its settings instead of the table
+(:func:`synthetic_checks`). Run from the repository root with ``PYTHONPATH=.`` to measure
+the working tree rather than an installed copy. ``--quick`` subsamples the training sets to at most 300 and the test sets to at most 300
 sequences and runs one PBC shuffle. aeon and sktime come with the ``bench`` extra
 (``pip install sklearn-rnn[bench]``, best in its own virtual environment: they pin older
 numpy and pandas); without them the shipped sets and the aeon peers are skipped.

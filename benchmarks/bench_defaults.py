@@ -290,6 +290,7 @@ def pbc_rows(models: dict[str, dict[str, Any]], repeats: int, seed: int) -> list
         candidates[name] = study_models(random_state=seed, **params)["RNN time gaps"]
         if not params:
             candidates[name + " (no time)"] = study_models(random_state=seed)["RNN no time"]
+    scores = {}
     for name, model in candidates.items():
         start = time.perf_counter()
         with warnings.catch_warnings():
@@ -297,12 +298,36 @@ def pbc_rows(models: dict[str, dict[str, Any]], repeats: int, seed: int) -> list
             result = pooled_cross_validate(model, X, cohort.y, n_splits=8, n_repeats=repeats,
                                            random_state=seed)
         seconds = (time.perf_counter() - start) / (8 * repeats)
+        scores[name] = result.y_score
         per_shuffle = " ".join(f"{auc:.3f}" for auc in result.pooled_auc)
         rows.append({"dataset": "PBC cohort", "model": name,
                      "score": float(np.mean(result.pooled_auc)), "metric": "pooled ROC AUC",
                      "seconds": seconds, "note": f"shuffles: {per_shuffle}"})
         print(_line(rows[-1]), flush=True)
+    for name in scores:
+        if name.startswith("RNN"):
+            low, high = _paired_bootstrap(cohort.y, scores[name], scores["summary LR"], seed)
+            print(f"  {name} - summary LR: pooled ROC AUC difference, paired bootstrap 95% "
+                  f"interval [{low:.3f}, {high:.3f}] (patients resampled, mean over shuffles)",
+                  flush=True)
     return rows
+
+
+def _paired_bootstrap(y: np.ndarray, a: np.ndarray, b: np.ndarray, seed: int,
+                      n_boot: int = 2000) -> tuple[float, float]:
+    """95% interval of the pooled-AUC difference of two models' out-of-fold scores
+    (``(n_repeats, n_samples)`` each), resampling patients."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(seed)
+    differences = []
+    for _ in range(n_boot):
+        index = rng.integers(0, len(y), len(y))
+        if len(np.unique(y[index])) < 2:
+            continue
+        differences.append(np.mean([roc_auc_score(y[index], ra[index]) - roc_auc_score(y[index], rb[index])
+                                    for ra, rb in zip(a, b)]))
+    return float(np.percentile(differences, 2.5)), float(np.percentile(differences, 97.5))
 
 
 def synthetic_checks(seed: int) -> None:

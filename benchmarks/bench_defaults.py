@@ -1,93 +1,472 @@
-"""How the learning rate and the switching threshold of 'sgd' and 'simplex' fare out of the box.
+"""The estimators at their defaults next to the tools a user would pick instead.
 
-The estimators' step rule for ``optimizer='sgd'`` and ``'simplex'`` is the thesis' clipped
-step (eq. 3.6): a step of ``learning_rate`` times the direction, shortened to
-``learning_rate * clip_threshold`` when the direction is longer than ``clip_threshold``.
-This script fits the estimators with their defaults (``fit``: batches of 32, up to
-``--max-iter`` epochs, stopping when the training loss stops improving) on two small
-long-memory tasks, for a grid of learning rates and switching thresholds, several seeds,
-and prints the test error (:func:`sklearn_rnn.datasets.task_error`: wrong class for
-temporal order, ``|error| >= 0.04`` for addition) and the fit time of each setting.
+One command, one process, one thread per model. For every dataset of the suite it fits
+each model on the training set, predicts the test set and records the test accuracy and
+the fit + predict seconds; the visit-history cohort is scored by the pooled 8-fold
+cross-validated ROC AUC (3 shuffles). The table is printed and written as CSV and as an
+rst table for the docs (``docs/user_guide/defaults.rst`` includes it).
 
-Usage: ``python benchmarks/bench_defaults.py [--length 20] [--n-train 2000]
-[--seeds 0 1 2] [--learning-rates 0.01 0.02 0.05 0.1] [--switch-thresholds -1 0.9]
-[--max-iter 50] [--threads 1]``. A negative switching threshold means None (never switch).
-Prints one line per setting (mean over seeds, and each seed's error).
+Models
+    ``RNN`` the package's :class:`~sklearn_rnn.RNNClassifier` at its defaults (only
+    ``random_state`` set), and, with ``--variants``, the same with a few settings
+    changed (the study behind the defaults; ``old`` is the defaults before issue 17).
+    ``skorch GRU``: what a skorch user writes, a ``NeuralNetClassifier`` over
+    :class:`torch.nn.GRU` (50 units, last hidden state, Adam, lr 0.01, 60 epochs, batch
+    32) on zero-padded input. ``summary LR``: per-channel mean, standard deviation, min,
+    max, first and last value and the length, standardized, then
+    :class:`~sklearn.linear_model.LogisticRegression`. With aeon installed: ``DTW 1-NN``
+    (aeon's ``KNeighborsTimeSeriesClassifier``; full DTW up to 300 steps, a Sakoe-Chiba
+    window of 10% on longer sets, said in the table) and ``MiniRocket`` (aeon's
+    ``MiniRocketClassifier`` on zero-padded input).
+
+Data (nothing is downloaded)
+    The unequal-length classification sets shipped inside aeon and sktime
+    (JapaneseVowels, PickupGestureWiimoteZ, PLAID); shipped equal-length sets cut to
+    seeded random windows of 50-100% of their length (train and test alike); the
+    synthetic memory tasks of :mod:`sklearn_rnn.datasets` and two tasks with the label
+    early in the sequence; the PBC death cohort (:func:`~sklearn_rnn.clinical.load_pbc_cohort`,
+    time column in years). Every set but PBC is standardized per channel with the
+    training set's statistics (:class:`~sklearn_rnn.SequenceStandardScaler`) for every
+    model.
+
+Usage::
+
+    /work/venv-bench/bin/python benchmarks/bench_defaults.py [--quick] [--datasets JapaneseVowels PLAID ...]
+        [--models RNN "skorch GRU" ...] [--variants old gru-sr ...] [--csv FILE] [--rst FILE]
+
+``--checks`` runs the synthetic checks of issue 17 at its settings instead of the table
+(:func:`synthetic_checks`). Run from the repository root with ``PYTHONPATH=.`` to measure
+the working tree rather than an installed copy. ``--quick`` subsamples the training sets to at most 300 and the test sets to at most 300
+sequences and runs one PBC shuffle. aeon and sktime come with the ``bench`` extra
+(``pip install sklearn-rnn[bench]``, best in its own virtual environment: they pin older
+numpy and pandas); without them the shipped sets and the aeon peers are skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import os
+import sys
 import time
 import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-import numpy as np
-import torch
-from sklearn.exceptions import ConvergenceWarning
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
-from sklearn_rnn import RNNClassifier, RNNRegressor
-from sklearn_rnn.datasets import make_addition, make_temporal_order, task_error
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.metrics import accuracy_score  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-TASKS = {
-    "temporal_order": (make_temporal_order, RNNClassifier),
-    "addition": (make_addition, RNNRegressor),
+from sklearn_rnn import RNNClassifier, SequenceStandardScaler  # noqa: E402
+from sklearn_rnn.datasets import make_temporal_order  # noqa: E402
+
+torch.set_num_threads(1)
+
+Split = tuple[list[np.ndarray], np.ndarray, list[np.ndarray], np.ndarray]
+
+#: Settings changed from the defaults, by name (``--variants``).
+VARIANTS: dict[str, dict[str, Any]] = {
+    # The settings before issue 17 (tanh cell, radius 1.2, training-loss rule, no framing);
+    # the minimum of epochs and the best-epoch restore of the new rule still apply.
+    "old": {"cell": "tanh", "spectral_radius": 1.2, "early_stopping": False, "frame": 1,
+            "n_iter_no_change": 10, "max_iter": 200},
+    "tanh": {"cell": "tanh"},
+    "lstm": {"cell": "lstm"},
+    "gru": {"cell": "gru"},
+    "gru-sr1.2": {"cell": "gru", "spectral_radius": 1.2},
+    "gru-sr-none": {"cell": "gru", "spectral_radius": None},
+    "lstm-sr-none": {"cell": "lstm", "spectral_radius": None},
+    "no-es": {"early_stopping": False},
+    "frame1": {"frame": 1},
+    "lr3e-3": {"learning_rate": 0.003},
+    "h100": {"hidden_size": 100},
 }
 
 
-def fit_error(task: str, optimizer: str, learning_rate: float, switch_threshold: float | None,
-              seed: int, length: int, n_train: int, max_iter: int) -> tuple[float, float, int]:
-    """Fit one estimator on fresh data of ``task``; return test error, seconds, epochs."""
-    make, estimator = TASKS[task]
-    X, y = make(n_train, length, random_state=seed)
-    X_test, y_test = make(2000, length, random_state=10_000 + seed)
-    params = {"optimizer": optimizer, "learning_rate": learning_rate, "max_iter": max_iter,
-              "random_state": seed}
-    if optimizer == "simplex":
-        params["switch_threshold"] = switch_threshold
-    model = estimator(**params)
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(X, y)
-    seconds = time.perf_counter() - start
-    predicted = model.predict_proba(X_test) if task == "temporal_order" else model.predict(X_test)
-    return task_error(task, y_test, predicted), seconds, model.n_iter_
+# ---------------------------------------------------------------- data
+def _aeon_data_dir(package: str) -> Path | None:
+    try:
+        module = __import__(package)
+    except ImportError:
+        return None
+    return Path(module.__file__).parent / "datasets" / "data"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
-    parser.add_argument("--length", type=int, default=20)
-    parser.add_argument("--n-train", type=int, default=2000)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--optimizers", nargs="+", default=["sgd", "simplex"],
-                        choices=["adam", "sgd", "simplex"])
-    parser.add_argument("--learning-rates", type=float, nargs="+",
-                        default=[0.01, 0.02, 0.05, 0.1])
-    parser.add_argument("--switch-thresholds", type=float, nargs="+", default=[-1.0, 0.9],
-                        help="psi values for 'simplex'; a negative value means None")
-    parser.add_argument("--max-iter", type=int, default=50)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    print(f"length {args.length}, {args.n_train} training sequences, max_iter {args.max_iter}, "
-          f"seeds {args.seeds}, torch {torch.__version__}, {args.threads} thread(s)")
-    for task in args.tasks:
-        for optimizer in args.optimizers:
-            thresholds = args.switch_thresholds if optimizer == "simplex" else [-1.0]
-            for psi in thresholds:
-                switch = None if psi < 0 else psi
-                for learning_rate in args.learning_rates:
-                    runs = [fit_error(task, optimizer, learning_rate, switch, seed, args.length,
-                                      args.n_train, args.max_iter) for seed in args.seeds]
-                    errors = [error for error, _, _ in runs]
-                    label = f"simplex psi={switch}" if optimizer == "simplex" else optimizer
-                    print(f"{task:15s} {label:18s} lr {learning_rate:<5} mean error "
-                          f"{np.mean(errors):.3f} (seeds: "
-                          f"{' '.join(f'{e:.3f}' for e in errors)}), epochs "
-                          f"{' '.join(str(n) for _, _, n in runs)}, "
-                          f"{np.mean([s for _, s, _ in runs]):.1f} s per fit", flush=True)
+def _load_ts(name: str) -> Split | None:
+    """A shipped .ts set as lists of (T, channels) arrays; None when not installed."""
+    for package in ("aeon", "sktime"):
+        folder = _aeon_data_dir(package)
+        if folder is None or not (folder / name / f"{name}_TRAIN.ts").exists():
+            continue
+        from aeon.datasets import load_from_ts_file
+
+        parts = []
+        for part in ("TRAIN", "TEST"):
+            X, y = load_from_ts_file(str(folder / name / f"{name}_{part}.ts"))
+            parts += [[np.asarray(x, dtype=np.float64).T for x in X], np.asarray(y)]
+        return tuple(parts)  # type: ignore[return-value]
+    return None
+
+
+def _cut_windows(X: list[np.ndarray], rng: np.random.Generator) -> list[np.ndarray]:
+    """Each sequence cut to a random window of 50-100% of its length."""
+    cut = []
+    for x in X:
+        length = int(rng.integers(int(np.ceil(0.5 * len(x))), len(x) + 1))
+        start = int(rng.integers(0, len(x) - length + 1))
+        cut.append(x[start : start + length])
+    return cut
+
+
+def _windowed(name: str) -> Callable[[int], Split | None]:
+    def load(seed: int) -> Split | None:
+        data = _load_ts(name)
+        if data is None:
+            return None
+        rng = np.random.default_rng(seed)
+        X, y, X_test, y_test = data
+        return _cut_windows(X, rng), y, _cut_windows(X_test, rng), y_test
+
+    return load
+
+
+def _shipped(name: str) -> Callable[[int], Split | None]:
+    return lambda seed: _load_ts(name)
+
+
+def _early_label(n: int, low: int, high: int, first: int, seed: int) -> tuple[list, np.ndarray]:
+    """Ragged Gaussian sequences (2 features) labelled by the sign of the sum of feature 0
+    over the first ``first`` steps."""
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(int(rng.integers(low, high + 1)), 2)) for _ in range(n)]
+    y = np.array([int(x[:first, 0].sum() > 0) for x in X])
+    return X, y
+
+
+def _early(n: int, low: int, high: int, first: int) -> Callable[[int], Split]:
+    def load(seed: int) -> Split:
+        X, y = _early_label(2 * n, low, high, first, seed)
+        return X[:n], y[:n], X[n:], y[n:]
+
+    return load
+
+
+def _temporal_order(length: int, n: int) -> Callable[[int], Split]:
+    def load(seed: int) -> Split:
+        X, y = make_temporal_order(n, length, variable_length=True, random_state=seed)
+        X_test, y_test = make_temporal_order(1000, length, variable_length=True,
+                                             random_state=seed + 10_000)
+        return X, y, X_test, y_test
+
+    return load
+
+
+#: name -> (loader(seed), kind)
+DATASETS: dict[str, tuple[Callable[[int], Split | None], str]] = {
+    "JapaneseVowels": (_shipped("JapaneseVowels"), "unequal, shipped"),
+    "PickupGestureWiimoteZ": (_shipped("PickupGestureWiimoteZ"), "unequal, shipped"),
+    "PLAID": (_shipped("PLAID"), "unequal, shipped, long"),
+    "BasicMotions (cut)": (_windowed("BasicMotions"), "windows of 50-100%"),
+    "GunPoint (cut)": (_windowed("GunPoint"), "windows of 50-100%"),
+    "ItalyPowerDemand (cut)": (_windowed("ItalyPowerDemand"), "windows of 50-100%"),
+    "ArrowHead (cut)": (_windowed("ArrowHead"), "windows of 50-100%"),
+    "OSULeaf (cut)": (_windowed("OSULeaf"), "windows of 50-100%, long"),
+    "first step (5-29)": (_early(300, 5, 29, 1), "synthetic"),
+    "first 3 steps (20-59)": (_early(1500, 20, 59, 3), "synthetic"),
+    "first step (30-60)": (_early(500, 30, 60, 1), "synthetic"),
+    "temporal order (T=50)": (_temporal_order(50, 1000), "synthetic"),
+    "PBC cohort": (lambda seed: None, "visit histories"),
+}
+
+
+# ---------------------------------------------------------------- models
+class _GRUModule(torch.nn.Module):
+    """What a skorch user writes: a GRU over the padded batch, readout of h_n."""
+
+    def __init__(self, n_inputs: int, n_classes: int, hidden: int = 50) -> None:
+        super().__init__()
+        self.gru = torch.nn.GRU(n_inputs, hidden, batch_first=True)
+        self.out = torch.nn.Linear(hidden, n_classes)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        _, h = self.gru(X)
+        return self.out(h[-1])
+
+
+def _pad(X: list[np.ndarray], length: int) -> np.ndarray:
+    out = np.zeros((len(X), length, X[0].shape[1]), dtype=np.float32)
+    for i, x in enumerate(X):
+        out[i, : len(x)] = np.nan_to_num(x)
+    return out
+
+
+def _summary(X: list[np.ndarray]) -> np.ndarray:
+    rows = []
+    for x in X:
+        rows.append(np.concatenate([x.mean(0), x.std(0), x.min(0), x.max(0), x[0], x[-1],
+                                    [np.log(len(x))]]))
+    return np.nan_to_num(np.array(rows))
+
+
+def fit_predict(model: str, params: dict[str, Any], split: Split, seed: int) -> np.ndarray:
+    """Fit ``model`` on the training part and predict the test part."""
+    X, y, X_test, y_test = split
+    if model.startswith("RNN"):
+        clf = RNNClassifier(random_state=seed, **params)
+        return clf.fit(X, y).predict(X_test)
+    classes, codes = np.unique(y, return_inverse=True)
+    if model == "skorch GRU":
+        from skorch import NeuralNetClassifier
+
+        length = max(len(x) for x in X + X_test)
+        torch.manual_seed(seed)
+        net = NeuralNetClassifier(
+            _GRUModule, module__n_inputs=X[0].shape[1], module__n_classes=len(classes),
+            criterion=torch.nn.CrossEntropyLoss, optimizer=torch.optim.Adam, lr=0.01,
+            max_epochs=60, batch_size=32, verbose=0,
+        )
+        net.fit(_pad(X, length), codes.astype(np.int64))
+        return classes[net.predict(_pad(X_test, length))]
+    if model == "summary LR":
+        pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+        return pipe.fit(_summary(X), y).predict(_summary(X_test))
+    if model == "DTW 1-NN":
+        from aeon.classification.distance_based import KNeighborsTimeSeriesClassifier
+
+        window = None if max(len(x) for x in X) <= 300 else 0.1
+        knn = KNeighborsTimeSeriesClassifier(
+            n_neighbors=1, distance="dtw",
+            distance_params={} if window is None else {"window": window}, n_jobs=1)
+        knn.fit([np.nan_to_num(x).T for x in X], y)
+        return knn.predict([np.nan_to_num(x).T for x in X_test])
+    if model == "MiniRocket":
+        from aeon.classification.convolution_based import MiniRocketClassifier
+
+        length = max(9, max(len(x) for x in X + X_test))
+        rocket = MiniRocketClassifier(random_state=seed, n_jobs=1)
+        rocket.fit(_pad(X, length).transpose(0, 2, 1).astype(np.float64), y)
+        return rocket.predict(_pad(X_test, length).transpose(0, 2, 1).astype(np.float64))
+    raise ValueError(f"unknown model {model!r}")
+
+
+def _standardize(split: Split) -> Split:
+    X, y, X_test, y_test = split
+    scaler = SequenceStandardScaler().fit(X)
+    return scaler.transform(X), y, scaler.transform(X_test), y_test
+
+
+def _subsample(split: Split, limit: int, seed: int) -> Split:
+    X, y, X_test, y_test = split
+    rng = np.random.default_rng(seed)
+
+    def take(X: list, y: np.ndarray) -> tuple[list, np.ndarray]:
+        if len(X) <= limit:
+            return X, y
+        keep = np.sort(rng.choice(len(X), limit, replace=False))
+        return [X[i] for i in keep], y[keep]
+
+    return (*take(X, y), *take(X_test, y_test))
+
+
+def pbc_rows(models: dict[str, dict[str, Any]], repeats: int, seed: int) -> list[dict[str, Any]]:
+    """Pooled 8-fold CV ROC AUC on the PBC death cohort (time in years)."""
+    from sklearn_rnn.clinical import load_pbc_cohort, pooled_cross_validate, study_models
+    from sklearn_rnn.clinical._pbc_study import YEAR
+
+    cohort = load_pbc_cohort(1, 1, 2)
+    X = [np.column_stack([x[:, 0] / YEAR, x[:, 1:]]) for x in cohort.sequences]
+    rows = []
+    reference = study_models(random_state=seed)
+    candidates = {"summary LR": reference["LR summary"]}
+    for name, params in models.items():
+        candidates[name] = study_models(random_state=seed, **params)["RNN time gaps"]
+        if not params:
+            candidates[name + " (no time)"] = study_models(random_state=seed)["RNN no time"]
+    scores = {}
+    for name, model in candidates.items():
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            result = pooled_cross_validate(model, X, cohort.y, n_splits=8, n_repeats=repeats,
+                                           random_state=seed)
+        seconds = (time.perf_counter() - start) / (8 * repeats)
+        scores[name] = result.y_score
+        per_shuffle = " ".join(f"{auc:.3f}" for auc in result.pooled_auc)
+        rows.append({"dataset": "PBC cohort", "model": name,
+                     "score": float(np.mean(result.pooled_auc)), "metric": "pooled ROC AUC",
+                     "seconds": seconds, "note": f"shuffles: {per_shuffle}"})
+        print(_line(rows[-1]), flush=True)
+    for name in scores:
+        if name.startswith("RNN"):
+            low, high = _paired_bootstrap(cohort.y, scores[name], scores["summary LR"], seed)
+            print(f"  {name} - summary LR: pooled ROC AUC difference, paired bootstrap 95% "
+                  f"interval [{low:.3f}, {high:.3f}] (patients resampled, mean over shuffles)",
+                  flush=True)
+    return rows
+
+
+def _paired_bootstrap(y: np.ndarray, a: np.ndarray, b: np.ndarray, seed: int,
+                      n_boot: int = 2000) -> tuple[float, float]:
+    """95% interval of the pooled-AUC difference of two models' out-of-fold scores
+    (``(n_repeats, n_samples)`` each), resampling patients."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(seed)
+    differences = []
+    for _ in range(n_boot):
+        index = rng.integers(0, len(y), len(y))
+        if len(np.unique(y[index])) < 2:
+            continue
+        differences.append(np.mean([roc_auc_score(y[index], ra[index]) - roc_auc_score(y[index], rb[index])
+                                    for ra, rb in zip(a, b)]))
+    return float(np.percentile(differences, 2.5)), float(np.percentile(differences, 97.5))
+
+
+def synthetic_checks(seed: int) -> None:
+    """The issue's synthetic checks, at its settings: the first-step task (300 sequences
+    of 5-29 steps, ``hidden_size=16, max_iter=30``, 3-fold ROC AUC) at the defaults, and
+    the three-step task (1,500 sequences of 20-59 steps, ``hidden_size=32,
+    max_iter=40``, accuracy on one stratified third held out) for every cell with Adam."""
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold, train_test_split
+
+    X, y = _early_label(300, 5, 29, 1, seed)
+    aucs = []
+    for train, test in StratifiedKFold(3, shuffle=True, random_state=seed).split(X, y):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = RNNClassifier(hidden_size=16, max_iter=30, random_state=seed)
+            clf.fit([X[i] for i in train], y[train])
+        aucs.append(roc_auc_score(y[test], clf.predict_proba([X[i] for i in test])[:, 1]))
+    print(f"first step, defaults, hidden 16, max_iter 30: 3-fold ROC AUC "
+          f"{np.mean(aucs):.3f} ({' '.join(f'{a:.3f}' for a in aucs)})", flush=True)
+    X, y = _early_label(1500, 20, 59, 3, seed)
+    index = np.arange(len(X))
+    train, test = train_test_split(index, test_size=1 / 3, stratify=y, random_state=seed)
+    for cell in ("gru", "lstm", "tanh", "relu"):
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = RNNClassifier(cell=cell, hidden_size=32, max_iter=40, random_state=seed)
+            clf.fit([X[i] for i in train], y[train])
+        accuracy = clf.score([X[i] for i in test], y[test])
+        print(f"first 3 steps, cell {cell}, adam, hidden 32, max_iter 40: accuracy "
+              f"{accuracy:.3f} ({time.perf_counter() - start:.0f} s)", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS),
+                        help="names, or substrings of names, of the sets to run")
+    parser.add_argument("--models", nargs="+",
+                        default=["RNN", "skorch GRU", "summary LR", "DTW 1-NN", "MiniRocket"])
+    parser.add_argument("--variants", nargs="*", default=[], choices=list(VARIANTS))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--checks", action="store_true",
+                        help="run the synthetic checks of issue 17 instead of the table")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-test", type=int, default=None,
+                        help="subsample each test set to at most this many sequences")
+    parser.add_argument("--csv", type=Path, default=None)
+    parser.add_argument("--rst", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.checks:
+        synthetic_checks(args.seed)
+        return
+    try:
+        import aeon  # noqa: F401
+        have_aeon = True
+    except ImportError:
+        have_aeon = False
+    known = ["RNN", "skorch GRU", "summary LR", "DTW 1-NN", "MiniRocket"]
+    args.models = [m for m in known if any(s.lower() in m.lower() for s in args.models)]
+    rnn_models = {"RNN": {}} if "RNN" in args.models else {}
+    rnn_models.update({f"RNN {name}": VARIANTS[name] for name in args.variants})
+    others = [m for m in args.models if m != "RNN"
+              and (have_aeon or m not in ("DTW 1-NN", "MiniRocket"))]
+    selected = [name for name in DATASETS if any(s.lower() in name.lower() for s in args.datasets)]
+    print(f"torch {torch.__version__}, 1 thread, aeon {'yes' if have_aeon else 'no'}, "
+          f"quick={args.quick}, load {os.getloadavg()[0]:.2f}", flush=True)
+    rows: list[dict[str, Any]] = []
+    for name in selected:
+        if name == "PBC cohort":
+            rows += pbc_rows(rnn_models, 1 if args.quick else 3, args.seed)
+            _write(rows, args.csv, args.rst)
+            continue
+        loader, kind = DATASETS[name]
+        split = loader(args.seed)
+        if split is None:
+            print(f"{name}: not installed (aeon/sktime), skipped", flush=True)
+            continue
+        limit = 300 if args.quick else None
+        if limit is not None:
+            split = _subsample(split, limit, args.seed)
+        if args.max_test is not None:
+            split = (*split[:2], *_subsample(split, args.max_test, args.seed)[2:])
+        split = _standardize(split)
+        lengths = [len(x) for x in split[0]]
+        note = (f"{len(split[0])}/{len(split[2])} seqs, {split[0][0].shape[1]} ch, "
+                f"{min(lengths)}-{max(lengths)} steps, {len(np.unique(split[1]))} classes")
+        print(f"{name}: {note} ({kind})", flush=True)
+        for model in [*rnn_models, *others]:
+            params = rnn_models.get(model, {})
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                predicted = fit_predict(model, params, split, args.seed)
+            seconds = time.perf_counter() - start
+            extra = ""
+            if model == "DTW 1-NN" and max(lengths) > 300:
+                extra = "window 10%"
+            row = {"dataset": name, "model": model,
+                   "score": float(accuracy_score(split[3], predicted)), "metric": "accuracy",
+                   "seconds": seconds, "note": extra}
+            rows.append(row)
+            print(_line(row), flush=True)
+            _write(rows, args.csv, args.rst)  # after every row: a long run keeps what it measured
+
+
+def _write(rows: list[dict[str, Any]], csv_path: Path | None, rst_path: Path | None) -> None:
+    if csv_path and rows:
+        with open(csv_path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    if rst_path and rows:
+        rst_path.write_text(_rst(rows))
+
+
+def _line(row: dict[str, Any]) -> str:
+    return (f"  {row['model']:24s} {row['metric']} {row['score']:.3f}  {row['seconds']:8.1f} s"
+            + (f"  ({row['note']})" if row["note"] else ""))
+
+
+def _rst(rows: list[dict[str, Any]]) -> str:
+    """A list-table: one row per dataset, one column per model ("score / seconds")."""
+    models = list(dict.fromkeys(row["model"] for row in rows if row["dataset"] != "PBC cohort"))
+    models += [m for m in dict.fromkeys(row["model"] for row in rows) if m not in models]
+    datasets = list(dict.fromkeys(row["dataset"] for row in rows))
+    cell = {(row["dataset"], row["model"]): row for row in rows}
+    lines = [".. list-table::", "   :header-rows: 1", "", "   * - data"]
+    lines += [f"     - {model}" for model in models]
+    for dataset in datasets:
+        lines.append(f"   * - {dataset}")
+        for model in models:
+            row = cell.get((dataset, model))
+            text = "" if row is None else f"{row['score']:.3f} ({row['seconds']:.1f} s)"
+            if row is not None and row["note"]:
+                text += f" [{row['note']}]"
+            lines.append(f"     - {text}".rstrip())
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

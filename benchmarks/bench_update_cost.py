@@ -62,7 +62,8 @@ def estimator_seconds_per_update(
     epochs: int, device: str, precision: str = "float32",
 ) -> float:
     model = RNNRegressor(
-        hidden_size=hidden, cell=cell, optimizer=optimizer, learning_rate=0.01, batch_size=batch,
+        hidden_size=hidden, cell=cell, spectral_radius=1.2, early_stopping=False, frame=1,
+        optimizer=optimizer, learning_rate=0.01, batch_size=batch,
         max_iter=epochs, tol=0.0, device=device, precision=precision, random_state=0,
     )
     with warnings.catch_warnings():

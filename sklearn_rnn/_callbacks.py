@@ -157,14 +157,48 @@ class TrainingGuard(Callback):
 
 
 class EarlyStopping(_SkorchEarlyStopping):
-    """skorch's early stopping, safe when no epoch finished (an interrupted first epoch).
+    """skorch's early stopping, safe when no epoch finished (an interrupted first epoch),
+    counting its patience only after ``min_epochs`` epochs of the call.
+
+    A loss often stays flat for a while before a recurrent network starts to use what
+    lies many steps back; a patience counted from the first epoch would stop there. Up
+    to ``min_epochs`` the best epoch is tracked (and, with ``load_best``, its weights
+    kept) but no epoch counts as a miss; the earliest stop is after
+    ``min_epochs + patience`` epochs.
+
+    Parameters
+    ----------
+    min_epochs : int, default=0
+        Epochs of the training call before misses count.
+    **kwargs
+        skorch's :class:`~skorch.callbacks.EarlyStopping` parameters.
 
     Examples
     --------
     >>> from sklearn_rnn._callbacks import EarlyStopping
-    >>> EarlyStopping(patience=3).patience
+    >>> EarlyStopping(patience=3, min_epochs=6).patience
     3
     """
+
+    def __init__(self, *, min_epochs: int = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.min_epochs = min_epochs
+
+    def on_train_begin(self, net: Any, **kwargs: Any) -> None:
+        super().on_train_begin(net, **kwargs)
+        self._epochs_before = len(net.history)
+
+    def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
+        if len(net.history) - self._epochs_before > self.min_epochs:
+            super().on_epoch_end(net, **kwargs)
+            return
+        patience = self.patience
+        self.patience = math.inf  # track the best epoch, never stop
+        try:
+            super().on_epoch_end(net, **kwargs)
+        finally:
+            self.patience = patience
+        self.misses_ = 0  # the patience is counted from min_epochs on
 
     def on_train_end(self, net: Any, **kwargs: Any) -> None:
         if len(net.history):

@@ -64,6 +64,53 @@ logger = logging.getLogger(__name__)
 #: Sequences encoded at a time by prediction (bounds its memory).
 PREDICT_CHUNK = 65_536
 
+#: ``frame='auto'`` frames raw steps so that the median training sequence is read in at
+#: most this many recurrent steps (see :func:`frame_sequences`).
+AUTO_FRAME_STEPS = 128
+
+#: ``early_stopping='auto'`` holds out ``validation_fraction`` from this many training
+#: sequences on (a validation set of at least 20 at the default fraction).
+AUTO_HOLDOUT_MIN = 200
+
+
+def frame_sequences(sequences: list[np.ndarray], frame: int) -> list[np.ndarray]:
+    """Group every ``frame`` consecutive steps into one step of ``frame * d`` features.
+
+    A sequence of ``T`` steps of ``d`` features becomes ``ceil(T / frame)`` steps of
+    ``frame * d`` features (step ``t`` of a frame in columns ``t * d`` to
+    ``(t + 1) * d``); a last, incomplete frame repeats the sequence's last step. The
+    recurrence then runs ``frame`` times fewer steps, which is what makes a recurrent
+    network affordable, and trainable, on sequences of hundreds to thousands of steps.
+
+    Parameters
+    ----------
+    sequences : list of ndarray of shape (T_i, d)
+    frame : int
+        Raw steps per frame; 1 returns ``sequences`` unchanged.
+
+    Returns
+    -------
+    list of ndarray of shape (ceil(T_i / frame), frame * d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn._estimators import frame_sequences
+    >>> frame_sequences([np.arange(5.0).reshape(5, 1)], 2)[0]
+    array([[0., 1.],
+           [2., 3.],
+           [4., 4.]])
+    """
+    if frame == 1:
+        return sequences
+    framed = []
+    for sequence in sequences:
+        missing = -len(sequence) % frame
+        if missing:
+            sequence = np.concatenate([sequence, np.repeat(sequence[-1:], missing, axis=0)])
+        framed.append(sequence.reshape(len(sequence) // frame, frame * sequence.shape[1]))
+    return framed
+
 OPTIMIZERS = ("sgd", "adam", "simplex")
 
 #: The estimators' ``precision``: the autocast dtype of training (None: plain float32).
@@ -340,17 +387,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
         "cell": [StrOptions({"auto", *CELLS})],
         "time_feature": [Interval(Integral, None, None, closed="neither"), None],
+        "frame": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "num_layers": [Interval(Integral, 1, None, closed="left")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "hidden_init": [StrOptions(set(HIDDEN_INITS))],
-        "spectral_radius": [Interval(Real, 0, None, closed="neither"), None],
+        "spectral_radius": [Interval(Real, 0, None, closed="neither"), None, StrOptions({"auto"})],
         "optimizer": [StrOptions(set(OPTIMIZERS))],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "clip_threshold": [Interval(Real, 0, None, closed="neither"), None],
         "switch_threshold": [Interval(Real, 0, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "early_stopping": ["boolean"],
+        "early_stopping": ["boolean", StrOptions({"auto"})],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -368,17 +416,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         hidden_size: int = 50,
         cell: str = "auto",
         time_feature: int | None = None,
+        frame: int | str = "auto",
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
-        spectral_radius: float | None = 1.2,
+        spectral_radius: float | str | None = "auto",
         optimizer: str = "adam",
         learning_rate: float | str = "auto",
         clip_threshold: float | None = 1.0,
         switch_threshold: float | None = None,
         batch_size: int = 32,
         max_iter: int = 200,
-        early_stopping: bool = False,
+        early_stopping: bool | str = "auto",
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 10,
         tol: float = 1e-4,
@@ -392,6 +441,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.hidden_size = hidden_size
         self.cell = cell
         self.time_feature = time_feature
+        self.frame = frame
         self.num_layers = num_layers
         self.dropout = dropout
         self.hidden_init = hidden_init
@@ -546,6 +596,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         y = self._check_y(y, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
+        if reset:
+            self._frame = self._resolved_frame(sequences)
+        sequences = frame_sequences(sequences, self._frame)
+        self._early_stopping = not incremental and self._resolved_early_stopping(y)
         seeds = _Seeds.draw(self.random_state)
         device = self._resolve_device()
         self._check_precision(device)
@@ -573,6 +627,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "hidden_init": module.hidden_init,
             "spectral_radius": module.spectral_radius,
             "time_feature": self._encoder.time_feature,
+            "frame": self._frame,
             "optimizer": _OPTIMIZER_NAMES.get(type(self.net_.optimizer_), "adam"),
             "device": next(module.parameters()).device.type,
         }
@@ -590,10 +645,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "num_layers": int(self.num_layers),
             "dropout": float(self.dropout),
             "hidden_init": self.hidden_init,
-            "spectral_radius": None if self.spectral_radius is None else float(self.spectral_radius),
+            "spectral_radius": self._resolved_spectral_radius(),
             "time_feature": None
             if self.time_feature is None
             else _resolve_time_feature(int(self.time_feature), self._encoder.n_features),
+            "frame": self._frame if isinstance(self.frame, str) else int(self.frame),
             "optimizer": self.optimizer,
             "device": self._resolve_device().type if device else None,
         }
@@ -627,6 +683,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             sequences = self._validate_sequences(X, reset=False)
             targets = self._check_y(y, len(sequences), reset=False)
             self._check_target_steps(targets, sequences)
+            sequences = frame_sequences(sequences, self._frame)
             device = next(self.module_.parameters()).device
             data = SequenceDataset(
                 self._encoder.encode(sequences, device=device),
@@ -655,7 +712,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         targets = self._target_tensor(y, device)
         weights = torch.as_tensor(weight, dtype=torch.float32, device=device)
         full = SequenceDataset(data, targets, weights)
-        if incremental or not self.early_stopping:
+        if incremental or not self._early_stopping:
             return full, None
         stratify = y if isinstance(self, ClassifierMixin) else None
         check_holdout(len(y), self.validation_fraction, stratify)
@@ -686,7 +743,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             num_layers=int(self.num_layers),
             dropout=float(self.dropout),
             hidden_init=self.hidden_init,
-            spectral_radius=None if self.spectral_radius is None else float(self.spectral_radius),
+            spectral_radius=self._resolved_spectral_radius(),
             generator=generator,
             gap_channel=self._encoder.gap_channel,
             n_masked=self._encoder.n_masked,
@@ -711,16 +768,68 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.initialize()
         return net
 
+    #: What 'auto' settings mean: the defaults chosen with ``benchmarks/bench_defaults.py``
+    #: (issue 17), or the thesis' configuration (the step classifier keeps it).
+    _thesis_auto: bool = False
+
     def _resolved_cell(self) -> str:
-        """``cell``, with 'auto' read as 'decay' for timed sequences, 'tanh' otherwise."""
+        """``cell``, with 'auto' read as 'decay' for timed sequences; otherwise 'gru',
+        or the thesis' 'tanh' with ``optimizer='simplex'`` (and for the step classifier)."""
         if self.cell != "auto":
             return self.cell
-        timed = self.time_feature is not None and self.optimizer != "simplex"
-        return "decay" if timed else "tanh"
+        if self.time_feature is not None and self.optimizer != "simplex":
+            return "decay"
+        return "tanh" if self.optimizer == "simplex" or self._thesis_auto else "gru"
+
+    def _resolved_spectral_radius(self) -> float | None:
+        """``spectral_radius``, with 'auto' read as 1.2 (thesis algorithm 3.1) for the
+        Elman-type cells ('tanh', 'relu', 'decay') and None (PyTorch's initialization)
+        for the gated 'gru' and 'lstm' (see :ref:`defaults`)."""
+        if not isinstance(self.spectral_radius, str):
+            return None if self.spectral_radius is None else float(self.spectral_radius)
+        return None if self._resolved_cell() in ("gru", "lstm") else 1.2
+
+    def _resolved_frame(self, sequences: list[np.ndarray]) -> int:
+        """``frame``, with 'auto' read as ``ceil(median length / AUTO_FRAME_STEPS)`` for
+        untimed sequences with one target each and the 'adam' or 'sgd' optimizer, 1
+        otherwise."""
+        if self.frame != "auto":
+            frame = int(self.frame)
+            if frame > 1 and (self.time_feature is not None or self._every_step):
+                raise ValueError(
+                    f"frame={frame} groups {frame} steps into one, which would mix the time "
+                    "stamps of a time_feature and the targets of every step; use frame=1 "
+                    "(or 'auto') with time_feature or per-step targets."
+                )
+            return frame
+        if (
+            self.time_feature is not None
+            or self._every_step
+            or self.optimizer == "simplex"
+            or self._thesis_auto
+        ):
+            return 1
+        median = float(np.median([len(sequence) for sequence in sequences]))
+        return max(1, int(np.ceil(median / AUTO_FRAME_STEPS)))
+
+    def _resolved_early_stopping(self, y: Any) -> bool:
+        """``early_stopping``, with 'auto' read as True from ``AUTO_HOLDOUT_MIN``
+        sequences on when the held-out split is possible (not with 'simplex', the
+        thesis' configuration), False otherwise."""
+        if self.early_stopping != "auto":
+            return bool(self.early_stopping)
+        if self._thesis_auto or self.optimizer == "simplex" or len(y) < AUTO_HOLDOUT_MIN:
+            return False
+        stratify = y if isinstance(self, ClassifierMixin) else None
+        try:
+            check_holdout(len(y), self.validation_fraction, stratify)
+        except ValueError:
+            return False
+        return True
 
     def _resolved_learning_rate(self) -> float:
         """``learning_rate``, with 'auto' read as 0.01 for 'adam' and 0.05 for 'sgd' and
-        'simplex' (chosen with ``benchmarks/bench_defaults.py``, see :ref:`method`)."""
+        'simplex' (chosen with ``benchmarks/bench_learning_rates.py``, see :ref:`method`)."""
         if not isinstance(self.learning_rate, str):
             return float(self.learning_rate)
         return 0.01 if self.optimizer == "adam" else 0.05
@@ -757,7 +866,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self, net: _SequenceNet, seeds: _Seeds, *, incremental: bool
     ) -> None:
         """Set what may change between calls: shuffling stream, epochs, callbacks."""
-        stopping = self.early_stopping and not incremental
+        stopping = self._early_stopping and not incremental
         callbacks: list[tuple[str, Any]] = []
         if self.optimizer == "adam" and self.clip_threshold is not None:
             callbacks.append(("clip", GradientNormClipping(float(self.clip_threshold))))
@@ -780,7 +889,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 ("train_objective", PassthroughScoring(name="train_objective", on_train=True))
             )
         # Before "stop": an epoch is recorded as finished before a stopping rule ends training.
-        callbacks.append(("guard", _FitGuard(type(self).__name__, restores_best=stopping)))
+        callbacks.append(
+            ("guard", _FitGuard(type(self).__name__, restores_best=not incremental))
+        )
         if not incremental:
             callbacks.append(
                 (
@@ -788,9 +899,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     EarlyStopping(
                         monitor="valid_loss" if stopping else self._monitored_training_loss(),
                         patience=int(self.n_iter_no_change),
+                        # No stop on an early plateau: a loss may stay flat for a while
+                        # before the network learns what lies many steps back.
+                        min_epochs=3 * int(self.n_iter_no_change),
                         threshold=float(self.tol),
                         threshold_mode="abs",
-                        load_best=stopping,
+                        # The best epoch of the monitored loss, after a divergence too.
+                        load_best=True,
                         sink=logger.info,
                     ),
                 )
@@ -836,7 +951,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             # No epoch finished when the first one was interrupted or diverged.
             self.loss_curve_ = [float(loss) for loss in history[:, "train_loss"]] if history else []
         self.module_ = self.net_.module_
-        if self.early_stopping and not incremental and history:
+        if self._early_stopping and not incremental and history:
             self.validation_scores_ = [float(score) for score in history[:, "valid_score"]]
             # The epoch whose weights early stopping restored (improved by more than tol).
             restored = dict(self.net_.callbacks_)["stop"].best_epoch_
@@ -850,15 +965,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if not incremental and self.n_iter_ >= self.max_iter:
             # Warn only when the monitored loss was still falling as a trend, not when it
             # fluctuated around a level (mini-batch noise keeps setting new bests).
-            key = "valid_loss" if self.early_stopping else self._monitored_training_loss()
+            key = "valid_loss" if self._early_stopping else self._monitored_training_loss()
             curve = [float(value) for value in history[-self.n_iter_ :, key]]
             improving, fall = still_improving(curve, self.n_iter_no_change, self.tol)
             if improving:
-                name = "validation loss" if self.early_stopping else "training loss"
+                name = "validation loss" if self._early_stopping else "training loss"
                 warnings.warn(
                     f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
                     f"converging: the {name} was still improving ({fall}). Increase max_iter"
-                    + (" or tol." if self.early_stopping else ", or set early_stopping=True."),
+                    + (" or tol." if self._early_stopping else ", or set early_stopping=True."),
                     ConvergenceWarning,
                 )
 
@@ -895,6 +1010,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """
         check_is_fitted(self)
         sequences = self._validate_sequences(X, reset=False)
+        sequences = frame_sequences(sequences, self._frame)
         device = next(self.module_.parameters()).device
         # A float64 twin of the network: cheaper per batch than functional_call.
         network = copy.deepcopy(self.module_).double().train(False)
@@ -1149,6 +1265,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "time_feature": self._encoder.time_feature,
                 "time_scale": float(self._encoder.time_scale),
             },
+            "frame": int(self._frame),
+            "early_stopping": bool(self._early_stopping),
             "n_iter_": self.n_iter_,
             "loss_curve_": list(self.loss_curve_),
             "validation_scores_": self.validation_scores_,
@@ -1189,6 +1307,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         estimator._fitted_layout = state["fitted_layout"]
         estimator._n_step_features = state["n_step_features"]
         estimator._encoder = InputEncoder(**state["encoder"])
+        estimator._frame = state["frame"]
+        estimator._early_stopping = state["early_stopping"]
         for name in ("n_iter_", "loss_curve_", "validation_scores_", "best_validation_score_",
                      "best_validation_loss_"):
             setattr(estimator, name, state[name])
@@ -1258,7 +1378,7 @@ _PORTABLE = "_sklearn_rnn_model"
 _STATE_ATTRIBUTES = frozenset({
     "net_", "module_", "_label_encoder", "_encoder", "_fitted_layout", "_n_step_features",
     "classes_", "n_outputs_", "_y_mean", "_y_scale", "_y_ndim", "n_features_in_",
-    "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_",
+    "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_", "_frame", "_early_stopping",
     "best_validation_score_", "best_validation_loss_",
 })
 
@@ -1438,7 +1558,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         value carried forward over missing steps fades towards a learned baseline, as
         in GRU-D. It needs ``time_feature``, and works with 'adam' and 'sgd' (not
         'simplex'). 'auto' takes 'decay' when ``time_feature`` is set (and the
-        optimizer is not 'simplex'), 'tanh' otherwise.
+        optimizer is not 'simplex'), the thesis' 'tanh' with ``optimizer='simplex'``,
+        and 'gru' otherwise (chosen with ``benchmarks/bench_defaults.py``, see
+        :ref:`defaults`).
     time_feature : int or None, default=None
         Index of the column that holds each step's time stamp (e.g. the day of a
         visit). That column is not an ordinary feature: the network reads the gap
@@ -1447,6 +1569,14 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
+    frame : int or 'auto', default='auto'
+        Raw steps read as one recurrent step: a sequence of ``T`` steps of ``d``
+        features becomes ``ceil(T / frame)`` steps of ``frame * d`` features (a last,
+        incomplete frame repeats the last step), so that the recurrence
+        runs ``frame`` times fewer steps on long sequences. 'auto' is
+        ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
+        'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
+        above 1 with ``time_feature`` is refused.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -1457,12 +1587,14 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         The state before the first step: zero (the thesis), or a vector per layer
         learned with the other weights (the LSTM also learns its initial cell
         state). Not available with cell='decay'.
-    spectral_radius : float or None, default=1.2
+    spectral_radius : float, None or 'auto', default='auto'
         Initialize the recurrent matrix as a Gaussian draw rescaled to this spectral
         radius, input and output weights from ``N(0, 0.1^2)`` (thesis algorithm 3.1).
         Gated cells rescale each gate's square block of the recurrent matrix to this
         radius, and start the LSTM's forget gate at bias 1. None uses PyTorch's
-        default initialization.
+        default initialization. 'auto' is 1.2 for the 'tanh', 'relu' and 'decay'
+        cells and None for 'gru' and 'lstm', on which the rescaled gate blocks learned
+        less (see :ref:`defaults`).
     optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
         'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6);
         'simplex' the thesis' method (algorithm 3.2): a random convex combination of
@@ -1485,15 +1617,22 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Sequences per update. Batches group sequences of similar lengths.
     max_iter : int, default=200
         Maximum number of epochs.
-    early_stopping : bool, default=False
+    early_stopping : bool or 'auto', default='auto'
         Hold out ``validation_fraction`` of the data (stratified), stop when the
         validation loss has not improved by ``tol`` for ``n_iter_no_change`` epochs,
-        and restore the weights of the best epoch. When False, training stops when the
-        training loss has not improved by ``tol`` for ``n_iter_no_change`` epochs.
+        and restore the weights of the best epoch. When False, the same rule watches
+        the training loss and restores the epoch of the lowest training loss. Either
+        way the patience is counted only after ``3 * n_iter_no_change`` epochs, so
+        training runs at least ``4 * n_iter_no_change`` epochs (or ``max_iter``): a
+        loss may stay flat for a while before the network learns what lies far back. 'auto'
+        holds out from 200 training sequences on (when the stratified split is
+        possible; not with ``optimizer='simplex'``), and watches the training loss
+        below that.
     validation_fraction : float, default=0.1
         Share of the data held out for early stopping.
     n_iter_no_change : int, default=10
-        Patience, in epochs.
+        Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
+        epochs.
     tol : float, default=1e-4
         Smallest improvement of the monitored loss that counts.
     alpha : float or 'auto', default='auto'
@@ -1573,12 +1712,18 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     Notes
     -----
     Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
-    keeps the weights of the last finished epoch; an interrupt (Ctrl-C) during ``fit``
+    keeps the weights of the best finished epoch (of the monitored loss, as at the end
+    of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     also leaves the model of the last finished epoch, with ``n_iter_`` and
     ``loss_curve_`` to match. ``fit`` is transactional: a call that is rejected or fails,
     or a first fit interrupted before its first epoch finishes (the interrupt is
     raised again), leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask worker, training uses that worker's
     share of the CPU threads (see :doc:`/scaling`).
+
+    The 'auto' settings (``cell``, ``spectral_radius``, ``early_stopping``, ``frame``)
+    are resolved by ``fit`` from the data and the optimizer (see :ref:`defaults`); the
+    thesis' configuration stays one argument away, ``cell='tanh', optimizer='simplex'``
+    (with 'simplex', 'auto' keeps the radius 1.2, ``frame=1`` and no held-out split).
 
     Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
     code, so load only pickles you trust. :meth:`save` and :func:`sklearn_rnn.load`
@@ -1617,17 +1762,18 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         hidden_size: int = 50,
         cell: str = "auto",
         time_feature: int | None = None,
+        frame: int | str = "auto",
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
-        spectral_radius: float | None = 1.2,
+        spectral_radius: float | str | None = "auto",
         optimizer: str = "adam",
         learning_rate: float | str = "auto",
         clip_threshold: float | None = 1.0,
         switch_threshold: float | None = None,
         batch_size: int = 32,
         max_iter: int = 200,
-        early_stopping: bool = False,
+        early_stopping: bool | str = "auto",
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 10,
         tol: float = 1e-4,
@@ -1644,6 +1790,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             hidden_size=hidden_size,
             cell=cell,
             time_feature=time_feature,
+            frame=frame,
             num_layers=num_layers,
             dropout=dropout,
             hidden_init=hidden_init,
@@ -1858,7 +2005,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         value carried forward over missing steps fades towards a learned baseline, as
         in GRU-D. It needs ``time_feature``, and works with 'adam' and 'sgd' (not
         'simplex'). 'auto' takes 'decay' when ``time_feature`` is set (and the
-        optimizer is not 'simplex'), 'tanh' otherwise.
+        optimizer is not 'simplex'), the thesis' 'tanh' with ``optimizer='simplex'``,
+        and 'gru' otherwise (chosen with ``benchmarks/bench_defaults.py``, see
+        :ref:`defaults`).
     time_feature : int or None, default=None
         Index of the column that holds each step's time stamp (e.g. the day of a
         visit). That column is not an ordinary feature: the network reads the gap
@@ -1867,6 +2016,14 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
+    frame : int or 'auto', default='auto'
+        Raw steps read as one recurrent step: a sequence of ``T`` steps of ``d``
+        features becomes ``ceil(T / frame)`` steps of ``frame * d`` features (a last,
+        incomplete frame repeats the last step), so that the recurrence
+        runs ``frame`` times fewer steps on long sequences. 'auto' is
+        ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
+        'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
+        above 1 with ``time_feature`` is refused.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -1877,9 +2034,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         The state before the first step: zero (the thesis), or a vector per layer
         learned with the other weights (the LSTM also learns its initial cell
         state). Not available with cell='decay'.
-    spectral_radius : float or None, default=1.2
+    spectral_radius : float, None or 'auto', default='auto'
         Initialize the recurrent matrix with this spectral radius (thesis algorithm
-        3.1); None uses PyTorch's default initialization.
+        3.1); None uses PyTorch's default initialization; 'auto' is 1.2 for the
+        'tanh', 'relu' and 'decay' cells and None for 'gru' and 'lstm' (see
+        :class:`RNNClassifier`).
     optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
         'sgd' is the thesis' anti-gradient with the clipped step rule (eq. 3.6);
         'simplex' the thesis' simplex method (see :class:`RNNClassifier`).
@@ -1894,13 +2053,16 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Sequences per update.
     max_iter : int, default=200
         Maximum number of epochs.
-    early_stopping : bool, default=False
-        Stop on the validation loss of a held-out ``validation_fraction`` and restore
-        the best weights; otherwise stop on the training loss.
+    early_stopping : bool or 'auto', default='auto'
+        Stop on the validation loss of a held-out ``validation_fraction``; otherwise
+        on the training loss. Either way the best epoch's weights are restored and the
+        patience is counted only after ``3 * n_iter_no_change`` epochs. 'auto' holds out from
+        200 training sequences on (see :class:`RNNClassifier`).
     validation_fraction : float, default=0.1
         Share of the data held out for early stopping.
     n_iter_no_change : int, default=10
-        Patience, in epochs.
+        Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
+        epochs.
     tol : float, default=1e-4
         Smallest improvement of the monitored loss that counts.
     alpha : float or 'auto', default='auto'
@@ -1970,7 +2132,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     Notes
     -----
     Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
-    keeps the weights of the last finished epoch; an interrupt (Ctrl-C) during ``fit``
+    keeps the weights of the best finished epoch (of the monitored loss, as at the end
+    of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     also leaves the model of the last finished epoch, with ``n_iter_`` and
     ``loss_curve_`` to match. ``fit`` is transactional: a call that is rejected or fails,
     or a first fit interrupted before its first epoch finishes (the interrupt is

@@ -148,6 +148,8 @@ STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "y_mean": (False, _float_array, "a 1D float64 array"),
     "y_scale": (False, _float_array, "a 1D float64 array"),
     "y_ndim": (False, _is_int, "an int"),
+    "frame": (True, lambda v: _is_int(v) and v >= 1, "an int >= 1 (raw steps per network step)"),
+    "early_stopping": (True, lambda v: isinstance(v, bool), "a bool (a held-out split was used)"),
     "n_iter_": (True, _is_int, "an int"),
     "loss_curve_": (True, _float_list, "a list of numbers"),
     "validation_scores_": (True, _optional(_float_list), "a list of numbers or null"),

@@ -51,15 +51,19 @@ class RNNStepClassifier(BaseRNN):
         ``time_feature`` is set.
     time_feature : int or None, default=None
         Column of each step's time stamp, read as gaps (see :class:`RNNClassifier`).
+    frame : int or 'auto', default='auto'
+        Only 1 here ('auto' is 1): a frame would mix the targets of several steps.
     num_layers : int, default=1
         Stacked recurrent layers.
     dropout : float, default=0.0
         Drop probability between layers and before the readout (training only).
     hidden_init : {'zero', 'learned'}, default='zero'
         The state before the first step.
-    spectral_radius : float or None, default=1.2
+    spectral_radius : float, None or 'auto', default='auto'
         Spectral radius of the initial recurrent matrix (thesis algorithm 3.1); None
-        keeps PyTorch's initialization.
+        keeps PyTorch's initialization; 'auto' is 1.2 (the defaults study of
+        :ref:`defaults` covered one target per sequence; this estimator keeps the
+        thesis' settings).
     optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
         'sgd' is the clipped anti-gradient (eq. 3.6); 'simplex' the thesis' simplex
         method, whose temporal gradients here include the readout's gradient at
@@ -75,10 +79,12 @@ class RNNStepClassifier(BaseRNN):
         Sequences per update, grouped by length.
     max_iter : int, default=200
         Maximum number of epochs.
-    early_stopping : bool, default=False
-        Hold out ``validation_fraction`` of the sequences, stop when their loss (NLL
+    early_stopping : bool or 'auto', default='auto'
+        'auto' is False here. Hold out ``validation_fraction`` of the sequences, stop when their loss (NLL
         per step) has not improved by ``tol`` for ``n_iter_no_change`` epochs, and
-        restore the best epoch's weights; otherwise stop on the training loss.
+        restore the best epoch's weights; otherwise stop on the training loss (and
+        restore the epoch of the lowest one). The patience is counted after
+        ``3 * n_iter_no_change`` epochs.
     validation_fraction : float, default=0.1
         Share of the sequences held out for early stopping.
     n_iter_no_change : int, default=10
@@ -164,6 +170,9 @@ class RNNStepClassifier(BaseRNN):
     """
 
     _every_step = True
+    #: 'auto' settings keep the thesis' configuration ('tanh', radius 1.2, the training-
+    #: loss plateau rule): the defaults study of issue 17 covered one target per sequence.
+    _thesis_auto = True
 
     # ----------------------------------------------------------------- targets
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> list[np.ndarray]:

@@ -124,7 +124,7 @@ FIT_CASES = [
     ("unknown optimizer", fit_classifier(X_OK, optimizer="rmsprop"), InvalidParameterError,
      ["The 'optimizer' parameter of RNNClassifier must be a str among", "Got 'rmsprop' instead"]),
     ("zero spectral radius", fit_classifier(X_OK, spectral_radius=0.0), InvalidParameterError,
-     ["'spectral_radius' parameter", "range (0.0, inf) or None", "Got 0.0 instead"]),
+     ["'spectral_radius' parameter", "range (0.0, inf), None or a str among {'auto'}", "Got 0.0 instead"]),
     ("zero batch size", fit_classifier(X_OK, batch_size=0), InvalidParameterError,
      ["'batch_size' parameter", "range [1, inf)", "Got 0 instead"]),
     ("negative batch size", fit_regressor(X_OK, batch_size=-4), InvalidParameterError,

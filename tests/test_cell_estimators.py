@@ -87,6 +87,7 @@ def test_simplex_trains_gated_stacks(cell):
     X, y = last_sign_task(200)
     model = RNNClassifier(
         hidden_size=12, cell=cell, optimizer="simplex", learning_rate=0.3, switch_threshold=1.0,
+        early_stopping=False,  # every sequence trains: 10 batches per epoch
         batch_size=20, max_iter=25, random_state=0, **DEEP,
     )
     fit(model, X, y)

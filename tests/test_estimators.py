@@ -155,12 +155,14 @@ def test_loss_decreases_and_attributes(fitted, task):
     assert fitted.loss_curve_[-1] < 0.5 * fitted.loss_curve_[0]
     assert fitted.n_features_in_ == 2
     assert fitted.validation_scores_ is None
-    assert fitted.score(X, y) > 0.9
+    # 0.8875 with the 'gru' default (issue 17; the old 'tanh' default passed 0.9): one
+    # feature is 50 times the other's scale, unstandardized, which slows the GRU.
+    assert fitted.score(X, y) > 0.85
 
 
 def test_spectral_radius_initialization(task):
     X, y = task
-    clf = RNNClassifier(hidden_size=20, spectral_radius=0.7, max_iter=1, random_state=0)
+    clf = RNNClassifier(hidden_size=20, cell="tanh", spectral_radius=0.7, max_iter=1, random_state=0)
     clf.set_params(learning_rate=1e-12)  # effectively untrained: inspect the draw
     with convergence_warning_allowed():
         clf.fit(X, y)
@@ -171,8 +173,9 @@ def test_spectral_radius_initialization(task):
 def test_tolerance_stops_before_max_iter(task):
     X, y = task
     clf = RNNClassifier(hidden_size=12, max_iter=500, tol=10.0, n_iter_no_change=3, random_state=0)
-    clf.fit(X, y)  # no improvement of 10 in the loss: stops after 1 + 3 epochs
-    assert clf.n_iter_ == 4
+    # No improvement of 10 in the loss: a warm-up of 3 * 3 epochs, then a patience of 3.
+    clf.fit(X, y)
+    assert clf.n_iter_ == 12
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -88,7 +88,8 @@ def test_nan_loss_in_epoch_three_restores_epoch_two(data, cls, monkeypatch):
     fail_at_batch(monkeypatch, 2 * 3 + 2, loss=float("nan"))  # epoch 3, batch 2
     with pytest.warns(ConvergenceWarning, match="became nan in epoch 3, batch 2") as record:
         model = cls(max_iter=10, **TINY).fit(X, y)
-    assert "the weights of epoch 2 are kept" in str(record[0].message)
+    # Epoch 2 has the lowest training loss, so the best epoch is also the last finished.
+    assert "ends as after epoch 2, with the weights of the best epoch" in str(record[0].message)
     monkeypatch.undo()
     two = reference(cls, X, y, 2)
     assert model.n_iter_ == 2 and model.loss_curve_ == two.loss_curve_
@@ -118,7 +119,7 @@ def test_keyboard_interrupt_mid_epoch_keeps_the_last_finished_epoch(data, cls, m
     X, y_class, y_real = data
     y = y_class if cls is RNNClassifier else y_real
     fail_at_batch(monkeypatch, 3 * 3 + 2, exception=KeyboardInterrupt)  # epoch 4, batch 2
-    with pytest.warns(UserWarning, match="interrupted during epoch 4; the weights of epoch 3 are kept"):
+    with pytest.warns(UserWarning, match="interrupted during epoch 4; training ends as after epoch 3, with the weights of the best"):
         model = cls(max_iter=10, **TINY).fit(X, y)
     monkeypatch.undo()
     three = reference(cls, X, y, 3)

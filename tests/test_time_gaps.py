@@ -141,7 +141,7 @@ def test_auto_cell_and_alpha_follow_the_time_feature():
     timed = fit(RNNClassifier(time_feature=0, **SMALL), X, y)
     assert timed.module_.cell == "decay" and timed.net_.l2_penalty == pytest.approx(10 / len(X))
     plain = fit(RNNClassifier(**SMALL), X, y)
-    assert plain.module_.cell == "tanh" and plain.net_.l2_penalty == 0
+    assert plain.module_.cell == "gru" and plain.net_.l2_penalty == 0  # issue 17: no longer "tanh"
     simplex = fit(RNNClassifier(time_feature=0, optimizer="simplex", **SMALL), X, y)
     assert simplex.module_.cell == "tanh"
 

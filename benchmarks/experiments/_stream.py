@@ -221,6 +221,7 @@ def make_estimator(spec: RunSpec) -> RNNClassifier | RNNRegressor:
         clip_threshold=spec.clip_threshold,
         switch_threshold=spec.switch_threshold,
         batch_size=spec.batch_size,
+        frame=1,  # every raw step is a recurrent step, as in the thesis
         random_state=spec.seed,
     )
 

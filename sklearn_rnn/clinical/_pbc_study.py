@@ -148,7 +148,7 @@ def study_models(random_state: int | None = 0, **rnn_params: Any) -> dict[str, P
     a summary of the history (:class:`VisitFeatures`), at scikit-learn's defaults and,
     for the summary, with ``C`` tuned by an inner 5-fold search; and the RNN classifier
     at its defaults after a :class:`~sklearn_rnn.SequenceStandardScaler`: without the
-    time column ('RNN no time': the 'tanh' cell), with the visit number as its time
+    time column ('RNN no time': the 'gru' cell of 'auto'), with the visit number as its time
     ('RNN visit order': the time-aware cell, but every gap is one visit), and with the
     real visit days as ``time_feature=0`` ('RNN time gaps').
 

@@ -1,0 +1,152 @@
+"""The estimators' defaults (issue 17): what 'auto' resolves to, that they learn a
+dependency far back, and that the model kept is the best epoch seen."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier, RNNRegressor, RNNStepClassifier
+from sklearn_rnn._estimators import AUTO_HOLDOUT_MIN, _SequenceNet, frame_sequences
+
+
+def first_step_task(n, low, high, seed):
+    """Ragged Gaussian sequences labelled by the sign of the first step's feature 0."""
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(int(rng.integers(low, high + 1)), 2)) for _ in range(n)]
+    return X, np.array([int(x[0, 0] > 0) for x in X])
+
+
+def marker_task(n, low, high, seed):
+    """One channel: +-1 at the first step (the label), 0 at every later step."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        x = np.zeros((int(rng.integers(low, high + 1)), 1))
+        x[0, 0] = rng.choice([-1.0, 1.0])
+        X.append(x)
+        y.append(int(x[0, 0] > 0))
+    return X, np.array(y)
+
+
+def test_the_defaults_learn_a_dependency_30_steps_back():
+    # The label is read at the last step, 30 to 34 steps after it was shown (random
+    # states 0-3 all scored 1.0 when the defaults changed).
+    X, y = marker_task(240, 31, 35, seed=0)
+    X_test, y_test = marker_task(200, 31, 35, seed=1)
+    clf = RNNClassifier(max_iter=30, random_state=0).fit(X, y)  # max_iter: seconds
+    assert clf.module_.cell == "gru"
+    assert clf.score(X_test, y_test) >= 0.95
+
+
+def test_auto_settings_resolve_by_input_and_optimizer():
+    X, y = first_step_task(40, 3, 6, seed=0)
+    timed = [np.column_stack([np.arange(len(x)), x]) for x in X]
+    fits = {
+        "untimed": RNNClassifier(max_iter=1).fit(X, y),
+        "timed": RNNClassifier(time_feature=0, max_iter=1).fit(timed, y),
+        "simplex": RNNClassifier(optimizer="simplex", max_iter=1).fit(X, y),
+    }
+    assert {name: clf.module_.cell for name, clf in fits.items()} == {
+        "untimed": "gru", "timed": "decay", "simplex": "tanh"}
+    # Spectral initialization on the Elman-type cells only.
+    assert fits["untimed"].module_.spectral_radius is None
+    assert fits["timed"].module_.spectral_radius == 1.2
+    assert fits["simplex"].module_.spectral_radius == 1.2
+    # 40 sequences: no held-out split; from AUTO_HOLDOUT_MIN on, one.
+    assert fits["untimed"].validation_scores_ is None
+    X_many, y_many = first_step_task(AUTO_HOLDOUT_MIN, 3, 6, seed=1)
+    many = RNNClassifier(max_iter=1).fit(X_many, y_many)
+    assert len(many.validation_scores_) == 1
+    # The step classifier keeps the thesis' 'auto'.
+    steps = RNNStepClassifier(max_iter=1).fit(X, [x[:, :1] > 0 for x in X])
+    assert steps.module_.cell == "tanh" and steps.module_.spectral_radius == 1.2
+
+
+def test_the_thesis_configuration_is_one_argument_away():
+    X, y = first_step_task(AUTO_HOLDOUT_MIN, 3, 6, seed=0)
+    clf = RNNClassifier(cell="tanh", optimizer="simplex", max_iter=2).fit(X, y)
+    assert clf.module_.cell == "tanh" and clf.module_.spectral_radius == 1.2
+    assert clf.module_.input_projection.in_features == 2  # no framing
+    clf = RNNClassifier(cell="tanh", spectral_radius=1.2, early_stopping=False, max_iter=2)
+    assert clf.fit(X, y).validation_scores_ is None
+
+
+def test_frame_auto_groups_steps_of_long_sequences():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(400, 600)), 1)) for _ in range(30)]
+    y = np.array([x[:50].sum() for x in X])
+    reg = RNNRegressor(max_iter=1).fit(X, y)
+    frame = int(np.ceil(np.median([len(x) for x in X]) / 128))
+    assert frame == 4 and reg.module_.input_projection.in_features == frame
+    assert reg.predict(X[:3]).shape == (3,)
+    # frame=1 reads every step; an explicit frame with time stamps is refused.
+    assert RNNRegressor(frame=1, max_iter=1).fit(X, y).module_.input_projection.in_features == 1
+    timed = [np.column_stack([np.arange(len(x)), x]) for x in X]
+    with pytest.raises(ValueError, match="frame=2 groups 2 steps"):
+        RNNRegressor(frame=2, time_feature=0).fit(timed, y)
+
+
+def test_frame_sequences_pads_the_last_frame_with_the_last_step():
+    framed = frame_sequences([np.arange(10.0).reshape(5, 2)], 3)[0]
+    np.testing.assert_array_equal(framed, [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 8, 9]])
+
+
+def test_the_patience_counts_after_a_warm_up():
+    # No improvement counts (tol=10): epochs 1-9 (3 * patience) are a warm-up, the
+    # patience of 3 runs out at epoch 12.
+    X, _ = first_step_task(40, 3, 6, seed=0)
+    y = np.zeros(40)
+    y[::2] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg = RNNRegressor(hidden_size=4, n_iter_no_change=3, tol=10.0, max_iter=50,
+                           random_state=0).fit(X, y)
+    assert reg.n_iter_ == 12
+
+
+def test_divergence_keeps_the_best_epoch_not_the_last_finite_one(monkeypatch):
+    # Epochs 1-2 train normally, epoch 3 reports a loss spike (finite), epoch 4 a NaN:
+    # the model kept is epoch 2's (the lowest training loss), not epoch 3's.
+    X, y = first_step_task(48, 3, 6, seed=0)
+    params = dict(hidden_size=6, batch_size=16, random_state=0, early_stopping=False)
+    original = _SequenceNet.train_step
+    calls = {"n": 0}
+
+    def train_step(self, batch, **fit_params):
+        calls["n"] += 1
+        step = original(self, batch, **fit_params)
+        if calls["n"] > 6:  # three batches per epoch
+            step["loss"] = step["loss"] * (1e6 if calls["n"] <= 9 else float("nan"))
+        return step
+
+    monkeypatch.setattr(_SequenceNet, "train_step", train_step)
+    with pytest.warns(ConvergenceWarning, match="with the weights of the best epoch so far"):
+        clf = RNNClassifier(max_iter=10, **params).fit(X, y)
+    monkeypatch.undo()
+    assert clf.n_iter_ == 3 and clf.loss_curve_[2] > 1e4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        two = RNNClassifier(max_iter=2, **params).fit(X, y)
+        three = RNNClassifier(max_iter=3, **params).fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(X), two.predict_proba(X))
+    assert not np.array_equal(clf.predict_proba(X), three.predict_proba(X))
+
+
+def test_the_end_of_training_keeps_the_best_epoch():
+    # With a held-out split the restored epoch is the one of the best validation loss;
+    # random labels make the network overfit, so that epoch comes early.
+    X, _ = first_step_task(AUTO_HOLDOUT_MIN, 3, 8, seed=0)
+    y = np.random.default_rng(0).integers(0, 2, len(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = RNNClassifier(hidden_size=8, max_iter=25, random_state=0).fit(X, y)
+    losses = clf.net_.history[:, "valid_loss"]
+    assert clf.best_validation_loss_ == pytest.approx(min(losses), abs=1e-4)
+    best = dict(clf.net_.callbacks_)["stop"].best_epoch_
+    assert best < clf.n_iter_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reference = RNNClassifier(hidden_size=8, max_iter=best, random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X))

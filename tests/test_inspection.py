@@ -34,7 +34,10 @@ def fitted():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = make_pipeline(
             SequenceStandardScaler(),
-            RNNClassifier(hidden_size=16, max_iter=80, random_state=0),
+            # The configuration is pinned: this tests the attributions, not the defaults (the
+            # 'gru' default scored 0.73 on this 200-sequence task, 'tanh' 0.89).
+            RNNClassifier(hidden_size=16, cell="tanh", early_stopping=False, max_iter=80,
+                          random_state=0),
         ).fit(X, y)
     X_test, y_test = one_input_task(n=150, seed=1)
     assert model.score(X_test, y_test) > 0.85  # the task is learned

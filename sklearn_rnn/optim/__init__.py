@@ -18,13 +18,14 @@
 """
 
 from ._adapter import RecurrentAdapter
-from ._clipped import ClippedSGD, clipped_step_size
+from ._clipped import ClippedSGD
 from ._functional import (
     BRANCHES,
     WEIGHT_RULES,
     Direction,
     choose_direction,
     clipped_step_,
+    clipped_step_size,
     combine_temporal_gradients,
     convex_weights,
     normalization_factors,

@@ -35,6 +35,7 @@ import torch
 from ..nn._cells import GATES, recurrent_bias
 from ..nn._network import NetworkStates, RecurrentNetwork
 from ._adapter import RecurrentAdapter
+from ._functional import _norm
 from ._gated import recurrent_deltas
 
 __all__ = ["TemporalGradients", "temporal_gradients"]
@@ -190,9 +191,7 @@ class TemporalGradients:
             if m * n <= batch * (m + n) and layer.delta.shape[0] * m * n <= _CHUNK_ELEMENTS:
                 layer.materialize()
         self.gradient = self.combine(None)
-        self.gradient_norm = float(
-            torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in self.gradient]))
-        )
+        self.gradient_norm = _norm(self.gradient)
 
     def __repr__(self) -> str:
         return (

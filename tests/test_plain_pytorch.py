@@ -175,3 +175,52 @@ def test_bad_modules_and_inputs_are_refused_with_a_way_out():
     out = gru(torch.randn(2, 4, 3))[0]
     with pytest.raises(TypeError, match="RecurrentAdapter"):
         temporal_gradients(gru, out, out.sum(), torch.tensor([4, 4]))
+
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "user_guide" / "plain_pytorch.rst"
+
+
+def page_code_blocks():
+    """The ``.. code-block:: python`` blocks of the page, dedented, in order."""
+    blocks = []
+    lines = PAGE.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() != ".. code-block:: python":
+            continue
+        body = []
+        for following in lines[i + 1 :]:
+            if following.strip() and not following.startswith("   "):
+                break
+            body.append(following[3:])
+        code = "\n".join(line for line in body if not line.lstrip().startswith(":name:"))
+        blocks.append(code.strip("\n") + "\n")
+    return blocks
+
+
+def test_the_pages_training_loop_runs_as_printed_and_learns(capsys):
+    loop, own_model = page_code_blocks()
+    assert "nn.GRU" in loop and "opt.step(temporal_gradients(" in loop
+    assert len([line for line in loop.splitlines() if line.strip()]) <= 26, "keep the loop short"
+    namespace = {}
+    with torch.random.fork_rng():  # the page seeds PyTorch's global generator
+        exec(compile(loop, str(PAGE), "exec"), namespace)  # noqa: S102 (our own docs)
+        printed = capsys.readouterr().out
+        assert "test MSE" in printed
+        before, after = namespace["before"], namespace["after"]
+        assert before > 0.8  # predicting ~0: the first value is not yet remembered
+        assert after < 0.3 * before, printed  # 0.999 -> 0.057 when written
+        assert sum(namespace["opt"].branch_counts.values()) == 300
+        assert namespace["opt"].branch_counts["simplex"] > 0
+
+        # The second block: a user's model class wrapped by the adapter.
+        exec(compile(own_model, str(PAGE), "exec"), namespace)  # noqa: S102
+    model, net, opt = namespace["model"], namespace["net"], namespace["opt"]
+    assert {id(p) for p in net.parameters()} == {id(p) for p in model.parameters()}
+    x, lengths = torch.randn(6, 5, 3), torch.tensor([6, 2, 4, 6, 1])  # time-major
+    model.eval()
+    assert torch.allclose(model(x, lengths), net(x, lengths), atol=1e-6)
+    before = [p.detach().clone() for p in model.parameters()]
+    states = net.forward_states(x, lengths)
+    loss = torch.nn.functional.cross_entropy(states.outputs, torch.tensor([0, 1, 2, 3, 0]))
+    opt.step(temporal_gradients(net, states, loss, lengths))
+    assert all(not torch.equal(b, p) for b, p in zip(before, model.parameters()))

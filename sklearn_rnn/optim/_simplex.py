@@ -37,8 +37,9 @@ class SimplexSGD(torch.optim.Optimizer):
     Parameters
     ----------
     params : iterable of torch.Tensor or dict
-        The trainable parameters of a :class:`~sklearn_rnn.nn.RecurrentNetwork` (frozen
-        ones are ignored), possibly in groups with their own ``lr`` and
+        The trainable parameters of a :class:`~sklearn_rnn.nn.RecurrentNetwork`, or of
+        the PyTorch recurrent module and readout a :class:`RecurrentAdapter` wraps
+        (frozen ones are ignored), possibly in groups with their own ``lr`` and
         ``clip_threshold``. They must be exactly those the temporal gradients cover.
     lr : float, default=0.01
         ``mu``, the step length when the direction's norm is at most ``tau``.

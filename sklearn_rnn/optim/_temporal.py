@@ -1,5 +1,10 @@
 """Temporal gradients of a :class:`~sklearn_rnn.nn.RecurrentNetwork` in one backward pass.
 
+(A PyTorch :class:`torch.nn.RNN`, :class:`torch.nn.GRU` or :class:`torch.nn.LSTM` gets
+the same treatment through :class:`~sklearn_rnn.optim.RecurrentAdapter`, which runs its
+parameters with the input projection outside the recurrence; see
+:mod:`sklearn_rnn.optim._adapter`.)
+
 The temporal gradient of step ``t`` (thesis eq. 3.1-3.2) is the gradient with respect to
 the ``t``-th replica of the shared parameters. For the Elman network
 ``a_t = W_rec h_{t-1} + W_in x_t + b``, ``h_t = f(a_t)``, ``o_t = W_out h_t + b_out``

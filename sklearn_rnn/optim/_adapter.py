@@ -133,6 +133,15 @@ class RecurrentAdapter(nn.Module):
         list of dict
             ``{'W_rec': weight_hh_lk, 'b_rec': bias_hh_lk, 'W_in': weight_ih_lk,
             'b': bias_ih_lk}`` per layer ``k``; the biases are None without biases.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn_rnn.optim import RecurrentAdapter
+        >>> lstm = torch.nn.LSTM(3, 4, num_layers=2, bias=False)
+        >>> layers = RecurrentAdapter(lstm, torch.nn.Linear(4, 1)).layer_parameters()
+        >>> layers[1]["W_in"] is lstm.weight_ih_l1, layers[1]["b"]
+        (True, None)
         """
         result = []
         for k in range(self.rnn.num_layers):

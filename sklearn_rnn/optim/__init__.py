@@ -10,17 +10,22 @@
       opt.zero_grad()
       opt.step(temporal_gradients(net, states, loss, lengths))
 
+* :class:`RecurrentAdapter`: the same for a plain :class:`torch.nn.RNN`,
+  :class:`torch.nn.GRU` or :class:`torch.nn.LSTM` and its linear readout
+  (``net = RecurrentAdapter(gru, head)`` in place of ``net`` above).
 * The functional core of the direction (:func:`simplex_direction` and its parts), on
   plain tensors.
 """
 
-from ._clipped import ClippedSGD, clipped_step_size
+from ._adapter import RecurrentAdapter
+from ._clipped import ClippedSGD
 from ._functional import (
     BRANCHES,
     WEIGHT_RULES,
     Direction,
     choose_direction,
     clipped_step_,
+    clipped_step_size,
     combine_temporal_gradients,
     convex_weights,
     normalization_factors,
@@ -35,6 +40,7 @@ __all__ = [
     "BRANCHES",
     "ClippedSGD",
     "Direction",
+    "RecurrentAdapter",
     "SimplexSGD",
     "TemporalGradients",
     "WEIGHT_RULES",

@@ -1,4 +1,8 @@
-"""Gradient clipping as a step rule (thesis eq. 3.6), and the clipped anti-gradient optimizer."""
+"""The clipped anti-gradient optimizer: the step rule of thesis eq. 3.6 on the gradient.
+
+The rule itself (:func:`clipped_step_size`, :func:`clipped_step_`) lives in the
+functional core, where :class:`SimplexSGD` takes it too.
+"""
 
 from __future__ import annotations
 
@@ -8,37 +12,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["ClippedSGD", "clipped_step_size"]
+from ._functional import _clipped_update_, _norm
 
-
-def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:
-    """Step length of eq. 3.6: ``mu`` if ``||d|| <= tau``, else ``mu * tau / ||d||``.
-
-    A non-finite norm gets ``mu``, as in the original implementation (the caller decides
-    what to do with a non-finite direction); ``clip_threshold=None`` never clips.
-
-    Parameters
-    ----------
-    direction_norm : float
-        Euclidean norm of the whole update direction (all parameters together).
-    learning_rate : float
-        ``mu``.
-    clip_threshold : float or None
-        ``tau``.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> from sklearn_rnn.optim import clipped_step_size
-    >>> clipped_step_size(0.5, 0.01, 1.0), clipped_step_size(4.0, 0.01, 1.0)
-    (0.01, 0.0025)
-    """
-    if clip_threshold is None or not math.isfinite(direction_norm) or direction_norm <= clip_threshold:
-        return learning_rate
-    return learning_rate * clip_threshold / direction_norm
+__all__ = ["ClippedSGD"]
 
 
 class ClippedSGD(torch.optim.Optimizer):
@@ -112,14 +88,12 @@ class ClippedSGD(torch.optim.Optimizer):
         grads = [p.grad for group in self.param_groups for p in group["params"] if p.grad is not None]
         if not grads:
             return loss
-        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
-        norm_value = float(norm)
-        if not math.isfinite(norm_value):
+        norm = _norm(grads)  # one norm over every group: one direction, one step length
+        if not math.isfinite(norm):
             self.skipped_steps += 1
             return loss
         for group in self.param_groups:
-            alpha = clipped_step_size(norm_value, group["lr"], group["clip_threshold"])
-            for p in group["params"]:
-                if p.grad is not None:
-                    p.add_(p.grad, alpha=-alpha)
+            params = [p for p in group["params"] if p.grad is not None]
+            grads = [p.grad for p in params]
+            _clipped_update_(params, grads, norm, lr=group["lr"], clip_threshold=group["clip_threshold"], sign=-1.0)
         return loss

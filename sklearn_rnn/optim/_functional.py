@@ -16,14 +16,13 @@ from typing import Literal, NamedTuple
 
 import torch
 
-from ._clipped import clipped_step_size
-
 __all__ = [
     "BRANCHES",
     "Direction",
     "WEIGHT_RULES",
     "choose_direction",
     "clipped_step_",
+    "clipped_step_size",
     "combine_temporal_gradients",
     "convex_weights",
     "normalization_factors",
@@ -368,16 +367,78 @@ def simplex_direction(
     _check_steps(temporal)
     if gradient is None:
         gradient = tuple(block.sum(0) for block in temporal)
-    beta = convex_weights(
-        temporal[0].shape[0], weights, generator=generator, dtype=temporal[0].dtype,
-        device=temporal[0].device,
-    )  # (T,)
-    coefficients = beta * normalization_factors(step_norms(temporal), eps=eps)  # (T,)
-    return choose_direction(
+    return _simplex_rule(
         gradient,
-        lambda: combine_temporal_gradients(temporal, coefficients),
+        temporal[0].shape[0],
+        lambda: step_norms(temporal),
+        lambda coefficients: combine_temporal_gradients(temporal, coefficients),
+        dtype=temporal[0].dtype,
+        device=temporal[0].device,
+        weights=weights,
+        generator=generator,
         switch_threshold=switch_threshold,
+        eps=eps,
     )
+
+
+def _simplex_rule(
+    gradient: Sequence[torch.Tensor],
+    steps: int,
+    norms: Callable[[], torch.Tensor],
+    combine: Callable[[torch.Tensor], Sequence[torch.Tensor]],
+    *,
+    dtype: torch.dtype,
+    device: torch.device,
+    weights: WeightRule,
+    generator: torch.Generator | None,
+    switch_threshold: float | None,
+    eps: float,
+) -> Direction:
+    """Algorithm 3.2's direction, given how to get per-step norms and combinations.
+
+    The one assembly of eq. 3.3-3.5 and the switching: :func:`simplex_direction` passes
+    functions of materialized per-step gradients, :class:`SimplexSGD` those of
+    :class:`TemporalGradients`, which never materializes them. The weights are drawn
+    first, on every branch, so that the random stream does not depend on the branch;
+    ``norms`` and ``combine`` are only called when the combination is needed.
+    """
+    beta = convex_weights(steps, weights, generator=generator, dtype=dtype, device=device)  # (T,)
+
+    def combination() -> Sequence[torch.Tensor]:
+        coefficients = beta * normalization_factors(norms(), eps=eps)  # (T,)
+        return combine(coefficients)
+
+    return choose_direction(gradient, combination, switch_threshold=switch_threshold)
+
+
+def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:
+    """Step length of eq. 3.6: ``mu`` if ``||d|| <= tau``, else ``mu * tau / ||d||``.
+
+    A non-finite norm gets ``mu``, as in the original implementation (the caller decides
+    what to do with a non-finite direction); ``clip_threshold=None`` never clips.
+
+    Parameters
+    ----------
+    direction_norm : float
+        Euclidean norm of the whole update direction (all parameters together).
+    learning_rate : float
+        ``mu``.
+    clip_threshold : float or None
+        ``tau``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from sklearn_rnn.optim import clipped_step_size
+    >>> clipped_step_size(0.5, 0.01, 1.0), clipped_step_size(4.0, 0.01, 1.0)
+    (0.01, 0.0025)
+    """
+    if clip_threshold is None or not math.isfinite(direction_norm) or direction_norm <= clip_threshold:
+        return learning_rate
+    return learning_rate * clip_threshold / direction_norm
 
 
 def clipped_step_(
@@ -426,10 +487,28 @@ def clipped_step_(
             f"{len(direction)} direction blocks."
         )
     norm = _norm(direction) if direction_norm is None else direction_norm
-    alpha = clipped_step_size(norm, lr, clip_threshold)
     with torch.no_grad():
-        for p, d in zip(params, direction):
-            p.add_(d.to(p.dtype), alpha=alpha)
+        return _clipped_update_(params, direction, norm, lr=lr, clip_threshold=clip_threshold)
+
+
+def _clipped_update_(
+    params: Sequence[torch.Tensor],
+    blocks: Sequence[torch.Tensor],
+    norm: float,
+    *,
+    lr: float,
+    clip_threshold: float | None,
+    sign: float = 1.0,
+) -> float:
+    """``theta <- theta + sign * alpha * block``, with ``alpha`` of eq. 3.6 for ``norm``.
+
+    ``sign=-1`` steps along the anti-gradient of gradient ``blocks`` without building
+    it (:class:`ClippedSGD`). Call under ``torch.no_grad()``.
+    """
+    alpha = clipped_step_size(norm, lr, clip_threshold)
+    for p, d in zip(params, blocks):
+        # A same-type .to() costs a dispatch per parameter (10 us for five on a CPU).
+        p.add_(d if d.dtype == p.dtype else d.to(p.dtype), alpha=sign * alpha)
     return alpha
 
 

@@ -8,16 +8,7 @@ from typing import Any
 
 import torch
 
-from ._functional import (
-    BRANCHES,
-    NORM_EPS,
-    WEIGHT_RULES,
-    WeightRule,
-    choose_direction,
-    clipped_step_,
-    convex_weights,
-    normalization_factors,
-)
+from ._functional import BRANCHES, NORM_EPS, WEIGHT_RULES, WeightRule, _simplex_rule, clipped_step_
 from ._temporal import TemporalGradients
 
 __all__ = ["SimplexSGD"]
@@ -46,8 +37,9 @@ class SimplexSGD(torch.optim.Optimizer):
     Parameters
     ----------
     params : iterable of torch.Tensor or dict
-        The trainable parameters of a :class:`~sklearn_rnn.nn.RecurrentNetwork` (frozen
-        ones are ignored), possibly in groups with their own ``lr`` and
+        The trainable parameters of a :class:`~sklearn_rnn.nn.RecurrentNetwork`, or of
+        the PyTorch recurrent module and readout a :class:`RecurrentAdapter` wraps
+        (frozen ones are ignored), possibly in groups with their own ``lr`` and
         ``clip_threshold``. They must be exactly those the temporal gradients cover.
     lr : float, default=0.01
         ``mu``, the step length when the direction's norm is at most ``tau``.
@@ -172,17 +164,18 @@ class SimplexSGD(torch.optim.Optimizer):
             )
         self._check_parameters(temporal)
         reference = temporal.gradient[0]
-        # Drawn before the branch is known, so that the random stream does not depend on it.
-        beta = convex_weights(
-            temporal.steps, self.weights, generator=self.generator, dtype=reference.dtype,
+        chosen = _simplex_rule(
+            temporal.gradient,
+            temporal.steps,
+            temporal.norms,
+            temporal.combine,
+            dtype=reference.dtype,
             device=reference.device,
-        )  # (T,)
-
-        def combination() -> tuple[torch.Tensor, ...]:
-            coefficients = beta * normalization_factors(temporal.norms(), eps=self.eps)  # (T,)
-            return temporal.combine(coefficients)
-
-        chosen = choose_direction(temporal.gradient, combination, switch_threshold=self.switch_threshold)
+            weights=self.weights,
+            generator=self.generator,
+            switch_threshold=self.switch_threshold,
+            eps=self.eps,
+        )
         self.branch_counts[chosen.branch] += 1
         step_size = math.nan
         if chosen.direction is not None:

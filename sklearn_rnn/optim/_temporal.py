@@ -1,5 +1,10 @@
 """Temporal gradients of a :class:`~sklearn_rnn.nn.RecurrentNetwork` in one backward pass.
 
+(A PyTorch :class:`torch.nn.RNN`, :class:`torch.nn.GRU` or :class:`torch.nn.LSTM` gets
+the same treatment through :class:`~sklearn_rnn.optim.RecurrentAdapter`, which runs its
+parameters with the input projection outside the recurrence; see
+:mod:`sklearn_rnn.optim._adapter`.)
+
 The temporal gradient of step ``t`` (thesis eq. 3.1-3.2) is the gradient with respect to
 the ``t``-th replica of the shared parameters. For the Elman network
 ``a_t = W_rec h_{t-1} + W_in x_t + b``, ``h_t = f(a_t)``, ``o_t = W_out h_t + b_out``
@@ -34,6 +39,8 @@ import torch
 
 from ..nn._cells import GATES, recurrent_bias
 from ..nn._network import NetworkStates, RecurrentNetwork
+from ._adapter import RecurrentAdapter
+from ._functional import _norm
 from ._gated import recurrent_deltas
 
 __all__ = ["TemporalGradients", "temporal_gradients"]
@@ -189,9 +196,7 @@ class TemporalGradients:
             if m * n <= batch * (m + n) and layer.delta.shape[0] * m * n <= _CHUNK_ELEMENTS:
                 layer.materialize()
         self.gradient = self.combine(None)
-        self.gradient_norm = float(
-            torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in self.gradient]))
-        )
+        self.gradient_norm = _norm(self.gradient)
 
     def __repr__(self) -> str:
         return (
@@ -338,7 +343,7 @@ class TemporalGradients:
 
 
 def temporal_gradients(
-    network: RecurrentNetwork,
+    network: RecurrentNetwork | RecurrentAdapter,
     states: NetworkStates,
     loss: torch.Tensor,
     lengths: torch.Tensor,
@@ -368,8 +373,10 @@ def temporal_gradients(
 
     Parameters
     ----------
-    network : RecurrentNetwork
-        The network that produced ``states``.
+    network : RecurrentNetwork or RecurrentAdapter
+        The network that produced ``states``: the package's network, or a PyTorch
+        :class:`torch.nn.RNN`, :class:`torch.nn.GRU` or :class:`torch.nn.LSTM` and its
+        readout wrapped in a :class:`RecurrentAdapter`.
     states : NetworkStates
         ``network.forward_states(x, lengths, every_step=...)``, run with autograd on.
     loss : torch.Tensor
@@ -417,11 +424,12 @@ def temporal_gradients(
     >>> torch.allclose(scaled.norms(), tg.norms())
     True
     """
-    if not isinstance(network, RecurrentNetwork):
+    if not isinstance(network, (RecurrentNetwork, RecurrentAdapter)):
         raise TypeError(
-            "temporal_gradients needs a sklearn_rnn.nn.RecurrentNetwork (a network whose "
-            "input projections are computed outside the recurrence); got "
-            f"{type(network).__name__}."
+            "temporal_gradients needs a sklearn_rnn.nn.RecurrentNetwork, or a torch.nn.RNN, "
+            "GRU or LSTM with its readout wrapped in sklearn_rnn.optim.RecurrentAdapter(rnn, "
+            f"readout) (networks whose input projections are computed outside the "
+            f"recurrence); got {type(network).__name__}."
         )
     if network.cell not in GATES:
         raise ValueError(
@@ -471,14 +479,14 @@ def temporal_gradients(
     align = _Aligner(lengths, steps, every_step)
     params = _Parameters()
     layers: list[_Layer] = []
-    for depth, ((cell, projection, recurrence), layer_states, delta) in enumerate(
-        zip(network.stack(), states.layers, grads[:n_layers])
+    for depth, (parameters, layer_states, delta) in enumerate(
+        zip(_layer_parameters(network), states.layers, grads[:n_layers])
     ):
-        layers += _cell_layers(
-            params, depth, cell, projection, recurrence, layer_states, delta.detach(), align
-        )
+        layers += _cell_layers(params, depth, network.cell, parameters, layer_states, delta.detach(), align)
     learned = _initial_layers(params, network, grads[n_layers + 1 :], states, align)
     output_delta = grads[n_layers].detach()
+    if every_step and isinstance(network, RecurrentAdapter) and not network.rnn.batch_first:
+        output_delta = output_delta.transpose(0, 1)  # (B, T, k), as the states
     readout = _readout_layer(params, network, output_delta, states.readout_inputs.detach(), align)
     layers += [layer for layer in (*learned, readout) if layer is not None]
 
@@ -552,12 +560,30 @@ class _Aligner:
         return self.steps - self.lengths
 
 
+def _layer_parameters(network: RecurrentNetwork | RecurrentAdapter) -> list[dict[str, torch.Tensor | None]]:
+    """``W_rec``, ``b_rec``, ``W_in``, ``b`` of every layer, bottom first.
+
+    ``b_rec`` is the recurrent bias ``b_hh``: the package's network has one for the GRU
+    only; a PyTorch module with biases has one for every cell.
+    """
+    if isinstance(network, RecurrentAdapter):
+        return network.layer_parameters()
+    return [
+        {
+            "W_rec": recurrence.weight_hh_l0,
+            "b_rec": recurrent_bias(cell, recurrence),
+            "W_in": projection.weight,
+            "b": projection.bias,
+        }
+        for cell, projection, recurrence in network.stack()
+    ]
+
+
 def _cell_layers(
     params: _Parameters,
     depth: int,
     cell: str,
-    projection: torch.nn.Linear,
-    recurrence: torch.nn.RNNBase,
+    parameters: dict[str, torch.Tensor | None],
     states: Any,
     delta: torch.Tensor,
     align: _Aligner,
@@ -565,11 +591,14 @@ def _cell_layers(
     """One layer's ``[W_rec | b_rec]`` and ``[W_in | b]`` with inputs ``[h_{t-1}; 1]``, ``[z_t; 1]``.
 
     For the Elman cells and the LSTM both share the delta ``dL/du`` and form one
-    ``[W_rec | W_in | b]``; the GRU's recurrent delta differs (:func:`recurrent_deltas`).
+    ``[W_rec | b_rec | W_in | b]`` (a ``b_rec`` there adds to ``u`` as ``b`` does); the
+    GRU's recurrent delta differs (:func:`recurrent_deltas`).
     """
     suffix = "" if depth == 0 else f"[{depth}]"
+    weight_hh, bias_hh = parameters["W_rec"], parameters["b_rec"]
+    assert weight_hh is not None  # every layer has a recurrent matrix
     # Everything in the parameters' type: under autocast states may be lower precision.
-    dtype = recurrence.weight_hh_l0.dtype
+    dtype = weight_hh.dtype
     delta = delta.to(dtype).transpose(0, 1).contiguous()  # (T, B, G * H)
     hidden = states.hidden.detach().to(dtype).transpose(0, 1)  # (T, B, H)
     if states.initial:
@@ -578,15 +607,14 @@ def _cell_layers(
         first = hidden.new_zeros(1, *hidden.shape[1:])  # (1, B, H): h_0 = 0
     previous = torch.cat([first, hidden[:-1]])  # (T, B, H): h_{t-1}
     inputs = states.inputs.detach().to(dtype).transpose(0, 1)  # (T, B, n)
-    bias_hh = recurrent_bias(cell, recurrence)
-    w_rec = params.add("W_rec" + suffix, recurrence.weight_hh_l0)
+    w_rec = params.add("W_rec" + suffix, weight_hh)
     b_rec = params.add("b_rec" + suffix, bias_hh)
-    w_in = params.add("W_in" + suffix, projection.weight)
-    bias = params.add("b" + suffix, projection.bias)
+    w_in = params.add("W_in" + suffix, parameters["W_in"])
+    bias = params.add("b" + suffix, parameters["b"])
     if cell == "gru":
         projected = states.projected.detach().to(dtype).transpose(0, 1)  # (T, B, 3H)
         recurrent = recurrent_deltas(
-            cell, delta, projected, previous, recurrence.weight_hh_l0.detach(),
+            cell, delta, projected, previous, weight_hh.detach(),
             None if bias_hh is None else bias_hh.detach(),
             None if states.resets is None else states.resets.to(dtype),  # kept by the CPU's recurrence
         )  # (T, B, 3H)
@@ -595,7 +623,7 @@ def _cell_layers(
         projected_part = _layer(delta, [(w_in, inputs), (bias, None)])
         return [layer for layer in (gated, projected_part) if layer is not None]
     delta, inputs, previous = align(delta, inputs, previous)
-    layer = _layer(delta, [(w_rec, previous), (w_in, inputs), (bias, None)])
+    layer = _layer(delta, [(w_rec, previous), (b_rec, None), (w_in, inputs), (bias, None)])
     return [] if layer is None else [layer]
 
 
@@ -606,7 +634,7 @@ def _layer(delta: torch.Tensor, blocks: list[tuple[int | None, torch.Tensor | No
 
 def _initial_layers(
     params: _Parameters,
-    network: RecurrentNetwork,
+    network: RecurrentNetwork | RecurrentAdapter,
     grads: tuple[torch.Tensor, ...],
     states: NetworkStates,
     align: _Aligner,
@@ -646,7 +674,7 @@ def _right_align(tensors: tuple[torch.Tensor, ...], lengths: torch.Tensor) -> tu
 
 def _readout_layer(
     params: _Parameters,
-    network: RecurrentNetwork,
+    network: RecurrentNetwork | RecurrentAdapter,
     output_delta: torch.Tensor,
     read: torch.Tensor,
     align: _Aligner,

@@ -1,0 +1,226 @@
+"""Temporal gradients and SimplexSGD on a user's own torch.nn.RNN / GRU / LSTM model."""
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from sklearn_rnn.optim import RecurrentAdapter, SimplexSGD, simplex_direction, temporal_gradients
+
+CELLS = ["tanh", "relu", "gru", "lstm"]
+
+
+def make_rnn(cell, num_layers=1, batch_first=True, bias=True, dropout=0.0, input_size=3, hidden=5):
+    kwargs = dict(num_layers=num_layers, batch_first=batch_first, bias=bias, dropout=dropout)
+    if cell in ("tanh", "relu"):
+        return nn.RNN(input_size, hidden, nonlinearity=cell, **kwargs)
+    return {"gru": nn.GRU, "lstm": nn.LSTM}[cell](input_size, hidden, **kwargs)
+
+
+def ragged_batch(batch_first, seed=0):
+    """4 sequences padded to 7 steps; the padding holds large values that must not matter."""
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor([7, 4, 1, 6])
+    x = torch.randn(4, 7, 3, generator=gen)
+    for b, length in enumerate(lengths.tolist()):
+        x[b, length:] = 50.0
+    return (x if batch_first else x.transpose(0, 1)), lengths
+
+
+def autograd_gradient(net, loss):
+    """The ordinary gradient of the user's model, by parameter identity."""
+    params = list(net.parameters())
+    return {id(p): g for p, g in zip(params, torch.autograd.grad(loss, params))}
+
+
+def assert_matches_autograd(tg, reference):
+    assert {id(p) for p in tg.parameters} == set(reference)
+    for name, p, g in zip(tg.names, tg.parameters, tg.gradient):
+        expected = reference[id(p)]
+        assert g.shape == p.shape
+        assert torch.allclose(g, expected, rtol=1e-4, atol=1e-5 * float(expected.abs().max()) + 1e-7), name
+
+
+@pytest.mark.parametrize("cell", CELLS)
+@pytest.mark.parametrize("num_layers", [1, 2])
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_temporal_gradients_sum_to_the_models_own_gradient(cell, num_layers, batch_first):
+    torch.manual_seed(0)
+    net = RecurrentAdapter(make_rnn(cell, num_layers, batch_first), nn.Linear(5, 2))
+    x, lengths = ragged_batch(batch_first)
+    y = torch.randn(4, 2)
+    reference = autograd_gradient(net, (net(x, lengths) - y).square().mean())  # the fused module
+
+    states = net.forward_states(x, lengths)
+    assert torch.allclose(states.outputs, net(x, lengths), atol=1e-5)
+    tg = temporal_gradients(net, states, (states.outputs - y).square().mean(), lengths, accumulate_grad=False)
+    assert_matches_autograd(tg, reference)
+    # The per-step gradients sum to it, their norms agree however computed, and a
+    # sequence of length 1 contributes to the last aligned step only.
+    per_step = tg.per_step()
+    for block, full in zip(per_step, tg.gradient):
+        assert torch.allclose(block.sum(0), full, atol=1e-6)
+    norms = torch.cat([b.reshape(tg.steps, -1) for b in per_step], 1).norm(dim=1)
+    assert torch.allclose(tg.norms("direct"), norms, atol=1e-6)
+    assert torch.allclose(tg.norms("gram"), norms, atol=1e-5)
+    assert tg.counts.tolist() == [1, 2, 2, 3, 3, 3, 4]
+
+
+@pytest.mark.parametrize("cell", ["tanh", "gru", "lstm"])
+def test_every_step_readout_and_modules_without_bias(cell):
+    torch.manual_seed(1)
+    net = RecurrentAdapter(make_rnn(cell, 2, batch_first=False, bias=False), nn.Linear(5, 2))
+    x, lengths = ragged_batch(batch_first=False, seed=1)
+    y = torch.randn(7, 4, 2)
+    mask = (torch.arange(7)[:, None] < lengths[None, :]).float()  # (T, B): padded steps weigh 0
+
+    def loss_of(outputs):  # (T, B, 2): the layout of x
+        return ((outputs - y).square().sum(2) * mask).sum() / mask.sum()
+
+    reference = autograd_gradient(net, loss_of(net(x, lengths, every_step=True)))
+    states = net.forward_states(x, lengths, every_step=True)
+    assert states.outputs.shape == (7, 4, 2)
+    tg = temporal_gradients(net, states, loss_of(states.outputs), lengths)
+    assert tg.alignment == "absolute"
+    assert not any(name.startswith("b") and name != "b_out" for name in tg.names)
+    assert_matches_autograd(tg, reference)
+    # accumulate_grad fills .grad as loss.backward() would.
+    for p in tg.parameters:
+        assert torch.allclose(p.grad, reference[id(p)], atol=1e-6)
+
+
+class UserModel(nn.Module):
+    """A plain PyTorch model: a GRU and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(3, 5, num_layers=2, batch_first=True)
+        self.head = nn.Linear(5, 2)
+
+
+def test_simplex_sgd_steps_exactly_the_users_parameters():
+    torch.manual_seed(2)
+    model = UserModel()
+    net = RecurrentAdapter(model.gru, model.head)
+    assert {id(p) for p in net.parameters()} == {id(p) for p in model.parameters()}
+    opt = SimplexSGD(model.parameters(), lr=0.1, clip_threshold=0.5, generator=0)
+    x, lengths = ragged_batch(batch_first=True, seed=2)
+    y = torch.randn(4, 2)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+
+    states = net.forward_states(x, lengths)
+    tg = temporal_gradients(net, states, (states.outputs - y).square().mean(), lengths)
+    opt.step(tg)
+    assert opt.last_step["branch"] == "simplex"
+    # What the functional core gives on the materialized per-step gradients, with the
+    # same random stream, is what landed in the model's own tensors.
+    chosen = simplex_direction(tg.per_step(), tg.gradient, generator=torch.Generator().manual_seed(0))
+    expected = {id(p): d for p, d in zip(tg.parameters, chosen.direction)}
+    alpha = opt.last_step["step_size"]
+    assert alpha == pytest.approx(0.1 * 0.5 / chosen.gradient_norm)
+    for name, p in model.named_parameters():
+        step = p.detach() - before[name]
+        assert step.abs().max() > 0, name
+        assert torch.allclose(step, alpha * expected[id(p)], atol=1e-6), name
+
+
+def test_simplex_sgd_switched_step_is_the_clipped_anti_gradient_of_the_model():
+    torch.manual_seed(3)
+    model = UserModel()
+    net = RecurrentAdapter(model.gru, model.head)
+    opt = SimplexSGD(model.parameters(), lr=0.1, clip_threshold=None, switch_threshold=0.0, generator=0)
+    x, lengths = ragged_batch(batch_first=True, seed=3)
+    y = torch.randn(4, 2)
+    reference = autograd_gradient(net, (net(x, lengths) - y).square().mean())
+    before = {id(p): p.detach().clone() for p in model.parameters()}
+    states = net.forward_states(x, lengths)
+    opt.step(temporal_gradients(net, states, (states.outputs - y).square().mean(), lengths))
+    assert opt.last_step["branch"] == "switched"
+    for p in model.parameters():
+        assert torch.allclose(p.detach(), before[id(p)] - 0.1 * reference[id(p)], atol=1e-6)
+
+
+def test_dropout_between_layers_applies_in_training_mode_only():
+    torch.manual_seed(4)
+    net = RecurrentAdapter(make_rnn("lstm", 2, dropout=0.5), nn.Linear(5, 1))
+    x, lengths = ragged_batch(batch_first=True)
+    trained = net.train().forward_states(x, lengths)
+    assert not torch.allclose(trained.layers[1].inputs, trained.layers[0].hidden)
+    evaluated = net.eval().forward_states(x, lengths)
+    assert torch.equal(evaluated.layers[1].inputs, evaluated.layers[0].hidden)
+    assert torch.allclose(evaluated.outputs, net(x, lengths), atol=1e-5)
+
+
+def test_bad_modules_and_inputs_are_refused_with_a_way_out():
+    head = nn.Linear(5, 1)
+    with pytest.raises(TypeError, match="torch.nn.RNN, torch.nn.GRU or torch.nn.LSTM"):
+        RecurrentAdapter(nn.Linear(3, 5), head)
+    with pytest.raises(ValueError, match="bidirectional=False"):
+        RecurrentAdapter(nn.GRU(3, 5, bidirectional=True), head)
+    with pytest.raises(ValueError, match="proj_size=0"):
+        RecurrentAdapter(nn.LSTM(3, 5, proj_size=2), head)
+    with pytest.raises(TypeError, match="torch.nn.Linear"):
+        RecurrentAdapter(nn.GRU(3, 5), nn.Sequential(head))
+    with pytest.raises(ValueError, match=re.escape("torch.nn.Linear(5, n_outputs)")):
+        RecurrentAdapter(nn.GRU(3, 5), nn.Linear(4, 1))
+    net = RecurrentAdapter(nn.GRU(3, 5, batch_first=True), head)
+    with pytest.raises(ValueError, match="3-D padded batch"):
+        net.forward_states(torch.randn(7, 3), torch.tensor([7]))
+    with pytest.raises(ValueError, match="between 1 and the padded length 7"):
+        net.forward_states(torch.randn(2, 7, 3), torch.tensor([7, 8]))
+    # A bare module is refused by temporal_gradients, which names the adapter.
+    gru = nn.GRU(3, 5, batch_first=True)
+    out = gru(torch.randn(2, 4, 3))[0]
+    with pytest.raises(TypeError, match="RecurrentAdapter"):
+        temporal_gradients(gru, out, out.sum(), torch.tensor([4, 4]))
+
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "user_guide" / "plain_pytorch.rst"
+
+
+def page_code_blocks():
+    """The ``.. code-block:: python`` blocks of the page, dedented, in order."""
+    blocks = []
+    lines = PAGE.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() != ".. code-block:: python":
+            continue
+        body = []
+        for following in lines[i + 1 :]:
+            if following.strip() and not following.startswith("   "):
+                break
+            body.append(following[3:])
+        code = "\n".join(line for line in body if not line.lstrip().startswith(":name:"))
+        blocks.append(code.strip("\n") + "\n")
+    return blocks
+
+
+def test_the_pages_training_loop_runs_as_printed_and_learns(capsys):
+    loop, own_model = page_code_blocks()
+    assert "nn.GRU" in loop and "opt.step(temporal_gradients(" in loop
+    assert len([line for line in loop.splitlines() if line.strip()]) <= 26, "keep the loop short"
+    namespace = {}
+    with torch.random.fork_rng():  # the page seeds PyTorch's global generator
+        exec(compile(loop, str(PAGE), "exec"), namespace)  # noqa: S102 (our own docs)
+        printed = capsys.readouterr().out
+        assert "test MSE" in printed
+        before, after = namespace["before"], namespace["after"]
+        assert before > 0.8  # predicting ~0: the first value is not yet remembered
+        assert after < 0.3 * before, printed  # 0.999 -> 0.057 when written
+        assert sum(namespace["opt"].branch_counts.values()) == 300
+        assert namespace["opt"].branch_counts["simplex"] > 0
+
+        # The second block: a user's model class wrapped by the adapter.
+        exec(compile(own_model, str(PAGE), "exec"), namespace)  # noqa: S102
+    model, net, opt = namespace["model"], namespace["net"], namespace["opt"]
+    assert {id(p) for p in net.parameters()} == {id(p) for p in model.parameters()}
+    x, lengths = torch.randn(6, 5, 3), torch.tensor([6, 2, 4, 6, 1])  # time-major
+    model.eval()
+    assert torch.allclose(model(x, lengths), net(x, lengths), atol=1e-6)
+    before = [p.detach().clone() for p in model.parameters()]
+    states = net.forward_states(x, lengths)
+    loss = torch.nn.functional.cross_entropy(states.outputs, torch.tensor([0, 1, 2, 3, 0]))
+    opt.step(temporal_gradients(net, states, loss, lengths))
+    assert all(not torch.equal(b, p) for b, p in zip(before, model.parameters()))

@@ -7,7 +7,7 @@ days, scored by the pooled 8-fold cross-validated ROC AUC with 95% bootstrap int
 against logistic regressions on the first visit, the last visit and a summary of the
 history, and with and without the time between visits (see
 :class:`sklearn_rnn.clinical.PBCStudy`). By default the headline cohort and the nested
-search (a few minutes on 2 cores); ``--full`` adds the grid of cohorts of the thesis'
+search (about 1.5 minutes on 2 cores); ``--full`` adds the grid of cohorts of the thesis'
 Table 4.4 (under 15 minutes on 2 cores).
 """
 

@@ -216,7 +216,9 @@ class PBCStudy:
     on every cohort of ``grid`` over ``grid_repeats`` shuffles (empty in the quick
     setting). (3) A nested grid search of the RNN with time gaps over ``search_grid``
     on the setting where it scored best (the headline cohort when there is no grid):
-    its pooled probabilities give the plots.
+    its pooled probabilities give the plots. The inner search is a
+    :class:`~sklearn_rnn.RNNGridSearchCV`, which trains all of its networks together
+    (the same scores as :class:`~sklearn.model_selection.GridSearchCV`).
 
     Attributes
     ----------

@@ -90,6 +90,23 @@ def _permute_feature(
     return out
 
 
+def _scoring_setup(
+    estimator: Any, X: Any, y: Any, scoring: Any, random_state: Any, **counts: int
+) -> tuple[list[NDArray[np.float64]], NDArray[Any], Any, float, np.random.RandomState, int | None]:
+    """What both importances start from: checked counts and data, the scorer, the
+    unpermuted score, the random generator and the time column."""
+    for name, value in counts.items():
+        if not (isinstance(value, (int, np.integer)) and value >= 1):
+            raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+    check_is_fitted(_final_step(estimator)[1])
+    sequences = check_sequences(X)
+    y = np.asarray(y)
+    scorer = check_scoring(estimator, scoring=scoring)
+    baseline = float(scorer(estimator, sequences, y))
+    time_column = _time_column(estimator, sequences[0].shape[1])
+    return sequences, y, scorer, baseline, check_random_state(random_state), time_column
+
+
 def sequence_permutation_importance(
     estimator: Any,
     X: Any,
@@ -142,16 +159,10 @@ def sequence_permutation_importance(
     >>> int(np.argmax(result.importances_mean))
     0
     """
-    if not (isinstance(n_repeats, (int, np.integer)) and n_repeats >= 1):
-        raise ValueError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
-    check_is_fitted(_final_step(estimator)[1])
-    sequences = check_sequences(X)
-    y = np.asarray(y)
-    scorer = check_scoring(estimator, scoring=scoring)
-    baseline = float(scorer(estimator, sequences, y))
-    rng = check_random_state(random_state)
+    sequences, y, scorer, baseline, rng, time_column = _scoring_setup(
+        estimator, X, y, scoring, random_state, n_repeats=n_repeats
+    )
     n_features = sequences[0].shape[1]
-    time_column = _time_column(estimator, n_features)
     importances = np.empty((n_features, n_repeats))
     for feature in range(n_features):
         for repeat in range(n_repeats):
@@ -220,17 +231,10 @@ def visit_importance(
     >>> int(np.argmax(result.importances_mean))  # the last visit
     0
     """
-    for name, value in (("max_visits", max_visits), ("n_repeats", n_repeats)):
-        if not (isinstance(value, (int, np.integer)) and value >= 1):
-            raise ValueError(f"{name} must be a positive integer; got {value!r}.")
-    check_is_fitted(_final_step(estimator)[1])
-    sequences = check_sequences(X)
-    y = np.asarray(y)
-    scorer = check_scoring(estimator, scoring=scoring)
-    baseline = float(scorer(estimator, sequences, y))
-    rng = check_random_state(random_state)
+    sequences, y, scorer, baseline, rng, time_column = _scoring_setup(
+        estimator, X, y, scoring, random_state, max_visits=max_visits, n_repeats=n_repeats
+    )
     n_features = sequences[0].shape[1]
-    time_column = _time_column(estimator, n_features)
     values = [j for j in range(n_features) if j != time_column]
     lengths = np.array([len(sequence) for sequence in sequences])
     positions = _aligned_positions(lengths)

@@ -1680,7 +1680,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         step size, batch size, thresholds, ``alpha`` and stopping rule take their
         current values; a changed parameter that shaped the network or chose the
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
-        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``optimizer``) is
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``optimizer``) is
         refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
     Attributes
@@ -2101,7 +2101,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         step size, batch size, thresholds, ``alpha`` and stopping rule take their
         current values; a changed parameter that shaped the network or chose the
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
-        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``optimizer``) is
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``optimizer``) is
         refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
     Attributes

@@ -88,6 +88,21 @@ def test_frame_auto_groups_steps_of_long_sequences():
         RNNRegressor(frame=2, time_feature=0).fit(timed, y)
 
 
+def test_resolved_frame_and_holdout_are_saved_and_guard_continued_training(tmp_path):
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(int(rng.integers(300, 400)), 1)) for _ in range(AUTO_HOLDOUT_MIN)]
+    y = np.array([int(x[:20].sum() > 0) for x in X])
+    clf = RNNClassifier(hidden_size=4, max_iter=2, random_state=0).fit(X, y)
+    assert clf._frame == 3 and clf._early_stopping
+    clf.save(tmp_path / "m.safetensors")
+    loaded = RNNClassifier.load(tmp_path / "m.safetensors")
+    assert (loaded._frame, loaded._early_stopping) == (3, True)
+    np.testing.assert_array_equal(loaded.predict_proba(X[:5]), clf.predict_proba(X[:5]))
+    # A frame other than the fitted one would change what every step means: refused.
+    with pytest.raises(ValueError, match="frame=3.*frame=2"):
+        loaded.set_params(frame=2).partial_fit(X[:10], y[:10])
+
+
 def test_frame_sequences_pads_the_last_frame_with_the_last_step():
     framed = frame_sequences([np.arange(10.0).reshape(5, 2)], 3)[0]
     np.testing.assert_array_equal(framed, [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 8, 9]])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import textwrap
 import time
 import warnings
@@ -69,7 +70,9 @@ def main(argv: list[str] | None = None) -> None:
     argv : list of str, optional
         Command-line arguments (see ``python -m sklearn_rnn --help``).
     """
-    parser = argparse.ArgumentParser(prog="python -m sklearn_rnn", description=__doc__,
+    # The help shows the docstring as plain text, without reStructuredText markup.
+    description = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", __doc__).replace("``", "")
+    parser = argparse.ArgumentParser(prog="python -m sklearn_rnn", description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true",
                         help="also score every cohort of the grid upper x lower span x min visits")

@@ -1,8 +1,8 @@
-"""The experiment scripts of issue 5 (benchmarks/experiments) in quick mode, and their helper."""
+"""The experiments package (issue 5: the thesis' reproductions) in quick mode, and its helper."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -15,23 +15,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "benchmarks" / "experiments"
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 def _load(name: str):
-    """Import a script of benchmarks/experiments (or benchmarks/) as a module."""
-    path = EXPERIMENTS / f"{name}.py" if (EXPERIMENTS / f"{name}.py").exists() else (
-        EXPERIMENTS.parent / f"{name}.py"
-    )
-    if str(EXPERIMENTS) not in sys.path:
-        sys.path.insert(0, str(EXPERIMENTS))
-    if name == "_stream":
-        return importlib.import_module("_stream")
-    spec = importlib.util.spec_from_file_location(f"_experiment_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    """A module of the experiments package (the repository root is on ``sys.path``
+    under ``python -m pytest`` and through the ``pythonpath`` setting of pyproject.toml)."""
+    return importlib.import_module(f"experiments.{name}")
 
 
 @pytest.fixture(autouse=True)

@@ -255,3 +255,22 @@ def test_bench_temporal_order_uses_the_shared_helper():
     record = bench.run("sgd", 5, 0, 100, 50, learning_rate=0.05)
     assert record["solved"] and record["updates"] <= 100
     assert record["n_screen"] is None and record["switch_threshold"] is None
+
+
+def test_experiments_and_benchmarks_edit_no_import_path_and_read_no_engine():
+    """The experiments are a package (no ``sys.path`` edits, here or in benchmarks/) and
+    read the estimators' public attributes, not the skorch engine's (``net_``)."""
+    root = EXPERIMENTS.parent
+    for path in [*EXPERIMENTS.glob("*.py"), *(root / "benchmarks").glob("*.py")]:
+        assert "sys.path" not in path.read_text(), path
+    for path in EXPERIMENTS.glob("*.py"):
+        assert ".net_" not in path.read_text(), path
+
+
+def test_branch_counts_helper_reads_the_estimator():
+    stream = _load("_stream")
+    spec = stream.RunSpec("temporal_order", 5, "simplex", 0, max_updates=20, check_every=10,
+                          n_validation=100)
+    model, record = stream.train_on_stream(spec)
+    assert stream.branch_counts(model) == model.branch_counts_
+    assert sum(model.branch_counts_.values()) == record["updates"]

@@ -1,6 +1,6 @@
 """Time of one streaming update, side by side in one run: ``partial_fit`` against plain PyTorch.
 
-A streaming user (as ``benchmarks/experiments/_stream.py`` does for hours) calls
+A streaming user (as ``experiments/_stream.py`` does for hours) calls
 ``partial_fit(X_batch, y_batch)`` once per fresh batch. This script feeds the same
 stream of temporal-order batches (``make_temporal_order``: 100 sequences of length
 ``T`` to ``1.1 T``, 6 one-hot features, 4 classes) to

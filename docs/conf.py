@@ -18,6 +18,9 @@ from pathlib import Path
 import sklearn_rnn
 
 sys.path.insert(0, str(Path(__file__).parent / "_sphinxext"))
+# The experiments package (not installed with sklearn_rnn), whose plots the user guide
+# draws; appended, so that the installed sklearn_rnn comes first.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 # -- Project ---------------------------------------------------------------------------
 project = "sklearn-rnn"

@@ -937,6 +937,30 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if isinstance(net.optimizer_, SimplexSGD):
             net.optimizer_.switch_threshold = _optional_float(self.switch_threshold)
 
+    @property
+    def best_epoch_(self) -> int | None:
+        """The epoch (1-based, counted over ``net_.history``) whose weights early
+        stopping restored, or None without early stopping, after a ``partial_fit`` or
+        when it is not known (the early-stopping state is not saved with a model file).
+
+        Read from the fitted early-stopping callback, not stored.
+        """
+        if self.validation_scores_ is None:
+            return None
+        epoch = getattr(dict(self.net_.callbacks_).get("stop"), "best_epoch_", None)
+        return None if epoch is None else int(epoch)
+
+    @property
+    def branch_counts_(self) -> dict[str, int] | None:
+        """How many updates took each branch of the simplex method (a copy of the
+        ``branch_counts`` of :class:`~sklearn_rnn.optim.SimplexSGD`) for
+        ``optimizer='simplex'``; None for the other optimizers.
+
+        Read from the fitted optimizer, not stored.
+        """
+        counts = getattr(self.net_.optimizer_, "branch_counts", None)
+        return None if counts is None else dict(counts)
+
     def _record_history(self, epochs_before: int, *, incremental: bool) -> None:
         history = self.net_.history
         self.n_iter_ = len(history) if incremental else len(history) - epochs_before
@@ -954,8 +978,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if self._early_stopping and not incremental and history:
             self.validation_scores_ = [float(score) for score in history[:, "valid_score"]]
             # The epoch whose weights early stopping restored (improved by more than tol).
-            restored = dict(self.net_.callbacks_)["stop"].best_epoch_
-            best = [row["epoch"] for row in history].index(restored)
+            best = [row["epoch"] for row in history].index(self.best_epoch_)
             self.best_validation_loss_ = float(history[best, "valid_loss"])
             self.best_validation_score_ = self.validation_scores_[best]
         else:
@@ -1704,6 +1727,13 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Validation accuracy of the restored (best) epoch.
     best_validation_loss_ : float or None
         Validation loss of the restored epoch.
+    best_epoch_ : int or None
+        The restored epoch (1-based, over ``net_.history``) when ``early_stopping``;
+        None otherwise, after ``partial_fit``, and for a loaded model (a property).
+    branch_counts_ : dict of str to int or None
+        Updates that took each branch of the simplex method (``'simplex'``,
+        ``'descent_fallback'``, ``'switched'``, ``'skipped'``) for
+        ``optimizer='simplex'``, kept by a saved model; None otherwise (a property).
     module_ : sklearn_rnn.nn.RecurrentNetwork
         The trained network.
     net_ : skorch.NeuralNet
@@ -2124,6 +2154,13 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Validation R^2 of the restored epoch.
     best_validation_loss_ : float or None
         Validation loss of the restored epoch.
+    best_epoch_ : int or None
+        The restored epoch (1-based, over ``net_.history``) when ``early_stopping``;
+        None otherwise, after ``partial_fit``, and for a loaded model (a property).
+    branch_counts_ : dict of str to int or None
+        Updates that took each branch of the simplex method (``'simplex'``,
+        ``'descent_fallback'``, ``'switched'``, ``'skipped'``) for
+        ``optimizer='simplex'``, kept by a saved model; None otherwise (a property).
     module_ : sklearn_rnn.nn.RecurrentNetwork
         The trained network.
     net_ : skorch.NeuralNet

@@ -134,6 +134,13 @@ class RNNStepClassifier(BaseRNN):
         Minus the validation NLL per step of the restored epoch.
     best_validation_loss_ : float or None
         Validation loss of the restored epoch.
+    best_epoch_ : int or None
+        The restored epoch (1-based, over ``net_.history``) when ``early_stopping``;
+        None otherwise, after ``partial_fit``, and for a loaded model (a property).
+    branch_counts_ : dict of str to int or None
+        Updates that took each branch of the simplex method (``'simplex'``,
+        ``'descent_fallback'``, ``'switched'``, ``'skipped'``) for
+        ``optimizer='simplex'``, kept by a saved model; None otherwise (a property).
     module_ : sklearn_rnn.nn.RecurrentNetwork
         The trained network.
     net_ : skorch.NeuralNet

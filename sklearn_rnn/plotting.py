@@ -137,17 +137,12 @@ def _score_name(model: Any) -> str:
 def _best_epoch(model: Any, scores: np.ndarray) -> int | None:
     """The 1-based epoch whose weights the model kept, or None when it is unknown.
 
-    For this package's estimators that is the epoch early stopping restored (skorch's
-    ``EarlyStopping.best_epoch_``: the last one that improved the validation loss by
-    more than ``tol``); for other models with validation scores, the best score.
+    For this package's estimators that is their ``best_epoch_`` (the epoch early
+    stopping restored); for other models with validation scores, the best score.
     """
-    net = getattr(model, "net_", None)
-    if net is not None:
-        for _, callback in getattr(net, "callbacks_", []):
-            if getattr(callback, "load_best", False) and getattr(callback, "best_epoch_", None):
-                best = int(callback.best_epoch_)
-                return best if 1 <= best <= len(scores) else None
-        return None
+    if hasattr(model, "best_epoch_"):
+        best = model.best_epoch_
+        return best if best is not None and 1 <= best <= len(scores) else None
     if not np.isfinite(scores).any():
         return None
     return int(np.nanargmax(scores)) + 1

@@ -1,8 +1,8 @@
-"""The experiment scripts of issue 5 (benchmarks/experiments) in quick mode, and their helper."""
+"""The experiments package (issue 5: the thesis' reproductions) in quick mode, and its helper."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -15,23 +15,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "benchmarks" / "experiments"
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 def _load(name: str):
-    """Import a script of benchmarks/experiments (or benchmarks/) as a module."""
-    path = EXPERIMENTS / f"{name}.py" if (EXPERIMENTS / f"{name}.py").exists() else (
-        EXPERIMENTS.parent / f"{name}.py"
-    )
-    if str(EXPERIMENTS) not in sys.path:
-        sys.path.insert(0, str(EXPERIMENTS))
-    if name == "_stream":
-        return importlib.import_module("_stream")
-    spec = importlib.util.spec_from_file_location(f"_experiment_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    """A module of the experiments package (the repository root is on ``sys.path``
+    under ``python -m pytest`` and through the ``pythonpath`` setting of pyproject.toml)."""
+    return importlib.import_module(f"experiments.{name}")
 
 
 @pytest.fixture(autouse=True)
@@ -265,3 +255,22 @@ def test_bench_temporal_order_uses_the_shared_helper():
     record = bench.run("sgd", 5, 0, 100, 50, learning_rate=0.05)
     assert record["solved"] and record["updates"] <= 100
     assert record["n_screen"] is None and record["switch_threshold"] is None
+
+
+def test_experiments_and_benchmarks_edit_no_import_path_and_read_no_engine():
+    """The experiments are a package (no ``sys.path`` edits, here or in benchmarks/) and
+    read the estimators' public attributes, not the skorch engine's (``net_``)."""
+    root = EXPERIMENTS.parent
+    for path in [*EXPERIMENTS.glob("*.py"), *(root / "benchmarks").glob("*.py")]:
+        assert "sys.path" not in path.read_text(), path
+    for path in EXPERIMENTS.glob("*.py"):
+        assert ".net_" not in path.read_text(), path
+
+
+def test_branch_counts_helper_reads_the_estimator():
+    stream = _load("_stream")
+    spec = stream.RunSpec("temporal_order", 5, "simplex", 0, max_updates=20, check_every=10,
+                          n_validation=100)
+    model, record = stream.train_on_stream(spec)
+    assert stream.branch_counts(model) == model.branch_counts_
+    assert sum(model.branch_counts_.values()) == record["updates"]

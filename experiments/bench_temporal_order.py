@@ -6,21 +6,17 @@ spectral radius 1.2, learning rate 0.01, clipping threshold 1, switching thresho
 batches of 100 fresh sequences per update (``partial_fit``), success when the error on
 10,000 validation sequences drawn once is below 1%, checked every 200 updates.
 
-Usage: ``python benchmarks/bench_temporal_order.py [--length 50] [--max-updates 34000]
+Usage: ``python -m experiments.bench_temporal_order [--length 50] [--max-updates 34000]
 [--seeds 0] [--optimizers simplex sgd] [--out runs.json]``. Prints one line per run.
 Training goes through the streaming helper shared with the experiments of issue 5
-(``benchmarks/experiments/_stream.py``).
+(:mod:`experiments._stream`).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "experiments"))
-
-from _stream import RunSpec, run_all, set_threads, train_on_stream
+from experiments._stream import RunSpec, run_all, set_threads, train_on_stream
 
 
 def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: int,

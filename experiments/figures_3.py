@@ -14,12 +14,12 @@ batches (the shared streaming helper, :mod:`_stream`). The figures are drawn wit
 
 Usage::
 
-    python benchmarks/experiments/figures_3.py            # full: T = 100, 300 updates
-    python benchmarks/experiments/figures_3.py --quick    # seconds
-    python benchmarks/experiments/figures_3.py --plot-only [--out DIR]
+    python -m experiments.figures_3            # full: T = 100, 300 updates
+    python -m experiments.figures_3 --quick    # seconds
+    python -m experiments.figures_3 --plot-only [--out DIR]
 
 Results go to ``figures_3.json`` in the output folder (default
-``benchmarks/experiments/results``).
+``experiments/results``).
 """
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _stream import (
+from experiments._stream import (
     TASKS,
     RunSpec,
     add_common_arguments,
@@ -271,7 +269,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         measured = measure(length, radii, updates, learning_rate=args.learning_rate,
                            seed=args.seed, verbose=args.verbose or not args.quick)
         results = {
-            "command": " ".join(["python", "benchmarks/experiments/figures_3.py", *(argv or sys.argv[1:])]),
+            "command": " ".join(["python", "-m", "experiments.figures_3", *(argv or sys.argv[1:])]),
             "mode": "quick" if args.quick else "full",
             "length": length, "updates": updates, "radii": list(radii),
             "learning_rate": args.learning_rate, "seed": args.seed, "optimizer": "sgd",

@@ -1,6 +1,6 @@
 """Shared streaming-training helper of the synthetic experiments (thesis section 4.1).
 
-Every experiment of this folder, and ``benchmarks/bench_temporal_order.py``, trains the
+Every experiment of this package (``bench_temporal_order`` included) trains the
 same way: an estimator sees an endless stream of fresh batches of a synthetic task
 through ``partial_fit`` (one update per batch), its error on a validation set drawn
 once is checked every ``check_every`` updates, and the run stops at success (error
@@ -30,13 +30,6 @@ from typing import Any
 
 import numpy as np
 import torch
-
-try:
-    import sklearn_rnn  # noqa: F401
-except ModuleNotFoundError:  # run from a checkout without installing it
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sklearn_rnn import RNNClassifier, RNNRegressor
 from sklearn_rnn.datasets import (
@@ -246,8 +239,7 @@ def branch_counts(model: Any) -> dict[str, int] | None:
     """How many updates of a ``'simplex'`` model took each branch of the thesis'
     algorithm 3.2 (simplex direction, descent fallback, switched to the anti-gradient,
     skipped); None for the other optimizers."""
-    counts = getattr(getattr(model.net_, "optimizer_", None), "branch_counts", None)
-    return None if counts is None else dict(counts)
+    return model.branch_counts_
 
 
 def _radius(model: Any) -> str:

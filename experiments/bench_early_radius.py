@@ -12,21 +12,17 @@ answer recorded in the documentation (user guide, "Measured: the reference task
 through the estimator") is no: the radius grows to 1.3-1.55 in runs that later succeed
 as well as in runs that stay at chance.
 
-Usage: ``python benchmarks/bench_early_radius.py [--seeds 0 1 2 3 4 5] [--updates 400]
+Usage: ``python -m experiments.bench_early_radius [--seeds 0 1 2 3 4 5] [--updates 400]
 [--learning-rate 0.05] [--switch-threshold 0.9] [--optimizers sgd simplex]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "experiments"))
-
-from _stream import RunSpec, make_estimator, recurrent_radius, set_threads
+from experiments._stream import RunSpec, make_estimator, recurrent_radius, set_threads
 
 from sklearn_rnn.datasets import make_temporal_order
 from sklearn_rnn.diagnostics import temporal_gradient_norms

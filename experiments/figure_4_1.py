@@ -13,10 +13,10 @@ result and is drawn on the figure.
 
 Usage::
 
-    python benchmarks/experiments/figure_4_1.py                     # full (see --help)
-    python benchmarks/experiments/figure_4_1.py --lengths 10 20 --seeds 0 1 2
-    python benchmarks/experiments/figure_4_1.py --quick             # seconds
-    python benchmarks/experiments/figure_4_1.py --plot-only
+    python -m experiments.figure_4_1                     # full (see --help)
+    python -m experiments.figure_4_1 --lengths 10 20 --seeds 0 1 2
+    python -m experiments.figure_4_1 --quick             # seconds
+    python -m experiments.figure_4_1 --plot-only
 
 Runs already in the results file (same settings) are skipped, so a long job can be
 split into several commands and resumed after an interruption.
@@ -30,9 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _stream import (
+from experiments._stream import (
     RunSpec,
     add_common_arguments,
     deadline_of,
@@ -175,7 +173,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             caps = dict(FULL_CAPS)
             extra = {}
         caps.update(parse_caps(args.caps))
-        command = " ".join(["python", "benchmarks/experiments/figure_4_1.py",
+        command = " ".join(["python", "-m", "experiments.figure_4_1",
                             *(sys.argv[1:] if argv is None else argv)])
         start = time.perf_counter()
         run_all(

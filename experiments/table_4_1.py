@@ -15,12 +15,12 @@ or the update cap. A run at the cap is a failure and is reported as such.
 
 Usage::
 
-    python benchmarks/experiments/table_4_1.py                # full: T = 100, seeds 0 1 2
-    python benchmarks/experiments/table_4_1.py --tasks temporal_order --methods simplex-switch \\
+    python -m experiments.table_4_1                # full: T = 100, seeds 0 1 2
+    python -m experiments.table_4_1 --tasks temporal_order --methods simplex-switch \\
         --seeds 0 --max-updates 100000
-    python benchmarks/experiments/table_4_1.py --cell lstm --methods simplex-switch
-    python benchmarks/experiments/table_4_1.py --quick        # seconds
-    python benchmarks/experiments/table_4_1.py --plot-only
+    python -m experiments.table_4_1 --cell lstm --methods simplex-switch
+    python -m experiments.table_4_1 --quick        # seconds
+    python -m experiments.table_4_1 --plot-only
 
 Runs already in the results file (same settings) are skipped.
 """
@@ -33,9 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _stream import (
+from experiments._stream import (
     RunSpec,
     add_common_arguments,
     deadline_of,
@@ -205,7 +203,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         length = args.length or (8 if args.quick else 100)
         cap = args.max_updates or (200 if args.quick else 100_000)
         extra = {"check_every": 50, "n_validation": 1000, "n_screen": None} if args.quick else {}
-        command = " ".join(["python", "benchmarks/experiments/table_4_1.py",
+        command = " ".join(["python", "-m", "experiments.table_4_1",
                             *(sys.argv[1:] if argv is None else argv)])
         start = time.perf_counter()
         run_all(

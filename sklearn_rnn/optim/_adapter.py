@@ -81,11 +81,10 @@ class RecurrentAdapter(nn.Module):
     --------
     >>> import torch
     >>> from sklearn_rnn.optim import RecurrentAdapter, SimplexSGD, temporal_gradients
-    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
-    <torch._C.Generator object at ...>
     >>> gru, head = torch.nn.GRU(3, 8, num_layers=2, batch_first=True), torch.nn.Linear(8, 1)
     >>> net = RecurrentAdapter(gru, head)
-    >>> x, lengths = torch.randn(4, 6, 3), torch.tensor([6, 5, 3, 1])
+    >>> x = torch.randn(4, 6, 3, generator=torch.Generator().manual_seed(0))
+    >>> lengths = torch.tensor([6, 5, 3, 1])
     >>> states = net.forward_states(x, lengths)
     >>> tg = temporal_gradients(net, states, states.outputs.square().mean(), lengths)
     >>> tg.names

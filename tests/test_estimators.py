@@ -1,6 +1,5 @@
 """RNNClassifier and RNNRegressor: input forms, training behaviour, ecosystem."""
 
-import contextlib
 import pickle
 import re
 import warnings
@@ -21,16 +20,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
 from sklearn_rnn.sequences import restore_layout, sequence_column
 
+from _helpers import convergence_warning_allowed
+
 FAST = dict(hidden_size=12, max_iter=25, random_state=0)
-
-
-@contextlib.contextmanager
-def convergence_warning_allowed():
-    """Short fits may or may not end with a ConvergenceWarning (it is raised only when
-    the loss was still falling as a trend); these tests are about something else."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
 
 
 def ragged_sign_task(n=80, seed=0, n_features=2):

@@ -1,23 +1,12 @@
 """optimizer='simplex' in the estimators."""
 
-import contextlib
-import warnings
-
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_rnn import RNNClassifier, RNNRegressor
 from sklearn_rnn.datasets import make_addition, make_temporal_order, task_error
 
-
-@contextlib.contextmanager
-def convergence_warning_allowed():
-    """Short fits may or may not end with a ConvergenceWarning (it is raised only when
-    the loss was still falling as a trend); these tests are about something else."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
+from _helpers import convergence_warning_allowed
 
 
 def test_switching_at_zero_is_clipped_sgd():

@@ -77,7 +77,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # The settings before issue 17 (tanh cell, radius 1.2, training-loss rule, no framing);
     # the minimum of epochs and the best-epoch restore of the new rule still apply.
     "old": {"cell": "tanh", "spectral_radius": 1.2, "early_stopping": False, "frame": 1,
-            "n_iter_no_change": 10, "max_iter": 200},
+            "readout": "last", "n_iter_no_change": 10, "max_iter": 200},
+    "last": {"readout": "last"},
     "tanh": {"cell": "tanh"},
     "lstm": {"cell": "lstm"},
     "gru": {"cell": "gru"},

@@ -215,6 +215,7 @@ def make_estimator(spec: RunSpec) -> RNNClassifier | RNNRegressor:
         switch_threshold=spec.switch_threshold,
         batch_size=spec.batch_size,
         frame=1,  # every raw step is a recurrent step, as in the thesis
+        readout="last",  # the thesis' readout, which temporal gradients need
         random_state=spec.seed,
     )
 

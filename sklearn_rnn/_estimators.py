@@ -39,6 +39,7 @@ from ._callbacks import (
     still_improving,
 )
 from .nn import CELLS, RecurrentNetwork
+from .nn._network import READOUTS
 from .nn._cells import HIDDEN_INITS
 from .optim import ClippedSGD, SimplexSGD, temporal_gradients
 from ._parallel import with_fit_threads
@@ -388,6 +389,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "cell": [StrOptions({"auto", *CELLS})],
         "time_feature": [Interval(Integral, None, None, closed="neither"), None],
         "frame": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "readout": [StrOptions({"auto", *READOUTS})],
         "num_layers": [Interval(Integral, 1, None, closed="left")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "hidden_init": [StrOptions(set(HIDDEN_INITS))],
@@ -417,6 +419,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         cell: str = "auto",
         time_feature: int | None = None,
         frame: int | str = "auto",
+        readout: str = "auto",
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
@@ -442,6 +445,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.cell = cell
         self.time_feature = time_feature
         self.frame = frame
+        self.readout = readout
         self.num_layers = num_layers
         self.dropout = dropout
         self.hidden_init = hidden_init
@@ -598,6 +602,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         if reset:
             self._frame = self._resolved_frame(sequences)
+            self._readout = self._resolved_readout()
         sequences = frame_sequences(sequences, self._frame)
         self._early_stopping = not incremental and self._resolved_early_stopping(y)
         seeds = _Seeds.draw(self.random_state)
@@ -628,6 +633,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "spectral_radius": module.spectral_radius,
             "time_feature": self._encoder.time_feature,
             "frame": self._frame,
+            "readout": module.readout_mode,
             "optimizer": _OPTIMIZER_NAMES.get(type(self.net_.optimizer_), "adam"),
             "device": next(module.parameters()).device.type,
         }
@@ -650,6 +656,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if self.time_feature is None
             else _resolve_time_feature(int(self.time_feature), self._encoder.n_features),
             "frame": self._frame if isinstance(self.frame, str) else int(self.frame),
+            "readout": self._resolved_readout(),
             "optimizer": self.optimizer,
             "device": self._resolve_device().type if device else None,
         }
@@ -747,6 +754,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             generator=generator,
             gap_channel=self._encoder.gap_channel,
             n_masked=self._encoder.n_masked,
+            readout=self._readout,
         ).to(device)
         optimizer, optimizer_params = self._optimizer_spec(seeds)
         net = _SequenceNet(
@@ -811,6 +819,27 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return 1
         median = float(np.median([len(sequence) for sequence in sequences]))
         return max(1, int(np.ceil(median / AUTO_FRAME_STEPS)))
+
+    def _resolved_readout(self) -> str:
+        """``readout``, with 'auto' read as 'pool' for one output per sequence with the
+        'adam' or 'sgd' optimizer, and 'last' with 'simplex' (temporal gradients need
+        it), for per-step targets and in the thesis' configuration (see :ref:`defaults`)."""
+        thesis = self._thesis_auto or self.optimizer == "simplex"
+        if self.readout == "auto":
+            return "last" if thesis or self._every_step else "pool"
+        if self.readout == "pool" and self.optimizer == "simplex":
+            raise ValueError(
+                "readout='pool' reads the mean and maximum of the states over all steps, but "
+                "optimizer='simplex' needs the readout at the last step (its temporal "
+                "gradients); use readout='last' (or 'auto') with 'simplex', or "
+                "optimizer='adam'/'sgd' with readout='pool'."
+            )
+        if self.readout == "pool" and self._every_step:
+            raise ValueError(
+                f"readout='pool' pools the states of a whole sequence into one output, but "
+                f"{type(self).__name__} predicts at every step; use readout='last' (or 'auto')."
+            )
+        return self.readout
 
     def _resolved_early_stopping(self, y: Any) -> bool:
         """``early_stopping``, with 'auto' read as True from ``AUTO_HOLDOUT_MIN``
@@ -1289,6 +1318,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "time_scale": float(self._encoder.time_scale),
             },
             "frame": int(self._frame),
+            "readout": self._readout,
             "early_stopping": bool(self._early_stopping),
             "n_iter_": self.n_iter_,
             "loss_curve_": list(self.loss_curve_),
@@ -1331,6 +1361,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         estimator._n_step_features = state["n_step_features"]
         estimator._encoder = InputEncoder(**state["encoder"])
         estimator._frame = state["frame"]
+        estimator._readout = state.get("readout", "last")  # files from before the option: 'last'
         estimator._early_stopping = state["early_stopping"]
         for name in ("n_iter_", "loss_curve_", "validation_scores_", "best_validation_score_",
                      "best_validation_loss_"):
@@ -1359,7 +1390,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """Refuse weights whose sizes contradict the parameters, before anything is built."""
         n_outputs = len(self.classes_) if hasattr(self, "classes_") else self.n_outputs_
         expected = {
-            "module.readout.weight": (int(n_outputs), int(self.hidden_size)),
+            "module.readout.weight": (int(n_outputs), READOUTS[self._readout] * int(self.hidden_size)),
             "module.readout.bias": (int(n_outputs),),
         }
         for name, shape in expected.items():
@@ -1367,7 +1398,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if found != shape:
                 raise ValueError(
                     f"{where} holds {name} of shape {found}, but its parameters and state "
-                    f"describe {shape} (hidden_size={self.hidden_size}, {n_outputs} outputs): "
+                    f"describe {shape} (hidden_size={self.hidden_size}, readout={self._readout!r}, "
+                    f"{n_outputs} outputs): "
                     "the file is inconsistent; save the model again."
                 )
         projection = tensors.get("module.input_projection.weight")
@@ -1401,7 +1433,8 @@ _PORTABLE = "_sklearn_rnn_model"
 _STATE_ATTRIBUTES = frozenset({
     "net_", "module_", "_label_encoder", "_encoder", "_fitted_layout", "_n_step_features",
     "classes_", "n_outputs_", "_y_mean", "_y_scale", "_y_ndim", "n_features_in_",
-    "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_", "_frame", "_early_stopping",
+    "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_", "_frame", "_readout",
+    "_early_stopping",
     "best_validation_score_", "best_validation_loss_",
 })
 
@@ -1600,6 +1633,13 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
         'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
         above 1 with ``time_feature`` is refused.
+    readout : {'auto', 'last', 'pool'}, default='auto'
+        What the output layer reads: 'last', the state at each sequence's last valid
+        step (the thesis), or 'pool', that state concatenated with the mean and the
+        maximum of the states over all valid steps, so that what the network saw
+        early in a sequence reaches the output without being carried to its end.
+        'auto' is 'pool', and 'last' with ``optimizer='simplex'``, whose temporal
+        gradients need it ('pool' with 'simplex' is refused); see :ref:`defaults`.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -1793,6 +1833,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         cell: str = "auto",
         time_feature: int | None = None,
         frame: int | str = "auto",
+        readout: str = "auto",
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
@@ -1821,6 +1862,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             cell=cell,
             time_feature=time_feature,
             frame=frame,
+            readout=readout,
             num_layers=num_layers,
             dropout=dropout,
             hidden_init=hidden_init,
@@ -2054,6 +2096,13 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
         'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
         above 1 with ``time_feature`` is refused.
+    readout : {'auto', 'last', 'pool'}, default='auto'
+        What the output layer reads: 'last', the state at each sequence's last valid
+        step (the thesis), or 'pool', that state concatenated with the mean and the
+        maximum of the states over all valid steps, so that what the network saw
+        early in a sequence reaches the output without being carried to its end.
+        'auto' is 'pool', and 'last' with ``optimizer='simplex'``, whose temporal
+        gradients need it ('pool' with 'simplex' is refused); see :ref:`defaults`.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0

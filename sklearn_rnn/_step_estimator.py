@@ -53,6 +53,8 @@ class RNNStepClassifier(BaseRNN):
         Column of each step's time stamp, read as gaps (see :class:`RNNClassifier`).
     frame : int or 'auto', default='auto'
         Only 1 here ('auto' is 1): a frame would mix the targets of several steps.
+    readout : {'auto', 'last'}, default='auto'
+        Only 'last' here ('auto' is 'last'): every step's output reads that step's state.
     num_layers : int, default=1
         Stacked recurrent layers.
     dropout : float, default=0.0

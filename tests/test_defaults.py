@@ -59,9 +59,14 @@ def test_auto_settings_resolve_by_input_and_optimizer():
     X_many, y_many = first_step_task(AUTO_HOLDOUT_MIN, 3, 6, seed=1)
     many = RNNClassifier(max_iter=1).fit(X_many, y_many)
     assert len(many.validation_scores_) == 1
+    # The pooled readout, but the last state for the simplex method (temporal gradients).
+    assert {name: clf.module_.readout_mode for name, clf in fits.items()} == {
+        "untimed": "pool", "timed": "pool", "simplex": "last"}
+    assert fits["untimed"].module_.readout.in_features == 3 * 50
     # The step classifier keeps the thesis' 'auto'.
     steps = RNNStepClassifier(max_iter=1).fit(X, [x[:, :1] > 0 for x in X])
     assert steps.module_.cell == "tanh" and steps.module_.spectral_radius == 1.2
+    assert steps.module_.readout_mode == "last"
 
 
 def test_the_thesis_configuration_is_one_argument_away():
@@ -165,3 +170,43 @@ def test_the_end_of_training_keeps_the_best_epoch():
         warnings.simplefilter("ignore", ConvergenceWarning)
         reference = RNNClassifier(hidden_size=8, max_iter=best, random_state=0).fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X))
+
+
+@pytest.mark.parametrize("estimator, params, expected", [
+    (RNNClassifier, {"readout": "pool", "optimizer": "simplex"}, "optimizer='simplex' needs the readout"),
+    (RNNStepClassifier, {"readout": "pool"}, "predicts at every step"),
+])
+def test_a_pooled_readout_is_refused_where_it_cannot_work(estimator, params, expected):
+    X, y = first_step_task(20, 3, 6, seed=0)
+    targets = y if estimator is RNNClassifier else [x[:, :1] > 0 for x in X]
+    with pytest.raises(ValueError, match=expected):
+        estimator(max_iter=1, **params).fit(X, targets)
+
+
+def test_the_pooled_readout_reads_every_valid_step_and_no_padding():
+    import torch
+
+    from sklearn_rnn.nn import RecurrentNetwork
+
+    net = RecurrentNetwork(2, 5, 3, cell="gru", readout="pool", spectral_radius=None,
+                           generator=torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(2, 6, 2), torch.tensor([6, 3])
+    states = net.forward_states(x, lengths)
+    hidden = states.hidden
+    for row, length in enumerate(lengths.tolist()):
+        valid = hidden[row, :length]
+        expected = torch.cat([valid[-1], valid.mean(0), valid.amax(0)])
+        torch.testing.assert_close(states.readout_inputs[row], expected)
+    padded = x.clone()
+    padded[1, 3:] = 1e3  # values past a sequence's end change nothing
+    torch.testing.assert_close(net(padded, lengths), net(x, lengths))
+    torch.testing.assert_close(net(x, lengths), states.outputs)
+
+
+def test_the_pooled_readout_changes_nothing_under_continued_training():
+    X, y = first_step_task(40, 3, 6, seed=0)
+    clf = RNNClassifier(max_iter=2, warm_start=True, random_state=0).fit(X, y)
+    clf.set_params(readout="last")
+    with pytest.raises(ValueError, match="readout='pool'"):
+        clf.fit(X, y)
+    assert clf.module_.readout_mode == "pool"

@@ -29,7 +29,7 @@ def explicit(estimator=RNNClassifier, **changes):
         cell="decay", time_feature=0, hidden_size=6, num_layers=1, optimizer="sgd",
         learning_rate=0.05, clip_threshold=0.5, batch_size=16, max_iter=5,
         early_stopping=False, n_iter_no_change=3, tol=1e-3, alpha=1.0, spectral_radius=1.2,
-        device="cpu", random_state=0,
+        readout="last", device="cpu", random_state=0,
     )
     params.update(changes)
     return estimator(**params)
@@ -55,16 +55,19 @@ def stack_and_fit(models, datasets):
     return stacked, alone
 
 
-@pytest.mark.parametrize("optimizer, tolerance", [("sgd", 1e-6), ("adam", 2e-4)])
+@pytest.mark.parametrize("optimizer, tolerance, readout", [
+    ("sgd", 1e-6, "last"), ("adam", 2e-4, "last"), ("sgd", 1e-6, "pool"),
+])
 @pytest.mark.parametrize("early_stopping", [False, True])
-def test_each_stacked_network_matches_its_own_fit(optimizer, tolerance, early_stopping):
+def test_each_stacked_network_matches_its_own_fit(optimizer, tolerance, readout, early_stopping):
     # Settings, seeds and training sets (folds of different sizes) differ per network;
     # with tol=0.01 the stopping rule ends some networks before others.
     X, y = visits(90)
     models, datasets = [], []
     for index, (radius, tau, seed) in enumerate([(0.9, 0.5, 0), (1.2, 0.5, 1), (1.2, 5.0, 0), (1.5, 0.1, 2)]):
         models.append(explicit(optimizer=optimizer, spectral_radius=radius, clip_threshold=tau,
-                               random_state=seed, max_iter=30, tol=0.01, early_stopping=early_stopping))
+                               random_state=seed, max_iter=30, tol=0.01, early_stopping=early_stopping,
+                               readout=readout))
         datasets.append((X[: 70 + 5 * index], y[: 70 + 5 * index]))
     stacked, alone = stack_and_fit(models, datasets)
     for a, b in zip(stacked, alone):

@@ -416,3 +416,11 @@ def test_gru_reset_gates_kept_by_the_cpu_recurrence_equal_the_recomputed_ones(ar
     kept, recomputed = gradients(True), gradients(False)
     for a, b in zip(kept, recomputed, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_temporal_gradients_refuse_a_pooled_readout():
+    net = RecurrentNetwork(2, 4, 2, readout="pool", generator=torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(3, 5, 2), torch.tensor([5, 4, 2])
+    states = net.forward_states(x, lengths)
+    with pytest.raises(ValueError, match="readout='last'"):
+        temporal_gradients(net, states, states.outputs.square().mean(), lengths)

@@ -20,6 +20,11 @@ __all__ = ["RecurrentNetwork", "NetworkStates", "CELLS"]
 #: 'gru' and 'lstm' are PyTorch's gated cells (their candidate is tanh).
 CELLS: dict[str, str] = {"tanh": "tanh", "relu": "relu", "gru": "tanh", "lstm": "tanh", "decay": "tanh"}
 
+#: What the readout of one output per sequence reads, by name, with its width in units
+#: of ``hidden_size``: the last valid state, or that state with the mean and the maximum
+#: of the states over the valid steps.
+READOUTS: dict[str, int] = {"last": 1, "pool": 3}
+
 
 class NetworkStates(NamedTuple):
     """Intermediate tensors of one forward pass, for temporal-gradient computations.
@@ -130,6 +135,14 @@ class RecurrentNetwork(nn.Module):
     n_masked : int, default=0
         Leading value channels that are followed by one mask channel each; the 'decay'
         cell decays them towards a baseline where the mask says "not observed".
+    readout : {'last', 'pool'}, default='last'
+        What the readout reads for one output per sequence: the state at each
+        sequence's last valid step (the thesis), or 'pool', that state concatenated
+        with the mean and the maximum of the last layer's states over the valid steps
+        (``3 * hidden_size`` inputs), so that what the network saw early in a long
+        sequence reaches the output without being carried to its end. Per-step outputs
+        (``every_step=True``) always read each step's own state. Temporal gradients
+        need 'last'.
 
     Examples
     --------
@@ -165,10 +178,13 @@ class RecurrentNetwork(nn.Module):
         generator: torch.Generator | None = None,
         gap_channel: int | None = None,
         n_masked: int = 0,
+        readout: str = "last",
     ) -> None:
         super().__init__()
         if cell not in CELLS:
             raise ValueError(f"cell must be one of {sorted(CELLS)}; got {cell!r}.")
+        if readout not in READOUTS:
+            raise ValueError(f"readout must be one of {list(READOUTS)}; got {readout!r}.")
         _check_architecture(cell, num_layers, dropout, hidden_init)
         if cell == "decay" and gap_channel is None:
             raise ValueError(
@@ -202,7 +218,8 @@ class RecurrentNetwork(nn.Module):
             self.initial_hidden = nn.Parameter(torch.empty(num_layers, hidden_size, device="meta"))
             if cell == "lstm":
                 self.initial_cell = nn.Parameter(torch.empty(num_layers, hidden_size, device="meta"))
-        self.readout = nn.Linear(hidden_size, output_size, device="meta")
+        self.readout_mode = readout
+        self.readout = nn.Linear(READOUTS[readout] * hidden_size, output_size, device="meta")
         self.to_empty(device="cpu")
         for _, _, recurrence in self.stack():
             for name in ("weight_ih_l0", "bias_ih_l0"):  # the frozen identity input
@@ -396,9 +413,15 @@ class RecurrentNetwork(nn.Module):
         if every_step:
             read = self._dropout(hidden)  # (B, T, H)
         else:
-            last = (lengths.to(hidden.device) - 1).clamp(min=0)  # (B,)
+            lengths = lengths.to(hidden.device)
+            last = (lengths - 1).clamp(min=0)  # (B,)
             final = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]  # (B, H)
-            read = self._dropout(final)  # (B, H)
+            if self.readout_mode == "pool":
+                valid = torch.arange(hidden.shape[1], device=hidden.device) < lengths[:, None]  # (B, T)
+                mean = (hidden * valid[..., None]).sum(1) / lengths[:, None].clamp(min=1)  # (B, H)
+                peak = hidden.masked_fill(~valid[..., None], -torch.inf).amax(1)  # (B, H)
+                final = torch.cat([final, mean, peak], dim=1)  # (B, 3H)
+            read = self._dropout(final)  # (B, [3]H)
         return read, self.readout(read)  # (B, [T,] out)
 
     def _dropout(self, tensor: torch.Tensor) -> torch.Tensor:

@@ -438,6 +438,13 @@ def temporal_gradients(
             "this network with another optimizer (ClippedSGD, or 'sgd'/'adam' in the "
             "estimators)."
         )
+    if getattr(network, "readout_mode", "last") != "last":
+        raise ValueError(
+            f"temporal gradients need the readout at the last step, readout='last'; this "
+            f"network reads readout={network.readout_mode!r}, whose mean and maximum over the "
+            "steps inject the loss at every step. Build it with readout='last' (estimators: "
+            "readout='last', which optimizer='simplex' chooses under readout='auto')."
+        )
     if not states.layers:
         raise ValueError(
             "states must come from network.forward_states(x, lengths), which keeps every "

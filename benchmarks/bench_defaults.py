@@ -9,7 +9,8 @@ rst table for the docs (``docs/user_guide/defaults.rst`` includes it).
 Models
     ``RNN`` the package's :class:`~sklearn_rnn.RNNClassifier` at its defaults (only
     ``random_state`` set), and, with ``--variants``, the same with a few settings
-    changed (the study behind the defaults; ``old`` is the defaults before issue 17).
+    changed (the study behind the defaults; ``old`` is the defaults before issue 17,
+    ``last`` the defaults with the readout of the last state only).
     ``skorch GRU``: what a skorch user writes, a ``NeuralNetClassifier`` over
     :class:`torch.nn.GRU` (50 units, last hidden state, Adam, lr 0.01, 60 epochs, batch
     32) on zero-padded input. ``summary LR``: per-channel mean, standard deviation, min,
@@ -35,7 +36,8 @@ Usage::
         [--models RNN "skorch GRU" ...] [--variants old gru-sr ...] [--csv FILE] [--rst FILE]
 
 ``--checks`` runs the synthetic checks of issue 17 at its settings instead of the table
-(:func:`synthetic_checks`). Run from the repository root with ``PYTHONPATH=.`` to measure
+(:func:`synthetic_checks`); ``--merge A.csv B.csv --csv ALL.csv --rst ALL.rst`` joins the
+rows of several runs into one table. Run from the repository root with ``PYTHONPATH=.`` to measure
 the working tree rather than an installed copy. ``--quick`` subsamples the training sets to at most 300 and the test sets to at most 300
 sequences and runs one PBC shuffle. aeon and sktime come with the ``bench`` extra
 (``pip install sklearn-rnn[bench]``, best in its own virtual environment: they pin older
@@ -88,7 +90,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no-es": {"early_stopping": False},
     "frame1": {"frame": 1},
     "lr3e-3": {"learning_rate": 0.003},
+    "lr3e-2": {"learning_rate": 0.03},
     "h100": {"hidden_size": 100},
+    "h25": {"hidden_size": 25},
+    "bs16": {"batch_size": 16},
+    "bs64": {"batch_size": 64},
+    "dropout0.2": {"dropout": 0.2},
 }
 
 
@@ -378,7 +385,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="subsample each test set to at most this many sequences")
     parser.add_argument("--csv", type=Path, default=None)
     parser.add_argument("--rst", type=Path, default=None)
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="CSV",
+                        help="run nothing: join the rows of these CSV files (written by "
+                        "earlier runs) into --csv and --rst")
     args = parser.parse_args(argv)
+    if args.merge:
+        merged: list[dict[str, Any]] = []
+        for path in args.merge:
+            with open(path, newline="") as handle:
+                merged += [{**row, "score": float(row["score"]), "seconds": float(row["seconds"])}
+                           for row in csv.DictReader(handle)]
+        _write(merged, args.csv, args.rst)
+        return
     if args.checks:
         synthetic_checks(args.seed)
         return

@@ -602,7 +602,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         if reset:
             self._frame = self._resolved_frame(sequences)
-            self._readout = self._resolved_readout()
+            self._readout_mode = self._resolved_readout()
         sequences = frame_sequences(sequences, self._frame)
         self._early_stopping = not incremental and self._resolved_early_stopping(y)
         seeds = _Seeds.draw(self.random_state)
@@ -754,7 +754,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             generator=generator,
             gap_channel=self._encoder.gap_channel,
             n_masked=self._encoder.n_masked,
-            readout=self._readout,
+            readout=self._readout_mode,
         ).to(device)
         optimizer, optimizer_params = self._optimizer_spec(seeds)
         net = _SequenceNet(
@@ -821,12 +821,14 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return max(1, int(np.ceil(median / AUTO_FRAME_STEPS)))
 
     def _resolved_readout(self) -> str:
-        """``readout``, with 'auto' read as 'pool' for one output per sequence with the
-        'adam' or 'sgd' optimizer, and 'last' with 'simplex' (temporal gradients need
-        it), for per-step targets and in the thesis' configuration (see :ref:`defaults`)."""
+        """``readout``, with 'auto' read as 'pool' for untimed sequences with one output
+        each and the 'adam' or 'sgd' optimizer; 'last' with ``time_feature`` (it scored
+        higher on the visit histories), with 'simplex' (temporal gradients need it), for
+        per-step targets and in the thesis' configuration (see :ref:`defaults`)."""
         thesis = self._thesis_auto or self.optimizer == "simplex"
         if self.readout == "auto":
-            return "last" if thesis or self._every_step else "pool"
+            timed = self.time_feature is not None
+            return "last" if thesis or timed or self._every_step else "pool"
         if self.readout == "pool" and self.optimizer == "simplex":
             raise ValueError(
                 "readout='pool' reads the mean and maximum of the states over all steps, but "
@@ -1318,7 +1320,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "time_scale": float(self._encoder.time_scale),
             },
             "frame": int(self._frame),
-            "readout": self._readout,
+            "readout": self._readout_mode,
             "early_stopping": bool(self._early_stopping),
             "n_iter_": self.n_iter_,
             "loss_curve_": list(self.loss_curve_),
@@ -1361,7 +1363,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         estimator._n_step_features = state["n_step_features"]
         estimator._encoder = InputEncoder(**state["encoder"])
         estimator._frame = state["frame"]
-        estimator._readout = state.get("readout", "last")  # files from before the option: 'last'
+        estimator._readout_mode = state.get("readout", "last")  # files from before the option: 'last'
         estimator._early_stopping = state["early_stopping"]
         for name in ("n_iter_", "loss_curve_", "validation_scores_", "best_validation_score_",
                      "best_validation_loss_"):
@@ -1390,7 +1392,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """Refuse weights whose sizes contradict the parameters, before anything is built."""
         n_outputs = len(self.classes_) if hasattr(self, "classes_") else self.n_outputs_
         expected = {
-            "module.readout.weight": (int(n_outputs), READOUTS[self._readout] * int(self.hidden_size)),
+            "module.readout.weight": (int(n_outputs), READOUTS[self._readout_mode] * int(self.hidden_size)),
             "module.readout.bias": (int(n_outputs),),
         }
         for name, shape in expected.items():
@@ -1398,7 +1400,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if found != shape:
                 raise ValueError(
                     f"{where} holds {name} of shape {found}, but its parameters and state "
-                    f"describe {shape} (hidden_size={self.hidden_size}, readout={self._readout!r}, "
+                    f"describe {shape} (hidden_size={self.hidden_size}, readout={self._readout_mode!r}, "
                     f"{n_outputs} outputs): "
                     "the file is inconsistent; save the model again."
                 )
@@ -1433,7 +1435,7 @@ _PORTABLE = "_sklearn_rnn_model"
 _STATE_ATTRIBUTES = frozenset({
     "net_", "module_", "_label_encoder", "_encoder", "_fitted_layout", "_n_step_features",
     "classes_", "n_outputs_", "_y_mean", "_y_scale", "_y_ndim", "n_features_in_",
-    "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_", "_frame", "_readout",
+    "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_", "_frame", "_readout_mode",
     "_early_stopping",
     "best_validation_score_", "best_validation_loss_",
 })
@@ -1638,7 +1640,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         step (the thesis), or 'pool', that state concatenated with the mean and the
         maximum of the states over all valid steps, so that what the network saw
         early in a sequence reaches the output without being carried to its end.
-        'auto' is 'pool', and 'last' with ``optimizer='simplex'``, whose temporal
+        'auto' is 'pool' for untimed sequences, and 'last' with ``time_feature`` (it
+        scored higher on visit histories) or ``optimizer='simplex'``, whose temporal
         gradients need it ('pool' with 'simplex' is refused); see :ref:`defaults`.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
@@ -2101,7 +2104,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         step (the thesis), or 'pool', that state concatenated with the mean and the
         maximum of the states over all valid steps, so that what the network saw
         early in a sequence reaches the output without being carried to its end.
-        'auto' is 'pool', and 'last' with ``optimizer='simplex'``, whose temporal
+        'auto' is 'pool' for untimed sequences, and 'last' with ``time_feature`` (it
+        scored higher on visit histories) or ``optimizer='simplex'``, whose temporal
         gradients need it ('pool' with 'simplex' is refused); see :ref:`defaults`.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.

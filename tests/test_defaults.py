@@ -59,9 +59,10 @@ def test_auto_settings_resolve_by_input_and_optimizer():
     X_many, y_many = first_step_task(AUTO_HOLDOUT_MIN, 3, 6, seed=1)
     many = RNNClassifier(max_iter=1).fit(X_many, y_many)
     assert len(many.validation_scores_) == 1
-    # The pooled readout, but the last state for the simplex method (temporal gradients).
+    # The pooled readout, but the last state for timed input (higher on the PBC cohort)
+    # and for the simplex method (temporal gradients).
     assert {name: clf.module_.readout_mode for name, clf in fits.items()} == {
-        "untimed": "pool", "timed": "pool", "simplex": "last"}
+        "untimed": "pool", "timed": "last", "simplex": "last"}
     assert fits["untimed"].module_.readout.in_features == 3 * 50
     # The step classifier keeps the thesis' 'auto'.
     steps = RNNStepClassifier(max_iter=1).fit(X, [x[:, :1] > 0 for x in X])

@@ -173,14 +173,14 @@ def _save_intervals(result: Any, path: str) -> None:
         writer.writerow(["model", "auc", "auc_low", "auc_high", "reference", "diff",
                          "diff_low", "diff_high"])
         for name, row in result.intervals.iterrows():
-            writer.writerow([name, *(f"{row[c]:.4f}" for c in ("auc", "auc_low", "auc_high")),
+            writer.writerow([name, *(f"{row[c]:.6f}" for c in ("auc", "auc_low", "auc_high")),
                              result.best_baseline,
-                             *(f"{row[c]:.4f}" for c in ("diff", "diff_low", "diff_high"))])
+                             *(f"{row[c]:.6f}" for c in ("diff", "diff_low", "diff_high"))])
         gain, low, high = result.time_gaps_over_visit_order
         row = result.intervals.loc["RNN time gaps"]
-        writer.writerow(["RNN time gaps", f"{row['auc']:.4f}", f"{row['auc_low']:.4f}",
-                         f"{row['auc_high']:.4f}", "RNN visit order", f"{gain:.4f}",
-                         f"{low:.4f}", f"{high:.4f}"])
+        writer.writerow(["RNN time gaps", f"{row['auc']:.6f}", f"{row['auc_low']:.6f}",
+                         f"{row['auc_high']:.6f}", "RNN visit order", f"{gain:.6f}",
+                         f"{low:.6f}", f"{high:.6f}"])
 
 
 if __name__ == "__main__":

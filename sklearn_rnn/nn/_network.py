@@ -194,11 +194,7 @@ class RecurrentNetwork(nn.Module):
             if spec.state_count > 1:  # the LSTM's cell state
                 self.initial_cell = nn.Parameter(torch.empty(num_layers, hidden_size, device="meta"))
         self.readout = nn.Linear(hidden_size, output_size, device="meta")
-        self.to_empty(device="cpu")
-        for _, _, recurrence in self.stack():
-            for name in ("weight_ih_l0", "bias_ih_l0"):  # the frozen identity input
-                if isinstance(recurrence, nn.RNNBase) and getattr(recurrence, name, None) is not None:
-                    getattr(recurrence, name).requires_grad_(False)
+        self.to_empty(device="cpu")  # keeps what make_recurrence froze (requires_grad)
         self._dropout_seed = 0
         self._dropout_generators: dict[str, torch.Generator] = {}
         self.reset_parameters(generator)

@@ -130,6 +130,25 @@ def test_registering_refuses_what_would_be_ambiguous():
         unregister_cell("elman")
 
 
+def test_the_grus_reset_gates_recomputed_after_a_fused_kernel_match_the_kept_ones():
+    """On a GPU the fused kernel keeps no reset gates; the GRU cell recomputes them."""
+    net = RecurrentNetwork(2, 4, 1, cell="gru", generator=torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(3, 6, 2, generator=torch.Generator().manual_seed(1)), torch.tensor([6, 5, 2])
+    layer = net.forward_states(x, lengths).layers[0]
+    assert layer.resets is not None  # the CPU's step-by-step recurrence kept them
+    delta = torch.randn(6, 3, 12, generator=torch.Generator().manual_seed(2))  # (T, B, 3H)
+    hidden = layer.hidden.detach().transpose(0, 1)  # (T, B, H)
+    previous = torch.cat([torch.zeros_like(hidden[:1]), hidden[:-1]])
+    cell, _, recurrence = net.stack()[0]
+    kept = cell.recurrent_deltas(delta, layer, previous, recurrence.weight_hh_l0, recurrence.bias_hh_l0)
+    again = cell.recurrent_deltas(delta, layer._replace(resets=None), previous, recurrence.weight_hh_l0,
+                                  recurrence.bias_hh_l0)
+    torch.testing.assert_close(again, kept)
+    torch.testing.assert_close(kept[..., :8], delta[..., :8])  # r and z blocks: dL/du itself
+    assert not torch.allclose(kept[..., 8:], delta[..., 8:])  # the candidate's: gated by r
+    assert get_cell("lstm").recurrent_deltas(delta, layer, previous, recurrence.weight_hh_l0, None) is None
+
+
 def test_auto_asks_the_registry():
     assert resolve_cell("auto", timed=True, simplex=False) == "decay"
     assert resolve_cell("auto", timed=False, simplex=True) == "tanh"

@@ -99,7 +99,10 @@ class RecurrentNetwork(nn.Module):
         :class:`~sklearn_rnn.nn.DecayRecurrence` (it needs ``gap_channel``), whose state
         decays with the gap between steps (its layers above the first are 'tanh').
         Temporal gradients (:func:`~sklearn_rnn.optim.temporal_gradients`) exist for
-        every cell but 'decay'.
+        every cell but 'decay'. Any cell added with
+        :func:`~sklearn_rnn.nn.register_cell` is accepted by its name; the network
+        asks that :class:`~sklearn_rnn.nn.Cell` object how to build, initialize and
+        run each layer.
     num_layers : int, default=1
         Stacked recurrent layers.
     dropout : float, default=0.0

@@ -129,6 +129,12 @@ def test_registering_refuses_what_would_be_ambiguous():
     with pytest.raises(ValueError, match="no cell named 'elman'"):
         unregister_cell("elman")
 
+    class Unfinished(Cell):
+        name = "unfinished"
+
+    with pytest.raises(TypeError, match="abstract method"):
+        Unfinished()
+
 
 def test_the_grus_reset_gates_recomputed_after_a_fused_kernel_match_the_kept_ones():
     """On a GPU the fused kernel keeps no reset gates; the GRU cell recomputes them."""

@@ -30,8 +30,10 @@ How to add a cell
    as ``_decay.py`` does) or :class:`FusedCell` (one of PyTorch's fused kernels, with a
    ``stepwise`` recurrence and its backward pass, as ``_gru.py`` does). Set the
    class attributes that differ from the defaults (``name``, ``gates``, ...) and
-   define ``make_recurrence``, ``reset_parameters``, ``recurrent_weight`` and
-   ``forward_states`` (a :class:`FusedCell` has them all but ``stepwise``).
+   define the abstract methods ``make_recurrence``, ``reset_parameters``,
+   ``recurrent_weight`` and ``forward_states`` (a :class:`FusedCell` has them all;
+   it needs ``stepwise`` and, if its recurrent part is gated, ``gate_recurrent_delta``
+   and ``recurrent_deltas``).
 2. Call ``register_cell(MyCell())`` at the end of that file.
 3. Import the file: for a cell shipped with the package, one line below; for your
    own, import your module before fitting. ``cell='my_cell'`` then works in

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Set
 from typing import Any, NamedTuple
 
@@ -91,7 +92,7 @@ class LayerStates(NamedTuple):
     resets: torch.Tensor | None = None
 
 
-class Cell:
+class Cell(ABC):
     """One recurrent cell: everything the network, the optimizers and the estimators ask about it.
 
     A cell is a stateless description (one instance per cell, kept in :data:`CELLS`):
@@ -166,6 +167,7 @@ class Cell:
         # Pickled by name, as a class is: a network unpickles with the registered cell.
         return get_cell, (self.name,)
 
+    @abstractmethod
     def make_recurrence(
         self, hidden_size: int, *, n_masked: int = 0, device: torch.device | str | None = None
     ) -> nn.Module:
@@ -184,8 +186,8 @@ class Cell:
         -------
         torch.nn.Module
         """
-        raise TypeError(f"{type(self).__name__} must define make_recurrence.")
 
+    @abstractmethod
     def reset_parameters(
         self,
         projection: nn.Linear,
@@ -207,8 +209,8 @@ class Cell:
         generator : torch.Generator or None
             A CPU generator; the global one when None.
         """
-        raise TypeError(f"{type(self).__name__} must define reset_parameters.")
 
+    @abstractmethod
     def recurrent_weight(self, recurrence: nn.Module) -> nn.Parameter:
         """``W_rec`` of ``recurrence``: ``(gates * hidden_size, hidden_size)``.
 
@@ -220,7 +222,6 @@ class Cell:
         -------
         torch.nn.Parameter
         """
-        raise TypeError(f"{type(self).__name__} must define recurrent_weight.")
 
     def recurrent_bias(self, recurrence: nn.Module) -> torch.Tensor | None:
         """``b_hh`` of ``recurrence`` where the cell keeps one (:attr:`has_recurrent_bias`).
@@ -235,6 +236,7 @@ class Cell:
         """
         return None
 
+    @abstractmethod
     def forward_states(
         self,
         projection: nn.Linear,
@@ -262,7 +264,6 @@ class Cell:
         -------
         LayerStates
         """
-        raise TypeError(f"{type(self).__name__} must define forward_states.")
 
     def forward(
         self,

@@ -26,7 +26,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..nn._network import NetworkStates
-from ..nn.cells import CELLS, Cell, LayerStates, stepwise_recurrence
+from ..nn.cells import Cell, LayerStates, cell_of_module, stepwise_recurrence
 
 __all__ = ["RecurrentAdapter"]
 
@@ -120,7 +120,7 @@ class RecurrentAdapter(nn.Module):
             )
         self.rnn = rnn
         self.readout = readout
-        self.cell_spec: Cell = _module_cell(rnn)
+        self.cell_spec: Cell = cell_of_module(rnn)
         self.cell: str = self.cell_spec.name
 
     def layer_parameters(self) -> list[dict[str, torch.Tensor | None]]:
@@ -226,14 +226,6 @@ class RecurrentAdapter(nn.Module):
 
     def extra_repr(self) -> str:
         return f"cell={self.cell!r}"
-
-
-def _module_cell(rnn: nn.RNNBase) -> Cell:
-    """The registered cell that ``rnn`` runs, by its ``mode``."""
-    for cell in CELLS.values():
-        if cell.torch_mode == rnn.mode and cell.temporal_gradients:
-            return cell
-    raise ValueError(f"no registered cell runs a torch.nn module of mode {rnn.mode!r}.")
 
 
 def _last(hidden: torch.Tensor, lengths: Any) -> torch.Tensor:

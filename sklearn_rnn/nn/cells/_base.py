@@ -40,6 +40,7 @@ __all__ = [
     "FusedCell",
     "LayerStates",
     "cell_names",
+    "cell_of_module",
     "get_cell",
     "register_cell",
     "stepwise_recurrence",
@@ -877,6 +878,30 @@ def get_cell(name: str) -> Cell:
     if not isinstance(name, str) or name not in CELLS:
         raise ValueError(f"cell must be one of {sorted(CELLS)}; got {name!r}.")
     return CELLS[name]
+
+
+def cell_of_module(module: nn.RNNBase) -> Cell:
+    """The registered cell whose fused kernel ``module`` runs (by its ``mode``).
+
+    Parameters
+    ----------
+    module : torch.nn.RNN, torch.nn.GRU or torch.nn.LSTM
+
+    Returns
+    -------
+    Cell
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn.cells import cell_of_module
+    >>> cell_of_module(torch.nn.RNN(2, 3, nonlinearity="relu")).name
+    'relu'
+    """
+    for cell in CELLS.values():
+        if cell.torch_mode == module.mode and cell.temporal_gradients:
+            return cell
+    raise ValueError(f"no registered cell runs a torch.nn module of mode {module.mode!r}.")
 
 
 def cell_names(**attributes: Any) -> list[str]:

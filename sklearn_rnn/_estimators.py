@@ -38,9 +38,9 @@ from ._callbacks import (
     check_finite_outputs,
     still_improving,
 )
-from .nn import CELLS, RecurrentNetwork
-from .nn._network import READOUTS
-from .nn._cells import HIDDEN_INITS
+from .nn import RecurrentNetwork
+from .nn._network import HIDDEN_INITS, READOUTS
+from .nn.cells import CellNames, cell_names, get_cell, resolve_cell
 from .optim import ClippedSGD, SimplexSGD, temporal_gradients
 from ._parallel import with_fit_threads
 from ._persistence import from_portable, to_portable
@@ -386,7 +386,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     _parameter_constraints: dict = {
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
-        "cell": [StrOptions({"auto", *CELLS})],
+        "cell": [StrOptions(CellNames("auto"))],  # read from the registry at each check
         "time_feature": [Interval(Integral, None, None, closed="neither"), None],
         "frame": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "readout": [StrOptions({"auto", *READOUTS})],
@@ -735,11 +735,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self, seeds: _Seeds, device: torch.device, *, incremental: bool
     ) -> _SequenceNet:
         cell = self._resolved_cell()
-        if cell == "decay" and self.optimizer == "simplex":
+        if self.optimizer == "simplex" and not get_cell(cell).temporal_gradients:
+            *others, last = (repr(name) for name in cell_names(temporal_gradients=True))
             raise ValueError(
-                "optimizer='simplex' combines temporal gradients of the 'tanh', 'relu', "
-                "'gru' and 'lstm' cells; cell='decay' has none. Use optimizer='adam' or "
-                "'sgd' with cell='decay', or another cell with the simplex method."
+                f"optimizer='simplex' combines temporal gradients of the {', '.join(others)} "
+                f"and {last} cells; cell={cell!r} has none. Use optimizer='adam' or "
+                f"'sgd' with cell={cell!r}, or another cell with the simplex method."
             )
         generator = torch.Generator().manual_seed(seeds.init)
         module = RecurrentNetwork(  # numpy scalars (a grid over np.arange) as Python numbers
@@ -783,11 +784,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _resolved_cell(self) -> str:
         """``cell``, with 'auto' read as 'decay' for timed sequences; otherwise 'gru',
         or the thesis' 'tanh' with ``optimizer='simplex'`` (and for the step classifier)."""
-        if self.cell != "auto":
-            return self.cell
-        if self.time_feature is not None and self.optimizer != "simplex":
-            return "decay"
-        return "tanh" if self.optimizer == "simplex" or self._thesis_auto else "gru"
+        return resolve_cell(
+            self.cell, timed=self.time_feature is not None, simplex=self.optimizer == "simplex",
+            thesis=self._thesis_auto,
+        )
 
     def _resolved_spectral_radius(self) -> float | None:
         """``spectral_radius``, with 'auto' read as 1.2 (thesis algorithm 3.1) for the
@@ -795,7 +795,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         for the gated 'gru' and 'lstm' (see :ref:`defaults`)."""
         if not isinstance(self.spectral_radius, str):
             return None if self.spectral_radius is None else float(self.spectral_radius)
-        return None if self._resolved_cell() in ("gru", "lstm") else 1.2
+        return get_cell(self._resolved_cell()).default_spectral_radius
 
     def _resolved_frame(self, sequences: list[np.ndarray]) -> int:
         """``frame``, with 'auto' read as ``ceil(median length / AUTO_FRAME_STEPS)`` for
@@ -869,7 +869,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """``alpha``, with 'auto' read as 10 for the 'decay' cell and 0 for the others."""
         if not isinstance(self.alpha, str):
             return float(self.alpha)
-        return 10.0 if self._resolved_cell() == "decay" else 0.0
+        return get_cell(self._resolved_cell()).default_alpha
 
     def _penalized(self) -> bool:
         """Whether training minimizes the loss plus an L2 penalty (not under 'simplex')."""

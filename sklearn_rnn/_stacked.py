@@ -59,18 +59,13 @@ from torch.func import functional_call, vmap
 
 from ._callbacks import TrainingGuard
 from ._parallel import limit_torch_threads
+from .nn.cells import cell_names, get_cell
 from .optim import ClippedSGD, clipped_step_size
 from .sequences import FlatSequences
 
 __all__ = ["StackedMember", "check_stackable", "train_stacked"]
 
 logger = logging.getLogger(__name__)
-
-#: Cells whose whole forward pass :func:`torch.func.vmap` can vectorize: the
-#: time-aware 'decay' recurrence is written in plain tensor operations. The Elman,
-#: GRU and LSTM cells run fused PyTorch kernels (or, for temporal gradients, a
-#: hand-written autograd function) that have no vectorization rule.
-STACKABLE_CELLS: tuple[str, ...] = ("decay",)
 
 #: Networks trained together at most, by default (memory grows with it).
 MAX_STACKED = 64
@@ -141,10 +136,15 @@ def check_stackable(estimator: Any) -> None:
     """
     name = type(estimator).__name__
     fix = f"; or search this {name} with sklearn.model_selection.GridSearchCV."
+    # Cells whose whole forward pass torch.func.vmap can vectorize (Cell.stackable): the
+    # time-aware 'decay' recurrence is written in plain tensor operations. The Elman,
+    # GRU and LSTM cells run fused PyTorch kernels (or, for temporal gradients, a
+    # hand-written autograd function) that have no vectorization rule.
     cell = estimator._resolved_cell()
-    if cell not in STACKABLE_CELLS:
+    if not get_cell(cell).stackable:
+        stackable = " or ".join(f"cell={name!r}" for name in cell_names(stackable=True))
         raise ValueError(
-            f"the stacked trainer runs cell={STACKABLE_CELLS[0]!r} only (a recurrence in "
+            f"the stacked trainer runs {stackable} only (a recurrence in "
             f"plain tensor operations that torch.func.vmap vectorizes over models); got "
             f"cell={cell!r}, whose fused PyTorch kernel has no vectorization rule. Use "
             f"cell='decay' with a time_feature{fix}"

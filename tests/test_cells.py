@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from sklearn_rnn.nn import RecurrentNetwork
-from sklearn_rnn.nn._cells import FORGET_BIAS, dropout
+from sklearn_rnn.nn._network import dropout
+from sklearn_rnn.nn.cells import FORGET_BIAS
 from sklearn_rnn.optim import SimplexSGD, _temporal, temporal_gradients
 
 CELLS = ["tanh", "relu", "gru", "lstm"]

@@ -1,12 +1,12 @@
-"""The CPU's step-by-step recurrence (nn/_stepwise.py) against PyTorch's fused cells."""
+"""The CPU's step-by-step recurrence (nn/cells/) against PyTorch's fused cells."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from sklearn_rnn.nn import RecurrentNetwork, _stepwise
-from sklearn_rnn.nn._stepwise import stepwise_recurrence
+from sklearn_rnn.nn import RecurrentNetwork
+from sklearn_rnn.nn.cells import _stepwise, stepwise_recurrence
 
 GATES = {"tanh": 1, "relu": 1, "gru": 3, "lstm": 4}
 HIDDEN = 4
@@ -47,7 +47,7 @@ def reference(cell, u, weight, bias, initial):
 
 
 @pytest.mark.parametrize("cell", list(GATES))
-@pytest.mark.parametrize("steps", [5, 2 * _stepwise._CHUNK + 3])
+@pytest.mark.parametrize("steps", [5, 2 * _stepwise.CHUNK + 3])
 def test_matches_pytorchs_cells_and_their_gradients(cell, steps):
     u, weight, bias, initial = inputs(cell, steps)
     _, hidden, _ = stepwise_recurrence(cell, u, weight, bias, initial)
@@ -64,7 +64,7 @@ def test_matches_pytorchs_cells_and_their_gradients(cell, steps):
 @pytest.mark.parametrize("cell", list(GATES))
 def test_gradcheck_across_chunks(cell):
     """Finite differences, over more steps than one chunk of derivative factors."""
-    u, weight, bias, initial = inputs(cell, _stepwise._CHUNK + 2, learned=True)
+    u, weight, bias, initial = inputs(cell, _stepwise.CHUNK + 2, learned=True)
     extra = (bias,) if bias is not None else ()
 
     def run(u, weight, *rest):
@@ -87,13 +87,13 @@ def test_the_gradient_of_u_is_every_gate_delta(cell):
 
 def test_asking_for_the_deltas_skips_the_recurrent_weight_gradient(monkeypatch):
     calls = []
-    backward = _stepwise._RecurrentWeights.backward
+    backward = _stepwise.RecurrentWeights.backward
 
     def counted(ctx, grad):
         calls.append(1)
         return backward(ctx, grad)
 
-    monkeypatch.setattr(_stepwise._RecurrentWeights, "backward", staticmethod(counted))
+    monkeypatch.setattr(_stepwise.RecurrentWeights, "backward", staticmethod(counted))
     u, weight, bias, initial = inputs("gru", 6)
     fed, hidden, _ = stepwise_recurrence("gru", u, weight, bias, initial)
     torch.autograd.grad(hidden.sum(), [fed, *initial], retain_graph=True)
@@ -106,7 +106,7 @@ def test_network_uses_it_on_the_cpu_and_runs_in_the_parameters_dtype_under_autoc
     net = RecurrentNetwork(3, 5, 1, cell="lstm", generator=torch.Generator().manual_seed(0))
     x, lengths = torch.randn(2, 4, 3), torch.tensor([4, 2])
     states = net.forward_states(x, lengths)
-    assert type(states.projected.grad_fn).__name__ == "_RecurrentWeightsBackward"
+    assert type(states.projected.grad_fn).__name__ == "RecurrentWeightsBackward"
     with torch.autocast("cpu", dtype=torch.bfloat16):
         low = net.forward_states(x, lengths)
     assert low.projected.dtype == low.hidden.dtype == torch.float32

@@ -72,6 +72,7 @@ def shared_parameters(net):
     """(name, parameter) in the order temporal gradients list them."""
     named = []
     for depth, (cell, projection, recurrence) in enumerate(net.stack()):
+        cell = cell.name
         suffix = "" if depth == 0 else f"[{depth}]"
         named.append(("W_rec" + suffix, recurrence.weight_hh_l0))
         if cell == "gru":
@@ -106,7 +107,7 @@ def brute_force(net, x, lengths, y, *, every_step, loss=loss_fn, masks=None):
     batch, steps, _ = x.shape
     named = shared_parameters(net)
     reps = {name: p.detach().expand(steps, *p.shape).clone().requires_grad_(True) for name, p in named}
-    cells = [cell for cell, _, _ in net.stack()]
+    cells = [cell.name for cell, _, _ in net.stack()]
     outputs = []
     for i in range(batch):
         length = int(lengths[i])

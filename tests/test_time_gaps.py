@@ -129,7 +129,7 @@ def test_time_feature_out_of_range_and_decay_without_time():
     X, y = visits(6)
     with pytest.raises(ValueError, match=r"time_feature=3 is out of range: X has 3 features"):
         RNNClassifier(time_feature=3, **SMALL).fit(X, y)
-    with pytest.raises(ValueError, match="cell='decay' decays the state with the time"):
+    with pytest.raises(ValueError, match="cell='decay' reads the time between steps"):
         RNNClassifier(cell="decay", **SMALL).fit(X, y)
     with pytest.raises(ValueError, match="optimizer='simplex'"):
         RNNClassifier(cell="decay", time_feature=0, optimizer="simplex", **SMALL).fit(X, y)

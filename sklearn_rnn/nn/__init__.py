@@ -1,7 +1,17 @@
 """PyTorch building blocks: the recurrent network, its cells and its initialization."""
 
-from ._decay import DecayRecurrence
-from ._network import CELLS, NetworkStates, RecurrentNetwork
+from ._network import NetworkStates, RecurrentNetwork
+from .cells import CELLS, Cell, DecayRecurrence, get_cell, register_cell, unregister_cell
 from .init import spectral_radius_
 
-__all__ = ["CELLS", "DecayRecurrence", "NetworkStates", "RecurrentNetwork", "spectral_radius_"]
+__all__ = [
+    "CELLS",
+    "Cell",
+    "DecayRecurrence",
+    "NetworkStates",
+    "RecurrentNetwork",
+    "get_cell",
+    "register_cell",
+    "spectral_radius_",
+    "unregister_cell",
+]

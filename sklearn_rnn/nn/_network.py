@@ -8,17 +8,12 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from . import _cells
-from ._cells import GATES, HIDDEN_INITS, LayerStates, StackedLayer
-from ._decay import DecayRecurrence
-from .init import spectral_radius_
+from .cells import Cell, LayerStates, get_cell, normal_, uniform_
 
-__all__ = ["RecurrentNetwork", "NetworkStates", "CELLS"]
+__all__ = ["RecurrentNetwork", "NetworkStates"]
 
-#: Recurrences available to :class:`RecurrentNetwork`, by name, with their non-linearity.
-#: 'decay' is the time-aware :class:`~sklearn_rnn.nn.DecayRecurrence` (tanh).
-#: 'gru' and 'lstm' are PyTorch's gated cells (their candidate is tanh).
-CELLS: dict[str, str] = {"tanh": "tanh", "relu": "relu", "gru": "tanh", "lstm": "tanh", "decay": "tanh"}
+#: How the state before the first step is set: zero, or a learned vector per layer.
+HIDDEN_INITS: tuple[str, ...] = ("zero", "learned")
 
 #: What the readout of one output per sequence reads, by name, with its width in units
 #: of ``hidden_size``: the last valid state, or that state with the mean and the maximum
@@ -109,7 +104,10 @@ class RecurrentNetwork(nn.Module):
         :class:`~sklearn_rnn.nn.DecayRecurrence` (it needs ``gap_channel``), whose state
         decays with the gap between steps (its layers above the first are 'tanh').
         Temporal gradients (:func:`~sklearn_rnn.optim.temporal_gradients`) exist for
-        every cell but 'decay'.
+        every cell but 'decay'. Any cell added with
+        :func:`~sklearn_rnn.nn.register_cell` is accepted by its name; the network
+        asks that :class:`~sklearn_rnn.nn.Cell` object how to build, initialize and
+        run each layer.
     num_layers : int, default=1
         Stacked recurrent layers.
     dropout : float, default=0.0
@@ -122,7 +120,7 @@ class RecurrentNetwork(nn.Module):
         Initialize as the thesis does (algorithm 3.1): ``W_rec`` Gaussian rescaled to
         this spectral radius, ``W_in`` and ``W_out`` from ``N(0, 0.1^2)``, biases zero.
         Gated cells rescale each gate's block of ``W_rec`` to this radius and start the
-        LSTM's forget gate at bias 1 (see :func:`~sklearn_rnn.nn._cells.reset_layer_`
+        LSTM's forget gate at bias 1 (see :meth:`~sklearn_rnn.nn.cells.FusedCell.reset_parameters`
         for why per block). None keeps PyTorch's default initialization (uniform in
         ``±1/sqrt(hidden_size)``).
     generator : torch.Generator, optional
@@ -181,18 +179,20 @@ class RecurrentNetwork(nn.Module):
         readout: str = "last",
     ) -> None:
         super().__init__()
-        if cell not in CELLS:
-            raise ValueError(f"cell must be one of {sorted(CELLS)}; got {cell!r}.")
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {list(READOUTS)}; got {readout!r}.")
-        _check_architecture(cell, num_layers, dropout, hidden_init)
-        if cell == "decay" and gap_channel is None:
+        spec = get_cell(cell)
+        _check_architecture(spec, num_layers, dropout, hidden_init)
+        if spec.needs_gaps and gap_channel is None:
             raise ValueError(
-                "cell='decay' decays the state with the time between steps, but no "
-                "gap_channel was given: pass the index of the gap channel (estimators: "
-                "set time_feature to the column of the time stamps), or use cell='tanh'."
+                f"cell={cell!r} reads the time between steps, but no gap_channel was given: "
+                "pass the index of the gap channel (estimators: set time_feature to the "
+                "column of the time stamps), or use cell='tanh'."
             )
         self.cell = cell
+        # The cell objects themselves: the network keeps working if the registry changes.
+        self._cell: Cell = spec
+        self._upper_cell: Cell = spec if spec.upper is None else get_cell(spec.upper)
         self.gap_channel = gap_channel
         self.spectral_radius = spectral_radius
         self.hidden_size = hidden_size
@@ -201,30 +201,20 @@ class RecurrentNetwork(nn.Module):
         self.hidden_init = hidden_init
         # Built uninitialized (meta device, then allocated): reset_parameters draws
         # every value from ``generator`` and leaves the global generator untouched.
-        width = GATES.get(cell, 1) * hidden_size
-        self.input_projection = nn.Linear(input_size, width, device="meta")
-        self.recurrence: nn.Module
-        if cell == "decay":
-            self.recurrence = DecayRecurrence(hidden_size, n_masked=n_masked, device="meta")
-        else:
-            self.recurrence = _cells.make_recurrence(cell, hidden_size, device="meta")
-        upper = "tanh" if cell == "decay" else cell
+        self.input_projection = nn.Linear(input_size, spec.gates * hidden_size, device="meta")
+        self.recurrence: nn.Module = spec.make_recurrence(hidden_size, n_masked=n_masked, device="meta")
         self.upper_layers = nn.ModuleList(
-            StackedLayer(upper, hidden_size, hidden_size, device="meta") for _ in range(num_layers - 1)
+            StackedLayer(self._upper_cell, hidden_size, hidden_size, device="meta") for _ in range(num_layers - 1)
         )
         self.initial_hidden: nn.Parameter | None = None
         self.initial_cell: nn.Parameter | None = None
         if hidden_init == "learned":
             self.initial_hidden = nn.Parameter(torch.empty(num_layers, hidden_size, device="meta"))
-            if cell == "lstm":
+            if spec.state_count > 1:  # the LSTM's cell state
                 self.initial_cell = nn.Parameter(torch.empty(num_layers, hidden_size, device="meta"))
         self.readout_mode = readout
         self.readout = nn.Linear(READOUTS[readout] * hidden_size, output_size, device="meta")
-        self.to_empty(device="cpu")
-        for _, _, recurrence in self.stack():
-            for name in ("weight_ih_l0", "bias_ih_l0"):  # the frozen identity input
-                if isinstance(recurrence, nn.RNNBase) and getattr(recurrence, name, None) is not None:
-                    getattr(recurrence, name).requires_grad_(False)
+        self.to_empty(device="cpu")  # keeps what make_recurrence froze (requires_grad)
         self._dropout_seed = 0
         self._dropout_generators: dict[str, torch.Generator] = {}
         self.reset_parameters(generator)
@@ -236,21 +226,21 @@ class RecurrentNetwork(nn.Module):
         For gated cells, the gate blocks stacked in PyTorch's order (``r, z, n`` for the
         GRU, ``i, f, g, o`` for the LSTM).
         """
-        if isinstance(self.recurrence, DecayRecurrence):
-            return self.recurrence.weight_hh
-        return self.recurrence.weight_hh_l0
+        return self._cell.recurrent_weight(self.recurrence)
 
-    def stack(self) -> list[tuple[str, nn.Linear, nn.Module]]:
+    def stack(self) -> list[tuple[Cell, nn.Linear, nn.Module]]:
         """``(cell, input_projection, recurrence)`` of every layer, bottom first.
 
         Returns
         -------
         list of tuple
+            The layer's :class:`~sklearn_rnn.nn.Cell` (the first layer's is the one
+            named by :attr:`cell`; the layers above run its ``upper`` cell), its input
+            projection and its recurrence module.
         """
-        upper = "tanh" if self.cell == "decay" else self.cell
         return [
-            (self.cell, self.input_projection, self.recurrence),
-            *((upper, layer.input_projection, layer.recurrence) for layer in self.upper_layers),
+            (self._cell, self.input_projection, self.recurrence),
+            *((self._upper_cell, layer.input_projection, layer.recurrence) for layer in self.upper_layers),
         ]
 
     def dropout_generator(self, device: torch.device | str) -> torch.Generator:
@@ -291,21 +281,16 @@ class RecurrentNetwork(nn.Module):
         """
         with torch.no_grad():
             for index, (cell, projection, recurrence) in enumerate(self.stack()):
-                if isinstance(recurrence, DecayRecurrence):
-                    recurrence.reset_decays()
-                    self._reset_decay_weights(generator)
-                else:
-                    _cells.reset_layer_(
-                        projection, recurrence, cell=cell, spectral_radius=self.spectral_radius,
-                        generator=generator,
-                    )
+                cell.reset_parameters(
+                    projection, recurrence, spectral_radius=self.spectral_radius, generator=generator
+                )
                 if index == 0:  # the readout's draws follow the first layer's
                     if self.spectral_radius is None:
                         bound = 1 / math.sqrt(self.readout.in_features)
-                        _uniform_(self.readout.weight, bound, generator)
-                        _uniform_(self.readout.bias, bound, generator)
+                        uniform_(self.readout.weight, bound, generator)
+                        uniform_(self.readout.bias, bound, generator)
                     else:
-                        _normal_(self.readout.weight, 0.1, generator)
+                        normal_(self.readout.weight, 0.1, generator)
                         self.readout.bias.zero_()
             for initial in (self.initial_hidden, self.initial_cell):
                 if initial is not None:
@@ -313,18 +298,6 @@ class RecurrentNetwork(nn.Module):
         # Dropout masks get their own stream, seeded from the initialization's.
         self._dropout_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         self._dropout_generators = {}
-
-    def _reset_decay_weights(self, generator: torch.Generator | None) -> None:
-        """W_rec and W_in of the 'decay' layer, as for the Elman cell."""
-        if self.spectral_radius is None:
-            bound = 1 / math.sqrt(self.input_projection.in_features)
-            _uniform_(self.input_projection.weight, bound, generator)
-            _uniform_(self.input_projection.bias, bound, generator)
-            _uniform_(self.recurrent_weight, 1 / math.sqrt(self.hidden_size), generator)
-        else:
-            spectral_radius_(self.recurrent_weight, self.spectral_radius, generator=generator)
-            _normal_(self.input_projection.weight, 0.1, generator)
-            self.input_projection.bias.zero_()
 
     def forward_states(
         self, x: torch.Tensor, lengths: torch.Tensor, *, every_step: bool = False
@@ -345,13 +318,11 @@ class RecurrentNetwork(nn.Module):
         NetworkStates
         """
         layers: list[LayerStates] = []
+        gaps = self._gaps(x)
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
-            if isinstance(recurrence, DecayRecurrence):
-                layers.append(self._decay_layer(z))
-            else:
-                initial = self._initial(index, x.shape[0])
-                layers.append(_cells.identity_forward(cell, projection, recurrence, z, initial))
+            initial = self._initial(index, x.shape[0])
+            layers.append(cell.forward_states(projection, recurrence, z, initial, gaps))
         hidden = layers[-1].hidden  # (B, T, H)
         read, outputs = self._read(hidden, lengths, every_step)
         first = layers[0]
@@ -379,22 +350,16 @@ class RecurrentNetwork(nn.Module):
         torch.Tensor
         """
         hidden = x
+        gaps = self._gaps(x)
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(hidden)  # (B, T, n_in)
-            if isinstance(recurrence, DecayRecurrence):
-                hidden = self._decay_layer(z).hidden  # (B, T, H)
-            else:
-                initial = self._initial(index, x.shape[0])
-                hidden = _cells.fused_forward(cell, projection, recurrence, z, initial)  # (B, T, H)
+            initial = self._initial(index, x.shape[0])
+            hidden = cell.forward(projection, recurrence, z, initial, gaps)  # (B, T, H)
         return self._read(hidden, lengths, every_step)[1]
 
-    def _decay_layer(self, x: torch.Tensor) -> LayerStates:
-        """The 'decay' first layer: decayed inputs, projection, time-aware recurrence."""
-        gaps = x[..., self.gap_channel]  # (B, T)
-        x = self.recurrence.decay_inputs(x, gaps)  # (B, T, input_size)
-        projected = self.input_projection(x)  # (B, T, H)
-        hidden = self.recurrence(projected, gaps)  # (B, T, H); h_0 = 0
-        return LayerStates(x, projected, hidden, ())
+    def _gaps(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The time since the previous step, ``(B, T)``, for a cell that reads it."""
+        return x[..., self.gap_channel] if self._cell.needs_gaps else None
 
     def _initial(self, layer: int, batch: int) -> tuple[torch.Tensor, ...]:
         """The learned initial state of ``layer``, one row per sequence: ``(B, H)`` each."""
@@ -427,10 +392,72 @@ class RecurrentNetwork(nn.Module):
     def _dropout(self, tensor: torch.Tensor) -> torch.Tensor:
         if not self.training or self.dropout == 0:
             return tensor
-        return _cells.dropout(tensor, self.dropout, self.dropout_generator(tensor.device))
+        return dropout(tensor, self.dropout, self.dropout_generator(tensor.device))
 
 
-def _check_architecture(cell: str, num_layers: int, dropout: float, hidden_init: str) -> None:
+class StackedLayer(nn.Module):
+    """Input projection and recurrence of one layer above the first.
+
+    Parameters
+    ----------
+    cell : Cell
+        The layer's cell.
+    input_size : int
+        Inputs of the projection (the hidden size of the layer below).
+    hidden_size : int
+        Recurrent units.
+    device : torch.device or str, optional
+        Where to create the (uninitialized) parameters.
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn import get_cell
+    >>> from sklearn_rnn.nn._network import StackedLayer
+    >>> StackedLayer(get_cell("gru"), 8, 8, device="meta").input_projection.out_features
+    24
+    """
+
+    def __init__(
+        self, cell: Cell, input_size: int, hidden_size: int, *, device: torch.device | str | None = None
+    ) -> None:
+        super().__init__()
+        self.input_projection = nn.Linear(input_size, cell.gates * hidden_size, device=device)
+        self.recurrence = cell.make_recurrence(hidden_size, device=device)
+
+
+def dropout(tensor: torch.Tensor, p: float, generator: torch.Generator) -> torch.Tensor:
+    """Inverted dropout with a local generator: zero each entry with probability ``p``.
+
+    Parameters
+    ----------
+    tensor : torch.Tensor
+    p : float
+        Drop probability, in ``[0, 1)``.
+    generator : torch.Generator
+        On the tensor's device.
+
+    Returns
+    -------
+    torch.Tensor
+        ``tensor * mask / (1 - p)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn._network import dropout
+    >>> out = dropout(torch.ones(1000), 0.5, torch.Generator().manual_seed(0))
+    >>> sorted(set(out.tolist())), 400 < int((out == 0).sum()) < 600
+    ([0.0, 2.0], True)
+    """
+    keep = 1.0 - p
+    # A contiguous draw: the masks do not depend on the tensor's memory layout (the
+    # fused kernels return time-major memory behind batch-first shapes).
+    mask = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
+    mask.bernoulli_(keep, generator=generator)  # same shape as tensor
+    return tensor * mask / keep
+
+
+def _check_architecture(cell: Cell, num_layers: int, dropout: float, hidden_init: str) -> None:
     if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
         raise ValueError(f"num_layers must be a positive int; got {num_layers!r}.")
     if not 0 <= dropout < 1:
@@ -439,16 +466,8 @@ def _check_architecture(cell: str, num_layers: int, dropout: float, hidden_init:
         )
     if hidden_init not in HIDDEN_INITS:
         raise ValueError(f"hidden_init must be one of {list(HIDDEN_INITS)}; got {hidden_init!r}.")
-    if hidden_init == "learned" and cell == "decay":
+    if hidden_init == "learned" and not cell.learned_initial:
         raise ValueError(
-            "hidden_init='learned' is not available for cell='decay', whose state starts at "
-            "zero before it decays; use hidden_init='zero', or another cell."
+            f"hidden_init='learned' is not available for cell={cell.name!r}, whose state starts "
+            "at zero; use hidden_init='zero', or another cell."
         )
-
-def _uniform_(tensor: torch.Tensor, bound: float, generator: torch.Generator | None) -> None:
-    draw = torch.rand(tensor.shape, generator=generator, dtype=torch.float64)
-    tensor.copy_((2 * draw - 1) * bound)
-
-
-def _normal_(tensor: torch.Tensor, std: float, generator: torch.Generator | None) -> None:
-    tensor.copy_(torch.randn(tensor.shape, generator=generator, dtype=torch.float64) * std)

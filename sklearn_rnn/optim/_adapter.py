@@ -5,7 +5,7 @@
 computes ``W_ih x_t + b_ih`` inside its fused kernel, where autograd cannot reach it.
 :class:`RecurrentAdapter` runs the module's own parameters (the same tensors, not
 copies) through the package's step-by-step recurrence
-(:func:`~sklearn_rnn.nn._stepwise.stepwise_recurrence`): ``u_t`` is computed outside
+(:func:`~sklearn_rnn.nn.cells.stepwise_recurrence`): ``u_t`` is computed outside
 the recurrence, so one backward pass gives every step's delta. Its
 :meth:`~RecurrentAdapter.forward` calls the module itself (the fused kernel), so
 prediction costs what the user's model costs.
@@ -25,14 +25,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..nn._cells import LayerStates
 from ..nn._network import NetworkStates
-from ..nn._stepwise import stepwise_recurrence
+from ..nn.cells import Cell, LayerStates, cell_of_module, stepwise_recurrence
 
 __all__ = ["RecurrentAdapter"]
-
-#: ``torch.nn.RNNBase.mode`` to the package's cell names.
-_MODES: dict[str, str] = {"RNN_TANH": "tanh", "RNN_RELU": "relu", "GRU": "gru", "LSTM": "lstm"}
 
 
 class RecurrentAdapter(nn.Module):
@@ -67,6 +63,8 @@ class RecurrentAdapter(nn.Module):
     ----------
     cell : {'tanh', 'relu', 'gru', 'lstm'}
         The module's cell, in the package's names.
+    cell_spec : sklearn_rnn.nn.Cell
+        That cell (the registered cell whose ``torch_mode`` is the module's ``mode``).
     rnn : torch.nn.RNNBase
         The module given.
     readout : torch.nn.Linear
@@ -122,7 +120,8 @@ class RecurrentAdapter(nn.Module):
             )
         self.rnn = rnn
         self.readout = readout
-        self.cell: str = _MODES[rnn.mode]
+        self.cell_spec: Cell = cell_of_module(rnn)
+        self.cell: str = self.cell_spec.name
 
     def layer_parameters(self) -> list[dict[str, torch.Tensor | None]]:
         """The module's parameters of each layer, bottom first, in the thesis' names.
@@ -180,15 +179,11 @@ class RecurrentAdapter(nn.Module):
             if k > 0 and self.training and self.rnn.dropout > 0:
                 z = F.dropout(z, self.rnn.dropout, training=True)  # as the module does
             w_in, b, w_rec, b_rec = parameters["W_in"], parameters["b"], parameters["W_rec"], parameters["b_rec"]
-            if self.cell == "gru":
-                projected = F.linear(z, w_in, b)  # (B, T, 3H)
-                if b_rec is None:
-                    b_rec = w_rec.new_zeros(w_rec.shape[0])  # (3H,)
-            else:
-                # The Elman cells and the LSTM add both biases to every pre-activation.
-                projected = F.linear(z, w_in, None if b is None else b + b_rec)  # (B, T, G * H)
-                b_rec = None
-            u, hidden, resets = stepwise_recurrence(self.cell, projected, w_rec, b_rec, ())
+            assert w_in is not None and w_rec is not None  # every layer has both
+            # Where the module's two biases go: both into u (the Elman cells, the LSTM),
+            # or b_hh kept apart (the GRU's candidate reads it through the reset gate).
+            projected, b_rec = self.cell_spec.project_module_inputs(z, w_in, b, w_rec, b_rec)  # (B, T, G * H)
+            u, hidden, resets = stepwise_recurrence(self.cell_spec, projected, w_rec, b_rec, ())
             layers.append(LayerStates(z, u, hidden, (), resets))
             z = hidden  # (B, T, H)
         hidden = layers[-1].hidden

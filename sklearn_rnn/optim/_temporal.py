@@ -21,7 +21,7 @@ every delta, and the per-step norms and weighted combinations that the simplex
 direction needs are a few batched matrix products over them, with no loop over steps.
 
 The same holds for every layer of a stacked network and for the gated cells, whose
-``u`` holds every gate's input part (see :mod:`sklearn_rnn.optim._gated` for the GRU's
+``u`` holds every gate's input part (see :mod:`sklearn_rnn.nn.cells._gru` for the GRU's
 reset-gated candidate). A *step replica* of a stacked network is the replica of all its
 layers' parameters at step ``t``: one norm per step over all of them, as the thesis
 takes one norm over all blocks of its one-layer network; every layer's step ``t`` sits
@@ -37,11 +37,10 @@ from typing import Any, Literal
 
 import torch
 
-from ..nn._cells import GATES, recurrent_bias
 from ..nn._network import NetworkStates, RecurrentNetwork
+from ..nn.cells import Cell, cell_names
 from ._adapter import RecurrentAdapter
 from ._functional import _norm
-from ._gated import recurrent_deltas
 
 __all__ = ["TemporalGradients", "temporal_gradients"]
 
@@ -431,12 +430,13 @@ def temporal_gradients(
             f"readout) (networks whose input projections are computed outside the "
             f"recurrence); got {type(network).__name__}."
         )
-    if network.cell not in GATES:
+    stack = _layer_parameters(network)
+    if not all(cell.temporal_gradients for cell, _ in stack):
         raise ValueError(
             f"temporal gradients are not available for cell={network.cell!r}: they need one "
-            f"of {sorted(GATES)}, whose recurrence reads h_(t-1) through W_rec alone. Train "
-            "this network with another optimizer (ClippedSGD, or 'sgd'/'adam' in the "
-            "estimators)."
+            f"of {sorted(cell_names(temporal_gradients=True))}, whose recurrence reads h_(t-1) "
+            "through W_rec alone. Train this network with another optimizer (ClippedSGD, or "
+            "'sgd'/'adam' in the estimators)."
         )
     if getattr(network, "readout_mode", "last") != "last":
         raise ValueError(
@@ -486,10 +486,8 @@ def temporal_gradients(
     align = _Aligner(lengths, steps, every_step)
     params = _Parameters()
     layers: list[_Layer] = []
-    for depth, (parameters, layer_states, delta) in enumerate(
-        zip(_layer_parameters(network), states.layers, grads[:n_layers])
-    ):
-        layers += _cell_layers(params, depth, network.cell, parameters, layer_states, delta.detach(), align)
+    for depth, ((cell, parameters), layer_states, delta) in enumerate(zip(stack, states.layers, grads[:n_layers])):
+        layers += _cell_layers(params, depth, cell, parameters, layer_states, delta.detach(), align)
     learned = _initial_layers(params, network, grads[n_layers + 1 :], states, align)
     output_delta = grads[n_layers].detach()
     if every_step and isinstance(network, RecurrentAdapter) and not network.rnn.batch_first:
@@ -567,21 +565,26 @@ class _Aligner:
         return self.steps - self.lengths
 
 
-def _layer_parameters(network: RecurrentNetwork | RecurrentAdapter) -> list[dict[str, torch.Tensor | None]]:
-    """``W_rec``, ``b_rec``, ``W_in``, ``b`` of every layer, bottom first.
+def _layer_parameters(
+    network: RecurrentNetwork | RecurrentAdapter,
+) -> list[tuple[Cell, dict[str, torch.Tensor | None]]]:
+    """The cell and ``W_rec``, ``b_rec``, ``W_in``, ``b`` of every layer, bottom first.
 
-    ``b_rec`` is the recurrent bias ``b_hh``: the package's network has one for the GRU
-    only; a PyTorch module with biases has one for every cell.
+    ``b_rec`` is the recurrent bias ``b_hh``: the package's network has one where the
+    cell keeps one (the GRU); a PyTorch module with biases has one for every cell.
     """
     if isinstance(network, RecurrentAdapter):
-        return network.layer_parameters()
+        return [(network.cell_spec, parameters) for parameters in network.layer_parameters()]
     return [
-        {
-            "W_rec": recurrence.weight_hh_l0,
-            "b_rec": recurrent_bias(cell, recurrence),
-            "W_in": projection.weight,
-            "b": projection.bias,
-        }
+        (
+            cell,
+            {
+                "W_rec": cell.recurrent_weight(recurrence),
+                "b_rec": cell.recurrent_bias(recurrence),
+                "W_in": projection.weight,
+                "b": projection.bias,
+            },
+        )
         for cell, projection, recurrence in network.stack()
     ]
 
@@ -589,7 +592,7 @@ def _layer_parameters(network: RecurrentNetwork | RecurrentAdapter) -> list[dict
 def _cell_layers(
     params: _Parameters,
     depth: int,
-    cell: str,
+    cell: Cell,
     parameters: dict[str, torch.Tensor | None],
     states: Any,
     delta: torch.Tensor,
@@ -599,7 +602,7 @@ def _cell_layers(
 
     For the Elman cells and the LSTM both share the delta ``dL/du`` and form one
     ``[W_rec | b_rec | W_in | b]`` (a ``b_rec`` there adds to ``u`` as ``b`` does); the
-    GRU's recurrent delta differs (:func:`recurrent_deltas`).
+    GRU's recurrent delta differs (the cell's ``recurrent_deltas``).
     """
     suffix = "" if depth == 0 else f"[{depth}]"
     weight_hh, bias_hh = parameters["W_rec"], parameters["b_rec"]
@@ -618,13 +621,8 @@ def _cell_layers(
     b_rec = params.add("b_rec" + suffix, bias_hh)
     w_in = params.add("W_in" + suffix, parameters["W_in"])
     bias = params.add("b" + suffix, parameters["b"])
-    if cell == "gru":
-        projected = states.projected.detach().to(dtype).transpose(0, 1)  # (T, B, 3H)
-        recurrent = recurrent_deltas(
-            cell, delta, projected, previous, weight_hh.detach(),
-            None if bias_hh is None else bias_hh.detach(),
-            None if states.resets is None else states.resets.to(dtype),  # kept by the CPU's recurrence
-        )  # (T, B, 3H)
+    recurrent = cell.recurrent_deltas(delta, states, previous, weight_hh, bias_hh)  # (T, B, G * H)
+    if recurrent is not None:
         delta, recurrent, inputs, previous = align(delta, recurrent, inputs, previous)
         gated = _layer(recurrent, [(w_rec, previous), (b_rec, None)])
         projected_part = _layer(delta, [(w_in, inputs), (bias, None)])

@@ -27,7 +27,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["DecayRecurrence"]
+from ._base import Cell, LayerStates, register_cell, reset_affine_, uniform_
+
+__all__ = ["DecayCell", "DecayRecurrence"]
 
 #: Rates of the hidden units at initialization, per unit of gap (the encoder's time
 #: unit is the median training gap): spread log-uniformly so that some units follow
@@ -111,8 +113,9 @@ class DecayRecurrence(nn.Module):
         """Draw ``W_rec`` uniformly in ``±1/sqrt(hidden_size)`` and set the decays.
 
         The decay parameters are set by :meth:`reset_decays`.
-        :class:`~sklearn_rnn.nn.RecurrentNetwork` only calls :meth:`reset_decays` and
-        draws ``W_rec`` with its own (spectral) initialization.
+        :class:`~sklearn_rnn.nn.RecurrentNetwork` initializes it through
+        :meth:`DecayCell.reset_parameters`: :meth:`reset_decays`, then ``W_rec`` as for
+        the Elman cell (spectral or uniform).
 
         Parameters
         ----------
@@ -120,9 +123,7 @@ class DecayRecurrence(nn.Module):
             Source of randomness for ``W_rec``.
         """
         with torch.no_grad():
-            bound = 1 / math.sqrt(self.hidden_size)
-            draw = torch.rand(self.weight_hh.shape, generator=generator, dtype=torch.float64)
-            self.weight_hh.copy_((2 * draw - 1) * bound)
+            uniform_(self.weight_hh, 1 / math.sqrt(self.hidden_size), generator)
         self.reset_decays()
 
     def reset_decays(self) -> None:
@@ -202,3 +203,102 @@ class DecayRecurrence(nn.Module):
 def _inverse_softplus(rate: torch.Tensor) -> torch.Tensor:
     """``rho`` with ``softplus(rho) = rate``."""
     return torch.log(torch.expm1(rate))
+
+
+class DecayCell(Cell):
+    """The time-aware 'decay' cell: :class:`DecayRecurrence` in the first layer, 'tanh' above.
+
+    It reads the gap since the previous step (:attr:`~Cell.needs_gaps`), starts from a
+    zero state (no learned initial state), and is written in plain tensor operations,
+    so :func:`torch.func.vmap` vectorizes it over models (:attr:`~Cell.stackable`); it
+    has no step-by-step recurrence with a hand-written backward pass, hence no temporal
+    gradients. Its L2 penalty ``alpha='auto'`` is 10: it keeps its memory in its
+    relaxation rates, which are not bounded by a gate.
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn import get_cell
+    >>> decay = get_cell("decay")
+    >>> decay.needs_gaps, decay.temporal_gradients, decay.stackable, decay.default_alpha
+    (True, False, True, 10.0)
+    """
+
+    name = "decay"
+    upper = "tanh"
+    needs_gaps = True
+    learned_initial = False
+    stackable = True
+    default_alpha = 10.0
+
+    def make_recurrence(
+        self, hidden_size: int, *, n_masked: int = 0, device: torch.device | str | None = None
+    ) -> DecayRecurrence:
+        """A :class:`DecayRecurrence` of ``hidden_size`` units decaying ``n_masked`` inputs.
+
+        Parameters
+        ----------
+        hidden_size : int
+        n_masked : int, default=0
+        device : torch.device or str, optional
+
+        Returns
+        -------
+        DecayRecurrence
+        """
+        return DecayRecurrence(hidden_size, n_masked=n_masked, device=device)
+
+    def reset_parameters(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        *,
+        spectral_radius: float | None,
+        generator: torch.Generator | None,
+    ) -> None:
+        """The decays (:meth:`DecayRecurrence.reset_decays`), then ``W_rec``, ``W_in`` and ``b`` as for the Elman cell.
+
+        Parameters
+        ----------
+        projection : torch.nn.Linear
+        recurrence : DecayRecurrence
+        spectral_radius : float or None
+        generator : torch.Generator or None
+        """
+        recurrence.reset_decays()
+        reset_affine_(projection, recurrence.weight_hh, spectral_radius, generator)
+
+    def recurrent_weight(self, recurrence: nn.Module) -> nn.Parameter:  # noqa: D102
+        return recurrence.weight_hh
+
+    def forward_states(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> LayerStates:
+        """Decayed inputs, their projection, the time-aware recurrence (``h_0 = 0``).
+
+        Parameters
+        ----------
+        projection : torch.nn.Linear
+        recurrence : DecayRecurrence
+        z : torch.Tensor of shape (batch, steps, input_size)
+        initial : tuple
+            Empty: the state starts at zero.
+        gaps : torch.Tensor of shape (batch, steps)
+            Time since the previous step.
+
+        Returns
+        -------
+        LayerStates
+        """
+        assert gaps is not None  # the network reads them for a cell that needs_gaps
+        x = recurrence.decay_inputs(z, gaps)  # (B, T, input_size)
+        projected = projection(x)  # (B, T, H)
+        hidden = recurrence(projected, gaps)  # (B, T, H); h_0 = 0
+        return LayerStates(x, projected, hidden, ())
+
+
+register_cell(DecayCell())

@@ -1,0 +1,965 @@
+"""What a cell is: the :class:`Cell` protocol, the fused-kernel cells' shared layer code, the registry.
+
+Every layer splits its cell in two: an input projection ``u_t = W_in z_t + b`` of all
+gate pre-activations at once (``G * H`` values: ``G = 1`` for the Elman cells, 3 for the
+GRU, 4 for the LSTM), and a recurrence over ``u``. For the cells of PyTorch's fused
+kernels (:class:`FusedCell`) the recurrence is a :class:`torch.nn.RNN`,
+:class:`torch.nn.GRU` or :class:`torch.nn.LSTM` whose input weights are frozen to the
+identity. Run that way (:meth:`FusedCell.forward_states`), the gradient of ``u`` is the
+delta of every gate pre-activation at every step, from which the temporal gradients of
+all parameters follow in one backward pass (:func:`sklearn_rnn.optim.temporal_gradients`).
+On a CPU, :meth:`FusedCell.forward_states` runs the same recurrence step by step instead
+(:func:`stepwise_recurrence`), whose hand-written backward pass writes the deltas
+directly, without the identity products.
+
+When no temporal gradients are needed, :meth:`FusedCell.forward` runs the same cell in
+one fused call on the raw inputs, with ``W_in`` and ``b`` as the kernel's input weights:
+the identity product costs ``(G * H)^2`` per step and sequence, which for gated cells is
+several times the recurrence itself on a CPU. Both give the same function; the first is
+what the simplex optimizer trains with, the second what the other optimizers and
+prediction use.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Set
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+
+from ..init import spectral_radius_
+from ._stepwise import Record, RecurrentWeights
+
+__all__ = [
+    "CELLS",
+    "Cell",
+    "FusedCell",
+    "LayerStates",
+    "cell_names",
+    "cell_of_module",
+    "get_cell",
+    "register_cell",
+    "stepwise_recurrence",
+    "unregister_cell",
+]
+
+#: The registry: every cell the package can build, by name (:func:`register_cell`).
+CELLS: dict[str, Cell] = {}
+
+# cuDNN copies weights that are not views of one buffer (those of FusedCell.forward are
+# not) and says so on every call; the copy is small beside the recurrence.
+_NOT_FLAT = "RNN module weights are not part of single contiguous chunk of memory"
+
+
+class LayerStates(NamedTuple):
+    """What one layer computed in a cell's ``forward_states``, for temporal gradients.
+
+    Attributes
+    ----------
+    inputs : torch.Tensor of shape (batch, steps, n_inputs)
+        ``z_t``, what the input projection read: the network's inputs for the first
+        layer, the (dropped-out) states of the layer below for the others.
+    projected : torch.Tensor of shape (batch, steps, gates * hidden_size)
+        ``u_t = W_in z_t + b``; its gradient is every gate pre-activation's delta.
+    hidden : torch.Tensor of shape (batch, steps, hidden_size)
+        The states ``h_t``.
+    initial : tuple of torch.Tensor of shape (batch, hidden_size)
+        The learned initial state as fed to the recurrence, expanded per sequence so
+        that its gradient is per sequence: ``(h_0,)``, ``(h_0, c_0)`` for the LSTM, or
+        ``()`` when it is zero.
+    resets : torch.Tensor of shape (steps, batch, hidden_size) or None
+        The GRU's reset gate ``r_t`` of every step (time-major), where the recurrence
+        computed it step by step (on a CPU): the temporal gradients then read it
+        instead of computing it again. None for the other cells and the fused kernels.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn import RecurrentNetwork
+    >>> net = RecurrentNetwork(3, 4, 1, cell="lstm", generator=torch.Generator().manual_seed(0))
+    >>> layer = net.forward_states(torch.randn(2, 5, 3), torch.tensor([5, 2])).layers[0]
+    >>> layer.projected.shape, layer.hidden.shape, layer.initial
+    (torch.Size([2, 5, 16]), torch.Size([2, 5, 4]), ())
+    """
+
+    inputs: torch.Tensor
+    projected: torch.Tensor
+    hidden: torch.Tensor
+    initial: tuple[torch.Tensor, ...]
+    resets: torch.Tensor | None = None
+
+
+class Cell(ABC):
+    """One recurrent cell: everything the network, the optimizers and the estimators ask about it.
+
+    A cell is a stateless description (one instance per cell, kept in :data:`CELLS`):
+    it builds a layer's recurrence module, initializes it, runs it, and says what it
+    supports. The network (:class:`~sklearn_rnn.nn.RecurrentNetwork`), the temporal
+    gradients, the plain-PyTorch adapter and the estimators read these attributes and
+    call these methods; none of them branches on a cell's name.
+
+    Subclass it for a recurrence written in tensor operations (as the time-aware
+    'decay' cell is), or :class:`FusedCell` for one of PyTorch's fused kernels, then
+    :func:`register_cell` an instance.
+
+    Attributes
+    ----------
+    name : str
+        The value of ``cell=`` that selects it.
+    gates : int
+        Gate blocks: the input projection has ``gates * hidden_size`` outputs.
+    state_count : int
+        State tensors per layer: 1 (``h``), 2 for the LSTM (``h`` and ``c``).
+    upper : str or None
+        The cell of the layers above the first (by name); None for this one.
+    needs_gaps : bool
+        Whether it reads the time since the previous step (a ``gap_channel``).
+    learned_initial : bool
+        Whether ``hidden_init='learned'`` applies.
+    temporal_gradients : bool
+        Whether :func:`~sklearn_rnn.optim.temporal_gradients` (and so the simplex
+        optimizer) supports it: the cell then implements :meth:`stepwise`.
+    stackable : bool
+        Whether :func:`torch.func.vmap` vectorizes its forward pass over models (the
+        stacked grid-search trainer).
+    default_spectral_radius : float or None
+        What ``spectral_radius='auto'`` of the estimators means for it: the thesis'
+        1.2, or None for PyTorch's uniform initialization.
+    default_alpha : float
+        What ``alpha='auto'`` of the estimators means for it.
+    torch_mode : str or None
+        The ``mode`` of the :class:`torch.nn.RNNBase` module that runs this cell
+        (``'RNN_TANH'``, ``'GRU'``, ...), for :class:`~sklearn_rnn.optim.RecurrentAdapter`.
+    has_recurrent_bias : bool
+        Whether its recurrence keeps a bias ``b_hh`` of its own (the GRU's candidate
+        block ``b_hn`` sits inside the reset gate, so it cannot merge into ``b``).
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn import get_cell
+    >>> gru = get_cell("gru")
+    >>> gru.gates, gru.temporal_gradients, gru.default_spectral_radius
+    (3, True, None)
+    >>> get_cell("decay").needs_gaps, get_cell("decay").upper
+    (True, 'tanh')
+    """
+
+    name: str = ""
+    gates: int = 1
+    state_count: int = 1
+    upper: str | None = None
+    needs_gaps: bool = False
+    learned_initial: bool = True
+    temporal_gradients: bool = False
+    stackable: bool = False
+    default_spectral_radius: float | None = 1.2
+    default_alpha: float = 0.0
+    torch_mode: str | None = None
+    has_recurrent_bias: bool = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Pickled by name, as a class is: a network unpickles with the registered cell.
+        return get_cell, (self.name,)
+
+    @abstractmethod
+    def make_recurrence(
+        self, hidden_size: int, *, n_masked: int = 0, device: torch.device | str | None = None
+    ) -> nn.Module:
+        """The module of one layer's recurrence over ``gates * hidden_size`` projected inputs.
+
+        Parameters
+        ----------
+        hidden_size : int
+            Recurrent units.
+        n_masked : int, default=0
+            Leading value channels of the network's inputs that have a mask channel.
+        device : torch.device or str, optional
+            Where to create the (uninitialized) parameters.
+
+        Returns
+        -------
+        torch.nn.Module
+        """
+
+    @abstractmethod
+    def reset_parameters(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        *,
+        spectral_radius: float | None,
+        generator: torch.Generator | None,
+    ) -> None:
+        """Initialize one layer: its input projection and its recurrence.
+
+        Parameters
+        ----------
+        projection : torch.nn.Linear
+            ``W_in``, ``b``.
+        recurrence : torch.nn.Module
+            From :meth:`make_recurrence`.
+        spectral_radius : float or None
+            The thesis' initialization at this radius, or None for PyTorch's.
+        generator : torch.Generator or None
+            A CPU generator; the global one when None.
+        """
+
+    @abstractmethod
+    def recurrent_weight(self, recurrence: nn.Module) -> nn.Parameter:
+        """``W_rec`` of ``recurrence``: ``(gates * hidden_size, hidden_size)``.
+
+        Parameters
+        ----------
+        recurrence : torch.nn.Module
+
+        Returns
+        -------
+        torch.nn.Parameter
+        """
+
+    def recurrent_bias(self, recurrence: nn.Module) -> torch.Tensor | None:
+        """``b_hh`` of ``recurrence`` where the cell keeps one (:attr:`has_recurrent_bias`).
+
+        Parameters
+        ----------
+        recurrence : torch.nn.Module
+
+        Returns
+        -------
+        torch.Tensor or None
+        """
+        return None
+
+    @abstractmethod
+    def forward_states(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> LayerStates:
+        """Run one layer and keep what temporal gradients read.
+
+        Parameters
+        ----------
+        projection : torch.nn.Linear
+            ``W_in``, ``b``.
+        recurrence : torch.nn.Module
+            From :meth:`make_recurrence`.
+        z : torch.Tensor of shape (batch, steps, n_inputs)
+            The layer's inputs.
+        initial : tuple of torch.Tensor of shape (batch, hidden_size)
+            ``(h_0,)`` or ``(h_0, c_0)``; ``()`` for zero.
+        gaps : torch.Tensor of shape (batch, steps) or None
+            Time since the previous step, for a cell that :attr:`needs_gaps`.
+
+        Returns
+        -------
+        LayerStates
+        """
+
+    def forward(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """Run one layer for its states only: ``(batch, steps, hidden_size)``.
+
+        The same function as :meth:`forward_states`; a cell may compute it faster.
+
+        Parameters
+        ----------
+        projection, recurrence, z, initial, gaps
+            As for :meth:`forward_states`.
+
+        Returns
+        -------
+        torch.Tensor of shape (batch, steps, hidden_size)
+        """
+        return self.forward_states(projection, recurrence, z, initial, gaps).hidden
+
+    # ------------------------------------------------------------ temporal gradients
+    def stepwise(
+        self,
+        u: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        h0: torch.Tensor | None,
+        c0: torch.Tensor | None,
+        record: Record,
+    ) -> torch.Tensor:
+        """The recurrence over ``u`` with a hand-written backward pass (see :func:`stepwise_recurrence`).
+
+        The backward pass must give the gradient of ``u`` as the delta of every gate
+        pre-activation, and the forward pass must leave in ``record`` the states
+        ``h_t`` (time-major) and ``h_0``, from which the recurrent weights get their
+        gradient.
+
+        Parameters
+        ----------
+        u : torch.Tensor of shape (batch, steps, gates * hidden)
+            The projected inputs.
+        weight : torch.Tensor of shape (gates * hidden, hidden)
+            ``W_hh``, detached.
+        bias : torch.Tensor of shape (gates * hidden,) or None
+            ``b_hh``, detached, for a cell that :attr:`has_recurrent_bias`.
+        h0, c0 : torch.Tensor of shape (batch, hidden) or None
+            Initial states; None for zero.
+        record : Record
+            What the forward pass leaves for the recurrent weights' gradient.
+
+        Returns
+        -------
+        torch.Tensor of shape (batch, steps, hidden)
+        """
+        raise ValueError(
+            f"cell={self.name!r} has no step-by-step recurrence: temporal gradients need one of "
+            f"{cell_names(temporal_gradients=True)}."
+        )
+
+    def gate_recurrent_delta(self, delta: torch.Tensor, resets: torch.Tensor | None) -> torch.Tensor:
+        """The delta of ``W_hh h_{t-1} + b_hh`` from ``delta = dL/du``: ``delta`` itself.
+
+        A cell whose recurrent part enters a pre-activation through a gate (the
+        GRU's candidate) scales it there.
+
+        Parameters
+        ----------
+        delta : torch.Tensor of shape (steps, batch, gates * hidden)
+            ``dL/du``, time-major.
+        resets : torch.Tensor of shape (steps, batch, hidden) or None
+            The gate the recurrent part passes through, as the forward pass computed it.
+
+        Returns
+        -------
+        torch.Tensor of shape (steps, batch, gates * hidden)
+        """
+        return delta
+
+    def recurrent_deltas(
+        self,
+        delta: torch.Tensor,
+        states: LayerStates,
+        previous: torch.Tensor,
+        weight_hh: torch.Tensor,
+        bias_hh: torch.Tensor | None,
+    ) -> torch.Tensor | None:
+        """For temporal gradients: the delta of the recurrent part, where it differs from ``delta``.
+
+        Parameters
+        ----------
+        delta : torch.Tensor of shape (steps, batch, gates * hidden)
+            ``dL/du``, time-major, in the parameters' dtype.
+        states : LayerStates
+            What the layer's forward pass kept.
+        previous : torch.Tensor of shape (steps, batch, hidden)
+            ``h_{t-1}`` of every step.
+        weight_hh : torch.Tensor of shape (gates * hidden, hidden)
+        bias_hh : torch.Tensor of shape (gates * hidden,) or None
+
+        Returns
+        -------
+        torch.Tensor of shape (steps, batch, gates * hidden) or None
+            None when the recurrent part's delta is ``delta`` (the Elman cells, the
+            LSTM): ``[W_rec | b_rec | W_in | b]`` then form one block.
+        """
+        return None
+
+    def project_module_inputs(
+        self,
+        z: torch.Tensor,
+        weight_ih: torch.Tensor,
+        bias_ih: torch.Tensor | None,
+        weight_hh: torch.Tensor,
+        bias_hh: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``u`` and ``b_hh`` for :func:`stepwise_recurrence` from a PyTorch module's parameters.
+
+        PyTorch's modules add ``b_ih`` and ``b_hh`` to every pre-activation, so both
+        go into ``u`` (a cell with :attr:`has_recurrent_bias` keeps ``b_hh`` apart).
+
+        Parameters
+        ----------
+        z : torch.Tensor of shape (batch, steps, n_inputs)
+        weight_ih : torch.Tensor of shape (gates * hidden, n_inputs)
+        bias_ih : torch.Tensor or None
+        weight_hh : torch.Tensor of shape (gates * hidden, hidden)
+        bias_hh : torch.Tensor or None
+
+        Returns
+        -------
+        projected : torch.Tensor of shape (batch, steps, gates * hidden)
+        bias_hh : torch.Tensor or None
+            What :func:`stepwise_recurrence` takes as ``bias_hh``.
+        """
+        bias = None if bias_ih is None else bias_ih + bias_hh
+        return nn.functional.linear(z, weight_ih, bias), None  # (B, T, G * H)
+
+
+class FusedCell(Cell):
+    """A cell of PyTorch's fused recurrent kernels, with an identity input for temporal gradients.
+
+    Subclasses set :attr:`module` (the :class:`torch.nn.RNNBase` class), :attr:`kernel`
+    (its functional kernel, e.g. :func:`torch.gru`) and implement :meth:`stepwise`.
+    The recurrence is the module over ``gates * hidden_size`` inputs whose input
+    weights are frozen (``requires_grad=False``) and set to the identity by
+    :meth:`reset_parameters`; the cells without :attr:`has_recurrent_bias` have no bias
+    of their own (the projection's bias is the only one: a second would be redundant).
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn import get_cell
+    >>> lstm = get_cell("lstm").make_recurrence(4, device="meta")
+    >>> tuple(lstm.weight_ih_l0.shape), lstm.weight_ih_l0.requires_grad
+    ((16, 16), False)
+    """
+
+    temporal_gradients = True
+    module: type[nn.RNNBase] = nn.RNNBase
+    kernel: Callable[..., tuple[torch.Tensor, ...]]
+    module_options: dict[str, Any] = {}
+
+    def make_recurrence(
+        self, hidden_size: int, *, n_masked: int = 0, device: torch.device | str | None = None
+    ) -> nn.RNNBase:
+        """The fused module over ``gates * hidden_size`` projected inputs (see the class).
+
+        Parameters
+        ----------
+        hidden_size : int
+        n_masked : int, default=0
+            Unused.
+        device : torch.device or str, optional
+
+        Returns
+        -------
+        torch.nn.RNNBase
+        """
+        width = self.gates * hidden_size
+        recurrence = self.module(
+            width, hidden_size, bias=self.has_recurrent_bias, batch_first=True, device=device,
+            **self.module_options,
+        )
+        recurrence.weight_ih_l0.requires_grad_(False)
+        if self.has_recurrent_bias:
+            recurrence.bias_ih_l0.requires_grad_(False)
+        return recurrence
+
+    def reset_parameters(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        *,
+        spectral_radius: float | None,
+        generator: torch.Generator | None,
+    ) -> None:
+        """Initialize one layer (thesis algorithm 3.1, extended to gated cells).
+
+        With a ``spectral_radius``, ``W_rec`` is Gaussian and **each gate block**
+        (``W_hr, W_hz, W_hn`` of the GRU; ``W_hi, W_hf, W_hg, W_ho`` of the LSTM) is
+        rescaled to that radius on its own: each block is a square map of ``h_{t-1}``
+        into one gate, the only square matrices whose eigenvalues say how that gate's
+        input grows or shrinks over steps (the stacked ``(G * H, H)`` matrix has no
+        spectrum); rescaling the stack as a whole, say by its largest singular value,
+        would leave the candidate block, the one carrying the state like the Elman
+        ``W_rec``, at a radius that depends on the others. ``W_in`` is drawn from
+        ``N(0, 0.1^2)``, biases are zero. Without a radius, PyTorch's defaults: uniform
+        in ``±1/sqrt(fan_in)`` for the projection, ``±1/sqrt(hidden_size)`` for the
+        recurrence (``b_hh`` included). The input weights are set to the identity.
+
+        Draw order: ``W_rec`` then ``W_in`` (spectral), or ``W_in``, ``b``, ``W_rec``
+        then ``b_hh`` (uniform), as the one-layer Elman network always drew them.
+
+        Parameters
+        ----------
+        projection : torch.nn.Linear
+        recurrence : torch.nn.RNNBase
+            From :meth:`make_recurrence`.
+        spectral_radius : float or None
+        generator : torch.Generator or None
+            A CPU generator; the global one when None.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn_rnn.nn import get_cell
+        >>> gru = get_cell("gru")
+        >>> projection, recurrence = torch.nn.Linear(2, 9), gru.make_recurrence(3)
+        >>> gru.reset_parameters(projection, recurrence, spectral_radius=1.2,
+        ...                      generator=torch.Generator().manual_seed(0))
+        >>> [round(torch.linalg.eigvals(w.double()).abs().max().item(), 4)
+        ...  for w in recurrence.weight_hh_l0.detach().split(3)]
+        [1.2, 1.2, 1.2]
+        """
+        bias_hh = self.recurrent_bias(recurrence)
+        with torch.no_grad():
+            recurrence.weight_ih_l0.copy_(torch.eye(recurrence.input_size))
+            if bias_hh is not None:
+                recurrence.bias_ih_l0.zero_()
+            reset_affine_(projection, recurrence.weight_hh_l0, spectral_radius, generator)
+            if bias_hh is None:
+                return
+            if spectral_radius is None:
+                uniform_(bias_hh, 1 / math.sqrt(recurrence.hidden_size), generator)
+            else:
+                bias_hh.zero_()
+
+    def recurrent_weight(self, recurrence: nn.Module) -> nn.Parameter:  # noqa: D102
+        return recurrence.weight_hh_l0
+
+    def recurrent_bias(self, recurrence: nn.Module) -> torch.Tensor | None:  # noqa: D102
+        return recurrence.bias_hh_l0 if self.has_recurrent_bias else None
+
+    def forward_states(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> LayerStates:
+        """Project, then run the recurrence so that the gradient of ``u`` is every delta.
+
+        On a GPU: the fused (cuDNN) kernel with identity input weights, whose product
+        with the identity is one large matrix product over all steps. Elsewhere: the
+        step-by-step recurrence of :func:`stepwise_recurrence`, the same function
+        without identity products (for an LSTM of 50 units on a CPU, the
+        identity-input kernel costs about twice the plain one; see
+        ``docs/performance.rst``).
+
+        Parameters
+        ----------
+        projection : torch.nn.Linear
+            ``W_in``, ``b``.
+        recurrence : torch.nn.RNNBase
+            From :meth:`make_recurrence`.
+        z : torch.Tensor of shape (batch, steps, n_inputs)
+            The layer's inputs.
+        initial : tuple of torch.Tensor of shape (batch, hidden_size)
+            ``(h_0,)`` or ``(h_0, c_0)``; ``()`` for zero.
+        gaps : None
+            Unused.
+
+        Returns
+        -------
+        LayerStates
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn_rnn.nn import get_cell
+        >>> lstm = get_cell("lstm")
+        >>> projection, recurrence = torch.nn.Linear(2, 12), lstm.make_recurrence(3)
+        >>> lstm.reset_parameters(projection, recurrence, spectral_radius=1.2, generator=None)
+        >>> z = torch.randn(4, 6, 2)
+        >>> states = lstm.forward_states(projection, recurrence, z, (), None)
+        >>> states.hidden.shape
+        torch.Size([4, 6, 3])
+        >>> torch.allclose(lstm.forward(projection, recurrence, z, (), None), states.hidden, atol=1e-6)
+        True
+        """
+        projected = projection(z)  # (B, T, G * H)
+        if not projected.is_cuda:
+            # On a CPU, a loop over steps with a hand-written backward pass, whose gradient
+            # of u is the deltas without any identity product (several times cheaper for
+            # gated cells); on a GPU the fused kernel batches that product over all steps.
+            bias_hh = self.recurrent_bias(recurrence)
+            u, hidden, resets = stepwise_recurrence(self, projected, recurrence.weight_hh_l0, bias_hh, initial)
+            return LayerStates(z, u, hidden, initial, resets)
+        hx = self._hx(initial, z, recurrence.hidden_size)
+        # The module's own (flattened, on cuDNN) weights, called as forward calls the
+        # kernel: training mode whenever gradients are on, so that a network in eval mode
+        # (dropout off) still gets its temporal gradients on a GPU.
+        weights = recurrence.all_weights[0]  # [I, W_hh] (+ [0, b_hh] for the GRU)
+        args = (projected, hx, weights, recurrence.bias, 1, 0.0, torch.is_grad_enabled(), False, True)
+        hidden = _quiet(self.kernel, *args)[0]  # (B, T, H)
+        return LayerStates(z, projected, hidden, initial)
+
+    def forward(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """The same layer in one fused call on ``z``, with ``W_in`` as the input weights.
+
+        Parameters
+        ----------
+        projection, recurrence, z, initial, gaps
+            As for :meth:`forward_states`.
+
+        Returns
+        -------
+        torch.Tensor of shape (batch, steps, hidden_size)
+            The states ``h_t``, as :meth:`forward_states` computes them (up to rounding).
+        """
+        bias_hh = self.recurrent_bias(recurrence)
+        if bias_hh is None:
+            bias_hh = torch.zeros_like(projection.bias)  # (G * H,)
+        weights = [projection.weight, recurrence.weight_hh_l0, projection.bias, bias_hh]
+        hx = self._hx(initial, z, recurrence.hidden_size)
+        # train=True keeps what cuDNN's backward needs; the kernel's own dropout is 0.
+        args = (z, hx, weights, True, 1, 0.0, torch.is_grad_enabled(), False, True)
+        return _quiet(self.kernel, *args)[0]  # (B, T, H)
+
+    def _hx(
+        self, initial: tuple[torch.Tensor, ...], z: torch.Tensor, hidden_size: int
+    ) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """The fused kernels' ``hx``: ``(1, B, H)``, a pair of them for the LSTM."""
+        if initial:
+            states = [state.unsqueeze(0) for state in initial]  # (1, B, H) each
+        else:
+            zeros = z.new_zeros(1, z.shape[0], hidden_size)  # (1, B, H)
+            states = [zeros] * self.state_count
+        return tuple(states) if self.state_count > 1 else states[0]
+
+
+def stepwise_recurrence(
+    cell: Cell | str,
+    projected: torch.Tensor,
+    weight_hh: torch.Tensor,
+    bias_hh: torch.Tensor | None,
+    initial: tuple[torch.Tensor, ...],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Run a cell over ``u = projected``, step by step, with a hand-written backward pass.
+
+    The gradient of the returned ``u`` is exactly the delta of every gate pre-activation
+    at every step, as with the identity-input fused kernel, without its identity
+    products (see :mod:`sklearn_rnn.nn.cells._stepwise`). Computed in the dtype of
+    ``weight_hh``, with autocast off.
+
+    Parameters
+    ----------
+    cell : Cell or str
+        A cell with :attr:`Cell.temporal_gradients`, or its name.
+    projected : torch.Tensor of shape (batch, steps, gates * hidden)
+        ``u_t = W_in z_t + b``, every gate's input part.
+    weight_hh : torch.Tensor of shape (gates * hidden, hidden)
+        The stacked recurrent matrices.
+    bias_hh : torch.Tensor of shape (gates * hidden,) or None
+        The recurrent bias of a cell that :attr:`~Cell.has_recurrent_bias` (the GRU's
+        candidate ``b_hn`` sits inside the reset gate); None for the other cells.
+    initial : tuple of torch.Tensor of shape (batch, hidden)
+        ``(h_0,)``, or ``(h_0, c_0)`` for the LSTM; ``()`` for zero.
+
+    Returns
+    -------
+    u : torch.Tensor of shape (batch, steps, gates * hidden)
+        ``projected`` (in the dtype of ``weight_hh``) as the recurrence read it: ask
+        autograd for its gradient to get the deltas.
+    hidden : torch.Tensor of shape (batch, steps, hidden)
+        The states ``h_t`` (a batch-first view of time-major memory, as the fused
+        kernels return them).
+    resets : torch.Tensor of shape (steps, batch, hidden) or None
+        For the GRU, the reset gate ``r_t`` of every step as the recurrence computed it
+        (time-major, detached), which the temporal gradients of ``W_hn`` and ``b_hn``
+        read; None for the other cells.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn.cells import stepwise_recurrence
+    >>> lstm = torch.nn.LSTM(8, 2, bias=False, batch_first=True)  # input weights: identity
+    >>> with torch.no_grad():
+    ...     _ = lstm.weight_ih_l0.copy_(torch.eye(8))
+    >>> projected = torch.randn(3, 5, 8, requires_grad=True)
+    >>> u, h, _ = stepwise_recurrence("lstm", projected, lstm.weight_hh_l0, None, ())
+    >>> torch.allclose(h, lstm(projected)[0], atol=1e-6)
+    True
+
+    The gradient of ``u`` is the pre-activation delta of every gate and step; a full
+    backward pass also reaches the recurrent weights:
+
+    >>> (delta,) = torch.autograd.grad(h[:, -1].sum(), u, retain_graph=True)
+    >>> delta.shape, bool(delta[:, -1].abs().sum() > 0)
+    (torch.Size([3, 5, 8]), True)
+    >>> h[:, -1].sum().backward()
+    >>> lstm.weight_hh_l0.grad.shape
+    torch.Size([8, 2])
+
+    For the GRU the reset gates come back too:
+
+    >>> gru = torch.nn.GRU(6, 2, batch_first=True)
+    >>> u, h, resets = stepwise_recurrence("gru", torch.randn(3, 5, 6), gru.weight_hh_l0, gru.bias_hh_l0, ())
+    >>> resets.shape, bool(((resets > 0) & (resets < 1)).all())
+    (torch.Size([5, 3, 2]), True)
+    """
+    stepwise = cell_names(temporal_gradients=True)
+    if isinstance(cell, str):
+        if cell not in stepwise:
+            raise ValueError(f"cell must be one of {stepwise}; got {cell!r}.")
+        cell = CELLS[cell]
+    if not cell.temporal_gradients:
+        raise ValueError(f"cell must be one of {stepwise}; got {cell.name!r}.")
+    width, hidden = weight_hh.shape
+    if projected.ndim != 3 or projected.shape[2] != width:
+        raise ValueError(
+            f"projected must have shape (batch, steps, {width}) for a {cell.name!r} cell of "
+            f"{hidden} units; got {tuple(projected.shape)}."
+        )
+    if cell.has_recurrent_bias and bias_hh is None:
+        raise ValueError(
+            f"bias_hh is required for cell={cell.name!r}, whose recurrence keeps a bias of its "
+            "own (the GRU's candidate reads it through the reset gate); got None."
+        )
+    if not cell.has_recurrent_bias and bias_hh is not None:
+        raise ValueError(
+            f"bias_hh must be None for cell={cell.name!r}: only "
+            f"{cell_names(has_recurrent_bias=True)} keep a recurrent bias of their own, None "
+            "for the others (add the module's b_hh to u); got a tensor."
+        )
+    dtype = weight_hh.dtype
+    h0 = initial[0].to(dtype) if initial else None
+    c0 = initial[1].to(dtype) if len(initial) > 1 else None
+    if bias_hh is not None:
+        bias_hh = bias_hh.to(dtype)
+    record = Record(cell)
+    u = RecurrentWeights.apply(projected.to(dtype), weight_hh, bias_hh, record)
+    weight = weight_hh.detach()  # its gradient comes from RecurrentWeights
+    bias = None if bias_hh is None else bias_hh.detach()
+    hidden_states = cell.stepwise(u, weight, bias, h0, c0, record)
+    return u, hidden_states, record.resets
+
+
+def reset_affine_(
+    projection: nn.Linear, weight_hh: torch.Tensor, spectral_radius: float | None, generator: torch.Generator | None
+) -> None:
+    """``W_in``, ``b`` and ``W_rec`` of one layer: thesis algorithm 3.1, or PyTorch's uniform draws.
+
+    With a ``spectral_radius``: ``W_rec`` Gaussian rescaled to that radius (block by
+    block for a stack of gate blocks), then ``W_in`` from ``N(0, 0.1^2)`` and ``b = 0``.
+    Without: ``W_in`` and ``b`` uniform in ``±1/sqrt(fan_in)``, then ``W_rec`` uniform
+    in ``±1/sqrt(hidden_size)``.
+
+    Parameters
+    ----------
+    projection : torch.nn.Linear
+    weight_hh : torch.Tensor of shape (gates * hidden_size, hidden_size)
+    spectral_radius : float or None
+    generator : torch.Generator or None
+    """
+    with torch.no_grad():
+        if spectral_radius is None:
+            bound = 1 / math.sqrt(projection.in_features)
+            uniform_(projection.weight, bound, generator)
+            uniform_(projection.bias, bound, generator)
+            uniform_(weight_hh, 1 / math.sqrt(weight_hh.shape[1]), generator)
+            return
+        spectral_radius_(weight_hh, spectral_radius, generator=generator)
+        normal_(projection.weight, 0.1, generator)
+        projection.bias.zero_()
+
+
+def uniform_(tensor: torch.Tensor, bound: float, generator: torch.Generator | None) -> None:
+    """Fill with ``U(-bound, bound)``, drawn on the CPU in float64.
+
+    Parameters
+    ----------
+    tensor : torch.Tensor
+    bound : float
+    generator : torch.Generator or None
+    """
+    draw = torch.rand(tensor.shape, generator=generator, dtype=torch.float64)
+    tensor.copy_((2 * draw - 1) * bound)
+
+
+def normal_(tensor: torch.Tensor, std: float, generator: torch.Generator | None) -> None:
+    """Fill with ``N(0, std^2)``, drawn on the CPU in float64.
+
+    Parameters
+    ----------
+    tensor : torch.Tensor
+    std : float
+    generator : torch.Generator or None
+    """
+    tensor.copy_(torch.randn(tensor.shape, generator=generator, dtype=torch.float64) * std)
+
+
+def _quiet(function: Callable[..., tuple[torch.Tensor, ...]], *args: object) -> tuple[torch.Tensor, ...]:
+    first = args[0]
+    if not (isinstance(first, torch.Tensor) and first.is_cuda):
+        return function(*args)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_NOT_FLAT)
+        return function(*args)
+
+
+# ------------------------------------------------------------------ the registry
+def register_cell(cell: Cell) -> Cell:
+    """Add ``cell`` to :data:`CELLS`, so that ``cell=cell.name`` selects it everywhere.
+
+    Parameters
+    ----------
+    cell : Cell
+        An instance; its :attr:`~Cell.name` must be new.
+
+    Returns
+    -------
+    Cell
+        ``cell``.
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn import get_cell, register_cell, unregister_cell
+    >>> from sklearn_rnn.nn.cells import ElmanCell
+    >>> register_cell(ElmanCell("tanh_copy", nonlinearity="tanh"))
+    ElmanCell(name='tanh_copy')
+    >>> get_cell("tanh_copy").gates
+    1
+    >>> unregister_cell("tanh_copy")
+    """
+    if not isinstance(cell, Cell):
+        raise TypeError(f"register_cell expects a sklearn_rnn.nn.Cell instance; got {type(cell).__name__}.")
+    if not cell.name or not isinstance(cell.name, str):
+        raise ValueError(f"a cell needs a non-empty str name; got {cell.name!r}.")
+    if cell.name in CELLS or cell.name == "auto":
+        raise ValueError(
+            f"a cell named {cell.name!r} is already registered ({CELLS.get(cell.name)!r}); "
+            "choose another name, or unregister_cell it first."
+        )
+    CELLS[cell.name] = cell
+    return cell
+
+
+def unregister_cell(name: str) -> None:
+    """Remove the cell ``name`` from :data:`CELLS`.
+
+    Parameters
+    ----------
+    name : str
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn import unregister_cell
+    >>> unregister_cell("no such cell")
+    Traceback (most recent call last):
+    ...
+    ValueError: no cell named 'no such cell' is registered...
+    """
+    if name not in CELLS:
+        raise ValueError(f"no cell named {name!r} is registered; the cells are {sorted(CELLS)}.")
+    del CELLS[name]
+
+
+def get_cell(name: str) -> Cell:
+    """The registered cell ``name``.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    Cell
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn import get_cell
+    >>> get_cell("lstm").gates
+    4
+    >>> get_cell("elman")
+    Traceback (most recent call last):
+    ...
+    ValueError: cell must be one of ['decay', 'gru', 'lstm', 'relu', 'tanh']; got 'elman'.
+    """
+    if not isinstance(name, str) or name not in CELLS:
+        raise ValueError(f"cell must be one of {sorted(CELLS)}; got {name!r}.")
+    return CELLS[name]
+
+
+def cell_of_module(module: nn.RNNBase) -> Cell:
+    """The registered cell whose fused kernel ``module`` runs (by its ``mode``).
+
+    Parameters
+    ----------
+    module : torch.nn.RNN, torch.nn.GRU or torch.nn.LSTM
+
+    Returns
+    -------
+    Cell
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn.cells import cell_of_module
+    >>> cell_of_module(torch.nn.RNN(2, 3, nonlinearity="relu")).name
+    'relu'
+    """
+    for cell in CELLS.values():
+        if cell.torch_mode == module.mode and cell.temporal_gradients:
+            return cell
+    raise ValueError(f"no registered cell runs a torch.nn module of mode {module.mode!r}.")
+
+
+def cell_names(**attributes: Any) -> list[str]:
+    """Names of the registered cells whose attributes have the given values, in registration order.
+
+    Parameters
+    ----------
+    **attributes
+        :class:`Cell` attributes and the values to select, e.g. ``stackable=True``.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn.cells import cell_names
+    >>> cell_names(temporal_gradients=True)
+    ['tanh', 'relu', 'gru', 'lstm']
+    """
+    return [
+        name for name, cell in CELLS.items()
+        if all(getattr(cell, key) == value for key, value in attributes.items())
+    ]
+
+
+class CellNames(Set):
+    """The registered cells' names and some fixed extra values, read from :data:`CELLS` at each use.
+
+    For parameter validation that sees a cell registered after the estimator class
+    was defined.
+
+    Parameters
+    ----------
+    *extra : str
+        Values accepted besides the cells' names (such as ``'auto'``).
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn.cells import CellNames
+    >>> names = CellNames("auto")
+    >>> "auto" in names, "gru" in names, "elman" in names
+    (True, True, False)
+    """
+
+    def __init__(self, *extra: str) -> None:
+        self.extra = extra
+
+    @classmethod
+    def _from_iterable(cls, iterable: Any) -> frozenset:
+        # Set operations (``deprecated - options`` in scikit-learn) give a plain set.
+        return frozenset(iterable)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.extra or value in CELLS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self.extra, *CELLS])
+
+    def __len__(self) -> int:
+        return len(self.extra) + len(CELLS)

@@ -1,0 +1,129 @@
+"""The shared machinery of the step-by-step recurrences: the CPU path of temporal gradients.
+
+Temporal gradients need ``delta_t = dL/du_t``, the delta of every gate pre-activation at
+every step (:mod:`sklearn_rnn.optim`). The fused PyTorch kernels only give it when
+``u`` is fed through input weights frozen to the identity
+(:meth:`~sklearn_rnn.nn.cells.FusedCell.forward_states` on a GPU), which multiplies by a
+``(G * H, G * H)`` identity at every step, forward and backward (and, on the CPU's
+oneDNN kernel, also computes the identity's own unused gradient). For the GRU
+(``G = 3``) and the LSTM (``G = 4``) those products cost several times the recurrence
+itself.
+
+:func:`~sklearn_rnn.nn.cells.stepwise_recurrence` runs the same cell as an explicit loop
+over steps, in a :class:`torch.autograd.Function` with a hand-written backward pass
+(each cell's own, next to its equations: ``_elman.py``, ``_gru.py``, ``_lstm.py``): the
+forward keeps the gate activations, the backward walks the steps in reverse and writes
+each step's gate deltas straight into the gradient of ``u``, so no identity product
+exists at all. Elementwise derivative factors that do not depend on the incoming
+gradient are computed for all steps at once (in chunks of :data:`CHUNK` steps, see
+:func:`chunks`), leaving a handful of small operations per step (one
+``(B, H) x (H, G * H)`` product each way). On a CPU this costs about what the fused
+kernel costs without the identity (see ``docs/performance.rst``); on a GPU the
+per-step launches would dominate, and the fused cuDNN kernel, which batches the
+identity product over all steps, is used instead.
+
+The recurrent weights get their gradient from a separate node between the projection
+and the recurrence (:class:`RecurrentWeights`): a backward pass that asks only for the
+gradient of ``u``, as :func:`~sklearn_rnn.optim.temporal_gradients` does, stops there
+and never pays for ``sum_t delta_t h_(t-1)^T``, which the temporal gradients compute
+step by step anyway; a full ``backward()`` still fills ``W_hh.grad``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.autograd.function import once_differentiable
+
+__all__ = ["CHUNK", "Record", "RecurrentWeights", "chunks", "previous", "shifted", "tanh_", "time_major"]
+
+#: Steps whose derivative factors the backward passes compute at once: enough for
+#: vectorized calls, few enough that their temporaries stay small and are reused.
+CHUNK = 16
+
+
+class Record:
+    """What a recurrence's forward pass leaves for the recurrent weights' gradient.
+
+    Parameters
+    ----------
+    cell : Cell
+        The cell that runs (its :meth:`~sklearn_rnn.nn.cells.Cell.gate_recurrent_delta`
+        turns ``dL/du`` into the recurrent part's delta).
+    """
+
+    __slots__ = ("cell", "first", "resets", "states")
+
+    def __init__(self, cell: Any) -> None:
+        self.cell = cell
+        self.states: torch.Tensor | None = None  # (T, B, H): h_t
+        self.first: torch.Tensor | None = None  # (B, H): h_0, None for zero
+        self.resets: torch.Tensor | None = None  # (T, B, H): the GRU's r_t
+
+
+def time_major(tensor: torch.Tensor) -> torch.Tensor:
+    """``(B, T, n)`` to contiguous ``(T, B, n)`` (free when the memory already is)."""
+    return tensor.transpose(0, 1).contiguous()
+
+
+def previous(states: torch.Tensor, first: torch.Tensor | None) -> torch.Tensor:
+    """``(T, B, H)`` states shifted by one step, ``first`` (or zero) before the first."""
+    start = states.new_zeros(1, *states.shape[1:]) if first is None else first[None]
+    return torch.cat([start, states[:-1]])
+
+
+def tanh_(tensor: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``tanh`` as ``2 sigmoid(2 x) - 1``, in place or into ``out``.
+
+    On the CPU measured, PyTorch's ``tanh`` of a ``(100, 50)`` float32 block takes about
+    six times as long as its ``sigmoid`` (13 us against 2 us); these four calls take
+    5 us. Both agree to a few units of rounding of values in ``[-1, 1]``.
+    """
+    doubled = tensor.mul_(2) if out is None else torch.mul(tensor, 2, out=out)
+    return doubled.sigmoid_().mul_(2).sub_(1)
+
+
+class RecurrentWeights(torch.autograd.Function):
+    """Identity on ``u``; its backward gives ``W_hh`` (and ``b_hh``) their gradients.
+
+    The recurrence's delta of ``W_hh h_(t-1) + b_hh`` is ``dL/du`` itself, except where
+    the cell gates the recurrent part (the GRU's candidate block, scaled by the reset
+    gate ``r_t``): the record's cell says (``gate_recurrent_delta``).
+    """
+
+    @staticmethod
+    def forward(
+        ctx: Any, u: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, record: Record
+    ) -> torch.Tensor:
+        ctx.record = record
+        return u.view_as(u)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        record: Record = ctx.record
+        if not (ctx.needs_input_grad[1] or ctx.needs_input_grad[2]):
+            return grad, None, None, None
+        assert record.states is not None  # set by the recurrence's forward pass
+        with torch.autocast(grad.device.type, enabled=False):
+            delta = record.cell.gate_recurrent_delta(time_major(grad), record.resets)  # (T, B, G * H)
+            before = previous(record.states, record.first)  # (T, B, H)
+            grad_weight = grad_bias = None
+            if ctx.needs_input_grad[1]:
+                grad_weight = delta.reshape(-1, delta.shape[2]).T @ before.reshape(-1, before.shape[2])
+            if ctx.needs_input_grad[2]:
+                grad_bias = delta.sum((0, 1))
+        return grad, grad_weight, grad_bias, None
+
+
+def chunks(steps: int) -> list[tuple[int, int]]:
+    """``(lo, hi)`` blocks of :data:`CHUNK` steps, last first (the backward's order)."""
+    return [(max(0, hi - CHUNK), hi) for hi in range(steps, 0, -CHUNK)]
+
+
+def shifted(states: torch.Tensor, first: torch.Tensor | None, lo: int, hi: int) -> torch.Tensor:
+    """``h_{t-1}`` for ``t`` in ``[lo, hi)``: ``(hi - lo, B, H)``."""
+    if lo > 0:
+        return states[lo - 1 : hi - 1]
+    return previous(states[:hi], first)

@@ -1,0 +1,276 @@
+"""The cell room (sklearn_rnn/nn/cells/): every cell is one registered object, asked, never named.
+
+A cell defined here, in the test module, is registered and fitted through the whole
+stack (network, initialization, estimator, persistence, and for a fused-kernel cell the
+temporal gradients and the simplex optimizer); an AST check keeps the rest of the
+package from branching on cell names.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import sklearn_rnn
+from sklearn_rnn import RNNClassifier, RNNRegressor
+from sklearn_rnn.nn import CELLS, Cell, RecurrentNetwork, get_cell, register_cell, unregister_cell
+from sklearn_rnn.nn.cells import ElmanCell, LayerStates, cell_names, reset_affine_, resolve_cell
+from sklearn_rnn.optim import temporal_gradients
+
+from _helpers import convergence_warning_allowed
+
+PACKAGE = pathlib.Path(sklearn_rnn.__file__).parent
+ROOM = PACKAGE / "nn" / "cells"
+BUILTIN = ("tanh", "relu", "gru", "lstm", "decay")
+
+
+# ------------------------------------------------------------------ no branches on names
+def _names_in(node: ast.AST) -> set[str]:
+    """The string constants of a comparison operand (one, or a tuple/list/set of them)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*(_names_in(element) for element in node.elts)) if node.elts else set()
+    return set()
+
+
+def _mentions_cell(node: ast.AST) -> bool:
+    """Whether an operand reads something called cell (``cell``, ``self.cell``, ``_resolved_cell()``)."""
+    for sub in ast.walk(node):
+        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else ""
+        if "cell" in name.lower():
+            return True
+    return False
+
+
+def cell_branches(source: str) -> list[str]:
+    """Comparisons of a cell against names, isinstance checks of a cell's classes, and
+    dict literals keyed by cell names, in ``source``: one line each."""
+    cell_classes = {"DecayRecurrence", "DecayCell", "ElmanCell", "GRUCell", "LSTMCell", "FusedCell"}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            named = set().union(*(_names_in(operand) for operand in operands))
+            membership = isinstance(node.ops[0], (ast.In, ast.NotIn)) and _mentions_cell(node.left)
+            if named & set(BUILTIN) or membership or (named and any(_mentions_cell(o) for o in operands)):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass"):
+            classes = {getattr(sub, "id", getattr(sub, "attr", None)) for sub in ast.walk(node.args[1])}
+            if classes & cell_classes:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict):
+            keys = {key.value for key in node.keys if isinstance(key, ast.Constant)}
+            if len(keys & set(BUILTIN)) >= 2:
+                found.append(f"line {node.lineno}: a dict keyed by cell names")
+    return sorted(found, key=lambda line: int(line.split(":")[0].split()[1]))
+
+
+def test_the_check_finds_what_it_looks_for():
+    source = (
+        "if cell == 'decay': pass\n"
+        "if self._resolved_cell() in ('gru', 'lstm'): pass\n"
+        "if network.cell not in GATES: pass\n"
+        "if mode != 'relu': pass\n"
+        "if isinstance(recurrence, (nn.LSTM, DecayRecurrence)): pass\n"
+        "GATES = {'tanh': 1, 'gru': 3}\n"
+        "if self.optimizer == 'simplex' and precision != 'float32' and n in sizes: pass\n"
+    )
+    found = cell_branches(source)
+    assert [line.split(":")[0] for line in found] == [f"line {k}" for k in range(1, 7)]
+
+
+def test_no_module_outside_the_cell_room_branches_on_a_cell():
+    outside = [path for path in PACKAGE.rglob("*.py") if ROOM not in path.parents]
+    assert len(outside) > 30 and PACKAGE / "_estimators.py" in outside
+    found = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in outside
+        if (lines := cell_branches(path.read_text()))
+    }
+    assert not found, f"ask the cell object (sklearn_rnn/nn/cells/) instead: {found}"
+
+
+# ------------------------------------------------------------------ the registry
+def test_the_registry_describes_every_builtin_cell():
+    assert list(CELLS)[:5] == list(BUILTIN)
+    gates = {name: get_cell(name).gates for name in BUILTIN}
+    assert gates == {"tanh": 1, "relu": 1, "gru": 3, "lstm": 4, "decay": 1}
+    assert cell_names(temporal_gradients=True)[:4] == ["tanh", "relu", "gru", "lstm"]
+    assert cell_names(stackable=True) == ["decay"] and cell_names(needs_gaps=True) == ["decay"]
+    for name in BUILTIN:
+        cell = get_cell(name)
+        recurrence = cell.make_recurrence(3, n_masked=1)
+        projection = nn.Linear(2, cell.gates * 3)
+        cell.reset_parameters(projection, recurrence, spectral_radius=1.2, generator=torch.Generator().manual_seed(0))
+        assert cell.recurrent_weight(recurrence).shape == (cell.gates * 3, 3)
+        if cell.torch_mode is not None:  # the PyTorch module of this cell
+            assert recurrence.mode == cell.torch_mode
+    # Pickled by name (as a class is): the registered object comes back.
+    import pickle
+
+    assert pickle.loads(pickle.dumps(get_cell("gru"))) is get_cell("gru")
+
+
+def test_registering_refuses_what_would_be_ambiguous():
+    with pytest.raises(ValueError, match="already registered"):
+        register_cell(ElmanCell("tanh", nonlinearity="tanh"))
+    with pytest.raises(ValueError, match="already registered"):
+        register_cell(ElmanCell("auto", nonlinearity="tanh"))
+    with pytest.raises(TypeError, match="Cell instance"):
+        register_cell("tanh")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="nonlinearity must be 'tanh' or 'relu'"):
+        ElmanCell("softsign", nonlinearity="softsign")
+    with pytest.raises(ValueError, match="no cell named 'elman'"):
+        unregister_cell("elman")
+
+    class Unfinished(Cell):
+        name = "unfinished"
+
+    with pytest.raises(TypeError, match="abstract method"):
+        Unfinished()
+
+
+def test_the_grus_reset_gates_recomputed_after_a_fused_kernel_match_the_kept_ones():
+    """On a GPU the fused kernel keeps no reset gates; the GRU cell recomputes them."""
+    net = RecurrentNetwork(2, 4, 1, cell="gru", generator=torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(3, 6, 2, generator=torch.Generator().manual_seed(1)), torch.tensor([6, 5, 2])
+    layer = net.forward_states(x, lengths).layers[0]
+    assert layer.resets is not None  # the CPU's step-by-step recurrence kept them
+    delta = torch.randn(6, 3, 12, generator=torch.Generator().manual_seed(2))  # (T, B, 3H)
+    hidden = layer.hidden.detach().transpose(0, 1)  # (T, B, H)
+    previous = torch.cat([torch.zeros_like(hidden[:1]), hidden[:-1]])
+    cell, _, recurrence = net.stack()[0]
+    kept = cell.recurrent_deltas(delta, layer, previous, recurrence.weight_hh_l0, recurrence.bias_hh_l0)
+    again = cell.recurrent_deltas(delta, layer._replace(resets=None), previous, recurrence.weight_hh_l0,
+                                  recurrence.bias_hh_l0)
+    torch.testing.assert_close(again, kept)
+    torch.testing.assert_close(kept[..., :8], delta[..., :8])  # r and z blocks: dL/du itself
+    assert not torch.allclose(kept[..., 8:], delta[..., 8:])  # the candidate's: gated by r
+    assert get_cell("lstm").recurrent_deltas(delta, layer, previous, recurrence.weight_hh_l0, None) is None
+
+
+def test_auto_asks_the_registry():
+    assert resolve_cell("auto", timed=True, simplex=False) == "decay"
+    assert resolve_cell("auto", timed=False, simplex=True) == "tanh"
+    assert resolve_cell("auto", timed=False, simplex=False, thesis=True) == "tanh"
+    assert resolve_cell("auto", timed=False, simplex=False) == "gru"
+    assert RNNClassifier(cell="lstm")._resolved_spectral_radius() is None
+    assert RNNClassifier(cell="relu")._resolved_spectral_radius() == 1.2
+    assert RNNClassifier(cell="decay", time_feature=0)._resolved_alpha() == 10.0
+
+
+# ------------------------------------------------------------------ a cell of our own
+class LeakyRecurrence(nn.Module):
+    """``h_t = (h_{t-1} + tanh(u_t + W h_{t-1})) / 2``, in plain tensor operations."""
+
+    def __init__(self, hidden_size: int, *, device: torch.device | str | None = None) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.weight_hh = nn.Parameter(torch.empty(hidden_size, hidden_size, device=device))
+
+    def forward(self, projected: torch.Tensor) -> torch.Tensor:
+        state = projected.new_zeros(projected.shape[0], self.hidden_size)  # (B, H)
+        states = []
+        for u in projected.unbind(1):
+            state = 0.5 * state + 0.5 * torch.tanh(u + state @ self.weight_hh.T)
+            states.append(state)
+        return torch.stack(states, dim=1)  # (B, T, H)
+
+
+class LeakyCell(Cell):
+    """A leaky Elman cell: no fused kernel, so no temporal gradients."""
+
+    name = "leaky"
+    learned_initial = False
+
+    def make_recurrence(self, hidden_size, *, n_masked=0, device=None):
+        return LeakyRecurrence(hidden_size, device=device)
+
+    def reset_parameters(self, projection, recurrence, *, spectral_radius, generator):
+        reset_affine_(projection, recurrence.weight_hh, spectral_radius, generator)
+
+    def recurrent_weight(self, recurrence):
+        return recurrence.weight_hh
+
+    def forward_states(self, projection, recurrence, z, initial, gaps):
+        projected = projection(z)  # (B, T, H)
+        return LayerStates(z, projected, recurrence(projected), ())
+
+
+def sum_task(n=80, seed=0):
+    """Whether the first feature sums to more than zero: 3-8 steps of 2 features."""
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(int(rng.integers(3, 9)), 2)) for _ in range(n)]
+    return X, np.array([int(x[:, 0].sum() > 0) for x in X])
+
+
+def test_a_cell_defined_here_fits_an_estimator(tmp_path):
+    X, y = sum_task()
+    leaky = register_cell(LeakyCell())
+    try:
+        with convergence_warning_allowed():
+            clf = RNNClassifier(cell="leaky", num_layers=2, hidden_size=8, max_iter=40, random_state=0).fit(X, y)
+        assert [cell for cell, _, _ in clf.module_.stack()] == [leaky, leaky]  # upper=None: itself
+        assert isinstance(clf.module_.recurrence, LeakyRecurrence) and clf.module_.cell == "leaky"
+        assert clf.module_.spectral_radius == 1.2  # 'auto' asked the cell
+        assert clf.score(X, y) > 0.85
+        # Saved and loaded: the file names the cell; loading rebuilds it from the registry.
+        clf.save(tmp_path / "leaky.model")
+        np.testing.assert_array_equal(sklearn_rnn.load(tmp_path / "leaky.model").predict_proba(X), clf.predict_proba(X))
+        # What the cell does not support is refused, naming it.
+        with pytest.raises(ValueError, match="cell='leaky' has none"):
+            RNNClassifier(cell="leaky", optimizer="simplex", max_iter=1).fit(X, y)
+        with pytest.raises(ValueError, match="not available for cell='leaky'"):
+            RNNClassifier(cell="leaky", hidden_init="learned", max_iter=1).fit(X, y)
+        net = clf.module_
+        states = net.forward_states(torch.randn(3, 4, 2), torch.tensor([4, 2, 1]))
+        with pytest.raises(ValueError, match="temporal gradients are not available for cell='leaky'"):
+            temporal_gradients(net, states, states.outputs.sum(), torch.tensor([4, 2, 1]))
+    finally:
+        unregister_cell("leaky")
+    assert "leaky" not in CELLS
+    with pytest.raises(ValueError, match="'cell' parameter of RNNRegressor"):
+        RNNRegressor(cell="leaky").fit(X, y.astype(float))
+
+
+class OrthogonalTanh(ElmanCell):
+    """The Elman 'tanh' cell with an orthogonal ``W_rec`` scaled to the radius."""
+
+    def __init__(self) -> None:
+        super().__init__("tanh_orthogonal", nonlinearity="tanh")
+
+    def reset_parameters(self, projection, recurrence, *, spectral_radius, generator):
+        super().reset_parameters(projection, recurrence, spectral_radius=spectral_radius, generator=generator)
+        size = recurrence.hidden_size
+        q, _ = torch.linalg.qr(torch.randn(size, size, generator=generator, dtype=torch.float64))
+        with torch.no_grad():
+            recurrence.weight_hh_l0.copy_(q * (spectral_radius or 1.0))
+
+
+def test_a_fused_cell_defined_here_gets_temporal_gradients_and_the_simplex_optimizer():
+    register_cell(OrthogonalTanh())
+    try:
+        net = RecurrentNetwork(2, 6, 1, cell="tanh_orthogonal", num_layers=2, spectral_radius=1.1,
+                               generator=torch.Generator().manual_seed(0))
+        for cell, _, recurrence in net.stack():
+            moduli = torch.linalg.eigvals(recurrence.weight_hh_l0.detach().double()).abs()
+            torch.testing.assert_close(moduli, torch.full_like(moduli, 1.1))
+        x, lengths = torch.randn(4, 5, 2, generator=torch.Generator().manual_seed(1)), torch.tensor([5, 4, 2, 1])
+        states = net.forward_states(x, lengths)
+        assert type(states.projected.grad_fn).__name__ == "RecurrentWeightsBackward"  # its step-by-step path
+        tg = temporal_gradients(net, states, states.outputs.square().sum(), lengths)
+        expected = torch.autograd.grad(net(x, lengths).square().sum(), net.recurrent_weight)[0]
+        torch.testing.assert_close(tg.gradient[0], expected, rtol=1e-5, atol=1e-6)
+        X, y = sum_task()
+        with convergence_warning_allowed():
+            clf = RNNClassifier(cell="tanh_orthogonal", optimizer="simplex", hidden_size=8, max_iter=30,
+                                random_state=0).fit(X, y)
+        assert clf.score(X, y) > 0.9 and clf.branch_counts_["simplex"] > 0
+    finally:
+        unregister_cell("tanh_orthogonal")

@@ -20,3 +20,16 @@ def test_readme_opens_with_the_main_job_and_the_test_command():
 def test_ci_runs_the_readme_test_command():
     _, tests = readme_commands()
     assert tests in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_ten_line_example_prints_the_number_its_comment_shows(capsys):
+    # The README's first example is the defaults' first impression: its comment must be
+    # what it prints (the defaults change, the comment has to follow).
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Ten lines", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    shown = float(re.search(r"# (0\.\d{3}), about", block).group(1))
+    exec(compile(block, "README.md", "exec"), {})
+    printed = float(capsys.readouterr().out.strip().splitlines()[-1])
+    assert abs(printed - shown) < 0.0015, (printed, shown)

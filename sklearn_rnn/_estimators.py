@@ -1492,6 +1492,15 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     (2, 2)
     >>> bool(clf.score(X, y) > 0.8)
     True
+
+    Your own skorch callbacks, here a learning-rate schedule, run with the estimator's:
+
+    >>> from skorch.callbacks import LRScheduler
+    >>> halving = LRScheduler(policy="StepLR", step_size=5, gamma=0.5)
+    >>> clf = RNNClassifier(hidden_size=16, max_iter=10, tol=1.0, random_state=0,
+    ...                     callbacks=[("halving", halving)]).fit(X, y)
+    >>> clf.net_.optimizer_.param_groups[0]["lr"]  # 0.01, halved after epochs 5 and 10
+    0.0025
     """
 
     _parameter_constraints: dict = {

@@ -250,3 +250,13 @@ def test_prediction_and_validation_scores_run_the_one_inference_function(monkeyp
     assert len(calls) == 3  # one validation score per epoch
     model.predict(X)
     assert len(calls) == 4 and all(readout is LAST_STEP for _, readout in calls)
+
+
+def test_the_engine_and_inference_do_not_import_the_estimators():
+    """The one-way flow of docs/architecture.rst: estimators -> engine -> inference."""
+    for name in ("_engine.py", "_inference.py", "_callbacks.py"):
+        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not imported & {"_estimators", "_step_estimator", "_persistence"}, name
+    inference = ast.parse((PACKAGE / "_inference.py").read_text(encoding="utf-8"))
+    assert "_engine" not in {n.module for n in ast.walk(inference) if isinstance(n, ast.ImportFrom)}

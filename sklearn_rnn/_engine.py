@@ -43,7 +43,6 @@ import logging
 import sys
 from typing import Any
 
-import numpy as np
 import torch
 from skorch import NeuralNet
 from skorch.callbacks import (

@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._callbacks import still_improving
 from ._engine import PRECISIONS, SequenceNet, Rollback, configure, make_net
-from ._engine import SequenceNet as _SequenceNet  # the engine's former name here
+from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._inference import LAST_STEP, Readout, run_network
 from .nn import CELLS, RecurrentNetwork
@@ -1410,9 +1410,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
         (which ends training as the built-in rule does), an
-        :class:`~skorch.callbacks.EpochScoring` or a logger. Each ``fit`` (and the first
-        of a stream of ``partial_fit`` calls) trains with deep copies, so the objects
-        given here are never changed; the fitted ones are in ``net_.callbacks_``. The
+        :class:`~skorch.callbacks.EpochScoring` or a logger. Training uses deep copies,
+        so the objects given here are never changed; they are made when the network is
+        built and again when the training settings change (a stream of ``partial_fit``
+        calls, or warm-started fits, keep them with their state). The fitted ones are in
+        ``net_.callbacks_``. The
         names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
         are the engine's own. A model with callbacks is not saved by :meth:`save` (they
         are code); use pickle or joblib for it.
@@ -1865,9 +1867,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
         (which ends training as the built-in rule does), an
-        :class:`~skorch.callbacks.EpochScoring` or a logger. Each ``fit`` (and the first
-        of a stream of ``partial_fit`` calls) trains with deep copies, so the objects
-        given here are never changed; the fitted ones are in ``net_.callbacks_``. The
+        :class:`~skorch.callbacks.EpochScoring` or a logger. Training uses deep copies,
+        so the objects given here are never changed; they are made when the network is
+        built and again when the training settings change (a stream of ``partial_fit``
+        calls, or warm-started fits, keep them with their state). The fitted ones are in
+        ``net_.callbacks_``. The
         names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
         are the engine's own. A model with callbacks is not saved by :meth:`save` (they
         are code); use pickle or joblib for it.

@@ -123,9 +123,11 @@ class RNNStepClassifier(BaseRNN):
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
         (which ends training as the built-in rule does), an
-        :class:`~skorch.callbacks.EpochScoring` or a logger. Each ``fit`` (and the first
-        of a stream of ``partial_fit`` calls) trains with deep copies, so the objects
-        given here are never changed; the fitted ones are in ``net_.callbacks_``. The
+        :class:`~skorch.callbacks.EpochScoring` or a logger. Training uses deep copies,
+        so the objects given here are never changed; they are made when the network is
+        built and again when the training settings change (a stream of ``partial_fit``
+        calls, or warm-started fits, keep them with their state). The fitted ones are in
+        ``net_.callbacks_``. The
         names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
         are the engine's own. A model with callbacks is not saved by :meth:`save` (they
         are code); use pickle or joblib for it.

@@ -18,10 +18,15 @@ The ratio estimator/plain is the whole cost of calling ``partial_fit`` over writ
 loop by hand (for 'simplex' also the simplex method's extra work over clipped SGD).
 Runs alternate and the medians are compared.
 
+Before and after, in one run: ``--baseline DIR`` names a checkout of another version
+of the package; ``partial_fit`` of both versions is then timed in two worker processes
+(each with its checkout first on ``PYTHONPATH``), alternating with the plain loop.
+
 Usage::
 
     python benchmarks/bench_partial_fit.py --threads 1             # about two minutes
     python benchmarks/bench_partial_fit.py --quick                 # a check, seconds
+    python benchmarks/bench_partial_fit.py --threads 1 --baseline /tmp/base  # before/after
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import time
 import numpy as np
 import torch
 
-from bench_update_cost import machine
+from bench_update_cost import Worker, machine, serve
 from sklearn_rnn import RNNClassifier
 from sklearn_rnn.datasets import make_temporal_order
 from sklearn_rnn.optim import ClippedSGD
@@ -90,9 +95,18 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=40, help="timed partial_fit calls per run")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="5 updates, 1 repeat: a check")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="a checkout of another version: time both, side by side")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.serve:
+        serve({"estimator": worker_estimator_seconds})
+        return
     updates, repeats = (5, 1) if args.quick else (args.updates, args.repeats)
+    if args.baseline:
+        compare(args, updates, repeats)
+        return
     print(f"machine: {machine('cpu', args.threads)}, load average {os.getloadavg()[0]:.1f} at the start")
     print(f"temporal order, batch {BATCH}, {HIDDEN} tanh units, {updates} updates per run, "
           f"{repeats} repeats, median ms per update")
@@ -110,6 +124,42 @@ def main() -> None:
             print(f"{length:4d} {optimizer:9} {ms_plain:8.2f} {ms_estimator:12.2f} "
                   f"{ms_estimator / ms_plain:7.2f}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+def worker_estimator_seconds(length: int, updates: int, optimizer: str) -> float:
+    """:func:`estimator_seconds_per_update` on the stream of :func:`main`, in a worker."""
+    return estimator_seconds_per_update(stream(length, updates), optimizer)
+
+
+def compare(args: argparse.Namespace, updates: int, repeats: int) -> None:
+    """Plain loop, the baseline's partial_fit and this checkout's, alternating."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    versions = {"before": Worker(__file__, args.baseline, args.threads),
+                "after": Worker(__file__, root, args.threads)}
+    print(f"machine: {machine('cpu', args.threads)}, load average {os.getloadavg()[0]:.1f} at the start")
+    for name, worker in versions.items():
+        print(f"{name}: {worker.package}")
+    print(f"temporal order, batch {BATCH}, {HIDDEN} tanh units, {updates} updates per run, "
+          f"{repeats} repeats, median ms per update")
+    print(f"{'T':>4} {'optimizer':9} {'plain':>7} {'before':>7} {'after':>7} {'before/plain':>13} {'after/plain':>12}")
+    for length in args.length:
+        batches = stream(length, updates)
+        for optimizer in args.optimizer:
+            plain_seconds_per_update(batches[:3])  # warm-ups: lazy imports, kernel selection
+            for worker in versions.values():
+                worker.call("estimator", length=length, updates=2, optimizer=optimizer)
+            times: dict[str, list[float]] = {"plain": [], "before": [], "after": []}
+            for _ in range(repeats):
+                times["plain"].append(plain_seconds_per_update(batches))
+                for name, worker in versions.items():
+                    times[name].append(worker.call("estimator", length=length, updates=updates,
+                                                   optimizer=optimizer))
+            ms = {name: 1e3 * statistics.median(values) for name, values in times.items()}
+            print(f"{length:4d} {optimizer:9} {ms['plain']:7.2f} {ms['before']:7.2f} {ms['after']:7.2f} "
+                  f"{ms['before'] / ms['plain']:13.2f} {ms['after'] / ms['plain']:12.2f}")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    for worker in versions.values():
+        worker.close()
 
 
 if __name__ == "__main__":

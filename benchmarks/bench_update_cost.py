@@ -15,6 +15,12 @@ length 100 (on a GPU: length 1000, 256 units):
 Runs alternate and the medians are compared. Goals: estimator/plain <= 1.3 (CPU and
 GPU); simplex/sgd <= 1.25 (CPU), <= 1.3 (GPU).
 
+Before and after, in one run: ``--baseline DIR`` names a checkout of another version
+of the package (e.g. ``git worktree add /tmp/base <commit>``). The estimators of both
+versions are then timed in two worker processes, each with its own checkout first on
+its import path (``PYTHONPATH``), alternating with the plain loop of this process, and
+the table shows both side by side (the *sgd* and *simplex* columns of each).
+
 Usage::
 
     python benchmarks/bench_update_cost.py --cell all --threads 1    # a few minutes
@@ -22,16 +28,22 @@ Usage::
     python benchmarks/bench_update_cost.py --cell lstm --device cuda # GPU shape
     python benchmarks/bench_update_cost.py --cell lstm --precision bfloat16  # estimators
                                                   # in mixed precision (plain: float32)
+    python benchmarks/bench_update_cost.py --cell tanh --baseline /tmp/base  # before/after
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -99,6 +111,50 @@ def plain_seconds_per_update(
     return (time.perf_counter() - start) / (epochs * (len(inputs) // batch))
 
 
+class Worker:
+    """A process that runs this script's timing functions on the ``sklearn_rnn`` of
+    ``root`` (its checkout first on ``PYTHONPATH``), one request at a time.
+
+    The timed code runs in the worker; it answers with the seconds per update. Both
+    versions compared run in such workers, so that neither has an advantage.
+    """
+
+    def __init__(self, script: str, root: str, threads: int) -> None:
+        path = os.pathsep.join(filter(None, [os.path.abspath(root), os.environ.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.abspath(script), "--serve", "--threads", str(threads)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": path}, cwd=os.path.abspath(root),
+        )
+        self.package = self.call("package")
+
+    def call(self, function: str, **kwargs: Any) -> Any:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps({"function": function, "kwargs": kwargs}) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the worker of {self.package if hasattr(self, 'package') else '?'} ended")
+        return json.loads(line)["result"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def serve(functions: dict[str, Callable[..., Any]]) -> None:
+    """The worker's side of :class:`Worker`: answer requests from standard input."""
+    import sklearn_rnn
+
+    functions = {**functions, "package": lambda: os.path.dirname(sklearn_rnn.__file__)}
+    for line in sys.stdin:
+        request = json.loads(line)
+        result = functions[request["function"]](**request["kwargs"])
+        sys.stdout.write(json.dumps({"result": result}) + "\n")
+        sys.stdout.flush()
+
+
 def machine(device: str, threads: int) -> str:
     cpu = platform.processor() or platform.machine()
     text = f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {threads} threads"
@@ -116,8 +172,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer updates and 1 repeat: a check")
     parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16", "float16"],
                         help="the estimators' precision (the plain loop stays float32)")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="a checkout of another version: time both, side by side")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.serve:
+        serve({"estimator": worker_estimator_seconds})
+        return
+    if args.baseline:
+        compare(args)
+        return
     cells = CELLS if "all" in args.cell else tuple(dict.fromkeys(args.cell))
     batch, length, hidden = SHAPES[args.device]
     batches, epochs, repeats = (3, 1, 1) if args.quick else (10, 3, args.repeats)
@@ -148,6 +213,54 @@ def main() -> None:
               f"{ms['sgd'] / ms['plain']:10.2f} {ms['simplex'] / ms['sgd']:12.2f}")
     goal = "1.25" if args.device == "cpu" else "1.3"
     print(f"goals: sgd/plain <= 1.3, simplex/sgd <= {goal}")
+
+
+def worker_estimator_seconds(cell: str, optimizer: str, precision: str, device: str,
+                             batches: int, epochs: int) -> float:
+    """:func:`estimator_seconds_per_update` on the data of :func:`main`, in a worker."""
+    batch, length, hidden = SHAPES[device]
+    X, y = data(batch, length, batches)
+    return estimator_seconds_per_update(X, y, cell=cell, optimizer=optimizer, hidden=hidden,
+                                        batch=batch, epochs=epochs, device=device, precision=precision)
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Plain loop, the baseline's estimators and this checkout's, alternating."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    versions = {"before": Worker(__file__, args.baseline, args.threads),
+                "after": Worker(__file__, root, args.threads)}
+    cells = CELLS if "all" in args.cell else tuple(dict.fromkeys(args.cell))
+    batch, length, hidden = SHAPES[args.device]
+    batches, epochs, repeats = (3, 1, 1) if args.quick else (10, 3, args.repeats)
+    X, y = data(batch, length, batches)
+    shape = {"hidden": hidden, "batch": batch, "epochs": epochs, "device": args.device}
+    print(f"machine: {machine(args.device, args.threads)}, load average {os.getloadavg()[0]:.1f} at the start")
+    for name, worker in versions.items():
+        print(f"{name}: {worker.package}")
+    print(f"batch {batch}, length {length}, {FEATURES} features, {hidden} hidden, "
+          f"{batches * epochs} updates per run, {repeats} repeats, median ms per update")
+    print(f"{'cell':6} {'plain':>7} {'sgd before':>11} {'sgd after':>10} {'simplex before':>15} "
+          f"{'simplex after':>14} {'sgd/plain before':>17} {'after':>6}")
+    for cell in cells:
+        plain_seconds_per_update(X, y, cell=cell, **{**shape, "epochs": 1})  # warm-ups
+        for worker in versions.values():
+            worker.call("estimator", cell=cell, optimizer="simplex", precision=args.precision,
+                        device=args.device, batches=batches, epochs=1)
+        times: dict[str, list[float]] = {}
+        for _ in range(repeats):
+            times.setdefault("plain", []).append(plain_seconds_per_update(X, y, cell=cell, **shape))
+            for optimizer in ("sgd", "simplex"):
+                for name, worker in versions.items():
+                    times.setdefault(f"{optimizer} {name}", []).append(worker.call(
+                        "estimator", cell=cell, optimizer=optimizer, precision=args.precision,
+                        device=args.device, batches=batches, epochs=epochs))
+        ms = {name: 1e3 * statistics.median(values) for name, values in times.items()}
+        print(f"{cell:6} {ms['plain']:7.2f} {ms['sgd before']:11.2f} {ms['sgd after']:10.2f} "
+              f"{ms['simplex before']:15.2f} {ms['simplex after']:14.2f} "
+              f"{ms['sgd before'] / ms['plain']:17.2f} {ms['sgd after'] / ms['plain']:6.2f}")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    for worker in versions.values():
+        worker.close()
 
 
 if __name__ == "__main__":

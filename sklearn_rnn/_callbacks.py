@@ -210,27 +210,22 @@ class PlainPrintLog(PrintLog):
 
     skorch marks each epoch's best scores with ANSI colour codes; written to a log file
     or a notebook's captured output they show as ``\\x1b[32m`` clutter. This table
-    colours them only when standard output is a terminal.
+    colours them only when standard output is a terminal (through skorch's public
+    ``format_row``).
 
     Examples
     --------
     >>> from sklearn_rnn._callbacks import PlainPrintLog
     >>> row = {"epoch": 1, "train_loss": 0.5, "train_loss_best": True}
     >>> table = PlainPrintLog(sink=lambda text: None).initialize()
-    >>> dict(table._yield_keys_formatted(row))["train_loss"]  # best, not coloured
+    >>> table.format_row(row, "train_loss", color="\\x1b[32m")  # best, not coloured
     '0.5000'
     """
 
-    def _yield_keys_formatted(self, row: dict[str, Any]) -> Any:
-        if _is_terminal(sys.stdout):
-            yield from super()._yield_keys_formatted(row)
-            return
-        for key in self._sorted_keys(row.keys()):
-            yield (key[6:] if key.startswith("event_") else key), self.format_row(row, key, color="")
-
     def format_row(self, row: dict[str, Any], key: str, color: str) -> Any:
-        text = super().format_row(row, key, color)
-        if not color and isinstance(text, str):
+        plain = not _is_terminal(sys.stdout)
+        text = super().format_row(row, key, "" if plain else color)
+        if plain and isinstance(text, str):
             text = text.replace(Ansi.ENDC.value, "")
         return text
 

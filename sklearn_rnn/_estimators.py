@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import logging
 import os
-import sys
 from abc import ABCMeta, abstractmethod
 import warnings
 from numbers import Integral, Real
@@ -15,10 +13,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from skorch import NeuralNet
-from skorch.callbacks import EpochScoring, GradientNormClipping, PassthroughScoring, ProgressBar
-from skorch.helper import predefined_split
-from skorch.history import History
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
@@ -30,25 +24,21 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._callbacks import (
-    EarlyStopping,
-    PlainPrintLog,
-    TrainingGuard,
-    _is_terminal,
-    check_finite_outputs,
-    still_improving,
-)
+from ._callbacks import still_improving
+from ._engine import PRECISIONS, SequenceNet, Rollback, configure, make_net
+from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
+from ._engine import _History  # noqa: F401  (importable from here, as before)
+from ._inference import LAST_STEP, OutputSteps, run_network
 from .nn import RecurrentNetwork
 from .nn._network import HIDDEN_INITS, READOUTS
 from .nn.cells import CellNames, cell_names, get_cell, resolve_cell
-from .optim import ClippedSGD, SimplexSGD, temporal_gradients
+from .optim import ClippedSGD, SimplexSGD
 from ._parallel import with_fit_threads
 from ._persistence import from_portable, to_portable
 from ._persistence import load as load_model
 from ._persistence import register as register_model_class
 from ._persistence import save as save_model
 from .sequences import (
-    BucketBatchLoader,
     InputEncoder,
     SequenceDataset,
     check_float32_range,
@@ -113,14 +103,6 @@ def frame_sequences(sequences: list[np.ndarray], frame: int) -> list[np.ndarray]
     return framed
 
 OPTIMIZERS = ("sgd", "adam", "simplex")
-
-#: The estimators' ``precision``: the autocast dtype of training (None: plain float32).
-PRECISIONS: dict[str, torch.dtype | None] = {
-    "float32": None,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-}
-
 
 class _Seeds(NamedTuple):
     """Seeds of every random draw of one call to ``fit``, drawn together from
@@ -194,185 +176,6 @@ def _seeds_of_int(seed: int) -> _Seeds:
     return _Seeds.from_generator(check_random_state(seed))
 
 
-class _History(History):
-    """skorch's training history, reading one epoch's row without copying every row.
-
-    skorch's ``History.__getitem__`` copies the whole list of epochs before it indexes,
-    and skorch and the callbacks read the last epoch (``history[-1, 'batches', -1,
-    'train_loss']`` and the like) about fourteen times per epoch: a streaming
-    ``partial_fit``, one epoch per update, paid about 1 ms per update after 15,000
-    updates, growing with every update. An index that starts with an epoch number is
-    resolved here on that epoch's row alone, by skorch's own code; any other index
-    (slices, keys over all epochs) goes to skorch unchanged.
-
-    Examples
-    --------
-    >>> from sklearn_rnn._estimators import _History
-    >>> history = _History([{"epoch": 1, "train_loss": 0.5, "batches": [{"train_loss": 0.7}]}])
-    >>> history[-1, "train_loss"], history[-1, "batches", -1, "train_loss"], history[:, "epoch"]
-    (0.5, 0.7, [1])
-    """
-
-    def __getitem__(self, i: Any) -> Any:
-        key = i if isinstance(i, tuple) else (i,)
-        if key and isinstance(key[0], int) and not isinstance(key[0], bool):
-            row = list.__getitem__(self, key[0])  # IndexError as skorch's
-            return History([row])[(0, *key[1:])]
-        return super().__getitem__(i)
-
-
-class _SequenceNet(NeuralNet):
-    """skorch engine reading the batches of :class:`~sklearn_rnn.sequences.BucketBatchLoader`.
-
-    A batch is ``({'x', 'lengths', 'sample_weight'}, y)``; the module reads ``x`` and
-    ``lengths``, the loss is the sample-weighted mean of the per-sample criterion. With
-    ``every_step``, the module reads out at every step, ``y`` is padded to
-    ``(batch, steps, k)`` and the loss is the sample-weighted mean over valid steps of
-    the criterion summed over the ``k`` outputs.
-    """
-
-    #: Coefficient of the L2 penalty on the weight matrices, ``alpha / n_samples``; set
-    #: by the estimator before each call to ``partial_fit``.
-    l2_penalty: float = 0.0
-
-    #: A loss at every step (targets per step) instead of at each sequence's last step;
-    #: set by the estimator with the other training settings.
-    every_step: bool = False
-
-    #: Training arithmetic, one of :data:`PRECISIONS`; set by the estimator with the
-    #: other training settings.
-    precision: str = "float32"
-
-    def initialize_history(self) -> _SequenceNet:
-        """skorch's history, as a :class:`_History` (last epoch read in constant time)."""
-        super().initialize_history()
-        if not isinstance(self.history_, _History):
-            self.history_ = _History(self.history_)
-        return self
-
-    def get_default_callbacks(self) -> list[tuple[str, Any]]:
-        """skorch's default callbacks, without the epoch table (``PrintLog``) when
-        ``verbose=0``: it formats the table at the end of every epoch, printed or not,
-        which costs a streaming ``partial_fit`` (one epoch per update) a few tenths of
-        a millisecond for nothing."""
-        callbacks = [
-            (name, PlainPrintLog() if name == "print_log" else callback)
-            for name, callback in super().get_default_callbacks()
-        ]
-        if self.verbose:
-            return callbacks
-        return [(name, callback) for name, callback in callbacks if name != "print_log"]
-
-    def infer(self, x: dict[str, torch.Tensor], **fit_params: Any) -> torch.Tensor:
-        return self.module_(x["x"], x["lengths"], every_step=self.every_step)
-
-    def train_step(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
-        """One update; the history's ``train_loss`` is the loss without the L2 penalty
-        (comparable with ``valid_loss``), ``train_objective`` the penalized loss that
-        was minimized (recorded when there is a penalty)."""
-        self._data_loss: torch.Tensor | None = None
-        step = self._update(batch, **fit_params)
-        if self._data_loss is not None:
-            self.history.record_batch("train_objective", step["loss"].item())
-            step = {**step, "loss": self._data_loss}
-        return step
-
-    def _update(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
-        """One update; the simplex optimizer gets the batch's temporal gradients.
-
-        Under mixed precision the forward pass runs under autocast and the loss in
-        float32; with float16 the loss is scaled, the gradients (and the temporal
-        gradients) are unscaled before any clipping, and an update whose gradients
-        overflow is skipped, as :class:`torch.amp.GradScaler` does.
-        """
-        simplex = isinstance(self.optimizer_, SimplexSGD)
-        if not simplex and self.precision == "float32":
-            return super().train_step(batch, **fit_params)
-        self._set_training(True)
-        inputs, y = batch
-        scaler = self._grad_scaler()
-        self.optimizer_.zero_grad()
-        with self._autocast():
-            if simplex:
-                states = self.module_.forward_states(
-                    inputs["x"], inputs["lengths"], every_step=self.every_step
-                )
-                outputs = states.outputs
-            else:
-                outputs = self.infer(inputs)
-        loss = self.get_loss(outputs.float(), y, X=inputs, training=True)
-        scaled = loss if scaler is None else scaler.scale(loss)
-        step_args: tuple[Any, ...] = ()
-        if simplex:
-            # One backward pass gives every step's gradient and fills .grad as backward() would.
-            scale = None if scaler is None else scaler.get_scale()
-            step_args = (temporal_gradients(self.module_, states, scaled, inputs["lengths"], loss_scale=scale),)
-        else:
-            scaled.backward()
-        if scaler is not None:
-            scaler.unscale_(self.optimizer_)  # before the clipping callback and rule
-        self.notify(
-            "on_grad_computed",
-            named_parameters=list(self.get_all_learnable_params()),
-            batch=batch,
-        )
-        if scaler is None:
-            self.optimizer_.step(*step_args)
-        else:
-            scaler.step(self.optimizer_, *step_args)  # skipped if a gradient overflowed
-            scaler.update()
-        return {"loss": loss.detach(), "y_pred": outputs.detach().float()}
-
-    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
-        dtype = PRECISIONS[self.precision]
-        if dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(torch.device(self.device).type, dtype=dtype)
-
-    def _grad_scaler(self) -> torch.amp.GradScaler | None:
-        """float16's loss scaler, kept (with its scale) across updates and epochs."""
-        if self.precision != "float16":
-            return None
-        if getattr(self, "grad_scaler_", None) is None:
-            self.grad_scaler_ = torch.amp.GradScaler(torch.device(self.device).type)
-        return self.grad_scaler_
-
-    def get_loss(
-        self,
-        y_pred: torch.Tensor,
-        y_true: torch.Tensor,
-        X: dict[str, torch.Tensor] | None = None,
-        training: bool = False,
-    ) -> torch.Tensor:
-        if self.every_step:
-            loss = self._step_loss(y_pred, y_true, X)
-        else:
-            per_sample = self.criterion_(y_pred, y_true)  # (B,) or (B, k)
-            if per_sample.ndim > 1:
-                per_sample = per_sample.mean(dim=tuple(range(1, per_sample.ndim)))
-            weight = X["sample_weight"] if X is not None else torch.ones_like(per_sample)
-            loss = (per_sample * weight).mean()
-        if training and self.l2_penalty and not isinstance(self.optimizer_, SimplexSGD):
-            # alpha / (2 n) * ||W||^2 over weight matrices (not biases, not decay rates).
-            matrices = [p for p in self.module_.parameters() if p.requires_grad and p.ndim >= 2]
-            self._data_loss = loss.detach()  # reported as train_loss
-            loss = loss + 0.5 * self.l2_penalty * sum(p.square().sum() for p in matrices)
-        return loss
-
-    def _step_loss(
-        self, y_pred: torch.Tensor, y_true: torch.Tensor, X: dict[str, torch.Tensor] | None
-    ) -> torch.Tensor:
-        """Loss at every valid step: the criterion summed over outputs (eq. 4.2 sums the
-        cross-entropy of the d notes), weighted per sequence, averaged over valid steps."""
-        if X is None:
-            raise ValueError("a loss at every step needs the batch's lengths: pass X=inputs.")
-        per_step = self.criterion_(y_pred, y_true).sum(dim=-1)  # (B, T)
-        lengths = X["lengths"].to(per_step.device)
-        valid = torch.arange(per_step.shape[1], device=per_step.device) < lengths[:, None]
-        weighted = per_step * valid * X["sample_weight"].to(per_step.dtype)[:, None]  # (B, T)
-        return weighted.sum() / valid.sum()
-
-
 class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     """Training logic shared by :class:`RNNClassifier` and :class:`RNNRegressor`.
 
@@ -380,9 +183,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     score, and the output size. Not meant to be used directly.
     """
 
-    #: Targets and loss at every step (one ``(T_i, k)`` target array per sequence)
-    #: instead of one target per sequence.
-    _every_step: bool = False
+    #: Where the network is read out: :data:`~sklearn_rnn._inference.LAST_STEP` (one
+    #: output, target and loss term per sequence) or ``EVERY_STEP`` (one ``(T_i, k)``
+    #: target array per sequence, a loss at every step). The hook that the engine's
+    #: loss, prediction, validation scoring and the diagnostics ask.
+    _output_steps: OutputSteps = LAST_STEP
 
     _parameter_constraints: dict = {
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
@@ -410,6 +215,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
+        "callbacks": [list, None],
     }
 
     def __init__(
@@ -440,6 +246,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         random_state: int | np.random.RandomState | None = None,
         verbose: int = 0,
         warm_start: bool = False,
+        callbacks: list | None = None,
     ) -> None:
         self.hidden_size = hidden_size
         self.cell = cell
@@ -466,6 +273,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+        self.callbacks = callbacks
 
     #: Names of fitted attributes that a subclass adds and that model files should
     #: keep (plain values: numbers, strings, arrays, lists, dicts); :meth:`save` refuses
@@ -506,10 +314,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """Check per-step targets against the steps of ``X`` (nothing to check when
         there is one target per sequence)."""
 
-    def _validation_scoring(self) -> tuple[Any, bool]:
-        """skorch scoring callable of the validation score, and whether it reads the
-        outputs cached by the validation pass."""
-        return _ValidationScore(self._validation_score), True
 
     # ------------------------------------------------------------- training
     @_fit_context(prefer_skip_nested_validation=True)
@@ -556,18 +360,16 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         )
         net = work.net_
         epochs_before = len(net.history)
-        rollback = None if reset else _Rollback(net)
-        net.train_split = predefined_split(valid) if valid is not None else None
+        rollback = None if reset else Rollback(net)
         guard = dict(net.callbacks_)["guard"]
         guard.quiet_when_nothing_finished = reset  # nothing of this call is kept then
         try:
-            net.partial_fit(train, y=None)
+            with net.train_split.serving(valid):  # the fitted model keeps no data
+                net.partial_fit(train, y=None)
         except BaseException:
             if rollback is not None:
                 rollback.restore(net)
             raise
-        finally:
-            net.train_split = None  # keep no data inside the fitted model
         if reset and guard.interrupted_ and not len(net.history):
             raise KeyboardInterrupt(
                 f"{type(self).__name__}.fit was interrupted before its first epoch finished; "
@@ -733,7 +535,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     def _build_net(
         self, seeds: _Seeds, device: torch.device, *, incremental: bool
-    ) -> _SequenceNet:
+    ) -> SequenceNet:
         cell = self._resolved_cell()
         if self.optimizer == "simplex" and not get_cell(cell).temporal_gradients:
             *others, last = (repr(name) for name in cell_names(temporal_gradients=True))
@@ -758,20 +560,16 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             readout=self._readout_mode,
         ).to(device)
         optimizer, optimizer_params = self._optimizer_spec(seeds)
-        net = _SequenceNet(
-            module=module,
-            criterion=self._criterion(),
-            optimizer=optimizer,
+        net = make_net(
+            module,
+            self._criterion(),
+            optimizer,
+            optimizer_params,
             lr=self._resolved_learning_rate(),
             max_epochs=int(self.max_iter),
             batch_size=int(self.batch_size),
-            iterator_train=BucketBatchLoader,
-            iterator_valid=BucketBatchLoader,
-            iterator_train__shuffle=True,
-            train_split=None,
             device=device,
             verbose=self.verbose,
-            **optimizer_params,
         )
         self._configure_training(net, seeds, incremental=incremental)
         net.initialize()
@@ -803,7 +601,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         otherwise."""
         if self.frame != "auto":
             frame = int(self.frame)
-            if frame > 1 and (self.time_feature is not None or self._every_step):
+            if frame > 1 and (self.time_feature is not None or self._output_steps.every_step):
                 raise ValueError(
                     f"frame={frame} groups {frame} steps into one, which would mix the time "
                     "stamps of a time_feature and the targets of every step; use frame=1 "
@@ -812,7 +610,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return frame
         if (
             self.time_feature is not None
-            or self._every_step
+            or self._output_steps.every_step
             or self.optimizer == "simplex"
             or self._thesis_auto
         ):
@@ -828,7 +626,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         thesis = self._thesis_auto or self.optimizer == "simplex"
         if self.readout == "auto":
             timed = self.time_feature is not None
-            return "last" if thesis or timed or self._every_step else "pool"
+            return "last" if thesis or timed or self._output_steps.every_step else "pool"
         if self.readout == "pool" and self.optimizer == "simplex":
             raise ValueError(
                 "readout='pool' reads the mean and maximum of the states over all steps, but "
@@ -836,7 +634,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "gradients); use readout='last' (or 'auto') with 'simplex', or "
                 "optimizer='adam'/'sgd' with readout='pool'."
             )
-        if self.readout == "pool" and self._every_step:
+        if self.readout == "pool" and self._output_steps.every_step:
             raise ValueError(
                 f"readout='pool' pools the states of a whole sequence into one output, but "
                 f"{type(self).__name__} predicts at every step; use readout='last' (or 'auto')."
@@ -894,67 +692,34 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return torch.optim.Adam, {}
 
     def _configure_training(
-        self, net: _SequenceNet, seeds: _Seeds, *, incremental: bool
+        self, net: SequenceNet, seeds: _Seeds, *, incremental: bool
     ) -> None:
-        """Set what may change between calls: shuffling stream, epochs, callbacks."""
+        """Set what may change between calls: shuffling stream, epochs, callbacks (built
+        again only when their settings changed, see :func:`~sklearn_rnn._engine.configure`)."""
         stopping = self._early_stopping and not incremental
-        callbacks: list[tuple[str, Any]] = []
-        if self.optimizer == "adam" and self.clip_threshold is not None:
-            callbacks.append(("clip", GradientNormClipping(float(self.clip_threshold))))
-        # The score is recorded before the stopping rule may end the epoch loop.
-        if stopping:
-            scoring, use_caching = self._validation_scoring()
-            callbacks.append(
-                (
-                    "valid_score",
-                    EpochScoring(
-                        scoring,
-                        lower_is_better=False,
-                        name="valid_score",
-                        use_caching=use_caching,
-                    ),
-                )
-            )
-        if self._penalized():  # the epoch's mean penalized loss, before the stopping rule
-            callbacks.append(
-                ("train_objective", PassthroughScoring(name="train_objective", on_train=True))
-            )
-        # Before "stop": an epoch is recorded as finished before a stopping rule ends training.
-        callbacks.append(
-            ("guard", _FitGuard(type(self).__name__, restores_best=not incremental))
+        clip = self.optimizer == "adam" and self.clip_threshold is not None
+        configure(
+            net,
+            owner=type(self).__name__,
+            incremental=incremental,
+            stopping=stopping,
+            scoring=self._validation_score,
+            clip_threshold=float(self.clip_threshold) if clip else None,
+            penalized=self._penalized(),
+            monitor="valid_loss" if stopping else self._monitored_training_loss(),
+            n_iter_no_change=int(self.n_iter_no_change),
+            tol=float(self.tol),
+            user_callbacks=self.callbacks,
+            verbose=self.verbose,
         )
-        if not incremental:
-            callbacks.append(
-                (
-                    "stop",
-                    EarlyStopping(
-                        monitor="valid_loss" if stopping else self._monitored_training_loss(),
-                        patience=int(self.n_iter_no_change),
-                        # No stop on an early plateau: a loss may stay flat for a while
-                        # before the network learns what lies many steps back.
-                        min_epochs=3 * int(self.n_iter_no_change),
-                        threshold=float(self.tol),
-                        threshold_mode="abs",
-                        # The best epoch of the monitored loss, after a divergence too.
-                        load_best=True,
-                        sink=logger.info,
-                    ),
-                )
-            )
-        if self.verbose and _is_terminal(sys.stderr):
-            callbacks.append(("progress", ProgressBar()))  # a log file gets the epoch table only
-        # Plain attributes: skorch's set_params would try to re-initialize components.
-        net.callbacks = callbacks
-        net.every_step = self._every_step
+        net.output_steps = self._output_steps
         net.precision = self.precision
         net.max_epochs = 1 if incremental else int(self.max_iter)
         net.iterator_train__random_state = np.random.default_rng(seeds.shuffle)
-        net.verbose = self.verbose
         if net.initialized_:
-            net.initialize_callbacks()
             self._apply_optimizer_params(net)
 
-    def _apply_optimizer_params(self, net: _SequenceNet) -> None:
+    def _apply_optimizer_params(self, net: SequenceNet) -> None:
         """Give continued training the current step size, batch size and thresholds
         (the architecture and the optimizer's kind are checked, not changed: see
         :meth:`_check_continuation`)."""
@@ -1055,8 +820,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     @with_fit_threads
     def _forward(self, X: Any) -> np.ndarray | list[np.ndarray]:
         """Network outputs for every sequence of ``X``, in the order of ``X``:
-        ``(n_samples, n_outputs)``, or with a loss at every step a list of
-        ``(T_i, n_outputs)`` arrays.
+        ``(n_samples, n_outputs)``, or with a readout at every step a list of
+        ``(T_i, n_outputs)`` arrays (run by :func:`~sklearn_rnn._inference.run_network`).
 
         The float32 weights are evaluated in float64, so that a sequence's output does
         not depend on which other sequences share its batch (float32 matrix kernels
@@ -1067,34 +832,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         sequences = frame_sequences(sequences, self._frame)
         device = next(self.module_.parameters()).device
         # A float64 twin of the network: cheaper per batch than functional_call.
-        network = copy.deepcopy(self.module_).double().train(False)
-        outputs: Any = (
-            [None] * len(sequences)
-            if self._every_step
-            else np.empty((len(sequences), self._n_outputs), dtype=np.float64)
-        )
+        network = copy.deepcopy(self.module_).double()
+        steps = self._output_steps
+        outputs = steps.allocate(len(sequences), self._n_outputs)
         # Encoded in chunks: memory beyond the validated input stays bounded however
         # many sequences are predicted.
-        with torch.inference_mode():
-            for start in range(0, len(sequences), PREDICT_CHUNK):
-                chunk = sequences[start : start + PREDICT_CHUNK]
-                dataset = SequenceDataset(
-                    self._encoder.encode(chunk, dtype=torch.float64, device=device)
-                )
-                for indices in BucketBatchLoader(dataset, batch_size=int(self.batch_size)).batches():
-                    inputs, _ = dataset.collate(indices)
-                    batch = network(inputs["x"], inputs["lengths"], every_step=self._every_step)
-                    if not self._every_step:
-                        outputs[start + indices] = batch.cpu().numpy()
-                        continue
-                    values = batch.cpu().numpy()  # (B, T, k)
-                    for row, (index, length) in enumerate(zip(indices, inputs["lengths"].tolist())):
-                        outputs[start + index] = values[row, :length]
-        if self._every_step:
-            finite = np.array([np.isfinite(output).all() for output in outputs])
-            check_finite_outputs(np.where(finite, 0.0, np.nan)[:, None])
-        else:
-            check_finite_outputs(outputs)
+        for start in range(0, len(sequences), PREDICT_CHUNK):
+            chunk = sequences[start : start + PREDICT_CHUNK]
+            dataset = SequenceDataset(self._encoder.encode(chunk, dtype=torch.float64, device=device))
+            order, values, _ = run_network(network, dataset, batch_size=int(self.batch_size), steps=steps)
+            steps.place(outputs, start + order, values)
+        steps.check_finite(outputs)
         return outputs
 
     # ------------------------------------------------------------ validation
@@ -1272,6 +1020,16 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """The parameters, state fields (:data:`~sklearn_rnn._persistence.STATE_SCHEMA`)
         and tensors that a model file holds."""
         check_is_fitted(self)
+        if self.callbacks is not None:
+            # Callbacks are code (and may hold files, loggers, schedules): a model file
+            # runs no code on load, so it cannot hold them, and dropping them silently
+            # would give back a different estimator.
+            raise TypeError(
+                f"cannot save this {type(self).__name__} to a model file: it has "
+                f"callbacks={self.callbacks!r}, skorch objects that a file which runs no "
+                "code cannot hold. Save it with pickle or joblib, or set_params(callbacks=None) "
+                "first if the loaded model may train without them."
+            )
         fitted = self._fitted_architecture()
         try:
             self._check_continuation(device=False)
@@ -1467,7 +1225,7 @@ def _load_device(estimator: BaseRNN, saved_on: str) -> torch.device:
 
 
 def _load_network_state(
-    net: _SequenceNet, state: dict[str, Any], tensors: dict[str, torch.Tensor], where: str, device: torch.device
+    net: SequenceNet, state: dict[str, Any], tensors: dict[str, torch.Tensor], where: str, device: torch.device
 ) -> None:
     """Weights, optimizer state, loss scaler and random generators from a model file."""
     module_state = {k[len("module."):]: v for k, v in tensors.items() if k.startswith("module.")}
@@ -1533,66 +1291,6 @@ def _nth_parameter(optimizer: torch.optim.Optimizer, index: int) -> torch.Tensor
 
 #: The estimators' name of each optimizer class.
 _OPTIMIZER_NAMES: dict[type, str] = {ClippedSGD: "sgd", SimplexSGD: "simplex", torch.optim.Adam: "adam"}
-
-
-class _FitGuard(TrainingGuard):
-    """The training guard, quiet about an interrupt before any epoch finished when the
-    call's network is discarded anyway (a first fit): the estimator stays as it was
-    and ``fit`` re-raises the interrupt."""
-
-    quiet_when_nothing_finished: bool = False
-
-    def on_train_begin(self, net: Any, **kwargs: Any) -> None:
-        super().on_train_begin(net, **kwargs)
-        self.epochs_finished_ = 0
-
-    def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
-        super().on_epoch_end(net, **kwargs)  # raises on divergence
-        self.epochs_finished_ += 1
-
-    def on_train_end(self, net: Any, **kwargs: Any) -> None:
-        if self.quiet_when_nothing_finished and not self.epochs_finished_ and self.diverged_ is None:
-            if len(net.history):  # the unfinished first epoch
-                self.interrupted_ = True
-                net.history.clear()
-            return
-        super().on_train_end(net, **kwargs)
-
-
-class _Rollback:
-    """The state of a fitted network before continued training, restored when that
-    training fails with an exception (a rejected call never gets this far)."""
-
-    def __init__(self, net: _SequenceNet) -> None:
-        self.module = {name: value.detach().clone() for name, value in net.module_.state_dict().items()}
-        self.optimizer = copy.deepcopy(net.optimizer_.state_dict())
-        self.epochs = len(net.history)
-        generators = getattr(net.module_, "_dropout_generators", {})
-        self.generators = {key: generator.get_state() for key, generator in generators.items()}
-
-    def restore(self, net: _SequenceNet) -> None:
-        net.module_.load_state_dict(self.module)
-        net.optimizer_.load_state_dict(self.optimizer)
-        while len(net.history) > self.epochs:
-            net.history.pop()
-        generators = getattr(net.module_, "_dropout_generators", {})
-        for key in list(generators):
-            if key in self.generators:
-                generators[key].set_state(self.generators[key])
-            else:
-                del generators[key]
-
-
-class _ValidationScore:
-    """skorch scoring callable: an estimator's validation score from cached outputs."""
-
-    def __init__(self, score: Any) -> None:
-        self.score = score
-
-    def __call__(self, net: NeuralNet, X: Any, y: Any) -> float:
-        outputs = net.forward(X).double().cpu().numpy()
-        y_true = y.cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
-        return self.score(y_true, outputs)
 
 
 class RNNClassifier(ClassifierMixin, BaseRNN):
@@ -1749,6 +1447,21 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``optimizer``) is
         refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
+    callbacks : list of (str, skorch callback) or None, default=None
+        Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
+        engine after its own (gradient clipping, the validation score, the training
+        guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
+        :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
+        (which ends training as the built-in rule does), an
+        :class:`~skorch.callbacks.EpochScoring` or a logger. Training uses deep copies,
+        so the objects given here are never changed; they are made when the network is
+        built and again when the training settings change (a stream of ``partial_fit``
+        calls, or warm-started fits, keep them with their state). The fitted ones are in
+        ``net_.callbacks_``. The
+        names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
+        are the engine's own. A model with callbacks is not saved by :meth:`save` (they
+        are code); use pickle or joblib for it.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -1780,7 +1493,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     module_ : sklearn_rnn.nn.RecurrentNetwork
         The trained network.
     net_ : skorch.NeuralNet
-        The training engine, with its ``history``.
+        The training engine, a supported, readable skorch net: its ``history`` (every
+        epoch's losses and scores), ``callbacks_`` (the fitted callbacks, yours
+        included), ``optimizer_`` and ``module_``. Read it; train through the
+        estimator (``fit``, ``partial_fit``), which owns its settings.
 
     Notes
     -----
@@ -1821,6 +1537,15 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     (2, 2)
     >>> bool(clf.score(X, y) > 0.8)
     True
+
+    Your own skorch callbacks, here a learning-rate schedule, run with the estimator's:
+
+    >>> from skorch.callbacks import LRScheduler
+    >>> halving = LRScheduler(policy="StepLR", step_size=5, gamma=0.5)
+    >>> clf = RNNClassifier(hidden_size=16, max_iter=10, tol=1.0, random_state=0,
+    ...                     callbacks=[("halving", halving)]).fit(X, y)
+    >>> clf.net_.optimizer_.param_groups[0]["lr"]  # 0.01, halved after epochs 5 and 10
+    0.0025
     """
 
     _parameter_constraints: dict = {
@@ -1859,6 +1584,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         random_state: int | np.random.RandomState | None = None,
         verbose: int = 0,
         warm_start: bool = False,
+        callbacks: list | None = None,
     ) -> None:
         super().__init__(
             hidden_size=hidden_size,
@@ -1886,6 +1612,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             random_state=random_state,
             verbose=verbose,
             warm_start=warm_start,
+            callbacks=callbacks,
         )
         self.class_weight = class_weight
         self.balanced_batches = balanced_batches
@@ -1956,7 +1683,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         return float(accuracy_score(y_true, outputs.argmax(axis=1)))
 
     def _configure_training(
-        self, net: _SequenceNet, seeds: _Seeds, *, incremental: bool
+        self, net: SequenceNet, seeds: _Seeds, *, incremental: bool
     ) -> None:
         super()._configure_training(net, seeds, incremental=incremental)
         net.iterator_train__balanced = self.balanced_batches
@@ -2187,6 +1914,21 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``optimizer``) is
         refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
+    callbacks : list of (str, skorch callback) or None, default=None
+        Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
+        engine after its own (gradient clipping, the validation score, the training
+        guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
+        :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
+        (which ends training as the built-in rule does), an
+        :class:`~skorch.callbacks.EpochScoring` or a logger. Training uses deep copies,
+        so the objects given here are never changed; they are made when the network is
+        built and again when the training settings change (a stream of ``partial_fit``
+        calls, or warm-started fits, keep them with their state). The fitted ones are in
+        ``net_.callbacks_``. The
+        names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
+        are the engine's own. A model with callbacks is not saved by :meth:`save` (they
+        are code); use pickle or joblib for it.
+
     Attributes
     ----------
     n_features_in_ : int
@@ -2217,7 +1959,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     module_ : sklearn_rnn.nn.RecurrentNetwork
         The trained network.
     net_ : skorch.NeuralNet
-        The training engine, with its ``history``.
+        The training engine, a supported, readable skorch net: its ``history`` (every
+        epoch's losses and scores), ``callbacks_`` (the fitted callbacks, yours
+        included), ``optimizer_`` and ``module_``. Read it; train through the
+        estimator (``fit``, ``partial_fit``), which owns its settings.
 
     Notes
     -----

@@ -172,9 +172,13 @@ def check_stackable(estimator: Any) -> None:
             bool(estimator.warm_start),
             "every member is fitted from scratch; use warm_start=False",
         ),
-        "_every_step": (
-            bool(getattr(estimator, "_every_step", False)),
+        "_output_steps": (
+            estimator._output_steps.every_step,
             "targets at every step are not stacked; use RNNClassifier or RNNRegressor",
+        ),
+        "callbacks": (
+            estimator.callbacks is not None,
+            "the stacked trainer runs none of your skorch callbacks; use callbacks=None",
         ),
     }
     for setting, (refused, reason) in refusals.items():
@@ -243,9 +247,9 @@ def train_stacked(
         size = min(max_stacked, -(-len(group) // jobs))
         chunks.extend(group[start : start + size] for start in range(0, len(group), size))
     if jobs == 1:
-        outcomes = [_train_chunk(chunk, remote=False) for chunk in chunks]
+        outcomes = [_train_chunk(chunk) for chunk in chunks]
     else:
-        outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk, remote=True) for chunk in chunks)
+        outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk) for chunk in chunks)
     caught: list[tuple[type[Warning], str]] = []
     for chunk, (estimators, seconds, recorded) in zip(chunks, outcomes):
         caught.extend(recorded)
@@ -256,7 +260,7 @@ def train_stacked(
 
 
 def _train_chunk(
-    chunk: list[StackedMember], *, remote: bool
+    chunk: list[StackedMember]
 ) -> tuple[list[Any], float, list[tuple[type[Warning], str]]]:
     """Train one chunk; return its estimators, the seconds it took, and its warnings."""
     limit_torch_threads()  # a worker process uses its share of the CPU
@@ -267,9 +271,6 @@ def _train_chunk(
     seconds = time.perf_counter() - began
     messages = [(message.category, str(message.message)) for message in recorded]
     estimators = [member.estimator for member in chunk]
-    if remote:
-        for estimator in estimators:  # keep no data of the members in what is sent back
-            estimator.net_.train_split = None
     return estimators, seconds, messages
 
 
@@ -344,7 +345,6 @@ class _Stack:
             self._drop(stopped)
         for member in self.members:
             member.estimator._record_history(0, incremental=False)
-            member.estimator.net_.train_split = None
 
     def _train_epoch(self) -> None:
         live = [self.members[index] for index in self.live]

@@ -7,10 +7,9 @@ from typing import Any
 import numpy as np
 import torch
 from sklearn.base import _fit_context
-from skorch import NeuralNet
-
 from ._estimators import BaseRNN
-from .sequences import BucketBatchLoader, FlatSequences, SequenceDataset
+from ._inference import EVERY_STEP, OutputSteps
+from .sequences import FlatSequences
 
 __all__ = ["RNNStepClassifier"]
 
@@ -120,6 +119,21 @@ class RNNStepClassifier(BaseRNN):
         ``hidden_init``, ``spectral_radius``, ``time_feature``, ``optimizer``) is
         refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
+    callbacks : list of (str, skorch callback) or None, default=None
+        Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
+        engine after its own (gradient clipping, the validation score, the training
+        guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
+        :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
+        (which ends training as the built-in rule does), an
+        :class:`~skorch.callbacks.EpochScoring` or a logger. Training uses deep copies,
+        so the objects given here are never changed; they are made when the network is
+        built and again when the training settings change (a stream of ``partial_fit``
+        calls, or warm-started fits, keep them with their state). The fitted ones are in
+        ``net_.callbacks_``. The
+        names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
+        are the engine's own. A model with callbacks is not saved by :meth:`save` (they
+        are code); use pickle or joblib for it.
+
     Attributes
     ----------
     n_features_in_ : int
@@ -146,7 +160,10 @@ class RNNStepClassifier(BaseRNN):
     module_ : sklearn_rnn.nn.RecurrentNetwork
         The trained network.
     net_ : skorch.NeuralNet
-        The training engine, with its ``history``.
+        The training engine, a supported, readable skorch net: its ``history`` (every
+        epoch's losses and scores), ``callbacks_`` (the fitted callbacks, yours
+        included), ``optimizer_`` and ``module_``. Read it; train through the
+        estimator (``fit``, ``partial_fit``), which owns its settings.
 
     See Also
     --------
@@ -178,7 +195,7 @@ class RNNStepClassifier(BaseRNN):
     True
     """
 
-    _every_step = True
+    _output_steps: OutputSteps = EVERY_STEP  # an output, target and loss term at every step
     #: 'auto' settings keep the thesis' configuration ('tanh', radius 1.2, the training-
     #: loss plateau rule): the defaults study of issue 17 covered one target per sequence.
     _thesis_auto = True
@@ -258,9 +275,6 @@ class RNNStepClassifier(BaseRNN):
         """Minus the NLL per step of logits ``outputs`` against 0/1 targets."""
         total = sum(float(_bernoulli_nll(o, t).sum()) for o, t in zip(outputs, y_true))
         return -total / sum(len(t) for t in y_true)
-
-    def _validation_scoring(self) -> tuple[Any, bool]:
-        return _StepValidationScore(self._validation_score), False
 
     # ---------------------------------------------------------------- training
     @_fit_context(prefer_skip_nested_validation=True)
@@ -451,27 +465,3 @@ def _bernoulli_nll(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """``-log p(targets)`` of independent Bernoullis with these logits, elementwise."""
     # -[t log s(z) + (1 - t) log(1 - s(z))] = log(1 + e^z) - t z, computed stably.
     return np.logaddexp(0.0, logits) - targets * logits
-
-
-class _StepValidationScore:
-    """skorch scoring callable: minus the exact NLL per step of a validation dataset.
-
-    Per-step outputs of batches of different lengths do not concatenate, so this
-    scorer runs the network over the dataset's batches itself instead of reading
-    skorch's cached outputs.
-    """
-
-    def __init__(self, score: Any) -> None:
-        self.score = score
-
-    def __call__(self, net: NeuralNet, X: SequenceDataset, y: Any) -> float:
-        outputs, targets = [], []
-        net.module_.train(False)
-        with torch.no_grad():
-            for inputs, target in BucketBatchLoader(X, batch_size=net.batch_size):
-                logits = net.infer(inputs).double().cpu().numpy()  # (B, T, k)
-                target = target.double().cpu().numpy()
-                for row, length in enumerate(inputs["lengths"].tolist()):
-                    outputs.append(logits[row, :length])
-                    targets.append(target[row, :length])
-        return self.score(targets, outputs)

@@ -141,7 +141,7 @@ def temporal_gradient_norms(
     True
     """
     if isinstance(model, BaseRNN):
-        every_step = every_step or model._every_step  # per-step targets: a loss at every step
+        every_step = every_step or model._output_steps.every_step  # the estimator class says where it reads out
         model, X, lengths, y, estimator_loss = model._diagnostic_batch(X, y)
         loss = estimator_loss if loss is None else loss
     elif not isinstance(model, RecurrentNetwork):

@@ -184,7 +184,7 @@ def test_early_stopping_restores_best_epoch(task):
     # Same seed, stopped exactly at the best epoch: the same weights, hence predictions.
     at_best = RNNClassifier(max_iter=best + 1, n_iter_no_change=100, learning_rate=0.05, **kwargs)
     np.testing.assert_array_equal(at_best.fit(X, y).predict_proba(X), clf.predict_proba(X))
-    assert clf.net_.train_split is None  # the validation data is not kept in the model
+    assert clf.net_.train_split.valid is None  # the validation data is not kept in the model
 
 
 def test_warm_start_continues_training(task):

@@ -31,9 +31,9 @@ def test_silent_without_verbose(capfd):
 def test_verbose_on_a_terminal_prints_epochs_and_shows_a_progress_bar(capfd, monkeypatch,
                                                                        early_stopping):
     pytest.importorskip("tqdm")
-    from sklearn_rnn import _estimators
+    from sklearn_rnn import _engine
 
-    monkeypatch.setattr(_estimators, "_is_terminal", lambda stream: True)
+    monkeypatch.setattr(_engine, "_is_terminal", lambda stream: True)
     model = _fit(verbose=1, early_stopping=early_stopping)
     out, err = capfd.readouterr()
     assert "train_loss" in out  # one table row per epoch

@@ -1,0 +1,481 @@
+"""The skorch engine: the one module that knows skorch's training loop.
+
+The estimators (``sklearn_rnn/_estimators.py``) validate and encode data, build a
+:class:`~sklearn_rnn.nn.RecurrentNetwork` and hand it to the engine built here,
+:class:`SequenceNet` (a :class:`skorch.NeuralNet`), through :func:`make_net`; they set
+its training settings between calls with :func:`configure` and train it with skorch's
+public ``partial_fit``. Everything goes through skorch's documented extension points:
+
+- ``infer`` and ``get_loss`` read the batches of
+  :class:`~sklearn_rnn.sequences.BucketBatchLoader` and reduce the loss as the estimator's
+  :class:`~sklearn_rnn._inference.OutputSteps` says (last step or every step);
+- ``train_step_single`` computes one batch's gradients, and ``train_step`` applies them:
+  skorch's own step is used unchanged for Adam and the clipped SGD rule in float32; the
+  thesis' simplex method (whose ``step`` takes the batch's temporal gradients) and mixed
+  precision (whose :class:`torch.amp.GradScaler` steps the optimizer itself, and takes
+  no closure) need a step of their own, which skorch's documentation asks for in that
+  case ("if more fine-grained control is desired ... override the ``train_step``
+  method"). It uses public calls only (``notify``, ``get_all_learnable_params``, the
+  optimizer's ``zero_grad`` and ``step``);
+- side concerns are callbacks: gradient clipping, the validation score, the training
+  guard, the stopping rule, the progress bar, and the user's own (``callbacks``);
+- ``train_split`` is one :class:`ValidationSplit` per net, set when it is built: it
+  serves the validation data of the call in progress and holds none afterwards.
+
+How training stops. skorch ends its epoch loop when a callback raises
+``KeyboardInterrupt``: its ``partial_fit`` catches it and still runs ``on_train_end``.
+That is what skorch's own :class:`skorch.callbacks.EarlyStopping` does when its patience
+runs out, and it is skorch's documented way for a callback to end training; the package's
+stopping rule (a subclass of it) and :class:`~sklearn_rnn._callbacks.TrainingGuard` (on a
+non-finite loss or weights) use it the same way, rather than a mechanism of their own.
+An interrupt from the user is told apart by the guard (nothing diverged, the epoch did
+not finish) and reported as such.
+
+No private name of skorch is used here or anywhere in the package
+(``tests/test_engine.py`` checks it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import sys
+from typing import Any
+
+import torch
+from skorch import NeuralNet
+from skorch.callbacks import (
+    Callback,
+    EpochScoring,
+    GradientNormClipping,
+    PassthroughScoring,
+    ProgressBar,
+)
+from skorch.history import History
+
+from ._callbacks import EarlyStopping, PlainPrintLog, TrainingGuard, _is_terminal
+from ._inference import LAST_STEP, OutputSteps, run_network
+from .optim import SimplexSGD, temporal_gradients
+from .sequences import BucketBatchLoader, SequenceDataset
+
+__all__ = ["PRECISIONS", "SequenceNet", "ValidationSplit", "configure", "make_net"]
+
+logger = logging.getLogger("sklearn_rnn._estimators")  # the stopping rule's messages, as before
+
+#: The estimators' ``precision``: the autocast dtype of training (None: plain float32).
+PRECISIONS: dict[str, torch.dtype | None] = {
+    "float32": None,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+#: Names of the engine's own callbacks; a user's callback may not take them.
+ENGINE_CALLBACKS = frozenset({"clip", "valid_score", "train_objective", "guard", "stop", "progress"})
+
+
+class _History(History):
+    """skorch's training history, reading one epoch's row without copying every row.
+
+    skorch's ``History.__getitem__`` copies the whole list of epochs before it indexes,
+    and skorch and the callbacks read the last epoch (``history[-1, 'batches', -1,
+    'train_loss']`` and the like) about fourteen times per epoch: a streaming
+    ``partial_fit``, one epoch per update, paid about 1 ms per update after 15,000
+    updates, growing with every update. An index that starts with an epoch number is
+    resolved here on that epoch's row alone, by skorch's own code; any other index
+    (slices, keys over all epochs) goes to skorch unchanged.
+
+    Examples
+    --------
+    >>> from sklearn_rnn._engine import _History
+    >>> history = _History([{"epoch": 1, "train_loss": 0.5, "batches": [{"train_loss": 0.7}]}])
+    >>> history[-1, "train_loss"], history[-1, "batches", -1, "train_loss"], history[:, "epoch"]
+    (0.5, 0.7, [1])
+    """
+
+    def __getitem__(self, i: Any) -> Any:
+        key = i if isinstance(i, tuple) else (i,)
+        if key and isinstance(key[0], int) and not isinstance(key[0], bool):
+            row = list.__getitem__(self, key[0])  # IndexError as skorch's
+            return History([row])[(0, *key[1:])]
+        return super().__getitem__(i)
+
+
+class ValidationSplit:
+    """A net's ``train_split``: the validation data of the training call in progress.
+
+    skorch asks ``train_split(dataset)`` for the training and validation datasets at
+    the start of every ``partial_fit``. The estimators split their data themselves (a
+    stratified, seeded hold-out), so this split only serves what :meth:`serving` was
+    given, and nothing outside that block: a fitted model keeps no data.
+
+    Examples
+    --------
+    >>> from sklearn_rnn._engine import ValidationSplit
+    >>> split = ValidationSplit()
+    >>> with split.serving("valid"):
+    ...     split("train")
+    ('train', 'valid')
+    >>> split("train"), split.valid
+    (('train', None), None)
+    """
+
+    def __init__(self) -> None:
+        self.valid: SequenceDataset | None = None
+
+    def __call__(self, dataset: Any, y: Any = None, **fit_params: Any) -> tuple[Any, Any]:
+        return dataset, self.valid
+
+    @contextlib.contextmanager
+    def serving(self, valid: SequenceDataset | None) -> Any:
+        """Serve ``valid`` as the validation data inside the block."""
+        self.valid = valid
+        try:
+            yield self
+        finally:
+            self.valid = None
+
+
+class SequenceNet(NeuralNet):
+    """skorch engine reading the batches of :class:`~sklearn_rnn.sequences.BucketBatchLoader`.
+
+    A batch is ``({'x', 'lengths', 'sample_weight'}, y)``; the module reads ``x`` and
+    ``lengths``, and the loss is reduced as :attr:`output_steps` say: the sample-weighted
+    mean of the per-sample criterion, or with a readout at every step the
+    sample-weighted mean over valid steps of the criterion summed over the outputs.
+
+    This is the estimators' ``net_``: a skorch net a user can read (``history``,
+    ``module_``, ``optimizer_``, ``callbacks_``), built and trained by the estimator.
+    """
+
+    #: Coefficient of the L2 penalty on the weight matrices, ``alpha / n_samples``; set
+    #: by the estimator before each training call.
+    l2_penalty: float = 0.0
+
+    #: Where the network is read out (and the loss put); the estimator class's readout.
+    output_steps: OutputSteps = LAST_STEP
+
+    #: Training arithmetic, one of :data:`PRECISIONS`; set by the estimator with the
+    #: other training settings.
+    precision: str = "float32"
+
+    #: What the callbacks were built from (see :func:`configure`).
+    callback_spec: tuple | None = None
+
+    def initialize_history(self) -> SequenceNet:
+        """skorch's history, as a :class:`_History` (last epoch read in constant time)."""
+        super().initialize_history()
+        if not isinstance(self.history_, _History):
+            self.history_ = _History(self.history_)
+        return self
+
+    def get_default_callbacks(self) -> list[tuple[str, Any]]:
+        """skorch's default callbacks, without the epoch table (``PrintLog``) when
+        ``verbose=0``: it formats the table at the end of every epoch, printed or not,
+        which costs a streaming ``partial_fit`` (one epoch per update) a few tenths of
+        a millisecond for nothing."""
+        callbacks = [
+            (name, PlainPrintLog() if name == "print_log" else callback)
+            for name, callback in super().get_default_callbacks()
+        ]
+        if self.verbose:
+            return callbacks
+        return [(name, callback) for name, callback in callbacks if name != "print_log"]
+
+    def infer(self, x: dict[str, torch.Tensor], **fit_params: Any) -> torch.Tensor:
+        return self.module_(x["x"], x["lengths"], every_step=self.output_steps.every_step)
+
+    def _skorch_step(self) -> bool:
+        """Whether skorch's own training step applies (float32, not the simplex method)."""
+        return self.precision == "float32" and not isinstance(self.optimizer_, SimplexSGD)
+
+    def train_step(self, batch: Any, **fit_params: Any) -> dict[str, torch.Tensor]:
+        """One update; the history's ``train_loss`` is the loss without the L2 penalty
+        (comparable with ``valid_loss``), ``train_objective`` the penalized loss that
+        was minimized (recorded when there is a penalty).
+
+        Under mixed precision the forward pass runs under autocast and the loss in
+        float32; with float16 the loss is scaled, the gradients (and the temporal
+        gradients) are unscaled before any clipping, and an update whose gradients
+        overflow is skipped, as :class:`torch.amp.GradScaler` does.
+        """
+        self.data_loss_: torch.Tensor | None = None
+        if self._skorch_step():
+            step = super().train_step(batch, **fit_params)
+        else:
+            self.optimizer_.zero_grad()
+            step = self.train_step_single(batch, **fit_params)
+            scaler = self.grad_scaler()
+            if scaler is not None:
+                scaler.unscale_(self.optimizer_)  # before the clipping callback and rule
+            self.notify(
+                "on_grad_computed",
+                named_parameters=list(self.get_all_learnable_params()),
+                batch=batch,
+            )
+            step_args = step.pop("step_args")
+            if scaler is None:
+                self.optimizer_.step(*step_args)
+            else:
+                scaler.step(self.optimizer_, *step_args)  # skipped if a gradient overflowed
+                scaler.update()
+        if self.data_loss_ is not None:
+            self.history.record_batch("train_objective", step["loss"].item())
+            step = {**step, "loss": self.data_loss_}
+        return step
+
+    def train_step_single(self, batch: Any, **fit_params: Any) -> dict[str, Any]:
+        """One batch's loss and gradients; with the simplex method the batch's temporal
+        gradients (for the optimizer's step), under mixed precision an autocast forward
+        pass and, with float16, a scaled loss."""
+        if self._skorch_step():
+            return super().train_step_single(batch, **fit_params)
+        # What skorch's own step does first: modules in training mode (dropout on).
+        self.module_.train(True)
+        self.criterion_.train(True)
+        inputs, y = batch
+        simplex = isinstance(self.optimizer_, SimplexSGD)
+        scaler = self.grad_scaler()
+        every_step = self.output_steps.every_step
+        with self._autocast():
+            if simplex:
+                states = self.module_.forward_states(inputs["x"], inputs["lengths"], every_step=every_step)
+                outputs = states.outputs
+            else:
+                outputs = self.infer(inputs)
+        loss = self.get_loss(outputs.float(), y, X=inputs, training=True)
+        scaled = loss if scaler is None else scaler.scale(loss)
+        step_args: tuple[Any, ...] = ()
+        if simplex:
+            # One backward pass gives every step's gradient and fills .grad as backward() would.
+            scale = None if scaler is None else scaler.get_scale()
+            step_args = (temporal_gradients(self.module_, states, scaled, inputs["lengths"], loss_scale=scale),)
+        else:
+            scaled.backward()
+        return {"loss": loss.detach(), "y_pred": outputs.detach().float(), "step_args": step_args}
+
+    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        dtype = PRECISIONS[self.precision]
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(torch.device(self.device).type, dtype=dtype)
+
+    def grad_scaler(self) -> torch.amp.GradScaler | None:
+        """float16's loss scaler, kept (with its scale) across updates and epochs."""
+        if self.precision != "float16":
+            return None
+        if getattr(self, "grad_scaler_", None) is None:
+            self.grad_scaler_ = torch.amp.GradScaler(torch.device(self.device).type)
+        return self.grad_scaler_
+
+    def get_loss(
+        self,
+        y_pred: torch.Tensor,
+        y_true: torch.Tensor,
+        X: dict[str, torch.Tensor] | None = None,
+        training: bool = False,
+    ) -> torch.Tensor:
+        loss = self.output_steps.loss(self.criterion_, y_pred, y_true, X)
+        if training and self.l2_penalty and not isinstance(self.optimizer_, SimplexSGD):
+            # alpha / (2 n) * ||W||^2 over weight matrices (not biases, not decay rates).
+            matrices = [p for p in self.module_.parameters() if p.requires_grad and p.ndim >= 2]
+            self.data_loss_ = loss.detach()  # reported as train_loss
+            loss = loss + 0.5 * self.l2_penalty * sum(p.square().sum() for p in matrices)
+        return loss
+
+
+def make_net(
+    module: torch.nn.Module,
+    criterion: torch.nn.Module,
+    optimizer: type[torch.optim.Optimizer],
+    optimizer_params: dict[str, Any],
+    *,
+    lr: float,
+    max_epochs: int,
+    batch_size: int,
+    device: torch.device,
+    verbose: int,
+) -> SequenceNet:
+    """The engine of one estimator: a :class:`SequenceNet` over ``module``, not yet
+    initialized (:func:`configure` sets its callbacks, then skorch's ``initialize``)."""
+    return SequenceNet(
+        module=module,
+        criterion=criterion,
+        optimizer=optimizer,
+        lr=lr,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        iterator_train=BucketBatchLoader,
+        iterator_valid=BucketBatchLoader,
+        iterator_train__shuffle=True,
+        train_split=ValidationSplit(),
+        device=device,
+        verbose=verbose,
+        **optimizer_params,
+    )
+
+
+def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback]]:
+    """The ``callbacks`` parameter as a list of ``(name, skorch callback)`` pairs.
+
+    Raises
+    ------
+    ValueError
+        Naming what was expected, what came, and the fix.
+    """
+    if callbacks is None:
+        return []
+    pairs = []
+    for index, item in enumerate(callbacks):
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                and isinstance(item[1], Callback)):
+            raise ValueError(
+                f"{owner}(callbacks=...) item {index} is {item!r}: expected a (name, "
+                "callback) pair of a string and a skorch callback instance, e.g. "
+                "('lr', skorch.callbacks.LRScheduler(policy='StepLR', step_size=10))."
+            )
+        if item[0] in ENGINE_CALLBACKS:
+            raise ValueError(
+                f"{owner}(callbacks=...) names a callback {item[0]!r}, a name the estimator "
+                f"uses for its own ({', '.join(sorted(ENGINE_CALLBACKS))}); choose another name."
+            )
+        pairs.append(item)
+    names = [name for name, _ in pairs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{owner}(callbacks=...) names a callback twice: {names}; use unique names.")
+    return pairs
+
+
+def configure(
+    net: SequenceNet,
+    *,
+    owner: str,
+    incremental: bool,
+    stopping: bool,
+    scoring: Any,
+    clip_threshold: float | None,
+    penalized: bool,
+    monitor: str,
+    n_iter_no_change: int,
+    tol: float,
+    user_callbacks: Any,
+    verbose: int,
+) -> None:
+    """Set the engine's callbacks for a training call, in the order they must run.
+
+    The callbacks are built (and skorch initializes them) only when what they are
+    built from changed: a stream of ``partial_fit`` calls builds them once. Each is
+    fresh when built; the user's are deep copies of ``user_callbacks``, so that the
+    estimator's parameter is never changed by training.
+    """
+    progress = bool(verbose) and _is_terminal(sys.stderr)
+    spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,
+            n_iter_no_change, tol, user_callbacks, bool(verbose), progress)
+    net.verbose = verbose
+    if net.callback_spec is not None and net.callback_spec == spec:
+        return
+    callbacks: list[tuple[str, Any]] = []
+    if clip_threshold is not None:
+        callbacks.append(("clip", GradientNormClipping(float(clip_threshold))))
+    # The score is recorded before the stopping rule may end the epoch loop.
+    if stopping:
+        callbacks.append(
+            ("valid_score", EpochScoring(ValidationScore(scoring), lower_is_better=False,
+                                         name="valid_score", use_caching=False))
+        )
+    if penalized:  # the epoch's mean penalized loss, before the stopping rule
+        callbacks.append(
+            ("train_objective", PassthroughScoring(name="train_objective", on_train=True))
+        )
+    # Before "stop" and the user's: an epoch is recorded as finished before a callback
+    # ends training.
+    callbacks.append(("guard", FitGuard(owner, restores_best=not incremental)))
+    callbacks.extend(copy.deepcopy(check_user_callbacks(user_callbacks, owner)))
+    if not incremental:
+        callbacks.append(
+            (
+                "stop",
+                EarlyStopping(
+                    monitor=monitor,
+                    patience=int(n_iter_no_change),
+                    # No stop on an early plateau: a loss may stay flat for a while
+                    # before the network learns what lies many steps back.
+                    min_epochs=3 * int(n_iter_no_change),
+                    threshold=float(tol),
+                    threshold_mode="abs",
+                    # The best epoch of the monitored loss, after a divergence too.
+                    load_best=True,
+                    sink=logger.info,
+                ),
+            )
+        )
+    if progress:
+        callbacks.append(("progress", ProgressBar()))  # a log file gets the epoch table only
+    # A plain attribute: skorch's set_params would try to re-initialize components.
+    net.callbacks = callbacks
+    if net.initialized_:
+        net.initialize_callbacks()
+    net.callback_spec = spec
+
+
+class FitGuard(TrainingGuard):
+    """The training guard, quiet about an interrupt before any epoch finished when the
+    call's network is discarded anyway (a first fit): the estimator stays as it was
+    and ``fit`` re-raises the interrupt."""
+
+    quiet_when_nothing_finished: bool = False
+
+    def on_train_begin(self, net: Any, **kwargs: Any) -> None:
+        super().on_train_begin(net, **kwargs)
+        self.epochs_finished_ = 0
+
+    def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
+        super().on_epoch_end(net, **kwargs)  # raises on divergence
+        self.epochs_finished_ += 1
+
+    def on_train_end(self, net: Any, **kwargs: Any) -> None:
+        if self.quiet_when_nothing_finished and not self.epochs_finished_ and self.diverged_ is None:
+            if len(net.history):  # the unfinished first epoch
+                self.interrupted_ = True
+                net.history.clear()
+            return
+        super().on_train_end(net, **kwargs)
+
+
+class Rollback:
+    """The state of a fitted network before continued training, restored when that
+    training fails with an exception (a rejected call never gets this far)."""
+
+    def __init__(self, net: SequenceNet) -> None:
+        self.module = {name: value.detach().clone() for name, value in net.module_.state_dict().items()}
+        self.optimizer = copy.deepcopy(net.optimizer_.state_dict())
+        self.epochs = len(net.history)
+        generators = getattr(net.module_, "_dropout_generators", {})
+        self.generators = {key: generator.get_state() for key, generator in generators.items()}
+
+    def restore(self, net: SequenceNet) -> None:
+        net.module_.load_state_dict(self.module)
+        net.optimizer_.load_state_dict(self.optimizer)
+        while len(net.history) > self.epochs:
+            net.history.pop()
+        generators = getattr(net.module_, "_dropout_generators", {})
+        for key in list(generators):
+            if key in self.generators:
+                generators[key].set_state(self.generators[key])
+            else:
+                del generators[key]
+
+
+class ValidationScore:
+    """skorch scoring callable: an estimator's validation score of the network being
+    trained, run over the validation data by :func:`~sklearn_rnn._inference.run_network`
+    (the inference path of prediction)."""
+
+    def __init__(self, score: Any) -> None:
+        self.score = score
+
+    def __call__(self, net: SequenceNet, X: SequenceDataset, y: Any = None) -> float:
+        _, outputs, targets = run_network(
+            net.module_, X, batch_size=net.batch_size, steps=net.output_steps, targets=True
+        )
+        return self.score(targets, outputs)

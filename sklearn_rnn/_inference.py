@@ -1,0 +1,194 @@
+"""Running a network over data: the one inference loop, and where its outputs are read.
+
+:func:`run_network` runs a network over a :class:`~sklearn_rnn.sequences.SequenceDataset`
+in length-bucketed batches and returns its outputs, un-padded, in the order it ran them.
+Prediction (``BaseRNN._forward``) and the validation score of early stopping both call it;
+training steps go through the skorch engine (``sklearn_rnn/_engine.py``).
+
+Where the network is read out is a hook of the estimator class, a :class:`OutputSteps`:
+:data:`LAST_STEP` (one output per sequence, at its last valid step: ``RNNClassifier``,
+``RNNRegressor``) or :data:`EVERY_STEP` (an output at every step: ``RNNStepClassifier``).
+The output steps say how the module is called, how the loss is reduced over a batch, how
+outputs are un-padded and checked; the base class, the engine's loss and the diagnostics
+ask it instead of branching on a flag.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._callbacks import check_finite_outputs
+from .sequences import BucketBatchLoader, SequenceDataset
+
+__all__ = ["EVERY_STEP", "LAST_STEP", "OutputSteps", "run_network"]
+
+
+class OutputSteps:
+    """Where a network is read out: at each sequence's last valid step, or at every step.
+
+    Parameters
+    ----------
+    every_step : bool
+        Read out (and put the loss) at every valid step instead of the last one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn._inference import EVERY_STEP, LAST_STEP
+    >>> values = np.arange(12.0).reshape(2, 3, 2)  # (B, T, k) of a per-step readout
+    >>> [part.shape for part in EVERY_STEP.unpad(values, [3, 1])]
+    [(3, 2), (1, 2)]
+    >>> LAST_STEP.unpad(values[:, 0], [3, 1]).shape
+    (2, 2)
+    """
+
+    def __init__(self, every_step: bool) -> None:
+        self.every_step = every_step
+
+    def __repr__(self) -> str:
+        return "EVERY_STEP" if self.every_step else "LAST_STEP"
+
+    def __reduce__(self) -> str:
+        return repr(self)  # pickled as the module-level constant, so identity holds
+
+    def unpad(self, values: np.ndarray, lengths: list[int]) -> Any:
+        """A batch's outputs without padding: ``(B, k)`` as is, or one ``(T_i, k)`` array
+        per sequence of a ``(B, T, k)`` per-step batch."""
+        if not self.every_step:
+            return values
+        return [values[row, :length] for row, length in enumerate(lengths)]
+
+    def join(self, parts: list[Any]) -> Any:
+        """The un-padded outputs of several batches (at least one), in order: an
+        ``(n, k)`` array, or a list of ``(T_i, k)`` arrays."""
+        if self.every_step:
+            return [output for part in parts for output in part]
+        return np.concatenate(parts)
+
+    def place(self, outputs: Any, positions: np.ndarray, values: Any) -> None:
+        """Put outputs of the sequences at ``positions`` into ``outputs`` (in data order)."""
+        if not self.every_step:
+            outputs[positions] = values
+            return
+        for position, value in zip(positions.tolist(), values):
+            outputs[position] = value
+
+    def allocate(self, n_samples: int, n_outputs: int) -> Any:
+        """Room for the outputs of ``n_samples`` sequences, filled by :meth:`place`."""
+        if self.every_step:
+            return [None] * n_samples
+        return np.empty((n_samples, n_outputs), dtype=np.float64)
+
+    def check_finite(self, outputs: Any) -> None:
+        """Refuse non-finite outputs as predictions (see ``check_finite_outputs``)."""
+        if not self.every_step:
+            check_finite_outputs(outputs)
+            return
+        finite = np.array([np.isfinite(output).all() for output in outputs])
+        check_finite_outputs(np.where(finite, 0.0, np.nan)[:, None])
+
+    def loss(
+        self,
+        criterion: torch.nn.Module,
+        y_pred: torch.Tensor,
+        y_true: torch.Tensor,
+        X: dict[str, torch.Tensor] | None,
+    ) -> torch.Tensor:
+        """The batch's loss: the sample-weighted mean of the per-sample criterion, or at
+        every step the criterion summed over the ``k`` outputs (eq. 4.2 sums the
+        cross-entropy of the notes), weighted per sequence and averaged over valid steps."""
+        if not self.every_step:
+            per_sample = criterion(y_pred, y_true)  # (B,) or (B, k)
+            if per_sample.ndim > 1:
+                per_sample = per_sample.mean(dim=tuple(range(1, per_sample.ndim)))
+            weight = X["sample_weight"] if X is not None else torch.ones_like(per_sample)
+            return (per_sample * weight).mean()
+        if X is None:
+            raise ValueError("a loss at every step needs the batch's lengths: pass X=inputs.")
+        per_step = criterion(y_pred, y_true).sum(dim=-1)  # (B, T)
+        lengths = X["lengths"].to(per_step.device)
+        valid = torch.arange(per_step.shape[1], device=per_step.device) < lengths[:, None]
+        weighted = per_step * valid * X["sample_weight"].to(per_step.dtype)[:, None]  # (B, T)
+        return weighted.sum() / valid.sum()
+
+
+#: One output per sequence, at its last valid step.
+LAST_STEP = OutputSteps(every_step=False)
+
+#: An output at every valid step of each sequence.
+EVERY_STEP = OutputSteps(every_step=True)
+
+
+def run_network(
+    module: torch.nn.Module,
+    dataset: SequenceDataset,
+    *,
+    batch_size: int,
+    steps: OutputSteps,
+    targets: bool = False,
+) -> tuple[np.ndarray, Any, Any]:
+    """Run ``module`` over ``dataset`` in length-bucketed batches, without gradients.
+
+    The module is evaluated in inference mode (no dropout) and its training mode is
+    restored afterwards. Outputs come back as float64 numpy arrays, in the order the
+    batches ran (sorted by length), with the positions they have in ``dataset``.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A :class:`~sklearn_rnn.nn.RecurrentNetwork` (or any module called as
+        ``module(x, lengths, every_step=...)``).
+    dataset : SequenceDataset
+        The encoded sequences (and, for ``targets=True``, their targets).
+    batch_size : int
+        Sequences per batch.
+    steps : OutputSteps
+        :data:`LAST_STEP` or :data:`EVERY_STEP`.
+    targets : bool, default=False
+        Also return the dataset's targets, un-padded and in the same order.
+
+    Returns
+    -------
+    order : ndarray of int of shape (n_samples,)
+        Position in ``dataset`` of each output.
+    outputs : ndarray of shape (n_samples, n_outputs) or list of ndarray of shape (T_i, n_outputs)
+    y : same form as ``outputs``, or None
+        The targets (only with ``targets=True``).
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from sklearn_rnn.nn import RecurrentNetwork
+    >>> from sklearn_rnn.sequences import FlatSequences, SequenceDataset
+    >>> from sklearn_rnn._inference import LAST_STEP, run_network
+    >>> data = SequenceDataset(FlatSequences.from_arrays([np.ones((n, 2)) for n in (3, 1, 2)]))
+    >>> net = RecurrentNetwork(2, 4, 1, generator=torch.Generator().manual_seed(0))
+    >>> order, outputs, _ = run_network(net, data, batch_size=2, steps=LAST_STEP)
+    >>> order.tolist(), outputs.shape, outputs.dtype
+    ([1, 2, 0], (3, 1), dtype('float64'))
+    """
+    was_training = module.training
+    module.train(False)
+    order, parts, target_parts = [], [], []
+    try:
+        with torch.no_grad():
+            for indices in BucketBatchLoader(dataset, batch_size=int(batch_size)).batches():
+                inputs, y = dataset.collate(indices)
+                lengths = inputs["lengths"].tolist()
+                batch = module(inputs["x"], inputs["lengths"], every_step=steps.every_step)
+                order.append(indices)
+                parts.append(steps.unpad(batch.double().cpu().numpy(), lengths))
+                if targets:
+                    # Per-step targets as float64 (the scores' arithmetic); one target
+                    # per sequence keeps its type (class indices stay integers).
+                    values = y.double() if steps.every_step else y
+                    target_parts.append(steps.unpad(values.cpu().numpy(), lengths))
+    finally:
+        module.train(was_training)
+    if not order:
+        raise ValueError("run_network needs at least one sequence; the dataset is empty.")
+    y_out = steps.join(target_parts) if targets else None
+    return np.concatenate(order), steps.join(parts), y_out

@@ -1,0 +1,262 @@
+"""The skorch engine: public skorch API only, the user's callbacks passed through, a
+stable train_split, callbacks kept over a stream of partial_fit calls, one inference path."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import pickle
+
+import numpy as np
+import pytest
+import skorch
+from sklearn.base import BaseEstimator, clone
+from skorch import NeuralNet
+from skorch.callbacks import Callback, EarlyStopping, LRScheduler, PrintLog
+
+import sklearn_rnn
+from sklearn_rnn import RNNClassifier, RNNRegressor, RNNStepClassifier
+from sklearn_rnn import _callbacks, _engine, _estimators, _inference
+from sklearn_rnn._inference import EVERY_STEP, LAST_STEP
+
+PACKAGE = pathlib.Path(sklearn_rnn.__file__).parent
+
+
+def _private_names(root: pathlib.Path) -> set[str]:
+    """Private (one leading underscore, not dunder) names defined in the source under root:
+    functions, classes, methods, attributes and variables assigned."""
+    names = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return {name for name in names if name.startswith("_") and not name.endswith("__") and name != "_"}
+
+
+SKORCH_PRIVATE = _private_names(pathlib.Path(skorch.__file__).parent)
+OURS = _private_names(PACKAGE)
+# scikit-learn's own private methods on our estimators (BaseEstimator._validate_params):
+# skorch happens to define some of the same names.
+SKLEARN = {name for name in dir(BaseEstimator) if name.startswith("_")}
+
+
+def private_skorch_uses(source: str) -> list[str]:
+    """Uses of skorch's private names in ``source``: imports of them, and attribute
+    reads of names that only skorch defines (not this package, not scikit-learn)."""
+    forbidden = SKORCH_PRIVATE - OURS - SKLEARN
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("skorch"):
+            found += [alias.name for alias in node.names if alias.name.startswith("_")]
+            if any(part.startswith("_") for part in node.module.split(".")):
+                found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names
+                      if alias.name.startswith("skorch") and "._" in alias.name]
+        elif isinstance(node, ast.Attribute) and node.attr in forbidden:
+            found.append(node.attr)
+    return found
+
+
+def test_the_scan_finds_private_skorch_names():
+    """The scan below is not vacuous: skorch's private step helpers are found."""
+    assert {"_set_training", "_step_optimizer", "_zero_grad_optimizer", "_sink"} <= SKORCH_PRIVATE
+    snippet = (
+        "from skorch.utils import _indexing\n"
+        "import skorch._version\n"
+        "def step(net):\n"
+        "    net._set_training(True)\n"
+        "    net._step_optimizer(None)\n"
+    )
+    assert sorted(private_skorch_uses(snippet)) == [
+        "_indexing", "_set_training", "_step_optimizer", "skorch._version"]
+
+
+def test_no_private_skorch_name_anywhere_in_the_package():
+    found = {
+        str(path.relative_to(PACKAGE)): uses
+        for path in PACKAGE.rglob("*.py")
+        if (uses := private_skorch_uses(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+@pytest.mark.parametrize(
+    "ours, base",
+    [
+        (_engine.SequenceNet, NeuralNet),
+        (_engine.FitGuard, Callback),
+        (_callbacks.TrainingGuard, Callback),
+        (_callbacks.EarlyStopping, EarlyStopping),
+        (_callbacks.PlainPrintLog, PrintLog),
+    ],
+)
+def test_engine_overrides_only_public_skorch_methods(ours, base):
+    """A subclass that overrides a private skorch method depends on skorch's internals."""
+    for klass in ours.__mro__:
+        if klass.__module__.startswith("skorch") or klass is object:
+            break
+        overridden = {name for name in vars(klass) if hasattr(base, name)}
+        private = {name for name in overridden if name.startswith("_") and not name.endswith("__")}
+        assert private == set(), (klass, private)
+
+
+def _data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(int(rng.integers(3, 7)), 2)) for _ in range(n)]
+    return X, np.array([int(x[:, 0].sum() > 0) for x in X])
+
+
+class EpochCounter(Callback):
+    """Counts the epochs it saw, and whether validation data was served in each."""
+
+    def initialize(self):
+        self.epochs_ = 0
+        self.served_ = []
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        self.epochs_ += 1
+        self.served_.append(net.train_split.valid is not None)
+
+
+def test_user_callbacks_run_and_the_parameter_is_not_changed():
+    X, y = _data()
+    counter = EpochCounter()
+    callbacks = [
+        ("lr", LRScheduler(policy="StepLR", step_size=2, gamma=0.5)),
+        ("count", counter),
+        # Never improves by 10: skorch's own rule ends training after patience + 1 epochs.
+        ("my_stop", EarlyStopping(monitor="train_loss", patience=2, threshold=10.0)),
+    ]
+    model = RNNClassifier(hidden_size=4, max_iter=20, learning_rate=0.01, callbacks=callbacks,
+                          random_state=0).fit(X, y)
+    assert model.n_iter_ == 3 == len(model.loss_curve_)
+    fitted = dict(model.net_.callbacks_)
+    assert fitted["count"].epochs_ == 3 and fitted["count"] is not counter
+    assert model.net_.optimizer_.param_groups[0]["lr"] == pytest.approx(0.005)  # halved after 2 epochs
+    assert not hasattr(counter, "epochs_")  # the parameter's object never trained
+    assert model.get_params()["callbacks"] is callbacks
+
+
+def test_callbacks_clone_and_refit_the_same():
+    X, y = _data()
+    model = RNNClassifier(hidden_size=4, max_iter=4, tol=0.0, random_state=0,
+                          callbacks=[("lr", LRScheduler(policy="StepLR", step_size=1, gamma=0.9))])
+    twin = clone(model)
+    assert twin.callbacks is not model.callbacks and twin.callbacks[0][0] == "lr"
+    assert twin.callbacks[0][1].get_params()["gamma"] == 0.9
+    a = model.fit(X, y).predict_proba(X)
+    b = twin.fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_validation_data_is_served_during_fit_and_kept_nowhere_after():
+    X, y = _data(60)
+    model = RNNClassifier(hidden_size=4, max_iter=3, early_stopping=True, tol=0.0,
+                          callbacks=[("count", EpochCounter())], random_state=0).fit(X, y)
+    assert dict(model.net_.callbacks_)["count"].served_ == [True, True, True]
+    assert model.net_.train_split.valid is None
+    assert isinstance(model.net_.train_split, _engine.ValidationSplit)
+
+
+def test_a_stream_of_partial_fit_builds_the_callbacks_once():
+    X, y = _data()
+    model = RNNClassifier(hidden_size=4, batch_size=8, callbacks=[("count", EpochCounter())],
+                          random_state=0)
+    model.partial_fit(X[:10], y[:10], classes=[0, 1])
+    first = [callback for _, callback in model.net_.callbacks_]
+    for start in range(10, 40, 10):
+        model.partial_fit(X[start:start + 10], y[start:start + 10])
+    assert [callback for _, callback in model.net_.callbacks_] == first  # the same objects
+    assert dict(model.net_.callbacks_)["count"].epochs_ == 4
+
+
+def test_changed_settings_rebuild_the_callbacks():
+    X, y = _data()
+    model = RNNClassifier(hidden_size=4, random_state=0).partial_fit(X, y, classes=[0, 1])
+    assert dict(model.net_.callbacks_)["clip"].gradient_clip_value == 1.0
+    model.set_params(clip_threshold=0.5).partial_fit(X, y)
+    assert dict(model.net_.callbacks_)["clip"].gradient_clip_value == 0.5
+
+
+@pytest.mark.parametrize(
+    "callbacks, message",
+    [
+        ([LRScheduler()], "expected a \\(name, callback\\) pair"),
+        ([("lr", "StepLR")], "expected a \\(name, callback\\) pair"),
+        ([("stop", EarlyStopping())], "a name the estimator uses for its own"),
+        ([("a", EpochCounter()), ("a", EpochCounter())], "names a callback twice"),
+    ],
+)
+def test_bad_callbacks_are_refused_with_the_fix(callbacks, message):
+    X, y = _data()
+    model = RNNRegressor(hidden_size=4, max_iter=2, callbacks=callbacks)
+    with pytest.raises(ValueError, match=message):
+        model.fit(X, y.astype(float))
+    assert not hasattr(model, "net_")
+
+
+def test_a_model_with_callbacks_is_refused_by_save_and_kept_by_pickle(tmp_path):
+    X, y = _data()
+    model = RNNClassifier(hidden_size=4, max_iter=2, tol=0.0, random_state=0,
+                          callbacks=[("count", EpochCounter())]).fit(X, y)
+    with pytest.raises(TypeError, match="pickle or joblib"):
+        model.save(tmp_path / "model.safetensors")
+    assert not (tmp_path / "model.safetensors").exists()
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+    assert dict(restored.net_.callbacks_)["count"].epochs_ == 2
+    model.set_params(callbacks=None).save(tmp_path / "model.safetensors")  # then it saves
+    loaded = RNNClassifier.load(tmp_path / "model.safetensors")
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
+def test_stacked_training_refuses_callbacks():
+    from sklearn_rnn._stacked import check_stackable
+
+    model = RNNRegressor(cell="decay", time_feature=0, optimizer="sgd", num_layers=1,
+                         callbacks=[("count", EpochCounter())])
+    with pytest.raises(ValueError, match="callbacks"):
+        check_stackable(model)
+
+
+def test_the_readout_is_a_hook_of_the_estimator_class():
+    assert RNNClassifier._output_steps is LAST_STEP and RNNRegressor._output_steps is LAST_STEP
+    assert RNNStepClassifier._output_steps is EVERY_STEP
+    assert pickle.loads(pickle.dumps(EVERY_STEP)) is EVERY_STEP
+    for path in PACKAGE.rglob("*.py"):
+        assert "_every_step" not in path.read_text(encoding="utf-8"), path
+
+
+def test_prediction_and_validation_scores_run_the_one_inference_function(monkeypatch):
+    """predict and the early-stopping score both run the network through run_network."""
+    calls = []
+    run = _inference.run_network
+
+    def counting(module, dataset, **kwargs):
+        calls.append((module.training, kwargs["steps"]))
+        return run(module, dataset, **kwargs)
+
+    monkeypatch.setattr(_estimators, "run_network", counting)
+    monkeypatch.setattr(_engine, "run_network", counting)
+    X, y = _data(60)
+    model = RNNClassifier(hidden_size=4, max_iter=3, early_stopping=True, tol=0.0,
+                          random_state=0).fit(X, y)
+    assert len(calls) == 3  # one validation score per epoch
+    model.predict(X)
+    assert len(calls) == 4 and all(steps is LAST_STEP for _, steps in calls)
+
+
+def test_the_engine_and_inference_do_not_import_the_estimators():
+    """The one-way flow of docs/architecture.rst: estimators -> engine -> inference."""
+    for name in ("_engine.py", "_inference.py", "_callbacks.py"):
+        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not imported & {"_estimators", "_step_estimator", "_persistence"}, name
+    inference = ast.parse((PACKAGE / "_inference.py").read_text(encoding="utf-8"))
+    assert "_engine" not in {n.module for n in ast.walk(inference) if isinstance(n, ast.ImportFrom)}

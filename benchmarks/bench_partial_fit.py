@@ -9,14 +9,21 @@ stream of temporal-order batches (``make_temporal_order``: 100 sequences of leng
   the clipped anti-gradient step (eq. 3.6, :class:`~sklearn_rnn.optim.ClippedSGD`); each
   update stacks the batch's arrays into a tensor, as a plain loop over the same stream
   must;
-- estimator: ``RNNClassifier(cell='tanh', hidden_size=50, batch_size=100)`` with
-  ``optimizer='sgd'`` or ``'simplex'`` (no switching: every update computes the
-  temporal gradients), one ``partial_fit`` call per batch, timed whole: input
-  validation, encoding, skorch's callbacks and history included.
+- estimator: ``RNNClassifier(cell='tanh', hidden_size=50, batch_size=100,
+  readout='last')`` with ``optimizer='sgd'`` or ``'simplex'`` (no switching: every
+  update computes the temporal gradients), one ``partial_fit`` call per batch, timed
+  whole: input validation, encoding, skorch's callbacks and history included.
+
+The estimator reads the last step, as the plain loop does: its default readout for
+'sgd' (``readout='auto'``, the last state with the mean and maximum over the steps)
+is a larger network, whose price ``--readout auto`` shows.
 
 The ratio estimator/plain is the whole cost of calling ``partial_fit`` over writing the
 loop by hand (for 'simplex' also the simplex method's extra work over clipped SGD).
-Runs alternate and the medians are compared.
+Runs alternate and the medians are compared. ``--clock cpu`` times with the CPU time
+of the process that runs the update (``time.process_time``) instead of the wall clock:
+with one thread the two agree on a quiet machine, and on a machine shared with other
+jobs the CPU time leaves out the time the process waited for a core.
 
 Before and after, in one run: ``--baseline DIR`` names a checkout of another version
 of the package; ``partial_fit`` of both versions is then timed in two worker processes
@@ -27,6 +34,7 @@ Usage::
     python benchmarks/bench_partial_fit.py --threads 1             # about two minutes
     python benchmarks/bench_partial_fit.py --quick                 # a check, seconds
     python benchmarks/bench_partial_fit.py --threads 1 --baseline /tmp/base  # before/after
+    python benchmarks/bench_partial_fit.py --threads 1 --clock cpu         # on a busy machine
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from sklearn_rnn.optim import ClippedSGD
 
 BATCH, HIDDEN, FEATURES, CLASSES = 100, 50, 6, 4
 LEARNING_RATE, CLIP = 0.01, 1.0
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
 def stream(length: int, updates: int, seed: int = 0) -> list[tuple[list[np.ndarray], np.ndarray]]:
@@ -54,19 +63,21 @@ def stream(length: int, updates: int, seed: int = 0) -> list[tuple[list[np.ndarr
     return [make_temporal_order(BATCH, length, random_state=rng) for _ in range(updates + 1)]
 
 
-def estimator_seconds_per_update(batches: list, optimizer: str) -> float:
+def estimator_seconds_per_update(
+    batches: list, optimizer: str, readout: str = "last", clock: str = "wall"
+) -> float:
     model = RNNClassifier(
         hidden_size=HIDDEN, cell="tanh", optimizer=optimizer, learning_rate=LEARNING_RATE,
-        clip_threshold=CLIP, batch_size=BATCH, random_state=0,
+        clip_threshold=CLIP, batch_size=BATCH, random_state=0, readout=readout,
     )
     model.partial_fit(*batches[0], classes=np.arange(CLASSES))  # builds the network
-    start = time.perf_counter()
+    start = CLOCKS[clock]()
     for X, y in batches[1:]:
         model.partial_fit(X, y)
-    return (time.perf_counter() - start) / (len(batches) - 1)
+    return (CLOCKS[clock]() - start) / (len(batches) - 1)
 
 
-def plain_seconds_per_update(batches: list) -> float:
+def plain_seconds_per_update(batches: list, clock: str = "wall") -> float:
     torch.manual_seed(0)  # benchmark script, not library code
     rnn = torch.nn.RNN(FEATURES, HIDDEN, nonlinearity="tanh", batch_first=True)
     readout = torch.nn.Linear(HIDDEN, CLASSES)
@@ -81,16 +92,20 @@ def plain_seconds_per_update(batches: list) -> float:
         optimizer.step()
 
     update(*batches[0])
-    start = time.perf_counter()
+    start = CLOCKS[clock]()
     for X, y in batches[1:]:
         update(X, y)
-    return (time.perf_counter() - start) / (len(batches) - 1)
+    return (CLOCKS[clock]() - start) / (len(batches) - 1)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--length", type=int, nargs="+", default=[50, 100], help="T of the task")
     parser.add_argument("--optimizer", nargs="+", default=["sgd", "simplex"], choices=["sgd", "simplex"])
+    parser.add_argument("--readout", default="last", choices=["last", "auto"],
+                        help="the estimator's readout ('last': the plain loop's network)")
+    parser.add_argument("--clock", default="wall", choices=sorted(CLOCKS),
+                        help="wall clock, or the CPU time of the timed process")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--updates", type=int, default=40, help="timed partial_fit calls per run")
     parser.add_argument("--repeats", type=int, default=5)
@@ -108,27 +123,27 @@ def main() -> None:
         compare(args, updates, repeats)
         return
     print(f"machine: {machine('cpu', args.threads)}, load average {os.getloadavg()[0]:.1f} at the start")
-    print(f"temporal order, batch {BATCH}, {HIDDEN} tanh units, {updates} updates per run, "
-          f"{repeats} repeats, median ms per update")
+    print(f"temporal order, batch {BATCH}, {HIDDEN} tanh units, readout={args.readout!r}, "
+          f"{updates} updates per run, {repeats} repeats, median ms per update ({args.clock} clock)")
     print(f"{'T':>4} {'optimizer':9} {'plain':>8} {'partial_fit':>12} {'ratio':>7}")
     for length in args.length:
         batches = stream(length, updates)
         for optimizer in args.optimizer:
             plain_seconds_per_update(batches[:3])  # warm-ups: lazy imports, kernel selection
-            estimator_seconds_per_update(batches[:3], optimizer)
+            estimator_seconds_per_update(batches[:3], optimizer, args.readout)
             plain, estimator = [], []
             for _ in range(repeats):
-                plain.append(plain_seconds_per_update(batches))
-                estimator.append(estimator_seconds_per_update(batches, optimizer))
+                plain.append(plain_seconds_per_update(batches, args.clock))
+                estimator.append(estimator_seconds_per_update(batches, optimizer, args.readout, args.clock))
             ms_plain, ms_estimator = 1e3 * statistics.median(plain), 1e3 * statistics.median(estimator)
             print(f"{length:4d} {optimizer:9} {ms_plain:8.2f} {ms_estimator:12.2f} "
                   f"{ms_estimator / ms_plain:7.2f}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
-def worker_estimator_seconds(length: int, updates: int, optimizer: str) -> float:
+def worker_estimator_seconds(length: int, updates: int, optimizer: str, readout: str, clock: str) -> float:
     """:func:`estimator_seconds_per_update` on the stream of :func:`main`, in a worker."""
-    return estimator_seconds_per_update(stream(length, updates), optimizer)
+    return estimator_seconds_per_update(stream(length, updates), optimizer, readout, clock)
 
 
 def compare(args: argparse.Namespace, updates: int, repeats: int) -> None:
@@ -139,21 +154,23 @@ def compare(args: argparse.Namespace, updates: int, repeats: int) -> None:
     print(f"machine: {machine('cpu', args.threads)}, load average {os.getloadavg()[0]:.1f} at the start")
     for name, worker in versions.items():
         print(f"{name}: {worker.package}")
-    print(f"temporal order, batch {BATCH}, {HIDDEN} tanh units, {updates} updates per run, "
-          f"{repeats} repeats, median ms per update")
+    print(f"temporal order, batch {BATCH}, {HIDDEN} tanh units, readout={args.readout!r}, "
+          f"{updates} updates per run, {repeats} repeats, median ms per update ({args.clock} clock)")
     print(f"{'T':>4} {'optimizer':9} {'plain':>7} {'before':>7} {'after':>7} {'before/plain':>13} {'after/plain':>12}")
     for length in args.length:
         batches = stream(length, updates)
         for optimizer in args.optimizer:
             plain_seconds_per_update(batches[:3])  # warm-ups: lazy imports, kernel selection
             for worker in versions.values():
-                worker.call("estimator", length=length, updates=2, optimizer=optimizer)
+                worker.call("estimator", length=length, updates=2, optimizer=optimizer,
+                            readout=args.readout, clock=args.clock)
             times: dict[str, list[float]] = {"plain": [], "before": [], "after": []}
             for _ in range(repeats):
-                times["plain"].append(plain_seconds_per_update(batches))
+                times["plain"].append(plain_seconds_per_update(batches, args.clock))
                 for name, worker in versions.items():
                     times[name].append(worker.call("estimator", length=length, updates=updates,
-                                                   optimizer=optimizer))
+                                                   optimizer=optimizer, readout=args.readout,
+                                                   clock=args.clock))
             ms = {name: 1e3 * statistics.median(values) for name, values in times.items()}
             print(f"{length:4d} {optimizer:9} {ms['plain']:7.2f} {ms['before']:7.2f} {ms['after']:7.2f} "
                   f"{ms['before'] / ms['plain']:13.2f} {ms['after'] / ms['plain']:12.2f}")

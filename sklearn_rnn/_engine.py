@@ -54,7 +54,7 @@ from skorch.callbacks import (
 )
 from skorch.history import History
 
-from ._callbacks import EarlyStopping, PlainPrintLog, TrainingGuard, _is_terminal
+from ._callbacks import EarlyStopping, PlainPrintLog, TrainingGuard, _is_terminal, _restore, _snapshot
 from ._inference import LAST_STEP, OutputSteps, run_network
 from .optim import SimplexSGD, temporal_gradients
 from .sequences import BucketBatchLoader, SequenceDataset
@@ -162,6 +162,10 @@ class SequenceNet(NeuralNet):
     #: What the callbacks were built from (see :func:`configure`).
     callback_spec: tuple | None = None
 
+    #: Whether the training calls have validation data (with the stopping rule); set
+    #: by :func:`configure` with the callbacks.
+    validates: bool = True
+
     def initialize_history(self) -> SequenceNet:
         """skorch's history, as a :class:`_History` (last epoch read in constant time)."""
         super().initialize_history()
@@ -170,17 +174,20 @@ class SequenceNet(NeuralNet):
         return self
 
     def get_default_callbacks(self) -> list[tuple[str, Any]]:
-        """skorch's default callbacks, without the epoch table (``PrintLog``) when
-        ``verbose=0``: it formats the table at the end of every epoch, printed or not,
-        which costs a streaming ``partial_fit`` (one epoch per update) a few tenths of
-        a millisecond for nothing."""
-        callbacks = [
+        """skorch's default callbacks, without those that have nothing to do: the
+        epoch table (``PrintLog``) when ``verbose=0`` (it formats the table at the end
+        of every epoch, printed or not), and the validation loss (``valid_loss``) when
+        no training call has validation data (it looks for validation batches at the
+        end of every epoch, and records nothing). A streaming ``partial_fit`` runs one
+        epoch per update and would pay for both on every call."""
+        unused = {"print_log"} if not self.verbose else set()
+        if not self.validates:
+            unused.add("valid_loss")
+        return [
             (name, PlainPrintLog() if name == "print_log" else callback)
             for name, callback in super().get_default_callbacks()
+            if name not in unused
         ]
-        if self.verbose:
-            return callbacks
-        return [(name, callback) for name, callback in callbacks if name != "print_log"]
 
     def infer(self, x: dict[str, torch.Tensor], **fit_params: Any) -> torch.Tensor:
         return self.module_(x["x"], x["lengths"], every_step=self.output_steps.every_step)
@@ -374,6 +381,7 @@ def configure(
     net.verbose = verbose
     if net.callback_spec is not None and net.callback_spec == spec:
         return
+    net.validates = stopping  # skorch's default callbacks follow it
     callbacks: list[tuple[str, Any]] = []
     if clip_threshold is not None:
         callbacks.append(("clip", GradientNormClipping(float(clip_threshold))))
@@ -447,15 +455,13 @@ class Rollback:
     training fails with an exception (a rejected call never gets this far)."""
 
     def __init__(self, net: SequenceNet) -> None:
-        self.module = {name: value.detach().clone() for name, value in net.module_.state_dict().items()}
-        self.optimizer = copy.deepcopy(net.optimizer_.state_dict())
+        self.state = _snapshot(net)  # the weights and the optimizer, as the training guard copies them
         self.epochs = len(net.history)
         generators = getattr(net.module_, "_dropout_generators", {})
         self.generators = {key: generator.get_state() for key, generator in generators.items()}
 
     def restore(self, net: SequenceNet) -> None:
-        net.module_.load_state_dict(self.module)
-        net.optimizer_.load_state_dict(self.optimizer)
+        _restore(net, self.state)
         while len(net.history) > self.epochs:
             net.history.pop()
         generators = getattr(net.module_, "_dropout_generators", {})

@@ -126,6 +126,18 @@ class _Seeds(NamedTuple):
         return cls(*(int(value) for value in values))
 
 
+def _class_indices(classes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The index of each label of ``y`` in the sorted ``classes`` (what
+    ``LabelEncoder.transform`` returns), -1 for a label that is not among them: one
+    binary search over the classes, for labels of any comparable type."""
+    try:
+        index = np.searchsorted(classes, y).clip(max=len(classes) - 1)
+        known = np.asarray(classes[index] == y, dtype=bool)
+    except TypeError:  # labels that do not compare with the classes' type
+        return np.full(len(y), -1, dtype=np.intp)
+    return np.where(known, index, -1)
+
+
 def _check_class_weight_values(class_weight: dict) -> None:
     """Refuse class weights that are not finite non-negative numbers."""
     for label, value in class_weight.items():
@@ -1631,17 +1643,15 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
                     f"{type(self).__name__} needs samples of at least 2 classes in y; got "
                     f"1 class: {self.classes_.tolist()}. Check the labels of your data."
                 )
-        try:
-            return self._label_encoder.transform(y)
-        except ValueError:
-            unseen = np.setdiff1d(y, self.classes_)  # looked for only when it failed
-            if not unseen.size:
-                raise
+        index = _class_indices(self.classes_, y)
+        unseen = index < 0
+        if unseen.any():
             raise ValueError(
-                f"y holds labels {unseen.tolist()} that are not among classes_ = "
-                f"{self.classes_.tolist()}: pass every label in `classes` on the first call "
-                "to partial_fit, or refit from scratch."
-            ) from None
+                f"y holds labels {np.unique(y[unseen]).tolist()} that are not among "
+                f"classes_ = {self.classes_.tolist()}: pass every label in `classes` on the "
+                "first call to partial_fit, or refit from scratch."
+            )
+        return index
 
     @property
     def _n_outputs(self) -> int:

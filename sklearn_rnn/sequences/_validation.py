@@ -303,6 +303,8 @@ def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:
     steps = np.concatenate(arrays, axis=0)  # (N, d), a fresh copy
     ends = np.cumsum(lengths)
     starts = ends - lengths
+    if np.isfinite(steps).all():  # no infinite value, and no NaN: nothing to trim
+        return _valid_steps(arrays, steps, starts, lengths)
     infinite = np.isinf(steps)
     if infinite.any():
         row, feature = np.argwhere(infinite)[0]
@@ -320,6 +322,14 @@ def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:
         rows = np.where(observed, np.arange(len(steps), dtype=index_type), -1)  # (N,)
         last = np.maximum.reduceat(rows, starts[nonempty])  # last observed row of each
         valid[nonempty] = np.maximum(last - starts[nonempty] + 1, 0)
+    return _valid_steps(arrays, steps, starts, valid)
+
+
+def _valid_steps(
+    arrays: list[np.ndarray], steps: np.ndarray, starts: np.ndarray, valid: np.ndarray
+) -> list[np.ndarray]:
+    """The first ``valid`` steps of each sequence, as views of ``steps``; an error for a
+    sequence without any."""
     if not valid.all():
         index = int(np.flatnonzero(valid == 0)[0])
         raise ValueError(

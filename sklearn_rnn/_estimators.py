@@ -416,7 +416,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         if reset:
             self._frame = self._resolved_frame(sequences)
-            self._readout_mode = self._resolved_readout()
         sequences = frame_sequences(sequences, self._frame)
         self._early_stopping = not incremental and self._resolved_early_stopping(y)
         seeds = _Seeds.draw(self.random_state)
@@ -429,7 +428,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         check_float32_range(data.values, data.lengths)
         train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
         if reset:
-            self.net_ = self._build_net(seeds, device, incremental=incremental)
+            self.net_ = self._build_net(
+                seeds, device, incremental=incremental, readout=self._resolved_readout()
+            )
         else:
             self._configure_training(self.net_, seeds, incremental=incremental)
         self.net_.l2_penalty = self._resolved_alpha() / len(train)
@@ -546,7 +547,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return full.subset(train_index), full.subset(valid_index)
 
     def _build_net(
-        self, seeds: _Seeds, device: torch.device, *, incremental: bool
+        self, seeds: _Seeds, device: torch.device, *, incremental: bool, readout: str
     ) -> SequenceNet:
         cell = self._resolved_cell()
         if self.optimizer == "simplex" and not get_cell(cell).temporal_gradients:
@@ -569,7 +570,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             generator=generator,
             gap_channel=self._encoder.gap_channel,
             n_masked=self._encoder.n_masked,
-            readout=self._readout_mode,
+            readout=readout,
         ).to(device)
         optimizer, optimizer_params = self._optimizer_spec(seeds)
         net = make_net(
@@ -1090,7 +1091,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "time_scale": float(self._encoder.time_scale),
             },
             "frame": int(self._frame),
-            "readout": self._readout_mode,
+            "readout": self.module_.readout_mode,
             "early_stopping": bool(self._early_stopping),
             "n_iter_": self.n_iter_,
             "loss_curve_": list(self.loss_curve_),
@@ -1133,7 +1134,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         estimator._n_step_features = state["n_step_features"]
         estimator._encoder = InputEncoder(**state["encoder"])
         estimator._frame = state["frame"]
-        estimator._readout_mode = state.get("readout", "last")  # files from before the option: 'last'
         estimator._early_stopping = state["early_stopping"]
         for name in ("n_iter_", "loss_curve_", "validation_scores_", "best_validation_score_",
                      "best_validation_loss_"):
@@ -1145,10 +1145,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if hasattr(estimator, "classes_"):
             estimator._label_encoder = LabelEncoder()
             estimator._label_encoder.classes_ = estimator.classes_
-        estimator._check_stored_shapes(tensors, where)
+        readout = state.get("readout", "last")  # files from before the option read the last state
+        estimator._check_stored_shapes(tensors, where, readout)
         device = _load_device(estimator, state["device"])
         # The seeds only draw initial weights, which the stored ones replace.
-        net = estimator._build_net(_Seeds.draw(0), device, incremental=False)
+        net = estimator._build_net(_Seeds.draw(0), device, incremental=False, readout=readout)
         estimator.net_ = net
         estimator.module_ = net.module_
         if state["optimizer"]["name"] != _OPTIMIZER_NAMES.get(type(net.optimizer_)):
@@ -1158,11 +1159,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.history = type(net.history)(state["history"])  # the engine's kind of history
         return estimator
 
-    def _check_stored_shapes(self, tensors: dict[str, torch.Tensor], where: str) -> None:
+    def _check_stored_shapes(self, tensors: dict[str, torch.Tensor], where: str, readout: str) -> None:
         """Refuse weights whose sizes contradict the parameters, before anything is built."""
         n_outputs = len(self.classes_) if hasattr(self, "classes_") else self.n_outputs_
         expected = {
-            "module.readout.weight": (int(n_outputs), READOUTS[self._readout_mode] * int(self.hidden_size)),
+            "module.readout.weight": (int(n_outputs), READOUTS[readout] * int(self.hidden_size)),
             "module.readout.bias": (int(n_outputs),),
         }
         for name, shape in expected.items():
@@ -1170,7 +1171,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if found != shape:
                 raise ValueError(
                     f"{where} holds {name} of shape {found}, but its parameters and state "
-                    f"describe {shape} (hidden_size={self.hidden_size}, readout={self._readout_mode!r}, "
+                    f"describe {shape} (hidden_size={self.hidden_size}, readout={readout!r}, "
                     f"{n_outputs} outputs): "
                     "the file is inconsistent; save the model again."
                 )
@@ -1205,8 +1206,7 @@ _PORTABLE = "_sklearn_rnn_model"
 _STATE_ATTRIBUTES = frozenset({
     "net_", "module_", "_label_encoder", "_encoder", "_fitted_layout", "_n_step_features",
     "classes_", "n_outputs_", "_y_mean", "_y_scale", "_y_ndim", "n_features_in_",
-    "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_", "_frame", "_readout_mode",
-    "_early_stopping",
+    "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_", "_frame", "_early_stopping",
     "best_validation_score_", "best_validation_loss_",
 })
 

@@ -211,3 +211,23 @@ def test_gpu_round_trip(tmp_path):
     cpu.save(tmp_path / "cpu.safetensors")
     on_cpu = RNNClassifier.load(tmp_path / "cpu.safetensors")
     assert not next(on_cpu.module_.parameters()).is_cuda
+
+
+def test_a_file_from_before_the_readout_option_loads_reading_the_last_state(tmp_path):
+    # Files written before `readout` existed hold no such state field; their network
+    # read its last state, and loading must rebuild exactly that network.
+    X = ragged()
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    clf = fit(RNNClassifier(readout="last", **TINY), X, y)
+    path = tmp_path / "clf.safetensors"
+    clf.save(path)
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    del header["state"]["readout"]
+    del header["params"]["readout"]
+    old = tmp_path / "old.safetensors"
+    save_file(tensors, str(old), metadata={"sklearn_rnn": json.dumps(resigned(header, tensors))})
+    loaded = RNNClassifier.load(old)
+    assert loaded.readout == "auto" and loaded.module_.readout_mode == "last"
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))

@@ -84,6 +84,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "old": {"cell": "tanh", "spectral_radius": 1.2, "early_stopping": False, "frame": 1,
             "readout": "last", "n_iter_no_change": 10, "max_iter": 200},
     "last": {"readout": "last"},
+    "noconv": {"conv_kernels": None},
     "tanh": {"cell": "tanh"},
     "lstm": {"cell": "lstm"},
     "gru": {"cell": "gru"},

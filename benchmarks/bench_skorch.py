@@ -90,6 +90,7 @@ def main() -> None:
 
     ours = RNNClassifier(  # a one-layer tanh network on every step, all data trained on
         hidden_size=HIDDEN, cell="tanh", spectral_radius=1.2, early_stopping=False, frame=1,
+        readout="last", conv_kernels=None,  # the padded skorch module's network
         optimizer="adam", learning_rate=LR, clip_threshold=1.0,
         batch_size=BATCH, max_iter=epochs, tol=0.0, device="cpu", random_state=0,
     )

@@ -75,6 +75,7 @@ def estimator_seconds_per_update(
 ) -> float:
     model = RNNRegressor(
         hidden_size=hidden, cell=cell, spectral_radius=1.2, early_stopping=False, frame=1,
+        readout="last", conv_kernels=None,  # the plain loop's network: raw inputs, last state
         optimizer=optimizer, learning_rate=0.01, batch_size=batch,
         max_iter=epochs, tol=0.0, device=device, precision=precision, random_state=0,
     )

@@ -216,6 +216,7 @@ def make_estimator(spec: RunSpec) -> RNNClassifier | RNNRegressor:
         batch_size=spec.batch_size,
         frame=1,  # every raw step is a recurrent step, as in the thesis
         readout="last",  # the thesis' readout, which temporal gradients need
+        conv_kernels=None,  # the raw inputs, as in the thesis (temporal gradients need it)
         random_state=spec.seed,
     )
 

@@ -59,6 +59,10 @@ PREDICT_CHUNK = 65_536
 #: most this many recurrent steps (see :func:`frame_sequences`).
 AUTO_FRAME_STEPS = 128
 
+#: ``conv_kernels='auto'``: the kernel widths of the convolutional input stage for
+#: untimed sequences with one target each (chosen with ``benchmarks/bench_defaults.py``).
+AUTO_CONV_KERNELS: tuple[int, ...] = (3, 9)
+
 #: ``early_stopping='auto'`` holds out ``validation_fraction`` from this many training
 #: sequences on (a validation set of at least 20 at the default fraction).
 AUTO_HOLDOUT_MIN = 200
@@ -207,6 +211,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "time_feature": [Interval(Integral, None, None, closed="neither"), None],
         "frame": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "readout": [StrOptions({"auto", *READOUTS})],
+        "conv_kernels": [StrOptions({"auto"}), tuple, list, None],
+        "conv_channels": [Interval(Integral, 1, None, closed="left")],
         "num_layers": [Interval(Integral, 1, None, closed="left")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "hidden_init": [StrOptions(set(HIDDEN_INITS))],
@@ -238,6 +244,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         time_feature: int | None = None,
         frame: int | str = "auto",
         readout: str = "auto",
+        conv_kernels: tuple[int, ...] | list[int] | str | None = "auto",
+        conv_channels: int = 32,
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
@@ -265,6 +273,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.time_feature = time_feature
         self.frame = frame
         self.readout = readout
+        self.conv_kernels = conv_kernels
+        self.conv_channels = conv_channels
         self.num_layers = num_layers
         self.dropout = dropout
         self.hidden_init = hidden_init
@@ -429,7 +439,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
         if reset:
             self.net_ = self._build_net(
-                seeds, device, incremental=incremental, readout=self._resolved_readout()
+                seeds, device, incremental=incremental, readout=self._resolved_readout(),
+                conv=self._resolved_conv(),
             )
         else:
             self._configure_training(self.net_, seeds, incremental=incremental)
@@ -449,6 +460,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "time_feature": self._encoder.time_feature,
             "frame": self._frame,
             "readout": module.readout_mode,
+            "conv_kernels": () if module.conv is None else module.conv.kernel_sizes,
+            "conv_channels": None if module.conv is None else module.conv.channels,
             "optimizer": _OPTIMIZER_NAMES.get(type(self.net_.optimizer_), "adam"),
             "device": next(module.parameters()).device.type,
         }
@@ -472,6 +485,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             else _resolve_time_feature(int(self.time_feature), self._encoder.n_features),
             "frame": self._frame if isinstance(self.frame, str) else int(self.frame),
             "readout": self._resolved_readout(),
+            "conv_kernels": self._resolved_conv(),
+            "conv_channels": int(self.conv_channels) if self._resolved_conv() else None,
             "optimizer": self.optimizer,
             "device": self._resolve_device().type if device else None,
         }
@@ -547,7 +562,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return full.subset(train_index), full.subset(valid_index)
 
     def _build_net(
-        self, seeds: _Seeds, device: torch.device, *, incremental: bool, readout: str
+        self, seeds: _Seeds, device: torch.device, *, incremental: bool, readout: str,
+        conv: tuple[int, ...],
     ) -> SequenceNet:
         cell = self._resolved_cell()
         if self.optimizer == "simplex" and not get_cell(cell).temporal_gradients:
@@ -571,6 +587,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             gap_channel=self._encoder.gap_channel,
             n_masked=self._encoder.n_masked,
             readout=readout,
+            conv_kernels=conv,
+            conv_channels=int(self.conv_channels),
         ).to(device)
         optimizer, optimizer_params = self._optimizer_spec(seeds)
         net = make_net(
@@ -653,6 +671,41 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"{type(self).__name__} predicts at every step; use readout='last' (or 'auto')."
             )
         return self.readout
+
+    def _resolved_conv(self) -> tuple[int, ...]:
+        """``conv_kernels`` as a tuple of widths (empty: no convolutional stage), with
+        'auto' read as :data:`AUTO_CONV_KERNELS` for untimed sequences with one output
+        each and the 'adam' or 'sgd' optimizer, and none otherwise."""
+        name = type(self).__name__
+        if isinstance(self.conv_kernels, str):  # 'auto'
+            timed = self.time_feature is not None or get_cell(self._resolved_cell()).needs_gaps
+            thesis = self._thesis_auto or self.optimizer == "simplex"
+            return () if thesis or timed or self._output_steps.every_step else AUTO_CONV_KERNELS
+        if self.conv_kernels is None:
+            return ()
+        kernels = tuple(self.conv_kernels)
+        if not all(isinstance(k, Integral) and not isinstance(k, bool) and k >= 1 for k in kernels):
+            raise ValueError(
+                f"conv_kernels must be widths in steps, whole numbers of at least 1 (such as "
+                f"(3, 9)), 'auto' or None; got {self.conv_kernels!r}."
+            )
+        if not kernels:
+            return ()
+        refusals = [
+            (self.optimizer == "simplex",
+             "optimizer='simplex' (its temporal gradients cover the recurrent layers and the "
+             "readout only); use conv_kernels=None (or 'auto') with 'simplex'"),
+            (self._output_steps.every_step,
+             f"{name}, which predicts at every step (the kernels read steps ahead of the "
+             "one predicted); use conv_kernels=None (or 'auto')"),
+            (get_cell(self._resolved_cell()).needs_gaps,
+             f"cell={self._resolved_cell()!r}, which reads the raw inputs and the time between "
+             "steps; use conv_kernels=None (or 'auto') with time_feature, or another cell"),
+        ]
+        for refused, reason in refusals:
+            if refused:
+                raise ValueError(f"conv_kernels={self.conv_kernels!r} cannot be used with {reason}.")
+        return tuple(int(k) for k in kernels)
 
     def _resolved_early_stopping(self, y: Any) -> bool:
         """``early_stopping``, with 'auto' read as True from ``AUTO_HOLDOUT_MIN``
@@ -1092,6 +1145,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             },
             "frame": int(self._frame),
             "readout": self.module_.readout_mode,
+            "conv_kernels": [] if self.module_.conv is None else list(self.module_.conv.kernel_sizes),
             "early_stopping": bool(self._early_stopping),
             "n_iter_": self.n_iter_,
             "loss_curve_": list(self.loss_curve_),
@@ -1145,11 +1199,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if hasattr(estimator, "classes_"):
             estimator._label_encoder = LabelEncoder()
             estimator._label_encoder.classes_ = estimator.classes_
-        readout = state.get("readout", "last")  # files from before the option read the last state
-        estimator._check_stored_shapes(tensors, where, readout)
+        # Files from before these options read the last state of the raw inputs.
+        readout = state.get("readout", "last")
+        conv = tuple(state.get("conv_kernels", ()))
+        estimator._check_stored_shapes(tensors, where, readout, conv)
         device = _load_device(estimator, state["device"])
         # The seeds only draw initial weights, which the stored ones replace.
-        net = estimator._build_net(_Seeds.draw(0), device, incremental=False, readout=readout)
+        net = estimator._build_net(_Seeds.draw(0), device, incremental=False, readout=readout, conv=conv)
         estimator.net_ = net
         estimator.module_ = net.module_
         if state["optimizer"]["name"] != _OPTIMIZER_NAMES.get(type(net.optimizer_)):
@@ -1159,28 +1215,42 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.history = type(net.history)(state["history"])  # the engine's kind of history
         return estimator
 
-    def _check_stored_shapes(self, tensors: dict[str, torch.Tensor], where: str, readout: str) -> None:
+    def _check_stored_shapes(
+        self, tensors: dict[str, torch.Tensor], where: str, readout: str, conv: tuple[int, ...]
+    ) -> None:
         """Refuse weights whose sizes contradict the parameters, before anything is built."""
         n_outputs = len(self.classes_) if hasattr(self, "classes_") else self.n_outputs_
+        n_inputs = int(self._encoder.n_inputs)
+        channels = int(self.conv_channels)
         expected = {
             "module.readout.weight": (int(n_outputs), READOUTS[readout] * int(self.hidden_size)),
             "module.readout.bias": (int(n_outputs),),
         }
+        for index, width in enumerate(conv):
+            expected[f"module.conv.convolutions.{index}.weight"] = (channels, n_inputs, width)
+            expected[f"module.conv.convolutions.{index}.bias"] = (channels,)
+        stored_conv = sum(name.startswith("module.conv.") for name in tensors)
+        if stored_conv != 2 * len(conv):
+            raise ValueError(
+                f"{where} holds {stored_conv} convolution tensors, but its state describes "
+                f"conv_kernels={list(conv)} (two each): the file is inconsistent; save the model again."
+            )
         for name, shape in expected.items():
             found = tuple(tensors[name].shape) if name in tensors else None
             if found != shape:
                 raise ValueError(
                     f"{where} holds {name} of shape {found}, but its parameters and state "
                     f"describe {shape} (hidden_size={self.hidden_size}, readout={readout!r}, "
-                    f"{n_outputs} outputs): "
+                    f"conv_kernels={list(conv)}, conv_channels={channels}, {n_outputs} outputs): "
                     "the file is inconsistent; save the model again."
                 )
+        first_inputs = len(conv) * channels if conv else n_inputs
         projection = tensors.get("module.input_projection.weight")
-        if projection is None or projection.shape[-1] != self._encoder.n_inputs:
+        if projection is None or projection.shape[-1] != first_inputs:
             raise ValueError(
                 f"{where} holds an input projection of shape "
                 f"{None if projection is None else tuple(projection.shape)} for "
-                f"{self._encoder.n_inputs} encoded inputs: the file is inconsistent."
+                f"{first_inputs} inputs to the first layer: the file is inconsistent."
             )
         layers = {name.split(".")[2] for name in tensors if name.startswith("module.upper_layers.")}
         if len(layers) != int(self.num_layers) - 1:
@@ -1189,7 +1259,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"{self.num_layers}: the file is inconsistent; save the model again."
             )
         total = sum(t.numel() for name, t in tensors.items() if name.startswith("module."))
-        if total > 64 * (int(self.hidden_size) + int(n_outputs) + self._encoder.n_inputs) ** 2 * int(self.num_layers):
+        conv_weights = sum(channels * (n_inputs * width + 1) for width in conv)
+        width = int(self.hidden_size) + int(n_outputs) + first_inputs
+        if total - conv_weights > 64 * width**2 * int(self.num_layers):
             raise ValueError(f"{where} holds more weights ({total}) than its parameters describe.")
 
     def __sklearn_tags__(self):  # noqa: D105
@@ -1353,6 +1425,18 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         'auto' is 'pool' for untimed sequences, and 'last' with ``time_feature`` (it
         scored higher on visit histories) or ``optimizer='simplex'``, whose temporal
         gradients need it ('pool' with 'simplex' is refused); see :ref:`defaults`.
+    conv_kernels : tuple of int, list of int, None or 'auto', default='auto'
+        Widths, in steps, of a convolutional input stage
+        (:class:`~sklearn_rnn.nn.ConvStage`): each width gives ``conv_channels``
+        features per step (a convolution over the neighbouring steps and a ReLU), and
+        the first recurrent layer reads the features of all widths instead of the raw
+        inputs, so that local shapes (a peak, a rise) reach the recurrence as one
+        step. None: no stage. 'auto' is ``(3, 9)`` for untimed sequences with 'adam' or
+        'sgd', and None with ``time_feature`` (steps are not evenly spaced) or
+        ``optimizer='simplex'`` (its temporal gradients cover the recurrent layers
+        only; a stage with 'simplex' is refused); see :ref:`defaults`.
+    conv_channels : int, default=32
+        Features per kernel width of the convolutional stage.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -1574,6 +1658,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         time_feature: int | None = None,
         frame: int | str = "auto",
         readout: str = "auto",
+        conv_kernels: tuple[int, ...] | list[int] | str | None = "auto",
+        conv_channels: int = 32,
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
@@ -1604,6 +1690,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             time_feature=time_feature,
             frame=frame,
             readout=readout,
+            conv_kernels=conv_kernels,
+            conv_channels=conv_channels,
             num_layers=num_layers,
             dropout=dropout,
             hidden_init=hidden_init,
@@ -1844,6 +1932,18 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         'auto' is 'pool' for untimed sequences, and 'last' with ``time_feature`` (it
         scored higher on visit histories) or ``optimizer='simplex'``, whose temporal
         gradients need it ('pool' with 'simplex' is refused); see :ref:`defaults`.
+    conv_kernels : tuple of int, list of int, None or 'auto', default='auto'
+        Widths, in steps, of a convolutional input stage
+        (:class:`~sklearn_rnn.nn.ConvStage`): each width gives ``conv_channels``
+        features per step (a convolution over the neighbouring steps and a ReLU), and
+        the first recurrent layer reads the features of all widths instead of the raw
+        inputs, so that local shapes (a peak, a rise) reach the recurrence as one
+        step. None: no stage. 'auto' is ``(3, 9)`` for untimed sequences with 'adam' or
+        'sgd', and None with ``time_feature`` (steps are not evenly spaced) or
+        ``optimizer='simplex'`` (its temporal gradients cover the recurrent layers
+        only; a stage with 'simplex' is refused); see :ref:`defaults`.
+    conv_channels : int, default=32
+        Features per kernel width of the convolutional stage.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0

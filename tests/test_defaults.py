@@ -85,10 +85,10 @@ def test_frame_auto_groups_steps_of_long_sequences():
     y = np.array([x[:50].sum() for x in X])
     reg = RNNRegressor(max_iter=1).fit(X, y)
     frame = int(np.ceil(np.median([len(x) for x in X]) / 128))
-    assert frame == 4 and reg.module_.input_projection.in_features == frame
+    assert frame == 4 and reg.module_.conv.convolutions[0].in_channels == frame
     assert reg.predict(X[:3]).shape == (3,)
     # frame=1 reads every step; an explicit frame with time stamps is refused.
-    assert RNNRegressor(frame=1, max_iter=1).fit(X, y).module_.input_projection.in_features == 1
+    assert RNNRegressor(frame=1, max_iter=1).fit(X, y).module_.conv.convolutions[0].in_channels == 1
     timed = [np.column_stack([np.arange(len(x)), x]) for x in X]
     with pytest.raises(ValueError, match="frame=2 groups 2 steps"):
         RNNRegressor(frame=2, time_feature=0).fit(timed, y)

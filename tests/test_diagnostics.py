@@ -162,12 +162,13 @@ def test_estimators_fitted_and_unfitted_are_accepted():
     X, y = make_temporal_order(100, 50, random_state=0)
     ratios = {}
     for rho in (0.8, 1.2):
-        estimator = RNNClassifier(cell="tanh", spectral_radius=rho, readout="last", random_state=0)
+        estimator = RNNClassifier(cell="tanh", spectral_radius=rho, readout="last", conv_kernels=None,
+                                  random_state=0)
         stats = temporal_gradient_norms(estimator, X, y)
         assert not hasattr(estimator, "net_")  # it stays unfitted
         ratios[rho] = stats.norms[0] / stats.norms[-1]
     assert ratios[0.8] < 1e-4 < ratios[1.2]  # figure 3.1: rho < 1 lets early gradients vanish
-    fitted = RNNClassifier(hidden_size=8, max_iter=1, readout="last", random_state=0)
+    fitted = RNNClassifier(hidden_size=8, max_iter=1, readout="last", conv_kernels=None, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fitted.fit(X, y)
@@ -176,6 +177,8 @@ def test_estimators_fitted_and_unfitted_are_accepted():
     assert np.isfinite(stats.cosines).all()
     with pytest.raises(ValueError, match="readout='last'"):  # the default pooled readout
         temporal_gradient_norms(RNNClassifier(hidden_size=8, random_state=0), X, y)
+    with pytest.raises(ValueError, match="not a convolutional input stage"):  # the default stage
+        temporal_gradient_norms(RNNClassifier(hidden_size=8, readout="last", random_state=0), X, y)
 
 
 def test_dropout_network_gives_deterministic_norms_and_keeps_its_mode():

@@ -112,7 +112,7 @@ def test_missing_values_are_masked_not_propagated(task):
     with convergence_warning_allowed():
         clf = RNNClassifier(**FAST).fit(holed, y)
     # One mask channel per feature is added because training data had missing values.
-    assert clf.module_.input_projection.in_features == 4
+    assert clf.module_.conv.convolutions[0].in_channels == 4
     proba = clf.predict_proba(holed)
     assert np.isfinite(proba).all()
     # A missing value is not a zero: filling it changes the prediction.
@@ -215,7 +215,9 @@ def test_sgd_optimizer_is_the_clipped_rule(task):
 def test_class_weight_balanced_moves_the_decision():
     rng = np.random.default_rng(4)
     X = [rng.normal(size=(4, 1)) for _ in range(120)]
-    y = np.array([int(x.sum() > 1.5) for x in X])  # about 20% positives
+    # About 20% positives, with label noise: a network that separates the classes
+    # perfectly (as the default one does without noise) has no decision left to move.
+    y = np.array([int(x.sum() + rng.normal(scale=1.5) > 2.0) for x in X])
     kwargs = dict(hidden_size=8, max_iter=15, random_state=0)
     with convergence_warning_allowed():
         plain = RNNClassifier(**kwargs).fit(X, y)
@@ -232,8 +234,12 @@ def test_zero_sample_weight_equals_leaving_the_samples_out(task):
     weight = np.ones(len(X))
     weight[-10:] = 0.0
     # One full batch per epoch and no clipping: the weighted loss is the loss on the
-    # first n - 10 samples times a constant, to which Adam's steps are invariant.
-    kwargs = dict(FAST, batch_size=len(X), clip_threshold=None)
+    # first n - 10 samples times a constant, to which Adam's steps are invariant. Three
+    # updates: Adam divides each gradient component by its own size, so the rounding of
+    # components near zero (ReLU features of the convolutional stage) grows from update
+    # to update (1e-5 after 3, 4e-4 after 25); counting the 10 samples moves the
+    # probabilities by 0.2 after 3.
+    kwargs = dict(FAST, batch_size=len(X), clip_threshold=None, max_iter=3)
     with convergence_warning_allowed():
         weighted = RNNClassifier(**kwargs).fit(X, y, sample_weight=weight)
     with convergence_warning_allowed():

@@ -67,7 +67,7 @@ def test_classifier_with_string_labels_round_trips(classifier, tmp_path):
     assert loaded.n_iter_ == clf.n_iter_ and loaded.loss_curve_ == clf.loss_curve_
     assert loaded.n_features_in_ == 2
     np.testing.assert_array_equal(loaded._encoder.fill_values, clf._encoder.fill_values)
-    assert loaded._encoder.use_mask and loaded.module_.input_projection.in_features == 4
+    assert loaded._encoder.use_mask and loaded.module_.conv.convolutions[0].in_channels == 4
 
 
 def test_regressor_with_2d_targets_round_trips_and_continues_training(regressor, tmp_path):
@@ -214,20 +214,23 @@ def test_gpu_round_trip(tmp_path):
 
 
 def test_a_file_from_before_the_readout_option_loads_reading_the_last_state(tmp_path):
-    # Files written before `readout` existed hold no such state field; their network
-    # read its last state, and loading must rebuild exactly that network.
+    # Files written before `readout` and `conv_kernels` existed hold no such fields; their
+    # network read its last state of the raw inputs, and loading must rebuild exactly that.
     X = ragged()
     y = np.array([int(x[0, 0] > 0) for x in X])
-    clf = fit(RNNClassifier(readout="last", **TINY), X, y)
+    clf = fit(RNNClassifier(readout="last", conv_kernels=None, **TINY), X, y)
     path = tmp_path / "clf.safetensors"
     clf.save(path)
     with safe_open(str(path), framework="pt") as handle:
         tensors = {key: handle.get_tensor(key) for key in handle.keys()}
         header = json.loads(handle.metadata()["sklearn_rnn"])
-    del header["state"]["readout"]
-    del header["params"]["readout"]
+    for field in ("readout", "conv_kernels"):
+        del header["state"][field]
+    for parameter in ("readout", "conv_kernels", "conv_channels"):
+        del header["params"][parameter]
     old = tmp_path / "old.safetensors"
     save_file(tensors, str(old), metadata={"sklearn_rnn": json.dumps(resigned(header, tensors))})
     loaded = RNNClassifier.load(old)
     assert loaded.readout == "auto" and loaded.module_.readout_mode == "last"
+    assert loaded.conv_kernels == "auto" and loaded.module_.conv is None
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))

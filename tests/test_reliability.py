@@ -516,7 +516,9 @@ def test_property_a_rejected_refit_leaves_predict_proba_bit_for_bit(fitted_pair,
 # ------------------------------------------------------------- fuzz: files
 def test_fuzz_every_byte_flipped_is_refused_or_harmless(tmp_path):
     X = [np.array([[0.5], [1.0]]), np.array([[-1.0]]), np.array([[2.0], [0.0], [1.0]]), np.array([[-0.5]])]
-    model = quiet_fit(RNNClassifier(hidden_size=1, max_iter=1, batch_size=4, random_state=0), X, [0, 1, 0, 1])
+    # A tiny convolutional stage (one channel of each width), so that its fields are fuzzed too.
+    tiny = RNNClassifier(hidden_size=1, conv_channels=1, max_iter=1, batch_size=4, random_state=0)
+    model = quiet_fit(tiny, X, [0, 1, 0, 1])
     path = tmp_path / "tiny.safetensors"
     model.save(path)
     reference = model.predict_proba(X)

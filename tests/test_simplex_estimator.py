@@ -12,7 +12,7 @@ from _helpers import convergence_warning_allowed
 def test_switching_at_zero_is_clipped_sgd():
     X, y = make_addition(300, 12, random_state=0)
     kwargs = dict(hidden_size=10, cell="tanh", early_stopping=False, learning_rate=0.05,
-                  max_iter=4, batch_size=50, readout="last", random_state=0)
+                  max_iter=4, batch_size=50, readout="last", conv_kernels=None, random_state=0)
     with convergence_warning_allowed():
         sgd = RNNRegressor(optimizer="sgd", **kwargs).fit(X, y)
     with convergence_warning_allowed():

@@ -1,5 +1,6 @@
 """PyTorch building blocks: the recurrent network, its cells and its initialization."""
 
+from ._conv import ConvStage
 from ._network import NetworkStates, RecurrentNetwork
 from .cells import CELLS, Cell, DecayRecurrence, get_cell, register_cell, unregister_cell
 from .init import spectral_radius_
@@ -7,6 +8,7 @@ from .init import spectral_radius_
 __all__ = [
     "CELLS",
     "Cell",
+    "ConvStage",
     "DecayRecurrence",
     "NetworkStates",
     "RecurrentNetwork",

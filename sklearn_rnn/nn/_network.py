@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 from torch import nn
 
+from ._conv import ConvStage
 from .cells import Cell, LayerStates, get_cell, normal_, uniform_
 
 __all__ = ["RecurrentNetwork", "NetworkStates"]
@@ -141,6 +143,13 @@ class RecurrentNetwork(nn.Module):
         sequence reaches the output without being carried to its end. Per-step outputs
         (``every_step=True``) always read each step's own state. Temporal gradients
         need 'last'.
+    conv_kernels : sequence of int, default=()
+        Kernel widths of a convolutional input stage (:class:`~sklearn_rnn.nn.ConvStage`,
+        ``conv_channels`` ReLU features per width) whose features the first layer reads
+        instead of the raw inputs; empty: none. Not with a cell that reads the time
+        between steps ('decay'); temporal gradients need none.
+    conv_channels : int, default=32
+        Features per kernel width of the convolutional stage.
 
     Examples
     --------
@@ -177,6 +186,8 @@ class RecurrentNetwork(nn.Module):
         gap_channel: int | None = None,
         n_masked: int = 0,
         readout: str = "last",
+        conv_kernels: Sequence[int] = (),
+        conv_channels: int = 32,
     ) -> None:
         super().__init__()
         if readout not in READOUTS:
@@ -188,6 +199,12 @@ class RecurrentNetwork(nn.Module):
                 f"cell={cell!r} reads the time between steps, but no gap_channel was given: "
                 "pass the index of the gap channel (estimators: set time_feature to the "
                 "column of the time stamps), or use cell='tanh'."
+            )
+        if conv_kernels and spec.needs_gaps:
+            raise ValueError(
+                f"cell={cell!r} reads the raw inputs and the time between steps, which a "
+                "convolutional stage would replace by features of neighbouring steps; use "
+                "conv_kernels=() with this cell."
             )
         self.cell = cell
         # The cell objects themselves: the network keeps working if the registry changes.
@@ -201,6 +218,10 @@ class RecurrentNetwork(nn.Module):
         self.hidden_init = hidden_init
         # Built uninitialized (meta device, then allocated): reset_parameters draws
         # every value from ``generator`` and leaves the global generator untouched.
+        self.conv: ConvStage | None = None
+        if conv_kernels:
+            self.conv = ConvStage(input_size, conv_kernels, conv_channels, device="meta")
+            input_size = self.conv.output_size
         self.input_projection = nn.Linear(input_size, spec.gates * hidden_size, device="meta")
         self.recurrence: nn.Module = spec.make_recurrence(hidden_size, n_masked=n_masked, device="meta")
         self.upper_layers = nn.ModuleList(
@@ -295,6 +316,8 @@ class RecurrentNetwork(nn.Module):
             for initial in (self.initial_hidden, self.initial_cell):
                 if initial is not None:
                     initial.zero_()  # learned from h_0 = 0, the thesis' start
+        if self.conv is not None:  # after the layers: without it the draws are as before
+            self.conv.reset_parameters(generator)
         # Dropout masks get their own stream, seeded from the initialization's.
         self._dropout_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         self._dropout_generators = {}
@@ -319,6 +342,7 @@ class RecurrentNetwork(nn.Module):
         """
         layers: list[LayerStates] = []
         gaps = self._gaps(x)
+        x = self._features(x, lengths)
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
@@ -349,13 +373,18 @@ class RecurrentNetwork(nn.Module):
         -------
         torch.Tensor
         """
-        hidden = x
         gaps = self._gaps(x)
+        x = self._features(x, lengths)
+        hidden = x
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
             hidden = cell.forward(projection, recurrence, z, initial, gaps)  # (B, T, H)
         return self._read(hidden, lengths, every_step)[1]
+
+    def _features(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """What the first layer reads: the inputs, or the convolutional stage's features."""
+        return x if self.conv is None else self.conv(x, lengths)
 
     def _gaps(self, x: torch.Tensor) -> torch.Tensor | None:
         """The time since the previous step, ``(B, T)``, for a cell that reads it."""
@@ -383,8 +412,13 @@ class RecurrentNetwork(nn.Module):
             final = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]  # (B, H)
             if self.readout_mode == "pool":
                 valid = torch.arange(hidden.shape[1], device=hidden.device) < lengths[:, None]  # (B, T)
-                mean = (hidden * valid[..., None]).sum(1) / lengths[:, None].clamp(min=1)  # (B, H)
-                peak = hidden.masked_fill(~valid[..., None], -torch.inf).amax(1)  # (B, H)
+                # The mean as one batched product with the weights 1/length on valid steps,
+                # the maximum over the states with -inf added at padded steps: the same
+                # values as a masked sum and a masked fill, in fewer and cheaper operations.
+                weights = valid.to(hidden.dtype) / lengths[:, None].clamp(min=1)  # (B, T)
+                mean = torch.bmm(weights[:, None, :], hidden).squeeze(1)  # (B, H)
+                pad = torch.zeros_like(weights).masked_fill(~valid, -torch.inf)[..., None]  # (B, T, 1)
+                peak = (hidden + pad).amax(1)  # (B, H)
                 final = torch.cat([final, mean, peak], dim=1)  # (B, 3H)
             read = self._dropout(final)  # (B, [3]H)
         return read, self.readout(read)  # (B, [T,] out)

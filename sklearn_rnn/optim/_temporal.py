@@ -445,6 +445,13 @@ def temporal_gradients(
             "steps inject the loss at every step. Build it with readout='last' (estimators: "
             "readout='last', which optimizer='simplex' chooses under readout='auto')."
         )
+    if getattr(network, "conv", None) is not None:
+        raise ValueError(
+            "temporal gradients cover the recurrent layers and the readout, not a "
+            "convolutional input stage, whose parameters would get no descent direction; "
+            "build the network with conv_kernels=() (estimators: conv_kernels=None, which "
+            "optimizer='simplex' chooses under conv_kernels='auto')."
+        )
     if not states.layers:
         raise ValueError(
             "states must come from network.forward_states(x, lengths), which keeps every "

@@ -1,0 +1,109 @@
+"""A convolutional input stage: several kernel widths over time, read by the recurrence."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from .cells import uniform_
+
+__all__ = ["ConvStage"]
+
+
+class ConvStage(nn.Module):
+    """Convolutions over time of several widths, side by side, before the first layer.
+
+    Each kernel width ``k`` gives ``channels`` features per step: a 1-D convolution of
+    the inputs over the steps ``t - k // 2 .. t + (k - 1) // 2`` followed by a ReLU.
+    The features of all widths are concatenated, so the recurrence reads
+    ``len(kernel_sizes) * channels`` inputs per step. Steps beyond a sequence's length
+    count as zeros (as the convolution's own border does), so a sequence's features do
+    not depend on the other sequences of its batch. The window reaches ahead of step
+    ``t``: the stage suits one output per sequence, not a target at every step.
+
+    Parameters
+    ----------
+    input_size : int
+        Features per step.
+    kernel_sizes : sequence of int
+        The widths, in steps, each at least 1.
+    channels : int
+        Output features per width.
+
+    Attributes
+    ----------
+    kernel_sizes : tuple of int
+        The widths.
+    channels : int
+        Output features per width.
+    output_size : int
+        ``len(kernel_sizes) * channels``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn import ConvStage
+    >>> stage = ConvStage(3, (3, 9), 8)
+    >>> stage.reset_parameters(torch.Generator().manual_seed(0))
+    >>> stage(torch.randn(4, 20, 3), torch.tensor([20, 15, 9, 1])).shape
+    torch.Size([4, 20, 16])
+    """
+
+    def __init__(
+        self, input_size: int, kernel_sizes: Sequence[int], channels: int, *, device: str | None = None
+    ) -> None:
+        super().__init__()
+        sizes = tuple(int(size) for size in kernel_sizes)
+        if not sizes or min(sizes) < 1 or int(channels) < 1:
+            raise ValueError(
+                "a convolutional stage needs at least one kernel width of at least 1 step and "
+                f"at least 1 channel; got kernel_sizes={tuple(kernel_sizes)!r}, channels={channels!r}."
+            )
+        self.kernel_sizes = sizes
+        self.channels = int(channels)
+        self.output_size = len(sizes) * self.channels
+        self.convolutions = nn.ModuleList(
+            nn.Conv1d(input_size, self.channels, size, padding=size // 2, device=device) for size in sizes
+        )
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Draw the kernels and biases from ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``.
+
+        ``fan_in`` is the input features times the kernel width, PyTorch's default bound
+        for a convolution; the values come from ``generator``.
+
+        Parameters
+        ----------
+        generator : torch.Generator, optional
+            Source of randomness (a CPU generator); the global one when None.
+        """
+        with torch.no_grad():
+            for convolution in self.convolutions:
+                fan_in = convolution.in_channels * convolution.kernel_size[0]
+                bound = 1 / math.sqrt(fan_in)
+                uniform_(convolution.weight, bound, generator)
+                uniform_(convolution.bias, bound, generator)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The features of every step, ``(batch, steps, output_size)``.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (batch, steps, input_size)
+            Right-padded inputs; values at padded steps are ignored.
+        lengths : torch.Tensor of shape (batch,)
+            Valid steps of each sequence.
+
+        Returns
+        -------
+        torch.Tensor
+        """
+        steps = x.shape[1]
+        valid = torch.arange(steps, device=x.device) < lengths.to(x.device)[:, None]  # (B, T)
+        signal = torch.where(valid[..., None], x, 0.0).transpose(1, 2)  # (B, n_in, T)
+        # An even width pads one step more than it reads: keep the first T outputs.
+        features = [torch.relu(convolution(signal)[..., :steps]) for convolution in self.convolutions]
+        return torch.cat(features, dim=1).transpose(1, 2)  # (B, T, output_size)

@@ -1,0 +1,169 @@
+"""The convolutional input stage: its features, the 'auto' choice, refusals, model files."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier, RNNRegressor, RNNStepClassifier
+from sklearn_rnn.nn import ConvStage, RecurrentNetwork
+
+TINY = dict(hidden_size=6, max_iter=3, batch_size=8, random_state=0)
+
+
+def ragged(n=40, seed=0, d=2, low=3, high=15):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=(int(rng.integers(low, high)), d)) for _ in range(n)]
+
+
+def quiet_fit(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(X, y)
+
+
+def test_stage_features_are_a_convolution_of_each_sequence_alone():
+    stage = ConvStage(2, (3, 4), 5)
+    stage.reset_parameters(torch.Generator().manual_seed(0))
+    short = torch.randn(1, 6, 2)
+    # In a batch padded to 11 steps with garbage after step 6, the first 6 steps'
+    # features are those of the sequence alone, and match a hand-written convolution.
+    padded = torch.cat([short, torch.full((1, 5, 2), 1e6)], dim=1)
+    batch = torch.cat([padded, torch.randn(1, 11, 2)])
+    together = stage(batch, torch.tensor([6, 11]))[0, :6]
+    alone = stage(short, torch.tensor([6]))[0]
+    torch.testing.assert_close(together, alone)
+    assert together.shape == (6, 10)
+    width3 = stage.convolutions[0]
+    zero_padded = torch.nn.functional.pad(short[0].T, (1, 1))  # (2, 8)
+    by_hand = torch.stack([
+        (width3.weight * zero_padded[:, t:t + 3]).sum((1, 2)) + width3.bias for t in range(6)
+    ]).relu()
+    torch.testing.assert_close(alone[:, :5], by_hand)
+    assert (alone >= 0).all()  # ReLU features
+
+
+def test_stage_draws_from_its_generator_only():
+    first, second = ConvStage(3, (3, 9), 4), ConvStage(3, (3, 9), 4)
+    torch.manual_seed(123)
+    first.reset_parameters(torch.Generator().manual_seed(7))
+    torch.manual_seed(456)
+    second.reset_parameters(torch.Generator().manual_seed(7))
+    for a, b in zip(first.parameters(), second.parameters()):
+        torch.testing.assert_close(a, b)
+    bound = 1 / np.sqrt(3 * 9)
+    assert float(first.convolutions[1].weight.detach().abs().max()) <= bound
+
+
+@pytest.mark.parametrize("kernels, channels", [((), 4), ((0,), 4), ((3,), 0)])
+def test_stage_refuses_an_empty_or_zero_size(kernels, channels):
+    with pytest.raises(ValueError, match="at least one kernel width of at least 1"):
+        ConvStage(2, kernels, channels)
+
+
+def test_network_with_a_stage_predicts_each_sequence_as_if_alone():
+    net = RecurrentNetwork(2, 8, 3, cell="gru", readout="pool", conv_kernels=(3, 9),
+                           generator=torch.Generator().manual_seed(0)).eval()
+    x = torch.randn(3, 12, 2)
+    lengths = torch.tensor([12, 7, 2])
+    together = net(x, lengths)
+    for row, length in enumerate(lengths.tolist()):
+        alone = net(x[row:row + 1, :length], lengths[row:row + 1])
+        torch.testing.assert_close(together[row:row + 1], alone, rtol=1e-5, atol=1e-6)
+    assert net.input_projection.in_features == 64
+
+
+def test_auto_uses_the_stage_for_untimed_sequences_only():
+    X = ragged()
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    clf = quiet_fit(RNNClassifier(**TINY), X, y)
+    assert clf.module_.conv.kernel_sizes == (3, 9) and clf.module_.conv.channels == 32
+    assert clf.module_.input_projection.in_features == 64
+    custom = quiet_fit(RNNRegressor(conv_kernels=[5], conv_channels=4, **TINY), X, y.astype(float))
+    assert custom.module_.conv.kernel_sizes == (5,) and custom.module_.input_projection.in_features == 4
+    assert quiet_fit(RNNClassifier(conv_kernels=None, **TINY), X, y).module_.conv is None
+    assert quiet_fit(RNNClassifier(conv_kernels=(), **TINY), X, y).module_.conv is None
+    # With time stamps, the thesis' simplex method, or a target at every step: none.
+    timed = [np.column_stack([np.cumsum(np.ones(len(x))), x]) for x in X]
+    assert quiet_fit(RNNClassifier(time_feature=0, **TINY), timed, y).module_.conv is None
+    simplex = quiet_fit(RNNClassifier(cell="tanh", optimizer="simplex", **TINY), X, y)
+    assert simplex.module_.conv is None
+    steps = [(x[:, 0] > 0).astype(int) for x in X]
+    assert quiet_fit(RNNStepClassifier(**TINY), X, steps).module_.conv is None
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (dict(conv_kernels=(3,), cell="tanh", optimizer="simplex"), "cannot be used with optimizer='simplex'"),
+        (dict(conv_kernels=(3,), cell="decay", time_feature=0), "cannot be used with cell='decay'"),
+        (dict(conv_kernels=(3, 0)), r"whole numbers of at least 1 \(such as \(3, 9\)\), 'auto' or None; got \(3, 0\)"),
+        (dict(conv_kernels=(3, 2.5)), "whole numbers of at least 1"),
+        (dict(conv_kernels=(True,)), "whole numbers of at least 1"),
+    ],
+)
+def test_impossible_stages_are_refused_with_the_fix(params, message):
+    X = [np.column_stack([np.arange(len(x), dtype=float), x]) for x in ragged()]
+    y = np.arange(len(X)) % 2
+    with pytest.raises(ValueError, match=message):
+        RNNClassifier(**TINY, **params).fit(X, y)
+
+
+def test_continued_training_refuses_another_stage():
+    X = ragged()
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    clf = quiet_fit(RNNClassifier(warm_start=True, **TINY), X, y)
+    before = [p.detach().clone() for p in clf.module_.parameters()]
+    for change in (dict(conv_kernels=(5,)), dict(conv_channels=8), dict(conv_kernels=None)):
+        clf.set_params(**change)
+        with pytest.raises(ValueError, match="conv_"):
+            clf.fit(X, y)
+        clf.set_params(conv_kernels="auto", conv_channels=32)
+    for a, b in zip(before, clf.module_.parameters()):
+        assert torch.equal(a, b)  # nothing changed
+    quiet_fit(clf, X, y)  # the same stage continues
+
+
+def test_model_file_keeps_the_stage_and_refuses_a_forged_one(tmp_path):
+    from sklearn_rnn._persistence import _digest
+
+    X = ragged()
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    clf = quiet_fit(RNNClassifier(conv_kernels=(3, 4), conv_channels=3, **TINY), X, y)
+    path = tmp_path / "clf.safetensors"
+    clf.save(path)
+    loaded = RNNClassifier.load(path)
+    assert loaded.module_.conv.kernel_sizes == (3, 4)
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    assert header["state"]["conv_kernels"] == [3, 4]
+
+    def forged(edit_header, edit_tensors, name):
+        new_header = json.loads(json.dumps(header))
+        new_tensors = dict(tensors)
+        edit_header(new_header)
+        edit_tensors(new_tensors)
+        new_header["sha256"] = _digest(new_header, new_tensors)
+        target = tmp_path / name
+        save_file(new_tensors, str(target), metadata={"sklearn_rnn": json.dumps(new_header)})
+        return target
+
+    one_width = forged(lambda h: h["state"].update(conv_kernels=[3]), lambda t: None, "one.safetensors")
+    with pytest.raises(ValueError, match="4 convolution tensors, but its state describes conv_kernels=\\[3\\]"):
+        RNNClassifier.load(one_width)
+    wider = forged(lambda h: h["state"].update(conv_kernels=[3, 5]), lambda t: None, "wider.safetensors")
+    with pytest.raises(ValueError, match="conv.convolutions.1.weight of shape \\(3, 2, 4\\)"):
+        RNNClassifier.load(wider)
+    channels = forged(lambda h: h["params"].update(conv_channels=4), lambda t: None, "ch.safetensors")
+    with pytest.raises(ValueError, match="the file is inconsistent"):
+        RNNClassifier.load(channels)
+    bad = forged(lambda h: h["state"].update(conv_kernels=[3, 0]), lambda t: None, "bad.safetensors")
+    with pytest.raises(ValueError, match="conv_kernels"):
+        RNNClassifier.load(bad)

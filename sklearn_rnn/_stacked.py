@@ -34,6 +34,7 @@ What cannot be batched this way is refused by :func:`check_stackable` with the r
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -129,35 +130,36 @@ def check_stackable(estimator: Any) -> None:
     >>> from sklearn_rnn import RNNClassifier
     >>> from sklearn_rnn._stacked import check_stackable
     >>> check_stackable(RNNClassifier(cell="decay", time_feature=0, optimizer="adam"))
-    >>> check_stackable(RNNClassifier(cell="tanh"))
+    >>> check_stackable(RNNClassifier(cell="tanh", optimizer="sgd"))
+    >>> check_stackable(RNNClassifier(cell="tanh", optimizer="simplex"))
     Traceback (most recent call last):
     ...
-    ValueError: the stacked trainer runs cell='decay' only...
+    ValueError: RNNClassifier(optimizer='simplex') cannot be stacked: the simplex direction...
     """
     name = type(estimator).__name__
     fix = f"; or search this {name} with sklearn.model_selection.GridSearchCV."
-    # Cells whose whole forward pass torch.func.vmap can vectorize (Cell.stackable): the
-    # time-aware 'decay' recurrence is written in plain tensor operations. The Elman,
-    # GRU and LSTM cells run fused PyTorch kernels (or, for temporal gradients, a
-    # hand-written autograd function) that have no vectorization rule.
-    cell = estimator._resolved_cell()
-    if not get_cell(cell).stackable:
-        stackable = " or ".join(f"cell={name!r}" for name in cell_names(stackable=True))
-        raise ValueError(
-            f"the stacked trainer runs {stackable} only (a recurrence in "
-            f"plain tensor operations that torch.func.vmap vectorizes over models); got "
-            f"cell={cell!r}, whose fused PyTorch kernel has no vectorization rule. Use "
-            f"cell='decay' with a time_feature{fix}"
-        )
+    # Cells whose forward pass torch.func.vmap can vectorize (Cell.stackable): one written
+    # in plain tensor operations ('decay'), or a loop over steps in plain tensor
+    # operations beside a fused kernel (the Elman, GRU and LSTM cells), which the stack
+    # runs instead of that kernel (RecurrentNetwork.vectorizable). Every layer's cell must
+    # stack: the first layer's, and the one its layers above run.
+    spec = get_cell(estimator._resolved_cell())
+    layers = [spec] if estimator.num_layers == 1 or spec.upper is None else [spec, get_cell(spec.upper)]
+    for layer in layers:
+        if not layer.stackable:
+            stackable = ", ".join(repr(name) for name in cell_names(stackable=True))
+            where = "" if layer is spec else f" (the layers above the first of cell={spec.name!r})"
+            raise ValueError(
+                f"the stacked trainer runs the cells {stackable} (a recurrence in plain tensor "
+                f"operations that torch.func.vmap vectorizes over models); got cell={layer.name!r}"
+                f"{where}, which has none. Use one of those cells{fix}"
+            )
     refusals = {
         "optimizer": (
             estimator.optimizer == "simplex",
-            "optimizer='simplex' needs temporal gradients, which the 'decay' cell has "
-            "none of; use optimizer='sgd' (the clipped step rule) or 'adam'",
-        ),
-        "num_layers": (
-            estimator.num_layers != 1,
-            "the layers above the first run a fused kernel; use num_layers=1",
+            "the simplex direction needs each network's temporal gradients, which the "
+            "stacked trainer does not compute; use optimizer='sgd' (the clipped step "
+            "rule) or 'adam'",
         ),
         "dropout": (
             estimator.dropout != 0,
@@ -279,7 +281,7 @@ def _architecture(member: StackedMember) -> tuple:
     shapes = tuple((name, tuple(p.shape)) for name, p in module.named_parameters())
     device = next(module.parameters()).device
     optimizer = type(member.estimator.net_.optimizer_)
-    return (type(member.estimator), optimizer, shapes, repr(module), module.gap_channel, str(device))
+    return (type(member.estimator), optimizer, module.cell, shapes, repr(module), module.gap_channel, str(device))
 
 
 def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int) -> None:
@@ -306,7 +308,12 @@ class _Stack:
         nets = [member.estimator.net_ for member in self.members]
         for net in nets:
             _check_callbacks(net)
-        self.template = nets[0].module_
+        # The forward pass of every network: a copy of the first one's module whose cells
+        # run their loops in plain tensor operations (Cell.forward_vectorizable), which
+        # vmap vectorizes, where fit runs a fused kernel; its parameters are never used
+        # (functional_call reads the stack's).
+        self.template = copy.deepcopy(nets[0].module_)
+        self.template.vectorizable = True
         self.device = next(self.template.parameters()).device
         self.names = [name for name, p in self.template.named_parameters() if p.requires_grad]
         parameters = [dict(net.module_.named_parameters()) for net in nets]

@@ -162,6 +162,13 @@ class RecurrentNetwork(nn.Module):
     torch.Size([4, 2])
     """
 
+    #: Whether :meth:`forward` runs every layer's
+    #: :meth:`~sklearn_rnn.nn.Cell.forward_vectorizable` (plain tensor operations, which
+    #: :func:`torch.func.vmap` vectorizes over models) instead of its fused kernel. Off
+    #: (the class default); the stacked grid-search trainer switches it on for its own
+    #: copy of a network.
+    vectorizable: bool = False
+
     def __init__(
         self,
         input_size: int,
@@ -354,7 +361,8 @@ class RecurrentNetwork(nn.Module):
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
-            hidden = cell.forward(projection, recurrence, z, initial, gaps)  # (B, T, H)
+            run = cell.forward_vectorizable if self.vectorizable else cell.forward
+            hidden = run(projection, recurrence, z, initial, gaps)  # (B, T, H)
         return self._read(hidden, lengths, every_step)[1]
 
     def _gaps(self, x: torch.Tensor) -> torch.Tensor | None:

@@ -9,6 +9,15 @@ program: the networks' own forward code (:class:`~sklearn_rnn.nn.RecurrentNetwor
 called through :func:`torch.func.functional_call`) vectorized over the models with
 :func:`torch.func.vmap`, one backward pass for all, and a per-model update.
 
+What stacks: every cell of the package ('tanh', 'relu', 'gru', 'lstm', 'decay'), with
+any number of layers. vmap has no rule for PyTorch's fused recurrent kernels
+(``torch.rnn_tanh``, ``torch.gru``, ``torch.lstm``), so the stack runs
+its own copy of the network with :attr:`~sklearn_rnn.nn.RecurrentNetwork.vectorizable`
+switched on: each layer is then the cell's loop over steps in plain tensor operations
+(:meth:`~sklearn_rnn.nn.Cell.forward_vectorizable`, the kernel's equations, gate order
+and parameters), the same function up to float32 rounding. ``fit`` and prediction keep
+the fused kernel. The time-aware 'decay' cell is written in plain operations anyway.
+
 Nothing about an individual network changes. Each member is an estimator prepared by
 its own training routine (``BaseRNN._prepare``: validation, input encoding, label
 encoding, sample weights, the seeds drawn from its ``random_state``, the validation
@@ -29,7 +38,11 @@ Per model:
 * stopping: a network that stops (its stopping rule, ``max_iter``, a non-finite loss)
   leaves the stack at the end of that epoch, so the stack shrinks as training goes on.
 
-What cannot be batched this way is refused by :func:`check_stackable` with the reason.
+What cannot be batched this way is refused by :func:`check_stackable` with the reason:
+the simplex optimizer (its temporal gradients per model are not computed here),
+dropout (masks from each network's own generator), mixed precision, ``warm_start``,
+per-step targets, callbacks of the user's, and a registered cell that is not
+:attr:`~sklearn_rnn.nn.Cell.stackable`.
 """
 
 from __future__ import annotations

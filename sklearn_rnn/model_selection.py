@@ -50,10 +50,12 @@ class RNNGridSearchCV(BaseSearchCV):
         The estimator to tune, or a pipeline whose last step is one (its other steps,
         e.g. a :class:`~sklearn_rnn.SequenceStandardScaler`, are fitted on each
         training split as GridSearchCV fits them). Its networks must be stackable:
-        ``cell='decay'`` (set it, or ``cell='auto'`` with a ``time_feature``), one
-        layer, no dropout, float32, and ``optimizer`` 'sgd' or 'adam' (not 'simplex',
-        whose temporal gradients the 'decay' cell does not have). Anything else is
-        refused with the reason; search it with GridSearchCV instead.
+        any of the package's cells ('tanh', 'relu', 'gru', 'lstm', 'decay'; the
+        first four run as a loop over steps in plain tensor operations instead of
+        their fused kernel), any number of layers, no dropout, float32, and
+        ``optimizer`` 'sgd' or 'adam' (not 'simplex', whose temporal gradients the
+        stacked trainer does not compute). Anything else is refused with the reason;
+        search it with GridSearchCV instead.
     param_grid : dict or list of dict
         Parameter names (with the pipeline's ``step__`` prefix where there is one) to
         lists of values, as for GridSearchCV. Typically ``spectral_radius``,

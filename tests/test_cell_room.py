@@ -228,6 +228,11 @@ def test_a_cell_defined_here_fits_an_estimator(tmp_path):
             RNNClassifier(cell="leaky", optimizer="simplex", max_iter=1).fit(X, y)
         with pytest.raises(ValueError, match="not available for cell='leaky'"):
             RNNClassifier(cell="leaky", hidden_init="learned", max_iter=1).fit(X, y)
+        # Not stackable (the default): the stacked search refuses it, naming the cells it runs.
+        from sklearn_rnn._stacked import check_stackable
+
+        with pytest.raises(ValueError, match="runs the cells 'tanh', .*; got cell='leaky', which has none"):
+            check_stackable(RNNClassifier(cell="leaky", optimizer="sgd"))
         net = clf.module_
         states = net.forward_states(torch.randn(3, 4, 2), torch.tensor([4, 2, 1]))
         with pytest.raises(ValueError, match="temporal gradients are not available for cell='leaky'"):

@@ -317,6 +317,32 @@ class Cell(ABC):
         """
         return self.forward(projection, recurrence, z, initial, gaps)
 
+    def forward_states_vectorizable(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> LayerStates:
+        """:meth:`forward_states` in plain tensor operations (see :meth:`forward_vectorizable`).
+
+        What a network's :meth:`~sklearn_rnn.nn.RecurrentNetwork.forward_states` runs
+        when its :attr:`~sklearn_rnn.nn.RecurrentNetwork.vectorizable` switch is on
+        (the stacked trainer's simplex method). The default is :meth:`forward_states`
+        itself, for a cell written in plain tensor operations.
+
+        Parameters
+        ----------
+        projection, recurrence, z, initial, gaps
+            As for :meth:`forward_states`.
+
+        Returns
+        -------
+        LayerStates
+        """
+        return self.forward_states(projection, recurrence, z, initial, gaps)
+
     # ------------------------------------------------------------ temporal gradients
     def stepwise(
         self,
@@ -680,6 +706,30 @@ class FusedCell(Cell):
         ...                gru.forward(projection, recurrence, z, (), None), atol=1e-6)
         True
         """
+        return self.forward_states_vectorizable(projection, recurrence, z, initial, gaps).hidden
+
+    def forward_states_vectorizable(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> LayerStates:
+        """Project, then run the loop of :meth:`step`: the gradient of ``u`` is every delta.
+
+        The same :class:`LayerStates` as :meth:`forward_states` (``resets`` None), in
+        plain tensor operations that :func:`torch.func.vmap` vectorizes.
+
+        Parameters
+        ----------
+        projection, recurrence, z, initial, gaps
+            As for :meth:`forward_states`.
+
+        Returns
+        -------
+        LayerStates
+        """
         projected = projection(z)  # (B, T, G * H): every gate's input part, b included
         weight = self.recurrent_weight(recurrence)  # (G * H, H)
         bias = self.recurrent_bias(recurrence)  # (G * H,) or None
@@ -692,7 +742,7 @@ class FusedCell(Cell):
         for u in projected.unbind(1):  # (B, G * H) each
             state = self.step(u, state, weight, bias)
             hidden.append(state[0])
-        return torch.stack(hidden, dim=1)  # (B, T, H)
+        return LayerStates(z, projected, torch.stack(hidden, dim=1), initial)  # hidden: (B, T, H)
 
     def step(
         self,

@@ -23,7 +23,8 @@ Usage: ``python benchmarks/bench_cv.py [--max-iter 200] [--epochs 10] [--threads
 [--skip-serial] [--rounds 1] [--repeats 5] [--skip-grid] [--two-threads] [--nested] [--cell decay]
 [--optimizer adam]``; ``--cell`` and ``--optimizer`` change the networks of the grid and
 of the per-update timing (the study's are 'decay' and 'adam'; the thesis' are 'tanh' and
-'sgd', its clipped step rule, then with the gaps as an ordinary input); ``--nested``
+'sgd', its clipped step rule, or 'simplex', its method, then with the gaps as an
+ordinary input); ``--nested``
 runs only the clinical study's nested search (pooled 8-fold cross-validation of an
 inner 3-fold search over its grid) with RNNGridSearchCV and with GridSearchCV. Prints ``uptime`` before and after: timings on a shared machine are
 noisy, the ratios measured side by side less so.
@@ -223,8 +224,9 @@ def main() -> None:
     parser.add_argument("--skip-grid", action="store_true", help="only the per-update timing")
     parser.add_argument("--cell", default="decay",
                         help="the networks' cell: 'decay' (the study's), or 'tanh' (the thesis'), 'relu', 'gru', 'lstm'")
-    parser.add_argument("--optimizer", default="adam", choices=["adam", "sgd"],
-                        help="'adam' (the study's) or 'sgd' (the thesis' clipped step rule)")
+    parser.add_argument("--optimizer", default="adam", choices=["adam", "sgd", "simplex"],
+                        help="'adam' (the study's), 'sgd' (the thesis' clipped step rule) or "
+                             "'simplex' (the thesis' method; not with 'decay')")
     args = parser.parse_args()
     SETUP.update(cell=args.cell, optimizer=args.optimizer)
     torch.set_num_threads(args.threads)

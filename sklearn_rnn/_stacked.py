@@ -34,12 +34,15 @@ Per model:
 * the step: the clipped anti-gradient of eq. 3.6
   (:func:`~sklearn_rnn.optim.clipped_step_size` with the model's own ``mu`` and
   ``tau``), or Adam after clipping the gradient norm at the model's ``tau``, with the
-  model's own step count;
+  model's own step count, or the simplex direction of algorithm 3.2: the deltas of
+  every model come from one backward pass, then each model's temporal gradients are
+  assembled from its own slice (cut to its own batch) and its own
+  :class:`~sklearn_rnn.optim.SimplexSGD` (its random stream, its branch counts) steps
+  it;
 * stopping: a network that stops (its stopping rule, ``max_iter``, a non-finite loss)
   leaves the stack at the end of that epoch, so the stack shrinks as training goes on.
 
 What cannot be batched this way is refused by :func:`check_stackable` with the reason:
-the simplex optimizer (its temporal gradients per model are not computed here),
 dropout (masks from each network's own generator), mixed precision, ``warm_start``,
 per-step targets, callbacks of the user's, and a registered cell that is not
 :attr:`~sklearn_rnn.nn.Cell.stackable`.

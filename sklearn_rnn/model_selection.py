@@ -39,8 +39,9 @@ class RNNGridSearchCV(BaseSearchCV):
     pass (see :ref:`stacked_search`). Each network is the one its own ``fit`` would
     train: the same initialization (its ``spectral_radius`` and ``random_state``), the
     same batches in the same order, the same update (eq. 3.6 with its own
-    ``clip_threshold``, or clipped Adam), the same stopping rule and restore of the
-    best epoch, and networks that stop leave the stack. On a CPU, where a small
+    ``clip_threshold``, clipped Adam, or the simplex direction with its own random
+    stream), the same stopping rule and restore of the best epoch, and networks that
+    stop leave the stack. On a CPU, where a small
     network's update costs per-operation overhead rather than arithmetic, that is
     several times faster than fitting them one by one.
 
@@ -52,10 +53,10 @@ class RNNGridSearchCV(BaseSearchCV):
         training split as GridSearchCV fits them). Its networks must be stackable:
         any of the package's cells ('tanh', 'relu', 'gru', 'lstm', 'decay'; the
         first four run as a loop over steps in plain tensor operations instead of
-        their fused kernel), any number of layers, no dropout, float32, and
-        ``optimizer`` 'sgd' or 'adam' (not 'simplex', whose temporal gradients the
-        stacked trainer does not compute). Anything else is refused with the reason;
-        search it with GridSearchCV instead.
+        their fused kernel), any number of layers, no dropout, float32, and any
+        ``optimizer`` ('simplex' with the cells that have temporal gradients, all but
+        'decay'). Anything else is refused with the reason; search it with
+        GridSearchCV instead.
     param_grid : dict or list of dict
         Parameter names (with the pipeline's ``step__`` prefix where there is one) to
         lists of values, as for GridSearchCV. Typically ``spectral_radius``,

@@ -223,7 +223,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved runs of the per-update timing")
     parser.add_argument("--skip-grid", action="store_true", help="only the per-update timing")
     parser.add_argument("--cell", default="decay",
-                        help="the networks' cell: 'decay' (the study's), or 'tanh' (the thesis'), 'relu', 'gru', 'lstm'")
+                        help="the networks' cell: 'decay' (the study's), 'tanh' (the thesis'), 'relu', "
+                             "'gru' or 'lstm'")
     parser.add_argument("--optimizer", default="adam", choices=["adam", "sgd", "simplex"],
                         help="'adam' (the study's), 'sgd' (the thesis' clipped step rule) or "
                              "'simplex' (the thesis' method; not with 'decay')")

@@ -105,8 +105,8 @@ def test_each_stacked_network_of_a_fused_cell_matches_its_own_fit(cell, optimize
             np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-5)
     if optimizer == "adam":
         # Adam divides by the root of the running squared gradient, so a rounding
-        # difference between the fused kernel and the step loop in a gradient entry of
-        # 1e-6 moves that weight by about lr * 1e-9 / 1e-6 = 1e-4 per update. Against the
+        # difference of 1e-9 between the fused kernel and the step loop in a gradient
+        # entry of 1e-6 changes that weight's step by about lr * 1e-3. Against the
         # same fit with the network's step loop switched on, what remains is the stack's
         # own rounding (batched products), within the 'decay' cell's tolerance.
         monkeypatch.setattr(RecurrentNetwork, "vectorizable", True)

@@ -166,9 +166,8 @@ class RecurrentNetwork(nn.Module):
     #: :meth:`~sklearn_rnn.nn.Cell.forward_vectorizable` and
     #: :meth:`~sklearn_rnn.nn.Cell.forward_states_vectorizable` (plain tensor operations,
     #: which :func:`torch.func.vmap` vectorizes over models) instead of its fused kernel
-    #: and hand-written step-by-step recurrence. Off
-    #: (the class default); the stacked grid-search trainer switches it on for its own
-    #: copy of a network.
+    #: and hand-written step-by-step recurrence. Off (the class default); the stacked
+    #: grid-search trainer switches it on for its own copy of a network.
     vectorizable: bool = False
 
     def __init__(

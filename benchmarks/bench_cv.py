@@ -20,7 +20,11 @@ for a fixed number of epochs (no stopping rule), as milliseconds per update, of 
 time and of this process's CPU time (``--skip-grid``: only this).
 
 Usage: ``python benchmarks/bench_cv.py [--max-iter 200] [--epochs 10] [--threads 1]
-[--skip-serial] [--rounds 1] [--repeats 5] [--skip-grid] [--two-threads] [--nested]``; ``--nested``
+[--skip-serial] [--rounds 1] [--repeats 5] [--skip-grid] [--two-threads] [--nested] [--cell decay]
+[--optimizer adam]``; ``--cell`` and ``--optimizer`` change the networks of the grid and
+of the per-update timing (the study's are 'decay' and 'adam'; the thesis' are 'tanh' and
+'sgd', its clipped step rule, or 'simplex', its method, then with the gaps as an
+ordinary input); ``--nested``
 runs only the clinical study's nested search (pooled 8-fold cross-validation of an
 inner 3-fold search over its grid) with RNNGridSearchCV and with GridSearchCV. Prints ``uptime`` before and after: timings on a shared machine are
 noisy, the ratios measured side by side less so.
@@ -47,12 +51,16 @@ from sklearn_rnn.clinical import PBCStudy, load_pbc_cohort, pooled_cross_validat
 GRID = {"rnnclassifier__spectral_radius": [0.9, 1.2], "rnnclassifier__clip_threshold": [1.0, 5.0]}
 
 
+#: The cell and optimizer of every network (``--cell``, ``--optimizer``).
+SETUP = {"cell": "decay", "optimizer": "adam"}
+
+
 def study_rnn(max_iter: int) -> object:
     """The study's RNN with time gaps, every setting that matters written out."""
     return make_pipeline(
         SequenceStandardScaler(),
         RNNClassifier(
-            cell="decay", time_feature=0, hidden_size=50, num_layers=1, optimizer="adam",
+            cell=SETUP["cell"], time_feature=0, hidden_size=50, num_layers=1, optimizer=SETUP["optimizer"],
             learning_rate=0.01, batch_size=32, max_iter=max_iter, early_stopping=False,
             n_iter_no_change=10, tol=1e-4, alpha=10.0, spectral_radius=1.2, clip_threshold=1.0,
             device="cpu", random_state=0,
@@ -214,11 +222,19 @@ def main() -> None:
                         help="only the clinical study's nested search, both ways")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved runs of the per-update timing")
     parser.add_argument("--skip-grid", action="store_true", help="only the per-update timing")
+    parser.add_argument("--cell", default="decay",
+                        help="the networks' cell: 'decay' (the study's), 'tanh' (the thesis'), 'relu', "
+                             "'gru' or 'lstm'")
+    parser.add_argument("--optimizer", default="adam", choices=["adam", "sgd", "simplex"],
+                        help="'adam' (the study's), 'sgd' (the thesis' clipped step rule) or "
+                             "'simplex' (the thesis' method; not with 'decay')")
     args = parser.parse_args()
+    SETUP.update(cell=args.cell, optimizer=args.optimizer)
     torch.set_num_threads(args.threads)
     cohort = load_pbc_cohort(1, 1, 2)
     X, y = cohort.sequences, np.asarray(cohort.y)
-    print(f"PBC cohort: {len(y)} patients, {int(y.sum())} deaths; torch threads {args.threads}")
+    print(f"PBC cohort: {len(y)} patients, {int(y.sum())} deaths; torch threads {args.threads}; "
+          f"cell={args.cell!r}, optimizer={args.optimizer!r}")
     print(f"load before: {uptime()}", flush=True)
     if args.nested:
         nested(X, y)

@@ -9,6 +9,15 @@ program: the networks' own forward code (:class:`~sklearn_rnn.nn.RecurrentNetwor
 called through :func:`torch.func.functional_call`) vectorized over the models with
 :func:`torch.func.vmap`, one backward pass for all, and a per-model update.
 
+What stacks: every cell of the package ('tanh', 'relu', 'gru', 'lstm', 'decay'), with
+any number of layers. vmap has no rule for PyTorch's fused recurrent kernels
+(``torch.rnn_tanh``, ``torch.gru``, ``torch.lstm``), so the stack runs
+its own copy of the network with :attr:`~sklearn_rnn.nn.RecurrentNetwork.vectorizable`
+switched on: each layer is then the cell's loop over steps in plain tensor operations
+(:meth:`~sklearn_rnn.nn.Cell.forward_vectorizable`, the kernel's equations, gate order
+and parameters), the same function up to float32 rounding. ``fit`` and prediction keep
+the fused kernel. The time-aware 'decay' cell is written in plain operations anyway.
+
 Nothing about an individual network changes. Each member is an estimator prepared by
 its own training routine (``BaseRNN._prepare``: validation, input encoding, label
 encoding, sample weights, the seeds drawn from its ``random_state``, the validation
@@ -25,15 +34,23 @@ Per model:
 * the step: the clipped anti-gradient of eq. 3.6
   (:func:`~sklearn_rnn.optim.clipped_step_size` with the model's own ``mu`` and
   ``tau``), or Adam after clipping the gradient norm at the model's ``tau``, with the
-  model's own step count;
+  model's own step count, or the simplex direction of algorithm 3.2: the deltas of
+  every model come from one backward pass, then each model's temporal gradients are
+  assembled from its own slice (cut to its own batch) and its own
+  :class:`~sklearn_rnn.optim.SimplexSGD` (its random stream, its branch counts) steps
+  it;
 * stopping: a network that stops (its stopping rule, ``max_iter``, a non-finite loss)
   leaves the stack at the end of that epoch, so the stack shrinks as training goes on.
 
-What cannot be batched this way is refused by :func:`check_stackable` with the reason.
+What cannot be batched this way is refused by :func:`check_stackable` with the reason:
+dropout (masks from each network's own generator), mixed precision, ``warm_start``,
+per-step targets, callbacks of the user's, and a registered cell that is not
+:attr:`~sklearn_rnn.nn.Cell.stackable`.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -59,8 +76,10 @@ from torch.func import functional_call, vmap
 
 from ._callbacks import TrainingGuard
 from ._parallel import limit_torch_threads
-from .nn.cells import cell_names, get_cell
-from .optim import ClippedSGD, clipped_step_size
+from .nn import NetworkStates
+from .nn.cells import LayerStates, cell_names, get_cell
+from .optim import ClippedSGD, SimplexSGD, clipped_step_size
+from .optim._temporal import _from_gradients
 from .sequences import FlatSequences
 
 __all__ = ["StackedMember", "check_stackable", "train_stacked"]
@@ -129,35 +148,35 @@ def check_stackable(estimator: Any) -> None:
     >>> from sklearn_rnn import RNNClassifier
     >>> from sklearn_rnn._stacked import check_stackable
     >>> check_stackable(RNNClassifier(cell="decay", time_feature=0, optimizer="adam"))
-    >>> check_stackable(RNNClassifier(cell="tanh"))
+    >>> check_stackable(RNNClassifier(cell="tanh", optimizer="simplex"))
+    >>> check_stackable(RNNClassifier(cell="tanh", dropout=0.2))
     Traceback (most recent call last):
     ...
-    ValueError: the stacked trainer runs cell='decay' only...
+    ValueError: RNNClassifier(dropout=0.2) cannot be stacked: dropout masks...
     """
     name = type(estimator).__name__
     fix = f"; or search this {name} with sklearn.model_selection.GridSearchCV."
-    # Cells whose whole forward pass torch.func.vmap can vectorize (Cell.stackable): the
-    # time-aware 'decay' recurrence is written in plain tensor operations. The Elman,
-    # GRU and LSTM cells run fused PyTorch kernels (or, for temporal gradients, a
-    # hand-written autograd function) that have no vectorization rule.
-    cell = estimator._resolved_cell()
-    if not get_cell(cell).stackable:
-        stackable = " or ".join(f"cell={name!r}" for name in cell_names(stackable=True))
-        raise ValueError(
-            f"the stacked trainer runs {stackable} only (a recurrence in "
-            f"plain tensor operations that torch.func.vmap vectorizes over models); got "
-            f"cell={cell!r}, whose fused PyTorch kernel has no vectorization rule. Use "
-            f"cell='decay' with a time_feature{fix}"
-        )
+    # Cells whose forward pass torch.func.vmap can vectorize (Cell.stackable): one written
+    # in plain tensor operations ('decay'), or a loop over steps in plain tensor
+    # operations beside a fused kernel (the Elman, GRU and LSTM cells), which the stack
+    # runs instead of that kernel (RecurrentNetwork.vectorizable). Every layer's cell must
+    # stack: the first layer's, and the one its layers above run.
+    spec = get_cell(estimator._resolved_cell())
+    layers = [spec] if estimator.num_layers == 1 or spec.upper is None else [spec, get_cell(spec.upper)]
+    for layer in layers:
+        if not layer.stackable:
+            stackable = ", ".join(repr(name) for name in cell_names(stackable=True))
+            where = "" if layer is spec else f" (the layers above the first of cell={spec.name!r})"
+            raise ValueError(
+                f"the stacked trainer runs the cells {stackable} (a recurrence in plain tensor "
+                f"operations that torch.func.vmap vectorizes over models); got cell={layer.name!r}"
+                f"{where}, which has none. Use one of those cells{fix}"
+            )
     refusals = {
         "optimizer": (
-            estimator.optimizer == "simplex",
-            "optimizer='simplex' needs temporal gradients, which the 'decay' cell has "
-            "none of; use optimizer='sgd' (the clipped step rule) or 'adam'",
-        ),
-        "num_layers": (
-            estimator.num_layers != 1,
-            "the layers above the first run a fused kernel; use num_layers=1",
+            estimator.optimizer == "simplex" and not all(layer.temporal_gradients for layer in layers),
+            "the simplex direction needs temporal gradients, which this cell has none of; "
+            "use optimizer='sgd' (the clipped step rule) or 'adam'",
         ),
         "dropout": (
             estimator.dropout != 0,
@@ -279,7 +298,7 @@ def _architecture(member: StackedMember) -> tuple:
     shapes = tuple((name, tuple(p.shape)) for name, p in module.named_parameters())
     device = next(module.parameters()).device
     optimizer = type(member.estimator.net_.optimizer_)
-    return (type(member.estimator), optimizer, shapes, repr(module), module.gap_channel, str(device))
+    return (type(member.estimator), optimizer, module.cell, shapes, repr(module), module.gap_channel, str(device))
 
 
 def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int) -> None:
@@ -306,7 +325,12 @@ class _Stack:
         nets = [member.estimator.net_ for member in self.members]
         for net in nets:
             _check_callbacks(net)
-        self.template = nets[0].module_
+        # The forward pass of every network: a copy of the first one's module whose cells
+        # run their loops in plain tensor operations (Cell.forward_vectorizable), which
+        # vmap vectorizes, where fit runs a fused kernel; its parameters are never used
+        # (functional_call reads the stack's).
+        self.template = copy.deepcopy(nets[0].module_)
+        self.template.vectorizable = True
         self.device = next(self.template.parameters()).device
         self.names = [name for name, p in self.template.named_parameters() if p.requires_grad]
         parameters = [dict(net.module_.named_parameters()) for net in nets]
@@ -334,6 +358,11 @@ class _Stack:
         self.train_pool = _Pool([member.train for member in self.members])
         self.valid_pool = _Pool([member.valid for member in self.members])
         self._vmapped_outputs = vmap(self._member_outputs, in_dims=(0, 0, 0))
+        if self.rule.kind == "simplex":
+            self.states_of = _FlatStates(self.template)
+            self.initial_count = sum(state is not None for state in
+                                     (self.template.initial_hidden, self.template.initial_cell))
+            self._vmapped_states = vmap(self._member_states, in_dims=(0, 0, 0))
 
     def _views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
         """The parameters of every network as views of the flat buffer: name -> (M, *shape)."""
@@ -421,6 +450,8 @@ class _Stack:
         self, batch: dict[str, torch.Tensor], active: torch.Tensor
     ) -> list[tuple[float, float]]:
         """One update of every active network; their (penalized, data) losses."""
+        if self.rule.kind == "simplex":
+            return self._simplex_update(batch, active)
         flat = self.flat.requires_grad_(True)
         params = self._views(flat)
         data_loss, _ = self._loss(params, batch["x"], batch["lengths"], batch["y"],
@@ -437,6 +468,74 @@ class _Stack:
         finite[[i for i, v in enumerate(values) if not math.isfinite(v)]] = False
         self.rule.apply(self, grad, finite)
         return [(values[i], data_values[i]) for i in torch.nonzero(active).flatten().tolist()]
+
+    def _member_states(
+        self, params: dict[str, torch.Tensor], x: torch.Tensor, lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        """One network's :meth:`~sklearn_rnn.nn.RecurrentNetwork.forward_states`, flat:
+        outputs, readout inputs, then every layer's inputs, projection, states and
+        initial states."""
+        named = {f"network.{name}": value for name, value in params.items()}
+        return functional_call(self.states_of, named, (x, lengths))
+
+    def _simplex_update(
+        self, batch: dict[str, torch.Tensor], active: torch.Tensor
+    ) -> list[tuple[float, float]]:
+        """One simplex step of every active network (algorithm 3.2, as its own fit takes it).
+
+        The forward pass and the one backward pass to the deltas (the gradients of every
+        layer's ``u``, of the outputs and of the learned initial states) run for all
+        networks at once; each network's temporal gradients are then assembled from its
+        slice, cut to its own batch (its rows, its longest sequence: the steps its own
+        fit sees, so that its random convex weights are drawn for as many steps), and its
+        own :class:`~sklearn_rnn.optim.SimplexSGD` steps its own module, whose weights go
+        back into the stack. No L2 penalty: the simplex method has none.
+        """
+        flat = self.flat.requires_grad_(True)
+        params = self._views(flat)
+        x, lengths = batch["x"], batch["lengths"]
+        pieces = self._vmapped_states(params, x, lengths)
+        outputs, read, rest = pieces[0], pieces[1], pieces[2:]
+        width = 3 + self.initial_count
+        layers = [rest[k : k + width] for k in range(0, len(rest), width)]
+        per_sample = self.criterion(outputs.flatten(0, 1), batch["y"].flatten(0, 1))
+        per_sample = per_sample.reshape(*batch["weight"].shape, *per_sample.shape[1:])  # (M, B[, k])
+        if per_sample.ndim > 2:
+            per_sample = per_sample.mean(dim=tuple(range(2, per_sample.ndim)))
+        loss = (per_sample * batch["weight"]).sum(1) / batch["count"]  # (M,)
+        mask = active.to(self.device)
+        wanted = [layer[1] for layer in layers] + [outputs] + [state for layer in layers for state in layer[3:]]
+        grads = torch.autograd.grad(torch.where(mask, loss, 0.0).sum(), wanted,
+                                    allow_unused=True, materialize_grads=True)
+        flat.requires_grad_(False)
+        values = loss.detach().tolist()
+        n_layers = len(layers)
+        counts = batch["count"].tolist()
+        for row in torch.nonzero(active).flatten().tolist():
+            if not math.isfinite(values[row]):
+                continue  # the member stops (as its own fit's guard stops it)
+            member = self.members[self.live[row]]
+            module = member.estimator.net_.module_
+            n = int(counts[row])
+            steps = int(lengths[row, :n].max())
+            cut = (row, slice(0, n), slice(0, steps))
+            layer_states = tuple(
+                LayerStates(z[cut].detach(), u[cut].detach(), h[cut].detach(),
+                            tuple(state[row, :n].detach() for state in initial))
+                for z, u, h, *initial in layers
+            )
+            states = NetworkStates(layer_states[0].inputs, layer_states[0].projected, layer_states[-1].hidden,
+                                   outputs[row, :n].detach(), layer_states, read[row, :n].detach())
+            cuts = [g[cut] for g in grads[:n_layers]] + [grads[n_layers][row, :n]]
+            cuts += [g[row, :n] for g in grads[n_layers + 1 :]]
+            self._write(row, member, self.params)
+            temporal = _from_gradients(module, states, tuple(cuts), lengths[row, :n], loss[row].detach())
+            member.estimator.net_.optimizer_.step(temporal)
+            with torch.no_grad():
+                parameters = dict(module.named_parameters())
+                for name in self.names:
+                    self.params[name][row].copy_(parameters[name])
+        return [(values[i], values[i]) for i in torch.nonzero(active).flatten().tolist()]
 
     # ----------------------------------------------------------------- epochs
     def _end_epoch(self, epoch: int, snapshot: dict[str, torch.Tensor]) -> list[int]:
@@ -554,6 +653,23 @@ class _Stack:
             self.state[key] = value.index_select(0, index.to(value.device))
         self.l2 = self.l2.index_select(0, index)
         self.rule.keep(keep)
+
+
+class _FlatStates(torch.nn.Module):
+    """A network's :meth:`~sklearn_rnn.nn.RecurrentNetwork.forward_states` as a flat tuple
+    of tensors (what :func:`torch.func.vmap` returns): outputs, readout inputs, then per
+    layer its inputs, projection, states and learned initial states."""
+
+    def __init__(self, network: torch.nn.Module) -> None:
+        super().__init__()
+        self.network = network
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        states = self.network.forward_states(x, lengths)
+        flat = [states.outputs, states.readout_inputs]
+        for layer in states.layers:
+            flat += [layer.inputs, layer.projected, layer.hidden, *layer.initial]
+        return tuple(flat)
 
 
 class _Pool:
@@ -710,7 +826,12 @@ def _update_rule(nets: list[Any]) -> _UpdateRule:
     settings = []
     for net, optimizer in zip(nets, optimizers):
         group = optimizer.param_groups[0]
-        if isinstance(optimizer, ClippedSGD):
+        if isinstance(optimizer, SimplexSGD):
+            # Each network steps with its own optimizer (its random stream, its branch
+            # counts); nothing to read here.
+            kinds.add("simplex")
+            settings.append({})
+        elif isinstance(optimizer, ClippedSGD):
             kinds.add("sgd")
             settings.append({"lr": float(group["lr"]), "clip_threshold": group["clip_threshold"]})
         elif type(optimizer) is torch.optim.Adam and not group["amsgrad"] and not group["weight_decay"] \
@@ -726,7 +847,7 @@ def _update_rule(nets: list[Any]) -> _UpdateRule:
                              "eps": float(group["eps"]), "clip_threshold": tau})
         else:
             raise ValueError(
-                f"the stacked trainer runs ClippedSGD ('sgd') and Adam ('adam') updates; "
+                f"the stacked trainer runs ClippedSGD ('sgd'), Adam ('adam') and SimplexSGD ('simplex') updates; "
                 f"got {type(optimizer).__name__}."
             )
     if len(kinds) != 1:

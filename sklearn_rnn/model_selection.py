@@ -39,8 +39,9 @@ class RNNGridSearchCV(BaseSearchCV):
     pass (see :ref:`stacked_search`). Each network is the one its own ``fit`` would
     train: the same initialization (its ``spectral_radius`` and ``random_state``), the
     same batches in the same order, the same update (eq. 3.6 with its own
-    ``clip_threshold``, or clipped Adam), the same stopping rule and restore of the
-    best epoch, and networks that stop leave the stack. On a CPU, where a small
+    ``clip_threshold``, clipped Adam, or the simplex direction with its own random
+    stream), the same stopping rule and restore of the best epoch, and networks that
+    stop leave the stack. On a CPU, where a small
     network's update costs per-operation overhead rather than arithmetic, that is
     several times faster than fitting them one by one.
 
@@ -50,10 +51,12 @@ class RNNGridSearchCV(BaseSearchCV):
         The estimator to tune, or a pipeline whose last step is one (its other steps,
         e.g. a :class:`~sklearn_rnn.SequenceStandardScaler`, are fitted on each
         training split as GridSearchCV fits them). Its networks must be stackable:
-        ``cell='decay'`` (set it, or ``cell='auto'`` with a ``time_feature``), one
-        layer, no dropout, float32, and ``optimizer`` 'sgd' or 'adam' (not 'simplex',
-        whose temporal gradients the 'decay' cell does not have). Anything else is
-        refused with the reason; search it with GridSearchCV instead.
+        any of the package's cells ('tanh', 'relu', 'gru', 'lstm', 'decay'; the
+        first four run as a loop over steps in plain tensor operations instead of
+        their fused kernel), any number of layers, no dropout, float32, and any
+        ``optimizer`` ('simplex' with the cells that have temporal gradients, all but
+        'decay'). Anything else is refused with the reason; search it with
+        GridSearchCV instead.
     param_grid : dict or list of dict
         Parameter names (with the pipeline's ``step__`` prefix where there is one) to
         lists of values, as for GridSearchCV. Typically ``spectral_radius``,

@@ -102,7 +102,7 @@ def test_the_registry_describes_every_builtin_cell():
     gates = {name: get_cell(name).gates for name in BUILTIN}
     assert gates == {"tanh": 1, "relu": 1, "gru": 3, "lstm": 4, "decay": 1}
     assert cell_names(temporal_gradients=True)[:4] == ["tanh", "relu", "gru", "lstm"]
-    assert cell_names(stackable=True) == ["decay"] and cell_names(needs_gaps=True) == ["decay"]
+    assert cell_names(stackable=True) == list(BUILTIN) and cell_names(needs_gaps=True) == ["decay"]
     for name in BUILTIN:
         cell = get_cell(name)
         recurrence = cell.make_recurrence(3, n_masked=1)
@@ -228,6 +228,11 @@ def test_a_cell_defined_here_fits_an_estimator(tmp_path):
             RNNClassifier(cell="leaky", optimizer="simplex", max_iter=1).fit(X, y)
         with pytest.raises(ValueError, match="not available for cell='leaky'"):
             RNNClassifier(cell="leaky", hidden_init="learned", max_iter=1).fit(X, y)
+        # Not stackable (the default): the stacked search refuses it, naming the cells it runs.
+        from sklearn_rnn._stacked import check_stackable
+
+        with pytest.raises(ValueError, match="runs the cells 'tanh', .*; got cell='leaky', which has none"):
+            check_stackable(RNNClassifier(cell="leaky", optimizer="sgd"))
         net = clf.module_
         states = net.forward_states(torch.randn(3, 4, 2), torch.tensor([4, 2, 1]))
         with pytest.raises(ValueError, match="temporal gradients are not available for cell='leaky'"):

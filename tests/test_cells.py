@@ -69,6 +69,34 @@ def test_fused_and_identity_paths_agree_with_dropout_and_learned_state(cell):
 
 
 @pytest.mark.parametrize("cell", CELLS)
+def test_the_vectorizable_forward_is_the_fused_one_and_vmaps_over_models(cell):
+    """The step loop in plain tensor operations (the stacked trainer's) computes the
+    fused kernel's function, and torch.func.vmap runs it over a stack of networks."""
+    from torch.func import functional_call, vmap
+
+    nets = [network(cell, seed=seed, num_layers=2, hidden_init="learned").double() for seed in (0, 1, 2)]
+    for seed, net in enumerate(nets):
+        with torch.no_grad():
+            net.initial_hidden.normal_(generator=torch.Generator().manual_seed(10 + seed))
+            if net.initial_cell is not None:
+                net.initial_cell.normal_(generator=torch.Generator().manual_seed(20 + seed))
+    x, lengths = batch()
+    template = copy.deepcopy(nets[0])
+    template.vectorizable = True
+    assert not RecurrentNetwork.vectorizable and not nets[0].vectorizable  # fit's path: the fused kernel
+    for every_step in (False, True):
+        for net in nets:
+            fused = net(x, lengths, every_step=every_step)
+            plain = functional_call(template, dict(net.named_parameters()), (x, lengths), {"every_step": every_step})
+            torch.testing.assert_close(plain, fused, rtol=0, atol=1e-12)
+    params = {name: torch.stack([dict(net.named_parameters())[name] for net in nets]) for name, _ in
+              nets[0].named_parameters()}
+    stacked = vmap(lambda p, x, n: functional_call(template, p, (x, n)))(
+        params, x.expand(3, *x.shape), lengths.expand(3, -1))
+    torch.testing.assert_close(stacked, torch.stack([net(x, lengths) for net in nets]), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("cell", CELLS)
 def test_dropout_never_touches_the_recurrence(cell):
     """With dropout in training mode the first layer's states are those without it."""
     net = network(cell, num_layers=2, dropout=0.5).double()

@@ -13,6 +13,7 @@ from sklearn.pipeline import make_pipeline
 
 from sklearn_rnn import RNNClassifier, RNNGridSearchCV, RNNRegressor, SequenceStandardScaler
 from sklearn_rnn._stacked import StackedMember, check_stackable, train_stacked
+from sklearn_rnn.nn import RecurrentNetwork
 
 
 def visits(n, seed=0):
@@ -81,6 +82,82 @@ def test_each_stacked_network_matches_its_own_fit(optimizer, tolerance, readout,
     assert len({a.n_iter_ for a in stacked}) > 1 or early_stopping  # some stop earlier
 
 
+@pytest.mark.parametrize("readout", ["last", "pool"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("cell", ["tanh", "relu", "gru", "lstm"])
+def test_each_stacked_network_of_a_fused_cell_matches_its_own_fit(cell, optimizer, readout, monkeypatch):
+    """The Elman, GRU and LSTM cells stack through their step loop in plain tensor
+    operations (Cell.forward_vectorizable); fit keeps the fused kernel."""
+    X, y = visits(70)
+    models, datasets = [], []
+    for index, (radius, tau, seed) in enumerate([(0.9, 0.5, 0), (1.2, 5.0, 1), (1.5, 0.1, 2)]):
+        models.append(explicit(cell=cell, optimizer=optimizer, spectral_radius=radius, clip_threshold=tau,
+                               random_state=seed, max_iter=8, tol=0.01, readout=readout))
+        datasets.append((X[: 55 + 5 * index], y[: 55 + 5 * index]))
+    stacked, alone = stack_and_fit(models, datasets)
+    assert not any(model.module_.vectorizable for model in stacked + alone)  # the switch stays off
+    for a, b in zip(stacked, alone):
+        assert a.n_iter_ == b.n_iter_
+        if optimizer == "sgd":
+            # The fused kernel and the step loop differ by float32 rounding only.
+            assert largest_difference(a, b) < 1e-6
+            np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, atol=1e-6)
+            np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-5)
+    if optimizer == "adam":
+        # Adam divides by the root of the running squared gradient, so a rounding
+        # difference of 1e-9 between the fused kernel and the step loop in a gradient
+        # entry of 1e-6 changes that weight's step by about lr * 1e-3. Against the
+        # same fit with the network's step loop switched on, what remains is the stack's
+        # own rounding (batched products), within the 'decay' cell's tolerance.
+        monkeypatch.setattr(RecurrentNetwork, "vectorizable", True)
+        looped = [clone(model).fit(X_, y_) for model, (X_, y_) in zip(models, datasets)]
+        monkeypatch.undo()
+        for a, b, c in zip(stacked, looped, alone):
+            assert a.n_iter_ == b.n_iter_
+            assert largest_difference(a, b) < 2e-4
+            np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, atol=2e-4)
+            np.testing.assert_allclose(a.loss_curve_, c.loss_curve_, atol=1e-2)
+
+
+@pytest.mark.parametrize("cell", ["tanh", "lstm", "decay"])
+def test_stacked_layers_and_learned_initial_states_match_their_own_fit(cell):
+    X, y = visits(60)
+    learned = "zero" if cell == "decay" else "learned"
+    models = [explicit(cell=cell, num_layers=2, hidden_init=learned, spectral_radius=radius, random_state=seed)
+              for radius, seed in ((0.9, 0), (1.2, 1))]
+    stacked, alone = stack_and_fit(models, [(X, y)] * 2)
+    for a, b in zip(stacked, alone):
+        assert a.n_iter_ == b.n_iter_
+        assert largest_difference(a, b) < 1e-6
+
+
+@pytest.mark.parametrize("cell, num_layers, hidden_init", [
+    ("tanh", 1, "zero"), ("relu", 1, "zero"), ("gru", 1, "zero"), ("lstm", 1, "zero"),
+    ("tanh", 2, "learned"), ("lstm", 2, "learned"),
+])
+def test_each_stacked_simplex_network_matches_its_own_fit(cell, num_layers, hidden_init):
+    """optimizer='simplex': the deltas of all networks in one backward pass, then each
+    network's temporal gradients, simplex direction (its own random stream) and step."""
+    X, y = visits(70)
+    models, datasets = [], []
+    for index, (radius, tau, seed) in enumerate([(0.9, 0.5, 0), (1.2, 5.0, 1), (1.5, 0.1, 2)]):
+        models.append(explicit(cell=cell, optimizer="simplex", spectral_radius=radius, clip_threshold=tau,
+                               random_state=seed, max_iter=6, tol=0.01, num_layers=num_layers,
+                               hidden_init=hidden_init, switch_threshold=None if index else 0.5))
+        datasets.append((X[: 55 + 5 * index], y[: 55 + 5 * index]))
+    stacked, alone = stack_and_fit(models, datasets)
+    for model, a, b, (X_, y_) in zip(models, stacked, alone, datasets):
+        assert a.n_iter_ == b.n_iter_
+        assert a.branch_counts_ == b.branch_counts_ and a.branch_counts_["simplex"] > 0
+        assert largest_difference(a, b) < 1e-6
+        np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, atol=1e-6)
+        start = clone(model)
+        start._prepare(X_, y_, None, incremental=False)  # the initial weights
+        moved = max(float((p - q).detach().abs().max())
+                    for p, q in zip(a.module_.parameters(), start.net_.module_.parameters()) if p.numel())
+        assert moved > 1e-3  # it trained
+
+
 def test_stacked_regressor_and_chunks():
     X, _ = visits(60)
     y = np.array([x[:, 1].sum() for x in X])
@@ -122,6 +199,26 @@ def test_search_agrees_with_gridsearchcv():
     assert ours.score(X, y) == pytest.approx(theirs.score(X, y))
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam", "simplex"])
+def test_search_of_the_thesis_cell_agrees_with_gridsearchcv(optimizer):
+    """cell='tanh' (the thesis' configuration: 'sgd', the clipped step rule, or 'simplex')."""
+    X, y = visits(60, seed=2)
+    rnn = explicit(cell="tanh", time_feature=None, optimizer=optimizer, max_iter=10,
+                   learning_rate=0.01 if optimizer == "adam" else 0.05)
+    pipeline = make_pipeline(SequenceStandardScaler(), rnn)
+    grid = {"rnnclassifier__spectral_radius": [0.9, 1.2], "rnnclassifier__clip_threshold": [0.5, 5.0]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ours = RNNGridSearchCV(pipeline, grid, scoring="roc_auc", cv=cv, refit=False).fit(X, y)
+        theirs = GridSearchCV(pipeline, grid, scoring="roc_auc", cv=cv, refit=False).fit(X, y)
+    for key, value in theirs.cv_results_.items():
+        if key.endswith("_score") and not key.startswith("rank"):
+            np.testing.assert_allclose(ours.cv_results_[key], value, atol=0.005)
+    assert ours.best_params_ == theirs.best_params_
+    assert len(set(np.round(ours.cv_results_["mean_test_score"], 6))) > 1  # the settings differ
+
+
 def test_two_jobs_train_the_same_networks():
     X, y = visits(40)
     grid = {"spectral_radius": [0.9, 1.2], "random_state": [0, 1]}
@@ -144,10 +241,10 @@ def test_search_without_refit_has_no_predict():
 @pytest.mark.parametrize(
     "changes, match",
     [
-        ({"cell": "tanh"}, "cell='decay' only"),
         ({"optimizer": "simplex"}, "optimizer='simplex'"),
+        ({"cell": "tanh", "optimizer": "simplex", "dropout": 0.2}, "dropout"),
         ({"dropout": 0.2}, "dropout"),
-        ({"num_layers": 2}, "num_layers"),
+        ({"cell": "gru", "num_layers": 2, "dropout": 0.2}, "dropout"),
         ({"precision": "bfloat16"}, "precision"),
     ],
 )

@@ -171,6 +171,14 @@ class RecurrentNetwork(nn.Module):
     torch.Size([4, 2])
     """
 
+    #: Whether :meth:`forward` and :meth:`forward_states` run every layer's
+    #: :meth:`~sklearn_rnn.nn.Cell.forward_vectorizable` and
+    #: :meth:`~sklearn_rnn.nn.Cell.forward_states_vectorizable` (plain tensor operations,
+    #: which :func:`torch.func.vmap` vectorizes over models) instead of its fused kernel
+    #: and hand-written step-by-step recurrence. Off (the class default); the stacked
+    #: grid-search trainer switches it on for its own copy of a network.
+    vectorizable: bool = False
+
     def __init__(
         self,
         input_size: int,
@@ -346,7 +354,8 @@ class RecurrentNetwork(nn.Module):
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
-            layers.append(cell.forward_states(projection, recurrence, z, initial, gaps))
+            run = cell.forward_states_vectorizable if self.vectorizable else cell.forward_states
+            layers.append(run(projection, recurrence, z, initial, gaps))
         hidden = layers[-1].hidden  # (B, T, H)
         read, outputs = self._read(hidden, lengths, every_step)
         first = layers[0]
@@ -379,7 +388,8 @@ class RecurrentNetwork(nn.Module):
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
-            hidden = cell.forward(projection, recurrence, z, initial, gaps)  # (B, T, H)
+            run = cell.forward_vectorizable if self.vectorizable else cell.forward
+            hidden = run(projection, recurrence, z, initial, gaps)  # (B, T, H)
         return self._read(hidden, lengths, every_step)[1]
 
     def _features(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

@@ -490,6 +490,35 @@ def temporal_gradients(
         grads = tuple(g.to(dtype) / loss_scale for g in grads)
         loss = loss / loss_scale
 
+    result = _from_gradients(network, states, grads, lengths, loss)
+    if accumulate_grad:
+        with torch.no_grad():
+            for p, g in zip(result.parameters, result.gradient):
+                if loss_scale is not None:
+                    g = g * loss_scale  # as backward() of the scaled loss fills .grad
+                if p.grad is None:
+                    p.grad = g.detach().clone()
+                else:
+                    p.grad.add_(g)
+    return result
+
+
+def _from_gradients(
+    network: RecurrentNetwork | RecurrentAdapter,
+    states: NetworkStates,
+    grads: tuple[torch.Tensor, ...],
+    lengths: torch.Tensor,
+    loss: torch.Tensor,
+) -> TemporalGradients:
+    """The temporal gradients from the gradients of the loss: of every layer's
+    ``projected``, of ``states.outputs`` and of every learned initial state, in that
+    order (what :func:`temporal_gradients` asks autograd for; the stacked trainer gets
+    them for many networks at once). ``lengths`` are checked, ``loss`` unscaled."""
+    hidden = states.hidden
+    steps = hidden.shape[1]
+    every_step = states.outputs.ndim == 3
+    n_layers = len(states.layers)
+    stack = _layer_parameters(network)
     align = _Aligner(lengths, steps, every_step)
     params = _Parameters()
     layers: list[_Layer] = []
@@ -507,7 +536,7 @@ def temporal_gradients(
         counts = (lengths[None, :] > positions[:, None]).sum(1)  # (T,)
     else:
         counts = (lengths[None, :] >= steps - positions[:, None]).sum(1)  # (T,)
-    result = TemporalGradients(
+    return TemporalGradients(
         parameters=tuple(params.parameters),
         names=tuple(params.names),
         layers=tuple(layers),
@@ -516,16 +545,6 @@ def temporal_gradients(
         counts=counts,
         loss=loss.detach(),
     )
-    if accumulate_grad:
-        with torch.no_grad():
-            for p, g in zip(result.parameters, result.gradient):
-                if loss_scale is not None:
-                    g = g * loss_scale  # as backward() of the scaled loss fills .grad
-                if p.grad is None:
-                    p.grad = g.detach().clone()
-                else:
-                    p.grad.add_(g)
-    return result
 
 
 class _Parameters:

@@ -7,7 +7,8 @@ recurrence (``make_recurrence``: a fused PyTorch kernel, or the time-aware
 :class:`DecayRecurrence`), its initialization (``reset_parameters``, where the thesis'
 spectral-radius initialization applies), how a layer runs (``forward``, and
 ``forward_states`` for temporal gradients), its step-by-step recurrence with the
-hand-written backward pass (``stepwise``), what temporal gradients need from it
+hand-written backward pass (``stepwise``), one step in plain tensor operations for the
+stacked grid search (``step``, run by ``forward_vectorizable``), what temporal gradients need from it
 (``recurrent_deltas``, ``gate_recurrent_delta``), whether it reads time gaps
 (``needs_gaps``), supports temporal gradients and so the simplex optimizer
 (``temporal_gradients``), a learned initial state (``learned_initial``), the stacked
@@ -33,7 +34,8 @@ How to add a cell
    define the abstract methods ``make_recurrence``, ``reset_parameters``,
    ``recurrent_weight`` and ``forward_states`` (a :class:`FusedCell` has them all;
    it needs ``stepwise`` and, if its recurrent part is gated, ``gate_recurrent_delta``
-   and ``recurrent_deltas``).
+   and ``recurrent_deltas``; with ``step``, one step in plain tensor operations, and
+   ``stackable = True``, the stacked grid search trains it too).
 2. Call ``register_cell(MyCell())`` at the end of that file.
 3. Import the file: for a cell shipped with the package, one line below; for your
    own, import your module before fitting. ``cell='my_cell'`` then works in

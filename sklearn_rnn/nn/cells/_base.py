@@ -125,7 +125,8 @@ class Cell(ABC):
         optimizer) supports it: the cell then implements :meth:`stepwise`.
     stackable : bool
         Whether :func:`torch.func.vmap` vectorizes its forward pass over models (the
-        stacked grid-search trainer).
+        stacked grid-search trainer): :meth:`forward_vectorizable` is written in plain
+        tensor operations.
     default_spectral_radius : float or None
         What ``spectral_radius='auto'`` of the estimators means for it: the thesis'
         1.2, or None for PyTorch's uniform initialization.
@@ -288,6 +289,59 @@ class Cell(ABC):
         torch.Tensor of shape (batch, steps, hidden_size)
         """
         return self.forward_states(projection, recurrence, z, initial, gaps).hidden
+
+    def forward_vectorizable(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """The same layer as :meth:`forward`, in plain tensor operations that :func:`torch.func.vmap` vectorizes.
+
+        What a network runs when its :attr:`~sklearn_rnn.nn.RecurrentNetwork.vectorizable`
+        switch is on (the stacked grid-search trainer, :attr:`stackable` cells only):
+        no fused kernel and no hand-written autograd function, which have no
+        vectorization rule. A cell whose :meth:`forward` is already written that way
+        (the 'decay' cell) keeps this default, :meth:`forward` itself.
+
+        Parameters
+        ----------
+        projection, recurrence, z, initial, gaps
+            As for :meth:`forward_states`.
+
+        Returns
+        -------
+        torch.Tensor of shape (batch, steps, hidden_size)
+        """
+        return self.forward(projection, recurrence, z, initial, gaps)
+
+    def forward_states_vectorizable(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> LayerStates:
+        """:meth:`forward_states` in plain tensor operations (see :meth:`forward_vectorizable`).
+
+        What a network's :meth:`~sklearn_rnn.nn.RecurrentNetwork.forward_states` runs
+        when its :attr:`~sklearn_rnn.nn.RecurrentNetwork.vectorizable` switch is on
+        (the stacked trainer's simplex method). The default is :meth:`forward_states`
+        itself, for a cell written in plain tensor operations.
+
+        Parameters
+        ----------
+        projection, recurrence, z, initial, gaps
+            As for :meth:`forward_states`.
+
+        Returns
+        -------
+        LayerStates
+        """
+        return self.forward_states(projection, recurrence, z, initial, gaps)
 
     # ------------------------------------------------------------ temporal gradients
     def stepwise(
@@ -614,6 +668,113 @@ class FusedCell(Cell):
         # train=True keeps what cuDNN's backward needs; the kernel's own dropout is 0.
         args = (z, hx, weights, True, 1, 0.0, torch.is_grad_enabled(), False, True)
         return _quiet(self.kernel, *args)[0]  # (B, T, H)
+
+    def forward_vectorizable(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """The same layer as :meth:`forward`, a loop over steps of :meth:`step` in plain tensor operations.
+
+        The fused kernel's function (its equations, gate order and parameters), written
+        so that :func:`torch.func.vmap` vectorizes it over models: the stacked trainer
+        runs it (:attr:`~sklearn_rnn.nn.RecurrentNetwork.vectorizable`). Slower than
+        the fused kernel for one network, so ``fit`` and prediction never use it.
+
+        Parameters
+        ----------
+        projection, recurrence, z, initial, gaps
+            As for :meth:`forward_states`.
+
+        Returns
+        -------
+        torch.Tensor of shape (batch, steps, hidden_size)
+            The states ``h_t``, as :meth:`forward` computes them (up to rounding).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from sklearn_rnn.nn import get_cell
+        >>> gru = get_cell("gru")
+        >>> projection, recurrence = torch.nn.Linear(2, 9), gru.make_recurrence(3)
+        >>> gru.reset_parameters(projection, recurrence, spectral_radius=None, generator=None)
+        >>> z = torch.randn(4, 6, 2)
+        >>> torch.allclose(gru.forward_vectorizable(projection, recurrence, z, (), None),
+        ...                gru.forward(projection, recurrence, z, (), None), atol=1e-6)
+        True
+        """
+        return self.forward_states_vectorizable(projection, recurrence, z, initial, gaps).hidden
+
+    def forward_states_vectorizable(
+        self,
+        projection: nn.Linear,
+        recurrence: nn.Module,
+        z: torch.Tensor,
+        initial: tuple[torch.Tensor, ...],
+        gaps: torch.Tensor | None,
+    ) -> LayerStates:
+        """Project, then run the loop of :meth:`step`: the gradient of ``u`` is every delta.
+
+        The same :class:`LayerStates` as :meth:`forward_states` (``resets`` None), in
+        plain tensor operations that :func:`torch.func.vmap` vectorizes.
+
+        Parameters
+        ----------
+        projection, recurrence, z, initial, gaps
+            As for :meth:`forward_states`.
+
+        Returns
+        -------
+        LayerStates
+        """
+        projected = projection(z)  # (B, T, G * H): every gate's input part, b included
+        weight = self.recurrent_weight(recurrence)  # (G * H, H)
+        bias = self.recurrent_bias(recurrence)  # (G * H,) or None
+        if initial:
+            state = initial
+        else:
+            zeros = projected.new_zeros(z.shape[0], recurrence.hidden_size)  # (B, H)
+            state = (zeros,) * self.state_count
+        hidden = []
+        for u in projected.unbind(1):  # (B, G * H) each
+            state = self.step(u, state, weight, bias)
+            hidden.append(state[0])
+        return LayerStates(z, projected, torch.stack(hidden, dim=1), initial)  # hidden: (B, T, H)
+
+    def step(
+        self,
+        u: torch.Tensor,
+        state: tuple[torch.Tensor, ...],
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, ...]:
+        """One step of the recurrence in plain tensor operations (see :meth:`forward_vectorizable`).
+
+        A cell that sets :attr:`~Cell.stackable` defines it.
+
+        Parameters
+        ----------
+        u : torch.Tensor of shape (batch, gates * hidden)
+            The step's projected inputs.
+        state : tuple of torch.Tensor of shape (batch, hidden)
+            ``(h_{t-1},)``, or ``(h_{t-1}, c_{t-1})`` for the LSTM.
+        weight : torch.Tensor of shape (gates * hidden, hidden)
+            ``W_hh``.
+        bias : torch.Tensor of shape (gates * hidden,) or None
+            ``b_hh`` of a cell that :attr:`~Cell.has_recurrent_bias`.
+
+        Returns
+        -------
+        tuple of torch.Tensor of shape (batch, hidden)
+            The new state, ``h_t`` first.
+        """
+        raise ValueError(
+            f"cell={self.name!r} has no step in plain tensor operations, so the stacked trainer "
+            f"cannot run it; the cells it runs are {cell_names(stackable=True)}."
+        )
 
     def _hx(
         self, initial: tuple[torch.Tensor, ...], z: torch.Tensor, hidden_size: int

@@ -2,7 +2,8 @@
 
 PyTorch's :class:`torch.nn.RNN` (``nonlinearity='tanh'`` or ``'relu'``) is the fused
 kernel; :class:`_Elman` is the step-by-step recurrence with its hand-written backward
-pass, whose delta is ``f'(a_t) dL/dh_t``. The recurrent part is not gated, so the
+pass, whose delta is ``f'(a_t) dL/dh_t``; :meth:`ElmanCell.step` is one step in plain
+tensor operations, for the stacked trainer. The recurrent part is not gated, so the
 temporal gradient of ``W_rec`` at step ``t`` is ``delta_t h_{t-1}^T``.
 """
 
@@ -39,6 +40,7 @@ class ElmanCell(FusedCell):
     """
 
     module = nn.RNN
+    stackable = True
 
     def __init__(self, name: str, *, nonlinearity: str) -> None:
         if nonlinearity not in ("tanh", "relu"):
@@ -59,6 +61,17 @@ class ElmanCell(FusedCell):
         record: Record,
     ) -> torch.Tensor:
         return _Elman.apply(u, weight, h0, self.nonlinearity == "relu", record)
+
+    def step(  # noqa: D102
+        self,
+        u: torch.Tensor,
+        state: tuple[torch.Tensor, ...],
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, ...]:
+        (h,) = state
+        a = u + h @ weight.T  # (B, H)
+        return (torch.relu(a) if self.nonlinearity == "relu" else torch.tanh(a),)
 
 
 class _Elman(torch.autograd.Function):

@@ -15,6 +15,9 @@ one batched product, no loop over steps). ``b_hr`` and ``b_hz`` add to ``u`` exa
 ``b`` does: their temporal gradients equal those of ``b``'s first two blocks. The
 candidate block ``b_hn`` cannot merge into ``b``, so the GRU keeps ``b_hh`` of its own
 (:attr:`~sklearn_rnn.nn.cells.Cell.has_recurrent_bias`) with a frozen zero ``b_ih``.
+
+:meth:`GRUCell.step` is one step of the same equations in plain tensor operations, which
+the stacked trainer vectorizes over models.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class GRUCell(FusedCell):
     has_recurrent_bias = True
     module = nn.GRU
     kernel = torch.gru
+    stackable = True
 
     def stepwise(  # noqa: D102
         self,
@@ -60,6 +64,21 @@ class GRUCell(FusedCell):
         record: Record,
     ) -> torch.Tensor:
         return _GRU.apply(u, weight, bias, h0, record)
+
+    def step(  # noqa: D102
+        self,
+        u: torch.Tensor,
+        state: tuple[torch.Tensor, ...],
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, ...]:
+        (h,) = state
+        hidden = h.shape[-1]
+        q = h @ weight.T + bias  # (B, 3H): W_hh h_{t-1} + b_hh
+        gates = torch.sigmoid(u[..., : 2 * hidden] + q[..., : 2 * hidden])  # r, z
+        r, z = gates[..., :hidden], gates[..., hidden:]
+        n = torch.tanh(u[..., 2 * hidden :] + r * q[..., 2 * hidden :])
+        return (n + z * (h - n),)
 
     def gate_recurrent_delta(self, delta: torch.Tensor, resets: torch.Tensor | None) -> torch.Tensor:
         """``delta`` with its candidate block scaled by the reset gate: ``[d_r, d_z, d_n * r]``.

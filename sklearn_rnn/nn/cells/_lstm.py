@@ -4,7 +4,8 @@
 ``h_t = o tanh(c_t)``, with ``u_t`` holding every gate's input part. Every gate reads
 ``h_{t-1}`` through ``W_hh`` alone, so the temporal gradient of ``W_hh`` at step ``t``
 is ``delta_t h_{t-1}^T``, as for the Elman cells. :class:`torch.nn.LSTM` is the fused
-kernel; :class:`_LSTM` the step-by-step recurrence with its hand-written backward pass.
+kernel; :class:`_LSTM` the step-by-step recurrence with its hand-written backward pass;
+:meth:`LSTMCell.step` one step in plain tensor operations, for the stacked trainer.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class LSTMCell(FusedCell):
     torch_mode = "LSTM"
     module = nn.LSTM
     kernel = torch.lstm
+    stackable = True
 
     def reset_parameters(
         self,
@@ -94,6 +96,18 @@ class LSTMCell(FusedCell):
         record: Record,
     ) -> torch.Tensor:
         return _LSTM.apply(u, weight, h0, c0, record)
+
+    def step(  # noqa: D102
+        self,
+        u: torch.Tensor,
+        state: tuple[torch.Tensor, ...],
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, ...]:
+        h, c = state
+        i, f, g, o = (u + h @ weight.T).chunk(4, dim=-1)  # PyTorch's gate order
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
 
 
 class _LSTM(torch.autograd.Function):

@@ -291,3 +291,18 @@ def test_stacked_on_cuda_matches_fit_on_cuda():
     for a, b in zip(stacked, alone):
         assert next(a.module_.parameters()).is_cuda
         assert largest_difference(a, b) < 1e-5
+
+
+def test_stacked_networks_with_a_convolutional_stage_match_their_own_fit():
+    # The default stage of untimed input (here set explicitly, on timed data with a cell
+    # that reads the time as an ordinary input) stacks: torch.func.vmap runs its
+    # convolutions over the models.
+    X, y = visits(60)
+    models = [explicit(cell="gru", time_feature=None, conv_kernels=(3, 5), conv_channels=4,
+                       readout="pool", spectral_radius=radius, clip_threshold=tau, random_state=seed)
+              for radius, tau, seed in [(0.9, 0.5, 0), (1.3, 2.0, 1)]]
+    stacked, alone = stack_and_fit(models, [(X, y), (X[:50], y[:50])])
+    for a, b in zip(stacked, alone):
+        assert a.module_.conv.kernel_sizes == (3, 5) and a.n_iter_ == b.n_iter_
+        assert largest_difference(a, b) < 1e-6
+        np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-5)

@@ -81,6 +81,19 @@ def test_flat_sequences_batch_is_right_padded_with_zeros():
     assert lengths.tolist() == [1, 3]
 
 
+def test_flat_sequences_batch_of_equal_lengths_is_a_gather_of_the_same_values():
+    rng = np.random.default_rng(0)
+    arrays = [rng.normal(size=(4, 3)) for _ in range(5)]
+    flat = FlatSequences.from_arrays(arrays)
+    assert flat.common_length == 4
+    x, lengths = flat.batch(np.array([3, 0, 4]))
+    assert torch.equal(x, torch.as_tensor(np.stack([arrays[3], arrays[0], arrays[4]]), dtype=torch.float32))
+    assert lengths.tolist() == [4, 4, 4]
+    x[0] = 0.0  # a copy: the stored steps stay as they were
+    assert torch.equal(flat.batch(np.array([3]))[0][0], torch.as_tensor(arrays[3], dtype=torch.float32))
+    assert FlatSequences.from_arrays([np.ones((2, 1)), np.ones((3, 1))]).common_length is None
+
+
 def test_flat_sequences_subset_keeps_order_and_values():
     arrays = [np.full((n, 2), float(n)) for n in (3, 1, 4, 2)]
     subset = FlatSequences.from_arrays(arrays).subset(np.array([2, 0]))

@@ -51,6 +51,8 @@ class FlatSequences:
         self.values = values
         self.lengths = lengths.to(device=values.device, dtype=torch.long)
         self.starts = torch.cumsum(self.lengths, 0) - self.lengths  # (n,)
+        self._common_length: int | None = None
+        self._common_length_known = False
 
     @classmethod
     def from_arrays(
@@ -102,8 +104,21 @@ class FlatSequences:
         rows = torch.repeat_interleave(self.starts[index], lengths) + within
         return FlatSequences(self.values[rows], lengths)
 
+    @property
+    def common_length(self) -> int | None:
+        """The length every sequence has, or None when the lengths differ (found once)."""
+        if not self._common_length_known:
+            lengths = self.lengths
+            if len(lengths) and bool((lengths == lengths[:1]).all()):
+                self._common_length = int(lengths[0])
+            self._common_length_known = True
+        return self._common_length
+
     def batch(self, indices: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Gather sequences into a right-padded batch.
+
+        When every sequence has the same length (a stream of fixed windows), the steps
+        are an ``(n, T, d)`` block and the batch is one gather from it, with no padding.
 
         Parameters
         ----------
@@ -118,6 +133,9 @@ class FlatSequences:
         """
         index = torch.as_tensor(indices, device=self.values.device, dtype=torch.long)
         lengths = self.lengths[index]  # (B,)
+        common = self.common_length
+        if common is not None:
+            return self.values.reshape(len(self), common, self.values.shape[1])[index], lengths
         steps = torch.arange(int(lengths.max()), device=index.device)  # (T,)
         valid = steps[None, :] < lengths[:, None]  # (B, T)
         rows = self.starts[index][:, None] + torch.minimum(steps[None, :], lengths[:, None] - 1)

@@ -97,8 +97,41 @@ class _History(History):
         key = i if isinstance(i, tuple) else (i,)
         if key and isinstance(key[0], int) and not isinstance(key[0], bool):
             row = list.__getitem__(self, key[0])  # IndexError as skorch's
-            return History([row])[(0, *key[1:])]
+            found = _read_row(row, key[1:])
+            return found if found is not _MISSING else History([row])[(0, *key[1:])]
         return super().__getitem__(i)
+
+
+#: What :func:`_read_row` returns when skorch's own indexing must answer.
+_MISSING = object()
+
+
+def _read_row(row: Any, key: tuple) -> Any:
+    """What skorch's history returns for ``key`` on one epoch's ``row``, for the keys
+    that skorch and the callbacks read every epoch (a value of the epoch, of one batch,
+    or of every batch), found with plain dict and list lookups; ``_MISSING`` for any
+    other key, or when the value is absent (skorch then raises its own ``KeyError``)."""
+    if not isinstance(row, dict):
+        return _MISSING
+    if len(key) == 1 and type(key[0]) is str:  # history[e, key]
+        return row.get(key[0], _MISSING)
+    if len(key) != 3 or key[0] != "batches" or not isinstance(row.get("batches"), list):
+        return _MISSING
+    batches, index, name = row["batches"], key[1], key[2]
+    if type(index) is int and type(name) is str:  # history[e, 'batches', b, key]
+        if not -len(batches) <= index < len(batches) or not isinstance(batches[index], dict):
+            return _MISSING
+        return batches[index].get(name, _MISSING)
+    if index != slice(None) or not all(isinstance(batch, dict) for batch in batches):
+        return _MISSING
+    if type(name) is str:  # history[e, 'batches', :, key]: the batches that have it
+        values = [batch[name] for batch in batches if name in batch]
+    elif type(name) is list and all(type(part) is str for part in name):
+        # history[e, 'batches', :, [key, ...]]: the batches that have every key
+        values = [[batch[part] for part in name] for batch in batches if all(part in batch for part in name)]
+    else:
+        return _MISSING
+    return values if values else _MISSING
 
 
 class ValidationSplit:

@@ -375,6 +375,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         rollback = None if reset else Rollback(net)
         guard = dict(net.callbacks_)["guard"]
         guard.quiet_when_nothing_finished = reset  # nothing of this call is kept then
+        if rollback is not None and not self.callbacks:
+            # Only a user's callback could change the weights before the first epoch
+            # begins: without one, that epoch's copy is the rollback's.
+            guard.start_state = rollback.state
         try:
             with net.train_split.serving(valid):  # the fitted model keeps no data
                 net.partial_fit(train, y=None)
@@ -382,6 +386,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if rollback is not None:
                 rollback.restore(net)
             raise
+        finally:
+            guard.start_state = None
         if reset and guard.interrupted_ and not len(net.history):
             raise KeyboardInterrupt(
                 f"{type(self).__name__}.fit was interrupted before its first epoch finished; "

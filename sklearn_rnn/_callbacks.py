@@ -345,7 +345,23 @@ def check_finite_outputs(outputs: Any) -> None:
 
 def _snapshot(net: Any) -> dict[str, Any]:
     module = {name: tensor.detach().clone() for name, tensor in net.module_.state_dict().items()}
-    return {"module": module, "optimizer": copy.deepcopy(net.optimizer_.state_dict())}
+    return {"module": module, "optimizer": _copied(net.optimizer_.state_dict())}
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of an optimizer's ``state_dict()``: plain dicts, lists and tuples
+    rebuilt, tensors cloned, numbers and strings shared, anything else deep-copied
+    (``copy.deepcopy`` of the whole cost a streaming update up to 0.2 ms)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return kind(_copied(item) for item in value)
+    if isinstance(value, torch.Tensor):
+        return copy.deepcopy(value) if value.requires_grad else value.detach().clone()
+    if value is None or kind in (bool, int, float, str):
+        return value
+    return copy.deepcopy(value)
 
 
 def _restore(net: Any, snapshot: dict[str, Any] | None) -> None:
@@ -360,4 +376,4 @@ def _finite_parameters(module: torch.nn.Module) -> bool:
     device sync per parameter cost a streaming update about 0.15 ms)."""
     values = [parameter.detach().reshape(-1) for parameter in module.parameters()]
     # The largest magnitude is NaN or infinite if any weight is: one reduction.
-    return not values or bool(torch.cat(values).abs().amax() < math.inf)
+    return not values or math.isfinite(torch.cat(values).abs().amax().item())

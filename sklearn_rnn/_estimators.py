@@ -188,6 +188,18 @@ def _seeds_of_int(seed: int) -> _Seeds:
     return _Seeds.from_generator(check_random_state(seed))
 
 
+@functools.lru_cache(maxsize=64)
+def _seed_sequence(seed: int) -> np.random.SeedSequence:
+    """``SeedSequence(seed)``, hashed once per seed (nothing here spawns from it)."""
+    return np.random.SeedSequence(seed)
+
+
+def _shuffle_generator(seed: int) -> np.random.Generator:
+    """``numpy.random.default_rng(seed)``, the same stream, without hashing the seed
+    again: a streaming ``partial_fit`` starts its shuffling stream afresh every call."""
+    return np.random.Generator(np.random.PCG64(_seed_sequence(seed)))
+
+
 class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     """Training logic shared by :class:`RNNClassifier` and :class:`RNNRegressor`.
 
@@ -734,7 +746,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.output_steps = self._output_steps
         net.precision = self.precision
         net.max_epochs = 1 if incremental else int(self.max_iter)
-        net.iterator_train__random_state = np.random.default_rng(seeds.shuffle)
+        net.iterator_train__random_state = _shuffle_generator(seeds.shuffle)
         if net.initialized_:
             self._apply_optimizer_params(net)
 

@@ -433,7 +433,7 @@ def check_float32_range(values: Any, lengths: Any) -> None:
     """
     # One reduction for the common case (the largest magnitude is NaN or infinite if
     # any value is): 10 times cheaper than isfinite() on a (5000, 6) block.
-    if values.numel() == 0 or bool(values.abs().amax() < math.inf):
+    if values.numel() == 0 or math.isfinite(values.abs().amax().item()):
         return
     finite = values.isfinite().all(dim=1)  # (total_steps,)
     row = int((~finite).nonzero()[0, 0])

@@ -130,6 +130,15 @@ def _class_indices(classes: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The index of each label of ``y`` in the sorted ``classes`` (what
     ``LabelEncoder.transform`` returns), -1 for a label that is not among them: one
     binary search over the classes, for labels of any comparable type."""
+    if (
+        y.dtype.kind in "iu" and classes.dtype.kind in "iu" and len(classes) and len(y)
+        and classes[0] == 0 and classes[-1] == len(classes) - 1
+    ):
+        # The classes are 0, ..., k - 1 (sorted and unique): a label in that range is
+        # its own index, found with two reductions instead of a search (a streaming
+        # partial_fit encodes its labels on every call).
+        if y.min() >= 0 and y.max() < len(classes):
+            return y.astype(np.intp, copy=False)
     try:
         index = np.searchsorted(classes, y).clip(max=len(classes) - 1)
         known = np.asarray(classes[index] == y, dtype=bool)

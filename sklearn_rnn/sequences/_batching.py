@@ -50,9 +50,17 @@ class FlatSequences:
     def __init__(self, values: torch.Tensor, lengths: torch.Tensor) -> None:
         self.values = values
         self.lengths = lengths.to(device=values.device, dtype=torch.long)
-        self.starts = torch.cumsum(self.lengths, 0) - self.lengths  # (n,)
+        self._starts: torch.Tensor | None = None
         self._common_length: int | None = None
         self._common_length_known = False
+
+    @property
+    def starts(self) -> torch.Tensor:
+        """The first row of each sequence in ``values``, ``(n,)`` (found once, when
+        first needed: a batch of equal lengths does not need it)."""
+        if self._starts is None:
+            self._starts = torch.cumsum(self.lengths, 0) - self.lengths
+        return self._starts
 
     @classmethod
     def from_arrays(
@@ -108,8 +116,8 @@ class FlatSequences:
     def common_length(self) -> int | None:
         """The length every sequence has, or None when the lengths differ (found once)."""
         if not self._common_length_known:
-            lengths = self.lengths
-            if len(lengths) and bool((lengths == lengths[:1]).all()):
+            lengths = self.lengths.cpu().numpy()
+            if len(lengths) and lengths.min() == lengths.max():
                 self._common_length = int(lengths[0])
             self._common_length_known = True
         return self._common_length
@@ -215,8 +223,8 @@ class SequenceDataset(torch.utils.data.Dataset):
         inputs : dict of torch.Tensor
         y : torch.Tensor or None
         """
-        x, lengths = self.sequences.batch(indices)
-        index = torch.as_tensor(indices, device=self.sample_weight.device)
+        index = torch.as_tensor(indices, device=self.sample_weight.device, dtype=torch.long)
+        x, lengths = self.sequences.batch(index)
         inputs = {"x": x, "lengths": lengths, "sample_weight": self.sample_weight[index]}
         if isinstance(self.y, FlatSequences):
             y = self.y.batch(indices)[0]  # (B, T, k), zero after each sequence's end

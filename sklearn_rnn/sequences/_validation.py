@@ -9,6 +9,7 @@ are padding there too).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from collections.abc import Sequence
@@ -299,11 +300,17 @@ def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:
     One copy of all steps, checked with array operations: the cost per sequence is a
     slice, so that a million short sequences validate in seconds.
     """
-    lengths = np.fromiter((len(array) for array in arrays), dtype=np.int64, count=len(arrays))
+    counts = [len(array) for array in arrays]
     steps = np.concatenate(arrays, axis=0)  # (N, d), a fresh copy
+    finite = bool(np.isfinite(steps).all())  # no infinite value, and no NaN
+    if finite and min(counts) > 0:
+        # Nothing to trim and no empty sequence: each sequence is its slice of the steps.
+        bounds = [0, *itertools.accumulate(counts)]
+        return [steps[start:end] for start, end in zip(bounds, bounds[1:])]
+    lengths = np.array(counts, dtype=np.int64)
     ends = np.cumsum(lengths)
     starts = ends - lengths
-    if np.isfinite(steps).all():  # no infinite value, and no NaN: nothing to trim
+    if finite:  # nothing to trim: an empty sequence is refused
         return _valid_steps(arrays, steps, starts, lengths)
     infinite = np.isinf(steps)
     if infinite.any():

@@ -196,6 +196,10 @@ class SequenceNet(NeuralNet):
     #: What the callbacks were built from (see :func:`configure`).
     callback_spec: tuple | None = None
 
+    #: The estimator's settings that the network and its optimizer were last checked
+    #: against before continued training (set and read by the estimator).
+    checked_settings: tuple | None = None
+
     #: Whether the training calls have validation data (with the stopping rule); set
     #: by :func:`configure` with the callbacks.
     validates: bool = True

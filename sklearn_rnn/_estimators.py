@@ -104,6 +104,13 @@ def frame_sequences(sequences: list[np.ndarray], frame: int) -> list[np.ndarray]
 
 OPTIMIZERS = ("sgd", "adam", "simplex")
 
+#: The parameters that shape a fitted network or its optimizer (what
+#: ``BaseRNN._check_continuation`` compares with the network).
+_SHAPING_PARAMS = (
+    "hidden_size", "cell", "num_layers", "dropout", "hidden_init", "spectral_radius",
+    "time_feature", "frame", "readout", "optimizer", "device",
+)
+
 class _Seeds(NamedTuple):
     """Seeds of every random draw of one call to ``fit``, drawn together from
     ``random_state`` so that changing one setting (say, the optimizer) does not shift
@@ -483,7 +490,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _check_continuation(self, *, device: bool = True) -> None:
         """Refuse continued training when a parameter that shaped the network or its
         optimizer changed since it was built (it would be silently ignored); with
-        ``device=False``, whatever the device (a model file may go anywhere)."""
+        ``device=False``, whatever the device (a model file may go anywhere).
+
+        A stream of ``partial_fit`` calls checks once: the check is skipped while the
+        network, the encoder, the frame and the parameters it reads are the ones that
+        passed it last time."""
+        settings = None
+        if device:
+            shaping = tuple(getattr(self, name) for name in _SHAPING_PARAMS)
+            settings = (id(self.net_.module_), id(self._encoder), self._frame, shaping)
+            if self.net_.checked_settings == settings:
+                return
         fitted = self._fitted_architecture()
         if not device:
             del fitted["device"]
@@ -515,6 +532,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "clip_threshold, switch_threshold, batch_size, alpha, max_iter and the "
                 "stopping rule do apply to continued training."
             )
+        self.net_.checked_settings = settings
 
     def _diagnostic_batch(self, X: Any, y: Any) -> tuple[Any, ...]:
         """The network and ``(X, y)`` as one padded batch, for :mod:`sklearn_rnn.diagnostics`.

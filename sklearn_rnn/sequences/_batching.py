@@ -114,11 +114,13 @@ class FlatSequences:
 
     @property
     def common_length(self) -> int | None:
-        """The length every sequence has, or None when the lengths differ (found once)."""
+        """The length every sequence has, or None when the lengths differ (found once;
+        None too when ``values`` holds rows beyond the sequences' steps)."""
         if not self._common_length_known:
             lengths = self.lengths.cpu().numpy()
             if len(lengths) and lengths.min() == lengths.max():
-                self._common_length = int(lengths[0])
+                common = int(lengths[0])
+                self._common_length = common if len(self.values) == common * len(lengths) else None
             self._common_length_known = True
         return self._common_length
 

@@ -94,6 +94,25 @@ def test_flat_sequences_batch_of_equal_lengths_is_a_gather_of_the_same_values():
     assert FlatSequences.from_arrays([np.ones((2, 1)), np.ones((3, 1))]).common_length is None
 
 
+def test_checked_sequences_are_encoded_from_their_one_array_without_sharing_it():
+    from sklearn_rnn.sequences._validation import joined_steps
+
+    rng = np.random.default_rng(0)
+    checked = check_sequences([rng.normal(size=(n, 2)) for n in (3, 1, 4)])
+    steps, lengths, shared = joined_steps(checked)
+    assert shared and lengths.tolist() == [3, 1, 4] and np.shares_memory(steps, checked[2])
+    encoder = InputEncoder.fit(checked)
+    for dtype in (torch.float32, torch.float64):
+        fast, joined = encoder.encode(checked, dtype=dtype), encoder.encode(list(checked), dtype=dtype)
+        assert torch.equal(fast.values, joined.values) and torch.equal(fast.lengths, joined.lengths)
+        assert not np.shares_memory(fast.values.numpy(), steps)
+    changed = list(checked)
+    checked[1] = np.full((2, 2), 7.0)  # no longer the cut: joined anew
+    steps, lengths, shared = joined_steps(checked)
+    assert not shared and lengths.tolist() == [3, 2, 4] and steps[3:5].tolist() == [[7.0, 7.0]] * 2
+    assert not joined_steps(changed)[2]
+
+
 def test_flat_sequences_subset_keeps_order_and_values():
     arrays = [np.full((n, 2), float(n)) for n in (3, 1, 4, 2)]
     subset = FlatSequences.from_arrays(arrays).subset(np.array([2, 0]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -306,7 +307,7 @@ def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:
     if finite and min(counts) > 0:
         # Nothing to trim and no empty sequence: each sequence is its slice of the steps.
         bounds = [0, *itertools.accumulate(counts)]
-        return [steps[start:end] for start, end in zip(bounds, bounds[1:])]
+        return _CutSteps([steps[start:end] for start, end in zip(bounds, bounds[1:])], steps, counts)
     lengths = np.array(counts, dtype=np.int64)
     ends = np.cumsum(lengths)
     starts = ends - lengths
@@ -330,6 +331,61 @@ def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:
         last = np.maximum.reduceat(rows, starts[nonempty])  # last observed row of each
         valid[nonempty] = np.maximum(last - starts[nonempty] + 1, 0)
     return _valid_steps(arrays, steps, starts, valid)
+
+
+class _CutSteps(list):
+    """Checked sequences that are consecutive slices of one array of steps, kept with
+    them so that encoding reads it instead of joining the slices again (see
+    :func:`joined_steps`)."""
+
+    __slots__ = ("_cut", "_lengths", "_steps")
+
+    def __init__(self, cut: list[np.ndarray], steps: np.ndarray, lengths: list[int]) -> None:
+        super().__init__(cut)
+        self._cut = tuple(cut)
+        self._steps = steps
+        self._lengths = lengths
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy (pickle, deepcopy) is a plain list: its arrays no longer share memory.
+        return (list, (list(self),))
+
+
+def joined_steps(sequences: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    """All steps of ``sequences`` in one ``(N, d)`` array, and their lengths.
+
+    For sequences as :func:`check_sequences` returned them (finite, cut from one array)
+    and unchanged since (the same arrays in the same order), that array itself: the
+    steps are not joined a second time. Otherwise a new array.
+
+    Parameters
+    ----------
+    sequences : list of ndarray of shape (T_i, d)
+
+    Returns
+    -------
+    steps : ndarray of shape (sum T_i, d)
+    lengths : ndarray of int of shape (n,)
+    shared : bool
+        Whether ``steps`` is the sequences' own memory (not a new array).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._validation import joined_steps
+    >>> checked = check_sequences([np.ones((2, 1)), np.zeros((1, 1))])
+    >>> steps, lengths, shared = joined_steps(checked)
+    >>> steps.ravel().tolist(), lengths.tolist(), shared, np.shares_memory(steps, checked[1])
+    ([1.0, 1.0, 0.0], [2, 1], True, True)
+    >>> joined_steps(list(checked))[2]  # any other list: joined anew
+    False
+    """
+    if type(sequences) is _CutSteps and len(sequences) == len(sequences._cut) and all(
+        map(operator.is_, sequences, sequences._cut)
+    ):
+        return sequences._steps, np.array(sequences._lengths), True
+    lengths = np.array([len(sequence) for sequence in sequences])
+    return np.concatenate(sequences, axis=0), lengths, False
 
 
 def _valid_steps(

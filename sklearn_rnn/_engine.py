@@ -116,7 +116,9 @@ def _read_row(row: Any, key: tuple) -> Any:
         return _MISSING
     if len(key) == 1 and type(key[0]) is str:  # history[e, key]
         return row.get(key[0], _MISSING)
-    if len(key) != 3 or key[0] != "batches" or not isinstance(row.get("batches"), list):
+    if len(key) != 3 or type(key[0]) is not str or key[0] != "batches" or not isinstance(
+        row.get("batches"), list
+    ):
         return _MISSING
     batches, index, name = row["batches"], key[1], key[2]
     if type(index) is int and type(name) is str:  # history[e, 'batches', b, key]

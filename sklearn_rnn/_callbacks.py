@@ -75,6 +75,12 @@ class TrainingGuard(Callback):
     (3, None)
     """
 
+    #: A copy (as ``_snapshot`` takes it) of the state the next training call starts
+    #: from, given by the caller when nothing can change the weights between that copy
+    #: and the first epoch: that epoch then keeps it instead of copying the same state
+    #: again (one copy per epoch trained, a rollback copy included). Used once.
+    start_state: dict[str, Any] | None = None
+
     def __init__(self, owner: str = "the network", restores_best: bool = False) -> None:
         self.owner = owner
         self.restores_best = restores_best
@@ -96,7 +102,8 @@ class TrainingGuard(Callback):
 
     def on_epoch_begin(self, net: Any, **kwargs: Any) -> None:
         self._batch = 0
-        self._snapshot = _snapshot(net)  # the state of the last finished epoch, or of the call's start
+        # The state of the last finished epoch, or of the call's start.
+        self._snapshot, self.start_state = self.start_state or _snapshot(net), None
         self._unchanged = False
 
     def on_batch_end(self, net: Any, batch: Any = None, training: bool = False, **kwargs: Any) -> None:
@@ -338,7 +345,23 @@ def check_finite_outputs(outputs: Any) -> None:
 
 def _snapshot(net: Any) -> dict[str, Any]:
     module = {name: tensor.detach().clone() for name, tensor in net.module_.state_dict().items()}
-    return {"module": module, "optimizer": copy.deepcopy(net.optimizer_.state_dict())}
+    return {"module": module, "optimizer": _copied(net.optimizer_.state_dict())}
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of an optimizer's ``state_dict()``: plain dicts, lists and tuples
+    rebuilt, tensors cloned, numbers and strings shared, anything else deep-copied
+    (``copy.deepcopy`` of the whole cost a streaming update up to 0.2 ms)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return kind(_copied(item) for item in value)
+    if isinstance(value, torch.Tensor):
+        return copy.deepcopy(value) if value.requires_grad else value.detach().clone()
+    if value is None or kind in (bool, int, float, str):
+        return value
+    return copy.deepcopy(value)
 
 
 def _restore(net: Any, snapshot: dict[str, Any] | None) -> None:
@@ -352,4 +375,5 @@ def _finite_parameters(module: torch.nn.Module) -> bool:
     """Whether every weight is finite: one check over all of them (a check and a
     device sync per parameter cost a streaming update about 0.15 ms)."""
     values = [parameter.detach().reshape(-1) for parameter in module.parameters()]
-    return not values or bool(torch.isfinite(torch.cat(values)).all())
+    # The largest magnitude is NaN or infinite if any weight is: one reduction.
+    return not values or math.isfinite(torch.cat(values).abs().amax().item())

@@ -108,6 +108,13 @@ def frame_sequences(sequences: list[np.ndarray], frame: int) -> list[np.ndarray]
 
 OPTIMIZERS = ("sgd", "adam", "simplex")
 
+#: The parameters that shape a fitted network or its optimizer (what
+#: ``BaseRNN._check_continuation`` compares with the network).
+_SHAPING_PARAMS = (
+    "hidden_size", "cell", "num_layers", "dropout", "hidden_init", "spectral_radius",
+    "time_feature", "frame", "readout", "conv_kernels", "conv_channels", "optimizer", "device",
+)
+
 class _Seeds(NamedTuple):
     """Seeds of every random draw of one call to ``fit``, drawn together from
     ``random_state`` so that changing one setting (say, the optimizer) does not shift
@@ -134,6 +141,15 @@ def _class_indices(classes: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The index of each label of ``y`` in the sorted ``classes`` (what
     ``LabelEncoder.transform`` returns), -1 for a label that is not among them: one
     binary search over the classes, for labels of any comparable type."""
+    if (
+        y.dtype.kind in "iu" and classes.dtype.kind in "iu" and len(classes) and len(y)
+        and classes[0] == 0 and classes[-1] == len(classes) - 1
+    ):
+        # The classes are 0, ..., k - 1 (sorted and unique): a label in that range is
+        # its own index, found with two reductions instead of a search (a streaming
+        # partial_fit encodes its labels on every call).
+        if y.min() >= 0 and y.max() < len(classes):
+            return y.astype(np.intp, copy=False)
     try:
         index = np.searchsorted(classes, y).clip(max=len(classes) - 1)
         known = np.asarray(classes[index] == y, dtype=bool)
@@ -190,6 +206,18 @@ def _seeds_of_int(seed: int) -> _Seeds:
     """``_Seeds.draw`` of an integer ``random_state``, the same every call: seeding a
     RandomState (about 0.1 ms) was a noticeable part of a streaming partial_fit."""
     return _Seeds.from_generator(check_random_state(seed))
+
+
+@functools.lru_cache(maxsize=64)
+def _seed_sequence(seed: int) -> np.random.SeedSequence:
+    """``SeedSequence(seed)``, hashed once per seed (nothing here spawns from it)."""
+    return np.random.SeedSequence(seed)
+
+
+def _shuffle_generator(seed: int) -> np.random.Generator:
+    """``numpy.random.default_rng(seed)``, the same stream, without hashing the seed
+    again: a streaming ``partial_fit`` starts its shuffling stream afresh every call."""
+    return np.random.Generator(np.random.PCG64(_seed_sequence(seed)))
 
 
 class BaseRNN(BaseEstimator, metaclass=ABCMeta):
@@ -385,6 +413,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         rollback = None if reset else Rollback(net)
         guard = dict(net.callbacks_)["guard"]
         guard.quiet_when_nothing_finished = reset  # nothing of this call is kept then
+        if rollback is not None and not self.callbacks:
+            # Only a user's callback could change the weights before the first epoch
+            # begins: without one, that epoch's copy is the rollback's.
+            guard.start_state = rollback.state
         try:
             with net.train_split.serving(valid):  # the fitted model keeps no data
                 net.partial_fit(train, y=None)
@@ -392,6 +424,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if rollback is not None:
                 rollback.restore(net)
             raise
+        finally:
+            guard.start_state = None
         if reset and guard.interrupted_ and not len(net.history):
             raise KeyboardInterrupt(
                 f"{type(self).__name__}.fit was interrupted before its first epoch finished; "
@@ -469,7 +503,21 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _check_continuation(self, *, device: bool = True) -> None:
         """Refuse continued training when a parameter that shaped the network or its
         optimizer changed since it was built (it would be silently ignored); with
-        ``device=False``, whatever the device (a model file may go anywhere)."""
+        ``device=False``, whatever the device (a model file may go anywhere).
+
+        A stream of ``partial_fit`` calls checks once: the check is skipped while the
+        network, the encoder, the frame and the parameters it reads are the ones that
+        passed it last time."""
+        settings = None
+        if device:
+            # Lists as tuples: a list changed in place must not compare equal to itself.
+            shaping = tuple(
+                tuple(value) if isinstance(value, list) else value
+                for value in (getattr(self, name) for name in _SHAPING_PARAMS)
+            )
+            settings = (id(self.net_.module_), id(self._encoder), self._frame, shaping)
+            if self.net_.checked_settings == settings:
+                return
         fitted = self._fitted_architecture()
         if not device:
             del fitted["device"]
@@ -503,6 +551,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "clip_threshold, switch_threshold, batch_size, alpha, max_iter and the "
                 "stopping rule do apply to continued training."
             )
+        self.net_.checked_settings = settings
 
     def _diagnostic_batch(self, X: Any, y: Any) -> tuple[Any, ...]:
         """The network and ``(X, y)`` as one padded batch, for :mod:`sklearn_rnn.diagnostics`.
@@ -781,7 +830,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.output_steps = self._output_steps
         net.precision = self.precision
         net.max_epochs = 1 if incremental else int(self.max_iter)
-        net.iterator_train__random_state = np.random.default_rng(seeds.shuffle)
+        net.iterator_train__random_state = _shuffle_generator(seeds.shuffle)
         if net.initialized_:
             self._apply_optimizer_params(net)
 
@@ -1718,7 +1767,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         self.balanced_batches = balanced_batches
 
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
-        y = column_or_1d(y, warn=True)
+        if not (isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "biu"):
+            # A 1-D array of integer labels is already what column_or_1d returns (whose
+            # checks cost a streaming partial_fit about 0.1 ms).
+            y = column_or_1d(y, warn=True)
         if y.dtype.kind not in "biu":
             # Integer and boolean labels always pass (type 'binary' or 'multiclass'):
             # the check costs a streaming partial_fit a few tenths of a millisecond.

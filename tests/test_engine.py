@@ -12,7 +12,8 @@ import pytest
 import skorch
 from sklearn.base import BaseEstimator, clone
 from skorch import NeuralNet
-from skorch.callbacks import Callback, EarlyStopping, LRScheduler, PrintLog
+from skorch.callbacks import Callback, EarlyStopping, LRScheduler, PassthroughScoring, PrintLog
+from skorch.history import History
 
 import sklearn_rnn
 from sklearn_rnn import RNNClassifier, RNNRegressor, RNNStepClassifier
@@ -93,6 +94,8 @@ def test_no_private_skorch_name_anywhere_in_the_package():
         (_callbacks.TrainingGuard, Callback),
         (_callbacks.EarlyStopping, EarlyStopping),
         (_callbacks.PlainPrintLog, PrintLog),
+        (_engine.EpochMeanScoring, PassthroughScoring),
+        (_engine._History, History),
     ],
 )
 def test_engine_overrides_only_public_skorch_methods(ours, base):
@@ -103,6 +106,43 @@ def test_engine_overrides_only_public_skorch_methods(ours, base):
         overridden = {name for name in vars(klass) if hasattr(base, name)}
         private = {name for name in overridden if name.startswith("_") and not name.endswith("__")}
         assert private == set(), (klass, private)
+
+
+def test_history_reads_answer_as_skorch_does():
+    """The history's fast reads of one epoch give skorch's values, and its errors."""
+    rows = [
+        {"epoch": 1, "train_loss": 0.5, "none": None, "batches": [
+            {"train_loss": 0.7, "train_batch_size": 3}, {"train_loss": 0.9, "train_batch_size": 2},
+            {"other": 1}]},
+        {"epoch": 2, "batches": []},
+    ]
+    ours, skorchs = _engine._History(rows), History(rows)
+    for key in [(-1, "epoch"), (0, "train_loss"), (0, "none"), (0, "batches"), (0, "batches", -1, "other"),
+                (0, "batches", 0, "train_loss"), (0, "batches", slice(None), "train_loss"),
+                (0, "batches", slice(None), ["train_batch_size", "train_loss"]),
+                (0, "batches", slice(None), ("train_batch_size", "train_loss")), (0, "batches", 1),
+                (1, "batches"), (slice(None), "epoch")]:
+        assert ours[key] == skorchs[key] and type(ours[key]) is type(skorchs[key]), key
+    for key in [(1, "train_loss"), (1, "batches", slice(None), "train_loss"), (0, "batches", -1, "train_loss"),
+                (0, "batches", 5, "x"), (0, "nope"), (5, "epoch")]:
+        errors = []
+        for history in (ours, skorchs):
+            with pytest.raises((KeyError, IndexError)) as error:
+                history[key]
+            errors.append((error.type, str(error.value)))
+        assert errors[0] == errors[1], key
+
+
+def test_the_epoch_loss_of_one_batch_is_skorchs_bit_for_bit():
+    """An epoch of one batch records numpy.average's value; any other epoch skorch's own."""
+    rng = np.random.default_rng(0)
+    for n_batches in (1, 1, 3):
+        for _ in range(200):
+            rows = [{"batches": [{"train_loss": float(rng.normal() * 10.0 ** rng.integers(-6, 6)),
+                                  "train_batch_size": int(rng.integers(1, 5000))} for _ in range(n_batches)]}]
+            mine = _engine.EpochMeanScoring("train_loss", on_train=True).get_avg_score(History(rows))
+            reference = PassthroughScoring("train_loss", on_train=True).get_avg_score(History(rows))
+            assert mine == reference and type(mine) is type(reference)
 
 
 def _data(n=40, seed=0):

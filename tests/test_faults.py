@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
+from skorch.callbacks import Callback
 
 from sklearn_rnn import RNNClassifier, RNNRegressor
 from sklearn_rnn._estimators import _SequenceNet
@@ -182,18 +183,25 @@ def test_interrupt_during_validation_drops_the_unfinished_epoch(data, monkeypatc
 
 def test_the_guard_copies_the_state_once_per_epoch_it_trains(data, monkeypatch):
     """The copy of a finished epoch is taken when the next epoch begins: a partial_fit
-    call (one epoch) makes one copy, a fit of n epochs n copies, and restores still work."""
-    from sklearn_rnn import _callbacks
+    call (one epoch) makes one copy, the rollback copy of continued training included
+    (the guard keeps it as its first epoch's), a fit of n epochs n copies, and restores
+    still work."""
+    from sklearn_rnn import _callbacks, _engine
 
     copies = []
     snapshot = _callbacks._snapshot
-    monkeypatch.setattr(_callbacks, "_snapshot", lambda net: copies.append(1) or snapshot(net))
+    counted = lambda net: copies.append(1) or snapshot(net)  # noqa: E731
+    monkeypatch.setattr(_callbacks, "_snapshot", counted)
+    monkeypatch.setattr(_engine, "_snapshot", counted)
     X, y, _ = data
     model = RNNClassifier(**TINY).partial_fit(X, y, classes=[0, 1])
     model.partial_fit(X, y)
     assert len(copies) == 2
     copies.clear()
     reference(RNNClassifier, X, y, 3)
+    assert len(copies) == 3
+    copies.clear()  # with a user's callback (it might change the weights) the guard copies again
+    RNNClassifier(callbacks=[("mine", Callback())], **TINY).partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
     assert len(copies) == 3
 
 

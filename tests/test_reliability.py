@@ -120,6 +120,30 @@ def test_refit_failing_during_training_is_rolled_back(monkeypatch):
     assert clf.n_iter_ == state["n_iter_"] + 1 and len(clf.net_.history) == state["history"] + 1
 
 
+def test_an_architecture_change_in_a_partial_fit_stream_is_refused():
+    """A stream checks the architecture once; a parameter changed in between is still
+    refused with nothing changed, and the stream goes on once it is set back."""
+    X, y = ragged(), np.arange(12) % 2
+    clf = RNNClassifier(**SMALL).partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
+    clf.partial_fit(X, y)  # a check already passed with these settings
+    proba, state = clf.predict_proba(X), fitted_state(clf)
+    for change in ({"hidden_size": 8}, {"cell": "lstm"}, {"num_layers": 2}, {"readout": "last"},
+                   {"conv_kernels": None}, {"conv_channels": 8}):
+        clf.set_params(**change)
+        with pytest.raises(ValueError, match="fitted with"):
+            clf.partial_fit(X, y)
+        np.testing.assert_array_equal(clf.predict_proba(X), proba)
+        assert_same_state(clf, state)
+        clf.set_params(**{name: SMALL.get(name, RNNClassifier().get_params()[name]) for name in change})
+    assert clf.partial_fit(X, y).n_iter_ == state["n_iter_"] + 1
+    # A list parameter changed in place is a change too.
+    listed = RNNClassifier(**SMALL, conv_kernels=[3, 9]).partial_fit(X, y, classes=[0, 1])
+    listed.partial_fit(X, y)
+    listed.conv_kernels.append(5)
+    with pytest.raises(ValueError, match=r"fitted with conv_kernels=\(3, 9\)"):
+        listed.partial_fit(X, y)
+
+
 # ------------------------------------------------------------------ repro 02
 def test_repro_02_architecture_change_under_warm_start_is_refused_and_lr_applied(tmp_path):
     X, y = ragged(), np.arange(12) % 2

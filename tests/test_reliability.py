@@ -128,7 +128,7 @@ def test_an_architecture_change_in_a_partial_fit_stream_is_refused():
     clf.partial_fit(X, y)  # a check already passed with these settings
     proba, state = clf.predict_proba(X), fitted_state(clf)
     for change in ({"hidden_size": 8}, {"cell": "lstm"}, {"num_layers": 2}, {"readout": "last"},
-                   {"conv_kernels": None}, {"conv_channels": 8}):
+                   {"conv_kernels": (3,)}):
         clf.set_params(**change)
         with pytest.raises(ValueError, match="fitted with"):
             clf.partial_fit(X, y)
@@ -139,6 +139,10 @@ def test_an_architecture_change_in_a_partial_fit_stream_is_refused():
     # A list parameter changed in place is a change too.
     listed = RNNClassifier(**SMALL, conv_kernels=[3, 9]).partial_fit(X, y, classes=[0, 1])
     listed.partial_fit(X, y)
+    listed.set_params(conv_channels=8)  # the width of an existing stage
+    with pytest.raises(ValueError, match=r"fitted with conv_channels=32"):
+        listed.partial_fit(X, y)
+    listed.set_params(conv_channels=32)
     listed.conv_kernels.append(5)
     with pytest.raises(ValueError, match=r"fitted with conv_kernels=\(3, 9\)"):
         listed.partial_fit(X, y)

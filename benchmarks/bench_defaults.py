@@ -90,6 +90,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "noconv": {"conv_kernels": None},
     "conv": {"conv_kernels": (3, 9)},  # the stage whatever the lengths ('auto' skips short ones)
     "it100": {"max_iter": 100},
+    "it60": {"max_iter": 60},
     "tanh": {"cell": "tanh"},
     "lstm": {"cell": "lstm"},
     "gru": {"cell": "gru"},

@@ -79,7 +79,8 @@ from ._parallel import limit_torch_threads
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
 from .optim import ClippedSGD, SimplexSGD, clipped_step_size
-from .optim._temporal import _from_gradients
+from .optim._functional import BRANCHES, _simplex_rules, _thresholds
+from .optim._temporal import _stacked_from_gradients
 from .sequences import FlatSequences
 
 __all__ = ["StackedMember", "check_stackable", "train_stacked"]
@@ -509,33 +510,91 @@ class _Stack:
                                     allow_unused=True, materialize_grads=True)
         flat.requires_grad_(False)
         values = loss.detach().tolist()
-        n_layers = len(layers)
-        counts = batch["count"].tolist()
-        for row in torch.nonzero(active).flatten().tolist():
-            if not math.isfinite(values[row]):
-                continue  # the member stops (as its own fit's guard stops it)
-            member = self.members[self.live[row]]
-            module = member.estimator.net_.module_
-            n = int(counts[row])
-            steps = int(lengths[row, :n].max())
-            cut = (row, slice(0, n), slice(0, steps))
-            layer_states = tuple(
-                LayerStates(z[cut].detach(), u[cut].detach(), h[cut].detach(),
-                            tuple(state[row, :n].detach() for state in initial))
-                for z, u, h, *initial in layers
-            )
-            states = NetworkStates(layer_states[0].inputs, layer_states[0].projected, layer_states[-1].hidden,
-                                   outputs[row, :n].detach(), layer_states, read[row, :n].detach())
-            cuts = [g[cut] for g in grads[:n_layers]] + [grads[n_layers][row, :n]]
-            cuts += [g[row, :n] for g in grads[n_layers + 1 :]]
-            self._write(row, member, self.params)
-            temporal = _from_gradients(module, states, tuple(cuts), lengths[row, :n], loss[row].detach())
-            member.estimator.net_.optimizer_.step(temporal)
-            with torch.no_grad():
-                parameters = dict(module.named_parameters())
-                for name in self.names:
-                    self.params[name][row].copy_(parameters[name])
+        stepping = [row for row in torch.nonzero(active).flatten().tolist() if math.isfinite(values[row])]
+        # A non-finite loss: no step (the member stops, as its own fit's guard stops it).
+        if stepping:
+            self._simplex_step(stepping, layers, outputs, read, grads, lengths)
         return [(values[i], values[i]) for i in torch.nonzero(active).flatten().tolist()]
+
+    @torch.no_grad()
+    def _simplex_step(
+        self, rows: list[int], layers: list[tuple[torch.Tensor, ...]], outputs: torch.Tensor,
+        read: torch.Tensor, grads: tuple[torch.Tensor, ...], lengths: torch.Tensor,
+    ) -> None:
+        """Algorithm 3.2 for the networks ``rows`` of the stack at once, each with its own
+        optimizer's settings, random stream and records.
+
+        The temporal gradients of every network come from its slice of the one backward
+        pass, side by side (:func:`~sklearn_rnn.optim._temporal._stacked_from_gradients`):
+        a network's rows past its own batch hold zero-weight sequences, whose deltas are
+        zero, and its steps before its longest sequence's hold zero gradients, so each
+        network's per-step norms and combinations are those its own fit computes. Each
+        network draws as many convex weights as its own batch has steps, from its own
+        :class:`~sklearn_rnn.optim.SimplexSGD`'s generator; the direction, the switch and
+        the clipped step (eq. 3.6) then run for all networks as ``(M, ...)`` tensors
+        (:func:`~sklearn_rnn.optim._functional._simplex_rules`, the rule
+        :meth:`SimplexSGD.step <sklearn_rnn.optim.SimplexSGD.step>` runs with one model),
+        and each optimizer records its branch and last step as its own step does.
+        """
+        models = lengths.shape[0]
+        layer_states = tuple(
+            LayerStates(z.detach().flatten(0, 1), u.detach().flatten(0, 1), h.detach().flatten(0, 1),
+                        tuple(state.detach().flatten(0, 1) for state in initial))
+            for z, u, h, *initial in layers
+        )  # the networks side by side along the batch: (M B, ...)
+        states = NetworkStates(layer_states[0].inputs, layer_states[0].projected, layer_states[-1].hidden,
+                               outputs.detach().flatten(0, 1), layer_states, read.detach().flatten(0, 1))
+        template = dict(self.template.named_parameters())
+        stacked = {id(template[name]): self.params[name] for name in self.names}
+        temporal = _stacked_from_gradients(self.template, states, tuple(g.flatten(0, 1) for g in grads),
+                                           lengths.flatten(), models=models, stacked=stacked)
+        block = {id(p): position for position, p in enumerate(temporal.parameters)}
+        order = [block[id(template[name])] for name in self.names]
+
+        def flat(blocks: tuple[torch.Tensor, ...]) -> torch.Tensor:  # (M, P) in the stack's order
+            return torch.cat([blocks[position].reshape(models, -1) for position in order], dim=1)
+
+        index = torch.tensor(rows, device=self.device)
+        optimizers = [self.members[self.live[row]].estimator.net_.optimizer_ for row in rows]
+        total = temporal.steps
+        steps = lengths.max(dim=1).values.tolist()  # each network's own batch length
+
+        def combine(coefficients: torch.Tensor) -> torch.Tensor:
+            full = coefficients.new_zeros(models, total)
+            full[index] = coefficients
+            return flat(temporal.combine(full))[index]
+
+        gradient = flat(temporal.gradient)[index]  # (K, P)
+        chosen = _simplex_rules(
+            gradient,
+            [int(steps[row]) for row in rows],
+            total,
+            lambda: temporal.norms()[index],
+            combine,
+            dtype=gradient.dtype,
+            weights=[opt.weights for opt in optimizers],
+            generators=[opt.generator for opt in optimizers],
+            switch_threshold=_thresholds([opt.switch_threshold for opt in optimizers], self.device),
+            eps=torch.tensor([opt.eps for opt in optimizers], dtype=gradient.dtype, device=self.device)[:, None],
+        )
+        groups = [opt.param_groups[0] for opt in optimizers]
+        # d has the gradient's norm in every branch (eq. 3.5).
+        step_size = clipped_step_size(
+            chosen.gradient_norm,
+            torch.tensor([g["lr"] for g in groups], dtype=torch.float64, device=self.device),
+            _thresholds([g["clip_threshold"] for g in groups], self.device),
+        )  # (K,)
+        skipped = chosen.branch == BRANCHES.index("skipped")
+        update = torch.where(skipped[:, None], 0.0, step_size.to(gradient.dtype)[:, None] * chosen.direction)
+        self.flat.index_add_(0, index, update)
+        for opt, branch, norm, cosine, size in zip(
+            optimizers, chosen.branch.tolist(), chosen.gradient_norm.tolist(), chosen.cosine.tolist(),
+            step_size.tolist(),
+        ):
+            name = BRANCHES[branch]
+            opt.branch_counts[name] += 1
+            opt.last_step = {"branch": name, "gradient_norm": norm, "cosine": cosine,
+                             "step_size": math.nan if name == "skipped" else size}
 
     # ----------------------------------------------------------------- epochs
     def _end_epoch(self, epoch: int, snapshot: dict[str, torch.Tensor]) -> list[int]:

@@ -104,7 +104,7 @@ def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.stack(squares).sum(0).sqrt()  # (T,)
 
 
-def normalization_factors(norms: torch.Tensor, *, eps: float = NORM_EPS) -> torch.Tensor:
+def normalization_factors(norms: torch.Tensor, *, eps: float | torch.Tensor = NORM_EPS) -> torch.Tensor:
     """The factor that normalizes each step: ``1 / norm``, or 1 where that is unsafe.
 
     Steps whose norm is below ``eps``, NaN or infinite are left unnormalized (factor 1):
@@ -113,14 +113,16 @@ def normalization_factors(norms: torch.Tensor, *, eps: float = NORM_EPS) -> torc
 
     Parameters
     ----------
-    norms : torch.Tensor of shape (steps,)
-        Per-step norms, from :func:`step_norms`.
-    eps : float, default=1e-8
-        Smallest norm that is normalized.
+    norms : torch.Tensor of shape (steps,) or (models, steps)
+        Per-step norms, from :func:`step_norms`; a leading model axis for several
+        models at once.
+    eps : float or torch.Tensor, default=1e-8
+        Smallest norm that is normalized (a tensor broadcast against ``norms``, such as
+        ``(models, 1)``, gives each model its own).
 
     Returns
     -------
-    torch.Tensor of shape (steps,)
+    torch.Tensor, shaped as ``norms``
 
     Examples
     --------
@@ -296,27 +298,89 @@ def choose_direction(
     'switched'
     """
     gradient = tuple(gradient)
-    gradient_norm = _norm(gradient)
-    if not math.isfinite(gradient_norm):
-        return Direction(None, "skipped", gradient_norm, math.nan)
-    anti_gradient = tuple(-g for g in gradient)
-    if switch_threshold is not None and gradient_norm > switch_threshold:
-        return Direction(anti_gradient, "switched", gradient_norm, -1.0)
-    combined = tuple(combination() if callable(combination) else combination)
-    if len(combined) != len(gradient):
-        raise ValueError(
-            f"combination must have one block per gradient block ({len(gradient)}); got "
-            f"{len(combined)}."
-        )
-    combined_norm = _norm(combined)
-    if math.isfinite(combined_norm) and combined_norm > 0 and gradient_norm > 0:
-        scale = -gradient_norm / combined_norm
-        candidate = tuple(scale * c.to(g.dtype) for c, g in zip(combined, gradient))
-        # d . grad < 0 is the descent condition; its cosine is what logs report.
-        cosine = _dot(candidate, gradient) / (gradient_norm * gradient_norm)
-        if cosine < 0:
-            return Direction(candidate, "simplex", gradient_norm, cosine)
-    return Direction(anti_gradient, "descent_fallback", gradient_norm, -1.0)
+    flat_gradient = _flatten(gradient)  # (1, P)
+    gradient_norm = torch.linalg.vector_norm(flat_gradient, dim=1)  # (1,)
+    threshold = _thresholds([switch_threshold], flat_gradient.device)
+    if bool(_needs_combination(gradient_norm, threshold)[0]):
+        combined = tuple(combination() if callable(combination) else combination)
+        if len(combined) != len(gradient):
+            raise ValueError(
+                f"combination must have one block per gradient block ({len(gradient)}); got "
+                f"{len(combined)}."
+            )
+        flat_combination = _flatten(combined, flat_gradient.dtype)
+    else:
+        flat_combination = torch.zeros_like(flat_gradient)  # not looked at
+    return _unflatten(_choose_directions(flat_gradient, flat_combination, threshold), gradient)
+
+
+class _Directions(NamedTuple):
+    """The directions of several models at once (:func:`_choose_directions`)."""
+
+    direction: torch.Tensor  # (M, P); rows of skipped models are not to be used
+    branch: torch.Tensor  # (M,) index into BRANCHES
+    gradient_norm: torch.Tensor  # (M,) float64
+    cosine: torch.Tensor  # (M,) float64
+
+
+def _needs_combination(gradient_norm: torch.Tensor, switch_threshold: torch.Tensor) -> torch.Tensor:
+    """Which models look at their combination: a finite gradient norm at most ``psi``."""
+    return torch.isfinite(gradient_norm) & ~(gradient_norm > switch_threshold)
+
+
+def _choose_directions(
+    gradient: torch.Tensor, combination: torch.Tensor, switch_threshold: torch.Tensor
+) -> _Directions:
+    """:func:`choose_direction` for ``M`` models at once, on flat ``(M, P)`` tensors.
+
+    ``switch_threshold`` is ``(M,)``, infinite where a model never switches. The one
+    implementation of eq. 3.5 and lines 11-12 of algorithm 3.2: the per-model rule
+    calls it with ``M = 1``.
+    """
+    gradient_norm = torch.linalg.vector_norm(gradient, dim=1)  # (M,)
+    finite = torch.isfinite(gradient_norm)
+    switched = finite & (gradient_norm > switch_threshold)
+    combination = combination.to(gradient.dtype)
+    combined_norm = torch.linalg.vector_norm(combination, dim=1)  # (M,)
+    usable = _needs_combination(gradient_norm, switch_threshold) & torch.isfinite(combined_norm)
+    usable &= (combined_norm > 0) & (gradient_norm > 0)
+    scale = -gradient_norm / torch.where(usable, combined_norm, 1.0)  # (M,)
+    candidate = scale[:, None] * combination  # (M, P)
+    # d . grad < 0 is the descent condition; its cosine is what logs report.
+    dots = (candidate * gradient).sum(1).double()  # (M,)
+    cosine = dots / gradient_norm.double().square()
+    simplex = usable & (cosine < 0)
+    direction = torch.where(simplex[:, None], candidate, -gradient)  # (M, P)
+    code = {name: index for index, name in enumerate(BRANCHES)}
+    branch = torch.full_like(gradient_norm, code["descent_fallback"], dtype=torch.long)
+    branch = torch.where(simplex, code["simplex"], branch)
+    branch = torch.where(switched, code["switched"], branch)
+    branch = torch.where(finite, branch, code["skipped"])
+    cosine = torch.where(simplex, cosine, -1.0)
+    cosine = torch.where(finite, cosine, math.nan)
+    return _Directions(direction, branch, gradient_norm.double(), cosine)
+
+
+def _flatten(blocks: Sequence[torch.Tensor], dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Blocks as one row ``(1, P)``."""
+    dtype = blocks[0].dtype if dtype is None else dtype
+    return torch.cat([block.reshape(-1).to(dtype) for block in blocks])[None]
+
+
+def _unflatten(chosen: _Directions, like: Sequence[torch.Tensor]) -> Direction:
+    """The first model's direction of ``chosen`` as a :class:`Direction` with blocks like ``like``."""
+    branch = BRANCHES[int(chosen.branch[0])]
+    gradient_norm, cosine = chosen.gradient_norm[0].item(), chosen.cosine[0].item()
+    if branch == "skipped":
+        return Direction(None, "skipped", gradient_norm, cosine)
+    pieces = torch.split(chosen.direction[0], [block.numel() for block in like])
+    direction = tuple(piece.view(block.shape) for piece, block in zip(pieces, like))
+    return Direction(direction, branch, gradient_norm, cosine)  # type: ignore[arg-type]
+
+
+def _thresholds(values: Sequence[float | None], device: torch.device) -> torch.Tensor:
+    """Thresholds as a float64 ``(M,)`` tensor, infinite for None (never)."""
+    return torch.tensor([math.inf if v is None else v for v in values], dtype=torch.float64, device=device)
 
 
 def simplex_direction(
@@ -373,7 +437,6 @@ def simplex_direction(
         lambda: step_norms(temporal),
         lambda coefficients: combine_temporal_gradients(temporal, coefficients),
         dtype=temporal[0].dtype,
-        device=temporal[0].device,
         weights=weights,
         generator=generator,
         switch_threshold=switch_threshold,
@@ -388,7 +451,6 @@ def _simplex_rule(
     combine: Callable[[torch.Tensor], Sequence[torch.Tensor]],
     *,
     dtype: torch.dtype,
-    device: torch.device,
     weights: WeightRule,
     generator: torch.Generator | None,
     switch_threshold: float | None,
@@ -402,16 +464,68 @@ def _simplex_rule(
     first, on every branch, so that the random stream does not depend on the branch;
     ``norms`` and ``combine`` are only called when the combination is needed.
     """
-    beta = convex_weights(steps, weights, generator=generator, dtype=dtype, device=device)  # (T,)
+    flat_gradient = _flatten(gradient)  # (1, P)
 
-    def combination() -> Sequence[torch.Tensor]:
-        coefficients = beta * normalization_factors(norms(), eps=eps)  # (T,)
-        return combine(coefficients)
+    def combine_flat(coefficients: torch.Tensor) -> torch.Tensor:
+        return _flatten(combine(coefficients[0]), flat_gradient.dtype)
 
-    return choose_direction(gradient, combination, switch_threshold=switch_threshold)
+    chosen = _simplex_rules(
+        flat_gradient,
+        [steps],
+        steps,
+        lambda: norms()[None],
+        combine_flat,
+        dtype=dtype,
+        weights=[weights],
+        generators=[generator],
+        switch_threshold=_thresholds([switch_threshold], flat_gradient.device),
+        eps=eps,
+    )
+    return _unflatten(chosen, gradient)
 
 
-def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:
+def _simplex_rules(
+    gradient: torch.Tensor,
+    steps: Sequence[int],
+    total_steps: int,
+    norms: Callable[[], torch.Tensor],
+    combine: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    dtype: torch.dtype,
+    weights: Sequence[WeightRule],
+    generators: Sequence[torch.Generator | None],
+    switch_threshold: torch.Tensor,
+    eps: float | torch.Tensor,
+) -> _Directions:
+    """Algorithm 3.2's direction for ``M`` models at once: the one assembly of eq. 3.3-3.5.
+
+    ``gradient`` is ``(M, P)``; ``norms()`` gives the per-step norms ``(M, total_steps)``
+    and ``combine(c)`` the combinations ``(M, P)`` for coefficients ``(M, total_steps)``.
+    Model ``m`` draws ``steps[m]`` convex weights from ``generators[m]`` with rule
+    ``weights[m]`` (first, on every branch, so that its random stream does not depend on
+    the branch), which sit on its last ``steps[m]`` aligned steps (last-step alignment: a
+    model's steps before those have zero gradients). ``switch_threshold`` is ``(M,)``
+    (infinite: never), ``eps`` a float or ``(M, 1)``. ``norms`` and ``combine`` are only
+    called when some model needs its combination.
+    """
+    device = gradient.device
+    beta = torch.zeros(len(steps), total_steps, dtype=dtype, device=device)  # (M, T)
+    for row, (count, rule, generator) in enumerate(zip(steps, weights, generators)):
+        beta[row, total_steps - count :] = convex_weights(count, rule, generator=generator, dtype=dtype, device=device)
+    gradient_norm = torch.linalg.vector_norm(gradient, dim=1)  # (M,)
+    if bool(_needs_combination(gradient_norm, switch_threshold).any()):
+        coefficients = beta * normalization_factors(norms(), eps=eps)  # (M, T)
+        combination = combine(coefficients)  # (M, P)
+    else:
+        combination = torch.zeros_like(gradient)  # not looked at
+    return _choose_directions(gradient, combination, switch_threshold)
+
+
+def clipped_step_size(
+    direction_norm: float | torch.Tensor,
+    learning_rate: float | torch.Tensor,
+    clip_threshold: float | torch.Tensor | None,
+) -> float | torch.Tensor:
     """Step length of eq. 3.6: ``mu`` if ``||d|| <= tau``, else ``mu * tau / ||d||``.
 
     A non-finite norm gets ``mu``, as in the original implementation (the caller decides
@@ -419,16 +533,17 @@ def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshol
 
     Parameters
     ----------
-    direction_norm : float
-        Euclidean norm of the whole update direction (all parameters together).
-    learning_rate : float
+    direction_norm : float or torch.Tensor of shape (models,)
+        Euclidean norm of the whole update direction (all parameters together); a
+        tensor gives the step of several models at once.
+    learning_rate : float or torch.Tensor of shape (models,)
         ``mu``.
-    clip_threshold : float or None
-        ``tau``.
+    clip_threshold : float, torch.Tensor of shape (models,) or None
+        ``tau``; None (or an infinite entry) never clips.
 
     Returns
     -------
-    float
+    float, or torch.Tensor of shape (models,) for a tensor ``direction_norm``
 
     Examples
     --------
@@ -436,6 +551,12 @@ def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshol
     >>> clipped_step_size(0.5, 0.01, 1.0), clipped_step_size(4.0, 0.01, 1.0)
     (0.01, 0.0025)
     """
+    if isinstance(direction_norm, torch.Tensor):
+        # Many models at once: (M,) norms, and (M,) or scalar mu and tau (inf: never clip).
+        tau = torch.as_tensor(math.inf if clip_threshold is None else clip_threshold, dtype=direction_norm.dtype,
+                              device=direction_norm.device)
+        clipped = torch.isfinite(direction_norm) & (direction_norm > tau)
+        return torch.where(clipped, learning_rate * tau / direction_norm, learning_rate)
     if clip_threshold is None or not math.isfinite(direction_norm) or direction_norm <= clip_threshold:
         return learning_rate
     return learning_rate * clip_threshold / direction_norm
@@ -517,11 +638,6 @@ def _norm(blocks: Sequence[torch.Tensor]) -> float:
     if not blocks:
         return 0.0
     return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(b) for b in blocks])))
-
-
-def _dot(first: Sequence[torch.Tensor], second: Sequence[torch.Tensor]) -> float:
-    """Inner product of two block vectors, as a Python float."""
-    return float(sum((a * b).sum() for a, b in zip(first, second)))
 
 
 def _check_steps(temporal: Sequence[torch.Tensor]) -> None:

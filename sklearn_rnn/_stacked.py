@@ -79,7 +79,7 @@ from ._parallel import limit_torch_threads
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
 from .optim import ClippedSGD, SimplexSGD, clipped_step_size
-from .optim._functional import BRANCHES, _simplex_rules, _thresholds
+from .optim._functional import _simplex_rules
 from .optim._temporal import _stacked_from_gradients
 from .sequences import FlatSequences
 
@@ -574,27 +574,19 @@ class _Stack:
             dtype=gradient.dtype,
             weights=[opt.weights for opt in optimizers],
             generators=[opt.generator for opt in optimizers],
-            switch_threshold=_thresholds([opt.switch_threshold for opt in optimizers], self.device),
+            switch_threshold=[opt.switch_threshold for opt in optimizers],
             eps=torch.tensor([opt.eps for opt in optimizers], dtype=gradient.dtype, device=self.device)[:, None],
         )
-        groups = [opt.param_groups[0] for opt in optimizers]
-        # d has the gradient's norm in every branch (eq. 3.5).
-        step_size = clipped_step_size(
-            chosen.gradient_norm,
-            torch.tensor([g["lr"] for g in groups], dtype=torch.float64, device=self.device),
-            _thresholds([g["clip_threshold"] for g in groups], self.device),
-        )  # (K,)
-        skipped = chosen.branch == BRANCHES.index("skipped")
-        update = torch.where(skipped[:, None], 0.0, step_size.to(gradient.dtype)[:, None] * chosen.direction)
-        self.flat.index_add_(0, index, update)
-        for opt, branch, norm, cosine, size in zip(
-            optimizers, chosen.branch.tolist(), chosen.gradient_norm.tolist(), chosen.cosine.tolist(),
-            step_size.tolist(),
-        ):
-            name = BRANCHES[branch]
-            opt.branch_counts[name] += 1
-            opt.last_step = {"branch": name, "gradient_norm": norm, "cosine": cosine,
-                             "step_size": math.nan if name == "skipped" else size}
+        sizes = []
+        for opt, branch, norm, cosine in zip(optimizers, chosen.branch, chosen.gradient_norm, chosen.cosine):
+            group = opt.param_groups[0]
+            # d has the gradient's norm in every branch (eq. 3.5).
+            size = math.nan if branch == "skipped" else clipped_step_size(norm, group["lr"], group["clip_threshold"])
+            opt.branch_counts[branch] += 1
+            opt.last_step = {"branch": branch, "gradient_norm": norm, "cosine": cosine, "step_size": size}
+            sizes.append(0.0 if branch == "skipped" else size)  # a skipped row's direction is zero
+        step = torch.tensor(sizes, dtype=gradient.dtype, device=self.device)[:, None]  # (K, 1)
+        self.flat.index_add_(0, index, step * chosen.direction)
 
     # ----------------------------------------------------------------- epochs
     def _end_epoch(self, epoch: int, snapshot: dict[str, torch.Tensor]) -> list[int]:
@@ -886,8 +878,13 @@ def _update_rule(nets: list[Any]) -> _UpdateRule:
     for net, optimizer in zip(nets, optimizers):
         group = optimizer.param_groups[0]
         if isinstance(optimizer, SimplexSGD):
-            # Each network steps with its own optimizer (its random stream, its branch
-            # counts); nothing to read here.
+            # Each network's own optimizer is read at every update (its settings, random
+            # stream and branch counts): one parameter group, as the estimators build it.
+            if len(optimizer.param_groups) != 1:
+                raise ValueError(
+                    f"the stacked trainer steps SimplexSGD with one parameter group; got "
+                    f"{len(optimizer.param_groups)}. Fit these networks one by one."
+                )
             kinds.add("simplex")
             settings.append({})
         elif isinstance(optimizer, ClippedSGD):

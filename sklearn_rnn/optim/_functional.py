@@ -299,9 +299,8 @@ def choose_direction(
     """
     gradient = tuple(gradient)
     flat_gradient = _flatten(gradient)  # (1, P)
-    gradient_norm = torch.linalg.vector_norm(flat_gradient, dim=1)  # (1,)
-    threshold = _thresholds([switch_threshold], flat_gradient.device)
-    if bool(_needs_combination(gradient_norm, threshold)[0]):
+    norm = torch.linalg.vector_norm(flat_gradient).item()
+    if _needs_combination(norm, switch_threshold):
         combined = tuple(combination() if callable(combination) else combination)
         if len(combined) != len(gradient):
             raise ValueError(
@@ -311,76 +310,91 @@ def choose_direction(
         flat_combination = _flatten(combined, flat_gradient.dtype)
     else:
         flat_combination = torch.zeros_like(flat_gradient)  # not looked at
-    return _unflatten(_choose_directions(flat_gradient, flat_combination, threshold), gradient)
+    return _unflatten(_choose_directions(flat_gradient, flat_combination, [switch_threshold]), gradient)
 
 
 class _Directions(NamedTuple):
-    """The directions of several models at once (:func:`_choose_directions`)."""
+    """The directions of ``M`` models at once (:func:`_choose_directions`)."""
 
-    direction: torch.Tensor  # (M, P); rows of skipped models are not to be used
-    branch: torch.Tensor  # (M,) index into BRANCHES
-    gradient_norm: torch.Tensor  # (M,) float64
-    cosine: torch.Tensor  # (M,) float64
+    direction: torch.Tensor  # (M, P); zero rows for skipped models
+    branch: list[Branch]
+    gradient_norm: list[float]
+    cosine: list[float]
 
 
-def _needs_combination(gradient_norm: torch.Tensor, switch_threshold: torch.Tensor) -> torch.Tensor:
-    """Which models look at their combination: a finite gradient norm at most ``psi``."""
-    return torch.isfinite(gradient_norm) & ~(gradient_norm > switch_threshold)
+def _needs_combination(gradient_norm: float, switch_threshold: float | None) -> bool:
+    """Whether a model looks at its combination: a finite gradient norm, at most ``psi``."""
+    return math.isfinite(gradient_norm) and not (switch_threshold is not None and gradient_norm > switch_threshold)
 
 
 def _choose_directions(
-    gradient: torch.Tensor, combination: torch.Tensor, switch_threshold: torch.Tensor
+    gradient: torch.Tensor, combination: torch.Tensor, switch_threshold: Sequence[float | None]
 ) -> _Directions:
     """:func:`choose_direction` for ``M`` models at once, on flat ``(M, P)`` tensors.
 
-    ``switch_threshold`` is ``(M,)``, infinite where a model never switches. The one
-    implementation of eq. 3.5 and lines 11-12 of algorithm 3.2: the per-model rule
-    calls it with ``M = 1``.
+    The one implementation of eq. 3.5 and lines 11-12 of algorithm 3.2 (the per-model
+    rule calls it with ``M = 1``): the norms and inner products of all models are
+    computed together, the branch of each is decided on them as Python floats, and the
+    directions are formed together. ``switch_threshold`` holds each model's ``psi``
+    (None: never switch).
     """
-    gradient_norm = torch.linalg.vector_norm(gradient, dim=1)  # (M,)
-    finite = torch.isfinite(gradient_norm)
-    switched = finite & (gradient_norm > switch_threshold)
     combination = combination.to(gradient.dtype)
-    combined_norm = torch.linalg.vector_norm(combination, dim=1)  # (M,)
-    usable = _needs_combination(gradient_norm, switch_threshold) & torch.isfinite(combined_norm)
-    usable &= (combined_norm > 0) & (gradient_norm > 0)
-    scale = -gradient_norm / torch.where(usable, combined_norm, 1.0)  # (M,)
-    candidate = scale[:, None] * combination  # (M, P)
-    # d . grad < 0 is the descent condition; its cosine is what logs report.
-    dots = (candidate * gradient).sum(1).double()  # (M,)
-    cosine = dots / gradient_norm.double().square()
-    simplex = usable & (cosine < 0)
-    direction = torch.where(simplex[:, None], candidate, -gradient)  # (M, P)
-    code = {name: index for index, name in enumerate(BRANCHES)}
-    branch = torch.full_like(gradient_norm, code["descent_fallback"], dtype=torch.long)
-    branch = torch.where(simplex, code["simplex"], branch)
-    branch = torch.where(switched, code["switched"], branch)
-    branch = torch.where(finite, branch, code["skipped"])
-    cosine = torch.where(simplex, cosine, -1.0)
-    cosine = torch.where(finite, cosine, math.nan)
-    return _Directions(direction, branch, gradient_norm.double(), cosine)
+    stats = torch.stack([
+        torch.linalg.vector_norm(gradient, dim=1),
+        torch.linalg.vector_norm(combination, dim=1),
+        (combination * gradient).sum(1),
+    ]).tolist()  # (3, M): ||grad||, ||g||, g . grad
+    branches: list[Branch] = []
+    cosines, scales = [], []
+    for gradient_norm, combined_norm, dot, psi in zip(*stats, switch_threshold):
+        scale, cosine = 0.0, -1.0
+        if not math.isfinite(gradient_norm):
+            branch: Branch = "skipped"
+            cosine = math.nan
+        elif not _needs_combination(gradient_norm, psi):
+            branch = "switched"
+        elif math.isfinite(combined_norm) and combined_norm > 0 and gradient_norm > 0 and \
+                (-gradient_norm / combined_norm) * dot / (gradient_norm * gradient_norm) < 0:
+            # d = -||grad|| g / ||g||; d . grad < 0 is the descent condition, its cosine
+            # is what logs report.
+            branch = "simplex"
+            scale = -gradient_norm / combined_norm
+            cosine = scale * dot / (gradient_norm * gradient_norm)
+        else:
+            branch = "descent_fallback"
+        branches.append(branch)
+        cosines.append(cosine)
+        scales.append(scale)
+    simplex = [branch == "simplex" for branch in branches]
+    if all(simplex):
+        direction = torch.tensor(scales, dtype=gradient.dtype, device=gradient.device)[:, None] * combination
+    else:
+        anti = [0.0 if branch in ("simplex", "skipped") else -1.0 for branch in branches]
+        anti_gradient = torch.tensor(anti, dtype=gradient.dtype, device=gradient.device)[:, None] * gradient
+        anti_gradient = torch.where(torch.isfinite(anti_gradient), anti_gradient, 0.0)  # skipped rows
+        if any(simplex):
+            mask = torch.tensor(simplex, device=gradient.device)[:, None]
+            candidate = torch.tensor(scales, dtype=gradient.dtype, device=gradient.device)[:, None] * combination
+            direction = torch.where(mask, candidate, anti_gradient)  # (M, P)
+        else:
+            direction = anti_gradient
+    return _Directions(direction, branches, stats[0], cosines)
 
 
 def _flatten(blocks: Sequence[torch.Tensor], dtype: torch.dtype | None = None) -> torch.Tensor:
     """Blocks as one row ``(1, P)``."""
-    dtype = blocks[0].dtype if dtype is None else dtype
-    return torch.cat([block.reshape(-1).to(dtype) for block in blocks])[None]
+    flat = torch.cat([block.reshape(-1) for block in blocks])  # (P,): in their common dtype
+    return (flat if dtype is None or flat.dtype == dtype else flat.to(dtype))[None]
 
 
 def _unflatten(chosen: _Directions, like: Sequence[torch.Tensor]) -> Direction:
     """The first model's direction of ``chosen`` as a :class:`Direction` with blocks like ``like``."""
-    branch = BRANCHES[int(chosen.branch[0])]
-    gradient_norm, cosine = chosen.gradient_norm[0].item(), chosen.cosine[0].item()
+    branch, gradient_norm, cosine = chosen.branch[0], chosen.gradient_norm[0], chosen.cosine[0]
     if branch == "skipped":
         return Direction(None, "skipped", gradient_norm, cosine)
     pieces = torch.split(chosen.direction[0], [block.numel() for block in like])
     direction = tuple(piece.view(block.shape) for piece, block in zip(pieces, like))
-    return Direction(direction, branch, gradient_norm, cosine)  # type: ignore[arg-type]
-
-
-def _thresholds(values: Sequence[float | None], device: torch.device) -> torch.Tensor:
-    """Thresholds as a float64 ``(M,)`` tensor, infinite for None (never)."""
-    return torch.tensor([math.inf if v is None else v for v in values], dtype=torch.float64, device=device)
+    return Direction(direction, branch, gradient_norm, cosine)
 
 
 def simplex_direction(
@@ -478,7 +492,7 @@ def _simplex_rule(
         dtype=dtype,
         weights=[weights],
         generators=[generator],
-        switch_threshold=_thresholds([switch_threshold], flat_gradient.device),
+        switch_threshold=[switch_threshold],
         eps=eps,
     )
     return _unflatten(chosen, gradient)
@@ -494,7 +508,7 @@ def _simplex_rules(
     dtype: torch.dtype,
     weights: Sequence[WeightRule],
     generators: Sequence[torch.Generator | None],
-    switch_threshold: torch.Tensor,
+    switch_threshold: Sequence[float | None],
     eps: float | torch.Tensor,
 ) -> _Directions:
     """Algorithm 3.2's direction for ``M`` models at once: the one assembly of eq. 3.3-3.5.
@@ -504,16 +518,23 @@ def _simplex_rules(
     Model ``m`` draws ``steps[m]`` convex weights from ``generators[m]`` with rule
     ``weights[m]`` (first, on every branch, so that its random stream does not depend on
     the branch), which sit on its last ``steps[m]`` aligned steps (last-step alignment: a
-    model's steps before those have zero gradients). ``switch_threshold`` is ``(M,)``
-    (infinite: never), ``eps`` a float or ``(M, 1)``. ``norms`` and ``combine`` are only
-    called when some model needs its combination.
+    model's steps before those have zero gradients). ``switch_threshold`` holds each
+    model's ``psi`` (None: never), ``eps`` is a float or ``(M, 1)``. ``norms`` and
+    ``combine`` are only called when some model needs its combination.
     """
     device = gradient.device
-    beta = torch.zeros(len(steps), total_steps, dtype=dtype, device=device)  # (M, T)
-    for row, (count, rule, generator) in enumerate(zip(steps, weights, generators)):
-        beta[row, total_steps - count :] = convex_weights(count, rule, generator=generator, dtype=dtype, device=device)
-    gradient_norm = torch.linalg.vector_norm(gradient, dim=1)  # (M,)
-    if bool(_needs_combination(gradient_norm, switch_threshold).any()):
+    draws = [
+        convex_weights(count, rule, generator=generator, dtype=dtype, device=device)
+        for count, rule, generator in zip(steps, weights, generators)
+    ]
+    if all(count == total_steps for count in steps):
+        beta = torch.stack(draws)  # (M, T)
+    else:
+        beta = torch.zeros(len(steps), total_steps, dtype=dtype, device=device)  # (M, T)
+        for row, (count, draw) in enumerate(zip(steps, draws)):
+            beta[row, total_steps - count :] = draw
+    gradient_norm = torch.linalg.vector_norm(gradient, dim=1).tolist()  # (M,)
+    if any(_needs_combination(norm, psi) for norm, psi in zip(gradient_norm, switch_threshold)):
         coefficients = beta * normalization_factors(norms(), eps=eps)  # (M, T)
         combination = combine(coefficients)  # (M, P)
     else:
@@ -521,11 +542,7 @@ def _simplex_rules(
     return _choose_directions(gradient, combination, switch_threshold)
 
 
-def clipped_step_size(
-    direction_norm: float | torch.Tensor,
-    learning_rate: float | torch.Tensor,
-    clip_threshold: float | torch.Tensor | None,
-) -> float | torch.Tensor:
+def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:
     """Step length of eq. 3.6: ``mu`` if ``||d|| <= tau``, else ``mu * tau / ||d||``.
 
     A non-finite norm gets ``mu``, as in the original implementation (the caller decides
@@ -533,17 +550,16 @@ def clipped_step_size(
 
     Parameters
     ----------
-    direction_norm : float or torch.Tensor of shape (models,)
-        Euclidean norm of the whole update direction (all parameters together); a
-        tensor gives the step of several models at once.
-    learning_rate : float or torch.Tensor of shape (models,)
+    direction_norm : float
+        Euclidean norm of the whole update direction (all parameters together).
+    learning_rate : float
         ``mu``.
-    clip_threshold : float, torch.Tensor of shape (models,) or None
-        ``tau``; None (or an infinite entry) never clips.
+    clip_threshold : float or None
+        ``tau``.
 
     Returns
     -------
-    float, or torch.Tensor of shape (models,) for a tensor ``direction_norm``
+    float
 
     Examples
     --------
@@ -551,12 +567,6 @@ def clipped_step_size(
     >>> clipped_step_size(0.5, 0.01, 1.0), clipped_step_size(4.0, 0.01, 1.0)
     (0.01, 0.0025)
     """
-    if isinstance(direction_norm, torch.Tensor):
-        # Many models at once: (M,) norms, and (M,) or scalar mu and tau (inf: never clip).
-        tau = torch.as_tensor(math.inf if clip_threshold is None else clip_threshold, dtype=direction_norm.dtype,
-                              device=direction_norm.device)
-        clipped = torch.isfinite(direction_norm) & (direction_norm > tau)
-        return torch.where(clipped, learning_rate * tau / direction_norm, learning_rate)
     if clip_threshold is None or not math.isfinite(direction_norm) or direction_norm <= clip_threshold:
         return learning_rate
     return learning_rate * clip_threshold / direction_norm

@@ -934,9 +934,15 @@ class _StackedTemporalGradients:
         blocks: dict[int, torch.Tensor] = {}
         for layer in self._layers:
             delta = layer.delta  # (M S, B, m): S rows per network
+            c = None
             if flat is not None:
                 c = flat.to(delta)
                 c = c if layer.rows is None else c[layer.rows]  # (M S,)
+            if layer.outer is not None:
+                for block, outer in zip(layer.blocks, layer.outer):
+                    blocks[block.index] = _model_weighted_sum(c, outer, models)
+                continue
+            if c is not None:
                 delta = delta * c[:, None, None]
             m = delta.shape[2]
             per_model = delta.reshape(models, -1, m)  # (M, S B, m)
@@ -947,6 +953,19 @@ class _StackedTemporalGradients:
                     inputs = block.inputs.reshape(models, -1, block.inputs.shape[2])  # (M, S B, n)
                     blocks[block.index] = torch.bmm(per_model.transpose(1, 2), inputs)  # (M, m, n)
         return tuple(blocks[i].reshape(models, *p.shape) for i, p in enumerate(self.parameters))
+
+
+def _model_weighted_sum(coefficients: torch.Tensor | None, outer: torch.Tensor, models: int) -> torch.Tensor:
+    """:func:`_weighted_sum` of each network's rows (model-major, ``(M S, ...)``), ``(M, ...)``."""
+    transposed = outer.ndim == 3 and outer.transpose(1, 2).is_contiguous()
+    memory = outer.transpose(1, 2) if transposed else outer
+    per_model = memory.reshape(models, -1, math.prod(memory.shape[1:]))  # (M, S, size)
+    if coefficients is None:
+        total = per_model.sum(1)
+    else:
+        total = torch.bmm(coefficients.view(models, 1, -1), per_model)[:, 0]  # (M, size)
+    total = total.view(models, *memory.shape[1:])
+    return total.transpose(1, 2) if transposed else total
 
 
 def _stacked_from_gradients(

@@ -35,10 +35,10 @@ Per model:
   (:func:`~sklearn_rnn.optim.clipped_step_size` with the model's own ``mu`` and
   ``tau``), or Adam after clipping the gradient norm at the model's ``tau``, with the
   model's own step count, or the simplex direction of algorithm 3.2: the deltas of
-  every model come from one backward pass, then each model's temporal gradients are
-  assembled from its own slice (cut to its own batch) and its own
-  :class:`~sklearn_rnn.optim.SimplexSGD` (its random stream, its branch counts) steps
-  it;
+  every model come from one backward pass, every model's temporal gradients are
+  assembled at once from them, and the direction and the clipped step are taken for
+  all models as ``(M, ...)`` tensors, each model with its own
+  :class:`~sklearn_rnn.optim.SimplexSGD`'s settings, random stream and branch counts;
 * stopping: a network that stops (its stopping rule, ``max_iter``, a non-finite loss)
   leaves the stack at the end of that epoch, so the stack shrinks as training goes on.
 
@@ -486,11 +486,8 @@ class _Stack:
 
         The forward pass and the one backward pass to the deltas (the gradients of every
         layer's ``u``, of the outputs and of the learned initial states) run for all
-        networks at once; each network's temporal gradients are then assembled from its
-        slice, cut to its own batch (its rows, its longest sequence: the steps its own
-        fit sees, so that its random convex weights are drawn for as many steps), and its
-        own :class:`~sklearn_rnn.optim.SimplexSGD` steps its own module, whose weights go
-        back into the stack. No L2 penalty: the simplex method has none.
+        networks at once, and so does the step (:meth:`_simplex_step`). No L2 penalty:
+        the simplex method has none.
         """
         flat = self.flat.requires_grad_(True)
         params = self._views(flat)

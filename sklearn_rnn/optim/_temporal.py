@@ -32,8 +32,8 @@ once, before each sequence's first step: its replica is that step's.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
@@ -657,8 +657,8 @@ def _cell_layers(
 
     For the Elman cells and the LSTM both share the delta ``dL/du`` and form one
     ``[W_rec | b_rec | W_in | b]`` (a ``b_rec`` there adds to ``u`` as ``b`` does); the
-    GRU's recurrent delta differs (the cell's ``recurrent_deltas``, or
-    ``recurrent_deltas``, called as it is, for stacked networks).
+    GRU's recurrent delta differs (the cell's ``recurrent_deltas``; stacked networks
+    pass their own ``recurrent_deltas``, which reads each network's ``W_rec``).
     """
     suffix = "" if depth == 0 else f"[{depth}]"
     weight_hh, bias_hh = parameters["W_rec"], parameters["b_rec"]

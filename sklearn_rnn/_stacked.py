@@ -35,10 +35,10 @@ Per model:
   (:func:`~sklearn_rnn.optim.clipped_step_size` with the model's own ``mu`` and
   ``tau``), or Adam after clipping the gradient norm at the model's ``tau``, with the
   model's own step count, or the simplex direction of algorithm 3.2: the deltas of
-  every model come from one backward pass, then each model's temporal gradients are
-  assembled from its own slice (cut to its own batch) and its own
-  :class:`~sklearn_rnn.optim.SimplexSGD` (its random stream, its branch counts) steps
-  it;
+  every model come from one backward pass, every model's temporal gradients are
+  assembled at once from them, and the direction and the clipped step are taken for
+  all models as ``(M, ...)`` tensors, each model with its own
+  :class:`~sklearn_rnn.optim.SimplexSGD`'s settings, random stream and branch counts;
 * stopping: a network that stops (its stopping rule, ``max_iter``, a non-finite loss)
   leaves the stack at the end of that epoch, so the stack shrinks as training goes on.
 
@@ -79,7 +79,8 @@ from ._parallel import limit_torch_threads
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
 from .optim import ClippedSGD, SimplexSGD, clipped_step_size
-from .optim._temporal import _from_gradients
+from .optim._functional import _simplex_rules
+from .optim._temporal import _stacked_from_gradients
 from .sequences import FlatSequences
 
 __all__ = ["StackedMember", "check_stackable", "train_stacked"]
@@ -485,11 +486,8 @@ class _Stack:
 
         The forward pass and the one backward pass to the deltas (the gradients of every
         layer's ``u``, of the outputs and of the learned initial states) run for all
-        networks at once; each network's temporal gradients are then assembled from its
-        slice, cut to its own batch (its rows, its longest sequence: the steps its own
-        fit sees, so that its random convex weights are drawn for as many steps), and its
-        own :class:`~sklearn_rnn.optim.SimplexSGD` steps its own module, whose weights go
-        back into the stack. No L2 penalty: the simplex method has none.
+        networks at once, and so does the step (:meth:`_simplex_step`). No L2 penalty:
+        the simplex method has none.
         """
         flat = self.flat.requires_grad_(True)
         params = self._views(flat)
@@ -509,33 +507,83 @@ class _Stack:
                                     allow_unused=True, materialize_grads=True)
         flat.requires_grad_(False)
         values = loss.detach().tolist()
-        n_layers = len(layers)
-        counts = batch["count"].tolist()
-        for row in torch.nonzero(active).flatten().tolist():
-            if not math.isfinite(values[row]):
-                continue  # the member stops (as its own fit's guard stops it)
-            member = self.members[self.live[row]]
-            module = member.estimator.net_.module_
-            n = int(counts[row])
-            steps = int(lengths[row, :n].max())
-            cut = (row, slice(0, n), slice(0, steps))
-            layer_states = tuple(
-                LayerStates(z[cut].detach(), u[cut].detach(), h[cut].detach(),
-                            tuple(state[row, :n].detach() for state in initial))
-                for z, u, h, *initial in layers
-            )
-            states = NetworkStates(layer_states[0].inputs, layer_states[0].projected, layer_states[-1].hidden,
-                                   outputs[row, :n].detach(), layer_states, read[row, :n].detach())
-            cuts = [g[cut] for g in grads[:n_layers]] + [grads[n_layers][row, :n]]
-            cuts += [g[row, :n] for g in grads[n_layers + 1 :]]
-            self._write(row, member, self.params)
-            temporal = _from_gradients(module, states, tuple(cuts), lengths[row, :n], loss[row].detach())
-            member.estimator.net_.optimizer_.step(temporal)
-            with torch.no_grad():
-                parameters = dict(module.named_parameters())
-                for name in self.names:
-                    self.params[name][row].copy_(parameters[name])
+        stepping = [row for row in torch.nonzero(active).flatten().tolist() if math.isfinite(values[row])]
+        # A non-finite loss: no step (the member stops, as its own fit's guard stops it).
+        if stepping:
+            self._simplex_step(stepping, layers, outputs, read, grads, lengths)
         return [(values[i], values[i]) for i in torch.nonzero(active).flatten().tolist()]
+
+    @torch.no_grad()
+    def _simplex_step(
+        self, rows: list[int], layers: list[tuple[torch.Tensor, ...]], outputs: torch.Tensor,
+        read: torch.Tensor, grads: tuple[torch.Tensor, ...], lengths: torch.Tensor,
+    ) -> None:
+        """Algorithm 3.2 for the networks ``rows`` of the stack at once, each with its own
+        optimizer's settings, random stream and records.
+
+        The temporal gradients of every network come from its slice of the one backward
+        pass, side by side (:func:`~sklearn_rnn.optim._temporal._stacked_from_gradients`):
+        a network's rows past its own batch hold zero-weight sequences, whose deltas are
+        zero, and its steps before its longest sequence's hold zero gradients, so each
+        network's per-step norms and combinations are those its own fit computes. Each
+        network draws as many convex weights as its own batch has steps, from its own
+        :class:`~sklearn_rnn.optim.SimplexSGD`'s generator; the direction, the switch and
+        the clipped step (eq. 3.6) then run for all networks as ``(M, ...)`` tensors
+        (:func:`~sklearn_rnn.optim._functional._simplex_rules`, the rule
+        :meth:`SimplexSGD.step <sklearn_rnn.optim.SimplexSGD.step>` runs with one model),
+        and each optimizer records its branch and last step as its own step does.
+        """
+        models = lengths.shape[0]
+        layer_states = tuple(
+            LayerStates(z.detach().flatten(0, 1), u.detach().flatten(0, 1), h.detach().flatten(0, 1),
+                        tuple(state.detach().flatten(0, 1) for state in initial))
+            for z, u, h, *initial in layers
+        )  # the networks side by side along the batch: (M B, ...)
+        states = NetworkStates(layer_states[0].inputs, layer_states[0].projected, layer_states[-1].hidden,
+                               outputs.detach().flatten(0, 1), layer_states, read.detach().flatten(0, 1))
+        template = dict(self.template.named_parameters())
+        stacked = {id(template[name]): self.params[name] for name in self.names}
+        temporal = _stacked_from_gradients(self.template, states, tuple(g.flatten(0, 1) for g in grads),
+                                           lengths.flatten(), models=models, stacked=stacked)
+        block = {id(p): position for position, p in enumerate(temporal.parameters)}
+        order = [block[id(template[name])] for name in self.names]
+
+        def flat(blocks: tuple[torch.Tensor, ...]) -> torch.Tensor:  # (M, P) in the stack's order
+            return torch.cat([blocks[position].reshape(models, -1) for position in order], dim=1)
+
+        index = torch.tensor(rows, device=self.device)
+        optimizers = [self.members[self.live[row]].estimator.net_.optimizer_ for row in rows]
+        total = temporal.steps
+        steps = lengths.max(dim=1).values.tolist()  # each network's own batch length
+
+        def combine(coefficients: torch.Tensor) -> torch.Tensor:
+            full = coefficients.new_zeros(models, total)
+            full[index] = coefficients
+            return flat(temporal.combine(full))[index]
+
+        gradient = flat(temporal.gradient)[index]  # (K, P)
+        chosen = _simplex_rules(
+            gradient,
+            [int(steps[row]) for row in rows],
+            total,
+            lambda: temporal.norms()[index],
+            combine,
+            dtype=gradient.dtype,
+            weights=[opt.weights for opt in optimizers],
+            generators=[opt.generator for opt in optimizers],
+            switch_threshold=[opt.switch_threshold for opt in optimizers],
+            eps=torch.tensor([opt.eps for opt in optimizers], dtype=gradient.dtype, device=self.device)[:, None],
+        )
+        sizes = []
+        for opt, branch, norm, cosine in zip(optimizers, chosen.branch, chosen.gradient_norm, chosen.cosine):
+            group = opt.param_groups[0]
+            # d has the gradient's norm in every branch (eq. 3.5).
+            size = math.nan if branch == "skipped" else clipped_step_size(norm, group["lr"], group["clip_threshold"])
+            opt.branch_counts[branch] += 1
+            opt.last_step = {"branch": branch, "gradient_norm": norm, "cosine": cosine, "step_size": size}
+            sizes.append(0.0 if branch == "skipped" else size)  # a skipped row's direction is zero
+        step = torch.tensor(sizes, dtype=gradient.dtype, device=self.device)[:, None]  # (K, 1)
+        self.flat.index_add_(0, index, step * chosen.direction)
 
     # ----------------------------------------------------------------- epochs
     def _end_epoch(self, epoch: int, snapshot: dict[str, torch.Tensor]) -> list[int]:
@@ -827,8 +875,13 @@ def _update_rule(nets: list[Any]) -> _UpdateRule:
     for net, optimizer in zip(nets, optimizers):
         group = optimizer.param_groups[0]
         if isinstance(optimizer, SimplexSGD):
-            # Each network steps with its own optimizer (its random stream, its branch
-            # counts); nothing to read here.
+            # Each network's own optimizer is read at every update (its settings, random
+            # stream and branch counts): one parameter group, as the estimators build it.
+            if len(optimizer.param_groups) != 1:
+                raise ValueError(
+                    f"the stacked trainer steps SimplexSGD with one parameter group; got "
+                    f"{len(optimizer.param_groups)}. Fit these networks one by one."
+                )
             kinds.add("simplex")
             settings.append({})
         elif isinstance(optimizer, ClippedSGD):

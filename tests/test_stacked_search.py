@@ -158,6 +158,41 @@ def test_each_stacked_simplex_network_matches_its_own_fit(cell, num_layers, hidd
         assert moved > 1e-3  # it trained
 
 
+@pytest.mark.parametrize("cell", ["tanh", "lstm"])
+def test_batched_simplex_rule_gives_each_network_its_own_steps(cell):
+    """The simplex update of all stacked networks at once (their temporal gradients,
+    directions and clipped steps as (M, ...) tensors) leaves each network with the
+    weights and optimizer state its own per-model SimplexSGD.step gives it: networks
+    with different batch sizes, sequence lengths, learning rates, switching and
+    clipping thresholds, after several updates."""
+    settings = [  # batch size, longest sequence, mu, tau, psi, seed
+        (8, 4, 0.05, 0.2, 0.3, 0), (16, 9, 0.1, 5.0, None, 1), (12, 6, 0.02, 1.0, 0.05, 2), (16, 3, 0.05, None, 1.0, 3),
+    ]
+    models, datasets = [], []
+    for batch, longest, mu, tau, psi, seed in settings:
+        rng = np.random.default_rng(seed)
+        X = [np.c_[np.cumsum(rng.uniform(1, 3, k)), rng.normal(size=k)] for k in rng.integers(1, longest + 1, 40)]
+        y = np.array([int(x[-1, 1] > 0) for x in X])
+        models.append(explicit(cell=cell, optimizer="simplex", batch_size=batch, learning_rate=mu, clip_threshold=tau,
+                               switch_threshold=psi, random_state=seed, max_iter=3, spectral_radius=1.1))
+        datasets.append((X, y))
+    stacked, alone = stack_and_fit(models, datasets)
+    branches = set()
+    for a, b in zip(stacked, alone):
+        assert a.n_iter_ == b.n_iter_ == 3
+        assert largest_difference(a, b) < 1e-6
+        opt_a, opt_b = a.net_.optimizer_, b.net_.optimizer_
+        assert opt_a.branch_counts == opt_b.branch_counts
+        assert sum(opt_a.branch_counts.values()) == 3 * -(-40 // a.batch_size)  # one record per update
+        # as many convex weights drawn, from each network's own stream
+        assert torch.equal(opt_a.generator.get_state(), opt_b.generator.get_state())
+        assert opt_a.last_step["branch"] == opt_b.last_step["branch"]
+        for key in ("gradient_norm", "cosine", "step_size"):
+            np.testing.assert_allclose(opt_a.last_step[key], opt_b.last_step[key], rtol=1e-4)
+        branches |= {name for name, count in opt_a.branch_counts.items() if count}
+    assert {"simplex", "switched"} <= branches  # both sides of the switching threshold are exercised
+
+
 def test_stacked_regressor_and_chunks():
     X, _ = visits(60)
     y = np.array([x[:, 1].sum() for x in X])

@@ -104,7 +104,7 @@ def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.stack(squares).sum(0).sqrt()  # (T,)
 
 
-def normalization_factors(norms: torch.Tensor, *, eps: float = NORM_EPS) -> torch.Tensor:
+def normalization_factors(norms: torch.Tensor, *, eps: float | torch.Tensor = NORM_EPS) -> torch.Tensor:
     """The factor that normalizes each step: ``1 / norm``, or 1 where that is unsafe.
 
     Steps whose norm is below ``eps``, NaN or infinite are left unnormalized (factor 1):
@@ -113,14 +113,16 @@ def normalization_factors(norms: torch.Tensor, *, eps: float = NORM_EPS) -> torc
 
     Parameters
     ----------
-    norms : torch.Tensor of shape (steps,)
-        Per-step norms, from :func:`step_norms`.
-    eps : float, default=1e-8
-        Smallest norm that is normalized.
+    norms : torch.Tensor of shape (steps,) or (models, steps)
+        Per-step norms, from :func:`step_norms`; a leading model axis for several
+        models at once.
+    eps : float or torch.Tensor, default=1e-8
+        Smallest norm that is normalized (a tensor broadcast against ``norms``, such as
+        ``(models, 1)``, gives each model its own).
 
     Returns
     -------
-    torch.Tensor of shape (steps,)
+    torch.Tensor, shaped as ``norms``
 
     Examples
     --------
@@ -296,27 +298,103 @@ def choose_direction(
     'switched'
     """
     gradient = tuple(gradient)
-    gradient_norm = _norm(gradient)
-    if not math.isfinite(gradient_norm):
-        return Direction(None, "skipped", gradient_norm, math.nan)
-    anti_gradient = tuple(-g for g in gradient)
-    if switch_threshold is not None and gradient_norm > switch_threshold:
-        return Direction(anti_gradient, "switched", gradient_norm, -1.0)
-    combined = tuple(combination() if callable(combination) else combination)
-    if len(combined) != len(gradient):
-        raise ValueError(
-            f"combination must have one block per gradient block ({len(gradient)}); got "
-            f"{len(combined)}."
-        )
-    combined_norm = _norm(combined)
-    if math.isfinite(combined_norm) and combined_norm > 0 and gradient_norm > 0:
-        scale = -gradient_norm / combined_norm
-        candidate = tuple(scale * c.to(g.dtype) for c, g in zip(combined, gradient))
-        # d . grad < 0 is the descent condition; its cosine is what logs report.
-        cosine = _dot(candidate, gradient) / (gradient_norm * gradient_norm)
-        if cosine < 0:
-            return Direction(candidate, "simplex", gradient_norm, cosine)
-    return Direction(anti_gradient, "descent_fallback", gradient_norm, -1.0)
+    flat_gradient = _flatten(gradient)  # (1, P)
+    norm = torch.linalg.vector_norm(flat_gradient).item()
+    if _needs_combination(norm, switch_threshold):
+        combined = tuple(combination() if callable(combination) else combination)
+        if len(combined) != len(gradient):
+            raise ValueError(
+                f"combination must have one block per gradient block ({len(gradient)}); got "
+                f"{len(combined)}."
+            )
+        flat_combination = _flatten(combined, flat_gradient.dtype)
+    else:
+        flat_combination = torch.zeros_like(flat_gradient)  # not looked at
+    return _unflatten(_choose_directions(flat_gradient, flat_combination, [switch_threshold]), gradient)
+
+
+class _Directions(NamedTuple):
+    """The directions of ``M`` models at once (:func:`_choose_directions`)."""
+
+    direction: torch.Tensor  # (M, P); zero rows for skipped models
+    branch: list[Branch]
+    gradient_norm: list[float]
+    cosine: list[float]
+
+
+def _needs_combination(gradient_norm: float, switch_threshold: float | None) -> bool:
+    """Whether a model looks at its combination: a finite gradient norm, at most ``psi``."""
+    return math.isfinite(gradient_norm) and not (switch_threshold is not None and gradient_norm > switch_threshold)
+
+
+def _choose_directions(
+    gradient: torch.Tensor, combination: torch.Tensor, switch_threshold: Sequence[float | None]
+) -> _Directions:
+    """:func:`choose_direction` for ``M`` models at once, on flat ``(M, P)`` tensors.
+
+    The one implementation of eq. 3.5 and lines 11-12 of algorithm 3.2 (the per-model
+    rule calls it with ``M = 1``): the norms and inner products of all models are
+    computed together, the branch of each is decided on them as Python floats, and the
+    directions are formed together. ``switch_threshold`` holds each model's ``psi``
+    (None: never switch).
+    """
+    combination = combination.to(gradient.dtype)
+    stats = torch.stack([
+        torch.linalg.vector_norm(gradient, dim=1),
+        torch.linalg.vector_norm(combination, dim=1),
+        (combination * gradient).sum(1),
+    ]).tolist()  # (3, M): ||grad||, ||g||, g . grad
+    branches: list[Branch] = []
+    cosines, scales = [], []
+    for gradient_norm, combined_norm, dot, psi in zip(*stats, switch_threshold):
+        scale, cosine = 0.0, -1.0
+        if not math.isfinite(gradient_norm):
+            branch: Branch = "skipped"
+            cosine = math.nan
+        elif not _needs_combination(gradient_norm, psi):
+            branch = "switched"
+        elif math.isfinite(combined_norm) and combined_norm > 0 and gradient_norm > 0 and \
+                (-gradient_norm / combined_norm) * dot / (gradient_norm * gradient_norm) < 0:
+            # d = -||grad|| g / ||g||; d . grad < 0 is the descent condition, its cosine
+            # is what logs report.
+            branch = "simplex"
+            scale = -gradient_norm / combined_norm
+            cosine = scale * dot / (gradient_norm * gradient_norm)
+        else:
+            branch = "descent_fallback"
+        branches.append(branch)
+        cosines.append(cosine)
+        scales.append(scale)
+    simplex = [branch == "simplex" for branch in branches]
+    if all(simplex):
+        direction = torch.tensor(scales, dtype=gradient.dtype, device=gradient.device)[:, None] * combination
+    else:
+        anti = [0.0 if branch in ("simplex", "skipped") else -1.0 for branch in branches]
+        anti_gradient = torch.tensor(anti, dtype=gradient.dtype, device=gradient.device)[:, None] * gradient
+        anti_gradient = torch.where(torch.isfinite(anti_gradient), anti_gradient, 0.0)  # skipped rows
+        if any(simplex):
+            mask = torch.tensor(simplex, device=gradient.device)[:, None]
+            candidate = torch.tensor(scales, dtype=gradient.dtype, device=gradient.device)[:, None] * combination
+            direction = torch.where(mask, candidate, anti_gradient)  # (M, P)
+        else:
+            direction = anti_gradient
+    return _Directions(direction, branches, stats[0], cosines)
+
+
+def _flatten(blocks: Sequence[torch.Tensor], dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Blocks as one row ``(1, P)``."""
+    flat = torch.cat([block.reshape(-1) for block in blocks])  # (P,): in their common dtype
+    return (flat if dtype is None or flat.dtype == dtype else flat.to(dtype))[None]
+
+
+def _unflatten(chosen: _Directions, like: Sequence[torch.Tensor]) -> Direction:
+    """The first model's direction of ``chosen`` as a :class:`Direction` with blocks like ``like``."""
+    branch, gradient_norm, cosine = chosen.branch[0], chosen.gradient_norm[0], chosen.cosine[0]
+    if branch == "skipped":
+        return Direction(None, "skipped", gradient_norm, cosine)
+    pieces = torch.split(chosen.direction[0], [block.numel() for block in like])
+    direction = tuple(piece.view(block.shape) for piece, block in zip(pieces, like))
+    return Direction(direction, branch, gradient_norm, cosine)
 
 
 def simplex_direction(
@@ -373,7 +451,6 @@ def simplex_direction(
         lambda: step_norms(temporal),
         lambda coefficients: combine_temporal_gradients(temporal, coefficients),
         dtype=temporal[0].dtype,
-        device=temporal[0].device,
         weights=weights,
         generator=generator,
         switch_threshold=switch_threshold,
@@ -388,7 +465,6 @@ def _simplex_rule(
     combine: Callable[[torch.Tensor], Sequence[torch.Tensor]],
     *,
     dtype: torch.dtype,
-    device: torch.device,
     weights: WeightRule,
     generator: torch.Generator | None,
     switch_threshold: float | None,
@@ -402,13 +478,68 @@ def _simplex_rule(
     first, on every branch, so that the random stream does not depend on the branch;
     ``norms`` and ``combine`` are only called when the combination is needed.
     """
-    beta = convex_weights(steps, weights, generator=generator, dtype=dtype, device=device)  # (T,)
+    flat_gradient = _flatten(gradient)  # (1, P)
 
-    def combination() -> Sequence[torch.Tensor]:
-        coefficients = beta * normalization_factors(norms(), eps=eps)  # (T,)
-        return combine(coefficients)
+    def combine_flat(coefficients: torch.Tensor) -> torch.Tensor:
+        return _flatten(combine(coefficients[0]), flat_gradient.dtype)
 
-    return choose_direction(gradient, combination, switch_threshold=switch_threshold)
+    chosen = _simplex_rules(
+        flat_gradient,
+        [steps],
+        steps,
+        lambda: norms()[None],
+        combine_flat,
+        dtype=dtype,
+        weights=[weights],
+        generators=[generator],
+        switch_threshold=[switch_threshold],
+        eps=eps,
+    )
+    return _unflatten(chosen, gradient)
+
+
+def _simplex_rules(
+    gradient: torch.Tensor,
+    steps: Sequence[int],
+    total_steps: int,
+    norms: Callable[[], torch.Tensor],
+    combine: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    dtype: torch.dtype,
+    weights: Sequence[WeightRule],
+    generators: Sequence[torch.Generator | None],
+    switch_threshold: Sequence[float | None],
+    eps: float | torch.Tensor,
+) -> _Directions:
+    """Algorithm 3.2's direction for ``M`` models at once: the one assembly of eq. 3.3-3.5.
+
+    ``gradient`` is ``(M, P)``; ``norms()`` gives the per-step norms ``(M, total_steps)``
+    and ``combine(c)`` the combinations ``(M, P)`` for coefficients ``(M, total_steps)``.
+    Model ``m`` draws ``steps[m]`` convex weights from ``generators[m]`` with rule
+    ``weights[m]`` (first, on every branch, so that its random stream does not depend on
+    the branch), which sit on its last ``steps[m]`` aligned steps (last-step alignment: a
+    model's steps before those have zero gradients). ``switch_threshold`` holds each
+    model's ``psi`` (None: never), ``eps`` is a float or ``(M, 1)``. ``norms`` and
+    ``combine`` are only called when some model needs its combination.
+    """
+    device = gradient.device
+    draws = [
+        convex_weights(count, rule, generator=generator, dtype=dtype, device=device)
+        for count, rule, generator in zip(steps, weights, generators)
+    ]
+    if all(count == total_steps for count in steps):
+        beta = torch.stack(draws)  # (M, T)
+    else:
+        beta = torch.zeros(len(steps), total_steps, dtype=dtype, device=device)  # (M, T)
+        for row, (count, draw) in enumerate(zip(steps, draws)):
+            beta[row, total_steps - count :] = draw
+    gradient_norm = torch.linalg.vector_norm(gradient, dim=1).tolist()  # (M,)
+    if any(_needs_combination(norm, psi) for norm, psi in zip(gradient_norm, switch_threshold)):
+        coefficients = beta * normalization_factors(norms(), eps=eps)  # (M, T)
+        combination = combine(coefficients)  # (M, P)
+    else:
+        combination = torch.zeros_like(gradient)  # not looked at
+    return _choose_directions(gradient, combination, switch_threshold)
 
 
 def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:
@@ -517,11 +648,6 @@ def _norm(blocks: Sequence[torch.Tensor]) -> float:
     if not blocks:
         return 0.0
     return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(b) for b in blocks])))
-
-
-def _dot(first: Sequence[torch.Tensor], second: Sequence[torch.Tensor]) -> float:
-    """Inner product of two block vectors, as a Python float."""
-    return float(sum((a * b).sum() for a, b in zip(first, second)))
 
 
 def _check_steps(temporal: Sequence[torch.Tensor]) -> None:

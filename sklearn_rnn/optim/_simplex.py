@@ -170,7 +170,6 @@ class SimplexSGD(torch.optim.Optimizer):
             temporal.norms,
             temporal.combine,
             dtype=reference.dtype,
-            device=reference.device,
             weights=self.weights,
             generator=self.generator,
             switch_threshold=self.switch_threshold,

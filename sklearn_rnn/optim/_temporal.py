@@ -32,13 +32,14 @@ once, before each sequence's first step: its replica is that step's.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 
 from ..nn._network import NetworkStates, RecurrentNetwork
-from ..nn.cells import Cell, cell_names
+from ..nn.cells import Cell, LayerStates, cell_names
 from ._adapter import RecurrentAdapter
 from ._functional import _norm
 
@@ -512,26 +513,12 @@ def _from_gradients(
 ) -> TemporalGradients:
     """The temporal gradients from the gradients of the loss: of every layer's
     ``projected``, of ``states.outputs`` and of every learned initial state, in that
-    order (what :func:`temporal_gradients` asks autograd for; the stacked trainer gets
-    them for many networks at once). ``lengths`` are checked, ``loss`` unscaled."""
-    hidden = states.hidden
-    steps = hidden.shape[1]
+    order (what :func:`temporal_gradients` asks autograd for). ``lengths`` are checked,
+    ``loss`` unscaled."""
     every_step = states.outputs.ndim == 3
-    n_layers = len(states.layers)
-    stack = _layer_parameters(network)
-    align = _Aligner(lengths, steps, every_step)
-    params = _Parameters()
-    layers: list[_Layer] = []
-    for depth, ((cell, parameters), layer_states, delta) in enumerate(zip(stack, states.layers, grads[:n_layers])):
-        layers += _cell_layers(params, depth, cell, parameters, layer_states, delta.detach(), align)
-    learned = _initial_layers(params, network, grads[n_layers + 1 :], states, align)
-    output_delta = grads[n_layers].detach()
-    if every_step and isinstance(network, RecurrentAdapter) and not network.rnn.batch_first:
-        output_delta = output_delta.transpose(0, 1)  # (B, T, k), as the states
-    readout = _readout_layer(params, network, output_delta, states.readout_inputs.detach(), align)
-    layers += [layer for layer in (*learned, readout) if layer is not None]
-
-    positions = torch.arange(steps, device=hidden.device)  # (T,)
+    params, layers = _gather_layers(network, states, grads, lengths, models=1)
+    steps = states.hidden.shape[1]
+    positions = torch.arange(steps, device=states.hidden.device)  # (T,)
     if every_step:
         counts = (lengths[None, :] > positions[:, None]).sum(1)  # (T,)
     else:
@@ -545,6 +532,47 @@ def _from_gradients(
         counts=counts,
         loss=loss.detach(),
     )
+
+
+def _gather_layers(
+    network: RecurrentNetwork | RecurrentAdapter,
+    states: NetworkStates,
+    grads: tuple[torch.Tensor, ...],
+    lengths: torch.Tensor,
+    *,
+    models: int,
+    stacked: dict[int, torch.Tensor] | None = None,
+) -> tuple[_Parameters, list[_Layer]]:
+    """The parameters and the layer records of temporal gradients.
+
+    ``models > 1``: ``states``, ``grads`` and ``lengths`` hold ``models`` networks of
+    ``network``'s architecture side by side along the batch (model-major: the batch of
+    network ``m`` is rows ``m * B`` to ``(m + 1) * B``), and ``stacked`` maps each of
+    ``network``'s parameters (by ``id``) to the networks' values, ``(models, *shape)``.
+    The layers' rows are then folded model-major: row ``m * steps + s`` is aligned step
+    ``s`` of network ``m`` (see :class:`_StackedTemporalGradients`).
+    """
+    hidden = states.hidden
+    steps = hidden.shape[1]
+    every_step = states.outputs.ndim == 3
+    n_layers = len(states.layers)
+    stack = _layer_parameters(network)
+    align = _Aligner(lengths, steps, every_step)
+    params = _Parameters()
+    layers: list[_Layer] = []
+    for depth, ((cell, parameters), layer_states, delta) in enumerate(zip(stack, states.layers, grads[:n_layers])):
+        recurrent = None if stacked is None else _stacked_recurrent_deltas(cell, parameters, stacked, models)
+        layers += _cell_layers(params, depth, cell, parameters, layer_states, delta.detach(), align, recurrent)
+    output_delta = grads[n_layers].detach()
+    if every_step and isinstance(network, RecurrentAdapter) and not network.rnn.batch_first:
+        output_delta = output_delta.transpose(0, 1)  # (B, T, k), as the states
+    learned = _initial_layers(params, network, grads[n_layers + 1 :], states, align, models)
+    readout = _readout_layer(params, network, output_delta, states.readout_inputs.detach(), align)
+    if models > 1:
+        layers = [_fold(layer, models, steps) for layer in layers]
+        readout = None if readout is None else _fold(readout, models, steps)
+    layers += [layer for layer in (*learned, readout) if layer is not None]
+    return params, layers
 
 
 class _Parameters:
@@ -623,12 +651,14 @@ def _cell_layers(
     states: Any,
     delta: torch.Tensor,
     align: _Aligner,
+    recurrent_deltas: Callable[..., torch.Tensor | None] | None = None,
 ) -> list[_Layer]:
     """One layer's ``[W_rec | b_rec]`` and ``[W_in | b]`` with inputs ``[h_{t-1}; 1]``, ``[z_t; 1]``.
 
     For the Elman cells and the LSTM both share the delta ``dL/du`` and form one
     ``[W_rec | b_rec | W_in | b]`` (a ``b_rec`` there adds to ``u`` as ``b`` does); the
-    GRU's recurrent delta differs (the cell's ``recurrent_deltas``).
+    GRU's recurrent delta differs (the cell's ``recurrent_deltas``; stacked networks
+    pass their own ``recurrent_deltas``, which reads each network's ``W_rec``).
     """
     suffix = "" if depth == 0 else f"[{depth}]"
     weight_hh, bias_hh = parameters["W_rec"], parameters["b_rec"]
@@ -647,7 +677,8 @@ def _cell_layers(
     b_rec = params.add("b_rec" + suffix, bias_hh)
     w_in = params.add("W_in" + suffix, parameters["W_in"])
     bias = params.add("b" + suffix, parameters["b"])
-    recurrent = cell.recurrent_deltas(delta, states, previous, weight_hh, bias_hh)  # (T, B, G * H)
+    compute = cell.recurrent_deltas if recurrent_deltas is None else recurrent_deltas
+    recurrent = compute(delta, states, previous, weight_hh, bias_hh)  # (T, B, G * H)
     if recurrent is not None:
         delta, recurrent, inputs, previous = align(delta, recurrent, inputs, previous)
         gated = _layer(recurrent, [(w_rec, previous), (b_rec, None)])
@@ -669,12 +700,20 @@ def _initial_layers(
     grads: tuple[torch.Tensor, ...],
     states: NetworkStates,
     align: _Aligner,
+    models: int = 1,
 ) -> list[_Layer | None]:
-    """A learned ``h_0`` (and ``c_0``) as a bias of ``layers * H`` at each sequence's first step."""
+    """A learned ``h_0`` (and ``c_0``) as a bias of ``layers * H`` at each sequence's first step.
+
+    For ``models`` networks side by side along the batch, the rows are folded
+    model-major (row ``m * steps + s``), as :func:`_fold` folds the other layers'."""
     per_layer = len(states.layers[0].initial)
     if per_layer == 0:
         return []
-    rows = align.first_rows()  # (B,)
+    rows = align.first_rows()  # (M B,)
+    if models > 1:
+        batch = rows.shape[0] // models
+        model = torch.arange(rows.shape[0], device=rows.device) // batch  # (M B,)
+        rows = rows + model * align.steps
     result = []
     for slot, (name, parameter) in enumerate([("h_0", network.initial_hidden), ("c_0", network.initial_cell)][:per_layer]):
         index = params.add(name, parameter)
@@ -682,7 +721,7 @@ def _initial_layers(
             continue
         per_sequence = torch.cat([g.detach() for g in grads[slot::per_layer]], dim=1)  # (B, L * H)
         per_sequence = per_sequence.to(parameter.dtype)
-        by_step = per_sequence.new_zeros(align.steps, per_sequence.shape[1])  # (T, L * H)
+        by_step = per_sequence.new_zeros(models * align.steps, per_sequence.shape[1])  # (M T, L * H)
         by_step.index_add_(0, rows, per_sequence)
         result.append(_Layer(by_step[:, None, :], None, (_Block(index, None),)))  # (T, 1, L * H)
     return result
@@ -844,3 +883,167 @@ def _check_lengths(lengths: torch.Tensor, batch: int, steps: int, device: torch.
             f"{int(lengths.min())} to {int(lengths.max())}."
         )
     return lengths.long()
+
+
+class _StackedTemporalGradients:
+    """The temporal gradients of ``models`` networks of one architecture, side by side.
+
+    Built by :func:`_stacked_from_gradients` for the stacked trainer. Every layer's rows
+    are folded model-major: row ``m * steps + s`` holds aligned step ``s`` of network
+    ``m``, so that per-step norms come from the same per-row computations as
+    :class:`TemporalGradients`' (:func:`_layer_squares`), and combinations are one
+    batched matrix product per block over the models. Results carry a leading model
+    axis: :meth:`norms` ``(models, steps)``, :meth:`combine` one ``(models, *shape)``
+    block per parameter, in the order of :attr:`parameters` (the template network's).
+    """
+
+    def __init__(self, parameters: tuple[torch.Tensor, ...], layers: tuple[_Layer, ...], models: int, steps: int) -> None:
+        self.parameters = parameters
+        self.models = models
+        self.steps = steps
+        self._layers = layers
+        for layer in layers:
+            batch, m = layer.delta.shape[1], layer.delta.shape[2]
+            n = layer.width
+            if m * n <= batch * (m + n) and layer.delta.shape[0] * m * n <= _CHUNK_ELEMENTS:
+                layer.materialize()
+        self.gradient = self.combine(None)
+
+    def norms(self) -> torch.Tensor:
+        """Norm of each network's step gradient over all its blocks, ``(models, steps)``."""
+        reference = self._layers[0].delta
+        squares = reference.new_zeros(self.models * self.steps)  # (M T,)
+        for layer in self._layers:
+            _scatter_add(squares, layer.rows, _layer_squares(layer, "auto"))
+        return squares.sqrt().view(self.models, self.steps)
+
+    def combine(self, coefficients: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        """``sum_t c_{m,t} G_{m,t}`` for every network ``m``; None weights every step by one.
+
+        Parameters
+        ----------
+        coefficients : torch.Tensor of shape (models, steps) or None
+
+        Returns
+        -------
+        tuple of torch.Tensor
+            One ``(models, *shape)`` block per parameter.
+        """
+        models = self.models
+        flat = None if coefficients is None else coefficients.reshape(-1)  # (M T,)
+        blocks: dict[int, torch.Tensor] = {}
+        for layer in self._layers:
+            delta = layer.delta  # (M S, B, m): S rows per network
+            c = None
+            if flat is not None:
+                c = flat.to(delta)
+                c = c if layer.rows is None else c[layer.rows]  # (M S,)
+            if layer.outer is not None:
+                for block, outer in zip(layer.blocks, layer.outer):
+                    blocks[block.index] = _model_weighted_sum(c, outer, models)
+                continue
+            if c is not None:
+                delta = delta * c[:, None, None]
+            m = delta.shape[2]
+            per_model = delta.reshape(models, -1, m)  # (M, S B, m)
+            for block in layer.blocks:
+                if block.inputs is None:
+                    blocks[block.index] = per_model.sum(1)  # (M, m)
+                else:
+                    inputs = block.inputs.reshape(models, -1, block.inputs.shape[2])  # (M, S B, n)
+                    blocks[block.index] = torch.bmm(per_model.transpose(1, 2), inputs)  # (M, m, n)
+        return tuple(blocks[i].reshape(models, *p.shape) for i, p in enumerate(self.parameters))
+
+
+def _model_weighted_sum(coefficients: torch.Tensor | None, outer: torch.Tensor, models: int) -> torch.Tensor:
+    """:func:`_weighted_sum` of each network's rows (model-major, ``(M S, ...)``), ``(M, ...)``."""
+    transposed = outer.ndim == 3 and outer.transpose(1, 2).is_contiguous()
+    memory = outer.transpose(1, 2) if transposed else outer
+    per_model = memory.reshape(models, -1, math.prod(memory.shape[1:]))  # (M, S, size)
+    if coefficients is None:
+        total = per_model.sum(1)
+    else:
+        total = torch.bmm(coefficients.view(models, 1, -1), per_model)[:, 0]  # (M, size)
+    total = total.view(models, *memory.shape[1:])
+    return total.transpose(1, 2) if transposed else total
+
+
+def _stacked_from_gradients(
+    network: RecurrentNetwork,
+    states: NetworkStates,
+    grads: tuple[torch.Tensor, ...],
+    lengths: torch.Tensor,
+    *,
+    models: int,
+    stacked: dict[int, torch.Tensor],
+) -> _StackedTemporalGradients:
+    """Temporal gradients of ``models`` networks of ``network``'s architecture at once.
+
+    ``states``, ``grads`` (as :func:`_from_gradients` takes them) and ``lengths`` hold
+    the networks side by side along the batch, model-major, every network with the same
+    batch size ``B`` (rows a network does not use hold sequences whose loss weight is
+    zero: their deltas are zero, so they add nothing); ``stacked`` maps each parameter
+    of ``network`` (by ``id``) to the networks' values ``(models, *shape)``. Only
+    last-step losses: aligned step ``steps - 1`` is every network's loss step, and a
+    network whose longest sequence has ``L`` steps has zero gradients before aligned
+    step ``steps - L``.
+    """
+    if states.outputs.ndim == 3:
+        raise ValueError("stacked temporal gradients need a loss at the last step; got outputs at every step.")
+    lengths = _check_lengths(lengths, states.hidden.shape[0], states.hidden.shape[1], states.hidden.device)
+    params, layers = _gather_layers(network, states, grads, lengths, models=models, stacked=stacked)
+    return _StackedTemporalGradients(tuple(params.parameters), tuple(layers), models, states.hidden.shape[1])
+
+
+def _fold(layer: _Layer, models: int, steps: int) -> _Layer:
+    """A layer of ``models`` networks side by side along the batch, ``(S, M B, .)``, with
+    its rows folded model-major, ``(M S, B, .)``: row ``m * S + r`` is network ``m``'s
+    row ``r``, which lands on aligned step ``m * steps + rows[r]``."""
+    rows, batch_models = layer.delta.shape[:2]
+    batch = batch_models // models
+
+    def fold(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.reshape(rows, models, batch, tensor.shape[2]).transpose(0, 1).reshape(models * rows, batch, -1)
+
+    if any(block.offset for block in layer.blocks):
+        raise ValueError("folding layers of stacked networks needs blocks without a row offset.")
+    blocks = tuple(_Block(b.index, None if b.inputs is None else fold(b.inputs)) for b in layer.blocks)
+    folded_rows = None
+    if layer.rows is not None:
+        base = torch.arange(models, device=layer.rows.device)[:, None] * steps  # (M, 1)
+        folded_rows = (base + layer.rows[None, :]).reshape(-1)  # (M S,)
+    elif rows != steps:
+        raise ValueError(f"a layer without row map must have one row per step ({steps}); got {rows}.")
+    return _Layer(fold(layer.delta), folded_rows, blocks)
+
+
+def _stacked_recurrent_deltas(
+    cell: Cell, parameters: dict[str, torch.Tensor | None], stacked: dict[int, torch.Tensor], models: int
+) -> Callable[..., torch.Tensor | None]:
+    """The cell's ``recurrent_deltas`` for networks side by side along the batch: each
+    network's slice with its own ``W_rec`` and ``b_rec`` (vectorized over the networks)."""
+    if type(cell).recurrent_deltas is Cell.recurrent_deltas:
+        return cell.recurrent_deltas  # the recurrent delta is delta itself: no weights read
+    weight = stacked[id(parameters["W_rec"])]  # (M, G H, H)
+    bias_parameter = parameters["b_rec"]
+    bias = None if bias_parameter is None else stacked[id(bias_parameter)]  # (M, G H)
+
+    def one(delta: torch.Tensor, projected: torch.Tensor, previous: torch.Tensor,
+            weight_hh: torch.Tensor, bias_hh: torch.Tensor | None) -> torch.Tensor:
+        layer = LayerStates(projected, projected, previous, ())
+        return cell.recurrent_deltas(delta, layer, previous, weight_hh, bias_hh)
+
+    def compute(delta: torch.Tensor, states: Any, previous: torch.Tensor, *_: Any) -> torch.Tensor:
+        steps, batch_models = delta.shape[:2]
+        batch = batch_models // models
+
+        def split(tensor: torch.Tensor) -> torch.Tensor:  # (T, M B, .) -> (M, T, B, .)
+            return tensor.reshape(steps, models, batch, -1).transpose(0, 1)
+
+        projected = states.projected.reshape(models, batch, steps, -1)  # (M, B, T, G H)
+        result = torch.func.vmap(one, in_dims=(0, 0, 0, 0, None if bias is None else 0))(
+            split(delta), projected, split(previous), weight, bias
+        )  # (M, T, B, G H)
+        return result.transpose(0, 1).reshape(steps, batch_models, -1)
+
+    return compute

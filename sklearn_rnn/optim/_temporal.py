@@ -32,7 +32,7 @@ once, before each sequence's first step: its replica is that step's.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -189,12 +189,7 @@ class TemporalGradients:
         self.loss = loss
         self._layers = layers
         self._norms: dict[str, torch.Tensor] = {}
-        for layer in layers:
-            batch, m = layer.delta.shape[1], layer.delta.shape[2]
-            n = layer.width
-            # Outer products cost m * n per (sequence, step), Gram matrices B * (m + n).
-            if m * n <= batch * (m + n) and layer.delta.shape[0] * m * n <= _CHUNK_ELEMENTS:
-                layer.materialize()
+        _materialize_cheap(layers)
         self.gradient = self.combine(None)
         self.gradient_norm = _norm(self.gradient)
 
@@ -689,6 +684,17 @@ def _cell_layers(
     return [] if layer is None else [layer]
 
 
+def _materialize_cheap(layers: Sequence[_Layer]) -> None:
+    """Keep the per-(sequence, step) outer products of the layers where they are cheaper
+    than Gram matrices: they cost ``m * n`` per (sequence, step), Gram matrices
+    ``B * (m + n)``; and only within the memory bound."""
+    for layer in layers:
+        batch, m = layer.delta.shape[1], layer.delta.shape[2]
+        n = layer.width
+        if m * n <= batch * (m + n) and layer.delta.shape[0] * m * n <= _CHUNK_ELEMENTS:
+            layer.materialize()
+
+
 def _layer(delta: torch.Tensor, blocks: list[tuple[int | None, torch.Tensor | None]]) -> _Layer | None:
     kept = tuple(_Block(index, inputs) for index, inputs in blocks if index is not None)
     return _Layer(delta, None, kept) if kept else None
@@ -902,11 +908,7 @@ class _StackedTemporalGradients:
         self.models = models
         self.steps = steps
         self._layers = layers
-        for layer in layers:
-            batch, m = layer.delta.shape[1], layer.delta.shape[2]
-            n = layer.width
-            if m * n <= batch * (m + n) and layer.delta.shape[0] * m * n <= _CHUNK_ELEMENTS:
-                layer.materialize()
+        _materialize_cheap(layers)
         self.gradient = self.combine(None)
 
     def norms(self) -> torch.Tensor:

@@ -573,6 +573,7 @@ class _Stack:
             generators=[opt.generator for opt in optimizers],
             switch_threshold=[opt.switch_threshold for opt in optimizers],
             eps=torch.tensor([opt.eps for opt in optimizers], dtype=gradient.dtype, device=self.device)[:, None],
+            sizes=[temporal.gradient[position].numel() // models for position in order],
         )
         sizes = []
         for opt, branch, norm, cosine in zip(optimizers, chosen.branch, chosen.gradient_norm, chosen.cosine):

@@ -299,7 +299,8 @@ def choose_direction(
     """
     gradient = tuple(gradient)
     flat_gradient = _flatten(gradient)  # (1, P)
-    norm = torch.linalg.vector_norm(flat_gradient).item()
+    sizes = [block.numel() for block in gradient]
+    norm = _row_norms(flat_gradient, sizes).item()
     if _needs_combination(norm, switch_threshold):
         combined = tuple(combination() if callable(combination) else combination)
         if len(combined) != len(gradient):
@@ -310,7 +311,7 @@ def choose_direction(
         flat_combination = _flatten(combined, flat_gradient.dtype)
     else:
         flat_combination = torch.zeros_like(flat_gradient)  # not looked at
-    return _unflatten(_choose_directions(flat_gradient, flat_combination, [switch_threshold]), gradient)
+    return _unflatten(_choose_directions(flat_gradient, flat_combination, [switch_threshold], sizes), gradient)
 
 
 class _Directions(NamedTuple):
@@ -328,7 +329,10 @@ def _needs_combination(gradient_norm: float, switch_threshold: float | None) -> 
 
 
 def _choose_directions(
-    gradient: torch.Tensor, combination: torch.Tensor, switch_threshold: Sequence[float | None]
+    gradient: torch.Tensor,
+    combination: torch.Tensor,
+    switch_threshold: Sequence[float | None],
+    sizes: Sequence[int] | None = None,
 ) -> _Directions:
     """:func:`choose_direction` for ``M`` models at once, on flat ``(M, P)`` tensors.
 
@@ -336,12 +340,13 @@ def _choose_directions(
     rule calls it with ``M = 1``): the norms and inner products of all models are
     computed together, the branch of each is decided on them as Python floats, and the
     directions are formed together. ``switch_threshold`` holds each model's ``psi``
-    (None: never switch).
+    (None: never switch); ``sizes``, the parameter blocks along ``P``, makes the norms
+    those of :func:`_row_norms`.
     """
     combination = combination.to(gradient.dtype)
     stats = torch.stack([
-        torch.linalg.vector_norm(gradient, dim=1),
-        torch.linalg.vector_norm(combination, dim=1),
+        _row_norms(gradient, sizes),
+        _row_norms(combination, sizes),
         (combination * gradient).sum(1),
     ]).tolist()  # (3, M): ||grad||, ||g||, g . grad
     branches: list[Branch] = []
@@ -379,6 +384,17 @@ def _choose_directions(
         else:
             direction = anti_gradient
     return _Directions(direction, branches, stats[0], cosines)
+
+
+def _row_norms(flat: torch.Tensor, sizes: Sequence[int] | None) -> torch.Tensor:
+    """The Euclidean norm of each row of ``flat`` ``(M, P)``, shape ``(M,)``: with
+    ``sizes`` (the parameter blocks along ``P``) the norm of the blocks' norms, so that
+    a model's norm is rounded as it was when the rule took its blocks one by one."""
+    if sizes is None or len(sizes) < 2:
+        return torch.linalg.vector_norm(flat, dim=1)
+    blocks = torch.split(flat, list(sizes), dim=1)
+    per_block = torch.stack([torch.linalg.vector_norm(block, dim=1) for block in blocks], dim=1)
+    return torch.linalg.vector_norm(per_block, dim=1)
 
 
 def _flatten(blocks: Sequence[torch.Tensor], dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -479,6 +495,7 @@ def _simplex_rule(
     ``norms`` and ``combine`` are only called when the combination is needed.
     """
     flat_gradient = _flatten(gradient)  # (1, P)
+    sizes = [block.numel() for block in gradient]
 
     def combine_flat(coefficients: torch.Tensor) -> torch.Tensor:
         return _flatten(combine(coefficients[0]), flat_gradient.dtype)
@@ -494,6 +511,7 @@ def _simplex_rule(
         generators=[generator],
         switch_threshold=[switch_threshold],
         eps=eps,
+        sizes=sizes,
     )
     return _unflatten(chosen, gradient)
 
@@ -510,6 +528,7 @@ def _simplex_rules(
     generators: Sequence[torch.Generator | None],
     switch_threshold: Sequence[float | None],
     eps: float | torch.Tensor,
+    sizes: Sequence[int] | None = None,
 ) -> _Directions:
     """Algorithm 3.2's direction for ``M`` models at once: the one assembly of eq. 3.3-3.5.
 
@@ -519,8 +538,9 @@ def _simplex_rules(
     ``weights[m]`` (first, on every branch, so that its random stream does not depend on
     the branch), which sit on its last ``steps[m]`` aligned steps (last-step alignment: a
     model's steps before those have zero gradients). ``switch_threshold`` holds each
-    model's ``psi`` (None: never), ``eps`` is a float or ``(M, 1)``. ``norms`` and
-    ``combine`` are only called when some model needs its combination.
+    model's ``psi`` (None: never), ``eps`` is a float or ``(M, 1)``, ``sizes`` the
+    parameter blocks along ``P`` (see :func:`_row_norms`). ``norms`` and ``combine`` are
+    only called when some model needs its combination.
     """
     device = gradient.device
     draws = [
@@ -533,13 +553,13 @@ def _simplex_rules(
         beta = torch.zeros(len(steps), total_steps, dtype=dtype, device=device)  # (M, T)
         for row, (count, draw) in enumerate(zip(steps, draws)):
             beta[row, total_steps - count :] = draw
-    gradient_norm = torch.linalg.vector_norm(gradient, dim=1).tolist()  # (M,)
+    gradient_norm = _row_norms(gradient, sizes).tolist()  # (M,)
     if any(_needs_combination(norm, psi) for norm, psi in zip(gradient_norm, switch_threshold)):
         coefficients = beta * normalization_factors(norms(), eps=eps)  # (M, T)
         combination = combine(coefficients)  # (M, P)
     else:
         combination = torch.zeros_like(gradient)  # not looked at
-    return _choose_directions(gradient, combination, switch_threshold)
+    return _choose_directions(gradient, combination, switch_threshold, sizes)
 
 
 def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:

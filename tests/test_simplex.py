@@ -369,3 +369,21 @@ def test_simplex_sgd_solves_temporal_order_in_plain_pytorch():
         opt.step(temporal_gradients(net, states, F.cross_entropy(states.outputs, y), lengths))
     assert accuracy() > 0.9
     assert opt.branch_counts["simplex"] > 600  # the simplex direction did the work
+
+
+def test_the_direction_takes_its_norms_block_by_block():
+    # The rule runs batched over models on flat rows; a single model's norms must still be
+    # the norm of its blocks' norms, as before the batching, so that its fits (and the
+    # thesis experiments) repeat to the digit. A flat norm rounds differently.
+    generator = torch.Generator().manual_seed(1)  # blocks whose flat norm rounds otherwise
+    temporal = [torch.randn(7, 50, 6, generator=generator), torch.randn(7, 50, 50, generator=generator),
+                torch.randn(7, 50, generator=generator), torch.randn(7, 4, 50, generator=generator)]
+    gradient = [block.sum(0) for block in temporal]
+    by_blocks = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in gradient])))
+    flat = float(torch.linalg.vector_norm(torch.cat([g.reshape(-1) for g in gradient])))
+    assert flat != by_blocks  # the check below can tell the two apart
+    direction = simplex_direction(temporal, gradient, generator=torch.Generator().manual_seed(1))
+    assert direction.gradient_norm == by_blocks
+    if direction.branch == "simplex":  # the direction has the gradient's norm (eq. 3.5)
+        assert math.isclose(float(torch.linalg.vector_norm(torch.cat([d.reshape(-1) for d in direction.direction]))),
+                            by_blocks, rel_tol=1e-5)

@@ -134,11 +134,15 @@ def _load_ts(name: str) -> Split | None:
     return None
 
 
-def _cut_windows(X: list[np.ndarray], rng: np.random.Generator) -> list[np.ndarray]:
-    """Each sequence cut to a random window of 50-100% of its length."""
+def _cut_windows(
+    X: list[np.ndarray], rng: np.random.Generator, steps: tuple[int, int] | None = None
+) -> list[np.ndarray]:
+    """Each sequence cut to a random window of 50-100% of its length, or with ``steps =
+    (low, high)`` of ``low`` to ``high`` steps (at most its length)."""
     cut = []
     for x in X:
-        length = int(rng.integers(int(np.ceil(0.5 * len(x))), len(x) + 1))
+        low, high = (int(np.ceil(0.5 * len(x))), len(x)) if steps is None else steps
+        length = min(int(rng.integers(low, high + 1)), len(x))
         start = int(rng.integers(0, len(x) - length + 1))
         cut.append(x[start : start + length])
     return cut
@@ -363,16 +367,7 @@ def _short_windows(split: Split, low: int, high: int, seed: int) -> Split:
     its length): the signals of a set where the convolutional stage helps, made short."""
     X, y, X_test, y_test = split
     rng = np.random.default_rng(seed)
-
-    def cut(sequences: list[np.ndarray]) -> list[np.ndarray]:
-        windows = []
-        for x in sequences:
-            length = min(int(rng.integers(low, high + 1)), len(x))
-            start = int(rng.integers(0, len(x) - length + 1))
-            windows.append(x[start : start + length])
-        return windows
-
-    return cut(X), y, cut(X_test), y_test
+    return _cut_windows(X, rng, (low, high)), y, _cut_windows(X_test, rng, (low, high)), y_test
 
 
 def _with_missing(split: Split, fraction: float, seed: int) -> Split:

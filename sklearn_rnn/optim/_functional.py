@@ -300,8 +300,8 @@ def choose_direction(
     gradient = tuple(gradient)
     flat_gradient = _flatten(gradient)  # (1, P)
     sizes = [block.numel() for block in gradient]
-    norm = _row_norms(flat_gradient, sizes).item()
-    if _needs_combination(norm, switch_threshold):
+    gradient_norm = _row_norms(flat_gradient, sizes)  # (1,)
+    if _needs_combination(gradient_norm.item(), switch_threshold):
         combined = tuple(combination() if callable(combination) else combination)
         if len(combined) != len(gradient):
             raise ValueError(
@@ -311,7 +311,8 @@ def choose_direction(
         flat_combination = _flatten(combined, flat_gradient.dtype)
     else:
         flat_combination = torch.zeros_like(flat_gradient)  # not looked at
-    return _unflatten(_choose_directions(flat_gradient, flat_combination, [switch_threshold], sizes), gradient)
+    chosen = _choose_directions(flat_gradient, gradient_norm, flat_combination, [switch_threshold], sizes)
+    return _unflatten(chosen, gradient)
 
 
 class _Directions(NamedTuple):
@@ -330,6 +331,7 @@ def _needs_combination(gradient_norm: float, switch_threshold: float | None) -> 
 
 def _choose_directions(
     gradient: torch.Tensor,
+    gradient_norm: torch.Tensor,
     combination: torch.Tensor,
     switch_threshold: Sequence[float | None],
     sizes: Sequence[int] | None = None,
@@ -339,13 +341,14 @@ def _choose_directions(
     The one implementation of eq. 3.5 and lines 11-12 of algorithm 3.2 (the per-model
     rule calls it with ``M = 1``): the norms and inner products of all models are
     computed together, the branch of each is decided on them as Python floats, and the
-    directions are formed together. ``switch_threshold`` holds each model's ``psi``
-    (None: never switch); ``sizes``, the parameter blocks along ``P``, makes the norms
-    those of :func:`_row_norms`.
+    directions are formed together. ``gradient_norm`` ``(M,)`` is the caller's
+    :func:`_row_norms` of ``gradient`` (it has decided on it already); ``switch_threshold``
+    holds each model's ``psi`` (None: never switch); ``sizes``, the parameter blocks
+    along ``P``, makes the combination's norm that of :func:`_row_norms` too.
     """
     combination = combination.to(gradient.dtype)
     stats = torch.stack([
-        _row_norms(gradient, sizes),
+        gradient_norm,
         _row_norms(combination, sizes),
         (combination * gradient).sum(1),
     ]).tolist()  # (3, M): ||grad||, ||g||, g . grad
@@ -553,13 +556,13 @@ def _simplex_rules(
         beta = torch.zeros(len(steps), total_steps, dtype=dtype, device=device)  # (M, T)
         for row, (count, draw) in enumerate(zip(steps, draws)):
             beta[row, total_steps - count :] = draw
-    gradient_norm = _row_norms(gradient, sizes).tolist()  # (M,)
-    if any(_needs_combination(norm, psi) for norm, psi in zip(gradient_norm, switch_threshold)):
+    gradient_norm = _row_norms(gradient, sizes)  # (M,)
+    if any(_needs_combination(norm, psi) for norm, psi in zip(gradient_norm.tolist(), switch_threshold)):
         coefficients = beta * normalization_factors(norms(), eps=eps)  # (M, T)
         combination = combine(coefficients)  # (M, P)
     else:
         combination = torch.zeros_like(gradient)  # not looked at
-    return _choose_directions(gradient, combination, switch_threshold, sizes)
+    return _choose_directions(gradient, gradient_norm, combination, switch_threshold, sizes)
 
 
 def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:

@@ -123,3 +123,58 @@ def test_errors_say_what_is_wrong():
         stepwise_recurrence("gru", u, weight, None, ())
     with pytest.raises(ValueError, match="None for the others"):
         stepwise_recurrence("tanh", u[..., :4], weight[:4], bias[:4], ())
+
+
+def _counting_kernel(monkeypatch, cell):
+    """Count the calls of ``cell``'s fused kernel (still computing)."""
+    from sklearn_rnn.nn import get_cell
+
+    calls = []
+    fused = get_cell(cell).kernel
+
+    def kernel(*args, **kwargs):
+        calls.append(1)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(get_cell(cell), "kernel", kernel)
+    return calls
+
+
+def test_a_gru_trains_on_the_cpu_with_the_stepwise_recurrence_and_predicts_with_the_fused_kernel(monkeypatch):
+    """Training passes (gradients on, no autocast) of a cell that trains_stepwise skip
+    the fused kernel and give its outputs and gradients; prediction and bfloat16
+    autocast keep the kernel; a cell that does not (the LSTM) always uses it."""
+    from sklearn_rnn.nn import get_cell
+
+    assert get_cell("gru").trains_stepwise and get_cell("relu").trains_stepwise
+    assert not get_cell("lstm").trains_stepwise and not get_cell("tanh").trains_stepwise
+    calls = _counting_kernel(monkeypatch, "gru")
+    net = RecurrentNetwork(3, 5, 2, cell="gru", num_layers=2, hidden_init="learned",
+                           generator=torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(4, 7, 3, generator=torch.Generator().manual_seed(1)), torch.tensor([7, 3, 1, 5])
+
+    def loss_and_gradients():
+        net.zero_grad()
+        loss = net(x, lengths).square().sum()
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in net.parameters() if p.requires_grad]
+
+    stepwise_loss, stepwise_grads = loss_and_gradients()
+    assert calls == []
+    monkeypatch.setattr(get_cell("gru"), "trains_stepwise", False)
+    fused_loss, fused_grads = loss_and_gradients()
+    assert calls == [1, 1]  # two layers
+    torch.testing.assert_close(stepwise_loss, fused_loss, rtol=1e-5, atol=1e-6)
+    for stepwise, fused in zip(stepwise_grads, fused_grads, strict=True):
+        torch.testing.assert_close(stepwise, fused, rtol=1e-4, atol=1e-6)
+    monkeypatch.setattr(get_cell("gru"), "trains_stepwise", True)
+    calls.clear()
+    with torch.no_grad():
+        net(x, lengths)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        net(x, lengths)
+    assert calls == [1, 1, 1, 1]
+    lstm_calls = _counting_kernel(monkeypatch, "lstm")
+    lstm = RecurrentNetwork(3, 5, 2, cell="lstm", generator=torch.Generator().manual_seed(0))
+    lstm(x, lengths).sum().backward()
+    assert lstm_calls == [1]

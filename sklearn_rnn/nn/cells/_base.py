@@ -138,6 +138,10 @@ class Cell(ABC):
     has_recurrent_bias : bool
         Whether its recurrence keeps a bias ``b_hh`` of its own (the GRU's candidate
         block ``b_hn`` sits inside the reset gate, so it cannot merge into ``b``).
+    trains_stepwise : bool
+        Whether training on a CPU runs the step-by-step recurrence with its hand-written
+        backward pass (:func:`stepwise_recurrence`) instead of the fused kernel, where
+        that is the faster of the two (see :meth:`FusedCell.forward`).
 
     Examples
     --------
@@ -161,6 +165,7 @@ class Cell(ABC):
     default_alpha: float = 0.0
     torch_mode: str | None = None
     has_recurrent_bias: bool = False
+    trains_stepwise: bool = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -659,7 +664,18 @@ class FusedCell(Cell):
         -------
         torch.Tensor of shape (batch, steps, hidden_size)
             The states ``h_t``, as :meth:`forward_states` computes them (up to rounding).
+
+        Notes
+        -----
+        A cell that sets :attr:`~Cell.trains_stepwise` (the GRU and the relu cell)
+        trains on a CPU with the step-by-step recurrence of :meth:`forward_states`
+        instead (gradients on, no autocast): at 50 units and 20-300 steps, one thread,
+        its forward and hand-written backward pass cost 0.78-0.86 of the fused kernel's
+        for the GRU and 0.75-0.82 for relu (``benchmarks/bench_recurrence.py``).
+        Prediction, mixed precision and GPUs keep the fused kernel.
         """
+        if self.trains_stepwise and _stepwise_training(z):
+            return self.forward_states(projection, recurrence, z, initial, gaps).hidden
         bias_hh = self.recurrent_bias(recurrence)
         if bias_hh is None:
             bias_hh = torch.zeros_like(projection.bias)  # (G * H,)
@@ -786,6 +802,17 @@ class FusedCell(Cell):
             zeros = z.new_zeros(1, z.shape[0], hidden_size)  # (1, B, H)
             states = [zeros] * self.state_count
         return tuple(states) if self.state_count > 1 else states[0]
+
+
+def _stepwise_training(z: torch.Tensor) -> bool:
+    """Whether a layer's forward pass on ``z`` is a CPU training pass in the tensors'
+    own dtype (gradients on, autocast off), where :attr:`Cell.trains_stepwise` applies."""
+    if z.device.type != "cpu" or not torch.is_grad_enabled():
+        return False
+    try:
+        return not torch.is_autocast_enabled("cpu")
+    except TypeError:  # torch < 2.4: no device argument
+        return not torch.is_autocast_cpu_enabled()
 
 
 def stepwise_recurrence(

@@ -53,6 +53,7 @@ class GRUCell(FusedCell):
     module = nn.GRU
     kernel = torch.gru
     stackable = True
+    trains_stepwise = True
 
     def stepwise(  # noqa: D102
         self,

@@ -210,7 +210,9 @@ def test_sgd_optimizer_is_the_clipped_rule(task):
         clf.fit(X, y)
     assert type(clf.net_.optimizer_).__name__ == "ClippedSGD"
     assert clf.net_.optimizer_.param_groups[0]["clip_threshold"] == 1.0
-    assert clf.loss_curve_[-1] < clf.loss_curve_[0]
+    # The loss of clipped SGD on this small task moves up and down by 0.05 from epoch to
+    # epoch: the last five epochs' mean, not the last epoch alone, is below the first.
+    assert np.mean(clf.loss_curve_[-5:]) < clf.loss_curve_[0] - 0.005
 
 
 def test_class_weight_balanced_moves_the_decision():

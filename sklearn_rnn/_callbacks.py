@@ -197,15 +197,33 @@ class EarlyStopping(_SkorchEarlyStopping):
 
     def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
         if len(net.history) - self._epochs_before > self.min_epochs:
-            super().on_epoch_end(net, **kwargs)
+            self._decide(net, **kwargs)
             return
         patience = self.patience
         self.patience = math.inf  # track the best epoch, never stop
         try:
-            super().on_epoch_end(net, **kwargs)
+            self._decide(net, **kwargs)
         finally:
             self.patience = patience
         self.misses_ = 0  # the patience is counted from min_epochs on
+
+    def _decide(self, net: Any, **kwargs: Any) -> None:
+        """skorch's rule for the epoch, with the best epoch's weights copied here.
+
+        skorch copies them with ``copy.deepcopy`` of the module's ``state_dict``, about
+        40 us per tensor; a clone of each tensor gives the same dictionary for
+        ``load_state_dict`` in a few us (the stacked grid search runs this rule for
+        every network every epoch)."""
+        load_best, before = self.load_best, self.best_epoch_
+        self.load_best = False
+        try:
+            super().on_epoch_end(net, **kwargs)
+        finally:
+            self.load_best = load_best
+            if load_best and self.best_epoch_ != before and self.best_epoch_ == net.history[-1, "epoch"]:
+                self.best_model_weights_ = {
+                    name: value.detach().clone() for name, value in net.module_.state_dict().items()
+                }
 
     def on_train_end(self, net: Any, **kwargs: Any) -> None:
         if len(net.history):

@@ -230,3 +230,25 @@ def test_standard_cells_keep_their_states():
     inputs, projected, hidden, outputs = states[:4]
     assert inputs.shape == (2, 5, 3) and projected.shape == hidden.shape == (2, 5, 4)
     assert outputs.shape == (2, 2)
+
+
+def test_times_are_checked_within_sequences_only_and_the_first_bad_step_is_named():
+    """The check runs over all steps at once: a drop from one sequence's last time to
+    the next one's first is no error, single-step sequences pass, and the error names
+    the first bad sequence and step as a check of each sequence in turn would."""
+    from sklearn_rnn.sequences._encoding import InputEncoder, check_times
+
+    rng = np.random.default_rng(0)
+    sequences = [np.column_stack([np.cumsum(rng.uniform(0, 2, n)) + 100 * (5 - i), rng.normal(size=n)])
+                 for i, n in enumerate([3, 1, 4, 1, 2])]  # each starts below the previous one's end
+    check_times(sequences, 0)
+    encoder = InputEncoder.fit(sequences, time_feature=0)
+    within = np.concatenate([np.diff(s[:, 0]) for s in sequences])
+    assert encoder.time_scale == pytest.approx(np.median(within[within > 0]))
+    for index, step, fault in [(2, 3, "decrease"), (4, 1, "decrease"), (0, 0, "nan"), (3, 0, "nan"), (2, 2, "nan")]:
+        broken = [s.copy() for s in sequences]
+        broken[index][step, 0] = -1.0 if fault == "decrease" else np.nan
+        expected = (f"sequence {index} of X has times that decrease at step {step} "
+                    if fault == "decrease" else f"sequence {index} of X has no time at step {step} ")
+        with pytest.raises(ValueError, match=expected):
+            check_times(broken, 0)

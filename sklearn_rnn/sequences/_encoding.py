@@ -110,8 +110,10 @@ class InputEncoder:
         time_feature = _resolve_time_feature(time_feature, n_features)
         time_scale = 1.0
         if time_feature is not None:
-            check_times(sequences, time_feature)
-            gaps = np.concatenate([np.diff(sequence[:, time_feature]) for sequence in sequences])
+            steps, lengths, _ = joined_steps(sequences)
+            times = steps[:, time_feature]
+            check_times(sequences, time_feature, joined=(times, lengths))
+            gaps = _within_gaps(times, lengths)
             positive = gaps[gaps > 0]
             # No positive gap (single steps, or repeated times): any scale gives 0 gaps.
             time_scale = float(np.median(positive)) if positive.size else 1.0
@@ -190,7 +192,7 @@ class InputEncoder:
         values = self._fill(_values(raw, self.time_feature), lengths)  # (N, n_values [+ masks])
         if self.time_feature is None:
             return values
-        check_times(sequences, self.time_feature)
+        check_times(sequences, self.time_feature, joined=(raw[:, self.time_feature], lengths))
         return np.hstack([values, self._time_channels(raw[:, self.time_feature], lengths)])
 
     def _fill(self, steps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -232,7 +234,12 @@ def _resolve_time_feature(time_feature: int | None, n_features: int) -> int | No
     return int(time_feature) % n_features
 
 
-def check_times(sequences: list[np.ndarray], time_feature: int) -> None:
+def check_times(
+    sequences: list[np.ndarray],
+    time_feature: int,
+    *,
+    joined: tuple[np.ndarray, np.ndarray] | None = None,
+) -> None:
     """Check that every step has a time and that times never decrease within a sequence.
 
     Parameters
@@ -241,6 +248,9 @@ def check_times(sequences: list[np.ndarray], time_feature: int) -> None:
         Canonical sequences.
     time_feature : int
         Index of the time column.
+    joined : tuple of ndarray, optional
+        ``(times, lengths)``: the time column of all steps joined in order and each
+        sequence's length, when the caller has them (they are not joined again).
 
     Raises
     ------
@@ -257,23 +267,40 @@ def check_times(sequences: list[np.ndarray], time_feature: int) -> None:
     ...
     ValueError: sequence 1 of X has times that decrease at step 1 (4 after 5) ...
     """
-    for index, sequence in enumerate(sequences):
-        times = sequence[:, time_feature]
-        missing = np.flatnonzero(np.isnan(times))
-        if missing.size:
-            raise ValueError(
-                f"sequence {index} of X has no time at step {missing[0]} (NaN in column "
-                f"time_feature={time_feature}): expected a time stamp at every step. Drop "
-                "the steps without a time, or fill in their times."
-            )
-        decreasing = np.flatnonzero(np.diff(times) < 0)
-        if decreasing.size:
-            step = decreasing[0] + 1
-            raise ValueError(
-                f"sequence {index} of X has times that decrease at step {step} "
-                f"({times[step]:g} after {times[step - 1]:g}) in column "
-                f"time_feature={time_feature}: expected non-decreasing times within each "
-                "sequence. Sort each sequence's steps by time. (These are the values the "
-                "estimator received: a scaler before it in a pipeline changes them, not "
-                "their order.)"
-            )
+    if joined is None:
+        steps, lengths, _ = joined_steps(sequences)
+        times = steps[:, time_feature]
+    else:
+        times, lengths = joined
+    ends = np.cumsum(lengths)
+    missing = np.isnan(times)
+    if missing.any():
+        row = int(np.argmax(missing))
+        index = int(np.searchsorted(ends, row, side="right"))
+        raise ValueError(
+            f"sequence {index} of X has no time at step {row - (ends[index] - lengths[index])} "
+            f"(NaN in column time_feature={time_feature}): expected a time stamp at every "
+            "step. Drop the steps without a time, or fill in their times."
+        )
+    decreasing = np.diff(times) < 0  # (N - 1,); those across two sequences do not count
+    decreasing[ends[:-1] - 1] = False
+    if decreasing.any():
+        row = int(np.argmax(decreasing)) + 1  # the step whose time is lower
+        index = int(np.searchsorted(ends, row, side="right"))
+        step = row - (ends[index] - lengths[index])
+        raise ValueError(
+            f"sequence {index} of X has times that decrease at step {step} "
+            f"({times[row]:g} after {times[row - 1]:g}) in column "
+            f"time_feature={time_feature}: expected non-decreasing times within each "
+            "sequence. Sort each sequence's steps by time. (These are the values the "
+            "estimator received: a scaler before it in a pipeline changes them, not "
+            "their order.)"
+        )
+
+
+def _within_gaps(times: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The time from each step to the next within the same sequence, all sequences in order."""
+    gaps = np.diff(times)
+    within = np.ones(len(gaps), dtype=bool)
+    within[np.cumsum(lengths)[:-1] - 1] = False  # from one sequence's last step to the next's first
+    return gaps[within]

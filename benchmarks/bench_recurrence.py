@@ -86,22 +86,26 @@ def synthetic(length: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
 def fit_seconds(cell: str, length: int, repeats: int, max_iter: int) -> None:
     X, y = synthetic(length, 0)
     X_test, y_test = synthetic(length, 1)
-    kind = type(get_cell(cell))
-    chosen = kind.trains_stepwise
+    chosen_cell = get_cell(cell)  # the registered instance that the networks ask
+    chosen = chosen_cell.trains_stepwise
+    own = "trains_stepwise" in vars(chosen_cell)  # set per instance (the Elman cells) or per class
     times: dict[bool, list[float]] = {False: [], True: []}
     scores: dict[bool, float] = {}
     RNNClassifier(cell=cell, max_iter=1, random_state=0).fit(X, y)  # warm-up: lazy imports
     try:
         for _ in range(repeats):
             for flag in (False, True):
-                kind.trains_stepwise = flag
+                chosen_cell.trains_stepwise = flag
                 model = RNNClassifier(cell=cell, max_iter=max_iter, random_state=0)
                 start = time.perf_counter()
                 model.fit(X, y)
                 times[flag].append(time.perf_counter() - start)
                 scores[flag] = model.score(X_test, y_test)
     finally:
-        kind.trains_stepwise = chosen
+        if own:
+            chosen_cell.trains_stepwise = chosen
+        else:
+            del chosen_cell.trains_stepwise  # back to the class's value
     fused, stepwise = statistics.median(times[False]), statistics.median(times[True])
     print(f"{cell:5} fit at defaults (max_iter={max_iter}), {length // 2}-{length} steps: "
           f"fused {fused:.2f} s (accuracy {scores[False]:.3f}), stepwise {stepwise:.2f} s "

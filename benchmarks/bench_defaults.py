@@ -102,6 +102,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # Adam's step annealed to 0 over the 60 epochs (cosine), the plateau rule unchanged.
     "cos60": {"max_iter": 60,
               "callbacks": [("lr", LRScheduler(policy="CosineAnnealingLR", T_max=60))]},
+    # The step cut tenfold when the training loss has not fallen by 1e-3 for 5 epochs,
+    # before the stopping rule's patience runs out.
+    "plateau": {"callbacks": [("lr", LRScheduler(
+        policy="ReduceLROnPlateau", monitor="train_loss", patience=5, factor=0.1,
+        threshold=1e-3, threshold_mode="abs"))]},
+    "plateau-it60": {"max_iter": 60, "callbacks": [("lr", LRScheduler(
+        policy="ReduceLROnPlateau", monitor="train_loss", patience=5, factor=0.1,
+        threshold=1e-3, threshold_mode="abs"))]},
     "tanh": {"cell": "tanh"},
     "lstm": {"cell": "lstm"},
     "gru": {"cell": "gru"},

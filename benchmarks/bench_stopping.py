@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from skorch.callbacks import Callback  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The script's folder is first on the import path when it runs as a script.
 from bench_defaults import DATASETS, _standardize, _subsample  # noqa: E402
 
 from sklearn_rnn import RNNClassifier  # noqa: E402

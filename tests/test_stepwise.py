@@ -178,3 +178,27 @@ def test_a_gru_trains_on_the_cpu_with_the_stepwise_recurrence_and_predicts_with_
     lstm = RecurrentNetwork(3, 5, 2, cell="lstm", generator=torch.Generator().manual_seed(0))
     lstm(x, lengths).sum().backward()
     assert lstm_calls == [1]
+
+
+def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives(monkeypatch):
+    """The hand-written backward pass is differentiable once: asking for a second
+    derivative through a stepwise GRU layer fails loudly, and with trains_stepwise off
+    (as the attribute's documentation says) the fused kernel gives it."""
+    from sklearn_rnn.nn import get_cell
+
+    net = RecurrentNetwork(3, 4, 1, cell="gru", generator=torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(2, 5, 3, requires_grad=True), torch.tensor([5, 3])
+
+    def input_gradient_norm():
+        (grad,) = torch.autograd.grad(net(x, lengths).sum(), x, create_graph=True)
+        return grad.square().sum()
+
+    with pytest.raises(RuntimeError, match="once"):
+        input_gradient_norm().backward()
+    net.zero_grad()
+    monkeypatch.setattr(get_cell("gru"), "trains_stepwise", False)
+    input_gradient_norm().backward()
+    [(_, projection, recurrence)] = list(net.stack())
+    for weight in (projection.weight, recurrence.weight_hh_l0):  # both shape dL/dx
+        assert weight.grad is not None and bool(torch.isfinite(weight.grad).all())
+        assert bool(weight.grad.abs().sum() > 0)

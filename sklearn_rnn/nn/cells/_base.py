@@ -141,7 +141,10 @@ class Cell(ABC):
     trains_stepwise : bool
         Whether training on a CPU runs the step-by-step recurrence with its hand-written
         backward pass (:func:`stepwise_recurrence`) instead of the fused kernel, where
-        that is the faster of the two (see :meth:`FusedCell.forward`).
+        that is the faster of the two (see :meth:`FusedCell.forward`). That backward
+        pass is differentiable once: for second derivatives through a layer (a gradient
+        penalty, a Hessian), set it to False on the registered cell,
+        ``get_cell('gru').trains_stepwise = False``.
 
     Examples
     --------

@@ -88,7 +88,6 @@ def fit_seconds(cell: str, length: int, repeats: int, max_iter: int) -> None:
     X_test, y_test = synthetic(length, 1)
     chosen_cell = get_cell(cell)  # the registered instance that the networks ask
     chosen = chosen_cell.trains_stepwise
-    own = "trains_stepwise" in vars(chosen_cell)  # set per instance (the Elman cells) or per class
     times: dict[bool, list[float]] = {False: [], True: []}
     scores: dict[bool, float] = {}
     RNNClassifier(cell=cell, max_iter=1, random_state=0).fit(X, y)  # warm-up: lazy imports
@@ -102,10 +101,7 @@ def fit_seconds(cell: str, length: int, repeats: int, max_iter: int) -> None:
                 times[flag].append(time.perf_counter() - start)
                 scores[flag] = model.score(X_test, y_test)
     finally:
-        if own:
-            chosen_cell.trains_stepwise = chosen
-        else:
-            del chosen_cell.trains_stepwise  # back to the class's value
+        chosen_cell.trains_stepwise = chosen
     fused, stepwise = statistics.median(times[False]), statistics.median(times[True])
     print(f"{cell:5} fit at defaults (max_iter={max_iter}), {length // 2}-{length} steps: "
           f"fused {fused:.2f} s (accuracy {scores[False]:.3f}), stepwise {stepwise:.2f} s "

@@ -214,13 +214,13 @@ class EarlyStopping(_SkorchEarlyStopping):
         40 us per tensor; a clone of each tensor gives the same dictionary for
         ``load_state_dict`` in a few us (the stacked grid search runs this rule for
         every network every epoch)."""
-        load_best, before = self.load_best, self.best_epoch_
-        self.load_best = False
+        load_best, self.load_best = self.load_best, False
         try:
             super().on_epoch_end(net, **kwargs)
         finally:
             self.load_best = load_best
-            if load_best and self.best_epoch_ != before and self.best_epoch_ == net.history[-1, "epoch"]:
+            # skorch names the epoch best only in the epoch it improves.
+            if load_best and self.best_epoch_ == net.history[-1, "epoch"]:
                 self.best_model_weights_ = {
                     name: value.detach().clone() for name, value in net.module_.state_dict().items()
                 }

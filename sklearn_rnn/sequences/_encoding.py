@@ -113,8 +113,8 @@ class InputEncoder:
             steps, lengths, _ = joined_steps(sequences)
             times = steps[:, time_feature]
             check_times(sequences, time_feature, joined=(times, lengths))
-            gaps = _within_gaps(times, lengths)
-            positive = gaps[gaps > 0]
+            gaps = step_gaps(times, lengths)
+            positive = gaps[gaps > 0]  # not the zeros of first steps
             # No positive gap (single steps, or repeated times): any scale gives 0 gaps.
             time_scale = float(np.median(positive)) if positive.size else 1.0
         steps = _values(np.concatenate(sequences, axis=0), time_feature)  # (N, n_values)
@@ -211,10 +211,8 @@ class InputEncoder:
 
     def _time_channels(self, times: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         starts = np.cumsum(lengths) - lengths  # (n,) first row of each sequence
-        gaps = np.diff(times, prepend=times[:1])  # (N,)
-        gaps[starts] = 0.0  # no previous step in the same sequence
         elapsed = times - np.repeat(times[starts], lengths)  # (N,)
-        return np.column_stack([gaps, elapsed]) / self.time_scale  # (N, 2)
+        return np.column_stack([step_gaps(times, lengths), elapsed]) / self.time_scale  # (N, 2)
 
 
 def _values(steps: np.ndarray, time_feature: int | None) -> np.ndarray:
@@ -282,10 +280,9 @@ def check_times(
             f"(NaN in column time_feature={time_feature}): expected a time stamp at every "
             "step. Drop the steps without a time, or fill in their times."
         )
-    decreasing = np.diff(times) < 0  # (N - 1,); those across two sequences do not count
-    decreasing[ends[:-1] - 1] = False
+    decreasing = step_gaps(times, lengths) < 0
     if decreasing.any():
-        row = int(np.argmax(decreasing)) + 1  # the step whose time is lower
+        row = int(np.argmax(decreasing))  # the step whose time is lower
         index = int(np.searchsorted(ends, row, side="right"))
         step = row - (ends[index] - lengths[index])
         raise ValueError(
@@ -298,9 +295,28 @@ def check_times(
         )
 
 
-def _within_gaps(times: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The time from each step to the next within the same sequence, all sequences in order."""
-    gaps = np.diff(times)
-    within = np.ones(len(gaps), dtype=bool)
-    within[np.cumsum(lengths)[:-1] - 1] = False  # from one sequence's last step to the next's first
-    return gaps[within]
+def step_gaps(times: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The time since the previous step of the same sequence, for every step; 0 at each
+    sequence's first step.
+
+    Parameters
+    ----------
+    times : ndarray of shape (N,)
+        The time column of all steps, the sequences joined in order.
+    lengths : ndarray of int of shape (n,)
+        Each sequence's steps, every one at least 1.
+
+    Returns
+    -------
+    ndarray of shape (N,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._encoding import step_gaps
+    >>> step_gaps(np.array([0.0, 2.0, 3.0, 10.0, 11.5]), np.array([3, 2])).tolist()
+    [0.0, 2.0, 1.0, 0.0, 1.5]
+    """
+    gaps = np.diff(times, prepend=times[:1])
+    gaps[np.cumsum(lengths) - lengths] = 0.0  # no previous step in the same sequence
+    return gaps

@@ -68,6 +68,15 @@ AUTO_CONV_KERNELS: tuple[int, ...] = (3, 9)
 #: windows reach past a sequence's ends (18 steps with the widths above).
 AUTO_CONV_MIN_SPANS = 2
 
+#: ``conv_pool='auto'``: the stage's features are max-pooled over this many steps when
+#: the median training sequence (after framing) has at least ``AUTO_CONV_POOL_MIN_STEPS``
+#: steps, so that the recurrence still runs over at least 32 of them (chosen with
+#: ``benchmarks/bench_defaults.py``: half the steps, faster fits and better accuracy on
+#: the real sets of 76-333 steps; lower accuracy on the synthetic tasks of 40-52 steps,
+#: whose label sits in one early step).
+AUTO_CONV_POOL = 2
+AUTO_CONV_POOL_MIN_STEPS = 64
+
 #: ``early_stopping='auto'`` holds out ``validation_fraction`` from this many training
 #: sequences on (a validation set of at least 20 at the default fraction).
 AUTO_HOLDOUT_MIN = 200
@@ -117,7 +126,8 @@ OPTIMIZERS = ("sgd", "adam", "simplex")
 #: ``BaseRNN._check_continuation`` compares with the network).
 _SHAPING_PARAMS = (
     "hidden_size", "cell", "num_layers", "dropout", "hidden_init", "spectral_radius",
-    "time_feature", "frame", "readout", "conv_kernels", "conv_channels", "optimizer", "device",
+    "time_feature", "frame", "readout", "conv_kernels", "conv_channels", "conv_pool", "optimizer",
+    "device",
 )
 
 class _Seeds(NamedTuple):
@@ -246,6 +256,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "readout": [StrOptions({"auto", *READOUTS})],
         "conv_kernels": [StrOptions({"auto"}), tuple, list, None],
         "conv_channels": [Interval(Integral, 1, None, closed="left")],
+        "conv_pool": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "num_layers": [Interval(Integral, 1, None, closed="left")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "hidden_init": [StrOptions(set(HIDDEN_INITS))],
@@ -279,6 +290,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         readout: str = "auto",
         conv_kernels: tuple[int, ...] | list[int] | str | None = "auto",
         conv_channels: int = 32,
+        conv_pool: int | str = "auto",
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
@@ -308,6 +320,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.readout = readout
         self.conv_kernels = conv_kernels
         self.conv_channels = conv_channels
+        self.conv_pool = conv_pool
         self.num_layers = num_layers
         self.dropout = dropout
         self.hidden_init = hidden_init
@@ -477,9 +490,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         check_float32_range(data.values, data.lengths)
         train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
         if reset:
+            conv = self._resolved_conv(sequences)
             self.net_ = self._build_net(
                 seeds, device, incremental=incremental, readout=self._resolved_readout(),
-                conv=self._resolved_conv(sequences),
+                conv=conv, conv_pool=self._resolved_conv_pool(conv, sequences),
             )
         else:
             self._configure_training(self.net_, seeds, incremental=incremental)
@@ -501,6 +515,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "readout": module.readout_mode,
             "conv_kernels": () if module.conv is None else module.conv.kernel_sizes,
             "conv_channels": None if module.conv is None else module.conv.channels,
+            "conv_pool": 1 if module.conv is None else module.conv.pool,
             "optimizer": _OPTIMIZER_NAMES.get(type(self.net_.optimizer_), "adam"),
             "device": next(module.parameters()).device.type,
         }
@@ -540,6 +555,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "readout": self._resolved_readout(),
             "conv_kernels": (conv := self._resolved_conv()),
             "conv_channels": int(self.conv_channels) if conv else None,
+            "conv_pool": self._resolved_conv_pool(conv),
             "optimizer": self.optimizer,
             "device": self._resolve_device().type if device else None,
         }
@@ -617,7 +633,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     def _build_net(
         self, seeds: _Seeds, device: torch.device, *, incremental: bool, readout: str,
-        conv: tuple[int, ...],
+        conv: tuple[int, ...], conv_pool: int = 1,
     ) -> SequenceNet:
         cell = self._resolved_cell()
         if self.optimizer == "simplex" and not get_cell(cell).temporal_gradients:
@@ -643,6 +659,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             readout=readout,
             conv_kernels=conv,
             conv_channels=int(self.conv_channels),
+            conv_pool=conv_pool,
         ).to(device)
         optimizer, optimizer_params = self._optimizer_spec(seeds)
         net = make_net(
@@ -774,6 +791,30 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if refused:
                 raise ValueError(f"conv_kernels={self.conv_kernels!r} cannot be used with {reason}.")
         return tuple(int(k) for k in kernels)
+
+    def _resolved_conv_pool(
+        self, conv: tuple[int, ...], sequences: list[np.ndarray] | None = None
+    ) -> int:
+        """``conv_pool`` for the stage ``conv`` (the resolved kernel widths): 1 without a
+        stage; 'auto' read as :data:`AUTO_CONV_POOL` when the median length of the
+        (framed) training ``sequences`` is at least :data:`AUTO_CONV_POOL_MIN_STEPS`,
+        1 otherwise. Without ``sequences`` (continued training), 'auto' is what the fit
+        chose from its data."""
+        if not conv:
+            if self.conv_pool not in ("auto", 1):
+                raise ValueError(
+                    f"conv_pool={self.conv_pool!r} pools the features of the convolutional "
+                    f"stage, but this fit has none (conv_kernels={self.conv_kernels!r} "
+                    "resolved to no stage); use conv_pool='auto' or 1, or give conv_kernels."
+                )
+            return 1
+        if not isinstance(self.conv_pool, str):
+            return int(self.conv_pool)
+        if sequences is None:  # a fitted stage's, or 1 where the fit had none
+            fitted = self.net_.module_.conv
+            return 1 if fitted is None else fitted.pool
+        median = float(np.median([len(sequence) for sequence in sequences]))
+        return AUTO_CONV_POOL if median >= AUTO_CONV_POOL_MIN_STEPS else 1
 
     def _resolved_early_stopping(self, y: Any) -> bool:
         """``early_stopping``, with 'auto' read as True from ``AUTO_HOLDOUT_MIN``
@@ -1214,6 +1255,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "frame": int(self._frame),
             "readout": self.module_.readout_mode,
             "conv_kernels": [] if self.module_.conv is None else list(self.module_.conv.kernel_sizes),
+            "conv_pool": 1 if self.module_.conv is None else self.module_.conv.pool,
             "early_stopping": bool(self._early_stopping),
             "n_iter_": self.n_iter_,
             "loss_curve_": list(self.loss_curve_),
@@ -1270,10 +1312,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         # Files from before these options read the last state of the raw inputs.
         readout = state.get("readout", "last")
         conv = tuple(state.get("conv_kernels", ()))
+        conv_pool = state.get("conv_pool", 1)
+        if conv_pool != 1 and not conv:
+            raise ValueError(f"{where} pools the features of a convolutional stage "
+                             f"(conv_pool={conv_pool}) but holds no stage (conv_kernels).")
         estimator._check_stored_shapes(tensors, where, readout, conv)
         device = _load_device(estimator, state["device"])
         # The seeds only draw initial weights, which the stored ones replace.
-        net = estimator._build_net(_Seeds.draw(0), device, incremental=False, readout=readout, conv=conv)
+        net = estimator._build_net(_Seeds.draw(0), device, incremental=False, readout=readout, conv=conv,
+                                   conv_pool=conv_pool)
         estimator.net_ = net
         estimator.module_ = net.module_
         if state["optimizer"]["name"] != _OPTIMIZER_NAMES.get(type(net.optimizer_)):
@@ -1507,6 +1554,13 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         only; a stage with 'simplex' is refused); see :ref:`defaults`.
     conv_channels : int, default=32
         Features per kernel width of the convolutional stage.
+    conv_pool : int or 'auto', default='auto'
+        Steps per max-pooling window of the stage's features: the recurrence runs over
+        ``ceil(length / conv_pool)`` steps, each reading the strongest response of every
+        feature in its window, so a fit costs about ``1 / conv_pool`` as much per epoch
+        and a memory spans fewer steps. 'auto' is 2 when the median training length
+        (after framing) is at least 64 steps, 1 (no pooling) on shorter sequences, whose
+        label may sit in a single step; only with a stage (see :ref:`defaults`).
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -1730,6 +1784,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         readout: str = "auto",
         conv_kernels: tuple[int, ...] | list[int] | str | None = "auto",
         conv_channels: int = 32,
+        conv_pool: int | str = "auto",
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
@@ -1762,6 +1817,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             readout=readout,
             conv_kernels=conv_kernels,
             conv_channels=conv_channels,
+            conv_pool=conv_pool,
             num_layers=num_layers,
             dropout=dropout,
             hidden_init=hidden_init,
@@ -2019,6 +2075,13 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         only; a stage with 'simplex' is refused); see :ref:`defaults`.
     conv_channels : int, default=32
         Features per kernel width of the convolutional stage.
+    conv_pool : int or 'auto', default='auto'
+        Steps per max-pooling window of the stage's features: the recurrence runs over
+        ``ceil(length / conv_pool)`` steps, each reading the strongest response of every
+        feature in its window, so a fit costs about ``1 / conv_pool`` as much per epoch
+        and a memory spans fewer steps. 'auto' is 2 when the median training length
+        (after framing) is at least 64 steps, 1 (no pooling) on shorter sequences, whose
+        label may sit in a single step; only with a stage (see :ref:`defaults`).
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0

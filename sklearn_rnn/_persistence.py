@@ -152,6 +152,8 @@ STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "readout": (False, lambda v: v in ("last", "pool"), "'last' or 'pool' (absent: 'last')"),
     "conv_kernels": (False, lambda v: isinstance(v, list) and all(_is_int(k) and k >= 1 for k in v),
                      "a list of kernel widths >= 1 (absent: no convolutional stage)"),
+    "conv_pool": (False, lambda v: _is_int(v) and v >= 1,
+                  "an int >= 1 (steps per pooling window of the stage; absent: 1)"),
     "early_stopping": (True, lambda v: isinstance(v, bool), "a bool (a held-out split was used)"),
     "n_iter_": (True, _is_int, "an int"),
     "loss_curve_": (True, _float_list, "a list of numbers"),

@@ -54,6 +54,10 @@ class RNNStepClassifier(BaseRNN):
         Only 1 here ('auto' is 1): a frame would mix the targets of several steps.
     readout : {'auto', 'last'}, default='auto'
         Only 'last' here ('auto' is 'last'): every step's output reads that step's state.
+    conv_kernels, conv_channels, conv_pool : default='auto', 32, 'auto'
+        No convolutional stage here ('auto' is none; a stage is refused): its kernels
+        read steps ahead of the one predicted, and pooling would merge the targets of
+        several steps.
     num_layers : int, default=1
         Stacked recurrent layers.
     dropout : float, default=0.0

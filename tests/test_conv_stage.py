@@ -152,11 +152,12 @@ def test_continued_training_refuses_another_stage():
     y = np.array([int(x[0, 0] > 0) for x in X])
     clf = quiet_fit(RNNClassifier(warm_start=True, **TINY), X, y)
     before = [p.detach().clone() for p in clf.module_.parameters()]
-    for change in (dict(conv_kernels=(5,)), dict(conv_channels=8), dict(conv_kernels=None)):
+    for change in (dict(conv_kernels=(5,)), dict(conv_channels=8), dict(conv_kernels=None),
+                   dict(conv_pool=3)):
         clf.set_params(**change)
         with pytest.raises(ValueError, match="conv_"):
             clf.fit(X, y)
-        clf.set_params(conv_kernels="auto", conv_channels=32)
+        clf.set_params(conv_kernels="auto", conv_channels=32, conv_pool="auto")
     for a, b in zip(before, clf.module_.parameters()):
         assert torch.equal(a, b)  # nothing changed
     quiet_fit(clf, X, y)  # the same stage continues
@@ -200,3 +201,98 @@ def test_model_file_keeps_the_stage_and_refuses_a_forged_one(tmp_path):
     bad = forged(lambda h: h["state"].update(conv_kernels=[3, 0]), lambda t: None, "bad.safetensors")
     with pytest.raises(ValueError, match="conv_kernels"):
         RNNClassifier.load(bad)
+
+
+def test_pooled_stage_is_the_maximum_over_windows_of_each_sequence_alone():
+    stage = ConvStage(2, (3, 4), 5, pool=3)
+    unpooled = ConvStage(2, (3, 4), 5)
+    for generator_seed, module in ((0, stage), (0, unpooled)):
+        module.reset_parameters(torch.Generator().manual_seed(generator_seed))
+    short = torch.randn(1, 7, 2)
+    padded = torch.cat([short, torch.full((1, 5, 2), 1e6)], dim=1)  # garbage after step 7
+    batch = torch.cat([padded, torch.randn(1, 12, 2)])
+    lengths = torch.tensor([7, 12])
+    together = stage(batch, lengths)
+    assert together.shape == (2, 4, 10)
+    assert stage.output_lengths(lengths).tolist() == [3, 4]
+    alone = stage(short, torch.tensor([7]))[0]  # windows of steps 1-3, 4-6 and 7 alone
+    torch.testing.assert_close(together[0, :3], alone)
+    features = unpooled(short, torch.tensor([7]))[0]  # (7, 10)
+    by_hand = torch.stack([features[0:3].amax(0), features[3:6].amax(0), features[6]])
+    torch.testing.assert_close(alone, by_hand)
+    assert "pool=3" in repr(stage)
+    with pytest.raises(ValueError, match="pooling windows of at least 1 step; got .*pool=0"):
+        ConvStage(2, (3,), 4, pool=0)
+
+
+def test_network_with_a_pooled_stage_predicts_each_sequence_as_if_alone():
+    net = RecurrentNetwork(2, 8, 3, cell="gru", readout="pool", conv_kernels=(3, 9), conv_pool=2,
+                           generator=torch.Generator().manual_seed(0)).eval()
+    x = torch.randn(3, 13, 2)
+    lengths = torch.tensor([13, 7, 2])
+    together = net(x, lengths)
+    for row, length in enumerate(lengths.tolist()):
+        alone = net(x[row:row + 1, :length], lengths[row:row + 1])
+        torch.testing.assert_close(together[row:row + 1], alone, rtol=1e-5, atol=1e-6)
+    # The recurrence reads 7 pooled steps of the longest sequence, not 13 raw ones.
+    features, pooled_lengths = net._features(x, lengths)
+    assert features.shape == (3, 7, 64) and pooled_lengths.tolist() == [7, 4, 1]
+    with pytest.raises(ValueError, match="conv_pool=2 pools the features of a convolutional stage"):
+        RecurrentNetwork(2, 8, 3, conv_pool=2)
+
+
+def test_auto_pools_the_stage_from_a_median_of_64_steps():
+    rng = np.random.default_rng(0)
+    for median, pool in ((63, 1), (64, 2)):
+        X = [rng.normal(size=(length, 1)) for length in (20, median, median, 90)] * 3
+        y = np.arange(len(X)) % 2
+        clf = quiet_fit(RNNClassifier(**TINY), X, y)
+        assert clf.module_.conv.pool == pool, median
+    explicit = quiet_fit(RNNClassifier(conv_pool=3, **TINY), ragged(low=16, high=26), np.arange(40) % 2)
+    assert explicit.module_.conv.pool == 3
+    unpooled = quiet_fit(RNNClassifier(conv_pool=1, **TINY), X, y)
+    assert unpooled.module_.conv.pool == 1
+    # No stage: nothing to pool, and asking for it is refused with the fix.
+    assert quiet_fit(RNNClassifier(conv_kernels=None, conv_pool=1, **TINY), X, y).module_.conv is None
+    with pytest.raises(ValueError, match=r"conv_pool=2 pools .* this fit has none \(conv_kernels=None"):
+        RNNClassifier(conv_kernels=None, conv_pool=2, **TINY).fit(X, y)
+    with pytest.raises(ValueError, match="conv_pool"):
+        RNNClassifier(conv_pool=0, **TINY).fit(X, y)
+    # A stream keeps what its first batch chose.
+    stream = RNNClassifier(**TINY).partial_fit(X, y, classes=[0, 1])
+    stream.partial_fit(ragged(d=1, low=16, high=26), np.arange(40) % 2)
+    assert stream.module_.conv.pool == 2
+
+
+def test_model_file_keeps_the_pooling_and_refuses_a_forged_one(tmp_path):
+    from sklearn_rnn._persistence import _digest
+
+    X = ragged(low=16, high=26)
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    clf = quiet_fit(RNNClassifier(conv_kernels=(3, 4), conv_channels=3, conv_pool=2, **TINY), X, y)
+    path = tmp_path / "clf.safetensors"
+    clf.save(path)
+    loaded = RNNClassifier.load(path)
+    assert loaded.module_.conv.pool == 2
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    assert header["state"]["conv_pool"] == 2
+
+    def forged(edit, name):
+        new_header = json.loads(json.dumps(header))
+        edit(new_header)
+        new_header["sha256"] = _digest(new_header, tensors)
+        target = tmp_path / name
+        save_file(tensors, str(target), metadata={"sklearn_rnn": json.dumps(new_header)})
+        return target
+
+    # A file written before the option has no field: its stage is unpooled.
+    older = RNNClassifier.load(forged(lambda h: h["state"].pop("conv_pool"), "old.safetensors"))
+    assert older.module_.conv.pool == 1
+    with pytest.raises(ValueError, match="conv_pool"):
+        RNNClassifier.load(forged(lambda h: h["state"].update(conv_pool=0), "zero.safetensors"))
+    no_stage = forged(lambda h: h["state"].update(conv_kernels=[]), "none.safetensors")
+    with pytest.raises(ValueError, match="conv_pool=2"):
+        RNNClassifier.load(no_stage)

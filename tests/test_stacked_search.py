@@ -334,10 +334,12 @@ def test_stacked_networks_with_a_convolutional_stage_match_their_own_fit():
     # convolutions over the models.
     X, y = visits(60)
     models = [explicit(cell="gru", time_feature=None, conv_kernels=(3, 5), conv_channels=4,
-                       readout="pool", spectral_radius=radius, clip_threshold=tau, random_state=seed)
-              for radius, tau, seed in [(0.9, 0.5, 0), (1.3, 2.0, 1)]]
-    stacked, alone = stack_and_fit(models, [(X, y), (X[:50], y[:50])])
+                       conv_pool=pool, readout="pool", spectral_radius=radius, clip_threshold=tau,
+                       random_state=seed)
+              for radius, tau, seed, pool in [(0.9, 0.5, 0, 1), (1.3, 2.0, 1, 1), (0.9, 1.0, 2, 2)]]
+    stacked, alone = stack_and_fit(models, [(X, y), (X[:50], y[:50]), (X, y)])
     for a, b in zip(stacked, alone):
         assert a.module_.conv.kernel_sizes == (3, 5) and a.n_iter_ == b.n_iter_
+        assert a.module_.conv.pool == b.module_.conv.pool
         assert largest_difference(a, b) < 1e-6
         np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-5)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .cells import uniform_
 
@@ -24,6 +25,11 @@ class ConvStage(nn.Module):
     not depend on the other sequences of its batch. The window reaches ahead of step
     ``t``: the stage suits one output per sequence, not a target at every step.
 
+    With ``pool=p`` the features are then max-pooled over consecutive windows of ``p``
+    steps (the last window of a sequence may be shorter), so the recurrence runs over
+    ``ceil(length / p)`` steps: ``p`` times fewer steps to carry a memory across and
+    to pay for, each reading the strongest response of every feature in its window.
+
     Parameters
     ----------
     input_size : int
@@ -32,6 +38,8 @@ class ConvStage(nn.Module):
         The widths, in steps, each at least 1.
     channels : int
         Output features per width.
+    pool : int, default=1
+        Steps per max-pooling window; 1: none.
 
     Attributes
     ----------
@@ -39,6 +47,8 @@ class ConvStage(nn.Module):
         The widths.
     channels : int
         Output features per width.
+    pool : int
+        Steps per max-pooling window.
     output_size : int
         ``len(kernel_sizes) * channels``.
 
@@ -50,20 +60,37 @@ class ConvStage(nn.Module):
     >>> stage.reset_parameters(torch.Generator().manual_seed(0))
     >>> stage(torch.randn(4, 20, 3), torch.tensor([20, 15, 9, 1])).shape
     torch.Size([4, 20, 16])
+
+    Pooled over pairs of steps, the recurrence reads half as many:
+
+    >>> pooled = ConvStage(3, (3, 9), 8, pool=2)
+    >>> pooled.reset_parameters(torch.Generator().manual_seed(0))
+    >>> pooled(torch.randn(4, 20, 3), torch.tensor([20, 15, 9, 1])).shape
+    torch.Size([4, 10, 16])
+    >>> pooled.output_lengths(torch.tensor([20, 15, 9, 1]))
+    tensor([10,  8,  5,  1])
     """
 
     def __init__(
-        self, input_size: int, kernel_sizes: Sequence[int], channels: int, *, device: str | None = None
+        self,
+        input_size: int,
+        kernel_sizes: Sequence[int],
+        channels: int,
+        *,
+        pool: int = 1,
+        device: str | None = None,
     ) -> None:
         super().__init__()
         sizes = tuple(int(size) for size in kernel_sizes)
-        if not sizes or min(sizes) < 1 or int(channels) < 1:
+        if not sizes or min(sizes) < 1 or int(channels) < 1 or int(pool) < 1:
             raise ValueError(
-                "a convolutional stage needs at least one kernel width of at least 1 step and "
-                f"at least 1 channel; got kernel_sizes={tuple(kernel_sizes)!r}, channels={channels!r}."
+                "a convolutional stage needs at least one kernel width of at least 1 step, "
+                "at least 1 channel and pooling windows of at least 1 step; got "
+                f"kernel_sizes={tuple(kernel_sizes)!r}, channels={channels!r}, pool={pool!r}."
             )
         self.kernel_sizes = sizes
         self.channels = int(channels)
+        self.pool = int(pool)
         self.output_size = len(sizes) * self.channels
         self.convolutions = nn.ModuleList(
             nn.Conv1d(input_size, self.channels, size, padding=size // 2, device=device) for size in sizes
@@ -99,11 +126,36 @@ class ConvStage(nn.Module):
 
         Returns
         -------
-        torch.Tensor
+        torch.Tensor of shape (batch, ceil(steps / pool), output_size)
+            Features at padded steps (beyond :meth:`output_lengths`) are not meaningful.
         """
         steps = x.shape[1]
         valid = torch.arange(steps, device=x.device) < lengths.to(x.device)[:, None]  # (B, T)
         signal = torch.where(valid[..., None], x, 0.0).transpose(1, 2)  # (B, n_in, T)
         # An even width pads one step more than it reads: keep the first T outputs.
         features = [torch.relu(convolution(signal)[..., :steps]) for convolution in self.convolutions]
-        return torch.cat(features, dim=1).transpose(1, 2)  # (B, T, output_size)
+        stacked = torch.cat(features, dim=1)  # (B, output_size, T)
+        if self.pool > 1:
+            # Zero (the ReLU's floor) at padded steps, so a window that a sequence's end
+            # cuts short takes the maximum over its valid steps only.
+            stacked = torch.where(valid[:, None, :], stacked, 0.0)
+            stacked = F.pad(stacked, (0, -steps % self.pool))
+            stacked = stacked.unflatten(2, (-1, self.pool)).amax(3)  # (B, output_size, T / pool)
+        return stacked.transpose(1, 2)  # (B, T', output_size)
+
+    def extra_repr(self) -> str:  # noqa: D102
+        return f"kernel_sizes={self.kernel_sizes}, channels={self.channels}, pool={self.pool}"
+
+    def output_lengths(self, lengths: torch.Tensor) -> torch.Tensor:
+        """Valid steps of each sequence after pooling: ``ceil(lengths / pool)``.
+
+        Parameters
+        ----------
+        lengths : torch.Tensor of shape (batch,)
+            Valid steps of each input sequence.
+
+        Returns
+        -------
+        torch.Tensor of shape (batch,)
+        """
+        return lengths if self.pool == 1 else torch.div(lengths + self.pool - 1, self.pool, rounding_mode="floor")

@@ -150,6 +150,9 @@ class RecurrentNetwork(nn.Module):
         between steps ('decay'); temporal gradients need none.
     conv_channels : int, default=32
         Features per kernel width of the convolutional stage.
+    conv_pool : int, default=1
+        Steps per max-pooling window of the convolutional stage's features: the
+        recurrence runs over ``ceil(length / conv_pool)`` steps. Only with a stage.
 
     Examples
     --------
@@ -196,6 +199,7 @@ class RecurrentNetwork(nn.Module):
         readout: str = "last",
         conv_kernels: Sequence[int] = (),
         conv_channels: int = 32,
+        conv_pool: int = 1,
     ) -> None:
         super().__init__()
         if readout not in READOUTS:
@@ -214,6 +218,11 @@ class RecurrentNetwork(nn.Module):
                 "convolutional stage would replace by features of neighbouring steps; use "
                 "conv_kernels=() with this cell."
             )
+        if conv_pool != 1 and not conv_kernels:
+            raise ValueError(
+                f"conv_pool={conv_pool!r} pools the features of a convolutional stage, but "
+                "conv_kernels is empty; give kernel widths, or use conv_pool=1."
+            )
         self.cell = cell
         # The cell objects themselves: the network keeps working if the registry changes.
         self._cell: Cell = spec
@@ -228,7 +237,7 @@ class RecurrentNetwork(nn.Module):
         # every value from ``generator`` and leaves the global generator untouched.
         self.conv: ConvStage | None = None
         if conv_kernels:
-            self.conv = ConvStage(input_size, conv_kernels, conv_channels, device="meta")
+            self.conv = ConvStage(input_size, conv_kernels, conv_channels, pool=conv_pool, device="meta")
             input_size = self.conv.output_size
         self.input_projection = nn.Linear(input_size, spec.gates * hidden_size, device="meta")
         self.recurrence: nn.Module = spec.make_recurrence(hidden_size, n_masked=n_masked, device="meta")
@@ -350,7 +359,7 @@ class RecurrentNetwork(nn.Module):
         """
         layers: list[LayerStates] = []
         gaps = self._gaps(x)
-        x = self._features(x, lengths)
+        x, lengths = self._features(x, lengths)
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
@@ -383,7 +392,7 @@ class RecurrentNetwork(nn.Module):
         torch.Tensor
         """
         gaps = self._gaps(x)
-        x = self._features(x, lengths)
+        x, lengths = self._features(x, lengths)
         hidden = x
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(hidden)  # (B, T, n_in)
@@ -392,9 +401,14 @@ class RecurrentNetwork(nn.Module):
             hidden = run(projection, recurrence, z, initial, gaps)  # (B, T, H)
         return self._read(hidden, lengths, every_step)[1]
 
-    def _features(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """What the first layer reads: the inputs, or the convolutional stage's features."""
-        return x if self.conv is None else self.conv(x, lengths)
+    def _features(
+        self, x: torch.Tensor, lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the first layer reads (the inputs, or the convolutional stage's
+        features) and the valid steps of each sequence there."""
+        if self.conv is None:
+            return x, lengths
+        return self.conv(x, lengths), self.conv.output_lengths(lengths)
 
     def _gaps(self, x: torch.Tensor) -> torch.Tensor | None:
         """The time since the previous step, ``(B, T)``, for a cell that reads it."""

@@ -90,6 +90,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "last": {"readout": "last"},
     "noconv": {"conv_kernels": None},
     "conv": {"conv_kernels": (3, 9)},  # the stage whatever the lengths ('auto' skips short ones)
+    "nopool": {"conv_pool": 1},  # the stage's features unpooled (the defaults before conv_pool)
+    "pool2": {"conv_pool": 2},  # pooled over pairs of steps whatever the length
     "it100": {"max_iter": 100},
     "it60": {"max_iter": 60},
     # The stopping study of the time target (``docs/user_guide/defaults.rst``): a coarser

@@ -9,7 +9,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_rnn import RNNClassifier, RNNRegressor
-from sklearn_rnn._stacked import StackedStream
+from sklearn_rnn._stacked import StackedStream, _Stack
 
 CLASSES = np.arange(4)
 
@@ -133,8 +133,9 @@ def test_a_batch_of_several_updates_and_sample_weights_match_partial_fit():
     assert [a.net_.history[-1, "train_batch_count"] for a in models] == [3, 1, 2]
 
 
-def test_a_diverging_estimator_is_undone_as_partial_fit_undoes_it():
-    models = thesis_models("sgd")
+@pytest.mark.parametrize("optimizer", ["sgd", "simplex"])
+def test_a_diverging_estimator_is_undone_as_partial_fit_undoes_it(optimizer):
+    models = thesis_models(optimizer)
     # Unclipped steps of 1e38: the readout's weights reach about 1e37 in two calls, and
     # the third call's loss is infinite.
     models[1].set_params(learning_rate=1e38, clip_threshold=None)
@@ -161,12 +162,45 @@ def test_a_diverging_estimator_is_undone_as_partial_fit_undoes_it():
     assert len(models[1].loss_curve_) == len(models[1].net_.history) == 2
     for p, q, r in zip(models[1].module_.parameters(), before[1], twin.module_.parameters()):
         assert torch.equal(p, q) and torch.equal(p, r)
+    if optimizer == "simplex":  # the optimizer's state is the one the call started from, as the twin's
+        opt_a, opt_b = models[1].net_.optimizer_, twin.net_.optimizer_
+        assert torch.equal(opt_a.generator.get_state(), opt_b.generator.get_state())
+        assert opt_a.branch_counts == opt_b.branch_counts and sum(opt_a.branch_counts.values()) == 2
     for model, old in zip(models[::2], before[::2]):  # the others moved
         assert not all(torch.equal(p, q) for p, q in zip(model.module_.parameters(), old))
     # The stream goes on: the next call of the others is taken, the diverging one's undone again.
     with pytest.warns(ConvergenceWarning):
         stream.update([batch(rng) for _ in models])
     assert [model.n_iter_ for model in models] == [4, 2, 4]
+
+
+def test_weights_that_become_non_finite_are_undone_with_the_optimizer_state(monkeypatch):
+    """A step that leaves non-finite weights (with a finite loss) is undone with the
+    optimizer's random stream and branch counts, as partial_fit's guard restores them."""
+    models = fitted(thesis_models("simplex"))
+    stream = StackedStream(models)
+    generators = [model.net_.optimizer_.generator.get_state() for model in models]
+    counts = [model.branch_counts_ for model in models]
+    before = [p.detach().clone() for p in models[1].module_.parameters()]
+    step = _Stack._simplex_step
+
+    def overflowing(self, rows, *args):
+        step(self, rows, *args)
+        self.flat[1, 0] = float("inf")  # as if network 1's step had overflowed
+
+    monkeypatch.setattr(_Stack, "_simplex_step", overflowing)
+    rng = np.random.default_rng(7)
+    with pytest.warns(ConvergenceWarning, match="the weights became non-finite in epoch 2, so training "
+                      "stopped and the weights of epoch 1 are kept"):
+        losses = stream.update([batch(rng) for _ in models])
+    stream.write_back()
+    assert np.isnan(losses[1]) and [model.n_iter_ for model in models] == [2, 1, 2]
+    assert all(torch.equal(p, q) for p, q in zip(models[1].module_.parameters(), before))
+    assert torch.equal(models[1].net_.optimizer_.generator.get_state(), generators[1])
+    assert models[1].branch_counts_ == counts[1]
+    for model, generator, count in zip(models[::2], generators[::2], counts[::2]):  # stepped
+        assert not torch.equal(model.net_.optimizer_.generator.get_state(), generator)
+        assert sum(model.branch_counts_.values()) == sum(count.values()) + 1
 
 
 def test_a_stream_of_regressors():
@@ -234,3 +268,12 @@ def test_refuses_batches_that_do_not_fit_the_stream():
     models[2].partial_fit(*batch(rng))
     with pytest.raises(ValueError, match=r"estimator 2 was trained outside this stream"):
         stream.update([batch(rng) for _ in models])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("optimizer", ["sgd", "simplex"])
+def test_a_stream_on_cuda_matches_partial_fit_on_cuda(optimizer):
+    models, alone, _ = stream_and_alone(thesis_models(optimizer, device="cuda"), updates=3)
+    for a, b in zip(models, alone):
+        assert next(a.module_.parameters()).is_cuda
+        assert largest_difference(a, b) < 1e-5

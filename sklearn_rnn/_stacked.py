@@ -42,6 +42,10 @@ Per model:
 * stopping: a network that stops (its stopping rule, ``max_iter``, a non-finite loss)
   leaves the stack at the end of that epoch, so the stack shrinks as training goes on.
 
+:class:`StackedStream` keeps such a stack between calls for streaming training: each of
+its updates is every member's own ``partial_fit`` on a fresh batch of its own (the
+thesis' experiments, their seeds and methods side by side).
+
 What cannot be batched this way is refused by :func:`check_stackable` with the reason:
 dropout (masks from each network's own generator), mixed precision, ``warm_start``,
 per-step targets, callbacks of the user's, and a registered cell that is not
@@ -349,6 +353,12 @@ class StackedStream:
     A batch that makes an estimator's loss or weights non-finite is undone for that
     estimator, with a :class:`~sklearn.exceptions.ConvergenceWarning`, as its own
     ``partial_fit`` undoes it; the other estimators' updates stand.
+
+    The stack runs on torch's current number of threads (``partial_fit`` chooses one
+    for a small network itself); on a shared CPU set ``torch.set_num_threads(1)``.
+    The weights agree with those of the estimators' own ``partial_fit`` calls to float32
+    rounding, which training amplifies over many updates (see the user guide's
+    :ref:`stacked_search`).
 
     Parameters
     ----------

@@ -42,6 +42,10 @@ Per model:
 * stopping: a network that stops (its stopping rule, ``max_iter``, a non-finite loss)
   leaves the stack at the end of that epoch, so the stack shrinks as training goes on.
 
+:class:`StackedStream` keeps such a stack between calls for streaming training: each of
+its updates is every member's own ``partial_fit`` on a fresh batch of its own (the
+thesis' experiments, their seeds and methods side by side).
+
 What cannot be batched this way is refused by :func:`check_stackable` with the reason:
 dropout (masks from each network's own generator), mixed precision, ``warm_start``,
 per-step targets, callbacks of the user's, and a registered cell that is not
@@ -74,7 +78,7 @@ from sklearn.exceptions import ConvergenceWarning
 from joblib import Parallel, delayed, effective_n_jobs
 from torch.func import functional_call, vmap
 
-from ._callbacks import TrainingGuard
+from ._callbacks import TrainingGuard, _copied
 from ._parallel import limit_torch_threads
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
@@ -83,7 +87,7 @@ from .optim._functional import _simplex_rules
 from .optim._temporal import _stacked_from_gradients
 from .sequences import FlatSequences
 
-__all__ = ["StackedMember", "check_stackable", "train_stacked"]
+__all__ = ["StackedMember", "StackedStream", "check_stackable", "train_stacked"]
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +134,7 @@ class StackedMember:
     _diverged: str | None = None
 
 
-def check_stackable(estimator: Any) -> None:
+def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
     """Refuse an estimator whose networks the stacked trainer cannot train.
 
     Parameters
@@ -138,6 +142,9 @@ def check_stackable(estimator: Any) -> None:
     estimator : BaseRNN
         An unfitted :class:`~sklearn_rnn.RNNClassifier` or
         :class:`~sklearn_rnn.RNNRegressor`.
+    streaming : bool, default=False
+        Check for :class:`StackedStream` (continued training, one ``partial_fit``
+        per update), which ``warm_start`` does not concern.
 
     Raises
     ------
@@ -189,7 +196,7 @@ def check_stackable(estimator: Any) -> None:
             "mixed precision is not stacked; use precision='float32'",
         ),
         "warm_start": (
-            bool(estimator.warm_start),
+            bool(estimator.warm_start) and not streaming,
             "every member is fitted from scratch; use warm_start=False",
         ),
         "_output_steps": (
@@ -316,6 +323,294 @@ def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int)
             )
         else:
             warnings.warn(texts[0], category, stacklevel=3)
+
+
+#: What :func:`_architecture` compares, in its order (named in :class:`StackedStream`'s refusal).
+_ARCHITECTURE_FIELDS = (
+    "estimator class", "optimizer", "cell", "parameter shapes", "network", "gap channel", "device",
+)
+
+
+class StackedStream:
+    """Streaming training of many estimators as one stack: each update is every
+    estimator's own ``partial_fit`` on its own fresh batch.
+
+    The thesis' experiments train an estimator on an endless stream of fresh batches,
+    one ``partial_fit(X_batch, y_batch)`` per batch, and run their seeds and methods
+    one after the other. This object runs such streams side by side: it stacks the
+    networks of estimators of one architecture once (as :func:`train_stacked` does)
+    and keeps their weights and optimizer states stacked between updates; each
+    :meth:`update` takes one batch per estimator and performs for every estimator the
+    epoch its own ``partial_fit`` would perform (the estimator's own input encoding,
+    batch order, loss, step rule and settings: eq. 3.6's clipped step, Adam, or the
+    simplex direction with the optimizer's own random stream), and records it in the
+    estimator's history, ``n_iter_`` and ``loss_curve_`` as ``partial_fit`` does.
+    :meth:`write_back` copies the stacked weights and optimizer states into the
+    estimators' networks; call it before using an estimator in any other way
+    (``predict``, ``partial_fit``, pickling) and build a new stream after training
+    an estimator otherwise.
+
+    A batch that makes an estimator's loss or weights non-finite is undone for that
+    estimator, with a :class:`~sklearn.exceptions.ConvergenceWarning`, as its own
+    ``partial_fit`` undoes it; the other estimators' updates stand.
+
+    The stack runs on torch's current number of threads (``partial_fit`` chooses one
+    for a small network itself); on a shared CPU set ``torch.set_num_threads(1)``.
+    The weights agree with those of the estimators' own ``partial_fit`` calls to float32
+    rounding, which training amplifies over many updates (see the user guide's
+    :ref:`stacked_search`).
+
+    Parameters
+    ----------
+    estimators : sequence of RNNClassifier or RNNRegressor
+        Estimators that have been through ``partial_fit`` (or ``fit``) at least once,
+        so that their networks exist; all of one architecture (class, optimizer, cell,
+        sizes, device), each with its own settings (spectral radius and seed at
+        initialization, ``learning_rate``, ``clip_threshold``, ``switch_threshold``),
+        and each passing :func:`check_stackable`. The stream trains these objects.
+
+    Attributes
+    ----------
+    estimators : list of RNNClassifier or RNNRegressor
+        The estimators, in the order their batches are given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import RNNClassifier
+    >>> from sklearn_rnn._stacked import StackedStream
+    >>> from sklearn_rnn.datasets import make_temporal_order
+    >>> rng = np.random.default_rng(0)
+    >>> models = [RNNClassifier(cell="tanh", hidden_size=4, optimizer="sgd", batch_size=8,
+    ...                         frame=1, readout="last", conv_kernels=None,
+    ...                         clip_threshold=tau, random_state=seed)
+    ...           for seed, tau in [(0, 1.0), (1, 10.0)]]
+    >>> for model in models:
+    ...     _ = model.partial_fit(*make_temporal_order(8, 6, random_state=rng), classes=np.arange(4))
+    >>> stream = StackedStream(models)
+    >>> for _ in range(3):
+    ...     losses = stream.update([make_temporal_order(8, 6, random_state=rng) for _ in models])
+    >>> losses.shape
+    (2,)
+    >>> models = stream.write_back()
+    >>> [model.n_iter_ for model in models], models[0].predict(make_temporal_order(2, 6)[0]).shape
+    ([4, 4], (2,))
+    """
+
+    def __init__(self, estimators: Sequence[Any]) -> None:
+        self.estimators = list(estimators)
+        if not self.estimators:
+            raise ValueError("StackedStream needs at least one estimator; got none.")
+        for index, estimator in enumerate(self.estimators):
+            if not hasattr(estimator, "net_"):
+                raise ValueError(
+                    f"estimator {index} ({type(estimator).__name__}) has no network yet: call its "
+                    "partial_fit once on a first batch (an RNNClassifier with classes=...) before "
+                    "streaming it stacked."
+                )
+            if any(other is estimator for other in self.estimators[:index]):
+                raise ValueError(
+                    f"estimator {index} is the same object as an earlier one; a stream trains each "
+                    "estimator once per update. Pass distinct estimators (sklearn.base.clone)."
+                )
+            check_stackable(estimator, streaming=True)
+        members = [StackedMember(estimator, None) for estimator in self.estimators]
+        architectures = [_architecture(member) for member in members]
+        for index, architecture in enumerate(architectures):
+            if architecture != architectures[0]:
+                field_index = next(k for k, (a, b) in enumerate(zip(architecture, architectures[0])) if a != b)
+                raise ValueError(
+                    f"the estimators of one stream must share their architecture; estimator {index} "
+                    f"differs from estimator 0 in its {_ARCHITECTURE_FIELDS[field_index]} "
+                    f"({_shown(architecture[field_index])} against "
+                    f"{_shown(architectures[0][field_index])}). Stream each architecture in a "
+                    "StackedStream of its own."
+                )
+        self._stack = _Stack(members)
+        if self._stack.rule.kind == "adam":
+            self._read_adam_state()
+        self._epochs = [len(estimator.net_.history) for estimator in self.estimators]
+
+    def update(self, batches: Sequence[Sequence[Any]]) -> np.ndarray:
+        """One ``partial_fit`` of every estimator, each on its own batch, stacked.
+
+        Parameters
+        ----------
+        batches : sequence of tuples ``(X, y)`` or ``(X, y, sample_weight)``
+            One per estimator, in the order of :attr:`estimators`: what that
+            estimator's ``partial_fit`` would be given. A batch larger than the
+            estimator's ``batch_size`` is one epoch of several updates, as in
+            ``partial_fit``.
+
+        Returns
+        -------
+        losses : ndarray of shape (n_estimators,)
+            Each estimator's training loss of this call (the new ``loss_curve_``
+            entry), NaN where the call was undone (a non-finite loss or weights).
+        """
+        if isinstance(batches, (str, bytes)) or not hasattr(batches, "__len__") or len(batches) != len(
+            self.estimators
+        ):
+            got = f"{len(batches)} batches" if hasattr(batches, "__len__") else f"a {type(batches).__name__}"
+            raise ValueError(
+                f"update takes one batch (X, y) or (X, y, sample_weight) per estimator: "
+                f"{len(self.estimators)} for this stream; got {got}."
+            )
+        stack = self._stack
+        for index, estimator in enumerate(self.estimators):
+            if len(estimator.net_.history) != self._epochs[index]:
+                raise ValueError(
+                    f"estimator {index} was trained outside this stream (its history has "
+                    f"{len(estimator.net_.history)} epochs, the stream left it with {self._epochs[index]}); "
+                    "its weights in the stack are stale. Call write_back before training an "
+                    "estimator otherwise, and build a new StackedStream afterwards."
+                )
+        datasets = []
+        for index, (estimator, batch) in enumerate(zip(self.estimators, batches)):
+            if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
+                raise ValueError(
+                    f"batch {index} must be a tuple (X, y) or (X, y, sample_weight); got "
+                    f"{type(batch).__name__}{'' if not hasattr(batch, '__len__') else f' of length {len(batch)}'}."
+                )
+            X, y, weight = (*batch, None) if len(batch) == 2 else batch
+            # Everything partial_fit checks and sets before it trains: validation, the
+            # encoding, the training settings of the call (shuffling stream, L2 coefficient).
+            train, _ = estimator._prepare(X, y, weight, incremental=True)
+            datasets.append(train)
+        limit_torch_threads()
+        nets = [estimator.net_ for estimator in self.estimators]
+        for member, data in zip(stack.members, datasets):
+            member.train = data
+            member._diverged = None
+        stack.train_pool = _Pool(datasets)
+        stack.l2 = torch.tensor([net.l2_penalty for net in nets], device=stack.device)
+        stack.rule = _update_rule(nets)  # the settings of this call, as partial_fit applies them
+        before = stack.flat.clone()
+        state_before = {key: value.clone() for key, value in stack.state.items()}
+        simplex = stack.rule.kind == "simplex"
+        optimizers_before = [_copied(net.optimizer_.state_dict()) for net in nets] if simplex else None
+        began = time.perf_counter()
+        stack._train_epoch()
+        seconds = (time.perf_counter() - began) / len(nets)
+        finite = torch.isfinite(stack.flat).all(1).tolist()
+        losses = np.full(len(nets), np.nan)
+        for row, (member, net) in enumerate(zip(stack.members, nets)):
+            epoch = len(net.history) + 1
+            if member._diverged is None and not finite[row]:
+                member._diverged = "the weights became non-finite in epoch {epoch}"
+            if member._diverged is not None:
+                # partial_fit's training guard: the call is undone, the weights and the
+                # optimizer's state are those it started from.
+                with torch.no_grad():
+                    stack.flat[row] = before[row]
+                    for key, value in stack.state.items():
+                        value[row] = state_before[key][row]
+                if optimizers_before is not None:
+                    net.optimizer_.load_state_dict(optimizers_before[row])
+                stack._warn_diverged(member, epoch)
+                continue
+            losses[row] = self._record(member, seconds)
+            self._epochs[row] = len(net.history)
+        return losses
+
+    def _record(self, member: StackedMember, seconds: float) -> float:
+        """Record the call's epoch in the estimator's history as its own partial_fit
+        does (skorch's epoch and batch entries, then the engine's epoch scores), and
+        its ``n_iter_`` and ``loss_curve_``; return the epoch's training loss."""
+        estimator = member.estimator
+        net = estimator.net_
+        epochs_before = len(net.history)
+        history = net.history
+        history.new_epoch()
+        history.record("epoch", len(history))
+        # The engine records the penalized loss where it minimizes one (SequenceNet.get_loss).
+        objective = bool(net.l2_penalty) and not isinstance(net.optimizer_, SimplexSGD)
+        for value, data_value, size in zip(member._epoch_objectives, member._epoch_losses, member._epoch_sizes):
+            history.new_batch()
+            if objective:
+                history.record_batch("train_objective", value)
+            history.record_batch("train_loss", data_value)
+            history.record_batch("train_batch_size", int(size))
+        history.record("train_batch_count", len(member._epoch_losses))
+        history.record("dur", seconds)
+        callbacks = dict(net.callbacks_)
+        for name in ("train_loss", "train_objective"):  # the epoch means, as the engine's callbacks take them
+            if name in callbacks:
+                callbacks[name].on_epoch_end(net)
+        estimator._record_history(epochs_before, incremental=True)
+        return float(history[-1, "train_loss"])
+
+    def write_back(self) -> list[Any]:
+        """Copy every network's weights and optimizer state from the stack into its
+        estimator, which can then predict or be trained on its own.
+
+        The stream stays usable: a later :meth:`update` continues from the same state.
+
+        Returns
+        -------
+        estimators : list of RNNClassifier or RNNRegressor
+            :attr:`estimators`.
+        """
+        stack = self._stack
+        for row, member in enumerate(stack.members):
+            stack._write(row, member, stack.params)
+        if stack.rule.kind == "adam":
+            self._write_adam_state()
+        return self.estimators
+
+    def _adam_parameters(self, estimator: Any) -> list[torch.nn.Parameter]:
+        parameters = dict(estimator.net_.module_.named_parameters())
+        return [parameters[name] for name in self._stack.names]
+
+    def _read_adam_state(self) -> None:
+        """The stack's Adam state (moments and step count of every network) from each
+        estimator's own optimizer."""
+        stack = self._stack
+        for row, estimator in enumerate(self.estimators):
+            optimizer = estimator.net_.optimizer_
+            states = [optimizer.state.get(p, {}) for p in self._adam_parameters(estimator)]
+            # A parameter that no gradient has reached yet (the decay of inputs that are
+            # never missing) has no state: Adam's step leaves it and its zero moments as
+            # they are, which the stack's step with a zero gradient does too.
+            steps = {float(state["step"]) for state in states if state}
+            if len(steps) > 1:
+                raise ValueError(
+                    f"estimator {row}'s Adam has taken different numbers of steps for "
+                    "different parameters; the stack keeps one step count per network. Train it "
+                    "with its own partial_fit."
+                )
+            with torch.no_grad():
+                for key in ("exp_avg", "exp_avg_sq"):
+                    stack.state[key][row] = torch.cat([
+                        (state[key] if state else torch.zeros_like(p)).reshape(-1)
+                        for state, p in zip(states, self._adam_parameters(estimator))
+                    ])
+            stack.state["steps"][row] = steps.pop() if steps else 0.0
+
+    def _write_adam_state(self) -> None:
+        stack = self._stack
+        for row, estimator in enumerate(self.estimators):
+            optimizer = estimator.net_.optimizer_
+            step = float(stack.state["steps"][row])
+            if not step:
+                continue
+            moments = {key: stack._views(stack.state[key][row : row + 1]) for key in ("exp_avg", "exp_avg_sq")}
+            for name, p in zip(stack.names, self._adam_parameters(estimator)):
+                if p not in optimizer.state and not bool(moments["exp_avg_sq"][name].any()):
+                    continue  # still no gradient has reached it: no state, as Adam leaves it
+                optimizer.state[p] = {
+                    "step": torch.tensor(step, dtype=torch.float32),
+                    "exp_avg": moments["exp_avg"][name][0].clone(),
+                    "exp_avg_sq": moments["exp_avg_sq"][name][0].clone(),
+                }
+
+
+def _shown(value: Any) -> str:
+    """A field of :func:`_architecture` as a refusal names it."""
+    if isinstance(value, type):
+        return value.__name__
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 class _Stack:

@@ -1,0 +1,279 @@
+"""StackedStream: every estimator of a stream stacked is the estimator its own partial_fit calls train."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_rnn import RNNClassifier, RNNRegressor
+from sklearn_rnn._stacked import StackedStream, _Stack
+
+CLASSES = np.arange(4)
+
+
+def batch(rng, n=8, features=3, timed=False):
+    """Ragged sequences of 5-9 steps with four classes read from their first and last steps."""
+    X = [rng.normal(size=(k, features)) for k in rng.integers(5, 10, n)]
+    if timed:
+        X = [np.c_[np.cumsum(rng.uniform(1, 2, len(x))), x] for x in X]
+    y = np.array([int(x[0, -1] > 0) + 2 * int(x[-1, -2] > 0) for x in X])
+    return X, y
+
+
+def thesis_models(optimizer, **changes):
+    """Three estimators of the thesis' streaming settings, tiny, each with its own seed,
+    spectral radius and clipping threshold."""
+    params = dict(cell="tanh", hidden_size=6, optimizer=optimizer, batch_size=8, frame=1, readout="last",
+                  conv_kernels=None, learning_rate=0.1, device="cpu")
+    params.update(changes)
+    return [RNNClassifier(**params, random_state=seed, spectral_radius=radius, clip_threshold=tau)
+            for seed, radius, tau in [(0, 0.9, 0.5), (1, 1.2, 5.0), (2, 1.5, 0.1)]]
+
+
+def largest_difference(a, b):
+    return max(float((p - q).detach().abs().max())
+               for p, q in zip(a.module_.parameters(), b.module_.parameters()) if p.numel())
+
+
+def stream_and_alone(models, updates=5, seed=0, size=8, timed=False):
+    """A first partial_fit of each model and of a clone of it, then ``updates`` fresh
+    batches per model: streamed stacked for the models, by partial_fit for the clones."""
+    rng = np.random.default_rng(seed)
+    alone = [clone(model) for model in models]
+    for model, copy in zip(models, alone):
+        X, y = batch(rng, size, timed=timed)
+        model.partial_fit(X, y, classes=CLASSES)
+        copy.partial_fit(X, y, classes=CLASSES)
+    stream = StackedStream(models)
+    for _ in range(updates):
+        batches = [batch(rng, size, timed=timed) for _ in models]
+        losses = stream.update(batches)
+        for copy, (X, y) in zip(alone, batches):
+            copy.partial_fit(X, y)
+        np.testing.assert_allclose(losses, [copy.loss_curve_[-1] for copy in alone], atol=1e-5)
+    stream.write_back()
+    return models, alone, rng
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "simplex"])
+def test_each_streamed_estimator_matches_its_own_partial_fit(optimizer):
+    models, alone, rng = stream_and_alone(thesis_models(optimizer))
+    X, _ = batch(rng, 30)
+    for a, b in zip(models, alone):
+        assert a.n_iter_ == b.n_iter_ == len(a.net_.history) == 6
+        assert list(a.net_.history[-1]) == list(b.net_.history[-1])  # the same records
+        # The stack's step loop in plain operations and partial_fit's fused kernel
+        # differ by float32 rounding (measured: at most 1.2e-7 after 5 updates).
+        assert largest_difference(a, b) < 1e-5
+        np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, atol=1e-5)
+        np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-5)
+        np.testing.assert_array_equal(a.predict(X), b.predict(X))
+        if optimizer == "simplex":
+            # Each optimizer drew its convex weights from its own stream and counted its branches.
+            opt_a, opt_b = a.net_.optimizer_, b.net_.optimizer_
+            assert a.branch_counts_ == b.branch_counts_
+            assert torch.equal(opt_a.generator.get_state(), opt_b.generator.get_state())
+            assert opt_a.last_step["branch"] == opt_b.last_step["branch"]
+    # The settings differ, so the networks do: the test can tell them apart.
+    assert largest_difference(models[0], models[1]) > 1e-2
+    # Written back, each estimator goes on by itself as its twin does.
+    for a, b in zip(models, alone):
+        X_next, y_next = batch(rng)
+        a.partial_fit(X_next, y_next)
+        b.partial_fit(X_next, y_next)
+        assert largest_difference(a, b) < 1e-5
+
+
+def test_streamed_adam_with_a_penalty_matches_its_own_partial_fit():
+    """Adam's moments and step count are read from each optimizer and written back; the
+    time-aware cell has parameters no gradient reaches (no missing inputs), which keep
+    no Adam state, as with partial_fit."""
+    models = thesis_models("adam", cell="decay", time_feature=0, alpha=1.0)
+    models, alone, rng = stream_and_alone(models, timed=True)
+    for a, b in zip(models, alone):
+        assert a.n_iter_ == b.n_iter_ == 6
+        assert "train_objective" in a.net_.history[-1] and list(a.net_.history[-1]) == list(b.net_.history[-1])
+        # Adam divides by the root of the running squared gradient, which magnifies the
+        # stack's rounding (batched products): measured at most 4.6e-6 after 5 updates.
+        assert largest_difference(a, b) < 5e-5
+        np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, atol=1e-5)
+        state_a, state_b = a.net_.optimizer_.state, b.net_.optimizer_.state
+        parameters = list(zip(a.module_.parameters(), b.module_.parameters()))
+        assert [p in state_a for p, _ in parameters] == [q in state_b for _, q in parameters]
+        assert sum(p not in state_a for p, _ in parameters) > 0  # the decay of missing inputs
+        for p, q in parameters:
+            if q in state_b:
+                assert float(state_a[p]["step"]) == float(state_b[q]["step"]) == 6
+                np.testing.assert_allclose(state_a[p]["exp_avg"], state_b[q]["exp_avg"], atol=1e-5)
+
+
+def test_a_batch_of_several_updates_and_sample_weights_match_partial_fit():
+    """A batch larger than batch_size is one epoch of several updates, as in partial_fit;
+    sample weights go with the batch."""
+    models = thesis_models("sgd")
+    alone = [clone(model) for model in models]
+    rng = np.random.default_rng(3)
+    for model, copy in zip(models, alone):
+        X, y = batch(rng)
+        model.partial_fit(X, y, classes=CLASSES)
+        copy.partial_fit(X, y, classes=CLASSES)
+    stream = StackedStream(models)
+    sizes = [20, 8, 13]  # 3, 1 and 2 updates
+    batches = [(*batch(rng, n), rng.uniform(0.5, 2.0, n)) for n in sizes]
+    stream.update(batches)
+    stream.write_back()
+    for a, b, (X, y, weight) in zip(models, alone, batches):
+        b.partial_fit(X, y, sample_weight=weight)
+        assert a.net_.history[-1, "train_batch_count"] == b.net_.history[-1, "train_batch_count"]
+        assert largest_difference(a, b) < 1e-5
+        np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, atol=1e-5)
+    assert [a.net_.history[-1, "train_batch_count"] for a in models] == [3, 1, 2]
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "simplex"])
+def test_a_diverging_estimator_is_undone_as_partial_fit_undoes_it(optimizer):
+    models = thesis_models(optimizer)
+    # Unclipped steps of 1e38: the readout's weights reach about 1e37 in two calls, and
+    # the third call's loss is infinite.
+    models[1].set_params(learning_rate=1e38, clip_threshold=None)
+    twin = clone(models[1])
+    rng = np.random.default_rng(1)
+    for model in models:
+        first, second = batch(rng), batch(rng)
+        model.partial_fit(*first, classes=CLASSES)
+        model.partial_fit(*second)
+        if model is models[1]:
+            twin.partial_fit(*first, classes=CLASSES)
+            twin.partial_fit(*second)
+    before = [[p.detach().clone() for p in model.module_.parameters()] for model in models]
+    batches = [batch(rng) for _ in models]
+    with pytest.warns(ConvergenceWarning, match="the training loss became inf"):
+        twin.partial_fit(*batches[1])  # its own partial_fit undoes the call
+    stream = StackedStream(models)
+    with pytest.warns(ConvergenceWarning, match="RNNClassifier: the training loss became inf in epoch 3, so "
+                      "training stopped and the weights of epoch 2 are kept"):
+        losses = stream.update(batches)
+    stream.write_back()
+    assert np.isnan(losses[1]) and np.isfinite(losses[[0, 2]]).all()
+    assert [model.n_iter_ for model in models] == [3, 2, 3] and twin.n_iter_ == 2
+    assert len(models[1].loss_curve_) == len(models[1].net_.history) == 2
+    for p, q, r in zip(models[1].module_.parameters(), before[1], twin.module_.parameters()):
+        assert torch.equal(p, q) and torch.equal(p, r)
+    if optimizer == "simplex":  # the optimizer's state is the one the call started from, as the twin's
+        opt_a, opt_b = models[1].net_.optimizer_, twin.net_.optimizer_
+        assert torch.equal(opt_a.generator.get_state(), opt_b.generator.get_state())
+        assert opt_a.branch_counts == opt_b.branch_counts and sum(opt_a.branch_counts.values()) == 2
+    for model, old in zip(models[::2], before[::2]):  # the others moved
+        assert not all(torch.equal(p, q) for p, q in zip(model.module_.parameters(), old))
+    # The stream goes on: the next call of the others is taken, the diverging one's undone again.
+    with pytest.warns(ConvergenceWarning):
+        stream.update([batch(rng) for _ in models])
+    assert [model.n_iter_ for model in models] == [4, 2, 4]
+
+
+def test_weights_that_become_non_finite_are_undone_with_the_optimizer_state(monkeypatch):
+    """A step that leaves non-finite weights (with a finite loss) is undone with the
+    optimizer's random stream and branch counts, as partial_fit's guard restores them."""
+    models = fitted(thesis_models("simplex"))
+    stream = StackedStream(models)
+    generators = [model.net_.optimizer_.generator.get_state() for model in models]
+    counts = [model.branch_counts_ for model in models]
+    before = [p.detach().clone() for p in models[1].module_.parameters()]
+    step = _Stack._simplex_step
+
+    def overflowing(self, rows, *args):
+        step(self, rows, *args)
+        self.flat[1, 0] = float("inf")  # as if network 1's step had overflowed
+
+    monkeypatch.setattr(_Stack, "_simplex_step", overflowing)
+    rng = np.random.default_rng(7)
+    with pytest.warns(ConvergenceWarning, match="the weights became non-finite in epoch 2, so training "
+                      "stopped and the weights of epoch 1 are kept"):
+        losses = stream.update([batch(rng) for _ in models])
+    stream.write_back()
+    assert np.isnan(losses[1]) and [model.n_iter_ for model in models] == [2, 1, 2]
+    assert all(torch.equal(p, q) for p, q in zip(models[1].module_.parameters(), before))
+    assert torch.equal(models[1].net_.optimizer_.generator.get_state(), generators[1])
+    assert models[1].branch_counts_ == counts[1]
+    for model, generator, count in zip(models[::2], generators[::2], counts[::2]):  # stepped
+        assert not torch.equal(model.net_.optimizer_.generator.get_state(), generator)
+        assert sum(model.branch_counts_.values()) == sum(count.values()) + 1
+
+
+def test_a_stream_of_regressors():
+    rng = np.random.default_rng(2)
+    models = [RNNRegressor(cell="tanh", hidden_size=5, optimizer="sgd", batch_size=8, frame=1,
+                           readout="last", conv_kernels=None, random_state=seed, device="cpu")
+              for seed in (0, 1)]
+    alone = [clone(model) for model in models]
+
+    def data():
+        X, _ = batch(rng)
+        return X, np.array([x[:, 0].sum() for x in X])
+
+    for model, copy in zip(models, alone):
+        X, y = data()
+        model.partial_fit(X, y)
+        copy.partial_fit(X, y)
+    stream = StackedStream(models)
+    for _ in range(3):
+        batches = [data() for _ in models]
+        stream.update(batches)
+        for copy, (X, y) in zip(alone, batches):
+            copy.partial_fit(X, y)
+    for a, b in zip(stream.write_back(), alone):
+        assert a.n_iter_ == 4 and largest_difference(a, b) < 1e-5
+
+
+def fitted(models, seed=0):
+    rng = np.random.default_rng(seed)
+    for model in models:
+        model.partial_fit(*batch(rng), classes=CLASSES)
+    return models
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: fitted(thesis_models("sgd")[:2] + thesis_models("sgd", hidden_size=7)[:1]),
+     r"estimator 2 differs from estimator 0 in its parameter shapes"),
+    (lambda: fitted(thesis_models("sgd")[:1] + thesis_models("simplex")[:1]),
+     r"estimator 1 differs from estimator 0 in its optimizer \(SimplexSGD against ClippedSGD\)"),
+    (lambda: fitted(thesis_models("sgd")[:1]) + thesis_models("sgd")[:1],
+     r"estimator 1 \(RNNClassifier\) has no network yet: call its partial_fit once"),
+    (lambda: 2 * fitted(thesis_models("sgd")[:1]), r"estimator 1 is the same object as an earlier one"),
+    (lambda: fitted(thesis_models("sgd", dropout=0.2)[:1]), r"dropout=0.2\) cannot be stacked"),
+    (lambda: [], r"at least one estimator"),
+])
+def test_refuses_estimators_it_cannot_stream_together(make, match):
+    with pytest.raises(ValueError, match=match):
+        StackedStream(make())
+
+
+def test_refuses_batches_that_do_not_fit_the_stream():
+    models = fitted(thesis_models("sgd"))
+    stream = StackedStream(models)
+    rng = np.random.default_rng(5)
+    with pytest.raises(ValueError, match=r"one batch .* per estimator: 3 for this stream; got 2 batches"):
+        stream.update([batch(rng) for _ in range(2)])
+    with pytest.raises(ValueError, match=r"batch 1 must be a tuple \(X, y\) or \(X, y, sample_weight\)"):
+        stream.update([batch(rng), batch(rng)[0], batch(rng)])
+    X, y = batch(rng)
+    with pytest.raises(ValueError, match="features"):  # the estimator's own check of X
+        stream.update([batch(rng), ([x[:, :2] for x in X], y), batch(rng)])
+    assert [model.n_iter_ for model in models] == [1, 1, 1]  # nothing was trained
+    # An estimator trained outside the stream makes its stacked state stale.
+    stream.write_back()
+    models[2].partial_fit(*batch(rng))
+    with pytest.raises(ValueError, match=r"estimator 2 was trained outside this stream"):
+        stream.update([batch(rng) for _ in models])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("optimizer", ["sgd", "simplex"])
+def test_a_stream_on_cuda_matches_partial_fit_on_cuda(optimizer):
+    models, alone, _ = stream_and_alone(thesis_models(optimizer, device="cuda"), updates=3)
+    for a, b in zip(models, alone):
+        assert next(a.module_.parameters()).is_cuda
+        assert largest_difference(a, b) < 1e-5

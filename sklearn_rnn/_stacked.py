@@ -515,30 +515,12 @@ class StackedStream:
 
     def _record(self, member: StackedMember, seconds: float) -> float:
         """Record the call's epoch in the estimator's history as its own partial_fit
-        does (skorch's epoch and batch entries, then the engine's epoch scores), and
-        its ``n_iter_`` and ``loss_curve_``; return the epoch's training loss."""
-        estimator = member.estimator
-        net = estimator.net_
+        does, and its ``n_iter_`` and ``loss_curve_``; return the epoch's training loss."""
+        net = member.estimator.net_
         epochs_before = len(net.history)
-        history = net.history
-        history.new_epoch()
-        history.record("epoch", len(history))
-        # The engine records the penalized loss where it minimizes one (SequenceNet.get_loss).
-        objective = bool(net.l2_penalty) and not isinstance(net.optimizer_, SimplexSGD)
-        for value, data_value, size in zip(member._epoch_objectives, member._epoch_losses, member._epoch_sizes):
-            history.new_batch()
-            if objective:
-                history.record_batch("train_objective", value)
-            history.record_batch("train_loss", data_value)
-            history.record_batch("train_batch_size", int(size))
-        history.record("train_batch_count", len(member._epoch_losses))
-        history.record("dur", seconds)
-        callbacks = dict(net.callbacks_)
-        for name in ("train_loss", "train_objective"):  # the epoch means, as the engine's callbacks take them
-            if name in callbacks:
-                callbacks[name].on_epoch_end(net)
-        estimator._record_history(epochs_before, incremental=True)
-        return float(history[-1, "train_loss"])
+        _record_epoch(member, epochs_before + 1, seconds)
+        member.estimator._record_history(epochs_before, incremental=True)
+        return float(net.history[-1, "train_loss"])
 
     def write_back(self) -> list[Any]:
         """Copy every network's weights and optimizer state from the stack into its
@@ -603,6 +585,31 @@ class StackedStream:
                     "exp_avg": moments["exp_avg"][name][0].clone(),
                     "exp_avg_sq": moments["exp_avg_sq"][name][0].clone(),
                 }
+
+
+def _record_epoch(member: StackedMember, epoch: int, seconds: float | None = None) -> None:
+    """Record a member's finished epoch in its network's history as the engine records
+    it: skorch's epoch and batch entries, then the epoch scores that the engine's
+    callbacks take of them (the loss, and the penalized objective where training
+    minimizes one: see SequenceNet.get_loss), with skorch's ``*_best`` flags."""
+    net = member.estimator.net_
+    history = net.history
+    history.new_epoch()
+    history.record("epoch", epoch)
+    objective = bool(net.l2_penalty) and not isinstance(net.optimizer_, SimplexSGD)
+    for value, data_value, size in zip(member._epoch_objectives, member._epoch_losses, member._epoch_sizes):
+        history.new_batch()
+        if objective:
+            history.record_batch("train_objective", value)
+        history.record_batch("train_loss", data_value)
+        history.record_batch("train_batch_size", int(size))
+    history.record("train_batch_count", len(member._epoch_losses))
+    if seconds is not None:
+        history.record("dur", seconds)
+    callbacks = dict(net.callbacks_)
+    for name in ("train_loss", "train_objective"):
+        if name in callbacks:
+            callbacks[name].on_epoch_end(net)
 
 
 def _shown(value: Any) -> str:
@@ -898,18 +905,7 @@ class _Stack:
                 self._warn_diverged(member, epoch)
                 stopped.append(row)
                 continue
-            net.history.new_epoch()
-            net.history.record("epoch", epoch)
-            # As the engine records them: the loss without the penalty, and the
-            # penalized objective that a stopping rule on the training loss watches.
-            net.history.record(
-                "train_loss", float(np.average(member._epoch_losses, weights=member._epoch_sizes))
-            )
-            if member.estimator._penalized():
-                net.history.record("train_objective", float(
-                    np.average(member._epoch_objectives, weights=member._epoch_sizes)
-                ))
-            net.history.record("train_batch_count", len(member._epoch_losses))
+            _record_epoch(member, epoch)
             if valid[row] is not None:
                 net.history.record("valid_loss", valid[row][0])
                 net.history.record("valid_score", valid[row][1])

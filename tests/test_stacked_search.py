@@ -75,6 +75,13 @@ def test_each_stacked_network_matches_its_own_fit(optimizer, tolerance, readout,
         assert a.n_iter_ == b.n_iter_
         assert largest_difference(a, b) < tolerance
         np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, atol=tolerance)
+        # The history records what fit's records: every epoch's batches and their sizes,
+        # the epoch means with skorch's *_best flags.
+        sizes = [[[batch["train_batch_size"] for batch in epoch["batches"] if "train_batch_size" in batch]
+                  for epoch in m.net_.history]
+                 for m in (a, b)]
+        assert sizes[0] == sizes[1]
+        assert {"train_loss", "train_loss_best"} <= set(a.net_.history[-1]) <= set(b.net_.history[-1])
         if early_stopping:
             assert a.best_validation_loss_ == pytest.approx(b.best_validation_loss_, abs=tolerance)
             assert a.validation_scores_ == pytest.approx(b.validation_scores_, abs=1e-9)

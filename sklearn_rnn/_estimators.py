@@ -1557,8 +1557,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     conv_pool : int or 'auto', default='auto'
         Steps per max-pooling window of the stage's features: the recurrence runs over
         ``ceil(length / conv_pool)`` steps, each reading the strongest response of every
-        feature in its window, so a fit costs about ``1 / conv_pool`` as much per epoch
-        and a memory spans fewer steps. 'auto' is 2 when the median training length
+        feature in its window, so the recurrence's share of an epoch costs about
+        ``1 / conv_pool`` as much and a memory spans fewer steps. 'auto' is 2 when the median training length
         (after framing) is at least 64 steps, 1 (no pooling) on shorter sequences, whose
         label may sit in a single step; only with a stage (see :ref:`defaults`).
     num_layers : int, default=1
@@ -2078,8 +2078,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     conv_pool : int or 'auto', default='auto'
         Steps per max-pooling window of the stage's features: the recurrence runs over
         ``ceil(length / conv_pool)`` steps, each reading the strongest response of every
-        feature in its window, so a fit costs about ``1 / conv_pool`` as much per epoch
-        and a memory spans fewer steps. 'auto' is 2 when the median training length
+        feature in its window, so the recurrence's share of an epoch costs about
+        ``1 / conv_pool`` as much and a memory spans fewer steps. 'auto' is 2 when the median training length
         (after framing) is at least 64 steps, 1 (no pooling) on shorter sequences, whose
         label may sit in a single step; only with a stage (see :ref:`defaults`).
     num_layers : int, default=1

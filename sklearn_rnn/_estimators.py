@@ -1558,9 +1558,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Steps per max-pooling window of the stage's features: the recurrence runs over
         ``ceil(length / conv_pool)`` steps, each reading the strongest response of every
         feature in its window, so the recurrence's share of an epoch costs about
-        ``1 / conv_pool`` as much and a memory spans fewer steps. 'auto' is 2 when the median training length
-        (after framing) is at least 64 steps, 1 (no pooling) on shorter sequences, whose
-        label may sit in a single step; only with a stage (see :ref:`defaults`).
+        ``1 / conv_pool`` as much and a memory spans fewer steps. 'auto' is 2 when the
+        median training length (after framing) is at least 64 steps, 1 (no pooling) on
+        shorter sequences, whose label may sit in a single step; only with a stage (see
+        :ref:`defaults`).
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -2079,9 +2080,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Steps per max-pooling window of the stage's features: the recurrence runs over
         ``ceil(length / conv_pool)`` steps, each reading the strongest response of every
         feature in its window, so the recurrence's share of an epoch costs about
-        ``1 / conv_pool`` as much and a memory spans fewer steps. 'auto' is 2 when the median training length
-        (after framing) is at least 64 steps, 1 (no pooling) on shorter sequences, whose
-        label may sit in a single step; only with a stage (see :ref:`defaults`).
+        ``1 / conv_pool`` as much and a memory spans fewer steps. 'auto' is 2 when the
+        median training length (after framing) is at least 64 steps, 1 (no pooling) on
+        shorter sequences, whose label may sit in a single step; only with a stage (see
+        :ref:`defaults`).
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0

@@ -66,16 +66,25 @@ def test_stage_refuses_an_empty_or_zero_size(kernels, channels):
         ConvStage(2, kernels, channels)
 
 
-def test_network_with_a_stage_predicts_each_sequence_as_if_alone():
-    net = RecurrentNetwork(2, 8, 3, cell="gru", readout="pool", conv_kernels=(3, 9),
+@pytest.mark.parametrize("pool, pooled_lengths", [(1, [13, 7, 2]), (2, [7, 4, 1])])
+def test_network_with_a_stage_predicts_each_sequence_as_if_alone(pool, pooled_lengths):
+    net = RecurrentNetwork(2, 8, 3, cell="gru", readout="pool", conv_kernels=(3, 9), conv_pool=pool,
                            generator=torch.Generator().manual_seed(0)).eval()
-    x = torch.randn(3, 12, 2)
-    lengths = torch.tensor([12, 7, 2])
+    x = torch.randn(3, 13, 2)
+    lengths = torch.tensor([13, 7, 2])
     together = net(x, lengths)
     for row, length in enumerate(lengths.tolist()):
         alone = net(x[row:row + 1, :length], lengths[row:row + 1])
         torch.testing.assert_close(together[row:row + 1], alone, rtol=1e-5, atol=1e-6)
     assert net.input_projection.in_features == 64
+    # The recurrence reads the pooled steps: 7 of the longest sequence's 13 with pool=2.
+    features, read_lengths = net._features(x, lengths)
+    assert features.shape == (3, max(pooled_lengths), 64) and read_lengths.tolist() == pooled_lengths
+
+
+def test_pooling_without_a_stage_is_refused():
+    with pytest.raises(ValueError, match="conv_pool=2 pools the features of a convolutional stage"):
+        RecurrentNetwork(2, 8, 3, conv_pool=2)
 
 
 def test_auto_uses_the_stage_for_untimed_sequences_only():
@@ -223,22 +232,6 @@ def test_pooled_stage_is_the_maximum_over_windows_of_each_sequence_alone():
     assert "pool=3" in repr(stage)
     with pytest.raises(ValueError, match="pooling windows of at least 1 step; got .*pool=0"):
         ConvStage(2, (3,), 4, pool=0)
-
-
-def test_network_with_a_pooled_stage_predicts_each_sequence_as_if_alone():
-    net = RecurrentNetwork(2, 8, 3, cell="gru", readout="pool", conv_kernels=(3, 9), conv_pool=2,
-                           generator=torch.Generator().manual_seed(0)).eval()
-    x = torch.randn(3, 13, 2)
-    lengths = torch.tensor([13, 7, 2])
-    together = net(x, lengths)
-    for row, length in enumerate(lengths.tolist()):
-        alone = net(x[row:row + 1, :length], lengths[row:row + 1])
-        torch.testing.assert_close(together[row:row + 1], alone, rtol=1e-5, atol=1e-6)
-    # The recurrence reads 7 pooled steps of the longest sequence, not 13 raw ones.
-    features, pooled_lengths = net._features(x, lengths)
-    assert features.shape == (3, 7, 64) and pooled_lengths.tolist() == [7, 4, 1]
-    with pytest.raises(ValueError, match="conv_pool=2 pools the features of a convolutional stage"):
-        RecurrentNetwork(2, 8, 3, conv_pool=2)
 
 
 def test_auto_pools_the_stage_from_a_median_of_64_steps():

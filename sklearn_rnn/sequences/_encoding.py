@@ -271,20 +271,24 @@ def check_times(
     else:
         times, lengths = joined
     ends = np.cumsum(lengths)
+
+    def first(flags: np.ndarray) -> tuple[int, int, int]:
+        """The first flagged row of the joined steps: (row, sequence, step in it)."""
+        row = int(np.argmax(flags))
+        index = int(np.searchsorted(ends, row, side="right"))
+        return row, index, row - int(ends[index] - lengths[index])
+
     missing = np.isnan(times)
     if missing.any():
-        row = int(np.argmax(missing))
-        index = int(np.searchsorted(ends, row, side="right"))
+        _, index, step = first(missing)
         raise ValueError(
-            f"sequence {index} of X has no time at step {row - (ends[index] - lengths[index])} "
+            f"sequence {index} of X has no time at step {step} "
             f"(NaN in column time_feature={time_feature}): expected a time stamp at every "
             "step. Drop the steps without a time, or fill in their times."
         )
     decreasing = step_gaps(times, lengths) < 0
     if decreasing.any():
-        row = int(np.argmax(decreasing))  # the step whose time is lower
-        index = int(np.searchsorted(ends, row, side="right"))
-        step = row - (ends[index] - lengths[index])
+        row, index, step = first(decreasing)  # the step whose time is lower
         raise ValueError(
             f"sequence {index} of X has times that decrease at step {step} "
             f"({times[row]:g} after {times[row - 1]:g}) in column "

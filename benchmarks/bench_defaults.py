@@ -92,6 +92,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "conv": {"conv_kernels": (3, 9)},  # the stage whatever the lengths ('auto' skips short ones)
     "nopool": {"conv_pool": 1},  # the stage's features unpooled (the defaults before conv_pool)
     "pool2": {"conv_pool": 2},  # pooled over pairs of steps whatever the length
+    "pool4": {"conv_pool": 4},  # coarser pooling, for the long sets (PLAID: 100-1344 steps)
+    "pool8": {"conv_pool": 8},
+    "pool16": {"conv_pool": 16},
+    # A width-1 kernel beside the defaults' (3, 9): each step's own values, ReLU'd, reach
+    # the recurrence unmixed with their neighbours' (the first-step task reads one step).
+    "conv139": {"conv_kernels": (1, 3, 9)},
     "it100": {"max_iter": 100},
     "it60": {"max_iter": 60},
     # The stopping study of the time target (``docs/user_guide/defaults.rst``): a coarser

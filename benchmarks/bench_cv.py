@@ -18,7 +18,11 @@ whether the three chose the same setting, and the largest difference of their
 Then the per-update cost: the stacked trainer with 16 networks (4 settings x 4 folds)
 against 1 network, and against the ordinary ``RNNClassifier.fit`` of one network, each
 for a fixed number of epochs (no stopping rule), as milliseconds per update, of wall-clock
-time and of this process's CPU time (``--skip-grid``: only this).
+time and of this process's CPU time, both with each network's preparation (validation,
+encoding, building it) as its ``fit`` pays it, and as ``loop``: the time of the training
+alone (the stacked trainer's call; the fit's from skorch's ``on_train_begin`` to
+``on_train_end``, taken by a callback), the cost of an update that a longer fit repeats
+(``--skip-grid``: only this).
 
 Usage: ``python benchmarks/bench_cv.py [--max-iter 200] [--epochs 10] [--threads 1]
 [--skip-serial] [--rounds 1] [--repeats 5] [--skip-grid] [--two-threads] [--nested] [--cell decay]
@@ -44,6 +48,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import make_pipeline
+from skorch.callbacks import Callback
 
 from sklearn_rnn import RNNClassifier, RNNGridSearchCV, SequenceStandardScaler
 from sklearn_rnn._stacked import StackedMember, train_stacked
@@ -146,6 +151,17 @@ def compare_searches(
     print("params:", stacked["params"])
 
 
+class LoopClock(Callback):
+    """The wall-clock and CPU time of a fit's training loop, without its preparation."""
+
+    def on_train_begin(self, net: object, **kwargs: object) -> None:
+        self.started = (time.perf_counter(), time.process_time())
+
+    def on_train_end(self, net: object, **kwargs: object) -> None:
+        self.wall = time.perf_counter() - self.started[0]
+        self.cpu = time.process_time() - self.started[1]
+
+
 def per_update(X: list, y: np.ndarray, epochs: int, repeats: int) -> None:
     """Milliseconds per update: 16 stacked networks, 1 stacked network, one plain fit."""
     folds = list(StratifiedKFold(8, shuffle=True, random_state=0).split(X, y))[:4]
@@ -168,33 +184,40 @@ def per_update(X: list, y: np.ndarray, epochs: int, repeats: int) -> None:
                 updates = max(updates, -(-len(data) // rnn.batch_size))
         return chosen, updates * epochs
 
-    def stacked(count: int) -> tuple[float, float]:
+    def stacked(count: int) -> tuple[float, float, float, float]:
         start, cpu = time.perf_counter(), time.process_time()  # preparation included, as in fit
         chosen, updates = members(count)
+        loop, loop_cpu = time.perf_counter(), time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             train_stacked(chosen)
-        return 1000 * (time.perf_counter() - start) / updates, 1000 * (time.process_time() - cpu) / updates
+        end = time.perf_counter()
+        return (1000 * (end - start) / updates, 1000 * (time.process_time() - cpu) / updates,
+                1000 * (end - loop) / updates, 1000 * (time.process_time() - loop_cpu) / updates)
 
-    def plain() -> tuple[float, float]:
+    def plain() -> tuple[float, float, float, float]:
         train = folds[0][0]
-        model = clone(study_rnn(epochs)).set_params(rnnclassifier__n_iter_no_change=epochs + 1)
+        model = clone(study_rnn(epochs)).set_params(
+            rnnclassifier__n_iter_no_change=epochs + 1, rnnclassifier__callbacks=[("clock", LoopClock())]
+        )
         start, cpu = time.perf_counter(), time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit([X[i] for i in train], y[train])
         updates = epochs * -(-len(train) // 32)
-        return 1000 * (time.perf_counter() - start) / updates, 1000 * (time.process_time() - cpu) / updates
+        clock = dict(model[-1].net_.callbacks_)["clock"]  # the fitted net's copy
+        return (1000 * (time.perf_counter() - start) / updates, 1000 * (time.process_time() - cpu) / updates,
+                1000 * clock.wall / updates, 1000 * clock.cpu / updates)
 
     stacked(1)  # warm-up: first calls pay one-time costs
     # Wall-clock and CPU time of this process (one thread): on a shared machine the CPU
     # time leaves out the time this process waited for a core.
-    samples: dict[str, list[tuple[float, float]]] = {"1 stacked": [], "16 stacked": [], "fit": []}
+    samples: dict[str, list[tuple[float, ...]]] = {"1 stacked": [], "16 stacked": [], "fit": []}
     for _ in range(repeats):  # interleaved, so that load changes hit all three
         samples["1 stacked"].append(stacked(1))
         samples["16 stacked"].append(stacked(16))
         samples["fit"].append(plain())
-    for clock, column in (("wall", 0), ("cpu", 1)):
+    for clock, column in (("wall", 0), ("cpu", 1), ("loop wall", 2), ("loop cpu", 3)):
         values = {name: [sample[column] for sample in runs] for name, runs in samples.items()}
         for name, runs in values.items():
             print(f"{clock} {name:10s}: min {min(runs):6.2f}, median {np.median(runs):6.2f} ms per update "

@@ -129,6 +129,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "lr3e-3": {"learning_rate": 0.003},
     "lr3e-2": {"learning_rate": 0.03},
     "h100": {"hidden_size": 100},
+    "h100-tol3e-3": {"hidden_size": 100, "tol": 3e-3},  # the two JapaneseVowels leads together
     "h25": {"hidden_size": 25},
     "bs16": {"batch_size": 16},
     "bs64": {"batch_size": 64},

@@ -316,6 +316,13 @@ class SequenceNet(NeuralNet):
             self.grad_scaler_ = torch.amp.GradScaler(torch.device(self.device).type)
         return self.grad_scaler_
 
+    @property
+    def minimizes_objective(self) -> bool:
+        """Whether training minimizes the loss plus the L2 penalty (recorded per batch
+        as ``train_objective``, beside the data loss as ``train_loss``); the simplex
+        method takes no penalty."""
+        return bool(self.l2_penalty) and not isinstance(self.optimizer_, SimplexSGD)
+
     def get_loss(
         self,
         y_pred: torch.Tensor,
@@ -324,7 +331,7 @@ class SequenceNet(NeuralNet):
         training: bool = False,
     ) -> torch.Tensor:
         loss = self.output_steps.loss(self.criterion_, y_pred, y_true, X)
-        if training and self.l2_penalty and not isinstance(self.optimizer_, SimplexSGD):
+        if training and self.minimizes_objective:
             # alpha / (2 n) * ||W||^2 over weight matrices (not biases, not decay rates).
             matrices = [p for p in self.module_.parameters() if p.requires_grad and p.ndim >= 2]
             self.data_loss_ = loss.detach()  # reported as train_loss

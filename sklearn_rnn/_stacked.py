@@ -596,7 +596,7 @@ def _record_epoch(member: StackedMember, epoch: int, seconds: float | None = Non
     history = net.history
     history.new_epoch()
     history.record("epoch", epoch)
-    objective = bool(net.l2_penalty) and not isinstance(net.optimizer_, SimplexSGD)
+    objective = net.minimizes_objective
     for value, data_value, size in zip(member._epoch_objectives, member._epoch_losses, member._epoch_sizes):
         history.new_batch()
         if objective:

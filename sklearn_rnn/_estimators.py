@@ -1665,7 +1665,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         step size, batch size, thresholds, ``alpha`` and stopping rule take their
         current values; a changed parameter that shaped the network or chose the
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
-        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``optimizer``) is
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``readout``,
+        ``conv_kernels``, ``conv_channels``, ``conv_pool``, ``optimizer``, ``device``) is
         refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
     callbacks : list of (str, skorch callback) or None, default=None
@@ -2161,7 +2162,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         step size, batch size, thresholds, ``alpha`` and stopping rule take their
         current values; a changed parameter that shaped the network or chose the
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
-        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``optimizer``) is
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``readout``,
+        ``conv_kernels``, ``conv_channels``, ``conv_pool``, ``optimizer``, ``device``) is
         refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
     callbacks : list of (str, skorch callback) or None, default=None

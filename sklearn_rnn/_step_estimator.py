@@ -120,7 +120,8 @@ class RNNStepClassifier(BaseRNN):
         step size, batch size, thresholds, ``alpha`` and stopping rule take their
         current values; a changed parameter that shaped the network or chose the
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
-        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``optimizer``) is
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``readout``,
+        ``conv_kernels``, ``conv_channels``, ``conv_pool``, ``optimizer``, ``device``) is
         refused with a ValueError (as by ``partial_fit``): refit afresh for those.
 
     callbacks : list of (str, skorch callback) or None, default=None

@@ -148,6 +148,39 @@ def test_an_architecture_change_in_a_partial_fit_stream_is_refused():
         listed.partial_fit(X, y)
 
 
+#: A changed value of every parameter that shapes the network or its optimizer, fitted
+#: with a convolutional stage (``conv_kernels=(3,)``) so that its settings exist (but
+#: for ``time_feature``, whose time-aware cell reads the raw inputs).
+#: ``device`` is left to the GPU tests (this machine may have only the CPU).
+SHAPING_CHANGES = {
+    "hidden_size": 8, "cell": "lstm", "num_layers": 2, "dropout": 0.1, "hidden_init": "learned",
+    "spectral_radius": 0.9, "time_feature": 0, "frame": 2, "readout": "last",
+    "conv_kernels": (5,), "conv_channels": 8, "conv_pool": 2, "optimizer": "sgd",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPING_CHANGES))
+def test_warm_start_refuses_a_change_of_every_shaping_parameter(name):
+    """Each parameter the continuation check compares is refused under warm_start, and
+    the docstrings say so: the list in ``warm_start``'s entry is the check's list."""
+    from sklearn_rnn._estimators import _SHAPING_PARAMS
+
+    assert set(SHAPING_CHANGES) | {"device"} == set(_SHAPING_PARAMS)
+    X = [np.column_stack([np.arange(len(x), dtype=float), x]) for x in ragged(d=1)]  # column 0: times
+    y = np.arange(12) % 2
+    stage = None if name == "time_feature" else (3,)  # no stage with the time-aware cell
+    clf = quiet_fit(RNNClassifier(**SMALL, conv_kernels=stage, warm_start=True), X, y)
+    proba, state = clf.predict_proba(X), fitted_state(clf)
+    clf.set_params(**{name: SHAPING_CHANGES[name]})
+    with pytest.raises(ValueError, match=f"fitted with .*{name}="):
+        clf.fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+    assert_same_state(clf, state)
+    for estimator in (RNNClassifier, RNNRegressor, RNNStepClassifier):
+        entry = estimator.__doc__.split("warm_start :")[1].split("callbacks :")[0]
+        assert f"``{name}``" in entry and "``device``" in entry, (estimator.__name__, name)
+
+
 # ------------------------------------------------------------------ repro 02
 def test_repro_02_architecture_change_under_warm_start_is_refused_and_lr_applied(tmp_path):
     X, y = ragged(), np.arange(12) % 2

@@ -7,6 +7,7 @@ module checks that they exist, that the sections are there, and that the API ref
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import importlib.util
@@ -158,3 +159,61 @@ def test_api_reference_lists_only_public_names():
 
 def test_package_version_is_public():
     assert "__version__" in sklearn_rnn.__all__
+
+
+def _documented_parameters(cls: type) -> dict[str, str | None]:
+    """Name -> the documented default (the text after ``default=``, or None), in the
+    order of the class docstring's Parameters section; a combined entry
+    (``a, b : default=1, 2``) gives each name its own value."""
+    doc = inspect.getdoc(cls)
+    section = doc.split("Parameters\n----------\n", 1)[1]
+    section = _SECTION.split(section, maxsplit=1)[0]
+    documented: dict[str, str | None] = {}
+    for line in section.splitlines():
+        match = re.match(r"^(\w+(?:, \w+)*) : (.*)$", line)
+        if not match:
+            continue
+        names = match.group(1).split(", ")
+        default = re.search(r"default=(.*)$", match.group(2))
+        if default is None:
+            documented.update(dict.fromkeys(names))
+            continue
+        values = [default.group(1)] if len(names) == 1 else _split_values(default.group(1))
+        assert len(values) == len(names), (cls.__name__, line)
+        documented.update(zip(names, values))
+    return documented
+
+
+def _split_values(text: str) -> list[str]:
+    """``"'auto', 32, (3, 9)"`` -> ``["'auto'", "32", "(3, 9)"]``: commas at depth 0."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:index].strip())
+            start = index + 1
+    return [*parts, text[start:].strip()]
+
+
+ESTIMATORS = [(name, obj) for name, obj in PUBLIC if inspect.isclass(obj) and hasattr(obj, "get_params")]
+
+
+@pytest.mark.parametrize("name, cls", ESTIMATORS, ids=[name for name, _ in ESTIMATORS])
+def test_estimator_parameters_and_defaults_are_documented_as_they_are(name, cls):
+    """The Parameters section lists the constructor's parameters in its order, and each
+    documented default is the constructor's (``get_params`` and ``clone`` read them)."""
+    signature = inspect.signature(cls.__init__)
+    parameters = [p for p in signature.parameters.values() if p.name != "self"
+                  and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    documented = _documented_parameters(cls)
+    assert list(documented) == [p.name for p in parameters], name
+    for parameter in parameters:
+        text = documented[parameter.name]
+        if parameter.default is inspect.Parameter.empty:
+            assert text is None, f"{name}({parameter.name}) is required but documents default={text}"
+            continue
+        assert text is not None, f"{name}({parameter.name}) documents no default"
+        assert ast.literal_eval(text) == parameter.default, (name, parameter.name, text)

@@ -229,6 +229,22 @@ def _seed_sequence(seed: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed)
 
 
+def _first_text(values: Any) -> str | None:
+    """The first string among ``values`` (an array-like of targets) that is not a
+    number, or None."""
+    try:
+        flat = np.asarray(values, dtype=object).ravel()
+    except ValueError:  # ragged: not text that made the conversion fail
+        return None
+    for value in flat:
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                return value
+    return None
+
+
 def _shuffle_generator(seed: int) -> np.random.Generator:
     """``numpy.random.default_rng(seed)``, the same stream, without hashing the seed
     again: a streaming ``partial_fit`` starts its shuffling stream afresh every call."""
@@ -2259,7 +2275,17 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     """
 
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
-        y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y")
+        try:
+            y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y")
+        except ValueError as error:
+            text = _first_text(y)
+            if text is None:
+                raise
+            raise ValueError(
+                f"{type(self).__name__} needs numeric targets, but y holds text such as "
+                f"{text!r}. For class labels use RNNClassifier; otherwise convert y to "
+                "numbers first."
+            ) from error
         if y.ndim > 2:
             raise ValueError(
                 f"y has shape {y.shape}: expected (n_samples,) or (n_samples, n_outputs). "

@@ -111,6 +111,10 @@ FIT_CASES = [
     ("3D regressor y", fit_regressor(X_OK, np.zeros((12, 2, 2))), ValueError,
      ["y has shape (12, 2, 2)", "expected (n_samples,) or (n_samples, n_outputs)"]),
     ("continuous classifier y", fit_classifier(X_OK, Y_REAL + 0.5), ValueError, ["Unknown label type"]),
+    ("text regressor y", fit_regressor(X_OK, np.array(["a", "b"] * 6)), ValueError,
+     ["RNNRegressor needs numeric targets", "text such as 'a'", "use RNNClassifier"]),
+    ("a word among numeric strings", fit_regressor(X_OK, ["1.5", "x"] + ["2"] * 10), ValueError,
+     ["text such as 'x'", "convert y to numbers"]),
     # --- sample_weight
     ("NaN sample_weight", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=np.full(12, np.nan)),
      ValueError, ["Input sample_weight contains NaN"]),

@@ -1873,6 +1873,13 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         if reset:
             self._label_encoder = LabelEncoder().fit(y if classes is None else classes)
             self.classes_ = self._label_encoder.classes_
+            if len(self.classes_) < 2 and classes is not None:
+                count = len(self.classes_)
+                raise ValueError(
+                    f"classes={self.classes_.tolist()} names {count} label"
+                    f"{'' if count == 1 else 's'}; {type(self).__name__} needs at least 2. "
+                    "Pass every label that y may hold, e.g. classes=np.unique(y_all)."
+                )
             if len(self.classes_) < 2:
                 raise ValueError(
                     f"{type(self).__name__} needs samples of at least 2 classes in y; got "

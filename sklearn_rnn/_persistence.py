@@ -256,6 +256,8 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
         A parameter or state field holds a value this format cannot store, or the
         class could not be found when loading (the message names it); pickle such a
         model instead.
+    FileNotFoundError
+        The folder of ``path`` does not exist.
 
     Examples
     --------
@@ -272,7 +274,14 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     ['model.safetensors']
     """
     header, tensors = _header(estimator)
-    save_file(tensors, os.fspath(path), metadata={FORMAT: json.dumps(header)})
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(
+            f"cannot write {path!r}: its folder {folder!r} does not exist. Create it first, "
+            "e.g. os.makedirs(folder, exist_ok=True), or save to an existing folder."
+        )
+    save_file(tensors, path, metadata={FORMAT: json.dumps(header)})
 
 
 def _header(estimator: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:

@@ -115,6 +115,9 @@ FIT_CASES = [
      ["RNNRegressor needs numeric targets", "text such as 'a'", "use RNNClassifier"]),
     ("a word among numeric strings", fit_regressor(X_OK, ["1.5", "x"] + ["2"] * 10), ValueError,
      ["text such as 'x'", "convert y to numbers"]),
+    ("partial_fit with one label in classes",
+     lambda: RNNClassifier(**TINY).partial_fit(X_OK, Y_CLASS, classes=[0]), ValueError,
+     ["classes=[0] names 1 label", "needs at least 2", "every label that y may hold"]),
     # --- sample_weight
     ("NaN sample_weight", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=np.full(12, np.nan)),
      ValueError, ["Input sample_weight contains NaN"]),
@@ -214,6 +217,14 @@ def test_overflowing_outputs_are_an_error_not_nan():
     with pytest.raises(ValueError) as error_info:
         reg.predict(huge)
     check_message(error_info, ["outputs for 1 sequence (first: sequence 0 of X) are not finite", "scale them"])
+
+
+def test_save_into_a_missing_folder_says_so(tmp_path):
+    model = RNNClassifier(**TINY).fit(X_OK, Y_CLASS)
+    target = tmp_path / "no" / "such" / "model.safetensors"
+    with pytest.raises(FileNotFoundError, match=r"its folder .*such' does not exist.*os.makedirs"):
+        model.save(target)
+    assert not (tmp_path / "no").exists()  # nothing written on the way
 
 
 @pytest.mark.parametrize("method", ["predict", "predict_proba", "predict_log_proba", "score", "save"])

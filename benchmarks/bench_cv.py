@@ -162,14 +162,14 @@ class LoopClock(Callback):
         self.cpu = time.process_time() - self.started[1]
 
 
-def per_update(X: list, y: np.ndarray, epochs: int, repeats: int) -> None:
-    """Milliseconds per update: 16 stacked networks, 1 stacked network, one plain fit."""
+def prepared_members(X: list, y: np.ndarray, count: int, epochs: int) -> tuple[list[StackedMember], int]:
+    """``count`` networks of the grid (4 settings x the first 4 of 8 folds), each
+    prepared by its estimator as ``fit`` prepares it, for ``epochs`` epochs without a
+    stopping rule; and the updates the longest of them makes."""
     folds = list(StratifiedKFold(8, shuffle=True, random_state=0).split(X, y))[:4]
-    settings = [(radius, tau) for radius in (0.9, 1.2) for tau in (1.0, 5.0)]
-
-    def members(count: int) -> tuple[list[StackedMember], int]:
-        chosen, updates = [], 0
-        for radius, tau in settings:
+    chosen, updates = [], 0
+    for radius in (0.9, 1.2):
+        for tau in (1.0, 5.0):
             for train, _ in folds:
                 if len(chosen) == count:
                     break
@@ -182,7 +182,15 @@ def per_update(X: list, y: np.ndarray, epochs: int, repeats: int) -> None:
                 data, valid = rnn._prepare(X_train, y[train], None, incremental=False)
                 chosen.append(StackedMember(rnn, data, valid))
                 updates = max(updates, -(-len(data) // rnn.batch_size))
-        return chosen, updates * epochs
+    return chosen, updates * epochs
+
+
+def per_update(X: list, y: np.ndarray, epochs: int, repeats: int) -> None:
+    """Milliseconds per update: 16 stacked networks, 1 stacked network, one plain fit."""
+    folds = list(StratifiedKFold(8, shuffle=True, random_state=0).split(X, y))[:4]
+
+    def members(count: int) -> tuple[list[StackedMember], int]:
+        return prepared_members(X, y, count, epochs)
 
     def stacked(count: int) -> tuple[float, float, float, float]:
         start, cpu = time.perf_counter(), time.process_time()  # preparation included, as in fit

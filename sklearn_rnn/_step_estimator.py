@@ -94,8 +94,9 @@ class RNNStepClassifier(BaseRNN):
         Share of the sequences held out for early stopping.
     n_iter_no_change : int, default=10
         Patience, in epochs.
-    tol : float, default=1e-4
-        Smallest improvement of the monitored loss that counts.
+    tol : float or 'auto', default='auto'
+        Smallest improvement of the monitored loss that counts; 'auto' is 1e-4 here
+        (the thesis' configuration).
     alpha : float or 'auto', default='auto'
         L2 penalty on the weight matrices, ``alpha / (2 n_samples) * ||W||^2`` ('auto':
         10 for the 'decay' cell, 0 otherwise; not used by 'simplex').

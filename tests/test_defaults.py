@@ -64,10 +64,20 @@ def test_auto_settings_resolve_by_input_and_optimizer():
     assert {name: clf.module_.readout_mode for name, clf in fits.items()} == {
         "untimed": "pool", "timed": "last", "simplex": "last"}
     assert fits["untimed"].module_.readout.in_features == 3 * 50
+    # The stopping rule's tol: 3e-3 for untimed input, 1e-4 for time stamps and for the
+    # simplex method; the held-out rule reads the same 'auto' as the training-loss rule.
+    def stopping_tol(clf):
+        return dict(clf.net_.callbacks_)["stop"].threshold
+
+    assert {name: stopping_tol(clf) for name, clf in fits.items()} == {
+        "untimed": 3e-3, "timed": 1e-4, "simplex": 1e-4}
+    assert stopping_tol(many) == 3e-3
+    assert stopping_tol(RNNClassifier(tol=0.05, max_iter=1).fit(X, y)) == 0.05
     # The step classifier keeps the thesis' 'auto'.
     steps = RNNStepClassifier(max_iter=1).fit(X, [x[:, :1] > 0 for x in X])
     assert steps.module_.cell == "tanh" and steps.module_.spectral_radius == 1.2
     assert steps.module_.readout_mode == "last"
+    assert stopping_tol(steps) == 1e-4
 
 
 def test_the_thesis_configuration_is_one_argument_away():

@@ -104,6 +104,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # tol stops the slow tail of the validation loss (JapaneseVowels seed 1 ran 200
     # epochs on falls of about 1e-4 per epoch); max_iter caps the sets that learn long.
     "tol3e-3": {"tol": 3e-3},
+    # The stopping rule's tol before tol='auto' (3e-3 for untimed input) became the default.
+    "tol1e-4": {"tol": 1e-4},
     "tol1e-2": {"tol": 1e-2},
     "it60-tol3e-3": {"max_iter": 60, "tol": 3e-3},
     "it60-tol1e-2": {"max_iter": 60, "tol": 1e-2},

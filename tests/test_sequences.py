@@ -197,6 +197,34 @@ def test_scaler_uses_every_valid_step_and_keeps_the_form():
     assert padded.shape == (2, 2, 2) and np.isnan(padded[1, 1]).all()
 
 
+def test_per_sequence_scaling_uses_each_sequence_own_statistics():
+    # Two series of one shape at amplitudes 1e-3 and 1e3: one shape after scaling.
+    shape = np.array([[0.0, 5.0], [1.0, 5.0], [3.0, 5.0], [np.nan, np.nan]])
+    X = [1e-3 * shape, 1e3 * shape + 7.0]
+    scaler = SequenceStandardScaler(per_sequence=True).fit(X)
+    small, large = scaler.transform(X)
+    observed = shape[:3, 0]
+    expected = (observed - observed.mean()) / observed.std()
+    np.testing.assert_allclose(small[:3, 0], expected)
+    np.testing.assert_allclose(large[:3, 0], expected)
+    # A constant feature is only centered, trailing all-NaN steps are padding, and the
+    # result does not depend on the other sequences or on the fitted statistics.
+    np.testing.assert_array_equal(small[:, 1], [0.0, 0.0, 0.0])
+    assert small.shape == (3, 2)
+    np.testing.assert_allclose(scaler.transform([X[1]])[0], large)
+    # A missing value stays missing and does not count in the statistics.
+    one = SequenceStandardScaler(per_sequence=True).fit([np.ones((2, 1))])
+    gap = one.transform([np.array([[1.0], [np.nan], [3.0]])])[0]
+    np.testing.assert_array_equal(gap.ravel(), [-1.0, np.nan, 1.0])
+    # with_std=False centers only; the shared scaling differs from this one.
+    centered = SequenceStandardScaler(per_sequence=True, with_std=False).fit(X).transform(X)
+    np.testing.assert_allclose(centered[1][:3, 0], 1e3 * (observed - observed.mean()))
+    shared = SequenceStandardScaler().fit(X).transform(X)
+    assert not np.allclose(shared[0][:3, 0], expected)
+    with pytest.raises(ValueError, match="per_sequence=True.*cannot be undone"):
+        scaler.inverse_transform(X)
+
+
 def test_scaler_rejects_other_feature_counts():
     scaler = SequenceStandardScaler().fit([np.ones((2, 2))])
     with pytest.raises(ValueError, match="X has 3 features per step, but SequenceStandardScaler was fitted with 2"):

@@ -22,12 +22,27 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
     array stays padded, a table stays a table. Use it as the first step of a
     :class:`~sklearn.pipeline.Pipeline` in front of an RNN estimator.
 
+    With ``per_sequence=True`` each sequence is standardized by its own mean and
+    standard deviation of each feature instead: what is left is the shape of each
+    series, its level and amplitude dropped. That is for data whose series differ in
+    amplitude by orders of magnitude, where a scale shared by all leaves most series
+    nearly flat (on the PLAID set of the defaults benchmark the median series has a
+    standard deviation of 0.0035 after the shared standardization, and the classifier's
+    test accuracy goes from 0.46 to 0.80 with ``per_sequence=True``; see
+    :ref:`defaults`); where the level or the amplitude tells the classes apart it
+    loses that information (JapaneseVowels 0.990 -> 0.763).
+
     Parameters
     ----------
     with_mean : bool, default=True
         Center each feature.
     with_std : bool, default=True
         Scale each feature to unit variance (a constant feature is left unscaled).
+    per_sequence : bool, default=False
+        Standardize each sequence by its own statistics (per feature, over its
+        observed steps) rather than by those of the training data. The fitted
+        ``mean_`` and ``scale_`` are then not used, and :meth:`inverse_transform` is
+        not available (each sequence's own statistics are not kept).
 
     Attributes
     ----------
@@ -48,11 +63,17 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
     (array([3.]), array([2.23606798]))
     >>> [np.round(s.ravel(), 2).tolist() for s in scaler.transform(X)]
     [[-1.34, -0.45], [0.45, nan, 1.34]]
+    >>> per_sequence = SequenceStandardScaler(per_sequence=True).fit(X)
+    >>> [s.ravel().tolist() for s in per_sequence.transform(X)]
+    [[-1.0, 1.0], [-1.0, nan, 1.0]]
     """
 
-    def __init__(self, *, with_mean: bool = True, with_std: bool = True) -> None:
+    def __init__(
+        self, *, with_mean: bool = True, with_std: bool = True, per_sequence: bool = False
+    ) -> None:
         self.with_mean = with_mean
         self.with_std = with_std
+        self.per_sequence = per_sequence
 
     def fit(self, X: Any, y: Any = None) -> SequenceStandardScaler:
         """Compute per-feature means and standard deviations.
@@ -92,7 +113,21 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         X_scaled : the same form as ``X``
         """
         check_is_fitted(self)
+        if self.per_sequence:
+            return self._apply(X, self._own_standardization)
         return self._apply(X, lambda steps: (steps - self.mean_) / self.scale_)
+
+    def _own_standardization(self, steps: np.ndarray) -> np.ndarray:
+        """One sequence ``(T, d)`` standardized by its own statistics of each feature
+        over its observed steps (a feature never observed stays NaN; a constant one is
+        only centered)."""
+        observed = ~np.isnan(steps)
+        counts = np.maximum(observed.sum(axis=0), 1)
+        mean = np.where(observed, steps, 0.0).sum(axis=0) / counts
+        std = np.sqrt(np.where(observed, (steps - mean) ** 2, 0.0).sum(axis=0) / counts)
+        mean = mean if self.with_mean else np.zeros_like(mean)
+        scale = np.where(std > 0, std, 1.0) if self.with_std else np.ones_like(std)
+        return (steps - mean) / scale
 
     def inverse_transform(self, X: Any) -> Any:
         """Undo :meth:`transform`.
@@ -106,6 +141,13 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         X_original : the same form as ``X``
         """
         check_is_fitted(self)
+        if self.per_sequence:
+            raise ValueError(
+                "SequenceStandardScaler(per_sequence=True) standardized each sequence by its "
+                "own mean and standard deviation, which it does not keep, so its transform "
+                "cannot be undone. Keep the original sequences, or use per_sequence=False "
+                "(one mean and scale per feature, learned in fit) to invert."
+            )
         return self._apply(X, lambda steps: steps * self.scale_ + self.mean_)
 
     def _apply(self, X: Any, function: Any) -> Any:

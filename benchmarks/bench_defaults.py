@@ -386,9 +386,9 @@ def fit_predict(model: str, params: dict[str, Any], split: Split, seed: int) -> 
     raise ValueError(f"unknown model {model!r}")
 
 
-def _standardize(split: Split) -> Split:
+def _standardize(split: Split, per_sequence: bool = False) -> Split:
     X, y, X_test, y_test = split
-    scaler = SequenceStandardScaler().fit(X)
+    scaler = SequenceStandardScaler(per_sequence=per_sequence).fit(X)
     return scaler.transform(X), y, scaler.transform(X_test), y_test
 
 
@@ -556,6 +556,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--window-steps", nargs=2, type=int, default=None, metavar=("LO", "HI"),
                         help="cut every sequence (train and test, after standardizing) to a "
                         "seeded random window of LO to HI steps: the same signals, short")
+    parser.add_argument("--per-sequence", action="store_true",
+                        help="standardize each sequence by its own statistics "
+                        "(SequenceStandardScaler(per_sequence=True)) instead of the training "
+                        "set's, for every model")
     parser.add_argument("--missing", type=float, default=None, metavar="FRACTION",
                         help="set this fraction of values (not on first or last steps) to NaN, "
                         "seeded, after standardizing")
@@ -613,7 +617,7 @@ def main(argv: list[str] | None = None) -> None:
             split = _subsample(split, limit, args.seed)
         if args.max_test is not None:
             split = (*split[:2], *_subsample(split, args.max_test, args.seed)[2:])
-        split = _standardize(split)
+        split = _standardize(split, per_sequence=args.per_sequence)
         if args.window_steps is not None:
             split = _short_windows(split, *args.window_steps, args.seed)
         if args.missing is not None:

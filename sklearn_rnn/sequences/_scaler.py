@@ -90,16 +90,21 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         self : SequenceStandardScaler
         """
         steps = np.concatenate(check_sequences(X), axis=0)  # (N, d)
-        observed = ~np.isnan(steps)
-        counts = observed.sum(axis=0)
-        safe_counts = np.maximum(counts, 1)
-        mean = np.where(observed, steps, 0.0).sum(axis=0) / safe_counts
-        variance = np.where(observed, (steps - mean) ** 2, 0.0).sum(axis=0) / safe_counts
-        std = np.sqrt(variance)
-        self.mean_ = mean if self.with_mean else np.zeros_like(mean)
-        self.scale_ = np.where(std > 0, std, 1.0) if self.with_std else np.ones_like(std)
+        self.mean_, self.scale_ = self._location_and_scale(steps)
         self.n_features_in_ = steps.shape[1]
         return self
+
+    def _location_and_scale(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What standardizes ``steps`` ``(N, d)``: the mean and standard deviation of each
+        feature over its observed values (NaN ignored), as ``with_mean`` and
+        ``with_std`` ask (a constant or never observed feature is not scaled)."""
+        observed = ~np.isnan(steps)
+        counts = np.maximum(observed.sum(axis=0), 1)
+        mean = np.where(observed, steps, 0.0).sum(axis=0) / counts
+        std = np.sqrt(np.where(observed, (steps - mean) ** 2, 0.0).sum(axis=0) / counts)
+        location = mean if self.with_mean else np.zeros_like(mean)
+        scale = np.where(std > 0, std, 1.0) if self.with_std else np.ones_like(std)
+        return location, scale
 
     def transform(self, X: Any) -> Any:
         """Standardize ``X``, keeping its form.
@@ -121,13 +126,8 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         """One sequence ``(T, d)`` standardized by its own statistics of each feature
         over its observed steps (a feature never observed stays NaN; a constant one is
         only centered)."""
-        observed = ~np.isnan(steps)
-        counts = np.maximum(observed.sum(axis=0), 1)
-        mean = np.where(observed, steps, 0.0).sum(axis=0) / counts
-        std = np.sqrt(np.where(observed, (steps - mean) ** 2, 0.0).sum(axis=0) / counts)
-        mean = mean if self.with_mean else np.zeros_like(mean)
-        scale = np.where(std > 0, std, 1.0) if self.with_std else np.ones_like(std)
-        return (steps - mean) / scale
+        location, scale = self._location_and_scale(steps)
+        return (steps - location) / scale
 
     def inverse_transform(self, X: Any) -> Any:
         """Undo :meth:`transform`.

@@ -26,7 +26,7 @@ alone (the stacked trainer's call; the fit's from skorch's ``on_train_begin`` to
 
 Usage: ``python benchmarks/bench_cv.py [--max-iter 200] [--epochs 10] [--threads 1]
 [--skip-serial] [--rounds 1] [--repeats 5] [--skip-grid] [--two-threads] [--nested] [--cell decay]
-[--optimizer adam]``; ``--cell`` and ``--optimizer`` change the networks of the grid and
+[--optimizer adam] [--device cpu]``; ``--cell`` and ``--optimizer`` change the networks of the grid and
 of the per-update timing (the study's are 'decay' and 'adam'; the thesis' are 'tanh' and
 'sgd', its clipped step rule, or 'simplex', its method, then with the gaps as an
 ordinary input); ``--nested``
@@ -57,8 +57,8 @@ from sklearn_rnn.clinical import PBCStudy, load_pbc_cohort, pooled_cross_validat
 GRID = {"rnnclassifier__spectral_radius": [0.9, 1.2], "rnnclassifier__clip_threshold": [1.0, 5.0]}
 
 
-#: The cell and optimizer of every network (``--cell``, ``--optimizer``).
-SETUP = {"cell": "decay", "optimizer": "adam"}
+#: The cell, optimizer and device of every network (``--cell``, ``--optimizer``, ``--device``).
+SETUP = {"cell": "decay", "optimizer": "adam", "device": "cpu"}
 
 
 def study_rnn(max_iter: int) -> object:
@@ -69,7 +69,7 @@ def study_rnn(max_iter: int) -> object:
             cell=SETUP["cell"], time_feature=0, hidden_size=50, num_layers=1, optimizer=SETUP["optimizer"],
             learning_rate=0.01, batch_size=32, max_iter=max_iter, early_stopping=False,
             n_iter_no_change=10, tol=1e-4, alpha=10.0, spectral_radius=1.2, clip_threshold=1.0,
-            device="cpu", random_state=0,
+            device=SETUP["device"], random_state=0,
         ),
     )
 
@@ -280,13 +280,15 @@ def main() -> None:
     parser.add_argument("--optimizer", default="adam", choices=["adam", "sgd", "simplex"],
                         help="'adam' (the study's), 'sgd' (the thesis' clipped step rule) or "
                              "'simplex' (the thesis' method; not with 'decay')")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="where every network trains (the issue's numbers: 'cpu')")
     args = parser.parse_args()
-    SETUP.update(cell=args.cell, optimizer=args.optimizer)
+    SETUP.update(cell=args.cell, optimizer=args.optimizer, device=args.device)
     torch.set_num_threads(args.threads)
     cohort = load_pbc_cohort(1, 1, 2)
     X, y = cohort.sequences, np.asarray(cohort.y)
     print(f"PBC cohort: {len(y)} patients, {int(y.sum())} deaths; torch threads {args.threads}; "
-          f"cell={args.cell!r}, optimizer={args.optimizer!r}")
+          f"cell={args.cell!r}, optimizer={args.optimizer!r}, device={args.device!r}")
     print(f"load before: {uptime()}", flush=True)
     if args.nested:
         nested(X, y)

@@ -234,9 +234,11 @@ def test_a_cell_defined_here_fits_an_estimator(tmp_path):
         with pytest.raises(ValueError, match="runs the cells 'tanh', .*; got cell='leaky', which has none"):
             check_stackable(RNNClassifier(cell="leaky", optimizer="sgd"))
         net = clf.module_
-        states = net.forward_states(torch.randn(3, 4, 2), torch.tensor([4, 2, 1]))
+        device = next(net.parameters()).device  # a GPU where there is one (device='auto')
+        lengths = torch.tensor([4, 2, 1], device=device)
+        states = net.forward_states(torch.randn(3, 4, 2, device=device), lengths)
         with pytest.raises(ValueError, match="temporal gradients are not available for cell='leaky'"):
-            temporal_gradients(net, states, states.outputs.sum(), torch.tensor([4, 2, 1]))
+            temporal_gradients(net, states, states.outputs.sum(), lengths)
     finally:
         unregister_cell("leaky")
     assert "leaky" not in CELLS

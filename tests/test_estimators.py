@@ -159,7 +159,7 @@ def test_spectral_radius_initialization(task):
     clf.set_params(learning_rate=1e-12)  # effectively untrained: inspect the draw
     with convergence_warning_allowed():
         clf.fit(X, y)
-    radius = torch.linalg.eigvals(clf.module_.recurrent_weight.detach().double()).abs().max()
+    radius = torch.linalg.eigvals(clf.module_.recurrent_weight.detach().double()).abs().max().item()
     assert radius == pytest.approx(0.7, abs=1e-5)
 
 

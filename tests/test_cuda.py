@@ -108,7 +108,7 @@ def test_estimators_train_on_the_gpu(cell, optimizer):
     assert clf.score(X, y) > 0.7
 
 
-# Mixed precision (the estimators' ``precision``), not run on the machine that wrote it.
+# Mixed precision (the estimators' ``precision``): written without a GPU, passed on an H100.
 
 
 @pytest.mark.parametrize("precision", ["bfloat16", "float16"])

@@ -32,6 +32,7 @@ import os
 import statistics
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -42,7 +43,7 @@ from sklearn_rnn.clinical import load_pbc_cohort
 from sklearn_rnn.clinical._pbc_study import YEAR
 
 
-def median_ms(run: callable, repeats: int) -> tuple[float, float]:
+def median_ms(run: Callable[[], tuple[float, float]], repeats: int) -> tuple[float, float]:
     """Median forward and backward milliseconds of ``run() -> (forward s, backward s)``."""
     times = [run() for _ in range(repeats)]
     return (1e3 * statistics.median(f for f, _ in times), 1e3 * statistics.median(b for _, b in times))
@@ -63,7 +64,9 @@ def stacked_pass(stack: _Stack, batch: dict, count: int) -> tuple[float, float]:
     return middle - start, time.perf_counter() - middle
 
 
-def batched_core(models: int, batch: int, steps: int, inputs: int, hidden: int) -> callable:
+def batched_core(
+    models: int, batch: int, steps: int, inputs: int, hidden: int
+) -> Callable[[], tuple[float, float]]:
     """A pass of the arithmetic core of ``models`` 'decay' networks as plain batched products."""
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(models, batch, steps, inputs, generator=generator)

@@ -9,6 +9,14 @@ stream of temporal-order batches (``make_temporal_order``: 100 sequences of leng
   the clipped anti-gradient step (eq. 3.6, :class:`~sklearn_rnn.optim.ClippedSGD`); each
   update stacks the batch's arrays into a tensor, as a plain loop over the same stream
   must;
+- plain simplex (the 'simplex' rows): the same model and loop with the thesis' optimizer
+  as a PyTorch user runs it on their own ``nn.RNN`` (:ref:`plain_pytorch`):
+  :class:`~sklearn_rnn.optim.RecurrentAdapter`'s ``forward_states``, the temporal
+  gradients and :class:`~sklearn_rnn.optim.SimplexSGD`'s step;
+- skorch (the 'sgd' rows, column ``skorch``): the plain loop's network and step as a
+  skorch user streams them, ``NeuralNetClassifier(..., train_split=None)`` and one
+  ``net.partial_fit(X_batch, y_batch)`` per batch: what skorch's own training call
+  costs per update, without the estimator's validation, encoding and guards;
 - estimator: ``RNNClassifier(cell='tanh', hidden_size=50, batch_size=100,
   readout='last')`` with ``optimizer='sgd'`` or ``'simplex'`` (no switching: every
   update computes the temporal gradients), one ``partial_fit`` call per batch, timed
@@ -19,7 +27,8 @@ The estimator reads the last step, as the plain loop does: its default readout f
 is a larger network, whose price ``--readout auto`` shows.
 
 The ratio estimator/plain is the whole cost of calling ``partial_fit`` over writing the
-loop by hand (for 'simplex' also the simplex method's extra work over clipped SGD).
+loop by hand with the same optimizer; for 'simplex' the column ``vs clipped`` adds the
+ratio to the clipped-SGD loop (the simplex method's extra work included).
 Runs alternate and the medians are compared. ``--clock cpu`` times with the CPU time
 of the process that runs the update (``time.process_time``) instead of the wall clock:
 with one thread the two agree on a quiet machine, and on a machine shared with other
@@ -50,7 +59,7 @@ import torch
 from bench_update_cost import Worker, machine, serve
 from sklearn_rnn import RNNClassifier
 from sklearn_rnn.datasets import make_temporal_order
-from sklearn_rnn.optim import ClippedSGD
+from sklearn_rnn.optim import ClippedSGD, RecurrentAdapter, SimplexSGD, temporal_gradients
 
 BATCH, HIDDEN, FEATURES, CLASSES = 100, 50, 6, 4
 LEARNING_RATE, CLIP = 0.01, 1.0
@@ -78,19 +87,65 @@ def estimator_seconds_per_update(
     return (CLOCKS[clock]() - start) / (len(batches) - 1)
 
 
-def plain_seconds_per_update(batches: list, clock: str = "wall") -> float:
+class _LastStep(torch.nn.Module):
+    """The plain loop's network as a skorch module: ``nn.RNN`` read at the last step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = torch.nn.RNN(FEATURES, HIDDEN, nonlinearity="tanh", batch_first=True)
+        self.readout = torch.nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return self.readout(self.rnn(X)[0][:, -1])
+
+
+def skorch_seconds_per_update(batches: list, clock: str = "wall") -> float:
+    """A skorch user's stream: one ``NeuralNetClassifier.partial_fit`` per batch."""
+    from skorch import NeuralNetClassifier
+
+    torch.manual_seed(0)  # benchmark script, not library code
+    net = NeuralNetClassifier(
+        _LastStep, criterion=torch.nn.CrossEntropyLoss, optimizer=ClippedSGD,
+        optimizer__clip_threshold=CLIP, lr=LEARNING_RATE, batch_size=BATCH,
+        train_split=None, max_epochs=1, verbose=0,
+    )
+
+    def update(X: list[np.ndarray], y: np.ndarray) -> None:
+        net.partial_fit(np.stack(X).astype(np.float32), y.astype(np.int64), classes=np.arange(CLASSES))
+
+    update(*batches[0])
+    start = CLOCKS[clock]()
+    for X, y in batches[1:]:
+        update(X, y)
+    return (CLOCKS[clock]() - start) / (len(batches) - 1)
+
+
+def plain_seconds_per_update(batches: list, clock: str = "wall", optimizer: str = "sgd") -> float:
+    """The plain loop's seconds per update: clipped SGD (``optimizer='sgd'``) or the
+    simplex method through :class:`~sklearn_rnn.optim.RecurrentAdapter`."""
     torch.manual_seed(0)  # benchmark script, not library code
     rnn = torch.nn.RNN(FEATURES, HIDDEN, nonlinearity="tanh", batch_first=True)
     readout = torch.nn.Linear(HIDDEN, CLASSES)
-    optimizer = ClippedSGD([*rnn.parameters(), *readout.parameters()], lr=LEARNING_RATE, clip_threshold=CLIP)
+    parameters = [*rnn.parameters(), *readout.parameters()]
+    net = RecurrentAdapter(rnn, readout)
+    step: torch.optim.Optimizer = (
+        ClippedSGD(parameters, lr=LEARNING_RATE, clip_threshold=CLIP) if optimizer == "sgd"
+        else SimplexSGD(net.parameters(), lr=LEARNING_RATE, clip_threshold=CLIP, generator=0)
+    )
 
     def update(X: list[np.ndarray], y: np.ndarray) -> None:
         inputs = torch.as_tensor(np.stack(X), dtype=torch.float32)  # one length per batch
-        states, _ = rnn(inputs)
-        loss = torch.nn.functional.cross_entropy(readout(states[:, -1]), torch.as_tensor(y))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        targets = torch.as_tensor(y)
+        step.zero_grad()
+        if optimizer == "sgd":
+            states, _ = rnn(inputs)
+            torch.nn.functional.cross_entropy(readout(states[:, -1]), targets).backward()
+            step.step()
+            return
+        lengths = torch.full((len(X),), inputs.shape[1])
+        network_states = net.forward_states(inputs, lengths)
+        loss = torch.nn.functional.cross_entropy(network_states.outputs, targets)
+        step.step(temporal_gradients(net, network_states, loss, lengths))
 
     update(*batches[0])
     start = CLOCKS[clock]()
@@ -126,19 +181,30 @@ def main() -> None:
     print(f"machine: {machine('cpu', args.threads)}, load average {os.getloadavg()[0]:.1f} at the start")
     print(f"temporal order, batch {BATCH}, {HIDDEN} tanh units, readout={args.readout!r}, "
           f"{updates} updates per run, {repeats} repeats, median ms per update ({args.clock} clock)")
-    print(f"{'T':>4} {'optimizer':9} {'plain':>8} {'partial_fit':>12} {'ratio':>7}")
+    print(f"{'T':>4} {'optimizer':9} {'plain':>8} {'partial_fit':>12} {'ratio':>7} {'skorch':>7} "
+          f"{'ratio':>6} {'vs clipped':>11}")
     for length in args.length:
         batches = stream(length, updates)
         for optimizer in args.optimizer:
-            plain_seconds_per_update(batches[:3])  # warm-ups: lazy imports, kernel selection
+            plain_seconds_per_update(batches[:3], optimizer=optimizer)  # warm-ups: lazy imports, kernels
             estimator_seconds_per_update(batches[:3], optimizer, args.readout)
-            plain, estimator = [], []
+            if optimizer == "sgd":
+                skorch_seconds_per_update(batches[:3])
+            times: dict[str, list[float]] = {"plain": [], "clipped": [], "skorch": [], "estimator": []}
             for _ in range(repeats):
-                plain.append(plain_seconds_per_update(batches, args.clock))
-                estimator.append(estimator_seconds_per_update(batches, optimizer, args.readout, args.clock))
-            ms_plain, ms_estimator = 1e3 * statistics.median(plain), 1e3 * statistics.median(estimator)
-            print(f"{length:4d} {optimizer:9} {ms_plain:8.2f} {ms_estimator:12.2f} "
-                  f"{ms_estimator / ms_plain:7.2f}")
+                times["plain"].append(plain_seconds_per_update(batches, args.clock, optimizer))
+                if optimizer == "sgd":
+                    times["skorch"].append(skorch_seconds_per_update(batches, args.clock))
+                else:
+                    times["clipped"].append(plain_seconds_per_update(batches, args.clock))
+                times["estimator"].append(
+                    estimator_seconds_per_update(batches, optimizer, args.readout, args.clock))
+            ms = {name: 1e3 * statistics.median(values) for name, values in times.items() if values}
+            skorch = (f"{ms['skorch']:7.2f} {ms['skorch'] / ms['plain']:6.2f}" if "skorch" in ms
+                      else f"{'':7} {'':6}")
+            versus = f"{ms['estimator'] / ms['clipped']:11.2f}" if "clipped" in ms else ""
+            print(f"{length:4d} {optimizer:9} {ms['plain']:8.2f} {ms['estimator']:12.2f} "
+                  f"{ms['estimator'] / ms['plain']:7.2f} {skorch} {versus}".rstrip())
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
@@ -161,13 +227,13 @@ def compare(args: argparse.Namespace, updates: int, repeats: int) -> None:
     for length in args.length:
         batches = stream(length, updates)
         for optimizer in args.optimizer:
-            plain_seconds_per_update(batches[:3])  # warm-ups: lazy imports, kernel selection
+            plain_seconds_per_update(batches[:3], optimizer=optimizer)  # warm-ups
             for worker in versions.values():
                 worker.call("estimator", length=length, updates=2, optimizer=optimizer,
                             readout=args.readout, clock=args.clock)
             times: dict[str, list[float]] = {"plain": [], "before": [], "after": []}
             for _ in range(repeats):
-                times["plain"].append(plain_seconds_per_update(batches, args.clock))
+                times["plain"].append(plain_seconds_per_update(batches, args.clock, optimizer))
                 for name, worker in versions.items():
                     times[name].append(worker.call("estimator", length=length, updates=updates,
                                                    optimizer=optimizer, readout=args.readout,

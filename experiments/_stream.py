@@ -218,6 +218,7 @@ def make_estimator(spec: RunSpec) -> RNNClassifier | RNNRegressor:
         readout="last",  # the thesis' readout, which temporal gradients need
         conv_kernels=None,  # the raw inputs, as in the thesis (temporal gradients need it)
         random_state=spec.seed,
+        **({"label_smoothing": 0.0} if classification else {}),  # the thesis' plain cross-entropy
     )
 
 

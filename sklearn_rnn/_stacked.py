@@ -306,7 +306,11 @@ def _architecture(member: StackedMember) -> tuple:
     shapes = tuple((name, tuple(p.shape)) for name, p in module.named_parameters())
     device = next(module.parameters()).device
     optimizer = type(member.estimator.net_.optimizer_)
-    return (type(member.estimator), optimizer, module.cell, shapes, repr(module), module.gap_channel, str(device))
+    criterion = member.estimator.net_.criterion_  # one criterion runs a whole stack
+    smoothing = getattr(criterion, "label_smoothing", None)
+    loss = type(criterion).__name__ + ("" if smoothing is None else f"(label_smoothing={smoothing})")
+    return (type(member.estimator), optimizer, loss, module.cell, shapes, repr(module), module.gap_channel,
+            str(device))
 
 
 def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int) -> None:
@@ -327,7 +331,7 @@ def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int)
 
 #: What :func:`_architecture` compares, in its order (named in :class:`StackedStream`'s refusal).
 _ARCHITECTURE_FIELDS = (
-    "estimator class", "optimizer", "cell", "parameter shapes", "network", "gap channel", "device",
+    "estimator class", "optimizer", "loss", "cell", "parameter shapes", "network", "gap channel", "device",
 )
 
 

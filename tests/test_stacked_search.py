@@ -241,6 +241,21 @@ def test_search_agrees_with_gridsearchcv():
     assert ours.score(X, y) == pytest.approx(theirs.score(X, y))
 
 
+def test_a_search_over_label_smoothing_trains_each_value_with_its_own_loss():
+    # One criterion runs a whole stack: the two values form two groups, so each network
+    # is trained with its own smoothing, as GridSearchCV trains it.
+    X, y = visits(60, seed=1)
+    pipeline = make_pipeline(SequenceStandardScaler(), explicit(optimizer="adam", learning_rate=0.05, max_iter=20))
+    grid = {"rnnclassifier__label_smoothing": [0.0, 0.3]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ours = RNNGridSearchCV(pipeline, grid, scoring="neg_log_loss", cv=cv, refit=False).fit(X, y)
+        theirs = GridSearchCV(pipeline, grid, scoring="neg_log_loss", cv=cv, refit=False).fit(X, y)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-3)
+    assert abs(np.diff(ours.cv_results_["mean_test_score"])[0]) > 0.01  # the two losses differ
+
+
 @pytest.mark.parametrize("optimizer", ["sgd", "adam", "simplex"])
 def test_search_of_the_thesis_cell_agrees_with_gridsearchcv(optimizer):
     """cell='tanh' (the thesis' configuration: 'sgd', the clipped step rule, or 'simplex')."""

@@ -349,6 +349,20 @@ def test_grid_search_over_spectral_radius_and_clip_threshold(task):
     assert search.predict_proba(X[:3]).shape == (3, 2)
 
 
+def test_soft_voting_over_seeded_classifiers_averages_their_probabilities(task):
+    # The ensemble the defaults page measures on JapaneseVowels, built from scikit-learn.
+    from sklearn.ensemble import VotingClassifier
+
+    X, y = task
+    members = [(f"seed{k}", RNNClassifier(hidden_size=6, max_iter=3, random_state=k)) for k in range(3)]
+    with convergence_warning_allowed():
+        vote = VotingClassifier(members, voting="soft").fit(X, y)
+        alone = [clone(model).fit(X, y) for _, model in members]
+    mean = np.mean([model.predict_proba(X) for model in alone], axis=0)
+    np.testing.assert_allclose(vote.predict_proba(X), mean, rtol=1e-6)
+    assert len({round(float(model.predict_proba(X)[0, 1]), 6) for model in alone}) == 3  # three networks
+
+
 @pytest.mark.parametrize("sampler", [RandomOverSampler(random_state=0), RandomUnderSampler(random_state=0)])
 def test_imbalanced_learn_pipeline_on_ragged_sequences(sampler):
     X, y = ragged_sign_task(n=90, seed=5)

@@ -469,6 +469,16 @@ class StackedStream:
                     "its weights in the stack are stale. Call write_back before training an "
                     "estimator otherwise, and build a new StackedStream afterwards."
                 )
+        # One criterion runs the stack: a label_smoothing set on one estimator since the
+        # stream was built would otherwise be trained with another's.
+        smoothing = [getattr(estimator, "_resolved_label_smoothing", lambda: None)() for estimator in self.estimators]
+        if len(set(smoothing)) > 1:
+            index = next(k for k, value in enumerate(smoothing) if value != smoothing[0])
+            raise ValueError(
+                f"the estimators of one stream share one loss, but estimator {index} now has "
+                f"label_smoothing={smoothing[index]} against estimator 0's {smoothing[0]}: set the "
+                "same label_smoothing on every estimator of the stream, or stream them separately."
+            )
         datasets = []
         for index, (estimator, batch) in enumerate(zip(self.estimators, batches)):
             if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):

@@ -254,6 +254,17 @@ def test_refuses_estimators_it_cannot_stream_together(make, match):
         StackedStream(make())
 
 
+def test_refuses_a_label_smoothing_changed_on_one_estimator_of_the_stream():
+    models = fitted(thesis_models("sgd"))
+    stream = StackedStream(models)
+    models[1].set_params(label_smoothing=0.3)
+    rng = np.random.default_rng(5)
+    with pytest.raises(ValueError, match=r"estimator 1 now has label_smoothing=0.3 against estimator 0's 0.1"):
+        stream.update([batch(rng) for _ in models])
+    models[1].set_params(label_smoothing=0.1)  # the same value again: the stream goes on
+    assert np.isfinite(stream.update([batch(rng) for _ in models])).all()
+
+
 def test_refuses_batches_that_do_not_fit_the_stream():
     models = fitted(thesis_models("sgd"))
     stream = StackedStream(models)

@@ -220,7 +220,8 @@ def train_stacked(
     """Train every member's network, many at a time, as its own ``fit`` would.
 
     Members are grouped by architecture (parameter shapes, input layout, optimizer,
-    loss criterion with its label smoothing, device), and each group is trained in chunks of at most ``max_stacked`` networks.
+    loss criterion with its label smoothing, device), and each group is trained in
+    chunks of at most ``max_stacked`` networks.
     When this returns, each member's estimator is fitted: its network holds the
     trained (or, with early stopping, the best epoch's) weights and ``n_iter_``,
     ``loss_curve_``, ``validation_scores_`` are set as ``fit`` sets them. Warnings a

@@ -93,6 +93,7 @@ def main() -> None:
         readout="last", conv_kernels=None,  # the padded skorch module's network
         optimizer="adam", learning_rate=LR, clip_threshold=1.0,
         batch_size=BATCH, max_iter=epochs, tol=0.0, device="cpu", random_state=0,
+        label_smoothing=0.0,  # skorch's plain nn.CrossEntropyLoss
     )
     start = time.perf_counter()
     with warnings.catch_warnings():

@@ -60,7 +60,7 @@ def make_models(optimizer: str, count: int) -> list[RNNClassifier]:
         RNNClassifier(
             hidden_size=HIDDEN, cell="tanh", optimizer=optimizer, learning_rate=0.05, clip_threshold=1.0,
             spectral_radius=1.2, batch_size=BATCH, frame=1, readout="last", conv_kernels=None,
-            random_state=seed,
+            random_state=seed, label_smoothing=0.0,  # the experiments' plain cross-entropy
         )
         for seed in range(count)
     ]

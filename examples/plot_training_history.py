@@ -48,6 +48,7 @@ for name, params in settings.items():
         early_stopping=True,
         validation_fraction=0.2,
         n_iter_no_change=15,
+        label_smoothing=0.0,  # one loss for the three (the simplex method takes no smoothing)
         random_state=0,
         **params,
     )

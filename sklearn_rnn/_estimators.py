@@ -2210,13 +2210,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
         epochs.
     tol : float or 'auto', default='auto'
-        Smallest improvement of the monitored loss that counts. 'auto' is 3e-3 for
-        untimed sequences (no ``time_feature``) with the 'adam' or 'sgd' optimizer: a
-        loss that sinks by less than that over ``n_iter_no_change`` epochs is a long
-        tail not worth the time (on the defaults benchmark, 1e-4 let a held-out loss
-        sinking by about 1e-4 an epoch keep a fit running to ``max_iter`` with no gain
-        in test accuracy). It is 1e-4 with ``time_feature`` and with
-        ``optimizer='simplex'``.
+        Smallest improvement of the monitored loss that counts: 'auto' is 3e-3 for
+        untimed sequences with the 'adam' or 'sgd' optimizer and 1e-4 with
+        ``time_feature`` and with ``optimizer='simplex'`` (see :class:`RNNClassifier`).
     alpha : float or 'auto', default='auto'
         Strength of the L2 penalty on the weight matrices (not biases or decay
         rates): ``alpha / (2 n_samples) * ||W||^2`` is added to the mean training loss,

@@ -308,10 +308,15 @@ def _architecture(member: StackedMember) -> tuple:
     device = next(module.parameters()).device
     optimizer = type(member.estimator.net_.optimizer_)
     criterion = member.estimator.net_.criterion_  # one criterion runs a whole stack
-    smoothing = getattr(criterion, "label_smoothing", None)
+    smoothing = _label_smoothing(member.estimator.net_)
     loss = type(criterion).__name__ + ("" if smoothing is None else f"(label_smoothing={smoothing})")
     return (type(member.estimator), optimizer, loss, module.cell, shapes, repr(module), module.gap_channel,
             str(device))
+
+
+def _label_smoothing(net: Any) -> float | None:
+    """The label smoothing of a network's criterion (None for a loss without it)."""
+    return getattr(net.criterion_, "label_smoothing", None)
 
 
 def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int) -> None:
@@ -470,16 +475,6 @@ class StackedStream:
                     "its weights in the stack are stale. Call write_back before training an "
                     "estimator otherwise, and build a new StackedStream afterwards."
                 )
-        # One criterion runs the stack: a label_smoothing set on one estimator since the
-        # stream was built would otherwise be trained with another's.
-        smoothing = [getattr(estimator, "_resolved_label_smoothing", lambda: None)() for estimator in self.estimators]
-        if len(set(smoothing)) > 1:
-            index = next(k for k, value in enumerate(smoothing) if value != smoothing[0])
-            raise ValueError(
-                f"the estimators of one stream share one loss, but estimator {index} now has "
-                f"label_smoothing={smoothing[index]} against estimator 0's {smoothing[0]}: set the "
-                "same label_smoothing on every estimator of the stream, or stream them separately."
-            )
         datasets = []
         for index, (estimator, batch) in enumerate(zip(self.estimators, batches)):
             if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
@@ -492,6 +487,17 @@ class StackedStream:
             # encoding, the training settings of the call (shuffling stream, L2 coefficient).
             train, _ = estimator._prepare(X, y, weight, incremental=True)
             datasets.append(train)
+        # One criterion runs the stack: a label_smoothing set on one estimator since the
+        # stream was built (which _prepare gave its criterion) would be trained with
+        # estimator 0's.
+        smoothing = [_label_smoothing(estimator.net_) for estimator in self.estimators]
+        if len(set(smoothing)) > 1:
+            index = next(k for k, value in enumerate(smoothing) if value != smoothing[0])
+            raise ValueError(
+                f"the estimators of one stream share one loss, but estimator {index} now has "
+                f"label_smoothing={smoothing[index]} against estimator 0's {smoothing[0]}: set the "
+                "same label_smoothing on every estimator of the stream, or stream them separately."
+            )
         limit_torch_threads()
         nets = [estimator.net_ for estimator in self.estimators]
         for member, data in zip(stack.members, datasets):

@@ -35,9 +35,13 @@ Data (nothing is downloaded)
 Usage::
 
     /work/venv-bench/bin/python benchmarks/bench_defaults.py [--quick] [--datasets JapaneseVowels PLAID ...]
-        [--models RNN "skorch GRU" ...] [--variants old gru-sr ...] [--repeats 3] [--csv FILE] [--rst FILE]
+        [--models RNN "skorch GRU" ...] [--variants old gru-sr ...] [--repeats 3] [--seed 0 1 2 ...]
+        [--csv FILE] [--rst FILE]
 
-``--checks`` runs the synthetic checks of issue 17 at its settings instead of the table
+``--seed 0 1 2 3 4`` runs everything once per seed and ends with the mean over the seeds
+and issue 17's targets read from it, set by set (``benchmarks/_targets.py``; the rst
+table then holds the means); ``--merge`` of runs of different seeds or models ends with
+the same report. ``--checks`` runs the synthetic checks of issue 17 at its settings instead of the table
 (:func:`synthetic_checks`); ``--merge A.csv B.csv --csv ALL.csv --rst ALL.rst`` joins the
 rows of several runs into one table. Run from the repository root with ``PYTHONPATH=.`` to measure
 the working tree rather than an installed copy. ``--quick`` subsamples the training sets to at most 300 and the test sets to at most 300
@@ -74,6 +78,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 from skorch.callbacks import LRScheduler  # noqa: E402
 
+from _targets import report, summarize  # noqa: E402
 from sklearn_rnn import RNNClassifier, SequenceStandardScaler  # noqa: E402
 from sklearn_rnn.datasets import make_temporal_order  # noqa: E402
 
@@ -552,7 +557,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--checks", action="store_true",
                         help="run the synthetic checks of issue 17 instead of the table")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, nargs="+", default=[0],
+                        help="one seed, or several: every set and model is run with each, "
+                        "and the run ends with the mean over the seeds and issue 17's "
+                        "targets read from it (benchmarks/_targets.py)")
     parser.add_argument("--max-test", type=int, default=None,
                         help="subsample each test set to at most this many sequences")
     parser.add_argument("--window-steps", nargs=2, type=int, default=None, metavar=("LO", "HI"),
@@ -581,12 +589,15 @@ def main(argv: list[str] | None = None) -> None:
         merged: list[dict[str, Any]] = []
         for path in args.merge:
             with open(path, newline="") as handle:
-                merged += [{**row, "score": float(row["score"]), "seconds": float(row["seconds"])}
+                merged += [{**row, "score": float(row["score"]), "seconds": float(row["seconds"]),
+                            "seed": int(row.get("seed") or 0)}
                            for row in csv.DictReader(handle)]
         _write(merged, args.csv, args.rst)
+        print(report(merged))
         return
     if args.checks:
-        synthetic_checks(args.seed)
+        for seed in args.seed:
+            synthetic_checks(seed)
         return
     try:
         import aeon  # noqa: F401
@@ -603,34 +614,47 @@ def main(argv: list[str] | None = None) -> None:
     print(f"torch {torch.__version__}, 1 thread, aeon {'yes' if have_aeon else 'no'}, "
           f"quick={args.quick}, load {os.getloadavg()[0]:.2f}", flush=True)
     rows: list[dict[str, Any]] = []
+    for seed in args.seed:
+        if len(args.seed) > 1:
+            print(f"### seed {seed}", flush=True)
+        rows += _seed_rows(args, seed, selected, rnn_models, others, rows)
+    if len(args.seed) > 1:
+        print(report(rows), flush=True)
+
+
+def _seed_rows(args: argparse.Namespace, seed: int, selected: list[str],
+               rnn_models: dict[str, dict[str, Any]], others: list[str],
+               earlier: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of one seed (written with the ``earlier`` ones after every row)."""
+    rows: list[dict[str, Any]] = []
     for name in selected:
         if name in ("PBC cohort", "NAFLD cohort"):
             cohort = pbc_rows if name == "PBC cohort" else nafld_rows
-            rows += cohort(rnn_models, 1 if args.quick else 3, args.seed)
-            _write(rows, args.csv, args.rst)
+            rows += [{**row, "seed": seed} for row in cohort(rnn_models, 1 if args.quick else 3, seed)]
+            _write(earlier + rows, args.csv, args.rst)
             continue
         loader, kind = DATASETS[name]
-        split = loader(args.seed)
+        split = loader(seed)
         if split is None:
             print(f"{name}: not installed (aeon/sktime), skipped", flush=True)
             continue
         limit = 300 if args.quick else None
         if limit is not None:
-            split = _subsample(split, limit, args.seed)
+            split = _subsample(split, limit, seed)
         if args.max_test is not None:
-            split = (*split[:2], *_subsample(split, args.max_test, args.seed)[2:])
+            split = (*split[:2], *_subsample(split, args.max_test, seed)[2:])
         split = _standardize(split, per_sequence=args.per_sequence)
         if args.window_steps is not None:
-            split = _short_windows(split, *args.window_steps, args.seed)
+            split = _short_windows(split, *args.window_steps, seed)
         if args.missing is not None:
-            split = _with_missing(split, args.missing, args.seed)
+            split = _with_missing(split, args.missing, seed)
         lengths = [len(x) for x in split[0]]
         note = (f"{len(split[0])}/{len(split[2])} seqs, {split[0][0].shape[1]} ch, "
                 f"{min(lengths)}-{max(lengths)} steps, {len(np.unique(split[1]))} classes")
         print(f"{name}: {note} ({kind})", flush=True)
         for model in [*rnn_models, *others]:
             params = rnn_models.get(model, {})
-            predicted, seconds = _timed(model, params, split, args.seed, args.repeats)
+            predicted, seconds = _timed(model, params, split, seed, args.repeats)
             extra = ""
             if model == "DTW 1-NN" and max(lengths) > 300:
                 extra = "window 10%"
@@ -638,10 +662,11 @@ def main(argv: list[str] | None = None) -> None:
                 extra = f"{extra}; median of {args.repeats}".lstrip("; ")
             row = {"dataset": name, "model": model,
                    "score": float(accuracy_score(split[3], predicted)), "metric": "accuracy",
-                   "seconds": seconds, "note": extra}
+                   "seconds": seconds, "note": extra, "seed": seed}
             rows.append(row)
             print(_line(row), flush=True)
-            _write(rows, args.csv, args.rst)  # after every row: a long run keeps what it measured
+            _write(earlier + rows, args.csv, args.rst)  # after every row: a long run keeps what it measured
+    return rows
 
 
 def _timed(model: str, params: dict[str, Any], split: Split, seed: int,
@@ -683,7 +708,8 @@ def _rst(rows: list[dict[str, Any]]) -> str:
                                 if row["dataset"] not in ("PBC cohort", "NAFLD cohort")))
     models += [m for m in dict.fromkeys(row["model"] for row in rows) if m not in models]
     datasets = list(dict.fromkeys(row["dataset"] for row in rows))
-    cell = {(row["dataset"], row["model"]): row for row in rows}
+    notes = {(row["dataset"], row["model"]): row["note"] for row in rows}
+    cell = {(row["dataset"], row["model"]): row for row in summarize(rows)}
     lines = [".. list-table::", "   :header-rows: 1", "", "   * - data"]
     lines += [f"     - {model}" for model in models]
     for dataset in datasets:
@@ -691,8 +717,11 @@ def _rst(rows: list[dict[str, Any]]) -> str:
         for model in models:
             row = cell.get((dataset, model))
             text = "" if row is None else f"{row['score']:.3f} ({row['seconds']:.1f} s)"
-            if row is not None and row["note"]:
-                text += f" [{row['note']}]"
+            note = notes.get((dataset, model))
+            if row is not None and row["seeds"] > 1:
+                note = f"{note}; mean of {row['seeds']} seeds".lstrip("; ")
+            if row is not None and note:
+                text += f" [{note}]"
             lines.append(f"     - {text}".rstrip())
     return "\n".join(lines) + "\n"
 

@@ -114,6 +114,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tol1e-2": {"tol": 1e-2},
     # No label smoothing: the classifier before label_smoothing='auto' (0.1) became the default.
     "ls0": {"label_smoothing": 0.0},
+    # Twice the default's smoothing (bench_defaults_probes_batches_readout.log, block G).
+    "ls0.2": {"label_smoothing": 0.2},
     "it60-tol3e-3": {"max_iter": 60, "tol": 3e-3},
     "it60-tol1e-2": {"max_iter": 60, "tol": 1e-2},
     # Adam's step annealed to 0 over the 60 epochs (cosine), the plateau rule unchanged.

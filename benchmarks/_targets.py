@@ -14,7 +14,7 @@ them, and :func:`check_targets` says, set by set, whether the defaults (the mode
 
 Only seeds on which both models of a comparison ran are compared, so that runs merged
 from several processes (``--merge``) with different models stay paired. A model that
-did not run on a set is not a peer there. The variants (``RNN <name>``) are neither
+ran on none of the defaults' seeds of a set is not a peer there. The variants (``RNN <name>``) are neither
 the defaults nor peers.
 """
 
@@ -99,12 +99,15 @@ def check_targets(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str, bool, 
     results: list[tuple[str, str, bool, str]] = []
     close, with_peers = 0, 0
     for dataset in dict.fromkeys(d for d, m in table if m == DEFAULTS):
+        ours_seeds = set(table[dataset, DEFAULTS])
+        # A peer is a model that ran on at least one of the defaults' seeds.
+        peers = [m for d, m in table if d == dataset and m != DEFAULTS and not m.startswith("RNN ")
+                 and ours_seeds & set(table[d, m])]
         for peer in (SKORCH, SUMMARY):
-            if (dataset, peer) in table:
+            if peer in peers:
                 ours, theirs, n, below = _paired(table, dataset, DEFAULTS, peer, "score")
                 results.append((dataset, f">= {peer}", ours >= theirs,
                                 f"{ours:.4f} against {theirs:.4f} over {n} seeds; below on {below}"))
-        peers = [m for d, m in table if d == dataset and m != DEFAULTS and not m.startswith("RNN ")]
         if peers:
             means = {peer: _paired(table, dataset, DEFAULTS, peer, "score")[:2] for peer in peers}
             best = max(peers, key=lambda peer: means[peer][1])
@@ -114,7 +117,7 @@ def check_targets(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str, bool, 
             close += held
             results.append((dataset, f"within {PEER_MARGIN} of the best peer", held,
                             f"{ours:.4f} against {best} {theirs:.4f}"))
-        if (dataset, SKORCH) in table:
+        if SKORCH in peers:
             ours, theirs, n, faster = _paired(table, dataset, DEFAULTS, SKORCH, "seconds")
             results.append((dataset, f"time <= {SKORCH}", ours <= theirs,
                             f"{ours:.2f} s against {theirs:.2f} s; slower on {n - faster} of {n} seeds"))

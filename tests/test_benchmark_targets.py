@@ -19,7 +19,8 @@ def held(results):
 
 
 def test_module_examples_run():
-    assert doctest.testmod(_targets).failed == 0
+    result = doctest.testmod(_targets)
+    assert result.attempted > 0 and result.failed == 0
 
 
 def test_means_over_seeds_decide_and_the_losing_seeds_are_counted():
@@ -46,6 +47,12 @@ def test_only_common_seeds_are_compared():
     rows = rows_of({("set", "RNN"): [(0.9, 1.0), (0.1, 1.0)], ("set", "skorch GRU"): [(0.8, 1.0)]})
     assert held(check_targets(rows))["set", ">= skorch GRU"]
     assert summarize(rows)[0]["score"] == pytest.approx(0.5)
+
+
+def test_a_model_of_other_seeds_only_is_no_peer():
+    rows = rows_of({("set", "RNN"): [(0.9, 1.0)]}) + [
+        {"dataset": "set", "model": "skorch GRU", "seed": 1, "score": 0.99, "seconds": 0.1}]
+    assert check_targets(rows) == []
 
 
 def test_variants_and_the_untimed_model_are_not_peers():

@@ -10,6 +10,7 @@ import pickle
 import numpy as np
 import pytest
 import skorch
+import torch
 from sklearn.base import BaseEstimator, clone
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, LRScheduler, PassthroughScoring, PrintLog
@@ -150,6 +151,21 @@ def _data(n=40, seed=0):
     X = [rng.normal(size=(int(rng.integers(3, 7)), 2)) for _ in range(n)]
     return X, np.array([int(x[:, 0].sum() > 0) for x in X])
 
+
+
+def test_adam_takes_the_multi_tensor_step_with_the_single_tensor_arithmetic(monkeypatch):
+    """'adam' runs PyTorch's multi-tensor step (fewer calls on a CPU, whose default is one
+    tensor at a time); the weights after training are those of the single-tensor step."""
+    X, y = _data()
+    fast = RNNClassifier(hidden_size=6, max_iter=4, random_state=0).fit(X, y)
+    assert fast.net_.optimizer_.defaults["foreach"] is True
+    spec = _estimators.RNNClassifier._optimizer_spec
+    monkeypatch.setattr(_estimators.RNNClassifier, "_optimizer_spec",
+                        lambda self, seeds: (spec(self, seeds)[0], {"optimizer__foreach": False}))
+    slow = RNNClassifier(hidden_size=6, max_iter=4, random_state=0).fit(X, y)
+    assert slow.net_.optimizer_.defaults["foreach"] is False
+    for name, weight in fast.net_.module_.state_dict().items():
+        assert torch.equal(weight, slow.net_.module_.state_dict()[name]), name
 
 class EpochCounter(Callback):
     """Counts the epochs it saw, and whether validation data was served in each."""

@@ -673,8 +673,8 @@ class FusedCell(Cell):
         A cell that sets :attr:`~Cell.trains_stepwise` (the GRU and the relu cell)
         trains on a CPU with the step-by-step recurrence of :meth:`forward_states`
         instead (gradients on, no autocast): at 50 units and 20-300 steps, one thread,
-        its forward and hand-written backward pass cost 0.78-0.86 of the fused kernel's
-        for the GRU and 0.75-0.82 for relu (``benchmarks/bench_recurrence.py``).
+        its forward and hand-written backward pass cost 0.63-0.81 of the fused kernel's
+        for the GRU and 0.62-0.77 for relu (``benchmarks/bench_recurrence.py``).
         Prediction, mixed precision and GPUs keep the fused kernel.
         """
         if self.trains_stepwise and _stepwise_training(z):

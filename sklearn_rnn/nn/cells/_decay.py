@@ -158,8 +158,9 @@ class DecayRecurrence(nn.Module):
         # Time since each feature was last observed: grows by the gap, resets after an
         # observation (GRU-D's delta). Parameter-free, so a short loop over steps.
         since = [torch.zeros_like(values[:, 0])]  # (B, m)
+        steps_gaps, steps_masks = gaps[..., None].unbind(1), masks.unbind(1)  # (B, 1), (B, m) each
         for t in range(1, x.shape[1]):
-            since.append(gaps[:, t, None] + (1 - masks[:, t - 1]) * since[-1])
+            since.append(steps_gaps[t] + (1 - steps_masks[t - 1]) * since[-1])
         elapsed = torch.stack(since, dim=1)  # (B, T, m)
         gamma = torch.exp(-F.softplus(self.input_decay) * elapsed)  # (B, T, m)
         stale = gamma * values + (1 - gamma) * self.input_baseline  # (B, T, m)

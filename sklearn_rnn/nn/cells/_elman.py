@@ -91,9 +91,9 @@ class _Elman(torch.autograd.Function):
             states = u.new_empty(steps, batch, hidden)
             h = u.new_zeros(batch, hidden) if h0 is None else h0
             weight_t = weight.T
-            for t in range(steps):
-                torch.addmm(inputs[t], h, weight_t, out=states[t])
-                h = states[t].relu_() if relu else tanh_(states[t])
+            for u_t, state in zip(inputs.unbind(0), states.unbind(0)):  # views made at once
+                torch.addmm(u_t, h, weight_t, out=state)
+                h = state.relu_() if relu else tanh_(state)
         ctx.relu = relu
         ctx.save_for_backward(states, weight)
         record.states, record.first = states, h0
@@ -108,16 +108,17 @@ class _Elman(torch.autograd.Function):
             steps = states.shape[0]
             delta = torch.empty_like(states)
             total = torch.empty_like(states[0])  # dL/dh_t
+            grads, deltas, hs = grad.unbind(0), delta.unbind(0), states.unbind(0)  # views made at once
             for t in range(steps - 1, -1, -1):
                 if t == steps - 1:
-                    total.copy_(grad[t])
+                    total.copy_(grads[t])
                 else:
-                    torch.addmm(grad[t], delta[t + 1], weight, out=total)
+                    torch.addmm(grads[t], deltas[t + 1], weight, out=total)
                 # f'(a_t) from h_t: 1 - h^2, or h > 0
                 if ctx.relu:
-                    torch.ops.aten.threshold_backward.grad_input(total, states[t], 0, grad_input=delta[t])
+                    torch.ops.aten.threshold_backward.grad_input(total, hs[t], 0, grad_input=deltas[t])
                 else:
-                    torch.ops.aten.tanh_backward.grad_input(total, states[t], grad_input=delta[t])
+                    torch.ops.aten.tanh_backward.grad_input(total, hs[t], grad_input=deltas[t])
             grad_h0 = delta[0] @ weight if ctx.needs_input_grad[2] else None
         return delta.transpose(0, 1), None, grad_h0, None, None
 

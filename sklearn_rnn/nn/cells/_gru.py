@@ -199,18 +199,30 @@ class _GRU(torch.autograd.Function):
             inputs = u.transpose(0, 1)  # (T, B, 3H), a view
             resets = u.new_empty(steps, batch, 2 * hidden)  # r, z
             candidates = u.new_empty(steps, batch, hidden)  # n
-            candidate_recurrent = torch.empty_like(candidates)  # q_n
+            recurrent = u.new_empty(steps, batch, width)  # q_t = W h_{t-1} + b_hh
             states = torch.empty_like(candidates)
-            q = u.new_empty(batch, width)  # W h_{t-1} + b_hh, one step
             h = u.new_zeros(batch, hidden) if h0 is None else h0
             weight_t = weight.T
             rz, n = slice(0, 2 * hidden), slice(2 * hidden, width)
-            for t in range(steps):
+            # The candidate's pre-activation is computed doubled, 2 (u_n + r q_n), for
+            # tanh(a) = 2 sigmoid(2 a) - 1 (see tanh_) without a product per step; doubling
+            # is exact in floating point, so the values are those of tanh_.
+            doubled = torch.mul(inputs[:, :, n], 2)  # 2 u_n, (T, B, H)
+            # Every step's views made at once (one call each, not several indexings per
+            # step: at 20-30 steps the indexing cost as much as the arithmetic).
+            per_step = zip(
+                inputs[:, :, rz].unbind(0), doubled.unbind(0), recurrent.unbind(0),
+                recurrent[:, :, rz].unbind(0), recurrent[:, :, n].unbind(0), resets.unbind(0),
+                resets[:, :, :hidden].unbind(0), resets[:, :, hidden:].unbind(0),
+                candidates.unbind(0), states.unbind(0),
+            )
+            for u_rz, u_n2, q, q_rz, q_n, gate, r, z, candidate, state in per_step:
                 torch.addmm(bias, h, weight_t, out=q)
-                gate = torch.add(inputs[t, :, rz], q[:, rz], out=resets[t]).sigmoid_()
-                candidate = torch.addcmul(inputs[t, :, n], gate[:, :hidden], q[:, n], out=candidates[t])
-                candidate_recurrent[t].copy_(q[:, n])
-                h = torch.lerp(tanh_(candidate), h, gate[:, hidden:], out=states[t])  # n + z (h - n)
+                torch.add(u_rz, q_rz, out=gate).sigmoid_()
+                torch.addcmul(u_n2, r, q_n, value=2, out=candidate)  # 2 (u_n + r q_n)
+                n_t = candidate.sigmoid_().mul_(2).sub_(1)  # tanh(u_n + r q_n)
+                h = torch.lerp(n_t, h, z, out=state)  # n + z (h - n)
+            candidate_recurrent = recurrent[:, :, n]  # q_n, a view
         ctx.save_for_backward(resets, candidates, candidate_recurrent, states, weight, h0)
         record.states, record.first, record.resets = states, h0, resets[:, :, :hidden]
         return states.transpose(0, 1)  # (B, T, H)
@@ -227,6 +239,8 @@ class _GRU(torch.autograd.Function):
             through = grad.new_empty(2, batch, 3 * hidden)  # dL/dq of steps t and t + 1
             dh = grad.new_empty(batch, hidden)  # dL/dh_t
             spread = grad.new_empty(batch, 3 * hidden)  # [dh, dh, dh]
+            grads, deltas, throughs = grad.unbind(0), delta.unbind(0), through.unbind(0)
+            updates = resets[:, :, hidden:].unbind(0)  # z_t
             for lo, hi in chunks(steps):
                 r, z = resets[lo:hi].split(hidden, dim=2)
                 n = candidates[lo:hi]
@@ -236,17 +250,16 @@ class _GRU(torch.autograd.Function):
                 to_r = sigmoid_backward(candidate_recurrent[lo:hi], r).mul_(to_n)
                 to_z = sigmoid_backward(shifted(states, h0, lo, hi) - n, z)
                 torch.cat((to_r, to_z, to_n), dim=2, out=delta[lo:hi])  # factors, then deltas
-                to_through = torch.cat((to_r, to_z, to_n.mul_(r)), dim=2)
+                to_through = torch.cat((to_r, to_z, to_n.mul_(r)), dim=2).unbind(0)
                 for t in range(hi - 1, lo - 1, -1):
                     if t == steps - 1:
-                        dh.copy_(grad[t])
+                        dh.copy_(grads[t])
                     else:
                         # dL/dh_t = grad_t + z_{t+1} dL/dh_{t+1} + W^T dL/dq_{t+1}
-                        z_next = resets[t + 1, :, hidden:]
-                        dh.mul_(z_next).add_(grad[t]).addmm_(through[(t + 1) % 2], weight)
+                        dh.mul_(updates[t + 1]).add_(grads[t]).addmm_(throughs[(t + 1) % 2], weight)
                     torch.cat((dh, dh, dh), dim=1, out=spread)
-                    delta[t].mul_(spread)
-                    torch.mul(spread, to_through[t - lo], out=through[t % 2])
+                    deltas[t].mul_(spread)
+                    torch.mul(spread, to_through[t - lo], out=throughs[t % 2])
             grad_h0 = None
             if ctx.needs_input_grad[3]:
                 grad_h0 = torch.addmm(dh * resets[0, :, hidden:], through[0], weight)

@@ -145,11 +145,15 @@ class _LSTM(torch.autograd.Function):
             h = u.new_zeros(batch, hidden) if h0 is None else h0
             c = u.new_zeros(batch, hidden) if c0 is None else c0
             i, f, o, g = (slice(k * hidden, (k + 1) * hidden) for k in range(4))
-            for t in range(steps):
-                act = gates[t].addmm_(h, weight_t).sigmoid_()  # (B, 4H): i, f, o, s
-                torch.mul(act[:, f], c, out=cells[t])
-                c = cells[t].addcmul_(act[:, i], act[:, g], value=2).sub_(act[:, i])  # f c + i (2s - 1)
-                h = torch.mul(tanh_(c, out=squashed[t]), act[:, o], out=states[t])
+            # Every step's views made at once (one call each, not several indexings per step).
+            blocks_t = gates.view(steps, batch, 4, hidden).unbind(2)  # i, f, o, s: (T, B, H) each
+            per_step = zip(gates.unbind(0), *(block.unbind(0) for block in blocks_t),
+                           cells.unbind(0), squashed.unbind(0), states.unbind(0))
+            for act, i_t, f_t, o_t, s_t, cell, squash, state in per_step:
+                act.addmm_(h, weight_t).sigmoid_()  # (B, 4H): i, f, o, s
+                torch.mul(f_t, c, out=cell)
+                c = cell.addcmul_(i_t, s_t, value=2).sub_(i_t)  # f c + i (2s - 1)
+                h = torch.mul(tanh_(c, out=squash), o_t, out=state)
             gates[:, :, g].mul_(2).sub_(1)  # s to g
         ctx.save_for_backward(gates, cells, squashed, weight, c0)
         record.states, record.first = states, h0
@@ -167,6 +171,7 @@ class _LSTM(torch.autograd.Function):
             dh = grad.new_empty(batch, hidden)  # dL/dh_t
             dc = grad.new_zeros(batch, hidden)  # dL/dc_t
             spread = grad.new_empty(batch, 4 * hidden)  # [dc, dc, dc, dh]
+            grads, deltas = grad.unbind(0), delta.unbind(0)
             for lo, hi in chunks(steps):
                 i, f, o, g = gates[lo:hi].split(hidden, dim=2)
                 tanh_c = squashed[lo:hi]
@@ -180,15 +185,16 @@ class _LSTM(torch.autograd.Function):
                     sigmoid_backward(tanh_c, o),
                 )
                 torch.cat(factors, dim=2, out=delta[lo:hi])
-                to_cell = tanh_backward(o, tanh_c)  # dc_t += dh_t o (1 - tanh(c)^2)
+                to_cell = tanh_backward(o, tanh_c).unbind(0)  # dc_t += dh_t o (1 - tanh(c)^2)
+                forget = f.unbind(0)
                 for t in range(hi - 1, lo - 1, -1):
                     if t == steps - 1:
-                        dh.copy_(grad[t])
+                        dh.copy_(grads[t])
                     else:
-                        torch.addmm(grad[t], delta[t + 1], weight, out=dh)
+                        torch.addmm(grads[t], deltas[t + 1], weight, out=dh)
                     dc.addcmul_(dh, to_cell[t - lo])
-                    delta[t].mul_(torch.cat((dc, dc, dc, dh), dim=1, out=spread))
-                    dc.mul_(f[t - lo])  # the part of dL/dc_(t-1) through c_t
+                    deltas[t].mul_(torch.cat((dc, dc, dc, dh), dim=1, out=spread))
+                    dc.mul_(forget[t - lo])  # the part of dL/dc_(t-1) through c_t
             grad_h0 = delta[0] @ weight if ctx.needs_input_grad[2] else None
             grad_c0 = dc if ctx.needs_input_grad[3] else None
         return delta.transpose(0, 1), None, grad_h0, grad_c0, None

@@ -152,7 +152,6 @@ def _data(n=40, seed=0):
     return X, np.array([int(x[:, 0].sum() > 0) for x in X])
 
 
-
 def test_adam_takes_the_multi_tensor_step_with_the_single_tensor_arithmetic(monkeypatch):
     """'adam' runs PyTorch's multi-tensor step (fewer calls on a CPU, whose default is one
     tensor at a time); the weights after training are those of the single-tensor step."""
@@ -166,6 +165,7 @@ def test_adam_takes_the_multi_tensor_step_with_the_single_tensor_arithmetic(monk
     assert slow.net_.optimizer_.defaults["foreach"] is False
     for name, weight in fast.net_.module_.state_dict().items():
         assert torch.equal(weight, slow.net_.module_.state_dict()[name]), name
+
 
 class EpochCounter(Callback):
     """Counts the epochs it saw, and whether validation data was served in each."""

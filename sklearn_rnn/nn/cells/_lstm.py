@@ -144,9 +144,8 @@ class _LSTM(torch.autograd.Function):
             states = torch.empty_like(cells)
             h = u.new_zeros(batch, hidden) if h0 is None else h0
             c = u.new_zeros(batch, hidden) if c0 is None else c0
-            i, f, o, g = (slice(k * hidden, (k + 1) * hidden) for k in range(4))
-            # Every step's views made at once (one call each, not several indexings per step).
             blocks_t = gates.view(steps, batch, 4, hidden).unbind(2)  # i, f, o, s: (T, B, H) each
+            # Every step's views made at once (one call each, not several indexings per step).
             per_step = zip(gates.unbind(0), *(block.unbind(0) for block in blocks_t),
                            cells.unbind(0), squashed.unbind(0), states.unbind(0))
             for act, i_t, f_t, o_t, s_t, cell, squash, state in per_step:
@@ -154,7 +153,7 @@ class _LSTM(torch.autograd.Function):
                 torch.mul(f_t, c, out=cell)
                 c = cell.addcmul_(i_t, s_t, value=2).sub_(i_t)  # f c + i (2s - 1)
                 h = torch.mul(tanh_(c, out=squash), o_t, out=state)
-            gates[:, :, g].mul_(2).sub_(1)  # s to g
+            blocks_t[3].mul_(2).sub_(1)  # s to g
         ctx.save_for_backward(gates, cells, squashed, weight, c0)
         record.states, record.first = states, h0
         return states.transpose(0, 1)  # (B, T, H)

@@ -46,6 +46,19 @@ def reference(cell, u, weight, bias, initial):
     return net(u, hx)[0]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_the_tensor_constants_give_the_arithmetic_of_python_numbers(dtype):
+    """tanh_ and the loops take 1 and 2 as 0-dimensional tensors (cheaper per step than
+    Python numbers); the values must stay those of the Python numbers, bit for bit, in
+    the tensor's own dtype."""
+    x = torch.randn(64, 50, generator=torch.Generator().manual_seed(0)).mul_(4).to(dtype)
+    scalars = torch.mul(x, 2).sigmoid_().mul_(2).sub_(1)
+    out = torch.empty_like(x)
+    assert torch.equal(_stepwise.tanh_(x.clone()), scalars)
+    assert torch.equal(_stepwise.tanh_(x, out=out), scalars) and out.dtype == dtype
+    assert torch.equal(x.clone().mul_(_stepwise.TWO).sub_(_stepwise.ONE), x.clone().mul_(2).sub_(1))
+
+
 @pytest.mark.parametrize("cell", list(GATES))
 @pytest.mark.parametrize("steps", [5, 2 * _stepwise.CHUNK + 3])
 def test_matches_pytorchs_cells_and_their_gradients(cell, steps):

@@ -17,7 +17,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ._base import FusedCell, register_cell
-from ._stepwise import Record, chunks, shifted, tanh_
+from ._stepwise import ONE, TWO, Record, chunks, shifted, tanh_
 
 __all__ = ["FORGET_BIAS", "LSTMCell"]
 
@@ -153,7 +153,7 @@ class _LSTM(torch.autograd.Function):
                 torch.mul(f_t, c, out=cell)
                 c = cell.addcmul_(i_t, s_t, value=2).sub_(i_t)  # f c + i (2s - 1)
                 h = torch.mul(tanh_(c, out=squash), o_t, out=state)
-            blocks_t[3].mul_(2).sub_(1)  # s to g
+            blocks_t[3].mul_(TWO).sub_(ONE)  # s to g
         ctx.save_for_backward(gates, cells, squashed, weight, c0)
         record.states, record.first = states, h0
         return states.transpose(0, 1)  # (B, T, H)

@@ -88,13 +88,11 @@ class _Elman(torch.autograd.Function):
         with torch.autocast(u.device.type, enabled=False):
             batch, steps, hidden = u.shape
             inputs = u.transpose(0, 1)  # (T, B, H), a view
-            # u_t for all steps at once, each step's product then added in place (addmm
-            # into another tensor copies u_t first, step by step; same product, same rounding).
-            states = inputs.clone(memory_format=torch.contiguous_format)  # (T, B, H)
+            states = u.new_empty(steps, batch, hidden)
             h = u.new_zeros(batch, hidden) if h0 is None else h0
             weight_t = weight.T
-            for state in states.unbind(0):  # views made at once
-                state.addmm_(h, weight_t)
+            for u_t, state in zip(inputs.unbind(0), states.unbind(0)):  # views made at once
+                torch.addmm(u_t, h, weight_t, out=state)
                 h = state.relu_() if relu else tanh_(state)
         ctx.relu = relu
         ctx.save_for_backward(states, weight)

@@ -199,10 +199,7 @@ class _GRU(torch.autograd.Function):
             inputs = u.transpose(0, 1)  # (T, B, 3H), a view
             resets = u.new_empty(steps, batch, 2 * hidden)  # r, z
             candidates = u.new_empty(steps, batch, hidden)  # n
-            # q_t = W h_{t-1} + b_hh, the bias written for all steps at once and each
-            # step's product added in place (addmm into another tensor copies the bias
-            # first, step by step; the product and its rounding are the same).
-            recurrent = bias.expand(steps, batch, width).clone(memory_format=torch.contiguous_format)
+            recurrent = u.new_empty(steps, batch, width)  # q_t = W h_{t-1} + b_hh
             states = torch.empty_like(candidates)
             h = u.new_zeros(batch, hidden) if h0 is None else h0
             weight_t = weight.T
@@ -220,7 +217,7 @@ class _GRU(torch.autograd.Function):
                 candidates.unbind(0), states.unbind(0),
             )
             for u_rz, u_n2, q, q_rz, q_n, gate, r, z, candidate, state in per_step:
-                q.addmm_(h, weight_t)
+                torch.addmm(bias, h, weight_t, out=q)
                 torch.add(u_rz, q_rz, out=gate).sigmoid_()
                 torch.addcmul(u_n2, r, q_n, value=2, out=candidate)  # 2 (u_n + r q_n)
                 n_t = candidate.sigmoid_().mul_(TWO).sub_(ONE)  # tanh(u_n + r q_n)

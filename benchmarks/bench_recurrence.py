@@ -14,12 +14,19 @@ on a CPU; this script measures the choice.
   ``trains_stepwise`` set off and on in turn, in one process; median seconds, and the
   accuracy of each (the two recurrences agree to rounding, so training trajectories may
   part after many epochs).
+- ``--baseline DIR``: the step-by-step layer of another version of the package (a
+  checkout in ``DIR``) against this one, before and after in one run: two worker
+  processes, each with its checkout first on ``PYTHONPATH``, time the same layer in
+  turn (the order alternating), and the median of the paired ratios after/before is
+  reported with how many of the pairs were faster after. On a machine shared with other
+  jobs, pairs taken moments apart compare better than two runs minutes apart.
 
 Usage::
 
     python benchmarks/bench_recurrence.py                  # about a minute
     python benchmarks/bench_recurrence.py --fit --cell gru --length 100
     python benchmarks/bench_recurrence.py --quick          # a check, seconds
+    python benchmarks/bench_recurrence.py --baseline /tmp/base  # before/after, paired
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from bench_update_cost import machine
+from bench_update_cost import Worker, machine, serve
 from sklearn_rnn import RNNClassifier
 from sklearn_rnn.nn import get_cell
 from sklearn_rnn.nn.cells import stepwise_recurrence
@@ -74,6 +81,50 @@ def median_ms(passes: dict[str, Callable[[], None]], repeats: int, calls: int) -
                 run()
             times[name].append((time.perf_counter() - start) / calls)
     return {name: 1e3 * statistics.median(values) for name, values in times.items()}
+
+
+def worker_stepwise_ms(cell: str, batch: int, steps: int, features: int, calls: int) -> float:
+    """In a worker (``--baseline``): ms per step-by-step layer pass of its checkout."""
+    key = (cell, batch, steps, features)
+    if key not in _PASSES:
+        _PASSES[key] = layer_passes(cell, batch, steps, features)["stepwise"]
+        _PASSES[key]()  # warm-up
+    run = _PASSES[key]
+    start = time.perf_counter()
+    for _ in range(calls):
+        run()
+    return 1e3 * (time.perf_counter() - start) / calls
+
+
+_PASSES: dict[tuple[int | str, ...], Callable[[], None]] = {}
+
+
+def compare(args: argparse.Namespace, repeats: int) -> None:
+    """The step-by-step layer of ``--baseline`` and of this checkout, paired and alternating."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    versions = {"before": Worker(__file__, args.baseline, args.threads),
+                "after": Worker(__file__, root, args.threads)}
+    for name, worker in versions.items():
+        print(f"{name}: {worker.package}")
+    print(f"one layer of {HIDDEN} units step by step, forward and backward, {repeats} pairs, "
+          "median ms and the median paired ratio")
+    print(f"{'cell':5} {'batch':>5} {'steps':>5} {'feat':>4} {'before':>8} {'after':>8} {'after/before':>13} "
+          f"{'faster':>7}")
+    for cell in args.cell:
+        for batch, steps, features in SHAPES[:1] if args.quick else SHAPES:
+            calls = 1 if args.quick else max(3, 20_000 // (batch * steps))
+            shape = {"cell": cell, "batch": batch, "steps": steps, "features": features}
+            times: dict[str, list[float]] = {name: [] for name in versions}
+            for index in range(repeats):
+                order = list(versions) if index % 2 == 0 else list(versions)[::-1]
+                for name in order:
+                    times[name].append(versions[name].call("stepwise", calls=calls, **shape))
+            ratios = [after / before for before, after in zip(times["before"], times["after"])]
+            print(f"{cell:5} {batch:5d} {steps:5d} {features:4d} {statistics.median(times['before']):8.2f} "
+                  f"{statistics.median(times['after']):8.2f} {statistics.median(ratios):13.2f} "
+                  f"{sum(ratio < 1 for ratio in ratios):3d} / {len(ratios)}")
+    for worker in versions.values():
+        worker.close()
 
 
 def synthetic(length: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -118,11 +169,19 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=100, help="--fit: the longest sequence")
     parser.add_argument("--max-iter", type=int, default=30, help="--fit: epochs of each fit")
     parser.add_argument("--quick", action="store_true", help="one repeat, small shapes: a check")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="a checkout of another version: its step-by-step layer against this one's, paired")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.serve:
+        serve({"stepwise": worker_stepwise_ms})
+        return
     print(f"machine: {machine('cpu', args.threads)}, load average {os.getloadavg()[0]:.1f} at the start")
     repeats = 1 if args.quick else args.repeats
-    if args.fit:
+    if args.baseline:
+        compare(args, 2 if args.quick else args.repeats)
+    elif args.fit:
         for cell in args.cell:
             fit_seconds(cell, 20 if args.quick else args.length, repeats, 2 if args.quick else args.max_iter)
     else:

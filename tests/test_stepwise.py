@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -57,6 +60,19 @@ def test_the_tensor_constants_give_the_arithmetic_of_python_numbers(dtype):
     assert torch.equal(_stepwise.tanh_(x.clone()), scalars)
     assert torch.equal(_stepwise.tanh_(x, out=out), scalars) and out.dtype == dtype
     assert torch.equal(x.clone().mul_(_stepwise.TWO).sub_(_stepwise.ONE), x.clone().mul_(2).sub_(1))
+
+
+def test_the_constants_do_not_follow_a_default_device_set_before_import():
+    """A default device set before the package is imported (a 'meta' one silently gave
+    wrong values) does not reach the constants."""
+    code = (
+        "import torch; torch.set_default_device('meta')\n"
+        "from sklearn_rnn.nn.cells import _stepwise\n"
+        "x = torch.linspace(-3, 3, 7, device='cpu')\n"
+        "assert _stepwise.TWO.device.type == 'cpu', _stepwise.TWO.device\n"
+        "assert torch.allclose(_stepwise.tanh_(x.clone()), torch.tanh(x), atol=1e-6)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.mark.parametrize("cell", list(GATES))

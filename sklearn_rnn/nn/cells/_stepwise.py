@@ -48,8 +48,9 @@ CHUNK = 16
 #: gives the values of ``x.mul_(2)`` (1 and 2 are exact in every floating dtype, and a
 #: 0-dimensional tensor takes the other operand's dtype and device), but a Python
 #: number is wrapped into a tensor and converted on every call: 3.9 us against 1.8 us
-#: for ``mul_`` then ``sub_`` on a ``(32, 50)`` block, paid at every step.
-ONE, TWO = torch.tensor(1.0), torch.tensor(2.0)
+#: for ``mul_`` then ``sub_`` on a ``(32, 50)`` block, paid at every step. Made on the
+#: CPU whatever default device is set at import: a CPU scalar serves any device.
+ONE, TWO = (torch.tensor(value, dtype=torch.float32, device="cpu") for value in (1.0, 2.0))
 
 
 class Record:

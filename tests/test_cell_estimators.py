@@ -84,11 +84,14 @@ def test_each_cell_pickles_and_saves(fitted, task, tmp_path):
 
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
 def test_simplex_trains_gated_stacks(cell):
+    # On the CPU, where a seed fixes the run and the score; on a GPU the fits are not
+    # repeatable, and eight runs of the LSTM case on an H200 scored 0.545 to 0.945
+    # (test_cuda.py trains the same stacks there, over several seeds).
     X, y = last_sign_task(200)
     model = RNNClassifier(
         hidden_size=12, cell=cell, optimizer="simplex", learning_rate=0.3, switch_threshold=1.0,
         early_stopping=False,  # every sequence trains: 10 batches per epoch
-        batch_size=20, max_iter=25, random_state=0, **DEEP,
+        batch_size=20, max_iter=25, device="cpu", random_state=0, **DEEP,
     )
     fit(model, X, y)
     counts = model.net_.optimizer_.branch_counts

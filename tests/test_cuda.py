@@ -93,19 +93,24 @@ def test_estimators_train_on_the_gpu(cell, optimizer):
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(rng.integers(2, 9), 2)) for _ in range(120)]
     y = np.array([int(x[0, 0] > 0) for x in X])
-    clf = RNNClassifier(
-        hidden_size=12, cell=cell, optimizer=optimizer, num_layers=2, hidden_init="learned",
-        learning_rate=0.03 if optimizer == "adam" else 0.3, batch_size=20, max_iter=40,
-        device="cuda", random_state=0,
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        clf.fit(X, y)
-    assert next(clf.module_.parameters()).is_cuda
-    # Well above chance (0.5), not a score to the digit: on a GPU the fits are not
-    # repeatable (cuDNN's kernels, atomic additions), and 'lstm' with 'simplex' scored
-    # 0.792 in one run on an H100 and 0.958 in the next (the CPU: 0.950).
-    assert clf.score(X, y) > 0.7
+    scores = []
+    for seed in range(3):
+        clf = RNNClassifier(
+            hidden_size=12, cell=cell, optimizer=optimizer, num_layers=2, hidden_init="learned",
+            learning_rate=0.03 if optimizer == "adam" else 0.3, batch_size=20, max_iter=40,
+            device="cuda", random_state=seed,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            clf.fit(X, y)
+        assert next(clf.module_.parameters()).is_cuda
+        scores.append(clf.score(X, y))
+    # Well above chance (0.5) in most runs, not a score to the digit: on a GPU the fits
+    # are not repeatable (cuDNN's kernels, atomic additions). 'lstm' with 'simplex' at
+    # seed 0 scored 0.792 and 0.958 in two runs on an H100 and 0.583 in a run of the
+    # whole suite on an H200, where seeds 0-7 in a later run gave 0.825 to 0.958 (the
+    # CPU: 0.850 to 0.983). Hence the median of three seeds.
+    assert np.median(scores) > 0.7, scores
 
 
 # Mixed precision (the estimators' ``precision``): written without a GPU, passed on an H100.

@@ -38,17 +38,9 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from bench_update_cost import FEATURES, SHAPES, machine, synchronize
 from sklearn_rnn.nn import RecurrentNetwork
 from sklearn_rnn.optim import ClippedSGD, SimplexSGD, temporal_gradients
-
-FEATURES = 6
-#: (batch, length, hidden) per device: those of bench_update_cost.py.
-SHAPES = {"cpu": (100, 100, 50), "cuda": (100, 1000, 256)}
-
-
-def synchronize(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
 
 
 def median_ms(fn: Callable[[], object], device: str, calls: int = 10) -> float:
@@ -144,6 +136,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="PyTorch's profiler over 3 simplex updates")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    print(f"machine: {machine(args.device, args.threads)}")
     for cell in args.cell:
         breakdown(cell, args.device, args.profile)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 import torch
@@ -141,7 +142,7 @@ class TemporalGradients:
         The full gradient of the loss, one block per parameter: the sum of the temporal
         gradients over steps.
     gradient_norm : float
-        Its Euclidean norm over all blocks.
+        Its Euclidean norm over all blocks (computed when first read).
     loss : torch.Tensor
         The loss, detached.
     alignment : {'last', 'absolute'}
@@ -191,7 +192,12 @@ class TemporalGradients:
         self._norms: dict[str, torch.Tensor] = {}
         _materialize_cheap(layers)
         self.gradient = self.combine(None)
-        self.gradient_norm = _norm(self.gradient)
+
+    @cached_property
+    def gradient_norm(self) -> float:
+        """The full gradient's Euclidean norm over all blocks (computed when first read:
+        a value read on the host, which on a GPU waits for the device)."""
+        return _norm(self.gradient)
 
     def __repr__(self) -> str:
         return (
@@ -890,11 +896,13 @@ def _check_lengths(lengths: torch.Tensor, batch: int, steps: int, device: torch.
             f"lengths must have shape ({batch},), one per sequence of the batch; got "
             f"{tuple(lengths.shape)}."
         )
-    if lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > steps):
-        raise ValueError(
-            f"lengths must lie between 1 and the padded length {steps}; got values from "
-            f"{int(lengths.min())} to {int(lengths.max())}."
-        )
+    if lengths.numel():
+        shortest, longest = (int(v) for v in torch.stack([lengths.min(), lengths.max()]).tolist())
+        if shortest < 1 or longest > steps:  # one read on the host for both (a GPU waits)
+            raise ValueError(
+                f"lengths must lie between 1 and the padded length {steps}; got values from "
+                f"{shortest} to {longest}."
+            )
     return lengths.long()
 
 

@@ -160,7 +160,7 @@ def temporal_gradient_norms(
     batch, steps, _ = X.shape
     if lengths is None:
         lengths = torch.full((batch,), steps, device=X.device)
-    lengths = _check_lengths(torch.as_tensor(lengths), batch, steps, X.device)
+    lengths, _ = _check_lengths(torch.as_tensor(lengths), batch, steps, X.device)
     y = torch.as_tensor(y, device=X.device)
     if y.shape[0] != batch:
         raise ValueError(f"y must have one target per sequence ({batch}); got shape {tuple(y.shape)}.")

@@ -461,7 +461,7 @@ def temporal_gradients(
         )
     hidden = states.hidden
     batch, steps, _ = hidden.shape
-    lengths = _check_lengths(lengths, batch, steps, hidden.device)
+    lengths, ragged = _check_lengths(lengths, batch, steps, hidden.device)
     if loss.ndim != 0:
         raise ValueError(
             f"loss must be a scalar; got a tensor of shape {tuple(loss.shape)}. Reduce it "
@@ -492,7 +492,7 @@ def temporal_gradients(
         grads = tuple(g.to(dtype) / loss_scale for g in grads)
         loss = loss / loss_scale
 
-    result = _from_gradients(network, states, grads, lengths, loss)
+    result = _from_gradients(network, states, grads, lengths, ragged, loss)
     if accumulate_grad:
         with torch.no_grad():
             for p, g in zip(result.parameters, result.gradient):
@@ -510,14 +510,15 @@ def _from_gradients(
     states: NetworkStates,
     grads: tuple[torch.Tensor, ...],
     lengths: torch.Tensor,
+    ragged: bool,
     loss: torch.Tensor,
 ) -> TemporalGradients:
     """The temporal gradients from the gradients of the loss: of every layer's
     ``projected``, of ``states.outputs`` and of every learned initial state, in that
-    order (what :func:`temporal_gradients` asks autograd for). ``lengths`` are checked,
-    ``loss`` unscaled."""
+    order (what :func:`temporal_gradients` asks autograd for). ``lengths`` are checked
+    (``ragged``: some is below the padded length), ``loss`` unscaled."""
     every_step = states.outputs.ndim == 3
-    params, layers = _gather_layers(network, states, grads, lengths, models=1)
+    params, layers = _gather_layers(network, states, grads, lengths, ragged, models=1)
     steps = states.hidden.shape[1]
     positions = torch.arange(steps, device=states.hidden.device)  # (T,)
     if every_step:
@@ -540,11 +541,13 @@ def _gather_layers(
     states: NetworkStates,
     grads: tuple[torch.Tensor, ...],
     lengths: torch.Tensor,
+    ragged: bool,
     *,
     models: int,
     stacked: dict[int, torch.Tensor] | None = None,
 ) -> tuple[_Parameters, list[_Layer]]:
-    """The parameters and the layer records of temporal gradients.
+    """The parameters and the layer records of temporal gradients (``lengths`` and
+    ``ragged`` from :func:`_check_lengths`).
 
     ``models > 1``: ``states``, ``grads`` and ``lengths`` hold ``models`` networks of
     ``network``'s architecture side by side along the batch (model-major: the batch of
@@ -558,7 +561,7 @@ def _gather_layers(
     every_step = states.outputs.ndim == 3
     n_layers = len(states.layers)
     stack = _layer_parameters(network)
-    align = _Aligner(lengths, steps, every_step)
+    align = _Aligner(lengths, steps, every_step, ragged)
     params = _Parameters()
     layers: list[_Layer] = []
     for depth, ((cell, parameters), layer_states, delta) in enumerate(zip(stack, states.layers, grads[:n_layers])):
@@ -597,12 +600,12 @@ class _Aligner:
     Last-step losses: sequence ``b`` is shifted so that its last valid step is the last
     row (right-alignment). Every-step losses: absolute positions, rows past a
     sequence's end zeroed. Either way padded rows hold zeros, never the padding's values
-    (NaN included), so that a zero delta times them stays zero.
+    (NaN included), so that a zero delta times them stays zero. ``ragged``: some
+    length is below ``steps`` (otherwise there is nothing to move or zero).
     """
 
-    def __init__(self, lengths: torch.Tensor, steps: int, every_step: bool) -> None:
-        self.lengths, self.steps, self.every_step = lengths, steps, every_step
-        self.ragged = bool((lengths < steps).any())
+    def __init__(self, lengths: torch.Tensor, steps: int, every_step: bool, ragged: bool) -> None:
+        self.lengths, self.steps, self.every_step, self.ragged = lengths, steps, every_step, ragged
 
     def __call__(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if not self.ragged:
@@ -889,21 +892,27 @@ def _scatter_add(target: torch.Tensor, rows: torch.Tensor | None, values: torch.
         target.index_add_(0, rows, values)
 
 
-def _check_lengths(lengths: torch.Tensor, batch: int, steps: int, device: torch.device) -> torch.Tensor:
+def _check_lengths(
+    lengths: torch.Tensor, batch: int, steps: int, device: torch.device
+) -> tuple[torch.Tensor, bool]:
+    """The lengths as int64 on ``device``, and whether any is below ``steps`` (a ragged
+    batch), from one read of their extremes on the host (each read makes a GPU's host
+    wait for the device)."""
     lengths = torch.as_tensor(lengths, device=device)
     if lengths.shape != (batch,):
         raise ValueError(
             f"lengths must have shape ({batch},), one per sequence of the batch; got "
             f"{tuple(lengths.shape)}."
         )
-    if lengths.numel():
-        shortest, longest = (int(v) for v in torch.stack([lengths.min(), lengths.max()]).tolist())
-        if shortest < 1 or longest > steps:  # one read on the host for both (a GPU waits)
-            raise ValueError(
-                f"lengths must lie between 1 and the padded length {steps}; got values from "
-                f"{shortest} to {longest}."
-            )
-    return lengths.long()
+    if not lengths.numel():
+        return lengths.long(), False
+    shortest, longest = (int(v) for v in torch.stack([lengths.min(), lengths.max()]).tolist())
+    if shortest < 1 or longest > steps:
+        raise ValueError(
+            f"lengths must lie between 1 and the padded length {steps}; got values from "
+            f"{shortest} to {longest}."
+        )
+    return lengths.long(), shortest < steps
 
 
 class _StackedTemporalGradients:
@@ -1007,8 +1016,8 @@ def _stacked_from_gradients(
     """
     if states.outputs.ndim == 3:
         raise ValueError("stacked temporal gradients need a loss at the last step; got outputs at every step.")
-    lengths = _check_lengths(lengths, states.hidden.shape[0], states.hidden.shape[1], states.hidden.device)
-    params, layers = _gather_layers(network, states, grads, lengths, models=models, stacked=stacked)
+    lengths, ragged = _check_lengths(lengths, states.hidden.shape[0], states.hidden.shape[1], states.hidden.device)
+    params, layers = _gather_layers(network, states, grads, lengths, ragged, models=models, stacked=stacked)
     return _StackedTemporalGradients(tuple(params.parameters), tuple(layers), models, states.hidden.shape[1])
 
 

@@ -557,7 +557,12 @@ def _simplex_rules(
         for row, (count, draw) in enumerate(zip(steps, draws)):
             beta[row, total_steps - count :] = draw
     gradient_norm = _row_norms(gradient, sizes)  # (M,)
-    if any(_needs_combination(norm, psi) for norm, psi in zip(gradient_norm.tolist(), switch_threshold)):
+    # Without switching every finite gradient needs its combination, and a non-finite
+    # one's is never looked at: no need to read the norms on the host (on a GPU, a wait
+    # for the device) before combining.
+    if all(psi is None for psi in switch_threshold) or any(
+        _needs_combination(norm, psi) for norm, psi in zip(gradient_norm.tolist(), switch_threshold)
+    ):
         coefficients = beta * normalization_factors(norms(), eps=eps)  # (M, T)
         combination = combine(coefficients)  # (M, P)
     else:

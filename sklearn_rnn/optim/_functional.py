@@ -347,15 +347,16 @@ def _choose_directions(
     along ``P``, makes the combination's norm that of :func:`_row_norms` too.
     """
     combination = combination.to(gradient.dtype)
-    stats = torch.stack([
+    on_device = torch.stack([
         gradient_norm,
         _row_norms(combination, sizes),
         (combination * gradient).sum(1),
-    ]).tolist()  # (3, M): ||grad||, ||g||, g . grad
+    ])  # (3, M): ||grad||, ||g||, g . grad
+    stats = on_device.tolist()
     branches: list[Branch] = []
-    cosines, scales = [], []
+    cosines = []
     for gradient_norm, combined_norm, dot, psi in zip(*stats, switch_threshold):
-        scale, cosine = 0.0, -1.0
+        cosine = -1.0
         if not math.isfinite(gradient_norm):
             branch: Branch = "skipped"
             cosine = math.nan
@@ -366,24 +367,25 @@ def _choose_directions(
             # d = -||grad|| g / ||g||; d . grad < 0 is the descent condition, its cosine
             # is what logs report.
             branch = "simplex"
-            scale = -gradient_norm / combined_norm
-            cosine = scale * dot / (gradient_norm * gradient_norm)
+            cosine = (-gradient_norm / combined_norm) * dot / (gradient_norm * gradient_norm)
         else:
             branch = "descent_fallback"
         branches.append(branch)
         cosines.append(cosine)
-        scales.append(scale)
     simplex = [branch == "simplex" for branch in branches]
+    # The simplex rows' factor -||grad|| / ||g||, divided where the norms are (a copy
+    # from the host would make it wait for a GPU): a division rounded once to the
+    # gradient's dtype equals the host's in float64 rounded to it (53 >= 2 p + 2 bits).
+    factor = (-on_device[0] / on_device[1])[:, None]  # (M, 1)
     if all(simplex):
-        direction = torch.tensor(scales, dtype=gradient.dtype, device=gradient.device)[:, None] * combination
+        direction = factor * combination
     else:
         anti = [0.0 if branch in ("simplex", "skipped") else -1.0 for branch in branches]
         anti_gradient = torch.tensor(anti, dtype=gradient.dtype, device=gradient.device)[:, None] * gradient
         anti_gradient = torch.where(torch.isfinite(anti_gradient), anti_gradient, 0.0)  # skipped rows
         if any(simplex):
             mask = torch.tensor(simplex, device=gradient.device)[:, None]
-            candidate = torch.tensor(scales, dtype=gradient.dtype, device=gradient.device)[:, None] * combination
-            direction = torch.where(mask, candidate, anti_gradient)  # (M, P)
+            direction = torch.where(mask, factor * combination, anti_gradient)  # (M, P)
         else:
             direction = anti_gradient
     return _Directions(direction, branches, stats[0], cosines)

@@ -241,6 +241,17 @@ def test_an_update_reads_few_values_on_the_host(monkeypatch, switch_threshold, m
     assert opt.branch_counts["simplex"] == 1
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_the_simplex_factor_divided_on_the_device_is_the_hosts_quotient(dtype):
+    """The rule divides -||grad|| by ||g|| where the norms are, in their dtype, instead of
+    copying the host's float64 quotient: rounded once or twice, the same value."""
+    gen = torch.Generator().manual_seed(0)
+    a = torch.exp(torch.randn(20_000, generator=gen, dtype=torch.float64) * 10).to(dtype)
+    b = torch.exp(torch.randn(20_000, generator=gen, dtype=torch.float64) * 10).to(dtype)
+    host = torch.tensor([-x / y for x, y in zip(a.tolist(), b.tolist())], dtype=dtype)
+    assert torch.equal(-a / b, host)
+
+
 def test_switching_everywhere_is_clipped_sgd():
     net_a, x, lengths, y = make_problem()
     net_b, *_ = make_problem()

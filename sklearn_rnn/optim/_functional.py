@@ -379,6 +379,8 @@ def _choose_directions(
     factor = (-on_device[0] / on_device[1])[:, None]  # (M, 1)
     if all(simplex):
         direction = factor * combination
+    elif not any(simplex) and "skipped" not in branches:
+        direction = -gradient  # every row switched or fell back; no signs copied from the host
     else:
         anti = [0.0 if branch in ("simplex", "skipped") else -1.0 for branch in branches]
         anti_gradient = torch.tensor(anti, dtype=gradient.dtype, device=gradient.device)[:, None] * gradient

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 from bench_update_cost import FEATURES, SHAPES, machine, synchronize
 from sklearn_rnn.nn import RecurrentNetwork
-from sklearn_rnn.optim import ClippedSGD, SimplexSGD, temporal_gradients
+from sklearn_rnn.optim import ClippedSGD, SimplexSGD, TemporalGradients, temporal_gradients
 
 
 def median_ms(fn: Callable[[], object], device: str, calls: int = 10) -> float:
@@ -83,7 +83,7 @@ def breakdown(cell: str, device: str, profile: bool) -> None:
         net.zero_grad()
         F.mse_loss(net.forward_states(x, lengths).outputs, y).backward()
 
-    def temporal():  # type: ignore[no-untyped-def]
+    def temporal() -> TemporalGradients:
         net.zero_grad()
         states = net.forward_states(x, lengths)
         return temporal_gradients(net, states, F.mse_loss(states.outputs, y), lengths)

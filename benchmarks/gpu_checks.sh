@@ -2,7 +2,8 @@
 # Every GPU check of the performance page in one go, each with a time limit, each
 # writing its own log into OUTDIR (default: gpu-checks/ in the repository, which git
 # ignores; a relative OUTDIR is taken from there), so that a short lease on a
-# GPU machine brings back whatever finished. About 6 minutes on an H200.
+# GPU machine brings back whatever finished. About 5 minutes on an H200 (the sum of its
+# steps' times in separate runs of session 19; not yet run as one script on a GPU).
 #
 #   bash benchmarks/gpu_checks.sh [OUTDIR]
 #

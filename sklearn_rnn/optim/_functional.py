@@ -373,12 +373,13 @@ def _choose_directions(
         branches.append(branch)
         cosines.append(cosine)
     simplex = [branch == "simplex" for branch in branches]
-    # The simplex rows' factor -||grad|| / ||g||, divided where the norms are (a copy
-    # from the host would make it wait for a GPU): a division rounded once to the
-    # gradient's dtype equals the host's in float64 rounded to it (53 >= 2 p + 2 bits).
-    factor = (-on_device[0] / on_device[1])[:, None]  # (M, 1)
+    if any(simplex):
+        # d = -||grad|| g / ||g||, the factor divided where the norms are (a copy from
+        # the host would make it wait for a GPU): a division rounded once to the
+        # gradient's dtype equals the host's in float64 rounded to it (53 >= 2 p + 2 bits).
+        candidate = (-on_device[0] / on_device[1])[:, None] * combination  # (M, P)
     if all(simplex):
-        direction = factor * combination
+        direction = candidate
     elif not any(simplex) and "skipped" not in branches:
         direction = -gradient  # every row switched or fell back; no signs copied from the host
     else:
@@ -387,7 +388,7 @@ def _choose_directions(
         anti_gradient = torch.where(torch.isfinite(anti_gradient), anti_gradient, 0.0)  # skipped rows
         if any(simplex):
             mask = torch.tensor(simplex, device=gradient.device)[:, None]
-            direction = torch.where(mask, factor * combination, anti_gradient)  # (M, P)
+            direction = torch.where(mask, candidate, anti_gradient)  # (M, P)
         else:
             direction = anti_gradient
     return _Directions(direction, branches, stats[0], cosines)

@@ -29,7 +29,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ._base import FusedCell, LayerStates, register_cell
-from ._stepwise import ONE, TWO, Record, chunks, shifted, tanh_
+from ._stepwise import Record, chunks, shifted, tanh_of_doubled_
 
 __all__ = ["GRUCell"]
 
@@ -220,7 +220,7 @@ class _GRU(torch.autograd.Function):
                 torch.addmm(bias, h, weight_t, out=q)
                 torch.add(u_rz, q_rz, out=gate).sigmoid_()
                 torch.addcmul(u_n2, r, q_n, value=2, out=candidate)  # 2 (u_n + r q_n)
-                n_t = candidate.sigmoid_().mul_(TWO).sub_(ONE)  # tanh(u_n + r q_n)
+                n_t = tanh_of_doubled_(candidate)  # tanh(u_n + r q_n)
                 h = torch.lerp(n_t, h, z, out=state)  # n + z (h - n)
             candidate_recurrent = recurrent[:, :, n]  # q_n, a view
         ctx.save_for_backward(resets, candidates, candidate_recurrent, states, weight, h0)

@@ -37,7 +37,8 @@ import torch
 from torch.autograd.function import once_differentiable
 
 __all__ = [
-    "CHUNK", "ONE", "TWO", "Record", "RecurrentWeights", "chunks", "previous", "shifted", "tanh_", "time_major",
+    "CHUNK", "ONE", "TWO", "Record", "RecurrentWeights", "chunks", "previous", "shifted", "tanh_",
+    "tanh_of_doubled_", "time_major",
 ]
 
 #: Steps whose derivative factors the backward passes compute at once: enough for
@@ -91,6 +92,13 @@ def tanh_(tensor: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor
     5 us. Both agree to a few units of rounding of values in ``[-1, 1]``.
     """
     doubled = tensor.mul_(TWO) if out is None else torch.mul(tensor, TWO, out=out)
+    return tanh_of_doubled_(doubled)
+
+
+def tanh_of_doubled_(doubled: torch.Tensor) -> torch.Tensor:
+    """``tanh(a)`` in place of ``2 a``: ``2 sigmoid(2 a) - 1``, the second half of
+    :func:`tanh_`, for a loop that computes its pre-activation doubled (doubling is
+    exact, so the values are those of :func:`tanh_`)."""
     return doubled.sigmoid_().mul_(TWO).sub_(ONE)
 
 

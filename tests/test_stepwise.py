@@ -169,16 +169,26 @@ def _counting_kernel(monkeypatch, cell):
     return calls
 
 
-def test_a_gru_trains_on_the_cpu_with_the_stepwise_recurrence_and_predicts_with_the_fused_kernel(monkeypatch):
+def test_which_cells_train_step_by_step_on_the_cpu():
+    """The measured choice (``benchmarks/bench_recurrence.py``): the Elman cells and the
+    GRU train with their loops, the LSTM with its kernel (its loop is 1.5-2.8x slower)."""
+    from sklearn_rnn.nn import get_cell
+
+    assert all(get_cell(name).trains_stepwise for name in ("tanh", "relu", "gru"))
+    assert not get_cell("lstm").trains_stepwise
+
+
+@pytest.mark.parametrize("cell", ["gru", "tanh"])
+def test_a_cell_trains_on_the_cpu_with_the_stepwise_recurrence_and_predicts_with_the_fused_kernel(
+    monkeypatch, cell
+):
     """Training passes (gradients on, no autocast) of a cell that trains_stepwise skip
     the fused kernel and give its outputs and gradients; prediction and bfloat16
     autocast keep the kernel; a cell that does not (the LSTM) always uses it."""
     from sklearn_rnn.nn import get_cell
 
-    assert get_cell("gru").trains_stepwise and get_cell("relu").trains_stepwise
-    assert not get_cell("lstm").trains_stepwise and not get_cell("tanh").trains_stepwise
-    calls = _counting_kernel(monkeypatch, "gru")
-    net = RecurrentNetwork(3, 5, 2, cell="gru", num_layers=2, hidden_init="learned",
+    calls = _counting_kernel(monkeypatch, cell)
+    net = RecurrentNetwork(3, 5, 2, cell=cell, num_layers=2, hidden_init="learned",
                            generator=torch.Generator().manual_seed(0))
     x, lengths = torch.randn(4, 7, 3, generator=torch.Generator().manual_seed(1)), torch.tensor([7, 3, 1, 5])
 
@@ -190,13 +200,13 @@ def test_a_gru_trains_on_the_cpu_with_the_stepwise_recurrence_and_predicts_with_
 
     stepwise_loss, stepwise_grads = loss_and_gradients()
     assert calls == []
-    monkeypatch.setattr(get_cell("gru"), "trains_stepwise", False)
+    monkeypatch.setattr(get_cell(cell), "trains_stepwise", False)
     fused_loss, fused_grads = loss_and_gradients()
     assert calls == [1, 1]  # two layers
     torch.testing.assert_close(stepwise_loss, fused_loss, rtol=1e-5, atol=1e-6)
     for stepwise, fused in zip(stepwise_grads, fused_grads, strict=True):
         torch.testing.assert_close(stepwise, fused, rtol=1e-4, atol=1e-6)
-    monkeypatch.setattr(get_cell("gru"), "trains_stepwise", True)
+    monkeypatch.setattr(get_cell(cell), "trains_stepwise", True)
     calls.clear()
     with torch.no_grad():
         net(x, lengths)
@@ -209,13 +219,14 @@ def test_a_gru_trains_on_the_cpu_with_the_stepwise_recurrence_and_predicts_with_
     assert lstm_calls == [1]
 
 
-def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives(monkeypatch):
+@pytest.mark.parametrize("cell", ["gru", "tanh"])
+def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives(monkeypatch, cell):
     """The hand-written backward pass is differentiable once: asking for a second
-    derivative through a stepwise GRU layer fails loudly, and with trains_stepwise off
+    derivative through a stepwise layer fails loudly, and with trains_stepwise off
     (as the attribute's documentation says) the fused kernel gives it."""
     from sklearn_rnn.nn import get_cell
 
-    net = RecurrentNetwork(3, 4, 1, cell="gru", generator=torch.Generator().manual_seed(0))
+    net = RecurrentNetwork(3, 4, 1, cell=cell, generator=torch.Generator().manual_seed(0))
     x, lengths = torch.randn(2, 5, 3, requires_grad=True), torch.tensor([5, 3])
 
     def input_gradient_norm():
@@ -225,7 +236,7 @@ def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives
     with pytest.raises(RuntimeError, match="once"):
         input_gradient_norm().backward()
     net.zero_grad()
-    monkeypatch.setattr(get_cell("gru"), "trains_stepwise", False)
+    monkeypatch.setattr(get_cell(cell), "trains_stepwise", False)
     input_gradient_norm().backward()
     [(_, projection, recurrence)] = list(net.stack())
     for weight in (projection.weight, recurrence.weight_hh_l0):  # both shape dL/dx

@@ -670,11 +670,12 @@ class FusedCell(Cell):
 
         Notes
         -----
-        A cell that sets :attr:`~Cell.trains_stepwise` (the GRU and the relu cell)
+        A cell that sets :attr:`~Cell.trains_stepwise` (the GRU and both Elman cells)
         trains on a CPU with the step-by-step recurrence of :meth:`forward_states`
         instead (gradients on, no autocast): at 50 units and 20-300 steps, one thread,
         its forward and hand-written backward pass cost 0.63-0.81 of the fused kernel's
-        for the GRU and 0.62-0.77 for relu (``benchmarks/bench_recurrence.py``).
+        for the GRU, 0.71-0.75 for tanh and 0.60-0.78 for relu
+        (``benchmarks/bench_recurrence.py``).
         Prediction, mixed precision and GPUs keep the fused kernel.
         """
         if self.trains_stepwise and _stepwise_training(z):

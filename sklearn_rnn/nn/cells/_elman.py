@@ -41,6 +41,10 @@ class ElmanCell(FusedCell):
 
     module = nn.RNN
     stackable = True
+    # On a CPU the loop trains faster than the fused kernel for both nonlinearities:
+    # one layer's forward and backward pass takes 0.71-0.75 of the kernel's time with
+    # tanh and 0.60-0.78 with relu (``benchmarks/bench_recurrence.py``).
+    trains_stepwise = True
 
     def __init__(self, name: str, *, nonlinearity: str) -> None:
         if nonlinearity not in ("tanh", "relu"):
@@ -50,10 +54,6 @@ class ElmanCell(FusedCell):
         self.torch_mode = f"RNN_{nonlinearity.upper()}"
         self.module_options = {"nonlinearity": nonlinearity}
         self.kernel = torch.rnn_relu if nonlinearity == "relu" else torch.rnn_tanh
-        # On a CPU the relu loop trains faster than the fused kernel (fit 0.90 of its
-        # time, ``benchmarks/bench_recurrence.py --fit``); tanh gains too little to
-        # move the thesis' experiments (tanh, clipped SGD) off the kernel.
-        self.trains_stepwise = nonlinearity == "relu"
 
     def stepwise(  # noqa: D102
         self,

@@ -222,8 +222,9 @@ def test_a_cell_trains_on_the_cpu_with_the_stepwise_recurrence_and_predicts_with
 @pytest.mark.parametrize("cell", ["gru", "tanh"])
 def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives(monkeypatch, cell):
     """The hand-written backward pass is differentiable once: asking for a second
-    derivative through a stepwise layer fails loudly, and with trains_stepwise off
-    (as the attribute's documentation says) the fused kernel gives it."""
+    derivative through a stepwise layer fails with an error that names the cell and the
+    fix, and with trains_stepwise off (as the error and the attribute's documentation
+    say) the fused kernel gives it."""
     from sklearn_rnn.nn import get_cell
 
     net = RecurrentNetwork(3, 4, 1, cell=cell, generator=torch.Generator().manual_seed(0))
@@ -233,7 +234,12 @@ def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives
         (grad,) = torch.autograd.grad(net(x, lengths).sum(), x, create_graph=True)
         return grad.square().sum()
 
-    with pytest.raises(RuntimeError, match="once"):
+    # Recording the first derivative leaves its values as they are.
+    (plain,) = torch.autograd.grad(net(x, lengths).sum(), x)
+    (recorded,) = torch.autograd.grad(net(x, lengths).sum(), x, create_graph=True)
+    assert torch.equal(plain, recorded) and recorded.requires_grad
+    fix = rf"differentiable once.*get_cell\('{cell}'\)\.trains_stepwise = False"
+    with pytest.raises(RuntimeError, match=fix):
         input_gradient_norm().backward()
     net.zero_grad()
     monkeypatch.setattr(get_cell(cell), "trains_stepwise", False)

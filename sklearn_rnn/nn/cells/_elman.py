@@ -13,10 +13,9 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.autograd.function import once_differentiable
 
 from ._base import FusedCell, register_cell
-from ._stepwise import Record, tanh_
+from ._stepwise import Record, differentiable_once, tanh_
 
 __all__ = ["ElmanCell"]
 
@@ -94,13 +93,13 @@ class _Elman(torch.autograd.Function):
             for u_t, state in zip(inputs.unbind(0), states.unbind(0)):  # views made at once
                 torch.addmm(u_t, h, weight_t, out=state)
                 h = state.relu_() if relu else tanh_(state)
-        ctx.relu = relu
+        ctx.relu, ctx.cell = relu, record.cell
         ctx.save_for_backward(states, weight)
         record.states, record.first = states, h0
         return states.transpose(0, 1)  # (B, T, H)
 
     @staticmethod
-    @once_differentiable
+    @differentiable_once
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         states, weight = ctx.saved_tensors
         with torch.autocast(states.device.type, enabled=False):

@@ -26,10 +26,9 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.autograd.function import once_differentiable
 
 from ._base import FusedCell, LayerStates, register_cell
-from ._stepwise import Record, chunks, shifted, tanh_of_doubled_
+from ._stepwise import Record, chunks, differentiable_once, shifted, tanh_of_doubled_
 
 __all__ = ["GRUCell"]
 
@@ -224,11 +223,12 @@ class _GRU(torch.autograd.Function):
                 h = torch.lerp(n_t, h, z, out=state)  # n + z (h - n)
             candidate_recurrent = recurrent[:, :, n]  # q_n, a view
         ctx.save_for_backward(resets, candidates, candidate_recurrent, states, weight, h0)
+        ctx.cell = record.cell
         record.states, record.first, record.resets = states, h0, resets[:, :, :hidden]
         return states.transpose(0, 1)  # (B, T, H)
 
     @staticmethod
-    @once_differentiable
+    @differentiable_once
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         resets, candidates, candidate_recurrent, states, weight, h0 = ctx.saved_tensors
         sigmoid_backward, tanh_backward = torch.ops.aten.sigmoid_backward, torch.ops.aten.tanh_backward

@@ -14,10 +14,9 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.autograd.function import once_differentiable
 
 from ._base import FusedCell, register_cell
-from ._stepwise import ONE, TWO, Record, chunks, shifted, tanh_
+from ._stepwise import ONE, TWO, Record, chunks, differentiable_once, shifted, tanh_
 
 __all__ = ["FORGET_BIAS", "LSTMCell"]
 
@@ -155,11 +154,12 @@ class _LSTM(torch.autograd.Function):
                 h = torch.mul(tanh_(c, out=squash), o_t, out=state)
             blocks_t[3].mul_(TWO).sub_(ONE)  # s to g
         ctx.save_for_backward(gates, cells, squashed, weight, c0)
+        ctx.cell = record.cell
         record.states, record.first = states, h0
         return states.transpose(0, 1)  # (B, T, H)
 
     @staticmethod
-    @once_differentiable
+    @differentiable_once
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         gates, cells, squashed, weight, c0 = ctx.saved_tensors
         sigmoid_backward, tanh_backward = torch.ops.aten.sigmoid_backward, torch.ops.aten.tanh_backward

@@ -31,13 +31,15 @@ step by step anyway; a full ``backward()`` still fills ``W_hh.grad``.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.autograd.function import once_differentiable
 
 __all__ = [
-    "CHUNK", "ONE", "TWO", "Record", "RecurrentWeights", "chunks", "previous", "shifted", "tanh_",
+    "CHUNK", "ONE", "TWO", "Record", "RecurrentWeights", "chunks", "differentiable_once", "previous",
+    "shifted", "tanh_",
     "tanh_of_doubled_", "time_major",
 ]
 
@@ -102,6 +104,63 @@ def tanh_of_doubled_(doubled: torch.Tensor) -> torch.Tensor:
     return doubled.sigmoid_().mul_(TWO).sub_(ONE)
 
 
+class _SecondDerivative(torch.autograd.Function):
+    """Passes tensors through; differentiating them raises the error it was given."""
+
+    @staticmethod
+    def forward(ctx: Any, message: str, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        ctx.message = message
+        return tuple(tensor.view_as(tensor) for tensor in tensors)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[None, ...]:
+        raise RuntimeError(ctx.message)
+
+
+def differentiable_once(backward: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
+    """Mark a hand-written backward pass as differentiable once (a decorator).
+
+    The pass runs without recording a graph. When its gradients are themselves recorded
+    (``create_graph=True``), they come out of a node that raises, if a second derivative
+    ever reaches it, an error naming the cell (``ctx.cell``, set by the forward pass) and
+    the way to a second derivative: training that cell on PyTorch's fused kernel.
+
+    Parameters
+    ----------
+    backward : callable
+        The ``backward(ctx, *grads)`` of a :class:`torch.autograd.Function` whose
+        forward pass sets ``ctx.cell``.
+
+    Returns
+    -------
+    callable
+        The same backward pass, guarded.
+    """
+
+    @functools.wraps(backward)
+    def guarded(ctx: Any, *grads: Any) -> tuple[Any, ...]:
+        with torch.no_grad():
+            outputs = backward(ctx, *grads)
+        recorded = torch.is_grad_enabled() and any(
+            isinstance(grad, torch.Tensor) and grad.requires_grad for grad in grads
+        )
+        if not recorded:
+            return outputs
+        name = ctx.cell.name
+        message = (
+            f"Cannot differentiate twice through the step-by-step recurrence of cell {name!r}: "
+            "its hand-written backward pass is differentiable once. That recurrence runs when a "
+            "network trains on a CPU (and in forward_states, for temporal gradients). For second "
+            "derivatives (a gradient penalty, Hessian-vector products), run the cell on "
+            f"PyTorch's fused kernel instead: sklearn_rnn.nn.get_cell({name!r}).trains_stepwise = False."
+        )
+        tensors = [output for output in outputs if isinstance(output, torch.Tensor)]
+        through = iter(_SecondDerivative.apply(message, *(t.detach().requires_grad_() for t in tensors)))
+        return tuple(next(through) if isinstance(output, torch.Tensor) else output for output in outputs)
+
+    return guarded
+
+
 class RecurrentWeights(torch.autograd.Function):
     """Identity on ``u``; its backward gives ``W_hh`` (and ``b_hh``) their gradients.
 
@@ -114,11 +173,11 @@ class RecurrentWeights(torch.autograd.Function):
     def forward(
         ctx: Any, u: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, record: Record
     ) -> torch.Tensor:
-        ctx.record = record
+        ctx.record, ctx.cell = record, record.cell
         return u.view_as(u)
 
     @staticmethod
-    @once_differentiable
+    @differentiable_once
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         record: Record = ctx.record
         if not (ctx.needs_input_grad[1] or ctx.needs_input_grad[2]):

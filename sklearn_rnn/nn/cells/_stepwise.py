@@ -27,6 +27,10 @@ and the recurrence (:class:`RecurrentWeights`): a backward pass that asks only f
 gradient of ``u``, as :func:`~sklearn_rnn.optim.temporal_gradients` does, stops there
 and never pays for ``sum_t delta_t h_(t-1)^T``, which the temporal gradients compute
 step by step anyway; a full ``backward()`` still fills ``W_hh.grad``.
+
+The hand-written backward passes are differentiable once (:func:`differentiable_once`):
+a second derivative through one fails with an error that names the cell and the way
+to get one, training that cell on the fused kernel (``trains_stepwise = False``).
 """
 
 from __future__ import annotations

@@ -43,8 +43,7 @@ import torch
 
 __all__ = [
     "CHUNK", "ONE", "TWO", "Record", "RecurrentWeights", "chunks", "differentiable_once", "previous",
-    "shifted", "tanh_",
-    "tanh_of_doubled_", "time_major",
+    "shifted", "tanh_", "tanh_of_doubled_", "time_major",
 ]
 
 #: Steps whose derivative factors the backward passes compute at once: enough for

@@ -33,3 +33,17 @@ def test_the_ten_line_example_prints_the_number_its_comment_shows(capsys):
     exec(compile(block, "README.md", "exec"), {})
     printed = float(capsys.readouterr().out.strip().splitlines()[-1])
     assert abs(printed - shown) < 0.0015, (printed, shown)
+
+
+def test_the_docs_landing_page_shows_the_readme_example():
+    # One example for the first impression: the landing page shows the README's ten lines,
+    # whose printed number the test above checks.
+    import textwrap
+
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Ten lines", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    page = (ROOT / "docs" / "index.rst").read_text()
+    body = page.split(".. code-block:: python\n\n", 1)[1].splitlines(keepends=True)
+    end = next(i for i, line in enumerate(body) if line.strip() and not line.startswith("   "))
+    shown = textwrap.dedent("".join(body[:end])).rstrip("\n") + "\n"
+    assert shown == block

@@ -712,7 +712,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return net
 
     #: What 'auto' settings mean: the defaults chosen with ``benchmarks/bench_defaults.py``
-    #: (issue 17), or the thesis' configuration (the step classifier keeps it).
+    #: (the user guide's defaults page), or the thesis' configuration (the step
+    #: classifier keeps it).
     _thesis_auto: bool = False
 
     def _resolved_cell(self) -> str:

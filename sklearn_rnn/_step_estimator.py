@@ -203,7 +203,8 @@ class RNNStepClassifier(BaseRNN):
 
     _output_steps: OutputSteps = EVERY_STEP  # an output, target and loss term at every step
     #: 'auto' settings keep the thesis' configuration ('tanh', radius 1.2, the training-
-    #: loss plateau rule): the defaults study of issue 17 covered one target per sequence.
+    #: loss plateau rule): the defaults study (``benchmarks/bench_defaults.py``) covered
+    #: one target per sequence.
     _thesis_auto = True
 
     # ----------------------------------------------------------------- targets

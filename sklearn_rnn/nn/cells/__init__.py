@@ -101,7 +101,7 @@ __all__ = [
 #: What ``cell='auto'`` of the estimators becomes: the time-aware cell for timed
 #: sequences (not with the simplex optimizer, which it has no temporal gradients for),
 #: the thesis' cell with the simplex optimizer (and for the step classifier), the GRU
-#: otherwise (the defaults chosen with ``benchmarks/bench_defaults.py``, issue 17).
+#: otherwise (the defaults chosen with ``benchmarks/bench_defaults.py``; docs: defaults.rst).
 AUTO_TIMED, AUTO_THESIS, AUTO = "decay", "tanh", "gru"
 
 

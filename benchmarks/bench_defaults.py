@@ -4,7 +4,7 @@ One command, one process, one thread per model. For every dataset of the suite i
 each model on the training set, predicts the test set and records the test accuracy and
 the fit + predict seconds; the visit-history cohorts are scored by the pooled 8-fold
 cross-validated ROC AUC (3 shuffles). The table is printed and written as CSV and as an
-rst table for the docs (``docs/user_guide/defaults.rst`` includes it).
+rst table for the docs (``docs/user_guide/defaults_study.rst`` includes it).
 
 Models
     ``RNN`` the package's :class:`~sklearn_rnn.RNNClassifier` at its defaults (only
@@ -105,7 +105,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "conv139": {"conv_kernels": (1, 3, 9)},
     "it100": {"max_iter": 100},
     "it60": {"max_iter": 60},
-    # The stopping study of the time target (``docs/user_guide/defaults.rst``): a coarser
+    # The stopping study of the time target (``docs/user_guide/defaults_study.rst``): a coarser
     # tol stops the slow tail of the validation loss (JapaneseVowels seed 1 ran 200
     # epochs on falls of about 1e-4 per epoch); max_iter caps the sets that learn long.
     "tol3e-3": {"tol": 3e-3},

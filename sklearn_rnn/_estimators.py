@@ -1540,9 +1540,14 @@ _OPTIMIZER_NAMES: dict[type, str] = {ClippedSGD: "sgd", SimplexSGD: "simplex", t
 class RNNClassifier(ClassifierMixin, BaseRNN):
     """Recurrent-network classifier for variable-length sequences.
 
-    An Elman network (thesis eq. 1.30-1.34; or GRU or LSTM layers, see ``cell``)
-    reads each sequence and a softmax readout at its last valid step gives the class
+    A recurrent network reads each sequence and a softmax readout gives the class
     probabilities; training minimizes the (sample- and class-weighted) cross-entropy.
+    At the defaults the network is a GRU whose readout sees its last state together
+    with the mean and maximum of its states (``readout``), after a small convolutional
+    stage on sequences of 18 steps or more (``conv_kernels``); with ``time_feature``
+    it is a time-aware cell. ``cell='tanh', optimizer='simplex'`` is the thesis'
+    Elman network (eq. 1.30-1.34) with its training method. :ref:`defaults` lists what
+    every 'auto' setting becomes.
 
     Parameters
     ----------
@@ -2104,11 +2109,13 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
 class RNNRegressor(RegressorMixin, BaseRNN):
     """Recurrent-network regressor for variable-length sequences.
 
-    An Elman network (thesis eq. 1.30-1.34; or GRU or LSTM layers, see ``cell``)
-    reads each sequence and a linear readout at its last valid step predicts one or
+    A recurrent network reads each sequence and a linear readout predicts one or
     several real values; training minimizes the sample-weighted squared error on
     standardized targets (predictions are mapped back to the original scale, and
-    ``loss_curve_`` is in standardized units).
+    ``loss_curve_`` is in standardized units). The network is the one of
+    :class:`RNNClassifier`, with the same defaults: a GRU reading its last state
+    with the mean and maximum of its states, a time-aware cell with ``time_feature``,
+    the thesis' Elman network with ``cell='tanh', optimizer='simplex'``.
 
     Parameters
     ----------

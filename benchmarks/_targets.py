@@ -1,9 +1,10 @@
-"""Issue 17's targets, read from the rows of the defaults benchmark over several seeds.
+"""The defaults' targets, read from the rows of the defaults benchmark over several seeds,
+and the table of those rows for the docs.
 
 ``bench_defaults.py --seed 0 1 2 ...`` records one row per data set, model and seed
 (``dataset``, ``model``, ``seed``, ``score``, ``seconds``); :func:`summarize` averages
-them, and :func:`check_targets` says, set by set, whether the defaults (the model
-``RNN``) hold each target of the issue over those seeds:
+them, :func:`rst_table` writes them as the docs' table, and :func:`check_targets` says,
+set by set, whether the defaults (the model ``RNN``) hold each target over those seeds:
 
 - at least the plain skorch GRU and the summary-statistics regression (mean score);
 - within 0.03 of the best peer (the best mean of the other models), on at least half
@@ -28,7 +29,7 @@ import numpy as np
 DEFAULTS = "RNN"
 SKORCH = "skorch GRU"
 SUMMARY = "summary LR"
-#: The issue's margin to the best peer, and its bar for JapaneseVowels.
+#: The margin to the best peer, and the bar for JapaneseVowels.
 PEER_MARGIN, JAPANESE_VOWELS_BAR = 0.03, 0.985
 
 
@@ -138,7 +139,40 @@ def report(rows: list[dict[str, Any]]) -> str:
     for row in summarize(rows):
         lines.append(f"  {row['dataset']:24s} {row['model']:24s} {row['score']:.4f} "
                      f"(sd {row['sd']:.4f}, {row['seeds']} seeds)  {row['seconds']:7.2f} s")
-    lines.append("issue 17's targets:")
+    lines.append("the defaults' targets:")
     for dataset, target, held, detail in check_targets(rows):
         lines.append(f"  {'held' if held else 'NOT held':8s} {dataset:24s} {target}: {detail}")
     return "\n".join(lines)
+
+
+def rst_table(rows: list[dict[str, Any]]) -> str:
+    """A list-table: one row per dataset, one column per model ("score (seconds)").
+
+    A note that every cell shares (the timing, the number of seeds) is said once, in a
+    line under the table; a cell's own note stays in the cell, in brackets.
+    """
+    models = list(dict.fromkeys(row["model"] for row in rows
+                                if row["dataset"] not in ("PBC cohort", "NAFLD cohort")))
+    models += [m for m in dict.fromkeys(row["model"] for row in rows) if m not in models]
+    datasets = list(dict.fromkeys(row["dataset"] for row in rows))
+    cell = {(row["dataset"], row["model"]): row for row in summarize(rows)}
+    notes = {(row["dataset"], row["model"]): row["note"] for row in rows}
+    parts: dict[tuple[str, str], list[str]] = {}
+    for key, row in cell.items():
+        seeds = [f"mean of {row['seeds']} seeds"] if row["seeds"] > 1 else []
+        parts[key] = [part for part in notes.get(key, "").split("; ") if part] + seeds
+    shared = [part for part in next(iter(parts.values()), []) if all(part in p for p in parts.values())]
+    lines = [".. list-table::", "   :header-rows: 1", "", "   * - data"]
+    lines += [f"     - {model}" for model in models]
+    for dataset in datasets:
+        lines.append(f"   * - {dataset}")
+        for model in models:
+            row = cell.get((dataset, model))
+            text = "" if row is None else f"{row['score']:.3f} ({row['seconds']:.1f} s)"
+            own = [part for part in parts.get((dataset, model), []) if part not in shared]
+            if own:
+                text += f" [{'; '.join(own)}]"
+            lines.append(f"     - {text}".rstrip())
+    if shared:
+        lines += ["", f"Every cell: {'; '.join(shared)}."]
+    return "\n".join(lines) + "\n"

@@ -78,7 +78,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 from skorch.callbacks import LRScheduler  # noqa: E402
 
-from _targets import report, summarize  # noqa: E402
+from _targets import report, rst_table, summarize  # noqa: E402
 from sklearn_rnn import RNNClassifier, SequenceStandardScaler  # noqa: E402
 from sklearn_rnn.datasets import make_temporal_order  # noqa: E402
 
@@ -696,36 +696,12 @@ def _write(rows: list[dict[str, Any]], csv_path: Path | None, rst_path: Path | N
             writer.writeheader()
             writer.writerows(rows)
     if rst_path and rows:
-        rst_path.write_text(_rst(rows))
+        rst_path.write_text(rst_table(rows))
 
 
 def _line(row: dict[str, Any]) -> str:
     return (f"  {row['model']:24s} {row['metric']} {row['score']:.3f}  {row['seconds']:8.1f} s"
             + (f"  ({row['note']})" if row["note"] else ""))
-
-
-def _rst(rows: list[dict[str, Any]]) -> str:
-    """A list-table: one row per dataset, one column per model ("score / seconds")."""
-    models = list(dict.fromkeys(row["model"] for row in rows
-                                if row["dataset"] not in ("PBC cohort", "NAFLD cohort")))
-    models += [m for m in dict.fromkeys(row["model"] for row in rows) if m not in models]
-    datasets = list(dict.fromkeys(row["dataset"] for row in rows))
-    notes = {(row["dataset"], row["model"]): row["note"] for row in rows}
-    cell = {(row["dataset"], row["model"]): row for row in summarize(rows)}
-    lines = [".. list-table::", "   :header-rows: 1", "", "   * - data"]
-    lines += [f"     - {model}" for model in models]
-    for dataset in datasets:
-        lines.append(f"   * - {dataset}")
-        for model in models:
-            row = cell.get((dataset, model))
-            text = "" if row is None else f"{row['score']:.3f} ({row['seconds']:.1f} s)"
-            note = notes.get((dataset, model))
-            if row is not None and row["seeds"] > 1:
-                note = f"{note}; mean of {row['seeds']} seeds".lstrip("; ")
-            if row is not None and note:
-                text += f" [{note}]"
-            lines.append(f"     - {text}".rstrip())
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""The defaults benchmark's reading of issue 17's targets over several seeds."""
+"""The defaults benchmark's reading of its targets over several seeds, and its docs table."""
 
 import doctest
 
 import pytest
 
 from benchmarks import _targets
-from benchmarks._targets import check_targets, report, summarize
+from benchmarks._targets import check_targets, report, rst_table, summarize
 
 
 def rows_of(table):
@@ -82,3 +82,15 @@ def test_two_rows_of_one_seed_are_refused():
     row = {"dataset": "set", "model": "RNN", "seed": 0, "score": 0.9, "seconds": 1.0}
     with pytest.raises(ValueError, match="two rows for 'RNN' on 'set' with seed 0"):
         summarize([row, dict(row)])
+
+
+def test_the_docs_table_says_a_shared_note_once_and_keeps_a_cells_own():
+    rows = [
+        {"dataset": "GunPoint", "model": model, "seed": seed, "score": 0.9, "seconds": 1.0,
+         "note": "window 10%; median of 3" if model == "DTW 1-NN" else "median of 3"}
+        for model in ("RNN", "DTW 1-NN") for seed in (0, 1)
+    ]
+    table = rst_table(rows)
+    assert table.count("median of 3") == 1
+    assert table.rstrip().endswith("Every cell: median of 3; mean of 2 seeds.")
+    assert "0.900 (1.0 s) [window 10%]" in table

@@ -161,7 +161,8 @@ def rst_table(rows: list[dict[str, Any]]) -> str:
     for key, row in cell.items():
         seeds = [f"mean of {row['seeds']} seeds"] if row["seeds"] > 1 else []
         parts[key] = [part for part in notes.get(key, "").split("; ") if part] + seeds
-    shared = [part for part in next(iter(parts.values()), []) if all(part in p for p in parts.values())]
+    shared = [part for part in next(iter(parts.values()), [])
+              if all(part in other for other in parts.values())]
     lines = [".. list-table::", "   :header-rows: 1", "", "   * - data"]
     lines += [f"     - {model}" for model in models]
     for dataset in datasets:

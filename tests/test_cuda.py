@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_rnn import RNNClassifier
 from sklearn_rnn.nn import RecurrentNetwork
-from sklearn_rnn.optim import temporal_gradients
+from sklearn_rnn.optim import SimplexSGD, convex_weights, temporal_gradients
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -67,6 +67,48 @@ def test_temporal_gradients_match_the_cpu(cell, every_step):
     torch.testing.assert_close(on_gpu.norms().cpu(), on_cpu.norms(), rtol=1e-9, atol=1e-12)
     for a, b in zip(on_gpu.per_step(), on_cpu.per_step(), strict=True):
         torch.testing.assert_close(a.cpu(), b, rtol=1e-9, atol=1e-12)
+
+
+def synchronizations(action):
+    """The messages of the synchronizing CUDA calls that ``action()`` makes (PyTorch's
+    sync debug mode warns at each), and ``action()``'s result."""
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = action()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    found = [f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message)]
+    return found, result
+
+
+def test_convex_weights_reach_the_gpu_without_a_wait_and_equal_the_cpu_draw():
+    """The weights are drawn on the CPU and copied from pinned memory: the copy does not
+    wait for the kernels queued before it (from ordinary memory it would)."""
+    expected = convex_weights(50, generator=torch.Generator().manual_seed(3), dtype=torch.float32)
+    waits, beta = synchronizations(
+        lambda: convex_weights(50, generator=torch.Generator().manual_seed(3), dtype=torch.float32, device="cuda")
+    )
+    assert waits == []
+    assert beta.is_cuda and torch.equal(beta.cpu(), expected)
+
+
+def test_a_simplex_update_waits_for_the_device_once_per_host_read():
+    """Without switching, the temporal gradients and the step read two values on the
+    host (counted on the CPU by test_simplex.py): the lengths' extremes and the branch's
+    inputs. On a GPU those are the update's only waits for the device."""
+    _, gpu = pair("tanh", dtype=torch.float32)
+    x, lengths = batch(torch.float32)
+    x, lengths = x.cuda(), lengths.cuda()
+    y = torch.tensor([0, 1, 1, 0, 1], device="cuda")
+    opt = SimplexSGD(gpu.parameters(), lr=0.1, generator=0)
+    states = gpu.forward_states(x, lengths)
+    loss = torch.nn.functional.cross_entropy(states.outputs, y)
+    waits, _ = synchronizations(lambda: opt.step(temporal_gradients(gpu, states, loss, lengths)))
+    assert len(waits) <= 2, waits
+    assert opt.branch_counts["simplex"] == 1
 
 
 def test_temporal_gradients_of_a_network_in_eval_mode():

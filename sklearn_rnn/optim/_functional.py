@@ -216,7 +216,12 @@ def convex_weights(
     else:
         u = torch.rand(steps, generator=generator, dtype=torch.float64)  # (T,)
         draw = torch.exp(1.0 - u) if rule == "exp" else u
-    return (draw / draw.sum()).to(dtype=dtype, device=device)
+    beta = (draw / draw.sum()).to(dtype)
+    if device is None or torch.device(device).type != "cuda":
+        return beta.to(device)
+    # From pinned memory the copy need not wait for the device; from ordinary memory it
+    # would wait for every kernel queued before it (the forward and backward passes).
+    return beta.pin_memory().to(device, non_blocking=True)
 
 
 def combine_temporal_gradients(

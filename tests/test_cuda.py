@@ -95,19 +95,22 @@ def test_convex_weights_reach_the_gpu_without_a_wait_and_equal_the_cpu_draw():
     assert beta.is_cuda and torch.equal(beta.cpu(), expected)
 
 
-def test_a_simplex_update_waits_for_the_device_once_per_host_read():
+@pytest.mark.parametrize(("lengths", "most"), [([7, 7, 7, 7, 7], 2), ([7, 3, 1, 6, 7], 3)])
+def test_a_simplex_update_waits_for_the_device_once_per_host_read(lengths, most):
     """Without switching, the temporal gradients and the step read two values on the
     host (counted on the CPU by test_simplex.py): the lengths' extremes and the branch's
-    inputs. On a GPU those are the update's only waits for the device."""
+    inputs. On a GPU those are a batch of equal lengths' only waits for the device; a
+    ragged batch waits once more, for the rows that the alignment zeroes
+    (``torch.nonzero``, whose result's size only the device knows)."""
     _, gpu = pair("tanh", dtype=torch.float32)
-    x, lengths = batch(torch.float32)
-    x, lengths = x.cuda(), lengths.cuda()
+    x, _ = batch(torch.float32)
+    x, lengths = x.cuda(), torch.tensor(lengths, device="cuda")
     y = torch.tensor([0, 1, 1, 0, 1], device="cuda")
     opt = SimplexSGD(gpu.parameters(), lr=0.1, generator=0)
     states = gpu.forward_states(x, lengths)
     loss = torch.nn.functional.cross_entropy(states.outputs, y)
     waits, _ = synchronizations(lambda: opt.step(temporal_gradients(gpu, states, loss, lengths)))
-    assert len(waits) <= 2, waits
+    assert len(waits) <= most, waits
     assert opt.branch_counts["simplex"] == 1
 
 

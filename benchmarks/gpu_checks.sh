@@ -2,8 +2,9 @@
 # Every GPU check of the performance page in one go, each with a time limit, each
 # writing its own log into OUTDIR (default: gpu-checks/ in the repository, which git
 # ignores; a relative OUTDIR is taken from there), so that a short lease on a
-# GPU machine brings back whatever finished. About 5 minutes on an H200 (the sum of its
-# steps' times in separate runs of session 19; not yet run as one script on a GPU).
+# GPU machine brings back whatever finished. Its steps, less the float16 one and with a
+# before/after of the update cost (--baseline), ran as one script in 6.5 minutes on an
+# H100 (session 22).
 #
 #   bash benchmarks/gpu_checks.sh [OUTDIR]
 #
@@ -39,6 +40,7 @@ torch.cuda.get_device_name())"
 
 step test_cuda 120 "$python" -m pytest -q -p no:cacheprovider -rfEs tests/test_cuda.py
 step update_cost 200 "$python" benchmarks/bench_update_cost.py --cell all --device cuda --repeats 3
+step sync_points 60 "$python" benchmarks/bench_sync_points.py --cell tanh
 step simplex_breakdown 90 "$python" benchmarks/bench_simplex_breakdown.py --cell tanh lstm --device cuda --profile
 if "$python" -c "import xdist" 2>/dev/null; then
     step suite 240 "$python" -m pytest -q -p no:cacheprovider -rfE -n "$(( $(nproc) > 14 ? 14 : $(nproc) ))"

@@ -189,7 +189,8 @@ def convex_weights(
     dtype : torch.dtype, default=torch.float64
         Type of the result.
     device : torch.device or str, optional
-        Device of the result.
+        Device of the result. On a GPU the draws travel from pinned host memory, so
+        that the copy does not wait for the kernels queued before it.
 
     Returns
     -------

@@ -21,14 +21,31 @@ import argparse
 import collections
 import os
 import warnings
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import torch
-from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_rnn import RNNRegressor
 
 FEATURES, BATCH, LENGTH, HIDDEN = 6, 100, 1000, 256
+T = TypeVar("T")
+
+
+def synchronizations(action: Callable[[], T]) -> tuple[list[str], T]:
+    """The synchronizing CUDA calls that ``action()`` makes, each as the ``file:line``
+    that made it (PyTorch's sync debug mode warns at each), and ``action()``'s result."""
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = action()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    found = [f"{os.path.relpath(w.filename)}:{w.lineno}" for w in caught if "synchroniz" in str(w.message)]
+    return found, result
 
 
 def waits_during_fit(cell: str, optimizer: str, batches: int) -> collections.Counter[str]:
@@ -41,19 +58,8 @@ def waits_during_fit(cell: str, optimizer: str, batches: int) -> collections.Cou
         readout="last", conv_kernels=None, optimizer=optimizer, learning_rate=0.01,
         batch_size=BATCH, max_iter=1, tol=0.0, device="cuda", random_state=0,
     )
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            model.fit(X, y)
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    return collections.Counter(
-        f"{os.path.relpath(w.filename)}:{w.lineno}"
-        for w in caught
-        if "synchroniz" in str(w.message) and not issubclass(w.category, ConvergenceWarning)
-    )
+    waits, _ = synchronizations(lambda: model.fit(X, y))
+    return collections.Counter(waits)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from benchmarks.bench_sync_points import synchronizations
 from sklearn_rnn import RNNClassifier
 from sklearn_rnn.nn import RecurrentNetwork
 from sklearn_rnn.optim import SimplexSGD, convex_weights, temporal_gradients
@@ -67,21 +68,6 @@ def test_temporal_gradients_match_the_cpu(cell, every_step):
     torch.testing.assert_close(on_gpu.norms().cpu(), on_cpu.norms(), rtol=1e-9, atol=1e-12)
     for a, b in zip(on_gpu.per_step(), on_cpu.per_step(), strict=True):
         torch.testing.assert_close(a.cpu(), b, rtol=1e-9, atol=1e-12)
-
-
-def synchronizations(action):
-    """The messages of the synchronizing CUDA calls that ``action()`` makes (PyTorch's
-    sync debug mode warns at each), and ``action()``'s result."""
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = action()
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    found = [f"{w.filename}:{w.lineno}" for w in caught if "synchroniz" in str(w.message)]
-    return found, result
 
 
 def test_convex_weights_reach_the_gpu_without_a_wait_and_equal_the_cpu_draw():

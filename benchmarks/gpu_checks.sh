@@ -2,9 +2,9 @@
 # Every GPU check of the performance page in one go, each with a time limit, each
 # writing its own log into OUTDIR (default: gpu-checks/ in the repository, which git
 # ignores; a relative OUTDIR is taken from there), so that a short lease on a
-# GPU machine brings back whatever finished. Its steps, less the float16 one and with a
-# before/after of the update cost (--baseline), ran as one script in 6.5 minutes on an
-# H100 (session 22).
+# GPU machine brings back whatever finished. Its steps, less the float16 one and the
+# LSTM's breakdown and with a before/after of the update cost (--baseline), ran as one
+# script in 6.5 minutes on an H100 (session 22).
 #
 #   bash benchmarks/gpu_checks.sh [OUTDIR]
 #

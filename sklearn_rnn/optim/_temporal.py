@@ -782,9 +782,8 @@ def _readout_layer(
     else:
         delta = output_delta[None]  # (1, B, k)
         read = read.to(delta.dtype)[None]  # (1, B, H)
-        # The single readout sits at the last aligned step.
-        # Filled on the device: a tensor copied from host memory would wait for the
-        # backward pass queued before it.
+        # The single readout sits at the last aligned step; its index is filled on the
+        # device (one copied from host memory would wait for the queued backward pass).
         rows = torch.full((1,), align.steps - 1, device=delta.device)
     blocks = tuple(
         _Block(index, inputs) for index, inputs in ((w_out, read), (b_out, None)) if index is not None

@@ -51,6 +51,10 @@ class ConvStage(nn.Module):
         Steps per max-pooling window.
     output_size : int
         ``len(kernel_sizes) * channels``.
+    convolutions : torch.nn.ModuleList of torch.nn.Conv1d
+        The kernels and biases, one module per width, in the order of
+        ``kernel_sizes`` (the parameters a saved model holds); :meth:`forward` applies
+        them all in one product over windows of steps.
 
     Examples
     --------
@@ -131,17 +135,37 @@ class ConvStage(nn.Module):
         """
         steps = x.shape[1]
         valid = torch.arange(steps, device=x.device) < lengths.to(x.device)[:, None]  # (B, T)
-        signal = torch.where(valid[..., None], x, 0.0).transpose(1, 2)  # (B, n_in, T)
-        # An even width pads one step more than it reads: keep the first T outputs.
-        features = [torch.relu(convolution(signal)[..., :steps]) for convolution in self.convolutions]
-        stacked = torch.cat(features, dim=1)  # (B, output_size, T)
+        signal = torch.where(valid[..., None], x, 0.0)  # (B, T, n_in)
+        # Every width at once: one matrix product of the windows of the widest kernel
+        # (steps t - K // 2 .. t + (K - 1) // 2) with all kernels, each zero-padded to K
+        # taps around its own window. The same sums as a convolution per width; on short
+        # sequences a third of the time, and the features come out step-major, as the
+        # recurrence reads them.
+        width = max(self.kernel_sizes)
+        ahead = width // 2
+        windows = F.pad(signal, (0, 0, ahead, width - 1 - ahead)).unfold(1, width, 1)  # (B, T, n_in, K)
+        features = torch.relu(F.linear(windows.flatten(2), self._kernel(width), self._bias()))  # (B, T, out)
         if self.pool > 1:
             # Zero (the ReLU's floor) at padded steps, so a window that a sequence's end
             # cuts short takes the maximum over its valid steps only.
-            stacked = torch.where(valid[:, None, :], stacked, 0.0)
-            stacked = F.pad(stacked, (0, -steps % self.pool))
-            stacked = stacked.unflatten(2, (-1, self.pool)).amax(3)  # (B, output_size, T / pool)
-        return stacked.transpose(1, 2)  # (B, T', output_size)
+            features = torch.where(valid[..., None], features, 0.0)
+            features = F.pad(features, (0, 0, 0, -steps % self.pool))
+            features = features.unflatten(1, (-1, self.pool)).amax(2)  # (B, T / pool, out)
+        return features
+
+    def _kernel(self, width: int) -> torch.Tensor:
+        """All kernels as one matrix, ``(output_size, input_size * width)``: each width
+        ``k`` zero-padded to ``width`` taps, its first tap at ``width // 2 - k // 2``."""
+        padded = []
+        for convolution, size in zip(self.convolutions, self.kernel_sizes):
+            before = width // 2 - size // 2
+            padded.append(F.pad(convolution.weight, (before, width - size - before)))
+        kernel = padded[0] if len(padded) == 1 else torch.cat(padded)  # (out, n_in, K)
+        return kernel.flatten(1)
+
+    def _bias(self) -> torch.Tensor:
+        biases = [convolution.bias for convolution in self.convolutions]
+        return biases[0] if len(biases) == 1 else torch.cat(biases)
 
     def extra_repr(self) -> str:  # noqa: D102
         return f"kernel_sizes={self.kernel_sizes}, channels={self.channels}, pool={self.pool}"

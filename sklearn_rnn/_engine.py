@@ -49,13 +49,21 @@ from skorch import NeuralNet
 from skorch.callbacks import (
     Callback,
     EpochScoring,
-    GradientNormClipping,
     PassthroughScoring,
     ProgressBar,
 )
 from skorch.history import History
+from skorch.utils import TeeGenerator
 
-from ._callbacks import EarlyStopping, PlainPrintLog, TrainingGuard, _is_terminal, _restore, _snapshot
+from ._callbacks import (
+    EarlyStopping,
+    GradientClipping,
+    PlainPrintLog,
+    TrainingGuard,
+    _is_terminal,
+    _restore,
+    _snapshot,
+)
 from ._inference import LAST_STEP, OutputSteps, run_network
 from .optim import SimplexSGD, temporal_gradients
 from .sequences import BucketBatchLoader, SequenceDataset
@@ -258,7 +266,7 @@ class SequenceNet(NeuralNet):
                 scaler.unscale_(self.optimizer_)  # before the clipping callback and rule
             self.notify(
                 "on_grad_computed",
-                named_parameters=list(self.get_all_learnable_params()),
+                named_parameters=TeeGenerator(self.get_all_learnable_params()),
                 batch=batch,
             )
             step_args = step.pop("step_args")
@@ -468,7 +476,7 @@ def configure(
     net.validates = stopping  # skorch's default callbacks follow it
     callbacks: list[tuple[str, Any]] = []
     if clip_threshold is not None:
-        callbacks.append(("clip", GradientNormClipping(float(clip_threshold))))
+        callbacks.append(("clip", GradientClipping(float(clip_threshold))))
     # The score is recorded before the stopping rule may end the epoch loop.
     if stopping:
         callbacks.append(

@@ -173,12 +173,31 @@ class EarlyStopping(_SkorchEarlyStopping):
     kept) but no epoch counts as a miss; the earliest stop is after
     ``min_epochs + patience`` epochs.
 
+    **Which weights of the best epoch.** A validation loss is the loss of the weights an
+    epoch ends with. A training loss (``monitor`` 'train_loss' or 'train_objective') is
+    the mean over the epoch's batches, each computed before that batch's update: the
+    weights it describes are those during the epoch, and its last update is in no
+    batch's loss. One bad last update (a small last batch's, under Adam) leaves an epoch
+    whose mean is the best and whose weights are spoiled. So with ``load_best`` and a
+    training loss, the weights the best epoch started from are kept too, and at the end
+    of training the two are compared by their loss on the whole training set
+    (``net.training_loss``, one pass each): the lower is kept. Without a training set
+    at the end (``X`` not given to ``on_train_end``) the epoch's end weights are kept,
+    as skorch keeps them.
+
     Parameters
     ----------
     min_epochs : int, default=0
         Epochs of the training call before misses count.
     **kwargs
         skorch's :class:`~skorch.callbacks.EarlyStopping` parameters.
+
+    Attributes
+    ----------
+    best_start_weights_ : dict or None
+        With ``load_best`` and a training loss: the weights the best epoch started from.
+    kept_start_ : bool
+        Whether the last training call kept them (their training-set loss was lower).
 
     Examples
     --------
@@ -194,6 +213,13 @@ class EarlyStopping(_SkorchEarlyStopping):
     def on_train_begin(self, net: Any, **kwargs: Any) -> None:
         super().on_train_begin(net, **kwargs)
         self._epochs_before = len(net.history)
+        self.best_start_weights_: dict[str, torch.Tensor] | None = None
+        self.kept_start_ = False
+        # The weights the next epoch starts from, kept when the training loss is watched.
+        self._epoch_start = _weights(net) if self._watches_training_loss() else None
+
+    def _watches_training_loss(self) -> bool:
+        return bool(self.load_best) and self.monitor in ("train_loss", "train_objective")
 
     def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
         if len(net.history) - self._epochs_before > self.min_epochs:
@@ -219,15 +245,45 @@ class EarlyStopping(_SkorchEarlyStopping):
             super().on_epoch_end(net, **kwargs)
         finally:
             self.load_best = load_best
+            watched = self._watches_training_loss()
+            end = _weights(net) if load_best else None
             # skorch names the epoch best only in the epoch it improves.
             if load_best and self.best_epoch_ == net.history[-1, "epoch"]:
-                self.best_model_weights_ = {
-                    name: value.detach().clone() for name, value in net.module_.state_dict().items()
-                }
+                self.best_model_weights_ = end
+                if watched:
+                    self.best_start_weights_ = self._epoch_start
+            if watched:
+                self._epoch_start = end  # never changed in place: shared, not copied
 
-    def on_train_end(self, net: Any, **kwargs: Any) -> None:
-        if len(net.history):
+    def on_train_end(self, net: Any, X: Any = None, **kwargs: Any) -> None:
+        if not len(net.history):
+            return
+        self.kept_start_ = False
+        start = self.best_start_weights_
+        if X is None or start is None or not self._watches_training_loss():
             super().on_train_end(net, **kwargs)
+            return
+        objective = self.monitor == "train_objective"
+        end = self.best_model_weights_
+        net.module_.load_state_dict(end)
+        end_loss = net.training_loss(X, objective=objective)
+        net.module_.load_state_dict(start)
+        start_loss = net.training_loss(X, objective=objective)
+        self.kept_start_ = start_loss < end_loss
+        if not self.kept_start_:
+            net.module_.load_state_dict(end)
+        which, other = ("start", "end") if self.kept_start_ else ("end", "start")
+        if self.sink is not print or net.verbose:  # as skorch's own message goes out
+            self.sink(
+                f"Restoring the weights of epoch {self.best_epoch_}'s {which} (training-set "
+                f"loss {min(start_loss, end_loss):.4g}, against {max(start_loss, end_loss):.4g} "
+                f"at its {other})."
+            )
+
+
+def _weights(net: Any) -> dict[str, torch.Tensor]:
+    """A copy of the network's weights, as ``load_state_dict`` takes them."""
+    return {name: value.detach().clone() for name, value in net.module_.state_dict().items()}
 
 
 class GradientClipping(GradientNormClipping):

@@ -310,6 +310,30 @@ class SequenceNet(NeuralNet):
             scaled.backward()
         return {"loss": loss.detach(), "y_pred": outputs.detach().float(), "step_args": step_args}
 
+    def training_loss(self, dataset: SequenceDataset, *, objective: bool = False) -> float:
+        """The loss of the network's current weights on ``dataset``, in inference mode.
+
+        The sample-weighted loss an epoch's ``train_loss`` averages (with
+        ``objective=True`` the ``train_objective``: the loss plus the L2 penalty, when
+        training minimizes one), over all of ``dataset`` at once rather than over the
+        batches of an epoch whose weights move between them. The stopping rule reads it
+        when it watches the training loss (:class:`~sklearn_rnn._callbacks.EarlyStopping`).
+        """
+        was_training = self.module_.training
+        self.module_.train(False)
+        total, count = 0.0, 0
+        try:
+            with torch.no_grad(), self._autocast():
+                for indices in BucketBatchLoader(dataset, batch_size=int(self.batch_size)).batches():
+                    inputs, y = dataset.collate(indices)
+                    loss = self.get_loss(self.infer(inputs).float(), y, X=inputs, training=objective)
+                    total += float(loss) * len(indices)
+                    count += len(indices)
+        finally:
+            self.data_loss_ = None  # set by get_loss for a penalized objective; not a training step's
+            self.module_.train(was_training)
+        return total / max(count, 1)
+
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         dtype = PRECISIONS[self.precision]
         if dtype is None:

@@ -946,7 +946,7 @@ class _Stack:
             stopper = self.stoppers[self.live[row]]
             net = live[row].estimator.net_
             if stopper is not None and len(net.history):
-                stopper.on_train_end(net)
+                stopper.on_train_end(net, X=live[row].train)
         return stopped
 
     def _warn_diverged(self, member: StackedMember, epoch: int) -> None:

@@ -5,7 +5,10 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import log_loss
+from skorch.callbacks import Callback
 
 from sklearn_rnn import RNNClassifier, RNNRegressor, RNNStepClassifier
 from sklearn_rnn._estimators import AUTO_HOLDOUT_MIN, _SequenceNet, frame_sequences
@@ -235,6 +238,54 @@ def test_the_end_of_training_keeps_the_best_epoch():
         warnings.simplefilter("ignore", ConvergenceWarning)
         reference = RNNClassifier(hidden_size=8, max_iter=best, random_state=0).fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X), reference.predict_proba(X))
+
+
+class SpoilLastEpoch(Callback):
+    """At the end of the last epoch (before the stopping rule sees it), records the
+    weights it started from and scales every weight by -3: an update that spoils the
+    weights after the epoch's mean loss was taken (a small last batch's, under Adam)."""
+
+    def __init__(self, epochs, spoil=True):
+        self.epochs = epochs
+        self.spoil = spoil
+
+    def on_epoch_begin(self, net, **kwargs):
+        if len(net.history) == self.epochs:  # the history already holds this epoch
+            self.start_ = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.epochs:
+            losses = net.history[:, "train_loss"]
+            self.last_is_best_ = losses[-1] < min(losses[:-1]) - 3e-3
+            if self.spoil:
+                with torch.no_grad():
+                    for p in net.module_.parameters():
+                        p.mul_(-3.0)
+            self.end_ = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+
+
+@pytest.mark.parametrize("spoil", [True, False])
+def test_the_best_epoch_of_a_training_loss_keeps_the_weights_it_started_from_when_they_are_better(spoil):
+    # Without a held-out split the epoch's mean training loss picks the best epoch (the
+    # last here), but its last update is in none of its batches' losses: spoiled end
+    # weights are replaced by the weights the epoch started from, and only then.
+    X, y = first_step_task(60, 3, 8, seed=0)
+    epochs = 12
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = RNNClassifier(hidden_size=8, max_iter=epochs, batch_size=16, random_state=0,
+                            callbacks=[("spoil", SpoilLastEpoch(epochs, spoil))]).fit(X, y)
+    spy = dict(clf.net_.callbacks_)["spoil"]  # the estimator trains a copy of its callbacks
+    assert len(X) < AUTO_HOLDOUT_MIN and spy.last_is_best_  # the scenario holds
+    stop = dict(clf.net_.callbacks_)["stop"]
+    assert stop.best_epoch_ == epochs and stop.kept_start_ is spoil
+    kept = spy.start_ if spoil else spy.end_
+    for name, value in clf.net_.module_.state_dict().items():
+        assert torch.equal(value, kept[name]), name
+    # The spoiled weights fit the training set worse than those kept.
+    kept_loss = log_loss(y, clf.predict_proba(X))
+    clf.net_.module_.load_state_dict(spy.end_)
+    assert (log_loss(y, clf.predict_proba(X)) > kept_loss + 0.1) is spoil
 
 
 @pytest.mark.parametrize("estimator, params, expected", [

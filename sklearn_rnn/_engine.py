@@ -324,11 +324,12 @@ class SequenceNet(NeuralNet):
         total, count = 0.0, 0
         try:
             with torch.no_grad(), self._autocast():
-                for indices in BucketBatchLoader(dataset, batch_size=int(self.batch_size)).batches():
-                    inputs, y = dataset.collate(indices)
+                # The batches of the validation loss (skorch's iterator_valid).
+                for inputs, y in self.get_iterator(dataset, training=False):
                     loss = self.get_loss(self.infer(inputs).float(), y, X=inputs, training=objective)
-                    total += float(loss) * len(indices)
-                    count += len(indices)
+                    size = len(inputs["lengths"])
+                    total += float(loss) * size
+                    count += size
         finally:
             self.data_loss_ = None  # set by get_loss for a penalized objective; not a training step's
             self.module_.train(was_training)

@@ -381,12 +381,15 @@ def _replaced(callback: Callback, kind: type[Callback]) -> Callback:
 class EpochMeanScoring(PassthroughScoring):
     """skorch's :class:`~skorch.callbacks.PassthroughScoring` (an epoch's score is the
     mean of its batches' scores, weighted by their sizes, as :func:`numpy.average`
-    computes it), reading an epoch of one batch directly.
+    computes it), reading the epoch's batches directly.
 
-    A streaming ``partial_fit`` trains one batch per epoch; there the mean is that
-    batch's score, computed as ``numpy.average`` does (``score * size / size`` in
-    float64), without skorch's history slices and ``numpy.average``, which cost each
-    update about 0.1 ms. Any other epoch goes to skorch.
+    skorch gathers the scores and sizes with a slice of its history, which cost an
+    epoch of three batches about 0.1 ms; here they are read from the epoch's list of
+    batches (those that have both, as the slice keeps them) and averaged by the same
+    ``numpy.average`` call. A streaming ``partial_fit`` trains one batch per epoch;
+    there the mean is that batch's score, computed as ``numpy.average`` does
+    (``score * size / size`` in float64), without the call. An epoch with no such
+    batch goes to skorch (which raises its ``KeyError``).
 
     Examples
     --------
@@ -398,14 +401,21 @@ class EpochMeanScoring(PassthroughScoring):
     """
 
     def get_avg_score(self, history: History) -> Any:
-        batches = history[-1, "batches"]
-        if len(batches) == 1 and isinstance(batches[0], dict):
-            size = batches[0].get("train_batch_size" if self.on_train else "valid_batch_size")
-            score = batches[0].get(self.name)
+        size_key = "train_batch_size" if self.on_train else "valid_batch_size"
+        pairs = [
+            (batch[size_key], batch[self.name])
+            for batch in history[-1, "batches"]
+            if isinstance(batch, dict) and size_key in batch and self.name in batch
+        ]
+        if not pairs:
+            return super().get_avg_score(history)
+        if len(pairs) == 1:
+            size, score = pairs[0]
             if isinstance(size, int) and size > 0 and isinstance(score, float):
                 weight = np.float64(size)
                 return np.float64(score) * weight / weight
-        return super().get_avg_score(history)
+        sizes, scores = zip(*pairs)
+        return np.average(scores, weights=sizes)
 
 
 def make_net(

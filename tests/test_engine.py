@@ -134,16 +134,28 @@ def test_history_reads_answer_as_skorch_does():
         assert errors[0] == errors[1], key
 
 
-def test_the_epoch_loss_of_one_batch_is_skorchs_bit_for_bit():
-    """An epoch of one batch records numpy.average's value; any other epoch skorch's own."""
+def test_the_epoch_loss_is_skorchs_bit_for_bit():
+    """The epoch's mean of its batches' losses, read from its list of batches, is the
+    value skorch's history slice and numpy.average give: for one batch, a few, and more
+    than numpy's pairwise summation adds one by one; training and validation batches
+    side by side, as skorch records them."""
     rng = np.random.default_rng(0)
-    for n_batches in (1, 1, 3):
-        for _ in range(200):
-            rows = [{"batches": [{"train_loss": float(rng.normal() * 10.0 ** rng.integers(-6, 6)),
-                                  "train_batch_size": int(rng.integers(1, 5000))} for _ in range(n_batches)]}]
-            mine = _engine.EpochMeanScoring("train_loss", on_train=True).get_avg_score(History(rows))
-            reference = PassthroughScoring("train_loss", on_train=True).get_avg_score(History(rows))
-            assert mine == reference and type(mine) is type(reference)
+
+    def batch(kind):
+        return {f"{kind}_loss": float(rng.normal() * 10.0 ** rng.integers(-6, 6)),
+                f"{kind}_batch_size": int(rng.integers(1, 5000))}
+
+    for n_train, n_valid in [(1, 0), (1, 1), (3, 0), (3, 2), (40, 5), (200, 0)]:
+        for _ in range(50):
+            rows = [{"batches": [batch("train") for _ in range(n_train)] + [batch("valid") for _ in range(n_valid)]}]
+            for kind in ("train", "valid")[: 1 + bool(n_valid)]:
+                on_train = kind == "train"
+                mine = _engine.EpochMeanScoring(f"{kind}_loss", on_train=on_train).get_avg_score(History(rows))
+                reference = PassthroughScoring(f"{kind}_loss", on_train=on_train).get_avg_score(History(rows))
+                assert mine == reference and type(mine) is type(reference)
+    empty = [{"batches": [batch("valid")]}]
+    with pytest.raises(KeyError):  # no training batch: skorch's error
+        _engine.EpochMeanScoring("train_loss", on_train=True).get_avg_score(History(empty))
 
 
 def _data(n=40, seed=0):

@@ -318,6 +318,18 @@ class SequenceNet(NeuralNet):
         training minimizes one), over all of ``dataset`` at once rather than over the
         batches of an epoch whose weights move between them. The stopping rule reads it
         when it watches the training loss (:class:`~sklearn_rnn._callbacks.EarlyStopping`).
+
+        Parameters
+        ----------
+        dataset : SequenceDataset
+            The sequences and their targets (a training call's ``X``).
+        objective : bool, default=False
+            Add the L2 penalty, when training minimizes one.
+
+        Returns
+        -------
+        float
+            The mean over the sequences, weighted as an epoch's batches are.
         """
         was_training = self.module_.training
         self.module_.train(False)

@@ -225,6 +225,17 @@ def _n_targets(y: Any) -> int:
     return len(y) if hasattr(y, "__len__") else len(np.asarray(y))
 
 
+@functools.cache
+def _has_fused_adam(device_type: str) -> bool:
+    """Whether this PyTorch runs :class:`torch.optim.Adam` with ``fused=True`` on
+    ``device_type`` (CUDA; the CPU from torch 2.4, before which it raises)."""
+    try:
+        torch.optim.Adam([torch.zeros(1, device=device_type, requires_grad=True)], fused=True)
+    except (RuntimeError, ValueError):
+        return False
+    return True
+
+
 def _optional_float(value: Any) -> float | None:
     """A numeric parameter as a Python float (None stays None)."""
     return None if value is None else float(value)
@@ -695,7 +706,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             conv_channels=int(self.conv_channels),
             conv_pool=conv_pool,
         ).to(device)
-        optimizer, optimizer_params = self._optimizer_spec(seeds)
+        optimizer, optimizer_params = self._optimizer_spec(seeds, device)
         net = make_net(
             module,
             self._criterion(),
@@ -897,7 +908,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return "train_objective" if self._penalized() else "train_loss"
 
     def _optimizer_spec(
-        self, seeds: _Seeds
+        self, seeds: _Seeds, device: torch.device
     ) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
         if self.optimizer == "sgd":
             return ClippedSGD, {"optimizer__clip_threshold": _optional_float(self.clip_threshold)}
@@ -907,12 +918,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "optimizer__switch_threshold": _optional_float(self.switch_threshold),
                 "optimizer__generator": seeds.optimizer,
             }
-        # PyTorch's fused step: one kernel over every parameter, on a CPU about a third
-        # of the time of the multi-tensor step (0.05 against 0.15 ms an update for the
-        # default network of one input channel) and a sixth of its calls on a GPU. The
-        # same update, with the products rounded in a different order (the stacked
-        # trainer, which writes Adam's arithmetic out, agrees to rounding).
-        return torch.optim.Adam, {"optimizer__fused": True}
+        # PyTorch's fused step where this PyTorch has it for the device (CUDA; the CPU
+        # from torch 2.4): one kernel over every parameter, on a CPU about a third of the
+        # time of the multi-tensor step (0.05 against 0.15 ms an update for the default
+        # network of one input channel). The same update, with the products rounded in a
+        # different order (the stacked trainer, which writes Adam's arithmetic out,
+        # agrees to rounding). Elsewhere the multi-tensor step.
+        if _has_fused_adam(device.type):
+            return torch.optim.Adam, {"optimizer__fused": True}
+        return torch.optim.Adam, {"optimizer__foreach": True}
 
     def _configure_training(
         self, net: SequenceNet, seeds: _Seeds, *, incremental: bool

@@ -164,6 +164,8 @@ def _data(n=40, seed=0):
     return X, np.array([int(x[:, 0].sum() > 0) for x in X])
 
 
+@pytest.mark.skipif(not _estimators._has_fused_adam("cpu"),
+                    reason="PyTorch before 2.4 has no fused Adam on the CPU (the fallback is tested below)")
 def test_adam_takes_the_fused_step_which_agrees_with_the_single_tensor_step(monkeypatch):
     """'adam' runs PyTorch's fused step (one kernel over every parameter: a third of the
     multi-tensor step's time on a CPU); the weights after training agree with those of
@@ -174,7 +176,7 @@ def test_adam_takes_the_fused_step_which_agrees_with_the_single_tensor_step(monk
     assert fast.net_.optimizer_.defaults["fused"] is True
     spec = _estimators.RNNClassifier._optimizer_spec
     monkeypatch.setattr(_estimators.RNNClassifier, "_optimizer_spec",
-                        lambda self, seeds: (spec(self, seeds)[0], {"optimizer__foreach": False}))
+                        lambda self, seeds, device: (spec(self, seeds, device)[0], {"optimizer__foreach": False}))
     slow = RNNClassifier(hidden_size=6, max_iter=4, device="cpu", random_state=0).fit(X, y)
     assert not slow.net_.optimizer_.defaults["fused"]
     assert fast.n_iter_ == slow.n_iter_
@@ -213,6 +215,35 @@ def test_gradient_clipping_is_torchs_clip_grad_norm_bit_for_bit(threshold):
     assert any(not torch.equal(a, g) for a, g in zip([a for a in ours if a is not None], unclipped)) == (
         threshold < 1e3
     )
+
+
+class _AdamWithoutFusedCPU(torch.optim.Adam):
+    """torch.optim.Adam as PyTorch 2.2 and 2.3 build it on the CPU: fused=True refused."""
+
+    def __init__(self, params, *args, fused=None, **kwargs):
+        if fused:
+            raise RuntimeError("`fused=True` requires all the params to be floating point Tensors "
+                               "of supported devices: ['cuda', 'xpu', 'privateuseone'].")
+        super().__init__(params, *args, fused=fused, **kwargs)
+
+
+def test_adam_falls_back_to_the_multi_tensor_step_where_pytorch_has_no_fused_one(monkeypatch):
+    """The fused step exists on the CPU from torch 2.4 (the package accepts 2.2): where
+    PyTorch refuses it for the device, 'adam' takes the multi-tensor step."""
+    has_it = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 4)
+    assert _estimators._has_fused_adam("cpu") is has_it
+    monkeypatch.setattr(torch.optim, "Adam", _AdamWithoutFusedCPU)
+    _estimators._has_fused_adam.cache_clear()
+    try:
+        assert _estimators._has_fused_adam("cpu") is False
+        model = RNNClassifier(hidden_size=6, max_iter=2, device="cpu", random_state=0).fit(*_data())
+    finally:
+        monkeypatch.undo()
+        _estimators._has_fused_adam.cache_clear()
+    defaults = model.net_.optimizer_.defaults
+    assert type(model.net_.optimizer_) is _AdamWithoutFusedCPU
+    assert defaults["foreach"] is True and not defaults["fused"]
+    assert _estimators._has_fused_adam("cpu") is has_it
 
 
 class EpochCounter(Callback):

@@ -1673,7 +1673,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Hold out ``validation_fraction`` of the data (stratified), stop when the
         validation loss has not improved by ``tol`` for ``n_iter_no_change`` epochs,
         and restore the weights of the best epoch. When False, the same rule watches
-        the training loss and restores the epoch of the lowest training loss. Either
+        the training loss and restores the epoch of the lowest training loss: the
+        weights that epoch ended with, or those it started with where their loss on
+        the training set is lower (an epoch's mean loss does not see its last
+        update; one pass over the training set each, at the end). Either
         way the patience is counted only after ``3 * n_iter_no_change`` epochs, so
         training runs at least ``4 * n_iter_no_change`` epochs (or ``max_iter``): a
         loss may stay flat for a while before the network learns what lies far back. 'auto'
@@ -2228,9 +2231,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Maximum number of epochs.
     early_stopping : bool or 'auto', default='auto'
         Stop on the validation loss of a held-out ``validation_fraction``; otherwise
-        on the training loss. Either way the best epoch's weights are restored and the
-        patience is counted only after ``3 * n_iter_no_change`` epochs. 'auto' holds out from
-        200 training sequences on (see :class:`RNNClassifier`).
+        on the training loss. Either way the best epoch's weights are restored (with
+        the training loss, as :class:`RNNClassifier` says) and the patience is counted
+        only after ``3 * n_iter_no_change`` epochs. 'auto' holds out from 200 training
+        sequences on (see :class:`RNNClassifier`).
     validation_fraction : float, default=0.1
         Share of the data held out for early stopping.
     n_iter_no_change : int, default=10

@@ -246,9 +246,11 @@ class EarlyStopping(_SkorchEarlyStopping):
         finally:
             self.load_best = load_best
             watched = self._watches_training_loss()
-            end = _weights(net) if load_best else None
             # skorch names the epoch best only in the epoch it improves.
-            if load_best and self.best_epoch_ == net.history[-1, "epoch"]:
+            improved = load_best and self.best_epoch_ == net.history[-1, "epoch"]
+            # Copied when kept: as the best epoch's, or as the next epoch's start.
+            end = _weights(net) if improved or watched else None
+            if improved:
                 self.best_model_weights_ = end
                 if watched:
                     self.best_start_weights_ = self._epoch_start
@@ -293,9 +295,9 @@ class GradientClipping(GradientNormClipping):
     every gradient, the norm of those norms, and every gradient scaled by
     ``min(1, threshold / (norm + 1e-6))``. The parameters are read once per training
     call instead of gathered again for every update, and the per-call grouping by
-    device and type is left out (one network's parameters share both): on a small
-    network the clip cost a third of what skorch's callback did (0.04 against 0.13 ms
-    an update).
+    device and type is left out (one network's parameters share both): in the default
+    network's fits on ItalyPowerDemand the clip cost half of what skorch's callback did
+    (0.07 against 0.13 ms an update).
 
     Parameters
     ----------
@@ -471,8 +473,7 @@ def check_finite_outputs(outputs: Any) -> None:
 
 
 def _snapshot(net: Any) -> dict[str, Any]:
-    module = {name: tensor.detach().clone() for name, tensor in net.module_.state_dict().items()}
-    return {"module": module, "optimizer": _copied(net.optimizer_.state_dict())}
+    return {"module": _weights(net), "optimizer": _copied(net.optimizer_.state_dict())}
 
 
 def _copied(value: Any) -> Any:

@@ -77,6 +77,14 @@ AUTO_CONV_MIN_SPANS = 2
 AUTO_CONV_POOL = 2
 AUTO_CONV_POOL_MIN_STEPS = 64
 
+#: ``instance_norm='auto'`` reads a channel per sequence when the median training
+#: sequence's standard deviation of it is below this share of its standard deviation
+#: over all steps (see :meth:`~sklearn_rnn.sequences.InputEncoder.nearly_flat_channels`):
+#: sequences whose amplitudes differ by orders of magnitude, most of them nearly flat at
+#: a shared scale (PLAID's median series has 0.0035 of it; every other set of the
+#: defaults study 0.36 or more).
+AUTO_INSTANCE_NORM_RATIO = 0.1
+
 #: ``tol='auto'``: the smallest improvement of the monitored loss that counts, for untimed
 #: sequences with one target each and the 'adam' or 'sgd' optimizer (the defaults study's
 #: stopping rule: ``benchmarks/bench_defaults.py``, variant ``tol1e-4`` for the finer one);
@@ -140,8 +148,8 @@ OPTIMIZERS = ("sgd", "adam", "simplex")
 #: ``BaseRNN._check_continuation`` compares with the network).
 _SHAPING_PARAMS = (
     "hidden_size", "cell", "num_layers", "dropout", "hidden_init", "spectral_radius",
-    "time_feature", "frame", "readout", "conv_kernels", "conv_channels", "conv_pool", "optimizer",
-    "device",
+    "time_feature", "frame", "instance_norm", "readout", "conv_kernels", "conv_channels", "conv_pool",
+    "optimizer", "device",
 )
 
 class _Seeds(NamedTuple):
@@ -294,6 +302,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "cell": [StrOptions(CellNames("auto"))],  # read from the registry at each check
         "time_feature": [Interval(Integral, None, None, closed="neither"), None],
         "frame": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "instance_norm": ["boolean", StrOptions({"auto"})],
         "readout": [StrOptions({"auto", *READOUTS})],
         "conv_kernels": [StrOptions({"auto"}), tuple, list, None],
         "conv_channels": [Interval(Integral, 1, None, closed="left")],
@@ -328,6 +337,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         cell: str = "auto",
         time_feature: int | None = None,
         frame: int | str = "auto",
+        instance_norm: bool | str = "auto",
         readout: str = "auto",
         conv_kernels: tuple[int, ...] | list[int] | str | None = "auto",
         conv_channels: int = 32,
@@ -358,6 +368,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.cell = cell
         self.time_feature = time_feature
         self.frame = frame
+        self.instance_norm = instance_norm
         self.readout = readout
         self.conv_kernels = conv_kernels
         self.conv_channels = conv_channels
@@ -530,7 +541,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self._check_precision(device)
         if reset:
             time_feature = None if self.time_feature is None else int(self.time_feature)
-            self._encoder = InputEncoder.fit(sequences, time_feature=time_feature)
+            self._encoder = InputEncoder.fit(
+                sequences, time_feature=time_feature,
+                scaled=self._resolved_instance_norm(sequences, time_feature),
+            )
         data = self._encoder.encode(sequences, device=device)
         check_float32_range(data.values, data.lengths)
         train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
@@ -557,6 +571,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "spectral_radius": module.spectral_radius,
             "time_feature": self._encoder.time_feature,
             "frame": self._frame,
+            "instance_norm": self._encoder.scaled,
             "readout": module.readout_mode,
             "conv_kernels": () if module.conv is None else module.conv.kernel_sizes,
             "conv_channels": None if module.conv is None else module.conv.channels,
@@ -597,6 +612,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if self.time_feature is None
             else _resolve_time_feature(int(self.time_feature), self._encoder.n_features),
             "frame": self._frame if isinstance(self.frame, str) else int(self.frame),
+            "instance_norm": self._resolved_instance_norm(),
             "readout": self._resolved_readout(),
             "conv_kernels": (conv := self._resolved_conv()),
             "conv_channels": int(self.conv_channels) if conv else None,
@@ -760,6 +776,34 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return 1
         median = float(np.median([len(sequence) for sequence in sequences]))
         return max(1, int(np.ceil(median / AUTO_FRAME_STEPS)))
+
+    def _resolved_instance_norm(
+        self, sequences: list[np.ndarray] | None = None, time_feature: int | None = None
+    ) -> tuple[int, ...]:
+        """``instance_norm`` as the value channels the encoder reads per sequence: all of
+        them for True, none for False; for 'auto', the nearly flat channels of the
+        (framed) training ``sequences`` (:data:`AUTO_INSTANCE_NORM_RATIO`) for untimed
+        sequences with one target each and the 'adam' or 'sgd' optimizer, none
+        otherwise. Without ``sequences`` (continued training), 'auto' is what the fit
+        chose."""
+        if isinstance(self.instance_norm, str):  # 'auto'
+            if sequences is None:
+                return self._encoder.scaled
+            if not self._auto_untimed():
+                return ()
+            return InputEncoder.nearly_flat_channels(sequences, ratio=AUTO_INSTANCE_NORM_RATIO)
+        if not self.instance_norm:
+            return ()
+        if self._output_steps.every_step:
+            raise ValueError(
+                f"instance_norm=True reads each sequence's mean and standard deviation, which "
+                f"would make {type(self).__name__}'s output at a step depend on the steps "
+                "after it; use instance_norm=False (or 'auto'), or scale the sequences "
+                "before the estimator."
+            )
+        if sequences is None:
+            return tuple(range(self._encoder.n_values))
+        return tuple(range(sequences[0].shape[1] - (time_feature is not None)))
 
     def _auto_untimed(self) -> bool:
         """Whether 'auto' settings take the choices of the defaults study for untimed
@@ -1313,6 +1357,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "use_mask": bool(self._encoder.use_mask),
                 "time_feature": self._encoder.time_feature,
                 "time_scale": float(self._encoder.time_scale),
+                **({} if not self._encoder.scaled else {
+                    "scaled": list(self._encoder.scaled),
+                    "scale_floor": np.asarray(self._encoder.scale_floor, dtype=np.float64),
+                    "level_stats": np.asarray(self._encoder.level_stats, dtype=np.float64),
+                    "log_scale_stats": np.asarray(self._encoder.log_scale_stats, dtype=np.float64),
+                }),
             },
             "frame": int(self._frame),
             "readout": self.module_.readout_mode,
@@ -1358,7 +1408,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         estimator.n_features_in_ = state["n_features_in_"]
         estimator._fitted_layout = state["fitted_layout"]
         estimator._n_step_features = state["n_step_features"]
-        estimator._encoder = InputEncoder(**state["encoder"])
+        estimator._encoder = InputEncoder(**state["encoder"])  # files before instance_norm: none scaled
         estimator._frame = state["frame"]
         estimator._early_stopping = state["early_stopping"]
         for name in ("n_iter_", "loss_curve_", "validation_scores_", "best_validation_score_",
@@ -1599,6 +1649,19 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
         'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
         above 1 with ``time_feature`` is refused.
+    instance_norm : bool or 'auto', default='auto'
+        Read the values of each sequence on its own scale: every value channel (the
+        time column excluded) is centred on the sequence's own mean and divided by its
+        own standard deviation, and those two statistics reach the network as two more
+        channels, constant along the sequence (the mean, and the logarithm of the
+        standard deviation, each standardized over the training sequences; see
+        :class:`~sklearn_rnn.sequences.InputEncoder`). For series whose amplitudes
+        differ by orders of magnitude, which at any scale they share leave most of them
+        nearly flat lines. 'auto' reads so the channels whose median training sequence
+        varies by less than a tenth of the channel's spread over all steps
+        (:meth:`~sklearn_rnn.sequences.InputEncoder.nearly_flat_channels`), for
+        untimed sequences with 'adam' or 'sgd', and none otherwise; the fitted
+        choice is ``_encoder.scaled``. See :ref:`defaults`.
     readout : {'auto', 'last', 'pool'}, default='auto'
         What the output layer reads: 'last', the state at each sequence's last valid
         step (the thesis), or 'pool', that state concatenated with the mean and the
@@ -1754,9 +1817,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         step size, batch size, thresholds, ``alpha`` and stopping rule take their
         current values; a changed parameter that shaped the network or chose the
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
-        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``readout``,
-        ``conv_kernels``, ``conv_channels``, ``conv_pool``, ``optimizer``, ``device``) is
-        refused with a ValueError (as by ``partial_fit``): refit afresh for those.
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``,
+        ``instance_norm``, ``readout``, ``conv_kernels``, ``conv_channels``,
+        ``conv_pool``, ``optimizer``, ``device``) is refused with a ValueError (as by
+        ``partial_fit``): refit afresh for those.
 
     callbacks : list of (str, skorch callback) or None, default=None
         Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
@@ -1877,6 +1941,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         cell: str = "auto",
         time_feature: int | None = None,
         frame: int | str = "auto",
+        instance_norm: bool | str = "auto",
         readout: str = "auto",
         conv_kernels: tuple[int, ...] | list[int] | str | None = "auto",
         conv_channels: int = 32,
@@ -1911,6 +1976,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             cell=cell,
             time_feature=time_feature,
             frame=frame,
+            instance_norm=instance_norm,
             readout=readout,
             conv_kernels=conv_kernels,
             conv_channels=conv_channels,
@@ -2170,6 +2236,19 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
         'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
         above 1 with ``time_feature`` is refused.
+    instance_norm : bool or 'auto', default='auto'
+        Read the values of each sequence on its own scale: every value channel (the
+        time column excluded) is centred on the sequence's own mean and divided by its
+        own standard deviation, and those two statistics reach the network as two more
+        channels, constant along the sequence (the mean, and the logarithm of the
+        standard deviation, each standardized over the training sequences; see
+        :class:`~sklearn_rnn.sequences.InputEncoder`). For series whose amplitudes
+        differ by orders of magnitude, which at any scale they share leave most of them
+        nearly flat lines. 'auto' reads so the channels whose median training sequence
+        varies by less than a tenth of the channel's spread over all steps
+        (:meth:`~sklearn_rnn.sequences.InputEncoder.nearly_flat_channels`), for
+        untimed sequences with 'adam' or 'sgd', and none otherwise; the fitted
+        choice is ``_encoder.scaled``. See :ref:`defaults`.
     readout : {'auto', 'last', 'pool'}, default='auto'
         What the output layer reads: 'last', the state at each sequence's last valid
         step (the thesis), or 'pool', that state concatenated with the mean and the
@@ -2280,9 +2359,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         step size, batch size, thresholds, ``alpha`` and stopping rule take their
         current values; a changed parameter that shaped the network or chose the
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
-        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``readout``,
-        ``conv_kernels``, ``conv_channels``, ``conv_pool``, ``optimizer``, ``device``) is
-        refused with a ValueError (as by ``partial_fit``): refit afresh for those.
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``,
+        ``instance_norm``, ``readout``, ``conv_kernels``, ``conv_channels``,
+        ``conv_pool``, ``optimizer``, ``device``) is refused with a ValueError (as by
+        ``partial_fit``): refit afresh for those.
 
     callbacks : list of (str, skorch callback) or None, default=None
         Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training

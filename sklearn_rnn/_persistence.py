@@ -94,10 +94,33 @@ def _label_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "biufUO"
 
 
+#: The encoder's fields for the channels it reads per sequence (``instance_norm``):
+#: all of them or, in files of models that read none (and files from before), none.
+_SCALED_FIELDS = {"scaled", "scale_floor", "level_stats", "log_scale_stats"}
+
+
+def _per_sequence_fields(value: dict) -> bool:
+    if not _SCALED_FIELDS & set(value):
+        return True
+    scaled = value["scaled"]
+    if not (isinstance(scaled, list) and scaled and all(_is_int(c) and c >= 0 for c in scaled)):
+        return False
+    k = len(scaled)
+    floor, levels, log_scales = value["scale_floor"], value["level_stats"], value["log_scale_stats"]
+    return (
+        _float_array(floor) and floor.shape == (k,) and bool(np.all(floor > 0))
+        and all(isinstance(stats, np.ndarray) and stats.dtype == np.float64 and stats.shape == (2, k)
+                and bool(np.all(np.isfinite(stats))) and bool(np.all(stats[1] > 0))
+                for stats in (levels, log_scales))
+    )
+
+
 def _encoder(value: Any) -> bool:
+    base = {"n_features", "fill_values", "use_mask", "time_feature", "time_scale"}
     return (
         isinstance(value, dict)
-        and set(value) == {"n_features", "fill_values", "use_mask", "time_feature", "time_scale"}
+        and set(value) in (base, base | _SCALED_FIELDS)
+        and _per_sequence_fields(value)
         and _is_int(value["n_features"])
         and value["n_features"] >= 1
         and _float_array(value["fill_values"])

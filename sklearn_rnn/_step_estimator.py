@@ -52,6 +52,9 @@ class RNNStepClassifier(BaseRNN):
         Column of each step's time stamp, read as gaps (see :class:`RNNClassifier`).
     frame : int or 'auto', default='auto'
         Only 1 here ('auto' is 1): a frame would mix the targets of several steps.
+    instance_norm : bool or 'auto', default='auto'
+        Only False here ('auto' is False; True is refused): a sequence's own mean and
+        standard deviation would let the output at a step read the steps after it.
     readout : {'auto', 'last'}, default='auto'
         Only 'last' here ('auto' is 'last'): every step's output reads that step's state.
     conv_kernels, conv_channels, conv_pool : default='auto', 32, 'auto'
@@ -121,9 +124,10 @@ class RNNStepClassifier(BaseRNN):
         step size, batch size, thresholds, ``alpha`` and stopping rule take their
         current values; a changed parameter that shaped the network or chose the
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
-        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``, ``readout``,
-        ``conv_kernels``, ``conv_channels``, ``conv_pool``, ``optimizer``, ``device``) is
-        refused with a ValueError (as by ``partial_fit``): refit afresh for those.
+        ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``,
+        ``instance_norm``, ``readout``, ``conv_kernels``, ``conv_channels``,
+        ``conv_pool``, ``optimizer``, ``device``) is refused with a ValueError (as by
+        ``partial_fit``): refit afresh for those.
 
     callbacks : list of (str, skorch callback) or None, default=None
         Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training

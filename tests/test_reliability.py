@@ -154,7 +154,7 @@ def test_an_architecture_change_in_a_partial_fit_stream_is_refused():
 #: ``device`` is left to the GPU tests (this machine may have only the CPU).
 SHAPING_CHANGES = {
     "hidden_size": 8, "cell": "lstm", "num_layers": 2, "dropout": 0.1, "hidden_init": "learned",
-    "spectral_radius": 0.9, "time_feature": 0, "frame": 2, "readout": "last",
+    "spectral_radius": 0.9, "time_feature": 0, "frame": 2, "instance_norm": True, "readout": "last",
     "conv_kernels": (5,), "conv_channels": 8, "conv_pool": 2, "optimizer": "sgd",
 }
 

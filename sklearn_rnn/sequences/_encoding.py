@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -30,8 +32,19 @@ class InputEncoder:
     time" (what a decay with the gap needs) and puts a typical gap at 1. Raw time
     stamps are never given to the network: they have an arbitrary origin.
 
-    Channel layout of each step: ``[values (n_values), masks (n_masked), gap,
-    elapsed]``, the last two only with a time column.
+    Value channels listed in ``scaled`` are read **per sequence**: each sequence's values
+    of such a channel are centred on their own mean and divided by their own standard
+    deviation (at least ``scale_floor``), so that its shape reaches the network whatever
+    its amplitude, and the two statistics it loses come back as two channels constant
+    along the sequence, its **level** (the mean) and the logarithm of its **scale** (the
+    standard deviation), each standardized with the training sequences' mean and
+    spread of them. Missing values are skipped by the statistics and stay missing in
+    the scaled values (filled as above); a sequence with no observed value of the
+    channel gets the training mean of its level and log scale.
+
+    Channel layout of each step: ``[values (n_values), masks (n_masked), levels
+    (n_scaled), log scales (n_scaled), gap, elapsed]``, the last two only with a time
+    column.
 
     Parameters
     ----------
@@ -45,6 +58,14 @@ class InputEncoder:
         Index of the time column in the raw sequences (non-negative).
     time_scale : float, default=1.0
         Unit of the time channels, in the unit of the time column.
+    scaled : sequence of int, default=()
+        Value channels (indices among the ``n_values`` value channels) read per
+        sequence.
+    scale_floor : ndarray of shape (n_scaled,), optional
+        The smallest standard deviation a sequence's scaled channel is divided by.
+    level_stats, log_scale_stats : ndarray of shape (2, n_scaled), optional
+        Mean and standard deviation over the training sequences of each scaled
+        channel's level and log scale, which standardize those channels.
 
     Examples
     --------
@@ -68,6 +89,18 @@ class InputEncoder:
     array([[1.2 , 0.  , 0.  ],
            [1.5 , 0.67, 0.67],
            [2.  , 1.33, 2.  ]])
+
+    A channel read per sequence: two series of the same shape, one a thousand times
+    the other, become the same values, and their levels and scales two more channels:
+
+    >>> small = np.array([[0.001], [0.002], [0.003]])
+    >>> encoder = InputEncoder.fit([small, 1000 * small], scaled=[0])
+    >>> encoder.n_scaled, encoder.n_inputs
+    (1, 3)
+    >>> np.round(encoder.encode_arrays([small, 1000 * small])[1], 2)
+    array([[-1.22,  1.  ,  1.  ],
+           [ 0.  ,  1.  ,  1.  ],
+           [ 1.22,  1.  ,  1.  ]])
     """
 
     def __init__(
@@ -77,16 +110,32 @@ class InputEncoder:
         use_mask: bool,
         time_feature: int | None = None,
         time_scale: float = 1.0,
+        scaled: tuple[int, ...] | list[int] = (),
+        scale_floor: np.ndarray | None = None,
+        level_stats: np.ndarray | None = None,
+        log_scale_stats: np.ndarray | None = None,
     ) -> None:
         self.n_features = n_features
         self.fill_values = fill_values
         self.use_mask = use_mask
         self.time_feature = time_feature
         self.time_scale = time_scale
+        self.scaled = tuple(int(channel) for channel in scaled)
+        empty = np.zeros((2, 0))
+        self.scale_floor = np.zeros(0) if scale_floor is None else np.asarray(scale_floor, dtype=np.float64)
+        self.level_stats = empty if level_stats is None else np.asarray(level_stats, dtype=np.float64)
+        self.log_scale_stats = empty if log_scale_stats is None else np.asarray(log_scale_stats, dtype=np.float64)
 
     @classmethod
-    def fit(cls, sequences: list[np.ndarray], *, time_feature: int | None = None) -> InputEncoder:
-        """Learn fill values, whether masks are needed and the time scale.
+    def fit(
+        cls,
+        sequences: list[np.ndarray],
+        *,
+        time_feature: int | None = None,
+        scaled: tuple[int, ...] | list[int] = (),
+    ) -> InputEncoder:
+        """Learn fill values, whether masks are needed, the time scale and the
+        statistics of the channels read per sequence.
 
         Parameters
         ----------
@@ -95,6 +144,9 @@ class InputEncoder:
         time_feature : int or None, default=None
             Index of the column holding each step's time stamp (negative indices count
             from the end); None when the sequences have no time column.
+        scaled : sequence of int, default=()
+            Value channels to read per sequence (indices among the value channels,
+            the time column excluded), such as :meth:`nearly_flat_channels` finds.
 
         Returns
         -------
@@ -103,8 +155,9 @@ class InputEncoder:
         Raises
         ------
         ValueError
-            ``time_feature`` out of range, or a time that is missing or decreases
-            within a sequence (the message names the sequence and step).
+            ``time_feature`` out of range, a time that is missing or decreases within
+            a sequence (the message names the sequence and step), or a ``scaled``
+            channel out of range.
         """
         n_features = sequences[0].shape[1]
         time_feature = _resolve_time_feature(time_feature, n_features)
@@ -118,11 +171,77 @@ class InputEncoder:
             # No positive gap (single steps, or repeated times): any scale gives 0 gaps.
             time_scale = float(np.median(positive)) if positive.size else 1.0
         steps = _values(np.concatenate(sequences, axis=0), time_feature)  # (N, n_values)
+        scaled = tuple(int(channel) for channel in scaled)
+        bad = [channel for channel in scaled if not 0 <= channel < steps.shape[1]]
+        if bad or len(set(scaled)) != len(scaled):
+            raise ValueError(
+                f"scaled must name distinct value channels in [0, {steps.shape[1] - 1}] (the "
+                f"features other than the time column); got {list(scaled)}."
+            )
+        encoder = cls(n_features, np.zeros(steps.shape[1]), False, time_feature, time_scale, scaled)
+        if scaled:
+            lengths = np.array([len(sequence) for sequence in sequences])
+            level, spread = _sequence_moments(steps[:, scaled], lengths)  # (n, n_scaled) each
+            pooled = np.nanstd(steps[:, scaled], axis=0)
+            encoder.scale_floor = 1e-8 * np.where(pooled > 0, pooled, 1.0)
+            log_scale = np.log(np.maximum(spread, encoder.scale_floor))
+            encoder.level_stats = _center_and_spread(level)
+            encoder.log_scale_stats = _center_and_spread(log_scale)
+            steps = steps.copy()
+            steps[:, scaled] = encoder._scaled_values(steps[:, scaled], level, spread, lengths)
         observed = ~np.isnan(steps)
         counts = observed.sum(axis=0)
         sums = np.where(observed, steps, 0.0).sum(axis=0)
-        fill_values = np.divide(sums, counts, out=np.zeros(steps.shape[1]), where=counts > 0)
-        return cls(n_features, fill_values, bool((~observed).any()), time_feature, time_scale)
+        encoder.fill_values = np.divide(sums, counts, out=np.zeros(steps.shape[1]), where=counts > 0)
+        encoder.use_mask = bool((~observed).any())
+        return encoder
+
+    @staticmethod
+    def nearly_flat_channels(
+        sequences: list[np.ndarray], *, time_feature: int | None = None, ratio: float = 0.1
+    ) -> tuple[int, ...]:
+        """The value channels that most sequences hold nearly flat at the shared scale.
+
+        A channel is nearly flat when the median over the sequences of its standard
+        deviation within a sequence is below ``ratio`` times its
+        standard deviation over all steps: the sequences differ in amplitude by
+        orders of magnitude, and most of them reach a network as almost constant
+        lines at any scale that all sequences share. Such channels are the ones to
+        read per sequence (``scaled`` of :meth:`fit`). A channel constant within
+        most sequences (a per-sequence covariate: a median below ``1e-8`` times the
+        spread, rounding errors) is not one of them.
+
+        Parameters
+        ----------
+        sequences : list of ndarray of shape (T_i, n_features)
+            Canonical training sequences.
+        time_feature : int or None, default=None
+            Index of the time column, which is never a value channel.
+        ratio : float, default=0.1
+
+        Returns
+        -------
+        tuple of int
+            Indices among the value channels.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_rnn.sequences import InputEncoder
+        >>> rng = np.random.default_rng(0)
+        >>> amplitudes = 10.0 ** rng.uniform(-4, 1, size=40)
+        >>> X = [np.column_stack([a * rng.normal(size=30), rng.normal(size=30)]) for a in amplitudes]
+        >>> InputEncoder.nearly_flat_channels(X)
+        (0,)
+        """
+        steps = _values(np.concatenate(sequences, axis=0), _resolve_time_feature(time_feature, sequences[0].shape[1]))
+        lengths = np.array([len(sequence) for sequence in sequences])
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN channels of a sequence
+            typical = np.nanmedian(_sequence_moments(steps, lengths)[1], axis=0)
+            pooled = np.nanstd(steps, axis=0)
+        flat = (typical > 1e-8 * pooled) & (typical < ratio * pooled)  # not rounding errors
+        return tuple(int(channel) for channel in np.flatnonzero(flat))
 
     @property
     def n_values(self) -> int:
@@ -135,14 +254,19 @@ class InputEncoder:
         return self.n_values if self.use_mask else 0
 
     @property
+    def n_scaled(self) -> int:
+        """Value channels read per sequence (each adds a level and a log-scale channel)."""
+        return len(self.scaled)
+
+    @property
     def gap_channel(self) -> int | None:
         """Index of the gap channel in the encoded steps (elapsed time follows it)."""
-        return None if self.time_feature is None else self.n_values + self.n_masked
+        return None if self.time_feature is None else self.n_values + self.n_masked + 2 * self.n_scaled
 
     @property
     def n_inputs(self) -> int:
         """Channels the network reads per step."""
-        return self.n_values + self.n_masked + (0 if self.time_feature is None else 2)
+        return self.n_values + self.n_masked + 2 * self.n_scaled + (0 if self.time_feature is None else 2)
 
     def encode_arrays(self, sequences: list[np.ndarray]) -> list[np.ndarray]:
         """Encode into a list of ``(T_i, n_inputs)`` arrays.
@@ -189,11 +313,39 @@ class InputEncoder:
         self, sequences: list[np.ndarray], raw: np.ndarray, lengths: np.ndarray
     ) -> np.ndarray:
         """Encode ``raw``, the ``(N, n_features)`` steps of ``sequences`` joined."""
-        values = self._fill(_values(raw, self.time_feature), lengths)  # (N, n_values [+ masks])
+        values = _values(raw, self.time_feature)  # (N, n_values)
+        statistics = None
+        if self.scaled:
+            values, statistics = self._per_sequence(values, lengths)
+        values = self._fill(values, lengths)  # (N, n_values [+ masks])
+        if statistics is not None:
+            values = np.hstack([values, np.repeat(statistics, lengths, axis=0)])
         if self.time_feature is None:
             return values
         check_times(sequences, self.time_feature, joined=(raw[:, self.time_feature], lengths))
         return np.hstack([values, self._time_channels(raw[:, self.time_feature], lengths)])
+
+    def _per_sequence(self, values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``values`` with the scaled channels read per sequence, and each sequence's
+        standardized levels and log scales, ``(n, 2 * n_scaled)`` (0, the training
+        mean, where a sequence has no observed value of a channel)."""
+        columns = list(self.scaled)
+        level, spread = _sequence_moments(values[:, columns], lengths)
+        values = values.copy()  # the caller's steps stay as they are
+        values[:, columns] = self._scaled_values(values[:, columns], level, spread, lengths)
+        log_scale = np.log(np.maximum(spread, self.scale_floor))
+        statistics = np.hstack([
+            (level - self.level_stats[0]) / self.level_stats[1],
+            (log_scale - self.log_scale_stats[0]) / self.log_scale_stats[1],
+        ])
+        return values, np.nan_to_num(statistics, nan=0.0)
+
+    def _scaled_values(
+        self, values: np.ndarray, level: np.ndarray, spread: np.ndarray, lengths: np.ndarray
+    ) -> np.ndarray:
+        """Scaled channels' ``values`` centred and divided per sequence (NaN stays NaN)."""
+        scale = np.maximum(spread, self.scale_floor)
+        return (values - np.repeat(level, lengths, axis=0)) / np.repeat(scale, lengths, axis=0)
 
     def _fill(self, steps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         observed = ~np.isnan(steps)  # (N, n_values)
@@ -213,6 +365,29 @@ class InputEncoder:
         starts = np.cumsum(lengths) - lengths  # (n,) first row of each sequence
         elapsed = times - np.repeat(times[starts], lengths)  # (N,)
         return np.column_stack([step_gaps(times, lengths), elapsed]) / self.time_scale  # (N, 2)
+
+
+def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each sequence's mean and standard deviation of each channel over its observed
+    steps, ``(n, channels)`` each; NaN where a sequence observed none."""
+    starts = np.cumsum(lengths) - lengths
+    observed = ~np.isnan(values)
+    counts = np.add.reduceat(observed, starts, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.add.reduceat(np.where(observed, values, 0.0), starts, axis=0) / counts
+        deviations = np.where(observed, values - np.repeat(mean, lengths, axis=0), 0.0)
+        spread = np.sqrt(np.add.reduceat(deviations**2, starts, axis=0) / counts)
+    return mean, spread
+
+
+def _center_and_spread(statistic: np.ndarray) -> np.ndarray:
+    """``(2, channels)``: the mean and standard deviation over sequences of a per-sequence
+    statistic (NaN where a sequence had none skipped; a spread of 0 read as 1)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a channel no sequence observed
+        center = np.nan_to_num(np.nanmean(statistic, axis=0))
+        spread = np.nanstd(statistic, axis=0)
+    return np.vstack([center, np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)])
 
 
 def _values(steps: np.ndarray, time_feature: int | None) -> np.ndarray:

@@ -1,0 +1,180 @@
+"""instance_norm: channels read per sequence, for series whose amplitudes differ by
+orders of magnitude (PLAID's case in the defaults study)."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from safetensors import safe_open
+from safetensors.torch import save_file
+from sklearn.exceptions import ConvergenceWarning
+
+import sklearn_rnn
+from sklearn_rnn import RNNClassifier, RNNRegressor, RNNStepClassifier
+from sklearn_rnn.sequences import InputEncoder
+
+TINY = dict(hidden_size=5, max_iter=3, batch_size=8, random_state=0)
+
+
+def fit(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(X, y)
+
+
+def shapes(n, seed, low=-5.0, high=1.0):
+    """Two classes told apart by their shape only (a sine or a square wave), each series
+    at an amplitude drawn over ``10**low`` to ``10**high``."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        label = int(rng.integers(2))
+        t = np.arange(int(rng.integers(40, 80))) / 3.0
+        wave = np.sin(t) if label else np.sign(np.sin(t))
+        X.append((10 ** rng.uniform(low, high) * (wave + 0.1 * rng.normal(size=len(t))))[:, None])
+        y.append(label)
+    return X, np.array(y)
+
+
+def test_a_scaled_channel_is_each_sequence_on_its_own_scale_with_its_level_and_scale_beside():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(loc=3.0, size=(int(rng.integers(3, 9)), 2)) * [1.0, 10.0 ** k] for k in range(-3, 3)]
+    encoder = InputEncoder.fit(X, scaled=[1])
+    assert encoder.n_inputs == 2 + 2 and encoder.gap_channel is None
+    encoded = encoder.encode_arrays(X)
+    levels = np.array([x[:, 1].mean() for x in X])
+    log_scales = np.log([x[:, 1].std() for x in X])
+    for x, steps, level, log_scale in zip(X, encoded, levels, log_scales):
+        np.testing.assert_array_equal(steps[:, 0], x[:, 0])  # not scaled: as given
+        np.testing.assert_allclose(steps[:, 1], (x[:, 1] - level) / x[:, 1].std())
+        np.testing.assert_allclose(steps[:, 2], (level - levels.mean()) / levels.std())
+        np.testing.assert_allclose(steps[:, 3], (log_scale - log_scales.mean()) / log_scales.std())
+    # A series and the same series a million times larger: the same shape, another scale.
+    twice = encoder.encode_arrays([X[0], 1e6 * X[0]])
+    np.testing.assert_allclose(twice[0][:, 1], twice[1][:, 1])
+    np.testing.assert_allclose(twice[1][:, 3] - twice[0][:, 3], np.log(1e6) / log_scales.std())
+    # Encoding leaves the caller's arrays as they were.
+    before = [x.copy() for x in X]
+    encoder.encode_arrays(X)
+    for x, kept in zip(X, before):
+        np.testing.assert_array_equal(x, kept)
+
+
+def test_missing_values_flat_and_one_step_sequences_are_read_per_sequence_without_nan():
+    X = [
+        np.array([[1.0], [np.nan], [3.0]]),  # a gap: skipped by the statistics, filled after
+        np.array([[np.nan], [np.nan]]),  # nothing observed: the training mean of level and scale
+        np.array([[5.0], [5.0], [5.0]]),  # flat: scale at the floor, values 0
+        np.array([[2.0]]),  # one step: the same
+    ]
+    encoder = InputEncoder.fit(X, scaled=[0])
+    assert encoder.use_mask and encoder.n_inputs == 1 + 1 + 2
+    encoded = encoder.encode_arrays(X)
+    assert all(np.isfinite(steps).all() for steps in encoded)
+    np.testing.assert_allclose(encoded[0][:, 0], [-1.0, -1.0, 1.0])  # carried forward
+    np.testing.assert_array_equal(encoded[0][:, 1], [1.0, 0.0, 1.0])  # the mask
+    np.testing.assert_array_equal(encoded[1][:, 2:], 0.0)  # the training mean of each statistic
+    np.testing.assert_array_equal(encoded[2][:, 0], 0.0)
+    np.testing.assert_array_equal(encoded[3][:, 0], 0.0)
+    assert encoded[2][0, 3] == encoded[3][0, 3] < encoded[0][0, 3]  # both at the floor
+    with pytest.raises(ValueError, match=r"scaled must name distinct value channels in \[0, 0\].*got \[1\]"):
+        InputEncoder.fit(X, scaled=[1])
+
+
+def test_the_time_column_is_never_scaled_and_the_gap_channel_follows_the_statistics():
+    rng = np.random.default_rng(1)
+    X = [np.column_stack([np.cumsum(rng.uniform(1, 2, size=5)), 10.0 ** k * rng.normal(size=5)])
+         for k in range(-4, 2)]
+    encoder = InputEncoder.fit(X, time_feature=0, scaled=[0])
+    assert encoder.n_values == 1 and encoder.gap_channel == 3 and encoder.n_inputs == 5
+    unscaled = InputEncoder.fit(X, time_feature=0).encode_arrays(X)
+    for steps, plain in zip(encoder.encode_arrays(X), unscaled):
+        np.testing.assert_array_equal(steps[:, 3:], plain[:, 1:])  # gap and elapsed time
+    assert InputEncoder.nearly_flat_channels(X, time_feature=0) == (0,)
+
+
+def test_nearly_flat_channels_are_those_whose_typical_sequence_is_flat_at_the_shared_scale():
+    rng = np.random.default_rng(2)
+    amplitudes = 10.0 ** rng.uniform(-5, 1, size=60)
+    X = [np.column_stack([
+        a * rng.normal(size=20),  # amplitudes over six orders of magnitude: nearly flat
+        rng.normal(size=20),  # one scale for all
+        np.full(20, rng.normal()),  # constant within each sequence (a covariate)
+        a * rng.normal(size=20) + 1e3 * (i == 0),  # flat, but one sequence far off: still flat
+    ]) for i, a in enumerate(amplitudes)]
+    assert InputEncoder.nearly_flat_channels(X) == (0, 3)
+    assert InputEncoder.nearly_flat_channels(X, ratio=1e-9) == ()
+
+
+def test_auto_reads_series_of_very_different_amplitudes_per_sequence_and_learns_their_shapes():
+    X, y = shapes(240, seed=0)
+    X_test, y_test = shapes(200, seed=1)
+    params = dict(random_state=0, max_iter=15, hidden_size=16)
+    auto = fit(RNNClassifier(**params), X, y)
+    assert auto._encoder.scaled == (0,) and auto._encoder.n_inputs == 3
+    plain = fit(RNNClassifier(instance_norm=False, **params), X, y)
+    assert plain._encoder.scaled == ()
+    assert auto.score(X_test, y_test) >= 0.95
+    assert auto.score(X_test, y_test) >= plain.score(X_test, y_test) + 0.05
+    # One shared scale: 'auto' reads none per sequence, and the fit is the one it was.
+    X_same, _ = shapes(60, seed=2, low=0.0, high=0.3)
+    same = fit(RNNClassifier(**TINY), X_same, y[:60])
+    off = fit(RNNClassifier(instance_norm=False, **TINY), X_same, y[:60])
+    assert same._encoder.scaled == ()
+    np.testing.assert_array_equal(same.predict_proba(X_same), off.predict_proba(X_same))
+
+
+def test_auto_reads_none_per_sequence_with_time_simplex_or_steps_and_true_reads_every_value_channel():
+    X, y = shapes(24, seed=3)
+    timed = [np.column_stack([np.arange(len(x), dtype=float), x]) for x in X]
+    assert fit(RNNClassifier(time_feature=0, **TINY), timed, y)._encoder.scaled == ()
+    assert fit(RNNClassifier(optimizer="simplex", **TINY), X, y)._encoder.scaled == ()
+    assert fit(RNNClassifier(cell="tanh", **TINY), X, y)._encoder.scaled == (0,)
+    both = fit(RNNRegressor(instance_norm=True, time_feature=0, **TINY), timed, y.astype(float))
+    assert both._encoder.scaled == (0,) and both._encoder.gap_channel == 3
+    assert np.isfinite(both.predict(timed)).all()
+    steps = [np.repeat(label, len(x))[:, None] for x, label in zip(X, y)]
+    assert fit(RNNStepClassifier(**TINY), X, steps)._encoder.scaled == ()
+    refused = RNNStepClassifier(instance_norm=True, **TINY)
+    with pytest.raises(ValueError, match="instance_norm=True reads each sequence's mean .* use instance_norm=False"):
+        refused.fit(X, steps)
+    assert not hasattr(refused, "net_")
+
+
+def test_long_series_are_framed_after_their_channel_is_found_flat():
+    X, y = shapes(40, seed=4)
+    long = [np.repeat(x, 4, axis=0) for x in X]  # median length about 240 raw steps: frame 2
+    clf = fit(RNNClassifier(**TINY), long, y)
+    assert clf._frame == 2 and clf._encoder.scaled == (0, 1)  # both columns of a frame
+    assert clf._encoder.n_inputs == 2 + 2 * 2
+
+
+def test_a_model_read_per_sequence_saves_and_loads_and_a_forged_statistic_is_refused(tmp_path):
+    X, y = shapes(30, seed=5)
+    clf = fit(RNNClassifier(**TINY), X, y)
+    path = tmp_path / "clf.safetensors"
+    clf.save(path)
+    loaded = RNNClassifier.load(path)
+    assert loaded._encoder.scaled == (0,)
+    np.testing.assert_array_equal(loaded._encoder.level_stats, clf._encoder.level_stats)
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    fit(loaded.set_params(warm_start=True), X, y)  # 'auto' continues with what the fit chose
+
+    from sklearn_rnn._persistence import _digest
+
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    for field in ("scale_floor", "level_stats"):
+        forged_header = json.loads(json.dumps(header))
+        pairs = forged_header["state"]["encoder"]["pairs"]
+        if field == "scale_floor":  # a floor of 0 would divide a flat sequence by 0
+            dict(pairs)["scale_floor"]["items"] = [0.0]
+        else:  # the statistics of a scaled channel, but not all of them
+            pairs[:] = [pair for pair in pairs if pair[0] != "level_stats"]
+        forged_header["sha256"] = _digest(forged_header, tensors)
+        forged = tmp_path / "forged.safetensors"
+        save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(forged_header)})
+        with pytest.raises(ValueError, match="encoder"):
+            sklearn_rnn.load(forged)

@@ -1660,8 +1660,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         nearly flat lines. 'auto' reads so the channels whose median training sequence
         varies by less than a tenth of the channel's spread over all steps
         (:meth:`~sklearn_rnn.sequences.InputEncoder.nearly_flat_channels`), for
-        untimed sequences with 'adam' or 'sgd', and none otherwise; the fitted
-        choice is ``_encoder.scaled``. See :ref:`defaults`.
+        untimed sequences with 'adam' or 'sgd', and none otherwise (it keeps a
+        set's model unchanged unless its series differ in amplitude that much); see
+        :ref:`defaults`.
     readout : {'auto', 'last', 'pool'}, default='auto'
         What the output layer reads: 'last', the state at each sequence's last valid
         step (the thesis), or 'pool', that state concatenated with the mean and the
@@ -2247,8 +2248,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         nearly flat lines. 'auto' reads so the channels whose median training sequence
         varies by less than a tenth of the channel's spread over all steps
         (:meth:`~sklearn_rnn.sequences.InputEncoder.nearly_flat_channels`), for
-        untimed sequences with 'adam' or 'sgd', and none otherwise; the fitted
-        choice is ``_encoder.scaled``. See :ref:`defaults`.
+        untimed sequences with 'adam' or 'sgd', and none otherwise (it keeps a
+        set's model unchanged unless its series differ in amplitude that much); see
+        :ref:`defaults`.
     readout : {'auto', 'last', 'pool'}, default='auto'
         What the output layer reads: 'last', the state at each sequence's last valid
         step (the thesis), or 'pool', that state concatenated with the mean and the

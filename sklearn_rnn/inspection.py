@@ -28,6 +28,7 @@ from sklearn.metrics import check_scoring
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._estimators import frame_sequences
 from .sequences import check_sequences
 
 __all__ = [
@@ -277,7 +278,10 @@ def integrated_gradients(
     pipeline): an attribution says how much that value, at that step, moved the
     output away from what an average patient with the same visit times would get.
     Missing values are attributed through the value carried forward in their place;
-    the time column gets no attribution (it is the baseline's too).
+    the time column gets no attribution (it is the baseline's too). A model that reads
+    frames of several steps (``frame``) is attributed step by step all the same; one
+    that reads a channel per sequence (``instance_norm``) keeps the sequence's level
+    and scale in the baseline, so the attributions are those of the shape of its values.
 
     The output attributed is the log-odds of the positive class for a binary
     classifier, the log-probability of ``target`` for more classes, and the
@@ -335,7 +339,8 @@ def integrated_gradients(
             )
         raw = transformed
     encoder = model._encoder
-    encoded = encoder.encode_arrays([raw])[0]  # (T, n_inputs)
+    frame = int(model._frame)
+    encoded = encoder.encode_arrays(frame_sequences([raw], frame))[0]  # (ceil(T / frame), n_inputs)
     baseline = encoded.copy()
     baseline[:, : encoder.n_values] = encoder.fill_values  # measured values at their mean
     network = copy.deepcopy(model.module_).double().train(False).cpu()
@@ -350,7 +355,11 @@ def integrated_gradients(
     channels = gradients.mean(dim=0).numpy() * (encoded - baseline)  # (T, n_inputs)
     attributions = np.zeros_like(raw)
     value_features = [j for j in range(raw.shape[1]) if j != encoder.time_feature]
-    attributions[:, value_features] = channels[:, : encoder.n_values]
+    # A frame's value channels are its raw steps side by side (no time column with
+    # frames); the copies of the last step that fill the last frame add to that step.
+    values = channels[:, : encoder.n_values].reshape(-1, len(value_features))  # (frames * frame, d)
+    values[len(raw) - 1] += values[len(raw):].sum(axis=0)
+    attributions[:, value_features] = values[: len(raw)]
     with torch.no_grad():
         ends = torch.as_tensor(np.stack([baseline, encoded]), dtype=torch.float64)
         baseline_output, output = output_of(network(ends, torch.full((2,), len(encoded))))

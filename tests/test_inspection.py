@@ -110,3 +110,33 @@ def test_regressor_and_bad_arguments():
         plot_attributions(np.zeros(3))
     ax = plot_attributions(result.attributions, feature_names=["a", "b"], times=[0, 1, 2, 3])
     assert ax.get_xlabel() == "time"
+
+
+def test_attributions_of_a_model_that_reads_frames_land_on_the_raw_steps():
+    # frame='auto' reads sequences of median length above 128 in frames of several steps;
+    # attributions are still per raw step, and the copies of the last step that fill the
+    # last frame add to that step.
+    rng = np.random.default_rng(3)
+    X = [rng.normal(size=(int(rng.integers(300, 400)), 2)) for _ in range(24)]
+    y = np.array([int(x[:20, 1].mean() > 0) for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=4, max_iter=3, random_state=0).fit(X, y)
+    assert model._frame == 3
+    sequence = X[0][:301]  # the last frame holds one raw step and two copies of it
+    result = integrated_gradients(model, sequence, n_steps=256)
+    assert result.attributions.shape == (301, 2)
+    assert abs(result.attributions.sum() - (result.output - result.baseline_output)) < 1e-3
+    # Only step 150 away from the baseline (every value at its training mean): only it
+    # is attributed, in the feature that moved.
+    # (the training mean of each column of a frame: raw step t, feature f is column (t % 3) * 2 + f)
+    fill = model._encoder.fill_values.reshape(3, 2)[np.arange(301) % 3]
+    one = fill[:300].copy()  # whole frames: no copies
+    one[150, 1] += 3.0
+    moved = integrated_gradients(model, one, n_steps=256).attributions
+    assert np.count_nonzero(moved) == 1 and moved[150, 1] != 0
+    last = fill.copy()
+    last[300, 0] += 3.0  # the last step, copied twice to fill its frame: only it is attributed
+    alone = integrated_gradients(model, last, n_steps=256)
+    assert np.count_nonzero(alone.attributions[:300]) == 0 and alone.attributions[300, 0] != 0
+    assert abs(alone.attributions.sum() - (alone.output - alone.baseline_output)) < 1e-3

@@ -2238,19 +2238,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
         above 1 with ``time_feature`` is refused.
     instance_norm : bool or 'auto', default='auto'
-        Read the values of each sequence on its own scale: every value channel (the
-        time column excluded) is centred on the sequence's own mean and divided by its
-        own standard deviation, and those two statistics reach the network as two more
-        channels, constant along the sequence (the mean, and the logarithm of the
-        standard deviation, each standardized over the training sequences; see
-        :class:`~sklearn_rnn.sequences.InputEncoder`). For series whose amplitudes
-        differ by orders of magnitude, which at any scale they share leave most of them
-        nearly flat lines. 'auto' reads so the channels whose median training sequence
-        varies by less than a tenth of the channel's spread over all steps
-        (:meth:`~sklearn_rnn.sequences.InputEncoder.nearly_flat_channels`), for
-        untimed sequences with 'adam' or 'sgd', and none otherwise (it keeps a
-        set's model unchanged unless its series differ in amplitude that much); see
-        :ref:`defaults`.
+        Read each sequence's values on its own scale, with its mean and log standard
+        deviation as two more channels; 'auto' does so for the channels that most
+        untimed sequences hold nearly flat at the shared scale (see
+        :class:`RNNClassifier`).
     readout : {'auto', 'last', 'pool'}, default='auto'
         What the output layer reads: 'last', the state at each sequence's last valid
         step (the thesis), or 'pool', that state concatenated with the mean and the

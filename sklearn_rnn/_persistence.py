@@ -103,7 +103,9 @@ def _per_sequence_fields(value: dict) -> bool:
     if not _SCALED_FIELDS & set(value):
         return True
     scaled = value["scaled"]
-    if not (isinstance(scaled, list) and scaled and all(_is_int(c) and c >= 0 for c in scaled)):
+    n_values = value["n_features"] - (value["time_feature"] is not None) if _is_int(value["n_features"]) else 0
+    if not (isinstance(scaled, list) and scaled and len(set(scaled)) == len(scaled)
+            and all(_is_int(c) and 0 <= c < n_values for c in scaled)):
         return False
     k = len(scaled)
     floor, levels, log_scales = value["scale_floor"], value["level_stats"], value["log_scale_stats"]

@@ -166,13 +166,15 @@ def test_a_model_read_per_sequence_saves_and_loads_and_a_forged_statistic_is_ref
     with safe_open(str(path), framework="pt") as handle:
         tensors = {key: handle.get_tensor(key) for key in handle.keys()}
         header = json.loads(handle.metadata()["sklearn_rnn"])
-    for field in ("scale_floor", "level_stats"):
+    for field in ("scale_floor", "level_stats", "scaled"):
         forged_header = json.loads(json.dumps(header))
         pairs = forged_header["state"]["encoder"]["pairs"]
         if field == "scale_floor":  # a floor of 0 would divide a flat sequence by 0
             dict(pairs)["scale_floor"]["items"] = [0.0]
-        else:  # the statistics of a scaled channel, but not all of them
+        elif field == "level_stats":  # the statistics of a scaled channel, but not all of them
             pairs[:] = [pair for pair in pairs if pair[0] != "level_stats"]
+        else:  # a channel the sequences do not have (one value channel)
+            pairs[:] = [[key, [1] if key == "scaled" else item] for key, item in pairs]
         forged_header["sha256"] = _digest(forged_header, tensors)
         forged = tmp_path / "forged.safetensors"
         save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(forged_header)})

@@ -184,11 +184,9 @@ class InputEncoder:
             level, spread = _sequence_moments(steps[:, scaled], lengths)  # (n, n_scaled) each
             pooled = np.nanstd(steps[:, scaled], axis=0)
             encoder.scale_floor = 1e-8 * np.where(pooled > 0, pooled, 1.0)
-            log_scale = np.log(np.maximum(spread, encoder.scale_floor))
             encoder.level_stats = _center_and_spread(level)
-            encoder.log_scale_stats = _center_and_spread(log_scale)
-            steps = steps.copy()
-            steps[:, scaled] = encoder._scaled_values(steps[:, scaled], level, spread, lengths)
+            encoder.log_scale_stats = _center_and_spread(np.log(np.maximum(spread, encoder.scale_floor)))
+            steps = encoder._per_sequence(steps, lengths)[0]  # fill values of the scaled values
         observed = ~np.isnan(steps)
         counts = observed.sum(axis=0)
         sums = np.where(observed, steps, 0.0).sum(axis=0)
@@ -234,7 +232,8 @@ class InputEncoder:
         >>> InputEncoder.nearly_flat_channels(X)
         (0,)
         """
-        steps = _values(np.concatenate(sequences, axis=0), _resolve_time_feature(time_feature, sequences[0].shape[1]))
+        time_feature = _resolve_time_feature(time_feature, sequences[0].shape[1])
+        steps = _values(np.concatenate(sequences, axis=0), time_feature)
         lengths = np.array([len(sequence) for sequence in sequences])
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN channels of a sequence
@@ -331,21 +330,16 @@ class InputEncoder:
         mean, where a sequence has no observed value of a channel)."""
         columns = list(self.scaled)
         level, spread = _sequence_moments(values[:, columns], lengths)
+        scale = np.maximum(spread, self.scale_floor)
         values = values.copy()  # the caller's steps stay as they are
-        values[:, columns] = self._scaled_values(values[:, columns], level, spread, lengths)
-        log_scale = np.log(np.maximum(spread, self.scale_floor))
+        values[:, columns] = (values[:, columns] - np.repeat(level, lengths, axis=0)) / np.repeat(
+            scale, lengths, axis=0)  # NaN stays NaN
+        log_scale = np.log(scale)
         statistics = np.hstack([
             (level - self.level_stats[0]) / self.level_stats[1],
             (log_scale - self.log_scale_stats[0]) / self.log_scale_stats[1],
         ])
         return values, np.nan_to_num(statistics, nan=0.0)
-
-    def _scaled_values(
-        self, values: np.ndarray, level: np.ndarray, spread: np.ndarray, lengths: np.ndarray
-    ) -> np.ndarray:
-        """Scaled channels' ``values`` centred and divided per sequence (NaN stays NaN)."""
-        scale = np.maximum(spread, self.scale_floor)
-        return (values - np.repeat(level, lengths, axis=0)) / np.repeat(scale, lengths, axis=0)
 
     def _fill(self, steps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         observed = ~np.isnan(steps)  # (N, n_values)

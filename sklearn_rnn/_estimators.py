@@ -543,7 +543,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             time_feature = None if self.time_feature is None else int(self.time_feature)
             self._encoder = InputEncoder.fit(
                 sequences, time_feature=time_feature,
-                scaled=self._resolved_instance_norm(sequences, time_feature),
+                scaled=self._resolved_instance_norm(sequences),
             )
         data = self._encoder.encode(sequences, device=device)
         check_float32_range(data.values, data.lengths)
@@ -777,9 +777,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         median = float(np.median([len(sequence) for sequence in sequences]))
         return max(1, int(np.ceil(median / AUTO_FRAME_STEPS)))
 
-    def _resolved_instance_norm(
-        self, sequences: list[np.ndarray] | None = None, time_feature: int | None = None
-    ) -> tuple[int, ...]:
+    def _resolved_instance_norm(self, sequences: list[np.ndarray] | None = None) -> tuple[int, ...]:
         """``instance_norm`` as the value channels the encoder reads per sequence: all of
         them for True, none for False; for 'auto', the nearly flat channels of the
         (framed) training ``sequences`` (:data:`AUTO_INSTANCE_NORM_RATIO`) for untimed
@@ -803,7 +801,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         if sequences is None:
             return tuple(range(self._encoder.n_values))
-        return tuple(range(sequences[0].shape[1] - (time_feature is not None)))
+        return tuple(range(sequences[0].shape[1] - (self.time_feature is not None)))
 
     def _auto_untimed(self) -> bool:
         """Whether 'auto' settings take the choices of the defaults study for untimed

@@ -139,6 +139,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "frame1": {"frame": 1},
     "lr3e-3": {"learning_rate": 0.003},
     "lr3e-2": {"learning_rate": 0.03},
+    # Twice the default's step (the multi-seed learning-rate study of session 25).
+    "lr2e-2": {"learning_rate": 0.02},
+    "lr1.5e-2": {"learning_rate": 0.015},
+    "lr5e-3": {"learning_rate": 0.005},
     "h100": {"hidden_size": 100},
     "h100-tol3e-3": {"hidden_size": 100, "tol": 3e-3},  # the two JapaneseVowels leads together
     "h25": {"hidden_size": 25},

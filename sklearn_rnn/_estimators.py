@@ -46,7 +46,7 @@ from .sequences import (
     input_layout,
 )
 from .sequences._encoding import _resolve_time_feature
-from .sequences._validation import check_holdout, check_numeric_table
+from .sequences._validation import check_holdout, check_numeric_table, check_step_feature_names
 
 __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
 
@@ -1147,10 +1147,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if reset:
             self._fitted_layout = "table" if layout == "table" else "sequences"
             self._n_step_features = n_step_features
-            if layout != "table":
-                self.n_features_in_ = n_step_features
-                if hasattr(self, "feature_names_in_"):
-                    del self.feature_names_in_
         elif n_step_features != self._n_step_features:
             raise ValueError(
                 f"X has {n_step_features} features per step, but {type(self).__name__} "
@@ -1158,6 +1154,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "table is read as univariate sequences; pass (T_i, d) arrays with the "
                 "features used in fit."
             )
+        if (layout != "table") if reset else not fitted_on_table:
+            # Sequences' features are their steps' columns: named by DataFrames' columns.
+            check_step_feature_names(self, X, n_step_features, reset=reset)
         return sequences
 
     def _check_sample_weight(self, sample_weight: Any, n_samples: int) -> np.ndarray:
@@ -1844,7 +1843,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Features per step (for a 2D table input: its number of columns, following
         scikit-learn).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Column names of a DataFrame table input.
+        Names of the features seen in fit, when they are all strings: the columns of
+        a DataFrame table, or of the DataFrames that held the sequences (a list of
+        frames or a panel). Prediction refuses other names or another order.
     n_iter_ : int
         Epochs run by the last call to ``fit``.
     loss_curve_ : list of float
@@ -2375,7 +2376,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     n_features_in_ : int
         Features per step (for a 2D table input: its number of columns).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Column names of a DataFrame table input.
+        Names of the features seen in fit, when they are all strings: the columns of
+        a DataFrame table, or of the DataFrames that held the sequences (a list of
+        frames or a panel). Prediction refuses other names or another order.
     n_outputs_ : int
         Targets per sequence.
     n_iter_ : int

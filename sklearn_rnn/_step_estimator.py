@@ -148,6 +148,9 @@ class RNNStepClassifier(BaseRNN):
     ----------
     n_features_in_ : int
         Features per step of ``X``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the step features seen in fit, when the sequences were DataFrames
+        whose columns are all strings; prediction refuses other names or order.
     n_outputs_ : int
         Binary targets per step, ``k``.
     n_iter_ : int

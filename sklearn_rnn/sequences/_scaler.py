@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_sequences, input_layout, restore_layout
+from ._validation import check_sequences, check_step_feature_names, input_layout, restore_layout
 
 __all__ = ["SequenceStandardScaler"]
 
@@ -55,6 +55,10 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         Standard deviation of each feature (1 where it is zero or undefined).
     n_features_in_ : int
         Features per step.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        The step features' names, when the sequences of fit were DataFrames whose
+        columns are all strings; ``transform`` then refuses sequences whose columns
+        differ from them, or come in another order.
 
     Examples
     --------
@@ -94,7 +98,7 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         """
         steps = np.concatenate(check_sequences(X), axis=0)  # (N, d)
         self.mean_, self.scale_ = self._location_and_scale(steps)
-        self.n_features_in_ = steps.shape[1]
+        check_step_feature_names(self, X, steps.shape[1], reset=True)  # n_features_in_, names
         return self
 
     def _location_and_scale(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -151,9 +155,9 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
                 "cannot be undone. Keep the original sequences, or use per_sequence=False "
                 "(one mean and scale per feature, learned in fit) to invert."
             )
-        return self._apply(X, lambda steps: steps * self.scale_ + self.mean_)
+        return self._apply(X, lambda steps: steps * self.scale_ + self.mean_, check_names=False)
 
-    def _apply(self, X: Any, function: Any) -> Any:
+    def _apply(self, X: Any, function: Any, *, check_names: bool = True) -> Any:
         sequences = check_sequences(X)
         n_features = sequences[0].shape[1]
         if n_features != self.n_features_in_:
@@ -161,6 +165,8 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
                 f"X has {n_features} features per step, but {type(self).__name__} was "
                 f"fitted with {self.n_features_in_}: pass sequences with the same features."
             )
+        if check_names:  # as scikit-learn's scalers: inverse_transform reads unnamed output
+            check_step_feature_names(self, X, n_features, reset=False)
         return restore_layout([function(s) for s in sequences], input_layout(X), X)
 
     def __sklearn_tags__(self):  # noqa: D105

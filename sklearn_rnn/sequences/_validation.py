@@ -18,6 +18,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from numpy.typing import NDArray
+from sklearn.utils.validation import validate_data
+
 from ._panel import check_not_long_table, is_panel, panel_to_sequences, sequences_to_panel
 
 __all__ = [
@@ -200,6 +203,126 @@ def sequence_column(sequences: Any) -> np.ndarray:
     column = np.empty((len(checked), 1), dtype=object)
     column[:, 0] = checked
     return column
+
+
+def step_feature_names(X: Any) -> NDArray[np.object_] | None:
+    """The names of the features at every step, where the sequences carry them.
+
+    Sequences given as pandas DataFrames (a list of frames, a sequence column of
+    frames, or one panel frame with an (instance, time) MultiIndex) name their step
+    features by their columns, as a table names its features in scikit-learn. The
+    names count only when they are all strings, as in scikit-learn.
+
+    Parameters
+    ----------
+    X : sequences in any accepted form
+        See :func:`check_sequences`.
+
+    Returns
+    -------
+    ndarray of str objects of shape (d,), or None
+        The columns, in order; None for plain arrays, padded arrays and tables (whose
+        columns are steps, not step features).
+
+    Raises
+    ------
+    ValueError
+        Two sequences name their columns differently (other names, or the same in
+        another order), or frames with names are mixed with plain arrays: the model
+        would read one feature where another was meant.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn_rnn.sequences._validation import step_feature_names
+    >>> frames = [pd.DataFrame(np.zeros((n, 2)), columns=["hr", "bp"]) for n in (3, 5)]
+    >>> step_feature_names(frames).tolist()
+    ['hr', 'bp']
+    >>> step_feature_names([np.zeros((3, 2))]) is None
+    True
+    >>> step_feature_names([frames[0], frames[1][["bp", "hr"]]])
+    Traceback (most recent call last):
+    ...
+    ValueError: sequence 1 of X has the columns ['bp', 'hr'], but sequence 0 has ['hr', 'bp']: ...
+    """
+    if is_panel(X):
+        return _string_names(X)
+    if input_layout(X) != "sequences":
+        return None
+    cells = _column_cells(X)
+    samples = cells if cells is not None else list(X)
+    names = [_string_names(sample) for sample in samples]
+    first = next((index for index, named in enumerate(names) if named is not None), None)
+    if first is None:
+        return None
+    expected = names[first]
+    for index, named in enumerate(names):
+        if named is None:
+            raise ValueError(
+                f"sequence {index} of X has no column names, but sequence {first} has the "
+                f"columns {expected.tolist()}: the features of unnamed sequences cannot be "
+                "checked against them. Pass every sequence as a DataFrame with those columns, "
+                "or every one as a plain array (e.g. [np.asarray(x) for x in X])."
+            )
+        if not np.array_equal(named, expected):
+            raise ValueError(
+                f"sequence {index} of X has the columns {named.tolist()}, but sequence "
+                f"{first} has {expected.tolist()}: every sequence must hold the same features "
+                "in the same order. Select them in one order, e.g. [frame[columns] for frame in X]."
+            )
+    return expected
+
+
+def _string_names(sample: Any) -> NDArray[np.object_] | None:
+    """A frame's column names when they are all strings; None otherwise."""
+    columns = getattr(sample, "columns", None)
+    if columns is None or not all(isinstance(name, str) for name in columns):
+        return None
+    return np.asarray(list(columns), dtype=object)
+
+
+def check_step_feature_names(estimator: Any, X: Any, n_features: int, *, reset: bool) -> None:
+    """Record or check an estimator's ``feature_names_in_`` from the step features of ``X``.
+
+    scikit-learn's own rules for a table's columns, applied to the names that
+    :func:`step_feature_names` reads: with ``reset=True``, ``n_features_in_`` becomes
+    ``n_features`` and ``feature_names_in_`` the names (removed when there are none);
+    otherwise names that differ from those of fit raise a ``ValueError``, and names
+    present on one side only warn.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        The estimator whose attributes are set or read.
+    X : sequences in any accepted form
+        See :func:`check_sequences`; already validated, holding ``n_features``
+        features per step.
+    n_features : int
+        Features per step.
+    reset : bool
+        Whether this is ``fit`` (record) or a later call (check).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn_rnn import SequenceStandardScaler
+    >>> frames = [pd.DataFrame(np.ones((3, 2)), columns=["hr", "bp"])]
+    >>> scaler = SequenceStandardScaler().fit(frames)
+    >>> scaler.feature_names_in_.tolist()
+    ['hr', 'bp']
+    >>> scaler.transform([frames[0][["bp", "hr"]]])
+    Traceback (most recent call last):
+    ...
+    ValueError: The feature names should match those that were passed during fit....
+    """
+    names = step_feature_names(X)
+    if names is None:
+        proxy: Any = np.empty((0, n_features))
+    else:
+        import pandas as pd
+
+        proxy = pd.DataFrame(columns=names)  # no rows: only its names and width are read
+    validate_data(estimator, proxy, reset=reset, skip_check_array=True)
 
 
 def _is_two_dimensional(sample: Any) -> bool:

@@ -1,0 +1,158 @@
+"""Sequences held in DataFrames name their step features: the names are kept and checked.
+
+Before, a model fitted on a list of frames (or a panel) with the columns a, b, c
+predicted on frames with the columns c, b, a without a word, and its probabilities
+moved by up to 0.47: the network read each feature where another had been.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.pipeline import make_pipeline
+
+from sklearn_rnn import RNNClassifier, RNNStepClassifier, SequenceStandardScaler
+from sklearn_rnn.sequences import sequence_column
+from sklearn_rnn.sequences._validation import step_feature_names
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+NAMES = ["hr", "bp", "temp"]
+
+
+def data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(int(rng.integers(3, 9)), 3)) for _ in range(n)]
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    return X, y
+
+
+def frames(X, columns=NAMES):
+    """Each sequence as a frame; ``columns`` may reorder or rename."""
+    named = [pd.DataFrame(x, columns=NAMES) for x in X]
+    if columns == NAMES:
+        return named
+    if sorted(columns) == sorted(NAMES):
+        return [frame[columns] for frame in named]
+    return [frame.set_axis(columns, axis=1) for frame in named]
+
+
+def panel(sequences):
+    return pd.concat({f"s{i:03d}": frame for i, frame in enumerate(sequences)}, names=["instance", "time"])
+
+
+def model():
+    return RNNClassifier(hidden_size=6, max_iter=3, random_state=0)
+
+
+@pytest.mark.parametrize("container", ["list", "panel", "column"])
+def test_names_are_recorded_and_other_names_or_order_refused(container):
+    X, y = data()
+    wrap = {"list": lambda s: s, "panel": panel, "column": lambda s: pd.Series(s, dtype=object)}[container]
+    clf = model().fit(wrap(frames(X)), y)
+    assert clf.feature_names_in_.tolist() == NAMES
+    assert clf.n_features_in_ == 3
+    same = clf.predict_proba(wrap(frames(X)))
+    # The same features in the same order predict as the plain arrays do (with
+    # scikit-learn's warning that the arrays carry no names).
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        np.testing.assert_array_equal(same, clf.predict_proba(X))
+    with pytest.raises(ValueError, match="must be in the same order as they were in fit"):
+        clf.predict(wrap(frames(X, ["temp", "bp", "hr"])))
+    with pytest.raises(ValueError, match="Feature names unseen at fit time"):
+        clf.predict(wrap(frames(X, ["hr", "bp", "pulse"])))
+
+
+def test_reordered_columns_would_have_changed_the_predictions():
+    """What the check prevents is real: the same values in another column order."""
+    X, y = data()
+    clf = model().fit(X, y)  # fitted on arrays, so nothing is checked by name
+    swapped = [x[:, ::-1] for x in X]
+    assert np.abs(clf.predict_proba(X) - clf.predict_proba(swapped)).max() > 0.01
+
+
+def test_sequences_that_disagree_with_each_other_are_refused_in_fit():
+    X, y = data()
+    mixed_order = frames(X)
+    mixed_order[5] = mixed_order[5][["bp", "hr", "temp"]]
+    with pytest.raises(ValueError, match=r"sequence 5 of X has the columns \['bp', 'hr', 'temp'\], "
+                                         r"but sequence 0 has \['hr', 'bp', 'temp'\]"):
+        model().fit(mixed_order, y)
+    half_named = frames(X)[:20] + X[20:]
+    with pytest.raises(ValueError, match="sequence 20 of X has no column names, but sequence 0"):
+        model().fit(half_named, y)
+    assert step_feature_names(X) is None
+    # Frames without string names (a RangeIndex) name nothing, as in scikit-learn.
+    assert step_feature_names([pd.DataFrame(x) for x in X]) is None
+
+
+def test_names_on_one_side_only_warn_as_scikit_learn_does():
+    X, y = data()
+    clf = model().fit(X, y)
+    assert not hasattr(clf, "feature_names_in_")
+    with pytest.warns(UserWarning, match="X has feature names, but RNNClassifier was fitted without"):
+        clf.predict(frames(X))
+    # Refitting on arrays after frames forgets the names.
+    clf.fit(frames(X), y)
+    assert hasattr(clf, "feature_names_in_")
+    clf.fit(X, y)
+    assert not hasattr(clf, "feature_names_in_")
+
+
+def test_continued_training_checks_the_names():
+    X, y = data()
+    clf = RNNClassifier(hidden_size=6, max_iter=2, warm_start=True, random_state=0).fit(frames(X), y)
+    with pytest.raises(ValueError, match="same order"):
+        clf.fit(frames(X, ["bp", "hr", "temp"]), y)
+    with pytest.raises(ValueError, match="same order"):
+        clf.partial_fit(frames(X, ["bp", "hr", "temp"]), y)
+
+
+def test_the_scaler_keeps_and_checks_the_names_and_a_pipeline_refuses_reordering():
+    X, y = data()
+    scaler = SequenceStandardScaler().fit(frames(X))
+    assert scaler.feature_names_in_.tolist() == NAMES
+    with pytest.raises(ValueError, match="same order"):
+        scaler.transform(frames(X, ["temp", "bp", "hr"]))
+    scaled = scaler.transform(frames(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inverse_transform reads the unnamed output silently
+        back = scaler.inverse_transform(scaled)
+    np.testing.assert_allclose(back[0], X[0])
+    pipe = make_pipeline(SequenceStandardScaler(), model()).fit(frames(X), y)
+    with pytest.raises(ValueError, match="same order"):
+        pipe.predict(frames(X, ["temp", "bp", "hr"]))
+    # A scaler fitted on a table of univariate sequences names nothing (its columns are steps).
+    table = pd.DataFrame(np.ones((4, 5)), columns=list("abcde"))
+    assert not hasattr(SequenceStandardScaler().fit(table), "feature_names_in_")
+
+
+def test_the_step_classifier_checks_the_names():
+    X, _ = data()
+    Y = [(x[:, :1] > 0).astype(int) for x in X]
+    clf = RNNStepClassifier(hidden_size=6, max_iter=2, random_state=0).fit(frames(X), Y)
+    assert clf.feature_names_in_.tolist() == NAMES
+    with pytest.raises(ValueError, match="same order"):
+        clf.predict_proba(frames(X, ["bp", "hr", "temp"]))
+
+
+def test_saved_models_keep_the_names(tmp_path):
+    X, y = data()
+    clf = model().fit(frames(X), y)
+    clf.save(tmp_path / "named.safetensors")
+    loaded = RNNClassifier.load(tmp_path / "named.safetensors")
+    assert loaded.feature_names_in_.tolist() == NAMES
+    np.testing.assert_array_equal(loaded.predict_proba(frames(X)), clf.predict_proba(frames(X)))
+    with pytest.raises(ValueError, match="same order"):
+        loaded.predict(frames(X, ["bp", "hr", "temp"]))
+
+
+def test_a_sequence_column_of_frames_from_sequence_column_has_no_names():
+    # sequence_column validates into plain arrays: the names are gone, and said so by
+    # scikit-learn's warning when the model was fitted with them.
+    X, y = data()
+    clf = model().fit(frames(X), y)
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        clf.predict(sequence_column(frames(X)))

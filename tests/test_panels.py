@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.model_selection import cross_val_predict
 from sklearn.pipeline import make_pipeline
 
 from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
@@ -41,8 +42,10 @@ def test_panel_multiindex_predicts_as_the_ragged_list():
     on_list = model().fit(features, y)
     on_panel = model().fit(panel, y)
     np.testing.assert_array_equal(on_panel.predict_proba(panel), on_list.predict_proba(features))
-    np.testing.assert_array_equal(on_list.predict_proba(panel), on_list.predict_proba(features))
+    with pytest.warns(UserWarning, match="X has feature names, but RNNClassifier was fitted without"):
+        np.testing.assert_array_equal(on_list.predict_proba(panel), on_list.predict_proba(features))
     assert on_panel.n_features_in_ == 2
+    assert on_panel.feature_names_in_.tolist() == ["bili", "albumin"]
 
 
 def test_panel_instances_keep_their_order_of_appearance_and_times_order_steps():
@@ -65,6 +68,25 @@ def test_panel_through_a_pipeline_with_the_scaler():
     on_panel = make_pipeline(SequenceStandardScaler(), model()).fit(panel, y)
     on_list = make_pipeline(SequenceStandardScaler(), model()).fit(features, y)
     np.testing.assert_allclose(on_panel.predict_proba(panel), on_list.predict_proba(features))
+
+
+def test_a_panel_cross_validates_as_a_list_of_one_frame_per_instance():
+    # scikit-learn's splitters index a panel's rows (visits), so it cannot be split by
+    # patient; the list of one frame per instance that the input-formats page shows
+    # splits by patient, keeps the names, and scores as the ragged list does.
+    table, death = visits()
+    X, ids = from_long_format(table, id_column="patient", time_column="day")
+    y = np.array([death[i] for i in ids])
+    panel = table.sort_values("patient").set_index(["patient", "day"])
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        cross_val_predict(model(), panel, y, cv=3)
+    per_instance = [steps.droplevel(0).sort_index(kind="stable")
+                    for _, steps in panel.groupby(level=0, sort=False)]
+    features = [x[:, 1:] for x in X]
+    on_frames = cross_val_predict(model(), per_instance, y, cv=3, method="predict_proba")
+    on_arrays = cross_val_predict(model(), features, y, cv=3, method="predict_proba")
+    np.testing.assert_allclose(on_frames, on_arrays)
+    assert model().fit(per_instance, y).feature_names_in_.tolist() == ["bili", "albumin"]
 
 
 def test_long_table_with_time_feature_matches_the_ragged_list():

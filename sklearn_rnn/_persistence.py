@@ -502,6 +502,13 @@ def _check_state(state: dict[str, Any], where: str) -> None:
             f"{where} holds fitted state fields {sorted(unknown)} that model format "
             f"{FORMAT_VERSION} does not have: save the model again."
         )
+    names = state.get("feature_names_in_")
+    if names is not None and len(names) != state["n_features_in_"]:
+        raise ValueError(
+            f"{where} names {len(names)} features (feature_names_in_) for a model of "
+            f"n_features_in_ = {state['n_features_in_']}. The file is inconsistent; save the "
+            "model again."
+        )
 
 
 def _short(value: Any) -> str:

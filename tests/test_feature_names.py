@@ -156,3 +156,26 @@ def test_a_sequence_column_of_frames_from_sequence_column_has_no_names():
     clf = model().fit(frames(X), y)
     with pytest.warns(UserWarning, match="does not have valid feature names"):
         clf.predict(sequence_column(frames(X)))
+
+
+def test_a_model_file_whose_names_do_not_match_its_width_is_refused(tmp_path):
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from sklearn_rnn._persistence import _digest
+
+    X, y = data()
+    model().fit(frames(X), y).save(tmp_path / "named.safetensors")
+    with safe_open(str(tmp_path / "named.safetensors"), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    names = header["state"]["feature_names_in_"]
+    header["state"]["feature_names_in_"] = {**names, "shape": [2], "items": names["items"][:2]}
+    header["sha256"] = _digest(header, tensors)  # a forger's edit, signed again
+    save_file(tensors, str(tmp_path / "forged.safetensors"),
+              metadata={"sklearn_rnn": json.dumps(header)})
+    with pytest.raises(ValueError, match=r"names 2 features \(feature_names_in_\) for a model of "
+                                         r"n_features_in_ = 3"):
+        RNNClassifier.load(tmp_path / "forged.safetensors")

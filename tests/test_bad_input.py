@@ -72,6 +72,10 @@ FIT_CASES = [
      ["got generator", "e.g. list(X)"]),
     ("X number", fit_classifier(3.0), TypeError, ["expected X to hold sequences", "got float 3.0"]),
     # --- X: shapes
+    ("series as (channels, timepoints), aeon's layout",
+     fit_classifier([np.zeros((2, n)) for n in (5, 7, 6, 9)] * 3), ValueError,
+     ["sequence 1 of X has 7 features per step, but sequence 0 has 5",
+      "(channels, timepoints) as aeon and sktime keep series", "[np.asarray(x).T for x in X]"]),
     ("zero features, ragged", fit_classifier([np.zeros((3, 0))] * 12), ValueError,
      ["sequence 0 of X has 0 features per step", "(3, 0)", "expected at least one feature"]),
     ("zero features, padded", fit_classifier(np.zeros((12, 3, 0))), ValueError,

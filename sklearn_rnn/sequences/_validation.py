@@ -691,7 +691,9 @@ def _check_feature_counts(sequences: list[np.ndarray]) -> None:
             raise ValueError(
                 f"sequence {index} of X has {sequence.shape[1]} features per step, but "
                 f"sequence 0 has {expected}: every sequence must have the same number of "
-                "features. Use NaN for a feature missing at some steps."
+                "features. Use NaN for a feature missing at some steps. If each array holds "
+                "its steps in columns, (channels, timepoints) as aeon and sktime keep series, "
+                "transpose each one: [np.asarray(x).T for x in X]."
             )
 
 

@@ -1154,8 +1154,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "table is read as univariate sequences; pass (T_i, d) arrays with the "
                 "features used in fit."
             )
-        if (layout != "table") if reset else not fitted_on_table:
-            # Sequences' features are their steps' columns: named by DataFrames' columns.
+        # A table's columns are its steps (validate_data above keeps their names); the
+        # features of sequences are their steps' columns, named where DataFrames hold them.
+        read_as_sequences = layout != "table" if reset else not fitted_on_table
+        if read_as_sequences:
             check_step_feature_names(self, X, n_step_features, reset=reset)
         return sequences
 

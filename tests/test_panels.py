@@ -156,3 +156,42 @@ def test_tables_of_sequences_still_pass():
     table["id"] = np.arange(20)  # an id column without repeats is a feature like any other
     model = RNNRegressor(hidden_size=4, max_iter=2, n_iter_no_change=100).fit(table, rng.normal(size=20))
     assert model.predict(table).shape == (20,)
+
+
+def test_frames_with_pandas_missing_values_read_them_as_missing():
+    # Nullable columns (Int64, boolean) mark a missing value with pd.NA, which numpy
+    # cannot convert: read as NaN, a missing value, as the panel path reads it.
+    rng = np.random.default_rng(0)
+    arrays = []
+    for _ in range(24):
+        n = int(rng.integers(3, 7))
+        arrays.append(np.column_stack([rng.integers(0, 9, n), rng.random(n) > 0.5]).astype(float))
+    for a in arrays[::3]:
+        a[1, 0] = np.nan
+    arrays[0][2, 1] = np.nan
+    y = np.arange(24) % 2
+
+    def nullable(values, kind, dtype):
+        return pd.array([None if np.isnan(v) else kind(v) for v in values], dtype=dtype)
+
+    frames = [pd.DataFrame({"count": nullable(a[:, 0], int, "Int64"),
+                            "flag": nullable(a[:, 1], bool, "boolean")}) for a in arrays]
+    for got, expected in zip(check_sequences(frames), arrays):
+        np.testing.assert_array_equal(got, expected)  # NaN where pd.NA was
+    on_frames = model().fit(frames, y)
+    on_arrays = model().fit(arrays, y)
+    np.testing.assert_array_equal(on_frames.predict_proba(frames), on_arrays.predict_proba(arrays))
+
+
+def test_frames_and_panels_with_columns_that_are_not_numbers_are_refused_by_name():
+    days = pd.date_range("2024-01-01", periods=3, freq="7D")
+    frames = [pd.DataFrame({"day": days, "bili": [1.0, 2.0, 3.0], "ward": ["a", "b", "a"]})] * 4
+    with pytest.raises(TypeError, match=r"sequence 0 of X has columns that are not numbers: "
+                                        r"\{'day': 'datetime64\[[a-z]+\]', 'ward': '(object|str)'\}") as error:
+        model().fit(frames, [0, 1, 0, 1])
+    assert "Dates and durations (day) become numbers with sequences.from_long_format" in str(error.value)
+    panel = pd.concat({i: frame for i, frame in enumerate(frames)}, names=["instance", "time"])
+    with pytest.raises(TypeError, match=r"the panel has columns that are not numbers: \{'day'"):
+        model().fit(panel, [0, 1, 0, 1])
+    numeric = [frame[["bili"]] for frame in frames]
+    assert model().fit(numeric, [0, 1, 0, 1]).feature_names_in_.tolist() == ["bili"]

@@ -55,9 +55,12 @@ def is_panel(X: Any) -> bool:
     >>> is_panel(pd.DataFrame({"x": [1.0, 2.0]}))
     False
     """
-    if type(X).__name__ != "DataFrame" or not type(X).__module__.startswith("pandas"):
-        return False
-    return getattr(X.index, "nlevels", 1) > 1
+    return is_frame(X) and getattr(X.index, "nlevels", 1) > 1
+
+
+def is_frame(X: Any) -> bool:
+    """Whether ``X`` is a pandas DataFrame (without importing pandas)."""
+    return type(X).__name__ == "DataFrame" and type(X).__module__.startswith("pandas")
 
 
 def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
@@ -99,8 +102,6 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
     >>> [x.ravel().tolist() for x in panel_to_sequences(frame)]
     [[1.2, 1.5], [0.7]]
     """
-    import pandas as pd
-
     index = X.index
     if index.nlevels != 2:
         raise ValueError(
@@ -108,16 +109,7 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
             "levels, (instance, time). Drop or reset the extra levels first, e.g. "
             "X.reset_index(level=...)."
         )
-    non_numeric = {
-        str(name): str(dtype)
-        for name, dtype in X.dtypes.items()
-        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
-    }
-    if non_numeric:
-        raise TypeError(
-            f"the panel's columns must be numeric; got {non_numeric}. Leave them out "
-            "(X.drop(columns=[...])) or encode them as numbers first."
-        )
+    check_numeric_columns(X, where="the panel")
     instances = index.get_level_values(0)
     times = index.get_level_values(1)
     for level, values in (("instance", instances), ("time", times)):
@@ -128,9 +120,78 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
                 "instance and a time. Drop those rows first."
             )
     codes, order = _panel_order(X)
-    values = X.to_numpy(dtype=np.float64, na_value=np.nan)[order]  # (n_rows, n_columns)
+    values = frame_values(X)[order]  # (n_rows, n_columns)
     starts = np.flatnonzero(np.diff(codes[order])) + 1
     return list(np.split(values, starts))
+
+
+def check_numeric_columns(frame: Any, *, where: str) -> None:
+    """Refuse a DataFrame with columns that are not numbers, naming them and their dtypes.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    where : str
+        What the frame is, for the message (``'the panel'``, ``'sequence 3 of X'``).
+
+    Raises
+    ------
+    TypeError
+        Columns that are neither numeric nor boolean (text, categories, dates).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import check_numeric_columns
+    >>> check_numeric_columns(pd.DataFrame({"hr": [60.0], "ward": ["b"]}), where="sequence 0 of X")
+    Traceback (most recent call last):
+    ...
+    TypeError: sequence 0 of X has columns that are not numbers: {'ward': ...}. Leave them out ...
+    """
+    import pandas as pd
+
+    non_numeric = {
+        str(name): str(dtype)
+        for name, dtype in frame.dtypes.items()
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+    }
+    if not non_numeric:
+        return
+    dates = [name for name, dtype in frame.dtypes.items()
+             if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)]
+    hint = (
+        f" Dates and durations ({', '.join(map(str, dates))}) become numbers with "
+        "sequences.from_long_format, which turns them into days, or by hand, e.g. "
+        "(column - column.min()).dt.days."
+        if dates else ""
+    )
+    raise TypeError(
+        f"{where} has columns that are not numbers: {non_numeric}. Leave them out "
+        f"(drop(columns=[...])) or encode them as numbers first.{hint}"
+    )
+
+
+def frame_values(frame: Any) -> NDArray[np.float64]:
+    """A numeric DataFrame's values as float64, with pandas' missing values (NaN, None,
+    ``pd.NA`` of the nullable dtypes) as NaN.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Numeric or boolean columns (see :func:`check_numeric_columns`).
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_columns), dtype float64
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import frame_values
+    >>> frame_values(pd.DataFrame({"n": pd.array([1, None], dtype="Int64")})).ravel().tolist()
+    [1.0, nan]
+    """
+    return frame.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def _panel_order(X: Any) -> tuple[NDArray[np.intp], NDArray[np.intp]]:

@@ -21,7 +21,15 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.utils.validation import validate_data
 
-from ._panel import check_not_long_table, is_panel, panel_to_sequences, sequences_to_panel
+from ._panel import (
+    check_not_long_table,
+    check_numeric_columns,
+    frame_values,
+    is_frame,
+    is_panel,
+    panel_to_sequences,
+    sequences_to_panel,
+)
 
 __all__ = [
     "check_float32_range",
@@ -536,6 +544,9 @@ def _check_one(sample: Any, index: int) -> np.ndarray:
     ):
         return sample  # the common case, without the checks' overhead
     where = f"sequence {index} of X"
+    if is_frame(sample):  # named columns: refused by name, pandas' missing values as NaN
+        check_numeric_columns(sample, where=where)
+        sample = frame_values(sample)
     array = _as_float_array(sample, where=where)
     if array.ndim != 2:
         hint = (

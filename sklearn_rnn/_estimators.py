@@ -46,6 +46,7 @@ from .sequences import (
     input_layout,
 )
 from .sequences._encoding import _resolve_time_feature
+from .sequences._panel import check_targets_follow_instances
 from .sequences._validation import check_holdout, check_numeric_table, check_step_feature_names
 
 __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
@@ -529,6 +530,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if not reset:
             self._check_continuation()
         sequences = self._validate_sequences(X, reset=reset)
+        check_targets_follow_instances(X, y)
         y = self._check_y(y, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
@@ -649,6 +651,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         model = self if hasattr(self, "net_") else clone(self)
         if model is self:
             sequences = self._validate_sequences(X, reset=False)
+            check_targets_follow_instances(X, y)
             targets = self._check_y(y, len(sequences), reset=False)
             self._check_target_steps(targets, sequences)
             sequences = frame_sequences(sequences, self._frame)
@@ -2059,7 +2062,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         return float(self.label_smoothing)
 
     def _target_tensor(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
-        return torch.as_tensor(y, dtype=torch.long, device=device)
+        # A copy: labels already 0..k-1 arrive as the caller's own array, read-only
+        # when it is a pandas Series' (on which PyTorch would warn), and never shared.
+        return torch.tensor(y, dtype=torch.long, device=device)
 
     def _sample_weight(self, y: np.ndarray, sample_weight: np.ndarray) -> np.ndarray:
         if self.class_weight is None:
@@ -2189,6 +2194,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         -------
         float
         """
+        check_targets_follow_instances(X, y)
         if sample_weight is not None:
             sample_weight = self._check_sample_weight(sample_weight, _n_targets(y))
         return super().score(X, y, sample_weight=sample_weight)
@@ -2574,6 +2580,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         -------
         float
         """
+        check_targets_follow_instances(X, y)
         if sample_weight is not None:
             sample_weight = self._check_sample_weight(sample_weight, _n_targets(y))
         return super().score(X, y, sample_weight=sample_weight)

@@ -1,5 +1,7 @@
 """Inputs users have: sktime/aeon panels, long tables with dates, long tables passed by mistake."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -195,3 +197,48 @@ def test_frames_and_panels_with_columns_that_are_not_numbers_are_refused_by_name
         model().fit(panel, [0, 1, 0, 1])
     numeric = [frame[["bili"]] for frame in frames]
     assert model().fit(numeric, [0, 1, 0, 1]).feature_names_in_.tolist() == ["bili"]
+
+
+def test_targets_indexed_by_instance_in_another_order_are_refused():
+    # A panel's sequences follow the order in which instances first appear; targets
+    # from a groupby come sorted by instance. Paired by position, as scikit-learn
+    # pairs them, most sequences would train on another patient's outcome.
+    table, death = visits()
+    panel = table.set_index(["patient", "day"])  # rows shuffled: instances unsorted
+    instances = panel.index.unique(level=0)
+    assert not instances.is_monotonic_increasing
+    sorted_targets = pd.Series(death).sort_index()  # indexed by patient, sorted
+    for call in (lambda: model().fit(panel, sorted_targets),
+                 lambda: model().fit(panel, sorted_targets.to_frame())):
+        with pytest.raises(ValueError, match=r"y is indexed by the panel's instances, but in "
+                                             r"another order .*y.loc\[X.index.unique\(level=0\)\]"):
+            call()
+    aligned = sorted_targets.loc[instances]
+    clf = model().fit(panel, aligned)
+    assert clf.score(panel, aligned) == clf.score(panel, aligned.to_numpy())
+    with pytest.raises(ValueError, match="another order"):
+        clf.score(panel, sorted_targets)
+    # Plain arrays and Series with a default index are paired by position, unchecked.
+    model().fit(panel, sorted_targets.to_numpy())
+    model().fit(panel, sorted_targets.reset_index(drop=True))
+
+
+def test_targets_in_a_read_only_array_train_without_pytorch_warnings():
+    # pandas hands out read-only arrays (copy-on-write); integer labels 0..k-1 went to
+    # torch.as_tensor as they were, and PyTorch warned that the array is not writable.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(20)]
+    labels = np.arange(20) % 2
+    labels.setflags(write=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        clf = model().fit(X, labels)
+        model().fit(X, pd.Series(np.arange(20) % 2))
+    # PyTorch warns once per process, so the check above bites only when it runs first;
+    # what stops the warning does not depend on order: the targets are copied, never
+    # shared with the caller's array.
+    import torch
+
+    targets = clf._target_tensor(labels, torch.device("cpu"))
+    targets += 1
+    assert labels.tolist() == (np.arange(20) % 2).tolist()

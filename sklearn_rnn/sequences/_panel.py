@@ -125,6 +125,52 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
     return list(np.split(values, starts))
 
 
+def check_targets_follow_instances(X: Any, y: Any) -> None:
+    """Refuse targets indexed by a panel's instances in another order than the panel's.
+
+    scikit-learn pairs ``X`` and ``y`` by position. A panel's sequences come in the
+    order in which its instances first appear; targets in a pandas Series (or
+    DataFrame) indexed by the same instances in another order, as ``groupby`` sorts
+    them, would give each sequence another instance's target without a word.
+
+    Parameters
+    ----------
+    X : sequences in any accepted form
+        Only a panel is checked.
+    y : array-like
+        Only a pandas object whose index holds exactly the panel's instances is checked.
+
+    Raises
+    ------
+    ValueError
+        ``y``'s index holds the panel's instances in another order.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import check_targets_follow_instances
+    >>> index = pd.MultiIndex.from_tuples([("b", 0), ("a", 0), ("a", 1)], names=["id", "day"])
+    >>> panel = pd.DataFrame({"bili": [1.0, 2.0, 3.0]}, index=index)
+    >>> check_targets_follow_instances(panel, pd.Series([1, 0], index=["b", "a"]))
+    >>> check_targets_follow_instances(panel, pd.Series([0, 1], index=["a", "b"]))
+    Traceback (most recent call last):
+    ...
+    ValueError: y is indexed by the panel's instances, but in another order ...
+    """
+    index = getattr(y, "index", None)
+    if not is_panel(X) or index is None or not hasattr(index, "equals"):
+        return
+    instances = X.index.unique(level=0)
+    if len(index) != len(instances) or index.equals(instances) or not index.isin(instances).all():
+        return
+    raise ValueError(
+        f"y is indexed by the panel's instances, but in another order (y starts with "
+        f"{list(index[:3])}, X's instances with {list(instances[:3])}): scikit-learn pairs X "
+        "and y by position, so sequences would get other instances' targets. Put y in the "
+        "panel's order: y.loc[X.index.unique(level=0)]."
+    )
+
+
 def check_numeric_columns(frame: Any, *, where: str) -> None:
     """Refuse a DataFrame with columns that are not numbers, naming them and their dtypes.
 

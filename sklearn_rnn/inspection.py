@@ -19,6 +19,7 @@ of a table; sequences have no columns to shuffle. Here:
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._estimators import frame_sequences
 from .sequences import check_sequences
+from .sequences._validation import step_feature_names
 
 __all__ = [
     "integrated_gradients",
@@ -93,19 +95,32 @@ def _permute_feature(
 
 def _scoring_setup(
     estimator: Any, X: Any, y: Any, scoring: Any, random_state: Any, **counts: int
-) -> tuple[list[NDArray[np.float64]], NDArray[Any], Any, float, np.random.RandomState, int | None]:
-    """What both importances start from: checked counts and data, the scorer, the
-    unpermuted score, the random generator and the time column."""
+) -> tuple[list[NDArray[np.float64]], Callable[[list[NDArray[np.float64]]], float], float,
+           np.random.RandomState, int | None]:
+    """What both importances start from: checked counts and data, the score of changed
+    sequences, the unchanged score, the random generator and the time column.
+
+    The changed sequences reach the estimator as ``X`` held them: as DataFrames with
+    its column names where ``X`` named its features, so that a model fitted on named
+    features checks them as in ``predict`` (and does not warn that they are missing)."""
     for name, value in counts.items():
         if not (isinstance(value, (int, np.integer)) and value >= 1):
             raise ValueError(f"{name} must be a positive integer; got {value!r}.")
     check_is_fitted(_final_step(estimator)[1])
     sequences = check_sequences(X)
+    names = step_feature_names(X)
     y = np.asarray(y)
     scorer = check_scoring(estimator, scoring=scoring)
-    baseline = float(scorer(estimator, sequences, y))
+
+    def score(changed: list[NDArray[np.float64]]) -> float:
+        if names is not None:
+            import pandas as pd
+
+            changed = [pd.DataFrame(sequence, columns=names) for sequence in changed]
+        return float(scorer(estimator, changed, y))
+
     time_column = _time_column(estimator, sequences[0].shape[1])
-    return sequences, y, scorer, baseline, check_random_state(random_state), time_column
+    return sequences, score, score(sequences), check_random_state(random_state), time_column
 
 
 def sequence_permutation_importance(
@@ -160,7 +175,7 @@ def sequence_permutation_importance(
     >>> int(np.argmax(result.importances_mean))
     0
     """
-    sequences, y, scorer, baseline, rng, time_column = _scoring_setup(
+    sequences, score, baseline, rng, time_column = _scoring_setup(
         estimator, X, y, scoring, random_state, n_repeats=n_repeats
     )
     n_features = sequences[0].shape[1]
@@ -168,7 +183,7 @@ def sequence_permutation_importance(
     for feature in range(n_features):
         for repeat in range(n_repeats):
             permuted = _permute_feature(sequences, feature, feature == time_column, rng)
-            importances[feature, repeat] = baseline - float(scorer(estimator, permuted, y))
+            importances[feature, repeat] = baseline - score(permuted)
     return Bunch(
         importances=importances,
         importances_mean=importances.mean(axis=1),
@@ -232,7 +247,7 @@ def visit_importance(
     >>> int(np.argmax(result.importances_mean))  # the last visit
     0
     """
-    sequences, y, scorer, baseline, rng, time_column = _scoring_setup(
+    sequences, score, baseline, rng, time_column = _scoring_setup(
         estimator, X, y, scoring, random_state, max_visits=max_visits, n_repeats=n_repeats
     )
     n_features = sequences[0].shape[1]
@@ -250,7 +265,7 @@ def visit_importance(
             exchanged = [sequence.copy() for sequence in sequences]
             for i, row, visit in zip(have, rows, visits[rng.permutation(len(have))]):
                 exchanged[i][row, values] = visit
-            importances[back, repeat] = baseline - float(scorer(estimator, exchanged, y))
+            importances[back, repeat] = baseline - score(exchanged)
     return Bunch(
         importances=importances,
         importances_mean=importances.mean(axis=1),
@@ -328,16 +343,18 @@ def integrated_gradients(
         raise ValueError(f"n_steps must be a positive integer; got {n_steps!r}.")
     preprocess, model = _final_step(estimator)
     check_is_fitted(model)
-    raw = check_sequences([np.asarray(sequence, dtype=np.float64)])[0]
+    given: Any = [sequence]  # as given: a frame's names are checked as in predict
     if preprocess is not None:
-        transformed = check_sequences(preprocess.transform([raw]))[0]
-        if transformed.shape != raw.shape:
+        shape = check_sequences(given)[0].shape
+        given = preprocess.transform(given)
+        transformed = check_sequences(given)[0].shape
+        if transformed != shape:
             raise ValueError(
                 f"the pipeline's steps before {type(model).__name__} change the sequence's "
-                f"shape from {raw.shape} to {transformed.shape}: attributions need steps "
+                f"shape from {shape} to {transformed}: attributions need steps "
                 "that transform each feature one to one, such as SequenceStandardScaler."
             )
-        raw = transformed
+    raw = model._validate_sequences(given, reset=False)[0]
     encoder = model._encoder
     frame = int(model._frame)
     encoded = encoder.encode_arrays(frame_sequences([raw], frame))[0]  # (ceil(T / frame), n_inputs)

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 
 from sklearn_rnn import RNNClassifier, RNNStepClassifier, SequenceStandardScaler
@@ -179,3 +180,25 @@ def test_a_model_file_whose_names_do_not_match_its_width_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"names 2 features \(feature_names_in_\) for a model of "
                                          r"n_features_in_ = 3"):
         RNNClassifier.load(tmp_path / "forged.safetensors")
+
+
+def test_inspection_hands_named_sequences_back_by_name():
+    # The importances score changed copies of X, and integrated gradients reads one
+    # sequence: as frames where X held frames, so a named model neither warns that the
+    # names are missing nor reads a reordered frame without a check.
+    from sklearn_rnn.inspection import integrated_gradients, sequence_permutation_importance
+
+    X, y = data()
+    named = frames(X)
+    for estimator in (model(), make_pipeline(SequenceStandardScaler(), model())):
+        estimator.fit(named, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            by_name = sequence_permutation_importance(estimator, named, y, n_repeats=2, random_state=0)
+            attributions = integrated_gradients(estimator, named[0]).attributions
+        on_arrays = clone(estimator).fit(X, y)  # the same model, fitted on plain arrays
+        plain = sequence_permutation_importance(on_arrays, X, y, n_repeats=2, random_state=0)
+        np.testing.assert_allclose(by_name.importances, plain.importances)
+        np.testing.assert_allclose(attributions, integrated_gradients(on_arrays, X[0]).attributions)
+        with pytest.raises(ValueError, match="same order"):
+            integrated_gradients(estimator, named[0][["bp", "hr", "temp"]])

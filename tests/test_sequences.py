@@ -241,3 +241,30 @@ def test_check_float32_range_names_the_first_non_finite_step(bad):
         check_float32_range(values, torch.tensor([2, 3, 2]))
     check_float32_range(torch.ones(7, 3), torch.tensor([2, 3, 2]))
     check_float32_range(torch.ones(0, 3), torch.tensor([], dtype=torch.long))
+
+
+def test_the_scaler_keeps_the_input_form_under_a_pandas_output_setting():
+    # sklearn.set_config(transform_output="pandas"), a common global setting, made
+    # scikit-learn wrap the scaler's list of sequences into a DataFrame, which failed
+    # with numpy's "inhomogeneous shape" error; Pipeline.set_output likewise.
+    import sklearn
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(3, 9)), 3)) for _ in range(30)]
+    y = np.arange(30) % 2
+    expected = SequenceStandardScaler().fit_transform(X)
+    for setting in ("pandas", "polars"):
+        with sklearn.config_context(transform_output=setting):
+            scaled = SequenceStandardScaler().fit_transform(X)
+        assert isinstance(scaled, list)
+        for got, want in zip(scaled, expected):
+            np.testing.assert_array_equal(got, want)
+    pipeline = make_pipeline(SequenceStandardScaler(), RNNClassifier(max_iter=2, random_state=0))
+    reference = pipeline.fit(X, y).predict_proba(X)
+    with sklearn.config_context(transform_output="pandas"):
+        np.testing.assert_array_equal(pipeline.set_output(transform="pandas").fit(X, y).predict_proba(X), reference)
+    with pytest.raises(ValueError, match="transform='table': expected 'default', 'pandas', 'polars' or None"):
+        SequenceStandardScaler().set_output(transform="table")

@@ -13,7 +13,9 @@ from ._validation import check_sequences, check_step_feature_names, input_layout
 __all__ = ["SequenceStandardScaler"]
 
 
-class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class SequenceStandardScaler(
+    OneToOneFeatureMixin, TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
+):
     """Standardize each feature over all valid steps of the training sequences.
 
     Means and standard deviations are computed per feature over every observed step of
@@ -81,6 +83,40 @@ class SequenceStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         self.with_mean = with_mean
         self.with_std = with_std
         self.per_sequence = per_sequence
+
+    def set_output(self, *, transform: str | None = None) -> SequenceStandardScaler:
+        """Accept scikit-learn's output setting; the output keeps the form of the input.
+
+        scikit-learn's 'pandas' and 'polars' containers hold tables, one row per
+        sample; sequences of different lengths are no table. So whatever the setting
+        (here, through :meth:`Pipeline.set_output <sklearn.pipeline.Pipeline.set_output>`
+        or ``sklearn.set_config(transform_output=...)``), ``transform`` returns the
+        form it was given: a list, a padded array, a table, a panel.
+
+        Parameters
+        ----------
+        transform : {'default', 'pandas', 'polars'} or None, default=None
+            The container asked for; checked, and left unused.
+
+        Returns
+        -------
+        self : SequenceStandardScaler
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_rnn import SequenceStandardScaler
+        >>> X = [np.array([[0.0], [2.0]]), np.array([[4.0]])]
+        >>> scaled = SequenceStandardScaler().set_output(transform="pandas").fit_transform(X)
+        >>> type(scaled).__name__, len(scaled)
+        ('list', 2)
+        """
+        if transform not in (None, "default", "pandas", "polars"):
+            raise ValueError(
+                f"transform={transform!r}: expected 'default', 'pandas', 'polars' or None. "
+                f"{type(self).__name__} returns the form of its input whatever the setting."
+            )
+        return self
 
     def fit(self, X: Any, y: Any = None) -> SequenceStandardScaler:
         """Compute per-feature means and standard deviations.

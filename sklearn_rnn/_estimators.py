@@ -22,7 +22,7 @@ from sklearn.utils import check_random_state, column_or_1d
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._callbacks import still_improving
 from ._engine import PRECISIONS, SequenceNet, Rollback, configure, make_net
@@ -43,11 +43,10 @@ from .sequences import (
     SequenceDataset,
     check_float32_range,
     check_sequences,
-    input_layout,
 )
 from .sequences._encoding import _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances
-from .sequences._validation import check_holdout, check_numeric_table, check_step_feature_names
+from .sequences._validation import check_holdout, validate_sequences
 
 __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
 
@@ -207,27 +206,6 @@ def _check_class_weight_values(class_weight: dict) -> None:
                 "loss, NaN would spoil training). Pass weights such as {label: 2.0}, or "
                 "class_weight='balanced'."
             )
-
-
-def _check_unambiguous_table(X: Any, name: str) -> None:
-    """Refuse an ``(m, 1)`` array given to a model fitted on ``(T_i, d)`` sequences.
-
-    Read by the table rule it is ``m`` one-step sequences, but passed to such a model it
-    is far more likely one sequence of ``m`` steps: the rule is to refuse it and ask.
-    """
-    shape = getattr(X, "shape", None)
-    if shape is None:
-        try:
-            shape = np.shape(X)
-        except ValueError:
-            return
-    if len(shape) == 2 and shape[1] == 1:
-        raise ValueError(
-            f"X has shape {tuple(shape)}: read as a table (one univariate sequence per row) it "
-            f"is {shape[0]} one-step sequences, but this {name} was fitted on (T_i, d) "
-            f"sequences, so it may also be one sequence of {shape[0]} steps. Pass [X] for one "
-            f"sequence, or np.reshape(X, (-1, 1, 1)) for {shape[0]} one-step sequences."
-        )
 
 
 def _n_targets(y: Any) -> int:
@@ -1129,40 +1107,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------ validation
     def _validate_sequences(self, X: Any, *, reset: bool) -> list[np.ndarray]:
-        layout = input_layout(X)
-        fitted_on_table = getattr(self, "_fitted_layout", None) == "table"
-        if layout == "table" and not reset and not fitted_on_table:
-            _check_unambiguous_table(X, type(self).__name__)
-        if layout == "table" and (reset or fitted_on_table):
-            # A table's columns are its features in scikit-learn's sense: validate_data
-            # sets and checks n_features_in_ and feature_names_in_.
-            check_numeric_table(X)  # our message for text, before scikit-learn's
-            X = validate_data(
-                self,
-                X,
-                reset=reset,
-                dtype=np.float64,
-                ensure_all_finite="allow-nan",
-                ensure_min_samples=1,
-            )
-        sequences = check_sequences(X)
-        n_step_features = sequences[0].shape[1]
-        if reset:
-            self._fitted_layout = "table" if layout == "table" else "sequences"
-            self._n_step_features = n_step_features
-        elif n_step_features != self._n_step_features:
-            raise ValueError(
-                f"X has {n_step_features} features per step, but {type(self).__name__} "
-                f"is expecting {self._n_step_features} features per step as input. A 2D "
-                "table is read as univariate sequences; pass (T_i, d) arrays with the "
-                "features used in fit."
-            )
-        # A table's columns are its steps (validate_data above keeps their names); the
-        # features of sequences are their steps' columns, named where DataFrames hold them.
-        read_as_sequences = layout != "table" if reset else not fitted_on_table
-        if read_as_sequences:
-            check_step_feature_names(self, X, n_step_features, reset=reset)
-        return sequences
+        return validate_sequences(self, X, reset=reset)
 
     def _check_sample_weight(self, sample_weight: Any, n_samples: int) -> np.ndarray:
         if sample_weight is None:

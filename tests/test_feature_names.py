@@ -125,9 +125,13 @@ def test_the_scaler_keeps_and_checks_the_names_and_a_pipeline_refuses_reordering
     pipe = make_pipeline(SequenceStandardScaler(), model()).fit(frames(X), y)
     with pytest.raises(ValueError, match="same order"):
         pipe.predict(frames(X, ["temp", "bp", "hr"]))
-    # A scaler fitted on a table of univariate sequences names nothing (its columns are steps).
+    # A table's columns are its features in scikit-learn's sense, for the scaler as for
+    # the estimators: kept, and another width or other names refused.
     table = pd.DataFrame(np.ones((4, 5)), columns=list("abcde"))
-    assert not hasattr(SequenceStandardScaler().fit(table), "feature_names_in_")
+    on_table = SequenceStandardScaler().fit(table)
+    assert on_table.feature_names_in_.tolist() == list("abcde") and on_table.n_features_in_ == 5
+    with pytest.raises(ValueError, match="Feature names unseen at fit time"):
+        on_table.transform(table.set_axis(list("vwxyz"), axis=1))
 
 
 def test_the_step_classifier_checks_the_names():

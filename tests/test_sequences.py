@@ -227,7 +227,7 @@ def test_per_sequence_scaling_uses_each_sequence_own_statistics():
 
 def test_scaler_rejects_other_feature_counts():
     scaler = SequenceStandardScaler().fit([np.ones((2, 2))])
-    with pytest.raises(ValueError, match="X has 3 features per step, but SequenceStandardScaler was fitted with 2"):
+    with pytest.raises(ValueError, match="X has 3 features per step, but SequenceStandardScaler is expecting 2 features per step"):
         scaler.transform([np.ones((2, 3))])
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_sequences, check_step_feature_names, input_layout, restore_layout
+from ._validation import input_layout, restore_layout, validate_sequences
 
 __all__ = ["SequenceStandardScaler"]
 
@@ -51,16 +51,18 @@ class SequenceStandardScaler(
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features,)
-        Mean of each feature over observed training steps.
-    scale_ : ndarray of shape (n_features,)
+    mean_ : ndarray of shape (d,)
+        Mean of each feature of a step over observed training steps (one value for a
+        table of univariate sequences).
+    scale_ : ndarray of shape (d,)
         Standard deviation of each feature (1 where it is zero or undefined).
     n_features_in_ : int
-        Features per step.
+        Features per step; for a 2D table, its number of columns, following
+        scikit-learn (as the estimators count them).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        The step features' names, when the sequences of fit were DataFrames whose
-        columns are all strings; ``transform`` then refuses sequences whose columns
-        differ from them, or come in another order.
+        Names of the features seen in fit, when they are all strings: the columns of
+        a DataFrame table, or of the DataFrames that held the sequences; ``transform``
+        then refuses other names, or the same in another order.
 
     Examples
     --------
@@ -132,9 +134,8 @@ class SequenceStandardScaler(
         -------
         self : SequenceStandardScaler
         """
-        steps = np.concatenate(check_sequences(X), axis=0)  # (N, d)
+        steps = np.concatenate(validate_sequences(self, X, reset=True), axis=0)  # (N, d)
         self.mean_, self.scale_ = self._location_and_scale(steps)
-        check_step_feature_names(self, X, steps.shape[1], reset=True)  # n_features_in_, names
         return self
 
     def _location_and_scale(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -194,15 +195,7 @@ class SequenceStandardScaler(
         return self._apply(X, lambda steps: steps * self.scale_ + self.mean_, check_names=False)
 
     def _apply(self, X: Any, function: Any, *, check_names: bool = True) -> Any:
-        sequences = check_sequences(X)
-        n_features = sequences[0].shape[1]
-        if n_features != self.n_features_in_:
-            raise ValueError(
-                f"X has {n_features} features per step, but {type(self).__name__} was "
-                f"fitted with {self.n_features_in_}: pass sequences with the same features."
-            )
-        if check_names:  # as scikit-learn's scalers: inverse_transform reads unnamed output
-            check_step_feature_names(self, X, n_features, reset=False)
+        sequences = validate_sequences(self, X, reset=False, check_names=check_names)
         return restore_layout([function(s) for s in sequences], input_layout(X), X)
 
     def __sklearn_tags__(self):  # noqa: D105

@@ -213,6 +213,95 @@ def sequence_column(sequences: Any) -> np.ndarray:
     return column
 
 
+def validate_sequences(
+    estimator: Any, X: Any, *, reset: bool, check_names: bool = True
+) -> list[np.ndarray]:
+    """Validate ``X`` for an estimator's ``fit`` (``reset=True``) or a later call.
+
+    The one validation of the package's estimators and of
+    :class:`SequenceStandardScaler`. A 2D table's columns are its features in
+    scikit-learn's sense: scikit-learn's ``validate_data`` sets and checks
+    ``n_features_in_`` and ``feature_names_in_`` (and gives scikit-learn's messages for
+    empty, complex or one-dimensional tables), and its rows are then read as univariate
+    sequences. The features of sequences are their steps' columns: ``n_features_in_``
+    is their count, named where DataFrames hold them (:func:`check_step_feature_names`).
+    ``fit`` records on the estimator the form it was given (``_fitted_layout``) and the
+    features per step (``_n_step_features``); later calls must match them.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+    X : sequences in any accepted form
+    reset : bool
+        Whether this is ``fit``.
+    check_names : bool, default=True
+        Whether to check the step features' names (``inverse_transform`` reads the
+        unnamed output of ``transform``).
+
+    Returns
+    -------
+    list of ndarray of shape (T_i, d), dtype float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn import SequenceStandardScaler
+    >>> from sklearn_rnn.sequences._validation import validate_sequences
+    >>> scaler = SequenceStandardScaler()
+    >>> [x.shape for x in validate_sequences(scaler, np.zeros((2, 5)), reset=True)]
+    [(5, 1), (5, 1)]
+    >>> scaler.n_features_in_, scaler._n_step_features
+    (5, 1)
+    """
+    layout = input_layout(X)
+    fitted_on_table = getattr(estimator, "_fitted_layout", None) == "table"
+    name = type(estimator).__name__
+    if layout == "table" and not reset and not fitted_on_table:
+        _check_unambiguous_table(X, name)
+    if layout == "table" and (reset or fitted_on_table):
+        check_numeric_table(X)  # our message for text, before scikit-learn's
+        X = validate_data(
+            estimator, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=1,
+        )
+    sequences = check_sequences(X)
+    n_step_features = sequences[0].shape[1]
+    if reset:
+        estimator._fitted_layout = "table" if layout == "table" else "sequences"
+        estimator._n_step_features = n_step_features
+    elif n_step_features != estimator._n_step_features:
+        raise ValueError(
+            f"X has {n_step_features} features per step, but {name} is expecting "
+            f"{estimator._n_step_features} features per step as input. A 2D table is read as "
+            "univariate sequences; pass (T_i, d) arrays with the features used in fit."
+        )
+    # The features of sequences are their steps' columns, named where DataFrames hold them.
+    read_as_sequences = layout != "table" if reset else not fitted_on_table
+    if read_as_sequences and (check_names or reset):
+        check_step_feature_names(estimator, X, n_step_features, reset=reset)
+    return sequences
+
+
+def _check_unambiguous_table(X: Any, name: str) -> None:
+    """Refuse an ``(m, 1)`` array given to a model fitted on ``(T_i, d)`` sequences.
+
+    Read by the table rule it is ``m`` one-step sequences, but passed to such a model it
+    is far more likely one sequence of ``m`` steps: the rule is to refuse it and ask.
+    """
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        try:
+            shape = np.shape(X)
+        except ValueError:
+            return
+    if len(shape) == 2 and shape[1] == 1:
+        raise ValueError(
+            f"X has shape {tuple(shape)}: read as a table (one univariate sequence per row) it "
+            f"is {shape[0]} one-step sequences, but this {name} was fitted on (T_i, d) "
+            f"sequences, so it may also be one sequence of {shape[0]} steps. Pass [X] for one "
+            f"sequence, or np.reshape(X, (-1, 1, 1)) for {shape[0]} one-step sequences."
+        )
+
+
 def step_feature_names(X: Any) -> NDArray[np.object_] | None:
     """The names of the features at every step, where the sequences carry them.
 

@@ -268,3 +268,18 @@ def test_the_scaler_keeps_the_input_form_under_a_pandas_output_setting():
         np.testing.assert_array_equal(pipeline.set_output(transform="pandas").fit(X, y).predict_proba(X), reference)
     with pytest.raises(ValueError, match="transform='table': expected 'default', 'pandas', 'polars' or None"):
         SequenceStandardScaler().set_output(transform="table")
+
+
+def test_a_scaler_pickled_before_the_shared_validation_still_transforms():
+    # Fitted scalers of earlier versions hold n_features_in_ (the features per step)
+    # but not the form of fit that the shared validation records.
+    import pickle
+
+    X = [np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([[4.0, 5.0]])]
+    scaler = SequenceStandardScaler().fit(X)
+    del scaler._fitted_layout, scaler._n_step_features
+    old = pickle.loads(pickle.dumps(scaler))
+    for got, want in zip(old.transform(X), SequenceStandardScaler().fit(X).transform(X)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="X has 1 features per step, but SequenceStandardScaler is expecting 2"):
+        old.transform([np.ones((3, 1))])

@@ -268,12 +268,15 @@ def validate_sequences(
     if reset:
         estimator._fitted_layout = "table" if layout == "table" else "sequences"
         estimator._n_step_features = n_step_features
-    elif n_step_features != estimator._n_step_features:
-        raise ValueError(
-            f"X has {n_step_features} features per step, but {name} is expecting "
-            f"{estimator._n_step_features} features per step as input. A 2D table is read as "
-            "univariate sequences; pass (T_i, d) arrays with the features used in fit."
-        )
+    else:
+        # A scaler pickled before it recorded _n_step_features counted them in n_features_in_.
+        expected = getattr(estimator, "_n_step_features", None) or estimator.n_features_in_
+        if n_step_features != expected:
+            raise ValueError(
+                f"X has {n_step_features} features per step, but {name} is expecting "
+                f"{expected} features per step as input. A 2D table is read as univariate "
+                "sequences; pass (T_i, d) arrays with the features used in fit."
+            )
     # The features of sequences are their steps' columns, named where DataFrames hold them.
     read_as_sequences = layout != "table" if reset else not fitted_on_table
     if read_as_sequences and (check_names or reset):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import warnings
 
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -665,7 +666,9 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
             f"{where} is a sparse matrix: expected dense numbers. Convert it with .toarray()."
         )
     try:
-        array = np.asarray(value, dtype=np.float64)
+        with warnings.catch_warnings():  # complex input is refused below, with our message
+            warnings.filterwarnings("ignore", message="Casting complex values to real")
+            array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: a tensor that needs grad
         widths = _row_widths(value)
         if len(widths) > 1:

@@ -242,3 +242,23 @@ def test_targets_in_a_read_only_array_train_without_pytorch_warnings():
     targets = clf._target_tensor(labels, torch.device("cpu"))
     targets += 1
     assert labels.tolist() == (np.arange(20) % 2).tolist()
+
+
+def test_targets_with_pandas_default_index_are_positions_even_for_integer_instances():
+    # Instances numbered 0..n-1 but not in order: a Series built from a list has
+    # pandas' default index (positions) and pairs as given; a groupby's index holds
+    # the instance labels, sorted, and is refused.
+    table, death = visits()
+    numbers = {patient: i for i, patient in enumerate(sorted(death))}
+    table = table.assign(patient=table["patient"].map(numbers))
+    panel = table.set_index(["patient", "day"])
+    instances = panel.index.unique(level=0)
+    assert sorted(instances) == list(range(len(death))) and list(instances) != sorted(instances)
+    by_number = {numbers[p]: d for p, d in death.items()}
+    in_panel_order = pd.Series([by_number[i] for i in instances])  # RangeIndex: positions
+    clf = model().fit(panel, in_panel_order)
+    assert clf.score(panel, in_panel_order) == clf.score(panel, in_panel_order.to_numpy())
+    from_groupby = table.assign(death=table["patient"].map(by_number)).groupby("patient")["death"].first()
+    assert not isinstance(from_groupby.index, pd.RangeIndex)
+    with pytest.raises(ValueError, match="another order"):
+        model().fit(panel, from_groupby)

@@ -138,7 +138,8 @@ def check_targets_follow_instances(X: Any, y: Any) -> None:
     X : sequences in any accepted form
         Only a panel is checked.
     y : array-like
-        Only a pandas object whose index holds exactly the panel's instances is checked.
+        Only a pandas object whose index holds exactly the panel's instances is checked
+        (not pandas' default index, which counts positions).
 
     Raises
     ------
@@ -160,6 +161,10 @@ def check_targets_follow_instances(X: Any, y: Any) -> None:
     index = getattr(y, "index", None)
     if not is_panel(X) or index is None or not hasattr(index, "equals"):
         return
+    import pandas as pd
+
+    if isinstance(index, pd.RangeIndex):
+        return  # pandas' default index: positions, not instance labels
     instances = X.index.unique(level=0)
     if len(index) != len(instances) or index.equals(instances) or not index.isin(instances).all():
         return

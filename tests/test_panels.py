@@ -262,3 +262,17 @@ def test_targets_with_pandas_default_index_are_positions_even_for_integer_instan
     assert not isinstance(from_groupby.index, pd.RangeIndex)
     with pytest.raises(ValueError, match="another order"):
         model().fit(panel, from_groupby)
+
+
+def test_sktimes_nested_format_is_refused_with_the_conversion():
+    # sktime's legacy nested DataFrame (one column per channel, a Series in each cell)
+    # failed with "could not be read as numbers ... encode categorical or text values".
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(3, 8, size=12)
+    nested = pd.DataFrame({f"dim_{c}": [pd.Series(rng.normal(size=n)) for n in lengths] for c in range(2)})
+    y = np.arange(12) % 2
+    with pytest.raises(TypeError, match=r"X is a table whose cells hold series \(a cell is a Series"):
+        model().fit(nested, y)
+    converted = [np.column_stack([np.asarray(cell) for cell in row]) for row in nested.itertuples(index=False)]
+    assert [x.shape for x in converted] == [(n, 2) for n in lengths]
+    model().fit(converted, y)

@@ -157,6 +157,15 @@ def check_numeric_table(X: Any) -> None:
         array = np.asarray(X)
     except ValueError:  # rows of different lengths: scikit-learn's validation says so
         return
+    if array.dtype == object and array.size and np.ndim(array.flat[0]) >= 1:
+        raise TypeError(
+            f"X is a table whose cells hold series (a cell is a {type(array.flat[0]).__name__}; "
+            "sktime's nested format keeps one column per channel so): a sequence here is one "
+            "(T_i, d) array, steps in rows. Join each row's channels, e.g. "
+            "[np.column_stack([np.asarray(cell) for cell in row]) for row in X.itertuples(index=False)] "
+            "(a sequence's channels must have the same length), or pass a panel, a DataFrame "
+            "with an (instance, time) MultiIndex."
+        )
     if array.dtype.kind not in "biufc":  # complex: scikit-learn's message
         _as_float_array(array, where="X")
 

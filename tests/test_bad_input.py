@@ -191,6 +191,10 @@ def test_prediction_with_another_feature_count(fitted_classifier):
     with pytest.raises(ValueError) as other:
         fitted_classifier.partial_fit([np.zeros((2, 5))], [0])
     check_message(other, ["X has 5 features per step", "expecting 2"])
+    # One sequence passed without its list reads as a table of univariate sequences.
+    with pytest.raises(ValueError) as one:
+        fitted_classifier.predict(np.zeros((7, 2)))
+    check_message(one, ["X has 1 features per step", "X has shape (7, 2): for one sequence of 7 steps, pass [X]."])
 
 
 def test_table_fitted_model_checks_columns(table_regressor):

@@ -282,10 +282,13 @@ def validate_sequences(
         # A scaler pickled before it recorded _n_step_features counted them in n_features_in_.
         expected = getattr(estimator, "_n_step_features", None) or estimator.n_features_in_
         if n_step_features != expected:
+            shape = np.shape(X) if layout == "table" else ()
+            one = (f" X has shape {tuple(shape)}: for one sequence of {shape[0]} steps, pass [X]."
+                   if len(shape) == 2 and shape[1] == expected else "")
             raise ValueError(
                 f"X has {n_step_features} features per step, but {name} is expecting "
                 f"{expected} features per step as input. A 2D table is read as univariate "
-                "sequences; pass (T_i, d) arrays with the features used in fit."
+                f"sequences; pass (T_i, d) arrays with the features used in fit.{one}"
             )
     # The features of sequences are their steps' columns, named where DataFrames hold them.
     read_as_sequences = layout != "table" if reset else not fitted_on_table

@@ -283,3 +283,25 @@ def test_a_scaler_pickled_before_the_shared_validation_still_transforms():
         np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="X has 1 features per step, but SequenceStandardScaler is expecting 2"):
         old.transform([np.ones((3, 1))])
+
+
+def test_meta_estimators_that_check_x_themselves_take_the_sequence_column():
+    # BaggingClassifier validates X as an array before the estimator sees it and stops
+    # on a ragged list; the sequence column goes through (the input-formats page says
+    # so). CalibratedClassifierCV takes the list as it is.
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.ensemble import BaggingClassifier
+
+    from sklearn_rnn import RNNClassifier
+    from sklearn_rnn.sequences import sequence_column
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(3, 9)), 2)) for _ in range(40)]
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    member = RNNClassifier(hidden_size=6, max_iter=3, random_state=0)
+    with pytest.raises(ValueError, match="inhomogeneous"):
+        BaggingClassifier(member, n_estimators=2, random_state=0).fit(X, y)
+    bagged = BaggingClassifier(member, n_estimators=2, random_state=0).fit(sequence_column(X), y)
+    assert bagged.predict_proba(sequence_column(X)).shape == (40, 2)
+    calibrated = CalibratedClassifierCV(member, cv=2).fit(X, y)
+    np.testing.assert_allclose(calibrated.predict_proba(X).sum(axis=1), 1.0)

@@ -208,6 +208,21 @@ def _check_class_weight_values(class_weight: dict) -> None:
             )
 
 
+def _check_no_missing_labels(y: np.ndarray) -> None:
+    """Refuse missing class labels (None, NaN, pandas' NA), naming the first sequence:
+    scikit-learn's checks say only "Input y contains NaN", or fail to sort None."""
+    import pandas as pd
+
+    missing = np.asarray(pd.isna(y), dtype=bool)
+    if missing.any():
+        bad = np.flatnonzero(missing)
+        raise ValueError(
+            f"y holds a missing label ({y[bad[0]]}) for {len(bad)} of {len(y)} sequences "
+            f"(first: sequence {bad[0]}): every sequence needs a class label. Drop those "
+            "sequences from X and y together, or label them."
+        )
+
+
 def _n_targets(y: Any) -> int:
     return len(y) if hasattr(y, "__len__") else len(np.asarray(y))
 
@@ -1965,6 +1980,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         if y.dtype.kind not in "biu":
             # Integer and boolean labels always pass (type 'binary' or 'multiclass'):
             # the check costs a streaming partial_fit a few tenths of a millisecond.
+            _check_no_missing_labels(y)
             check_classification_targets(y)
         if reset:
             self._label_encoder = LabelEncoder().fit(y if classes is None else classes)
@@ -2405,7 +2421,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
 
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
         try:
-            y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y")
+            y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y",
+                            ensure_all_finite=False)
         except ValueError as error:
             text = _first_text(y)
             if text is None:
@@ -2415,6 +2432,16 @@ class RNNRegressor(RegressorMixin, BaseRNN):
                 f"{text!r}. For class labels use RNNClassifier; otherwise convert y to "
                 "numbers first."
             ) from error
+        finite = np.isfinite(y.reshape(len(y), -1)).all(axis=1)  # (n,)
+        if not finite.all():
+            bad = np.flatnonzero(~finite)
+            kind = "NaN" if np.isnan(y).any() else "an infinite value"
+            raise ValueError(
+                f"y holds {kind}: the targets of {len(bad)} of {len(y)} sequences are not "
+                f"finite (first: sequence {bad[0]}). Expected a finite target for every "
+                "sequence: drop those sequences from X and y together, or fill in their "
+                "targets."
+            )
         if y.ndim > 2:
             raise ValueError(
                 f"y has shape {y.shape}: expected (n_samples,) or (n_samples, n_outputs). "

@@ -282,7 +282,7 @@ def test_bad_y_and_prediction_inputs(task, fitted):
         RNNClassifier(**FAST).fit(X, y[:-1])
     with pytest.raises(ValueError, match="at least 2 classes"):
         RNNClassifier(**FAST).fit(X, np.zeros(len(X)))
-    with pytest.raises(ValueError, match="Input y contains NaN"):
+    with pytest.raises(ValueError, match="y holds NaN"):
         RNNRegressor(**FAST).fit(X, np.full(len(X), np.nan))
     with pytest.raises(ValueError, match="X has 3 features per step, but RNNClassifier is expecting 2"):
         fitted.predict([np.zeros((4, 3))])

@@ -1047,10 +1047,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self.loss_curve_ = [float(loss) for loss in history[:, "train_loss"]] if history else []
         self.module_ = self.net_.module_
         if self._early_stopping and not incremental and history:
-            self.validation_scores_ = [float(score) for score in history[:, "valid_score"]]
+            # The validated epochs: a warm start keeps the epochs of earlier calls, which
+            # a fit without a held-out split did not validate.
+            validated = [row for row in history if "valid_score" in row]
+            self.validation_scores_ = [float(row["valid_score"]) for row in validated]
             # The epoch whose weights early stopping restored (improved by more than tol).
-            best = [row["epoch"] for row in history].index(self.best_epoch_)
-            self.best_validation_loss_ = float(history[best, "valid_loss"])
+            best = [row["epoch"] for row in validated].index(self.best_epoch_)
+            self.best_validation_loss_ = float(validated[best]["valid_loss"])
             self.best_validation_score_ = self.validation_scores_[best]
         else:
             self.validation_scores_ = None

@@ -765,3 +765,20 @@ def test_every_module_imports_alone_and_the_import_graph_has_no_cycle():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             cwd=root.parent, timeout=300)
     assert "FAILED []" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_warm_refit_with_early_stopping_after_a_fit_without_it_records_its_epochs():
+    # Found by the property test above (warm_fit, early_stopping=True): the history of a
+    # warm start keeps the first fit's epochs, which had no validation, so the epochs
+    # of validation scores and of the history did not line up, and the refit ended in
+    # an IndexError after training (the model changed, the call failed).
+    X, y = ragged(16, seed=1), np.arange(16) % 2
+    model = quiet_fit(RNNClassifier(**SMALL), X, y)
+    model.set_params(early_stopping=True, validation_fraction=0.5, warm_start=True)
+    quiet_fit(model, X, y)
+    assert len(model.net_.history) == 4 and len(model.loss_curve_) == 4
+    assert len(model.validation_scores_) == 2  # the two validated epochs of the refit
+    assert model.best_epoch_ in (3, 4)
+    assert model.best_validation_score_ == model.validation_scores_[model.best_epoch_ - 3]
+    quiet_fit(model, X, y)  # a third call adds its two validated epochs
+    assert len(model.validation_scores_) == 4

@@ -38,12 +38,7 @@ from ._persistence import from_portable, to_portable
 from ._persistence import load as load_model
 from ._persistence import register as register_model_class
 from ._persistence import save as save_model
-from .sequences import (
-    InputEncoder,
-    SequenceDataset,
-    check_float32_range,
-    check_sequences,
-)
+from .sequences import InputEncoder, SequenceDataset, check_float32_range
 from .sequences._encoding import _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances
 from .sequences._validation import check_holdout, validate_sequences

@@ -154,13 +154,22 @@ def test_saved_models_keep_the_names(tmp_path):
         loaded.predict(frames(X, ["bp", "hr", "temp"]))
 
 
-def test_a_sequence_column_of_frames_from_sequence_column_has_no_names():
-    # sequence_column validates into plain arrays: the names are gone, and said so by
-    # scikit-learn's warning when the model was fitted with them.
+def test_a_sequence_column_of_frames_keeps_the_names():
+    # imbalanced-learn's samplers need the column; its cells stay frames with the
+    # names, so resampling keeps the check.
+    from imblearn.over_sampling import RandomOverSampler
+
     X, y = data()
+    column = sequence_column(frames(X))
+    assert column.shape == (40, 1) and column[0, 0].columns.tolist() == NAMES
     clf = model().fit(frames(X), y)
-    with pytest.warns(UserWarning, match="does not have valid feature names"):
-        clf.predict(sequence_column(frames(X)))
+    np.testing.assert_array_equal(clf.predict_proba(column), clf.predict_proba(frames(X)))
+    resampled, y_resampled = RandomOverSampler(random_state=0).fit_resample(column, y)
+    on_column = model().fit(resampled, y_resampled)
+    assert on_column.feature_names_in_.tolist() == NAMES
+    with pytest.raises(ValueError, match="same order"):
+        on_column.predict(sequence_column(frames(X, ["bp", "hr", "temp"])))
+    assert isinstance(sequence_column(X)[0, 0], np.ndarray)  # arrays stay arrays
 
 
 def test_a_model_file_whose_names_do_not_match_its_width_is_refused(tmp_path):

@@ -208,6 +208,9 @@ def sequence_column(sequences: Any) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n, 1), dtype object
+        Each cell a validated float64 ``(T_i, d)`` array, or, where the sequences name
+        their features (DataFrames, a panel), a DataFrame with those columns, so that an
+        estimator fitted on the column keeps and checks the names.
 
     Examples
     --------
@@ -218,8 +221,15 @@ def sequence_column(sequences: Any) -> np.ndarray:
     ((2, 1), (1, 2))
     """
     checked = check_sequences(sequences)
+    names = step_feature_names(sequences)
     column = np.empty((len(checked), 1), dtype=object)
-    column[:, 0] = checked
+    if names is None:
+        column[:, 0] = checked
+        return column
+    import pandas as pd
+
+    for row, sequence in enumerate(checked):  # one at a time: numpy would unpack frames
+        column[row, 0] = pd.DataFrame(sequence, columns=names)
     return column
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.base import is_classifier, is_regressor
 from sklearn.utils.validation import check_is_fitted
 
@@ -87,17 +88,16 @@ def plot_training_history(estimator: Any, ax: Any = None) -> Any:
         ax.set_zorder(score_ax.get_zorder() + 1)
         ax.patch.set_visible(False)
         name = _score_name(model)
-        (score_line,) = score_ax.plot(
-            epochs[: len(scores)], scores, color="C1", label=f"validation {name}"
-        )
+        validated = _validated_epochs(model, len(scores))
+        (score_line,) = score_ax.plot(validated, scores, color="C1", label=f"validation {name}")
         score_ax.set_ylabel(f"validation {name}")
         handles.append(score_line)
-        best = _best_epoch(model, scores)
+        best = _best_epoch(model, scores, validated)
         if best is not None:
             ax.axvline(best, color="0.4", linestyle=":", linewidth=1)
             (best_marker,) = score_ax.plot(
                 [best],
-                [scores[best - 1]],
+                [scores[list(validated).index(best)]],
                 linestyle="none",
                 marker="*",
                 markersize=12,
@@ -134,7 +134,22 @@ def _score_name(model: Any) -> str:
     return "score"
 
 
-def _best_epoch(model: Any, scores: np.ndarray) -> int | None:
+def _validated_epochs(model: Any, n_scores: int) -> NDArray[np.int64]:
+    """The 1-based epochs that ``validation_scores_`` belong to.
+
+    The epochs of the history that hold a validation score: a warm start keeps the
+    epochs of earlier calls, which a fit without a held-out split did not validate.
+    Epochs 1 to ``n_scores`` for a model without such a history.
+    """
+    history = getattr(getattr(model, "net_", None), "history", None)
+    if history is not None:
+        epochs = [int(row["epoch"]) for row in history if "valid_score" in row]
+        if len(epochs) == n_scores:
+            return np.asarray(epochs, dtype=np.int64)
+    return np.arange(1, n_scores + 1, dtype=np.int64)
+
+
+def _best_epoch(model: Any, scores: np.ndarray, validated: NDArray[np.int64]) -> int | None:
     """The 1-based epoch whose weights the model kept, or None when it is unknown.
 
     For this package's estimators that is their ``best_epoch_`` (the epoch early
@@ -142,7 +157,7 @@ def _best_epoch(model: Any, scores: np.ndarray) -> int | None:
     """
     if hasattr(model, "best_epoch_"):
         best = model.best_epoch_
-        return best if best is not None and 1 <= best <= len(scores) else None
+        return best if best is not None and best in validated else None
     if not np.isfinite(scores).any():
         return None
-    return int(np.nanargmax(scores)) + 1
+    return int(validated[int(np.nanargmax(scores))])

@@ -87,6 +87,24 @@ def test_validation_score_and_best_epoch_with_early_stopping():
     assert legend == ["training loss", "validation accuracy", f"best epoch ({best})"]
 
 
+def test_a_warm_refit_with_early_stopping_plots_its_scores_at_its_epochs():
+    # The first fit (no held-out split) ran epochs 1-4; the warm refit validated 5-8.
+    # Its scores belong at epochs 5-8, and the best epoch is among them.
+    X, y = _data(120)
+    clf = _fit(RNNClassifier(hidden_size=6, max_iter=4, random_state=0), X, y)
+    clf.set_params(warm_start=True, early_stopping=True, validation_fraction=0.25)
+    _fit(clf, X, y)
+    assert len(clf.loss_curve_) == 8 and len(clf.validation_scores_) == 4
+    ax = plot_training_history(clf)
+    _, score_ax = ax.figure.axes
+    score_line, best_marker = score_ax.lines
+    np.testing.assert_array_equal(score_line.get_xdata(), [5, 6, 7, 8])
+    best = clf.best_epoch_
+    assert 5 <= best <= 8
+    assert list(best_marker.get_xdata()) == [best]
+    assert list(best_marker.get_ydata()) == [clf.validation_scores_[best - 5]]
+
+
 def test_regressor_score_is_r2():
     X, _ = _data(100)
     target = np.array([x[:, 0].sum() for x in X])

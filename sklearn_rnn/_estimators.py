@@ -518,8 +518,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if not reset:
             self._check_continuation()
         sequences = self._validate_sequences(X, reset=reset)
-        check_targets_follow_instances(X, y)
-        y = self._check_y(y, len(sequences), reset=reset, classes=classes)
+        y = self._check_y(y, X, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         if reset:
@@ -639,8 +638,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         model = self if hasattr(self, "net_") else clone(self)
         if model is self:
             sequences = self._validate_sequences(X, reset=False)
-            check_targets_follow_instances(X, y)
-            targets = self._check_y(y, len(sequences), reset=False)
+            targets = self._check_y(y, X, len(sequences), reset=False)
             self._check_target_steps(targets, sequences)
             sequences = frame_sequences(sequences, self._frame)
             device = next(self.module_.parameters()).device
@@ -1145,7 +1143,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         return weight
 
-    def _check_y(self, y: Any, n_samples: int, *, reset: bool, classes: Any = None) -> np.ndarray:
+    def _check_y(self, y: Any, X: Any, n_samples: int, *, reset: bool, classes: Any = None) -> np.ndarray:
+        """The targets of ``X``'s ``n_samples`` sequences, checked and encoded."""
+        check_targets_follow_instances(X, y)
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "

@@ -10,7 +10,6 @@ from sklearn.base import _fit_context
 from ._estimators import BaseRNN
 from ._inference import EVERY_STEP, OutputSteps
 from .sequences import FlatSequences
-from .sequences._panel import check_targets_follow_instances
 
 __all__ = ["RNNStepClassifier"]
 
@@ -428,8 +427,7 @@ class RNNStepClassifier(BaseRNN):
         True
         """
         sequences = self._validate_sequences(X, reset=False)
-        check_targets_follow_instances(X, y)
-        targets = self._check_y(y, len(sequences), reset=False)
+        targets = self._check_y(y, X, len(sequences), reset=False)
         self._check_target_steps(targets, sequences)
         weight = self._check_sample_weight(sample_weight, len(sequences))
         logits = self._forward(sequences)

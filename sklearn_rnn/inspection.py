@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._estimators import frame_sequences
 from .sequences import check_sequences
-from .sequences._validation import step_feature_names
+from .sequences._validation import named_frames, step_feature_names
 
 __all__ = [
     "integrated_gradients",
@@ -113,11 +113,8 @@ def _scoring_setup(
     scorer = check_scoring(estimator, scoring=scoring)
 
     def score(changed: list[NDArray[np.float64]]) -> float:
-        if names is not None:
-            import pandas as pd
-
-            changed = [pd.DataFrame(sequence, columns=names) for sequence in changed]
-        return float(scorer(estimator, changed, y))
+        given = changed if names is None else named_frames(changed, names)
+        return float(scorer(estimator, given, y))
 
     time_column = _time_column(estimator, sequences[0].shape[1])
     return sequences, score, score(sequences), check_random_state(random_state), time_column

@@ -226,11 +226,34 @@ def sequence_column(sequences: Any) -> np.ndarray:
     if names is None:
         column[:, 0] = checked
         return column
+    for row, frame in enumerate(named_frames(checked, names)):  # one at a time: numpy would unpack frames
+        column[row, 0] = frame
+    return column
+
+
+def named_frames(sequences: list[np.ndarray], names: NDArray[np.object_]) -> list[Any]:
+    """Each sequence as a DataFrame whose columns are the step features' ``names``.
+
+    Parameters
+    ----------
+    sequences : list of ndarray of shape (T_i, d)
+    names : ndarray of shape (d,)
+        As :func:`step_feature_names` reads them.
+
+    Returns
+    -------
+    list of pandas.DataFrame
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._validation import named_frames
+    >>> named_frames([np.zeros((2, 2))], np.array(["hr", "bp"], dtype=object))[0].columns.tolist()
+    ['hr', 'bp']
+    """
     import pandas as pd
 
-    for row, sequence in enumerate(checked):  # one at a time: numpy would unpack frames
-        column[row, 0] = pd.DataFrame(sequence, columns=names)
-    return column
+    return [pd.DataFrame(sequence, columns=names) for sequence in sequences]
 
 
 def validate_sequences(

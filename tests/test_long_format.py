@@ -112,6 +112,14 @@ def test_to_long_format_default_names_and_order():
 # --------------------------------------------------------------------------- errors
 
 
+def test_to_long_format_refuses_sequences_with_what_it_writes():
+    ragged = [np.zeros((3, 2)), np.zeros((5, 2))]
+    with pytest.raises(ValueError, match=r"2 entries of different shapes.*per-sample results"):
+        to_long_format(ragged, [0, 1])
+    with pytest.raises(ValueError, match=r"shape \(2, 3, 2\).*reduce them to one value"):
+        to_long_format([np.zeros((3, 2)), np.ones((3, 2))], [0, 1])
+
+
 def test_errors_on_the_table(visits):
     with pytest.raises(TypeError, match="must be a pandas.DataFrame"):
         from_long_format(visits.to_numpy(), id_column=0, time_column=1)

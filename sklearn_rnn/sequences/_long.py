@@ -295,13 +295,22 @@ def to_long_format(
     0   7  0.8  0.2
     1   3  0.1  0.9
     """
-    array = np.asarray(values)
+    reduce_first = (
+        "to_long_format writes per-sample results (e.g. predict or predict_proba), one row "
+        "per sample; for sequences, reduce them to one value per sample first."
+    )
+    try:
+        array = np.asarray(values)
+    except ValueError as error:  # numpy's message for entries of different shapes
+        raise ValueError(
+            "values must be 1D (n_samples,) or 2D (n_samples, n_outputs), one entry per "
+            f"sample; got {len(values)} entries of different shapes (sequences?). {reduce_first}"
+        ) from error
     id_array = np.asarray(ids)
     if array.ndim not in (1, 2):
         raise ValueError(
             "values must be 1D (n_samples,) or 2D (n_samples, n_outputs), one entry per "
-            f"sample; got shape {array.shape}. For sequences, reduce them to one value "
-            "per sample first."
+            f"sample; got shape {array.shape}. {reduce_first}"
         )
     if id_array.ndim != 1 or id_array.shape[0] != array.shape[0]:
         raise ValueError(

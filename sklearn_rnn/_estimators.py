@@ -289,7 +289,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     _parameter_constraints: dict = {
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
         "cell": [StrOptions(CellNames("auto"))],  # read from the registry at each check
-        "time_feature": [Interval(Integral, None, None, closed="neither"), None],
+        "time_feature": [Interval(Integral, None, None, closed="neither"), str, None],
         "frame": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "instance_norm": ["boolean", StrOptions({"auto"})],
         "readout": [StrOptions({"auto", *READOUTS})],
@@ -324,7 +324,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         *,
         hidden_size: int = 50,
         cell: str = "auto",
-        time_feature: int | None = None,
+        time_feature: int | str | None = None,
         frame: int | str = "auto",
         instance_norm: bool | str = "auto",
         readout: str = "auto",
@@ -529,9 +529,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         device = self._resolve_device()
         self._check_precision(device)
         if reset:
-            time_feature = None if self.time_feature is None else int(self.time_feature)
             self._encoder = InputEncoder.fit(
-                sequences, time_feature=time_feature,
+                sequences, time_feature=self._time_column(sequences[0].shape[1]),
                 scaled=self._resolved_instance_norm(sequences),
             )
         data = self._encoder.encode(sequences, device=device)
@@ -597,9 +596,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "dropout": float(self.dropout),
             "hidden_init": self.hidden_init,
             "spectral_radius": self._resolved_spectral_radius(),
-            "time_feature": None
-            if self.time_feature is None
-            else _resolve_time_feature(int(self.time_feature), self._encoder.n_features),
+            "time_feature": self._time_column(self._encoder.n_features),
             "frame": self._frame if isinstance(self.frame, str) else int(self.frame),
             "instance_norm": self._resolved_instance_norm(),
             "readout": self._resolved_readout(),
@@ -747,6 +744,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if not isinstance(self.spectral_radius, str):
             return None if self.spectral_radius is None else float(self.spectral_radius)
         return get_cell(self._resolved_cell()).default_spectral_radius
+
+    def _time_column(self, n_features: int) -> int | None:
+        """The index of the time column among ``n_features`` step features: ``time_feature``
+        itself, or the position of the column it names among the step features' names
+        recorded by ``fit`` (those of DataFrames; a table's columns are steps, not step
+        features)."""
+        named = getattr(self, "_fitted_layout", None) == "sequences"
+        names = getattr(self, "feature_names_in_", None) if named else None
+        return _resolve_time_feature(self.time_feature, n_features, names)
 
     def _resolved_frame(self, sequences: list[np.ndarray]) -> int:
         """``frame``, with 'auto' read as ``ceil(median length / AUTO_FRAME_STEPS)`` for
@@ -1593,9 +1599,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         optimizer is not 'simplex'), the thesis' 'tanh' with ``optimizer='simplex'``,
         and 'gru' otherwise (chosen with ``benchmarks/bench_defaults.py``, see
         :ref:`defaults`).
-    time_feature : int or None, default=None
+    time_feature : int, str or None, default=None
         Index of the column that holds each step's time stamp (e.g. the day of a
-        visit). That column is not an ordinary feature: the network reads the gap
+        visit), or its name where the sequences come in pandas DataFrames (a list
+        of frames, a panel or a sequence column of frames; resolved against
+        ``feature_names_in_`` in ``fit``). That column is not an ordinary feature: the network reads the gap
         since the previous step and the time since the sequence's first step, both
         divided by the median gap of the training sequences, so the time unit does not
         matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
@@ -1902,7 +1910,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         *,
         hidden_size: int = 50,
         cell: str = "auto",
-        time_feature: int | None = None,
+        time_feature: int | str | None = None,
         frame: int | str = "auto",
         instance_norm: bool | str = "auto",
         readout: str = "auto",
@@ -2187,9 +2195,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         optimizer is not 'simplex'), the thesis' 'tanh' with ``optimizer='simplex'``,
         and 'gru' otherwise (chosen with ``benchmarks/bench_defaults.py``, see
         :ref:`defaults`).
-    time_feature : int or None, default=None
+    time_feature : int, str or None, default=None
         Index of the column that holds each step's time stamp (e.g. the day of a
-        visit). That column is not an ordinary feature: the network reads the gap
+        visit), or its name where the sequences come in pandas DataFrames (a list
+        of frames, a panel or a sequence column of frames; resolved against
+        ``feature_names_in_`` in ``fit``). That column is not an ordinary feature: the network reads the gap
         since the previous step and the time since the sequence's first step, both
         divided by the median gap of the training sequences, so the time unit does not
         matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be

@@ -48,8 +48,9 @@ class RNNStepClassifier(BaseRNN):
     cell : {'auto', 'tanh', 'relu', 'gru', 'lstm', 'decay'}, default='auto'
         The recurrent cell (see :class:`RNNClassifier`); 'auto' is 'tanh' unless
         ``time_feature`` is set.
-    time_feature : int or None, default=None
-        Column of each step's time stamp, read as gaps (see :class:`RNNClassifier`).
+    time_feature : int, str or None, default=None
+        Column of each step's time stamp, by index or by name (DataFrames' columns),
+        read as gaps (see :class:`RNNClassifier`).
     frame : int or 'auto', default='auto'
         Only 1 here ('auto' is 1): a frame would mix the targets of several steps.
     instance_norm : bool or 'auto', default='auto'

@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._estimators import frame_sequences
 from .sequences import check_sequences
+from .sequences._encoding import _resolve_time_feature
 from .sequences._validation import named_frames, step_feature_names
 
 __all__ = [
@@ -48,11 +49,10 @@ def _final_step(estimator: Any) -> tuple[Any, Any]:
     return None, estimator
 
 
-def _time_column(estimator: Any, n_features: int) -> int | None:
-    time_feature = getattr(_final_step(estimator)[1], "time_feature", None)
-    if time_feature is None:
-        return None
-    return int(time_feature) % n_features
+def _time_column(estimator: Any, n_features: int, names: Any) -> int | None:
+    """The time column of ``X`` (``n_features`` per step, named ``names`` or None): the
+    final estimator's ``time_feature``, an index or one of the names."""
+    return _resolve_time_feature(getattr(_final_step(estimator)[1], "time_feature", None), n_features, names)
 
 
 def _aligned_positions(lengths: NDArray[np.intp]) -> list[tuple[NDArray[np.intp], NDArray[np.intp]]]:
@@ -116,7 +116,7 @@ def _scoring_setup(
         given = changed if names is None else named_frames(changed, names)
         return float(scorer(estimator, given, y))
 
-    time_column = _time_column(estimator, sequences[0].shape[1])
+    time_column = _time_column(estimator, sequences[0].shape[1], names)
     return sequences, score, score(sequences), check_random_state(random_state), time_column
 
 

@@ -215,3 +215,78 @@ def test_inspection_hands_named_sequences_back_by_name():
         np.testing.assert_allclose(attributions, integrated_gradients(on_arrays, X[0]).attributions)
         with pytest.raises(ValueError, match="same order"):
             integrated_gradients(estimator, named[0][["bp", "hr", "temp"]])
+
+
+# ------------------------------------------------------------ the time column by name
+def timed(n=50, seed=0):
+    """Visit-like sequences: column 'day' holds increasing times, the label sits in 'a'."""
+    rng = np.random.default_rng(seed)
+    X = [np.c_[np.cumsum(rng.exponential(30.0, m)), rng.normal(size=(m, 2))] for m in rng.integers(2, 9, n)]
+    y = np.array([int(x[0, 1] > 0) for x in X])
+    return X, [pd.DataFrame(x, columns=["day", "a", "b"]) for x in X], y
+
+
+def test_time_feature_names_a_column_of_the_frames():
+    X, named, y = timed()
+    params = dict(hidden_size=6, max_iter=3, random_state=0)
+    by_name = RNNClassifier(time_feature="day", **params).fit(named, y)
+    by_index = RNNClassifier(time_feature=0, **params).fit(X, y)
+    assert by_name._encoder.time_feature == 0 and by_name.time_feature == "day"
+    np.testing.assert_array_equal(by_name.predict_proba(named), by_index.predict_proba(X))
+    moved = [frame[["a", "day", "b"]] for frame in named]  # the time now in column 1
+    on_moved = RNNClassifier(time_feature="day", **params).fit(moved, y)
+    assert on_moved._encoder.time_feature == 1
+    np.testing.assert_array_equal(on_moved.predict_proba(moved), by_index.predict_proba(X))
+    # Continued training and a clone keep reading it by name.
+    by_name.set_params(warm_start=True).fit(named, y)
+    assert clone(by_name).get_params()["time_feature"] == "day"
+
+
+def test_time_feature_by_name_refuses_unnamed_input_and_unknown_names():
+    X, named, y = timed()
+    with pytest.raises(ValueError, match=r"time_feature='day' names a column, but X came without column names"):
+        RNNClassifier(time_feature="day", max_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"'days' is not a column of X: expected one of \['day', 'a', 'b'\]"):
+        RNNClassifier(time_feature="days", max_iter=1).fit(named, y)
+    # A table's columns are steps, not step features: no name of them is a time column.
+    table = pd.DataFrame(np.ones((4, 3)), columns=["day", "a", "b"])
+    with pytest.raises(ValueError, match="without column names"):
+        RNNClassifier(time_feature="day", max_iter=1).fit(table, [0, 1, 0, 1])
+
+
+def test_a_pipeline_reads_the_time_column_by_name_through_the_scaler(tmp_path):
+    X, named, y = timed()
+    params = dict(hidden_size=6, max_iter=3, random_state=0)
+    pipe = make_pipeline(SequenceStandardScaler(), RNNClassifier(time_feature="day", **params)).fit(named, y)
+    ref = make_pipeline(SequenceStandardScaler(), RNNClassifier(time_feature=0, **params)).fit(X, y)
+    assert pipe[-1].feature_names_in_.tolist() == ["day", "a", "b"]
+    np.testing.assert_allclose(pipe.predict_proba(named), ref.predict_proba(X), atol=1e-12)
+    rnn = pipe[-1]
+    rnn.save(tmp_path / "timed.safetensors")
+    loaded = RNNClassifier.load(tmp_path / "timed.safetensors")
+    assert loaded.time_feature == "day"
+    scaled = pipe[0].transform(named)
+    np.testing.assert_array_equal(loaded.predict_proba(scaled), rnn.predict_proba(scaled))
+
+
+def test_the_scaler_returns_frames_for_frames_and_keeps_every_container():
+    X, named, _ = timed(6)
+    indexed = [frame.set_axis(pd.RangeIndex(len(frame)) + 100 * i) for i, frame in enumerate(named)]
+    scaler = SequenceStandardScaler().fit(indexed)
+    out = scaler.transform(indexed)
+    assert isinstance(out, list) and all(isinstance(frame, pd.DataFrame) for frame in out)
+    assert out[3].columns.tolist() == ["day", "a", "b"] and out[3].index.equals(indexed[3].index)
+    np.testing.assert_allclose(out[3].to_numpy(), (X[3] - scaler.mean_) / scaler.scale_)
+    assert isinstance(scaler.transform(tuple(indexed)), tuple)
+    column = scaler.transform(sequence_column(indexed))
+    assert column.shape == (6, 1) and column[2, 0].index.equals(indexed[2].index)
+    # A Series (or a one-column frame) of arrays keeps its index; its cells stay arrays.
+    series = pd.Series(X, index=list("uvwxyz"))
+    on_series = SequenceStandardScaler().fit(series).transform(series)
+    assert isinstance(on_series, pd.Series) and on_series.index.tolist() == list("uvwxyz")
+    assert isinstance(on_series["w"], np.ndarray)
+    one_column = SequenceStandardScaler().fit(series.to_frame("visits")).transform(series.to_frame("visits"))
+    assert one_column.columns.tolist() == ["visits"] and one_column.index.tolist() == list("uvwxyz")
+    # Trailing all-NaN steps are padding: dropped, and the frame's index cut with them.
+    padded = pd.concat([named[0], pd.DataFrame(np.nan, index=[50], columns=["day", "a", "b"])])
+    assert scaler.transform([padded])[0].index.tolist() == named[0].index.tolist()

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from numbers import Integral
 
 from ..sequences import check_sequences
+from ..sequences._encoding import _resolve_time_feature
 
 __all__ = ["VisitFeatures"]
 
@@ -106,15 +107,7 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         return np.array([self._row(sequence, time) for sequence in sequences])
 
     def _time_index(self) -> int | None:
-        if self.time_feature is None:
-            return None
-        if not -self.n_features_in_ <= self.time_feature < self.n_features_in_:
-            raise ValueError(
-                f"time_feature={self.time_feature} is out of range for sequences of "
-                f"{self.n_features_in_} features: expected an index in "
-                f"[{-self.n_features_in_}, {self.n_features_in_ - 1}]."
-            )
-        return self.time_feature % self.n_features_in_
+        return _resolve_time_feature(self.time_feature, self.n_features_in_)
 
     def _row(self, sequence: NDArray[np.float64], time: int | None) -> NDArray[np.float64]:
         if time is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import torch
@@ -389,9 +390,32 @@ def _values(steps: np.ndarray, time_feature: int | None) -> np.ndarray:
     return steps if time_feature is None else np.delete(steps, time_feature, axis=1)
 
 
-def _resolve_time_feature(time_feature: int | None, n_features: int) -> int | None:
+def _resolve_time_feature(
+    time_feature: int | str | None, n_features: int, names: Any = None
+) -> int | None:
+    """The index of the time column: ``time_feature`` itself (negative counts from the
+    end), or the position of the column it names among ``names``, the step features'
+    names of the sequences (DataFrames' columns), None where they have none."""
     if time_feature is None:
         return None
+    if isinstance(time_feature, str):
+        if names is None:
+            raise ValueError(
+                f"time_feature={time_feature!r} names a column, but X came without column "
+                "names: expected the sequences in pandas DataFrames whose columns include it "
+                "(a list of frames, a panel, or a sequence column of frames). Pass the "
+                "column's index instead (time_feature=0 for the first column); in a pipeline, "
+                "a step before the estimator that returns arrays drops the names "
+                "(SequenceStandardScaler keeps them)."
+            )
+        matches = np.flatnonzero(np.asarray(names, dtype=object) == time_feature)
+        if matches.size == 0:
+            raise ValueError(
+                f"time_feature={time_feature!r} is not a column of X: expected one of "
+                f"{list(names)}. Pass the name of the column that holds each step's time "
+                "stamp, or its index."
+            )
+        return int(matches[0])
     if not -n_features <= time_feature < n_features:
         raise ValueError(
             f"time_feature={time_feature} is out of range: X has {n_features} features per "

@@ -21,7 +21,9 @@ class SequenceStandardScaler(
     Means and standard deviations are computed per feature over every observed step of
     every training sequence (NaN, a missing value, is ignored and kept as NaN; padding
     is ignored). The output has the form of the input: a list stays a list, a padded
-    array stays padded, a table stays a table. Use it as the first step of a
+    array stays padded, a table stays a table, and sequences held in DataFrames stay
+    DataFrames with their index and columns (so the next step of a pipeline still reads
+    the features by name, e.g. an estimator's ``time_feature="day"``). Use it as the first step of a
     :class:`~sklearn.pipeline.Pipeline` in front of an RNN estimator.
 
     With ``per_sequence=True`` each sequence is standardized by its own mean and

@@ -226,7 +226,9 @@ def sequence_column(sequences: Any) -> np.ndarray:
     if names is None:
         column[:, 0] = checked
         return column
-    for row, frame in enumerate(named_frames(checked, names)):  # one at a time: numpy would unpack frames
+    # Each frame keeps its index; a panel's instances get their names only.
+    frames = named_frames(checked, names) if is_panel(sequences) else _like_samples(checked, sequences)
+    for row, frame in enumerate(frames):  # one at a time: numpy would unpack frames
         column[row, 0] = frame
     return column
 
@@ -865,6 +867,38 @@ def _table_not_allowed_message(X: Any) -> str:
     )
 
 
+def _like_samples(sequences: list[np.ndarray], like: Any) -> list[Any]:
+    """``sequences``, each a DataFrame with its index and columns where ``like`` (a list,
+    tuple, object array or sequence column) held it as one, cut to its length."""
+    cells = _column_cells(like)
+    samples = cells if cells is not None else list(like) if isinstance(like, (list, tuple, np.ndarray)) else []
+    out: list[Any] = list(sequences)
+    for index, sample in enumerate(samples[: len(out)]):
+        if type(sample).__name__ == "DataFrame" and sample.shape[1] == out[index].shape[1]:
+            out[index] = type(sample)(out[index], index=sample.index[: len(out[index])], columns=sample.columns)
+    return out
+
+
+def _like_container(sequences: list[np.ndarray], like: Any) -> Any:
+    """``sequences`` in the container of ``like`` (a list, tuple, object array, sequence
+    column, Series or one-column frame), each one a DataFrame with its index and columns
+    where ``like`` held it as one (cut to its length: trailing padding is dropped)."""
+    out = _like_samples(sequences, like)
+    if isinstance(like, tuple):
+        return tuple(out)
+    if isinstance(like, list) or like is None:
+        return out
+    column = getattr(like, "ndim", 1) == 2
+    container = np.empty((len(out), 1) if column else len(out), dtype=object)
+    for row, sequence in enumerate(out):  # one at a time: numpy would unpack arrays
+        container[(row, 0) if column else row] = sequence
+    if type(like).__name__ == "DataFrame":  # a one-column frame of sequences
+        return type(like)(container, index=like.index, columns=like.columns)
+    if type(like).__name__ == "Series":
+        return type(like)(container, index=like.index, name=like.name, dtype=object)
+    return container
+
+
 def restore_layout(
     sequences: list[np.ndarray], layout: Layout, like: Any = None
 ) -> Any:
@@ -877,8 +911,10 @@ def restore_layout(
     layout : {'sequences', 'padded', 'table'}
         The form to return, as given by :func:`input_layout`.
     like : object, optional
-        The original input; a pandas DataFrame keeps its index and columns, an
-        object array stays an object array, a tuple stays a tuple.
+        The original input, whose container is kept: a tuple stays a tuple, an object
+        array or a sequence column stays one, a pandas Series or DataFrame keeps its
+        index and columns, and a sequence held in a DataFrame comes back as one, with
+        its index and columns.
 
     Returns
     -------
@@ -898,15 +934,7 @@ def restore_layout(
     if layout == "sequences":
         if is_panel(like):
             return sequences_to_panel(sequences, like)
-        if isinstance(like, tuple):
-            return tuple(sequences)
-        if isinstance(like, np.ndarray) and like.ndim == 2:
-            return sequence_column(sequences)
-        if isinstance(like, np.ndarray):
-            container = np.empty(len(sequences), dtype=object)
-            container[:] = sequences
-            return container
-        return sequences
+        return _like_container(sequences, like)
     width = max(len(sequence) for sequence in sequences)
     like_shape = getattr(like, "shape", None)
     if like_shape is not None and len(like_shape) >= 2:

@@ -181,9 +181,8 @@ patient = int(np.argmax(inspected.predict_proba(X_test)[:, 1]))
 attribution = integrated_gradients(inspected, X_test[patient])
 print(f"log-odds {attribution.output:.2f} against {attribution.baseline_output:.2f} "
       "for average values at the same visits")
-ax = plot_attributions(
-    attribution.attributions[:, 1:], feature_names=names[1:],
-    times=np.round(X_test[patient][:, 0] / 365.25, 1),
+ax = plot_attributions(  # the time column, which gets no attribution, is left out
+    attribution, feature_names=names[1:], times=np.round(attribution.times / 365.25, 1),
 )
 ax.set_xlabel("visit (years since registration)")
 ax.set_title("Attribution of one patient's predicted risk of death")

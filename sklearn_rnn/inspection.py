@@ -318,7 +318,11 @@ def integrated_gradients(
     sklearn.utils.Bunch
         ``attributions`` (T, n_features): the contribution of each step and feature
         (0 in the time column); ``output``, ``baseline_output``: the attributed
-        quantity at the sequence and at the baseline; ``target``.
+        quantity at the sequence and at the baseline; ``target``;
+        ``feature_names``: the sequence's column names where it is a DataFrame
+        (None otherwise); ``time_feature``, ``times``: the time column's index and
+        its values as given (None without ``time_feature``).
+        :func:`plot_attributions` draws the whole result.
 
     Examples
     --------
@@ -338,11 +342,14 @@ def integrated_gradients(
     """
     if not (isinstance(n_steps, (int, np.integer)) and n_steps >= 1):
         raise ValueError(f"n_steps must be a positive integer; got {n_steps!r}.")
+    _check_one_sequence(sequence)
     preprocess, model = _final_step(estimator)
     check_is_fitted(model)
     given: Any = [sequence]  # as given: a frame's names are checked as in predict
+    original = check_sequences(given)[0]
+    names = step_feature_names(given)
     if preprocess is not None:
-        shape = check_sequences(given)[0].shape
+        shape = original.shape
         given = preprocess.transform(given)
         transformed = check_sequences(given)[0].shape
         if transformed != shape:
@@ -377,11 +384,29 @@ def integrated_gradients(
     with torch.no_grad():
         ends = torch.as_tensor(np.stack([baseline, encoded]), dtype=torch.float64)
         baseline_output, output = output_of(network(ends, torch.full((2,), len(encoded))))
+    time_feature = encoder.time_feature
     return Bunch(
         attributions=attributions,
         output=float(output),
         baseline_output=float(baseline_output),
         target=target,
+        feature_names=names,
+        time_feature=time_feature,
+        times=None if time_feature is None else original[:, time_feature].copy(),
+    )
+
+
+def _check_one_sequence(sequence: Any) -> None:
+    """Refuse several sequences where one is explained."""
+    if isinstance(sequence, (list, tuple)) and sequence and all(np.ndim(item) >= 2 for item in sequence):
+        count = len(sequence)
+    elif type(sequence).__name__ != "DataFrame" and np.ndim(sequence) >= 3:
+        count = np.shape(sequence)[0]
+    else:
+        return
+    raise ValueError(
+        f"integrated_gradients explains one sequence, a (T, n_features) array or frame; got "
+        f"{count} sequences. Pass one of them, e.g. X[0], once for each sequence to explain."
     )
 
 
@@ -404,7 +429,10 @@ def _attributed_output(
     else:
         matches = np.flatnonzero(np.asarray(classes) == target)
         if not len(matches):
-            raise ValueError(f"target {target!r} is not a class of the model: {list(classes)}.")
+            raise ValueError(
+                f"target {target!r} is not a class of the model: expected one of "
+                f"{np.asarray(classes).tolist()}, or None for the predicted class."
+            )
         target_index = int(matches[0])
     return (lambda out: torch.log_softmax(out, dim=1)[:, target_index]), classes[target_index]
 
@@ -420,8 +448,12 @@ def plot_attributions(
 
     Parameters
     ----------
-    attributions : array-like of shape (T, n_features)
-        E.g. ``integrated_gradients(model, x).attributions``.
+    attributions : array-like of shape (T, n_features), or the result of integrated_gradients
+        The attributions, e.g. ``integrated_gradients(model, x).attributions``, or the
+        whole result of :func:`integrated_gradients`: then the time column, which gets
+        no attribution, is left out, the rows are named by the sequence's columns and
+        the columns labelled by its times, unless ``feature_names`` or ``times`` say
+        otherwise.
     feature_names : list of str, optional
         Row labels.
     times : array-like of shape (T,), optional
@@ -443,6 +475,16 @@ def plot_attributions(
     """
     import matplotlib.pyplot as plt
 
+    if isinstance(attributions, Bunch):  # integrated_gradients' result
+        result = attributions
+        attributions = result.attributions
+        kept = [j for j in range(attributions.shape[1]) if j != result.get("time_feature")]
+        attributions = attributions[:, kept]
+        if feature_names is None:
+            names = result.get("feature_names")
+            feature_names = kept if names is None else [names[j] for j in kept]
+        if times is None:
+            times = result.get("times")
     values = np.asarray(attributions, dtype=np.float64)
     if values.ndim != 2:
         raise ValueError(f"attributions must be 2D (steps, features); got shape {values.shape}.")

@@ -140,3 +140,35 @@ def test_attributions_of_a_model_that_reads_frames_land_on_the_raw_steps():
     alone = integrated_gradients(model, last, n_steps=256)
     assert np.count_nonzero(alone.attributions[:300]) == 0 and alone.attributions[300, 0] != 0
     assert abs(alone.attributions.sum() - (alone.output - alone.baseline_output)) < 1e-3
+
+
+def test_integrated_gradients_explains_one_sequence_and_its_result_plots_whole():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = [np.c_[np.cumsum(rng.exponential(5.0, 4)), rng.normal(size=(4, 2))] for _ in range(30)]
+    y = np.array([int(x[1, 1] > 0) for x in X])
+    frames = [pd.DataFrame(x, columns=["day", "alb", "bili"]) for x in X]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(time_feature="day", hidden_size=4, max_iter=3, random_state=0).fit(frames, y)
+    for several in (frames[:2], X[:2], np.stack(X[:3])):
+        with pytest.raises(ValueError, match=r"explains one sequence.*got (2|3) sequences.*X\[0\]"):
+            integrated_gradients(model, several)
+    with pytest.raises(ValueError, match=r"target 7 is not a class of the model: expected one of \[0, 1\]"):
+        integrated_gradients(model, frames[0], target=7)
+    result = integrated_gradients(model, frames[0])
+    assert result.feature_names.tolist() == ["day", "alb", "bili"] and result.time_feature == 0
+    np.testing.assert_array_equal(result.times, X[0][:, 0])
+    assert not result.attributions[:, 0].any()  # the time column is not attributed
+    ax = plot_attributions(result)
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["alb", "bili"]
+    assert [label.get_text() for label in ax.get_xticklabels()] == [f"{t:g}" for t in X[0][:, 0]]
+    assert ax.get_images()[0].get_array().shape == (2, 4)  # features x steps, time left out
+    relabelled = plot_attributions(result, feature_names=["albumin", "bilirubin"], times=[1, 2, 3, 4])
+    assert [label.get_text() for label in relabelled.get_yticklabels()] == ["albumin", "bilirubin"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # fitted with names, given none
+        unnamed = integrated_gradients(model, X[0])  # arrays: rows by column index
+    assert unnamed.feature_names is None
+    assert [label.get_text() for label in plot_attributions(unnamed).get_yticklabels()] == ["1", "2"]

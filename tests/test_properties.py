@@ -126,3 +126,44 @@ def test_univariate_table_is_the_ragged_form():
     y = np.arange(10) % 2
     clf = quietly(RNNClassifier(**TINY).fit, X, y)
     np.testing.assert_array_equal(clf.predict_proba(restore_layout(X, "table")), clf.predict_proba(X))
+
+
+@FAST
+@given(data=st.data())
+def test_sequences_in_frames_predict_as_arrays_and_the_scaler_returns_frames(data):
+    import pandas as pd
+
+    from sklearn_rnn import SequenceStandardScaler
+    from sklearn_rnn.sequences import check_sequences
+
+    X = data.draw(ragged_sequences())
+    y = labels(len(X), data.draw)
+    if len(np.unique(y)) < 2:
+        y[0], y[1] = 0, 1
+    names = [f"f{j}" for j in range(X[0].shape[1])]
+    frames = [pd.DataFrame(x, columns=names, index=100 * i + np.arange(len(x))) for i, x in enumerate(X)]
+    on_frames = quietly(RNNClassifier(**TINY).fit, frames, y)
+    on_arrays = quietly(RNNClassifier(**TINY).fit, X, y)
+    np.testing.assert_array_equal(on_frames.predict_proba(frames), on_arrays.predict_proba(X))
+    scaled = SequenceStandardScaler().fit(frames).transform(frames)
+    expected = SequenceStandardScaler().fit(X).transform(X)
+    for frame, array, sequence in zip(scaled, expected, check_sequences(X)):
+        assert isinstance(frame, pd.DataFrame) and frame.columns.tolist() == names
+        assert frame.shape == array.shape == sequence.shape  # trailing padding dropped
+        np.testing.assert_allclose(frame.to_numpy(), array, rtol=1e-12, atol=1e-12)
+    assert all(frame.index[0] == 100 * i for i, frame in enumerate(scaled))
+
+
+def test_column_major_sequences_fit_the_same_model_bit_for_bit():
+    """A DataFrame's values are column-major; the validated steps are row-major whatever
+    the input's layout, so the statistics over the steps (the fill values) round alike.
+    Found by the property above: the two fits differed by 1.8e-10 before."""
+    import pandas as pd
+
+    nan = np.nan
+    X = [np.array([[0.0, 0.0, 0.0], [nan, 0.0, 0.0], [0.0, nan, nan]]),
+         np.array([[0.0, nan, nan], [nan, 0.0, nan], [0.0, 0.0, nan]])]
+    y = np.array([0, 1])
+    reference = quietly(RNNClassifier(**TINY).fit, X, y).predict_proba(X)
+    for other in ([np.asfortranarray(x) for x in X], [pd.DataFrame(x, columns=list("abc")) for x in X]):
+        np.testing.assert_array_equal(quietly(RNNClassifier(**TINY).fit, other, y).predict_proba(other), reference)

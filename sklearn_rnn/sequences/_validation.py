@@ -573,7 +573,10 @@ def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:
     slice, so that a million short sequences validate in seconds.
     """
     counts = [len(array) for array in arrays]
-    steps = np.concatenate(arrays, axis=0)  # (N, d), a fresh copy
+    # (N, d), a fresh copy in C order whatever the inputs' layout: numpy joins
+    # column-major arrays (a DataFrame's values) column-major, and statistics over
+    # the steps would then round differently than for the same values row-major.
+    steps = np.ascontiguousarray(np.concatenate(arrays, axis=0))
     finite = bool(np.isfinite(steps).all())  # no infinite value, and no NaN
     if finite and min(counts) > 0:
         # Nothing to trim and no empty sequence: each sequence is its slice of the steps.

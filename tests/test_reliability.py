@@ -782,3 +782,36 @@ def test_a_warm_refit_with_early_stopping_after_a_fit_without_it_records_its_epo
     assert model.best_validation_score_ == model.validation_scores_[model.best_epoch_ - 3]
     quiet_fit(model, X, y)  # a third call adds its two validated epochs
     assert len(model.validation_scores_) == 4
+
+
+# ------------------------------------------------ the transformers' rejected refits
+def test_a_rejected_refit_leaves_the_scaler_and_visit_features_as_they_were():
+    """scikit-learn's validation of a table records the feature count and names before
+    it refuses the values; the scaler's refit used to keep them (a scaler fitted on
+    named frames lost its names to a rejected table)."""
+    import pandas as pd
+
+    from sklearn_rnn import SequenceStandardScaler
+    from sklearn_rnn.clinical import VisitFeatures
+
+    frames = [pd.DataFrame(x, columns=["a", "b"]) for x in ragged(12, d=2)]
+    scaler = SequenceStandardScaler().fit(frames)
+    before = {key: copy.deepcopy(value) for key, value in vars(scaler).items()}
+    expected = scaler.transform(frames)
+    rejected = [
+        np.zeros((3, 0)),  # a table without columns
+        pd.DataFrame({"x": [1.0, np.inf], "y": [0.0, 1.0], "z": [2.0, 3.0]}),  # an infinite value
+        [np.zeros((2, 3)), np.full((2, 3), np.nan)],  # a sequence with no value
+    ]
+    for X in rejected:
+        with pytest.raises(ValueError):
+            scaler.fit(X)
+        assert sorted(vars(scaler)) == sorted(before)
+        for key, value in before.items():
+            np.testing.assert_array_equal(getattr(scaler, key), value)
+        for got, want in zip(scaler.transform(frames), expected):
+            pd.testing.assert_frame_equal(got, want)
+    visits = VisitFeatures(time_feature=2).fit(ragged(12, d=3))
+    with pytest.raises(ValueError, match="time_feature=2 is out of range"):
+        visits.fit(ragged(12, d=2))
+    assert visits.n_features_in_ == 3

@@ -79,9 +79,9 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         self : VisitFeatures
         """
         self._validate_params()
-        sequences = check_sequences(X)
-        self.n_features_in_ = sequences[0].shape[1]
-        self._time_index()
+        n_features = check_sequences(X)[0].shape[1]
+        _resolve_time_feature(self.time_feature, n_features)  # refused before any change
+        self.n_features_in_ = n_features
         return self
 
     def transform(self, X: Any) -> NDArray[np.float64]:

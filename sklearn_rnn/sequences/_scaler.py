@@ -136,8 +136,15 @@ class SequenceStandardScaler(
         -------
         self : SequenceStandardScaler
         """
-        steps = np.concatenate(validate_sequences(self, X, reset=True), axis=0)  # (N, d)
-        self.mean_, self.scale_ = self._location_and_scale(steps)
+        # On a staging copy, swapped in at the end: a refit that is rejected (scikit-learn's
+        # validation of a table sets the feature counts and names before it refuses the
+        # values) leaves the fitted scaler as it was.
+        work = object.__new__(type(self))
+        work.__dict__.update(self.__dict__)
+        steps = np.concatenate(validate_sequences(work, X, reset=True), axis=0)  # (N, d)
+        work.mean_, work.scale_ = work._location_and_scale(steps)
+        self.__dict__.clear()
+        self.__dict__.update(work.__dict__)
         return self
 
     def _location_and_scale(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -530,7 +530,7 @@ def fitted_pair():
 
 _WEIGHTS = st.sampled_from(["none", "ok", "negative", "nan", "short", "zeros"])
 _LABELS = st.sampled_from(["ok", "short", "one_class", "unseen", "nan"])
-_INPUTS = st.sampled_from(["ok", "wider", "inf", "empty", "ragged_rows"])
+_INPUTS = st.sampled_from(["ok", "wider", "inf", "empty", "ragged_rows", "frames"])
 _PARAMS = st.sampled_from([{}, {"hidden_size": 7}, {"class_weight": {0: -1.0, 1: 1.0}}, {"learning_rate": 0.5},
                            {"optimizer": "sgd"}, {"early_stopping": True, "validation_fraction": 0.9}])
 
@@ -549,6 +549,7 @@ def test_property_a_rejected_refit_leaves_predict_proba_bit_for_bit(fitted_pair,
         "inf": [x * (np.inf if i == 2 else 1) for i, x in enumerate(X)],
         "empty": [],
         "ragged_rows": [np.arange(1.0, 2 + i % 3) for i in range(n)],
+        "frames": [pd.DataFrame(x, columns=[f"f{j}" for j in range(x.shape[1])]) for x in X],
     }[inputs]
     y_new = {
         "ok": y,

@@ -174,3 +174,47 @@ def test_to_long_format_errors():
         to_long_format(np.zeros((1, 2)), [1], columns=["only_one"])
     with pytest.raises(ValueError, match="also a value column"):
         to_long_format([0.1], [1], id_column="risk", columns="risk")
+
+
+def test_as_frame_keeps_the_names_and_guards_a_later_table_in_another_order():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_rnn import RNNClassifier, SequenceStandardScaler
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for patient in range(40):
+        for visit in range(int(rng.integers(2, 6))):
+            rows.append({"patient": patient, "day": 30.0 * visit + rng.uniform(0, 10),
+                         "bili": rng.normal(), "albumin": rng.normal()})
+    visits = pd.DataFrame(rows).sample(frac=1.0, random_state=0)  # rows in any order
+    arrays, ids = from_long_format(visits, id_column="patient", time_column="day")
+    frames, frame_ids = from_long_format(visits, id_column="patient", time_column="day", as_frame=True)
+    np.testing.assert_array_equal(frame_ids, ids)
+    for frame, array in zip(frames, arrays):
+        assert frame.columns.tolist() == ["day", "bili", "albumin"]
+        np.testing.assert_array_equal(frame.to_numpy(), array)
+        # each row is labelled as in the table
+        np.testing.assert_array_equal(visits.loc[frame.index, ["day", "bili", "albumin"]].to_numpy(), array)
+    y = np.array([int(frame["bili"].iloc[0] > 0) for frame in frames])
+    model = make_pipeline(
+        SequenceStandardScaler(), RNNClassifier(time_feature="day", hidden_size=4, max_iter=3, random_state=0)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(frames, y)
+    # Next month's export lists albumin before bilirubin: as arrays the features swap
+    # (with only scikit-learn's warning that arrays carry no names); as frames the model
+    # refuses them.
+    reordered = visits[["patient", "day", "albumin", "bili"]]
+    swapped, _ = from_long_format(reordered, id_column="patient", time_column="day")
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        assert not np.allclose(model.predict_proba(swapped), model.predict_proba(frames))
+    named, _ = from_long_format(reordered, id_column="patient", time_column="day", as_frame=True)
+    with pytest.raises(ValueError, match="same order"):
+        model.predict(named)
+    with pytest.raises(TypeError, match="as_frame must be True or False"):
+        from_long_format(visits, id_column="patient", time_column="day", as_frame="yes")

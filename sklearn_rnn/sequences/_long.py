@@ -144,7 +144,8 @@ def from_long_format(
     feature_columns: Any = None,
     duplicates: Literal["raise", "keep"] = "raise",
     time_unit: Any = "1D",
-) -> tuple[list[NDArray[np.float64]], NDArray[Any]]:
+    as_frame: bool = False,
+) -> tuple[list[Any], NDArray[Any]]:
     """Convert a long-format table into the list-of-arrays sequence container.
 
     Rows are grouped by ``id_column``; each group becomes one sequence whose
@@ -178,11 +179,19 @@ def from_long_format(
         ``"7D"``, ``"365.25D"`` for years...). Ignored for numeric times. With
         ``time_feature`` the estimators read gaps in units of the median training
         gap, so the unit does not change the model.
+    as_frame : bool, default=False
+        Return each sequence as a pandas DataFrame instead of an array: the same
+        float64 values, with the time column's and the features' names as columns and
+        the rows' labels in ``table`` as index. The estimators then keep the names
+        (``feature_names_in_``), can read the time column by name
+        (``time_feature="day"``), and refuse a later table whose features come in
+        another order, which arrays would pass on silently.
 
     Returns
     -------
-    sequences : list of ndarray of shape (T_i, 1 + n_features)
-        One float64 array per id: the time column then the features.
+    sequences : list of ndarray of shape (T_i, 1 + n_features), or of DataFrame
+        One float64 array (a DataFrame with ``as_frame=True``) per id: the time column
+        then the features.
     ids : ndarray of shape (n_sequences,)
         The sorted unique ids; ``ids[i]`` is the id of ``sequences[i]``.
 
@@ -218,12 +227,24 @@ def from_long_format(
     >>> X[1][:, 0]
     array([ 0., 30.])
 
+    With ``as_frame=True`` the sequences keep their column names (and the time column
+    can be named, ``RNNClassifier(time_feature="date")``):
+
+    >>> frames, ids = from_long_format(visits.drop(columns="day"), id_column="patient",
+    ...                                time_column="date", as_frame=True)
+    >>> frames[1]
+       date  bili
+    2   0.0   1.2
+    0  30.0   1.5
+
     A panel in the sktime/aeon convention, ``visits.set_index(["patient", "day"])``
     (a DataFrame with an (instance, time) MultiIndex), goes to the estimators as it is.
     """
     table = _check_table(table)
     if duplicates not in ("raise", "keep"):
         raise ValueError(f"duplicates must be 'raise' or 'keep'; got {duplicates!r}.")
+    if not isinstance(as_frame, (bool, np.bool_)):
+        raise TypeError(f"as_frame must be True or False; got {as_frame!r}.")
     _check_columns(table, [id_column], "id_column")
     _check_columns(table, [time_column], "time_column")
     features = _resolve_features(table, id_column, time_column, feature_columns)
@@ -245,7 +266,16 @@ def from_long_format(
             "duplicates='keep' to keep them as steps with a zero time gap."
         )
     starts = np.flatnonzero(np.diff(codes)) + 1
-    return np.split(values, starts), ids
+    sequences: list[Any] = np.split(values, starts)
+    if as_frame:
+        columns = [time_column, *features]
+        labels = table.index[order]  # the rows' labels, in the sequences' order
+        bounds = [0, *starts.tolist(), len(order)]
+        sequences = [
+            pd.DataFrame(sequence, index=labels[start:end], columns=columns)
+            for sequence, start, end in zip(sequences, bounds, bounds[1:])
+        ]
+    return sequences, ids
 
 
 def to_long_format(

@@ -1603,10 +1603,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Index of the column that holds each step's time stamp (e.g. the day of a
         visit), or its name where the sequences come in pandas DataFrames (a list
         of frames, a panel or a sequence column of frames; resolved against
-        ``feature_names_in_`` in ``fit``). That column is not an ordinary feature: the network reads the gap
-        since the previous step and the time since the sequence's first step, both
-        divided by the median gap of the training sequences, so the time unit does not
-        matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
+        ``feature_names_in_`` in ``fit``). That column is not an ordinary feature:
+        the network reads the gap since the previous step and the time since the
+        sequence's first step, both divided by the median gap of the training
+        sequences, so the time unit does not matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
     frame : int or 'auto', default='auto'
@@ -2199,10 +2199,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Index of the column that holds each step's time stamp (e.g. the day of a
         visit), or its name where the sequences come in pandas DataFrames (a list
         of frames, a panel or a sequence column of frames; resolved against
-        ``feature_names_in_`` in ``fit``). That column is not an ordinary feature: the network reads the gap
-        since the previous step and the time since the sequence's first step, both
-        divided by the median gap of the training sequences, so the time unit does not
-        matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
+        ``feature_names_in_`` in ``fit``). That column is not an ordinary feature:
+        the network reads the gap since the previous step and the time since the
+        sequence's first step, both divided by the median gap of the training
+        sequences, so the time unit does not matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
     frame : int or 'auto', default='auto'

@@ -52,7 +52,8 @@ def _final_step(estimator: Any) -> tuple[Any, Any]:
 def _time_column(estimator: Any, n_features: int, names: Any) -> int | None:
     """The time column of ``X`` (``n_features`` per step, named ``names`` or None): the
     final estimator's ``time_feature``, an index or one of the names."""
-    return _resolve_time_feature(getattr(_final_step(estimator)[1], "time_feature", None), n_features, names)
+    time_feature = getattr(_final_step(estimator)[1], "time_feature", None)
+    return _resolve_time_feature(time_feature, n_features, names)
 
 
 def _aligned_positions(lengths: NDArray[np.intp]) -> list[tuple[NDArray[np.intp], NDArray[np.intp]]]:

@@ -874,11 +874,15 @@ def _like_samples(sequences: list[np.ndarray], like: Any) -> list[Any]:
     """``sequences``, each a DataFrame with its index and columns where ``like`` (a list,
     tuple, object array or sequence column) held it as one, cut to its length."""
     cells = _column_cells(like)
-    samples = cells if cells is not None else list(like) if isinstance(like, (list, tuple, np.ndarray)) else []
+    if cells is not None:
+        samples = cells
+    else:
+        samples = list(like) if isinstance(like, (list, tuple, np.ndarray)) else []
     out: list[Any] = list(sequences)
     for index, sample in enumerate(samples[: len(out)]):
         if type(sample).__name__ == "DataFrame" and sample.shape[1] == out[index].shape[1]:
-            out[index] = type(sample)(out[index], index=sample.index[: len(out[index])], columns=sample.columns)
+            steps = len(out[index])
+            out[index] = type(sample)(out[index], index=sample.index[:steps], columns=sample.columns)
     return out
 
 

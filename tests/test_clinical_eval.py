@@ -198,3 +198,41 @@ def test_study_smoke_run():
     assert "RNN time gaps" in result.to_string()
     assert len(result.plot()) == 3
     plt.close("all")
+
+
+def test_visit_features_name_their_columns_and_check_the_names():
+    import pandas as pd
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = [np.c_[np.cumsum(rng.uniform(1, 5, n)), rng.normal(size=(n, 2))] for n in (2, 3, 4, 3)]
+    frames = [pd.DataFrame(x, columns=["day", "bili", "albumin"]) for x in X]
+    by_name = VisitFeatures(time_feature="day").fit(frames)
+    np.testing.assert_array_equal(by_name.transform(frames), VisitFeatures(time_feature=0).fit_transform(X))
+    assert by_name.feature_names_in_.tolist() == ["day", "bili", "albumin"]
+    assert by_name.get_feature_names_out().tolist() == [
+        "last_bili", "last_albumin", "mean_bili", "mean_albumin", "slope_bili", "slope_albumin",
+        "n_visits", "span"]
+    assert VisitFeatures("first", time_feature="day").fit(frames).get_feature_names_out().tolist() == [
+        "first_bili", "first_albumin"]
+    # Unnamed sequences get x0, x1, ...; the time column is left out either way.
+    assert VisitFeatures("last", time_feature=0).fit(X).get_feature_names_out().tolist() == ["last_x1", "last_x2"]
+    with pytest.raises(ValueError, match="input_features should name the 3 columns"):
+        by_name.get_feature_names_out(["a", "b"])
+    with pytest.raises(ValueError, match="same order"):
+        by_name.transform([frame[["day", "albumin", "bili"]] for frame in frames])
+    with pytest.raises(ValueError, match="without column names"):
+        VisitFeatures(time_feature="day").fit(X)
+    table = make_pipeline(VisitFeatures(time_feature="day"), StandardScaler()).set_output(transform="pandas")
+    out = table.fit_transform(frames)
+    assert isinstance(out, pd.DataFrame) and out.columns[0] == "last_bili" and len(out) == 4
+
+
+def test_visit_features_pickled_before_the_step_features_were_recorded_still_transform():
+    X = [np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([[0.0, 2.0]])]
+    fitted = VisitFeatures(time_feature=0).fit(X)
+    old = VisitFeatures(time_feature=0)
+    old.n_features_in_ = 2  # the whole state of a VisitFeatures fitted by an earlier version
+    np.testing.assert_array_equal(old.transform(X), fitted.transform(X))
+    assert old.get_feature_names_out().tolist() == fitted.get_feature_names_out().tolist()

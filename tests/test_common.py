@@ -1,9 +1,10 @@
 """scikit-learn's own estimator checks, with honest tags and one declared expected failure
-(the estimators'; the scaler passes every check)."""
+(the estimators'; the scaler and VisitFeatures pass every check)."""
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
+from sklearn_rnn.clinical import VisitFeatures
 
 #: Checks that cannot hold for a float32 minibatch learner, with the reason.
 EXPECTED_FAILED_CHECKS = {
@@ -17,9 +18,9 @@ EXPECTED_FAILED_CHECKS = {
 
 @parametrize_with_checks(
     [RNNClassifier(), RNNRegressor(), SequenceStandardScaler(),
-     SequenceStandardScaler(per_sequence=True)],
+     SequenceStandardScaler(per_sequence=True), VisitFeatures(), VisitFeatures("last")],
     expected_failed_checks=lambda estimator: (
-        {} if isinstance(estimator, SequenceStandardScaler) else EXPECTED_FAILED_CHECKS
+        EXPECTED_FAILED_CHECKS if isinstance(estimator, (RNNClassifier, RNNRegressor)) else {}
     ),
 )
 def test_sklearn_compatible_estimator(estimator, check):

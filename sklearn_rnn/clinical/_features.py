@@ -9,10 +9,11 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 from numbers import Integral
 
-from ..sequences import check_sequences
 from ..sequences._encoding import _resolve_time_feature
+from ..sequences._validation import validate_sequences
 
 __all__ = ["VisitFeatures"]
 
@@ -30,20 +31,26 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
       then the number of visits and the time from the first to the last visit.
 
     A value that is missing stays NaN (a ``'summary'`` statistic of a feature never
-    observed in a sequence too): put an imputer after this step. Stateless: ``fit``
-    only records the number of features.
+    observed in a sequence too): put an imputer after this step. ``fit`` only records
+    the features of a visit: their number and, for sequences held in DataFrames, their
+    names, which ``transform`` then checks and :meth:`get_feature_names_out` builds on
+    (so ``set_output(transform="pandas")`` gives named columns).
 
     Parameters
     ----------
     kind : {'first', 'last', 'summary'}, default='summary'
         Which features.
-    time_feature : int or None, default=None
-        Column of the time stamps, as for the estimators; it is not a feature.
+    time_feature : int, str or None, default=None
+        Column of the time stamps, as for the estimators (an index, or a name for
+        sequences held in DataFrames); it is not a feature.
 
     Attributes
     ----------
     n_features_in_ : int
-        Columns per visit, the time column included.
+        Columns per visit, the time column included (for a 2D table of univariate
+        sequences, its number of columns, as scikit-learn counts them).
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        The names of the columns per visit, where DataFrames held the sequences.
 
     Examples
     --------
@@ -52,21 +59,24 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
     >>> visits = [np.array([[0.0, 1.0], [2.0, 3.0], [4.0, np.nan]])]   # time, value
     >>> VisitFeatures("last", time_feature=0).fit_transform(visits)
     array([[nan]])
-    >>> VisitFeatures("summary", time_feature=0).fit_transform(visits)
+    >>> summary = VisitFeatures("summary", time_feature=0).fit(visits)
+    >>> summary.transform(visits)
     array([[3., 2., 1., 3., 4.]])
+    >>> summary.get_feature_names_out().tolist()
+    ['last_x1', 'mean_x1', 'slope_x1', 'n_visits', 'span']
     """
 
     _parameter_constraints: dict = {
         "kind": [StrOptions({"first", "last", "summary"})],
-        "time_feature": [Interval(Integral, None, None, closed="neither"), None],
+        "time_feature": [Interval(Integral, None, None, closed="neither"), str, None],
     }
 
-    def __init__(self, kind: str = "summary", *, time_feature: int | None = None) -> None:
+    def __init__(self, kind: str = "summary", *, time_feature: int | str | None = None) -> None:
         self.kind = kind
         self.time_feature = time_feature
 
     def fit(self, X: Any, y: Any = None) -> VisitFeatures:
-        """Check the parameters and record the number of columns.
+        """Check the parameters and record the features of a visit.
 
         Parameters
         ----------
@@ -79,9 +89,13 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         self : VisitFeatures
         """
         self._validate_params()
-        n_features = check_sequences(X)[0].shape[1]
-        _resolve_time_feature(self.time_feature, n_features)  # refused before any change
-        self.n_features_in_ = n_features
+        # On a staging copy, swapped in at the end: a rejected refit changes nothing.
+        work = object.__new__(type(self))
+        work.__dict__.update(self.__dict__)
+        validate_sequences(work, X, reset=True)
+        work._time_index()  # an unknown or out-of-range time column is refused here
+        self.__dict__.clear()
+        self.__dict__.update(work.__dict__)
         return self
 
     def transform(self, X: Any) -> NDArray[np.float64]:
@@ -97,17 +111,67 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
             ``n_values`` columns for 'first' and 'last', ``3 * n_values + 2`` for
             'summary', where ``n_values`` leaves out the time column.
         """
-        sequences = check_sequences(X)
-        if sequences[0].shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {sequences[0].shape[1]} features per step, but VisitFeatures was "
-                f"fitted with {self.n_features_in_}: pass sequences with the same columns."
-            )
+        check_is_fitted(self)
+        sequences = validate_sequences(self, X, reset=False)
         time = self._time_index()
         return np.array([self._row(sequence, time) for sequence in sequences])
 
+    def get_feature_names_out(self, input_features: Any = None) -> NDArray[np.object_]:
+        """Names of the output columns: ``'{kind}_{feature}'`` for 'first' and 'last';
+        ``'last_{feature}'``, ``'mean_{feature}'``, ``'slope_{feature}'`` for every
+        feature, then ``'n_visits'`` and ``'span'`` for 'summary'.
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            Names of the columns of a visit, the time column included; by default
+            ``feature_names_in_`` where the sequences were DataFrames, otherwise
+            ``x0``, ``x1``, ...
+
+        Returns
+        -------
+        ndarray of str objects
+        """
+        check_is_fitted(self)
+        names = self._step_names(input_features)
+        time = self._time_index()
+        values = [name for column, name in enumerate(names) if column != time]
+        if self.kind in ("first", "last"):
+            return np.array([f"{self.kind}_{name}" for name in values], dtype=object)
+        out = [f"{statistic}_{name}" for statistic in ("last", "mean", "slope") for name in values]
+        return np.array([*out, "n_visits", "span"], dtype=object)
+
+    def _step_names(self, input_features: Any = None) -> list[str]:
+        """The names of a visit's columns (the features of a step)."""
+        fitted = self._names_of_steps()
+        if input_features is None:
+            if fitted is not None:
+                return [str(name) for name in fitted]
+            return [f"x{column}" for column in range(self._steps_width())]
+        given = [str(name) for name in np.asarray(input_features, dtype=object).ravel()]
+        width = self._steps_width()
+        if len(given) != width or (fitted is not None and given != list(fitted)):
+            expected = list(fitted) if fitted is not None else f"{width} names"
+            raise ValueError(
+                f"input_features should name the {width} columns of a visit "
+                f"as seen in fit ({expected}); got {given}."
+            )
+        return given
+
     def _time_index(self) -> int | None:
-        return _resolve_time_feature(self.time_feature, self.n_features_in_)
+        return _resolve_time_feature(self.time_feature, self._steps_width(), self._names_of_steps())
+
+    def _steps_width(self) -> int:
+        """Columns per visit (a transformer pickled before this was recorded counted
+        them in ``n_features_in_``)."""
+        return getattr(self, "_n_step_features", None) or self.n_features_in_
+
+    def _names_of_steps(self) -> Any:
+        """The names of a visit's columns, where DataFrames held the sequences (a
+        table's columns are its steps, not the columns of a visit)."""
+        if getattr(self, "_fitted_layout", "sequences") != "sequences":
+            return None
+        return getattr(self, "feature_names_in_", None)
 
     def _row(self, sequence: NDArray[np.float64], time: int | None) -> NDArray[np.float64]:
         if time is None:

@@ -158,7 +158,8 @@ def sequence_permutation_importance(
     sklearn.utils.Bunch
         ``importances`` (n_features, n_repeats), ``importances_mean``,
         ``importances_std`` (n_features,): the score without permutation minus the
-        score with it, and ``baseline_score``.
+        score with it, and ``baseline_score``; ``feature_names``: the columns of the
+        sequences where DataFrames hold them (None otherwise), in the rows' order.
 
     Examples
     --------
@@ -176,6 +177,7 @@ def sequence_permutation_importance(
     sequences, score, baseline, rng, time_column = _scoring_setup(
         estimator, X, y, scoring, random_state, n_repeats=n_repeats
     )
+    names = step_feature_names(X)
     n_features = sequences[0].shape[1]
     importances = np.empty((n_features, n_repeats))
     for feature in range(n_features):
@@ -187,6 +189,7 @@ def sequence_permutation_importance(
         importances_mean=importances.mean(axis=1),
         importances_std=importances.std(axis=1),
         baseline_score=baseline,
+        feature_names=names,
     )
 
 

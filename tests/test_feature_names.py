@@ -212,6 +212,7 @@ def test_inspection_hands_named_sequences_back_by_name():
         on_arrays = clone(estimator).fit(X, y)  # the same model, fitted on plain arrays
         plain = sequence_permutation_importance(on_arrays, X, y, n_repeats=2, random_state=0)
         np.testing.assert_allclose(by_name.importances, plain.importances)
+        assert by_name.feature_names.tolist() == NAMES and plain.feature_names is None
         np.testing.assert_allclose(attributions, integrated_gradients(on_arrays, X[0]).attributions)
         with pytest.raises(ValueError, match="same order"):
             integrated_gradients(estimator, named[0][["bp", "hr", "temp"]])

@@ -41,7 +41,7 @@ from ._persistence import save as save_model
 from .sequences import InputEncoder, SequenceDataset, check_float32_range
 from .sequences._encoding import _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances
-from .sequences._validation import check_holdout, validate_sequences
+from .sequences._validation import check_holdout, staging, validate_sequences
 
 __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
 
@@ -466,37 +466,34 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         continued training that fails is rolled back to the weights it started from.
         """
         reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
-        work = object.__new__(type(self))  # a shallow copy (not copy.copy: see __getstate__)
-        work.__dict__.update(self.__dict__)  # shares the fitted network when training continues
-        train, valid = work._prepare(
-            X, y, sample_weight, incremental=incremental, classes=classes, reset=reset
-        )
-        net = work.net_
-        epochs_before = len(net.history)
-        rollback = None if reset else Rollback(net)
-        guard = dict(net.callbacks_)["guard"]
-        guard.quiet_when_nothing_finished = reset  # nothing of this call is kept then
-        if rollback is not None and not self.callbacks:
-            # Only a user's callback could change the weights before the first epoch
-            # begins: without one, that epoch's copy is the rollback's.
-            guard.start_state = rollback.state
-        try:
-            with net.train_split.serving(valid):  # the fitted model keeps no data
-                net.partial_fit(train, y=None)
-        except BaseException:
-            if rollback is not None:
-                rollback.restore(net)
-            raise
-        finally:
-            guard.start_state = None
-        if reset and guard.interrupted_ and not len(net.history):
-            raise KeyboardInterrupt(
-                f"{type(self).__name__}.fit was interrupted before its first epoch finished; "
-                "the estimator is left as it was before the call."
+        with staging(self) as work:  # swapped in only when training ends
+            train, valid = work._prepare(
+                X, y, sample_weight, incremental=incremental, classes=classes, reset=reset
             )
-        work._record_history(epochs_before, incremental=incremental)
-        self.__dict__.clear()
-        self.__dict__.update(work.__dict__)  # the swap: all of the new state at once
+            net = work.net_
+            epochs_before = len(net.history)
+            rollback = None if reset else Rollback(net)
+            guard = dict(net.callbacks_)["guard"]
+            guard.quiet_when_nothing_finished = reset  # nothing of this call is kept then
+            if rollback is not None and not self.callbacks:
+                # Only a user's callback could change the weights before the first epoch
+                # begins: without one, that epoch's copy is the rollback's.
+                guard.start_state = rollback.state
+            try:
+                with net.train_split.serving(valid):  # the fitted model keeps no data
+                    net.partial_fit(train, y=None)
+            except BaseException:
+                if rollback is not None:
+                    rollback.restore(net)
+                raise
+            finally:
+                guard.start_state = None
+            if reset and guard.interrupted_ and not len(net.history):
+                raise KeyboardInterrupt(
+                    f"{type(self).__name__}.fit was interrupted before its first epoch finished; "
+                    "the estimator is left as it was before the call."
+                )
+            work._record_history(epochs_before, incremental=incremental)
         return self
 
     def _prepare(

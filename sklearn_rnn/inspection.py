@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._estimators import frame_sequences
 from .sequences import check_sequences
 from .sequences._encoding import _resolve_time_feature
-from .sequences._validation import named_frames, step_feature_names
+from .sequences._validation import frames_like, step_feature_names
 
 __all__ = [
     "integrated_gradients",
@@ -114,7 +114,7 @@ def _scoring_setup(
     scorer = check_scoring(estimator, scoring=scoring)
 
     def score(changed: list[NDArray[np.float64]]) -> float:
-        given = changed if names is None else named_frames(changed, names)
+        given = changed if names is None else frames_like(changed, X, names)
         return float(scorer(estimator, given, y))
 
     time_column = _time_column(estimator, sequences[0].shape[1], names)

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from numbers import Integral
 
 from ..sequences._encoding import _resolve_time_feature
-from ..sequences._validation import validate_sequences
+from ..sequences._validation import staging, validate_sequences
 
 __all__ = ["VisitFeatures"]
 
@@ -89,13 +89,9 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         self : VisitFeatures
         """
         self._validate_params()
-        # On a staging copy, swapped in at the end: a rejected refit changes nothing.
-        work = object.__new__(type(self))
-        work.__dict__.update(self.__dict__)
-        validate_sequences(work, X, reset=True)
-        work._time_index()  # an unknown or out-of-range time column is refused here
-        self.__dict__.clear()
-        self.__dict__.update(work.__dict__)
+        with staging(self) as work:  # a rejected refit changes nothing
+            validate_sequences(work, X, reset=True)
+            work._time_index()  # an unknown or out-of-range time column is refused here
         return self
 
     def transform(self, X: Any) -> NDArray[np.float64]:

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import input_layout, restore_layout, validate_sequences
+from ._validation import input_layout, restore_layout, staging, validate_sequences
 
 __all__ = ["SequenceStandardScaler"]
 
@@ -136,15 +136,9 @@ class SequenceStandardScaler(
         -------
         self : SequenceStandardScaler
         """
-        # On a staging copy, swapped in at the end: a refit that is rejected (scikit-learn's
-        # validation of a table sets the feature counts and names before it refuses the
-        # values) leaves the fitted scaler as it was.
-        work = object.__new__(type(self))
-        work.__dict__.update(self.__dict__)
-        steps = np.concatenate(validate_sequences(work, X, reset=True), axis=0)  # (N, d)
-        work.mean_, work.scale_ = work._location_and_scale(steps)
-        self.__dict__.clear()
-        self.__dict__.update(work.__dict__)
+        with staging(self) as work:  # a rejected refit leaves the fitted scaler as it was
+            steps = np.concatenate(validate_sequences(work, X, reset=True), axis=0)  # (N, d)
+            work.mean_, work.scale_ = work._location_and_scale(steps)
         return self
 
     def _location_and_scale(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

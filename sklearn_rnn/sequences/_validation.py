@@ -14,7 +14,8 @@ import math
 import operator
 import warnings
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import numpy as np
@@ -226,21 +227,55 @@ def sequence_column(sequences: Any) -> np.ndarray:
     if names is None:
         column[:, 0] = checked
         return column
-    # Each frame keeps its index; a panel's instances get their names only.
-    frames = named_frames(checked, names) if is_panel(sequences) else _like_samples(checked, sequences)
-    for row, frame in enumerate(frames):  # one at a time: numpy would unpack frames
-        column[row, 0] = frame
+    for row, frame in enumerate(frames_like(checked, sequences, names)):
+        column[row, 0] = frame  # one at a time: numpy would unpack frames
     return column
 
 
-def named_frames(sequences: list[np.ndarray], names: NDArray[np.object_]) -> list[Any]:
-    """Each sequence as a DataFrame whose columns are the step features' ``names``.
+@contextmanager
+def staging(estimator: Any) -> Iterator[Any]:
+    """A shallow copy of ``estimator`` to fit on, swapped into it when the block ends
+    without an error: a ``fit`` that is rejected or fails leaves the estimator as it
+    was (scikit-learn's ``validate_data`` records the feature count and names before
+    it refuses the values).
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+
+    Yields
+    ------
+    BaseEstimator
+        The copy; its attributes replace all of ``estimator``'s at the end.
+
+    Examples
+    --------
+    >>> from sklearn_rnn import SequenceStandardScaler
+    >>> from sklearn_rnn.sequences._validation import staging
+    >>> scaler = SequenceStandardScaler()
+    >>> with staging(scaler) as work:
+    ...     work.note_ = 1
+    >>> scaler.note_
+    1
+    """
+    work = object.__new__(type(estimator))  # not copy.copy: an estimator may define __getstate__
+    work.__dict__.update(estimator.__dict__)  # shares what a continued fit trains further
+    yield work
+    estimator.__dict__.clear()
+    estimator.__dict__.update(work.__dict__)  # all of the new state at once
+
+
+def frames_like(sequences: list[np.ndarray], X: Any, names: NDArray[np.object_]) -> list[Any]:
+    """``sequences`` (validated from ``X``, whose steps ``names`` name) as DataFrames
+    again: each with the index and columns of the frame of ``X`` it came from, or, from
+    a panel, with the names only.
 
     Parameters
     ----------
     sequences : list of ndarray of shape (T_i, d)
+    X : sequences held in DataFrames (a list of frames, a sequence column of frames, a panel)
     names : ndarray of shape (d,)
-        As :func:`step_feature_names` reads them.
+        As :func:`step_feature_names` reads them from ``X``.
 
     Returns
     -------
@@ -248,14 +283,17 @@ def named_frames(sequences: list[np.ndarray], names: NDArray[np.object_]) -> lis
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sklearn_rnn.sequences._validation import named_frames
-    >>> named_frames([np.zeros((2, 2))], np.array(["hr", "bp"], dtype=object))[0].columns.tolist()
-    ['hr', 'bp']
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn_rnn.sequences._validation import frames_like, step_feature_names
+    >>> X = [pd.DataFrame({"hr": [60.0, 62.0]}, index=[7, 8])]
+    >>> frames_like([np.array([[0.0], [1.0]])], X, step_feature_names(X))[0].index.tolist()
+    [7, 8]
     """
-    import pandas as pd
+    if is_panel(X):
+        import pandas as pd
 
-    return [pd.DataFrame(sequence, columns=names) for sequence in sequences]
+        return [pd.DataFrame(sequence, columns=names) for sequence in sequences]
+    return _like_samples(sequences, X)
 
 
 def validate_sequences(

@@ -236,3 +236,21 @@ def test_visit_features_pickled_before_the_step_features_were_recorded_still_tra
     old.n_features_in_ = 2  # the whole state of a VisitFeatures fitted by an earlier version
     np.testing.assert_array_equal(old.transform(X), fitted.transform(X))
     assert old.get_feature_names_out().tolist() == fitted.get_feature_names_out().tolist()
+
+
+@pytest.mark.parametrize("kind", ["first", "last", "summary"])
+@pytest.mark.parametrize("time_feature", [None, 0, -1, "day", "albumin"])
+def test_visit_features_name_every_output_column(kind, time_feature):
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    X = [np.c_[np.cumsum(rng.uniform(1, 5, n)), rng.normal(size=(n, 2))] for n in (1, 2, 4)]
+    frames = [pd.DataFrame(x, columns=["day", "bili", "albumin"]) for x in X]
+    features = VisitFeatures(kind, time_feature=time_feature)
+    out = features.fit_transform(frames)
+    names = features.get_feature_names_out()
+    assert out.shape == (3, len(names)) and len(set(names)) == len(names)
+    time = {None: None, 0: "day", -1: "albumin", "day": "day", "albumin": "albumin"}[time_feature]
+    assert not any(name.endswith(f"_{time}") for name in names)
+    if not isinstance(time_feature, str):  # the same features from arrays
+        np.testing.assert_array_equal(VisitFeatures(kind, time_feature=time_feature).fit_transform(X), out)

@@ -41,7 +41,7 @@ from ._persistence import save as save_model
 from .sequences import InputEncoder, SequenceDataset, check_float32_range
 from .sequences._encoding import _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances
-from .sequences._validation import check_holdout, staging, validate_sequences
+from .sequences._validation import check_holdout, fitted_step_names, staging, validate_sequences
 
 __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
 
@@ -747,9 +747,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         itself, or the position of the column it names among the step features' names
         recorded by ``fit`` (those of DataFrames; a table's columns are steps, not step
         features)."""
-        named = getattr(self, "_fitted_layout", None) == "sequences"
-        names = getattr(self, "feature_names_in_", None) if named else None
-        return _resolve_time_feature(self.time_feature, n_features, names)
+        return _resolve_time_feature(self.time_feature, n_features, fitted_step_names(self))
 
     def _resolved_frame(self, sequences: list[np.ndarray]) -> int:
         """``frame``, with 'auto' read as ``ceil(median length / AUTO_FRAME_STEPS)`` for
@@ -1603,7 +1601,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         ``feature_names_in_`` in ``fit``). That column is not an ordinary feature:
         the network reads the gap since the previous step and the time since the
         sequence's first step, both divided by the median gap of the training
-        sequences, so the time unit does not matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
+        sequences, so the time unit does not matter (see
+        :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
     frame : int or 'auto', default='auto'
@@ -2199,7 +2198,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         ``feature_names_in_`` in ``fit``). That column is not an ordinary feature:
         the network reads the gap since the previous step and the time since the
         sequence's first step, both divided by the median gap of the training
-        sequences, so the time unit does not matter (see :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
+        sequences, so the time unit does not matter (see
+        :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
     frame : int or 'auto', default='auto'

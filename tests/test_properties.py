@@ -65,6 +65,14 @@ def labels(n, draw):
     return np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)))
 
 
+def two_class_labels(n, draw):
+    """Labels of ``n >= 2`` sequences with both classes 0 and 1 present."""
+    y = labels(n, draw)
+    if len(np.unique(y)) < 2:
+        y[0], y[1] = 0, 1
+    return y
+
+
 def quietly(function, *args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -91,9 +99,7 @@ def test_fit_and_predict_raise_only_documented_errors(data):
 @given(data=st.data())
 def test_predictions_are_finite_and_equal_across_forms(data):
     X = data.draw(ragged_sequences())
-    y = labels(len(X), data.draw)
-    if len(np.unique(y)) < 2:
-        y[0], y[1] = 0, 1
+    y = two_class_labels(len(X), data.draw)
     clf = quietly(RNNClassifier(**TINY).fit, X, y)
     proba = clf.predict_proba(X)
     assert np.isfinite(proba).all()
@@ -137,9 +143,7 @@ def test_sequences_in_frames_predict_as_arrays_and_the_scaler_returns_frames(dat
     from sklearn_rnn.sequences import check_sequences
 
     X = data.draw(ragged_sequences())
-    y = labels(len(X), data.draw)
-    if len(np.unique(y)) < 2:
-        y[0], y[1] = 0, 1
+    y = two_class_labels(len(X), data.draw)
     names = [f"f{j}" for j in range(X[0].shape[1])]
     frames = [pd.DataFrame(x, columns=names, index=100 * i + np.arange(len(x))) for i, x in enumerate(X)]
     on_frames = quietly(RNNClassifier(**TINY).fit, frames, y)

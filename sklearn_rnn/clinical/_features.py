@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from numbers import Integral
 
 from ..sequences._encoding import _resolve_time_feature
-from ..sequences._validation import staging, validate_sequences
+from ..sequences._validation import fitted_step_names, staging, validate_sequences
 
 __all__ = ["VisitFeatures"]
 
@@ -139,7 +139,7 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
 
     def _step_names(self, input_features: Any = None) -> list[str]:
         """The names of a visit's columns (the features of a step)."""
-        fitted = self._names_of_steps()
+        fitted = fitted_step_names(self)
         if input_features is None:
             if fitted is not None:
                 return [str(name) for name in fitted]
@@ -155,19 +155,13 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         return given
 
     def _time_index(self) -> int | None:
-        return _resolve_time_feature(self.time_feature, self._steps_width(), self._names_of_steps())
+        return _resolve_time_feature(self.time_feature, self._steps_width(), fitted_step_names(self))
 
     def _steps_width(self) -> int:
         """Columns per visit (a transformer pickled before this was recorded counted
         them in ``n_features_in_``)."""
         return getattr(self, "_n_step_features", None) or self.n_features_in_
 
-    def _names_of_steps(self) -> Any:
-        """The names of a visit's columns, where DataFrames held the sequences (a
-        table's columns are its steps, not the columns of a visit)."""
-        if getattr(self, "_fitted_layout", "sequences") != "sequences":
-            return None
-        return getattr(self, "feature_names_in_", None)
 
     def _row(self, sequence: NDArray[np.float64], time: int | None) -> NDArray[np.float64]:
         if time is None:

@@ -370,6 +370,36 @@ def validate_sequences(
     return sequences
 
 
+def fitted_step_names(estimator: Any) -> NDArray[np.object_] | None:
+    """The names of the step features that :func:`validate_sequences` recorded in ``fit``:
+    ``feature_names_in_`` where DataFrames held the sequences; None for unnamed
+    sequences and for a table, whose columns are steps, not step features.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        Fitted (or being fitted) through :func:`validate_sequences`.
+
+    Returns
+    -------
+    ndarray of str objects of shape (d,), or None
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn import SequenceStandardScaler
+    >>> from sklearn_rnn.sequences._validation import fitted_step_names
+    >>> frames = [pd.DataFrame({"day": [0.0, 7.0], "hr": [60.0, 62.0]})]
+    >>> fitted_step_names(SequenceStandardScaler().fit(frames)).tolist()
+    ['day', 'hr']
+    >>> fitted_step_names(SequenceStandardScaler().fit(pd.DataFrame({"t0": [1.0], "t1": [2.0]}))) is None
+    True
+    """
+    if getattr(estimator, "_fitted_layout", "sequences") != "sequences":
+        return None
+    return getattr(estimator, "feature_names_in_", None)
+
+
 def _check_unambiguous_table(X: Any, name: str) -> None:
     """Refuse an ``(m, 1)`` array given to a model fitted on ``(T_i, d)`` sequences.
 

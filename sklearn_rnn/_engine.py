@@ -566,11 +566,10 @@ def configure(
 
 
 class FitGuard(TrainingGuard):
-    """The training guard, quiet about an interrupt before any epoch finished when the
-    call's network is discarded anyway (a first fit): the estimator stays as it was
-    and ``fit`` re-raises the interrupt."""
-
-    quiet_when_nothing_finished: bool = False
+    """The training guard of the estimators' calls, quiet about an interrupt before any
+    epoch of the call finished: the unfinished epoch is dropped and the state the call
+    started from restored, and the estimator re-raises the interrupt (nothing of the
+    call is kept, so a Ctrl-C also ends a loop of ``partial_fit`` calls)."""
 
     def on_train_begin(self, net: Any, **kwargs: Any) -> None:
         super().on_train_begin(net, **kwargs)
@@ -581,10 +580,12 @@ class FitGuard(TrainingGuard):
         self.epochs_finished_ += 1
 
     def on_train_end(self, net: Any, **kwargs: Any) -> None:
-        if self.quiet_when_nothing_finished and not self.epochs_finished_ and self.diverged_ is None:
-            if len(net.history):  # the unfinished first epoch
+        if not self.epochs_finished_ and self.diverged_ is None:
+            if len(net.history) > self._finished_epochs:  # the call's unfinished epoch
                 self.interrupted_ = True
-                net.history.clear()
+                net.history.pop()
+                if not self._unchanged:
+                    _restore(net, self._snapshot)
             return
         super().on_train_end(net, **kwargs)
 

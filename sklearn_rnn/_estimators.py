@@ -99,6 +99,15 @@ AUTO_LABEL_SMOOTHING = 0.1
 AUTO_HOLDOUT_MIN = 200
 
 
+def _relative(weight: np.ndarray) -> np.ndarray:
+    """Sequence weights scaled to a mean of 1: the loss, a mean over a batch, is then
+    the weighted mean in expectation, the same for weights scaled by any constant (the
+    stopping rule's ``tol`` and plain SGD's step are for losses of this scale). Weights
+    of 1 stay exactly 1; a new array, also when ``weight`` is read-only."""
+    weight = weight / weight.max()  # first: a mean of large weights could overflow
+    return weight / weight.mean()
+
+
 def frame_sequences(sequences: list[np.ndarray], frame: int) -> list[np.ndarray]:
     """Group every ``frame`` consecutive steps into one step of ``frame * d`` features.
 
@@ -442,7 +451,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             One target per sequence.
         sample_weight : array-like of shape (n_samples,), optional
-            Non-negative weight of each sequence in the loss.
+            Non-negative weight of each sequence in the loss. Only their ratios count:
+            the loss is the weighted mean, so weights scaled by any constant train the
+            same model.
 
         Returns
         -------
@@ -474,7 +485,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             epochs_before = len(net.history)
             rollback = None if reset else Rollback(net)
             guard = dict(net.callbacks_)["guard"]
-            guard.quiet_when_nothing_finished = reset  # nothing of this call is kept then
             if rollback is not None and not self.callbacks:
                 # Only a user's callback could change the weights before the first epoch
                 # begins: without one, that epoch's copy is the rollback's.
@@ -488,10 +498,14 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 raise
             finally:
                 guard.start_state = None
-            if reset and guard.interrupted_ and not len(net.history):
+            if guard.interrupted_ and len(net.history) == epochs_before:
+                # Nothing of this call finished: nothing is swapped in.
+                if rollback is not None:
+                    rollback.restore(net)  # the dropout generators too
+                call = "partial_fit" if incremental else "fit"
                 raise KeyboardInterrupt(
-                    f"{type(self).__name__}.fit was interrupted before its first epoch finished; "
-                    "the estimator is left as it was before the call."
+                    f"{type(self).__name__}.{call} was interrupted before its first epoch "
+                    "finished; the estimator is left as it was before the call."
                 )
             work._record_history(epochs_before, incremental=incremental)
         return self
@@ -517,7 +531,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, X, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
-        weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
+        weight = self._check_sample_weight(sample_weight, len(sequences))
+        weight = _relative(self._sample_weight(y, weight))  # only the ratios count
         if reset:
             self._frame = self._resolved_frame(sequences)
         sequences = frame_sequences(sequences, self._frame)
@@ -1846,10 +1861,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     keeps the weights of the best finished epoch (of the monitored loss, as at the end
     of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     also leaves the model of the last finished epoch, with ``n_iter_`` and
-    ``loss_curve_`` to match. ``fit`` is transactional: a call that is rejected or fails,
-    or a first fit interrupted before its first epoch finishes (the interrupt is
-    raised again), leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask worker, training uses that worker's
-    share of the CPU threads (see :doc:`/scaling`).
+    ``loss_curve_`` to match. ``fit`` and ``partial_fit`` are transactional: a call that
+    is rejected or fails, or is interrupted before its first epoch finishes (the
+    interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),
+    leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask
+    worker, training uses that worker's share of the CPU threads (see :doc:`/scaling`).
 
     The 'auto' settings (``cell``, ``spectral_radius``, ``early_stopping``, ``frame``,
     ``label_smoothing`` and the others) are resolved by ``fit`` from the data and the
@@ -1999,13 +2015,22 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
                     f"{type(self).__name__} needs samples of at least 2 classes in y; got "
                     f"1 class: {self.classes_.tolist()}. Check the labels of your data."
                 )
+        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(
+                f"classes={np.unique(classes).tolist()} differs from the classes of the first "
+                f"call to partial_fit, classes_ = {self.classes_.tolist()}: a continued fit "
+                "keeps its classes. Pass the same classes (or none), or fit from scratch "
+                "to learn other labels."
+            )
         index = _class_indices(self.classes_, y)
         unseen = index < 0
         if unseen.any():
             raise ValueError(
-                f"y holds labels {np.unique(y[unseen]).tolist()} that are not among "
-                f"classes_ = {self.classes_.tolist()}: pass every label in `classes` on the "
-                "first call to partial_fit, or refit from scratch."
+                f"y holds labels {np.unique(y[unseen]).tolist()} that are not among the "
+                f"fitted classes_ = {self.classes_.tolist()}, and a continued fit "
+                "(partial_fit, or fit with warm_start=True) keeps its classes: name every "
+                "label in `classes` on the first call to partial_fit, or fit from scratch "
+                "(warm_start=False)."
             )
         return index
 
@@ -2388,10 +2413,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     keeps the weights of the best finished epoch (of the monitored loss, as at the end
     of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     also leaves the model of the last finished epoch, with ``n_iter_`` and
-    ``loss_curve_`` to match. ``fit`` is transactional: a call that is rejected or fails,
-    or a first fit interrupted before its first epoch finishes (the interrupt is
-    raised again), leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask worker, training uses that worker's
-    share of the CPU threads (see :doc:`/scaling`).
+    ``loss_curve_`` to match. ``fit`` and ``partial_fit`` are transactional: a call that
+    is rejected or fails, or is interrupted before its first epoch finishes (the
+    interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),
+    leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask
+    worker, training uses that worker's share of the CPU threads (see :doc:`/scaling`).
 
     Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
     code, so load only pickles you trust. :meth:`save` and :func:`sklearn_rnn.load`

@@ -203,8 +203,10 @@ class RNNGridSearchCV(BaseSearchCV):
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates:
             raise ValueError("param_grid holds no setting: give at least one value per parameter.")
-        for params in candidates:
-            check_stackable(_final_rnn(clone(self.estimator).set_params(**params)))
+        for params in candidates:  # every setting checked, as its fit would, before any work
+            rnn = _final_rnn(clone(self.estimator).set_params(**params))
+            rnn._validate_params()
+            check_stackable(rnn)
         X, y, groups = indexable(X, y, groups)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         splits = list(cv.split(X, y, groups))

@@ -1,5 +1,6 @@
 """Training faults: divergence (non-finite loss) and KeyboardInterrupt during fit."""
 
+import pickle
 import warnings
 
 import numpy as np
@@ -153,14 +154,38 @@ def test_keyboard_interrupt_in_the_first_epoch_of_a_first_fit_leaves_it_unfitted
         model.predict(X)
 
 
-def test_keyboard_interrupt_during_partial_fit_keeps_the_previous_weights(data, monkeypatch):
+def test_keyboard_interrupt_during_partial_fit_is_raised_and_keeps_the_previous_state(data, monkeypatch):
+    # The interrupt reaches the caller (a Ctrl-C ends a loop of partial_fit calls) and
+    # nothing of the call is kept; the next call trains as if it had never run.
     X, y, _ = data
-    model = RNNClassifier(**TINY).partial_fit(X, y, classes=[0, 1])
+    model = RNNClassifier(dropout=0.3, num_layers=2, **TINY).partial_fit(X, y, classes=[0, 1])
+    twin = pickle.loads(pickle.dumps(model))
     before = model.predict_proba(X)
-    fail_at_batch(monkeypatch, 2, exception=KeyboardInterrupt)
-    with pytest.warns(UserWarning, match="interrupted during epoch 2"):
-        model.partial_fit(X, y)
-    assert model.n_iter_ == 1 == len(model.loss_curve_)
+    with monkeypatch.context() as patch:
+        fail_at_batch(patch, 2, exception=KeyboardInterrupt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # no "weights are kept" warning
+            with pytest.raises(KeyboardInterrupt, match="partial_fit was interrupted before its first epoch"):
+                model.partial_fit(X, y)
+    assert model.n_iter_ == 1 == len(model.loss_curve_) == len(model.net_.history)
+    np.testing.assert_array_equal(model.predict_proba(X), before)
+    model.partial_fit(X, y)
+    twin.partial_fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), twin.predict_proba(X))
+
+
+def test_keyboard_interrupt_before_a_warm_fit_finishes_an_epoch_keeps_the_previous_state(data, monkeypatch):
+    X, y, _ = data
+    model = RNNClassifier(max_iter=2, warm_start=True, **TINY).fit(X, y)
+    state = {key: value for key, value in vars(model).items() if key.endswith("_") and key != "net_"}
+    before = model.predict_proba(X)
+    with monkeypatch.context() as patch:
+        fail_at_batch(patch, 2, exception=KeyboardInterrupt)  # after one update
+        with pytest.raises(KeyboardInterrupt, match="RNNClassifier.fit was interrupted before its first epoch"):
+            model.fit(X, y)
+    assert model.n_iter_ == 2 and len(model.net_.history) == 2
+    for key, value in state.items():
+        assert getattr(model, key) is value, key  # not even replaced by an equal value
     np.testing.assert_array_equal(model.predict_proba(X), before)
 
 

@@ -816,3 +816,71 @@ def test_a_rejected_refit_leaves_the_scaler_and_visit_features_as_they_were():
     with pytest.raises(ValueError, match="time_feature=2 is out of range"):
         visits.fit(ragged(12, d=2))
     assert visits.n_features_in_ == 3
+
+
+# ------------------------------------------------- sample weights: only their ratios count
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+@pytest.mark.parametrize("scale", [2.0, 2.0**-30, 1e30, 1e-8])
+def test_weights_scaled_by_a_constant_train_the_same_model(optimizer, scale):
+    # The loss was mean(w * l): weights of 1e30 (or 1e-8 with plain SGD) moved no weight
+    # at all, silently, and weights summing to 1 stopped on the first epoch.
+    X, y = ragged(24), np.arange(24) % 2
+    weight = np.random.default_rng(1).choice([1.0, 2.0, 4.0], size=24)
+    if scale not in (2.0, 2.0**-30):
+        weight = np.ones(24)  # 1e30 * w / max(1e30 * w) would round differently
+    params = dict(SMALL, optimizer=optimizer)
+    reference = quiet_fit(RNNClassifier(**params), X, y, sample_weight=weight)
+    scaled = quiet_fit(RNNClassifier(**params), X, y, sample_weight=weight * scale)
+    np.testing.assert_array_equal(scaled.predict_proba(X), reference.predict_proba(X))
+    assert scaled.loss_curve_ == reference.loss_curve_
+
+
+def test_weights_of_one_are_no_weights_and_read_only_weights_are_copied_quietly():
+    X, y = ragged(24), np.arange(24) % 2
+    weight = pd.Series(np.ones(24)).to_numpy()
+    weight.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # PyTorch warned of a non-writable array
+        weighted = quiet_fit(RNNClassifier(**SMALL), X, y, sample_weight=weight)
+    plain = quiet_fit(RNNClassifier(**SMALL), X, y)
+    np.testing.assert_array_equal(weighted.predict_proba(X), plain.predict_proba(X))
+    uniform = quiet_fit(RNNClassifier(**SMALL, class_weight={0: 0.01, 1: 0.01}), X, y)
+    np.testing.assert_array_equal(uniform.predict_proba(X), plain.predict_proba(X))
+
+
+# -------------------------------------------- a rejected fit leaves a RandomState where it was
+@pytest.mark.parametrize("reject", ["float32 range", "held-out split", "interrupt"])
+def test_a_rejected_fit_leaves_a_random_state_generator_where_it_stood(reject, monkeypatch):
+    X, y = ragged(20), np.arange(20) % 2
+    reference = quiet_fit(RNNClassifier(**{**SMALL, "random_state": np.random.RandomState(0)}), X, y)
+    model = RNNClassifier(**{**SMALL, "random_state": np.random.RandomState(0)})
+    position = model.random_state.get_state()
+    if reject == "float32 range":
+        with pytest.raises(ValueError, match="float32"):
+            model.fit([x * 1e39 for x in X], y)
+    elif reject == "held-out split":
+        with pytest.raises(ValueError):
+            model.set_params(early_stopping=True, validation_fraction=0.01).fit(X, y)
+        model.set_params(early_stopping="auto", validation_fraction=0.1)
+    else:
+        def interrupt(self, batch, **kwargs):
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as patch:
+            patch.setattr(_SequenceNet, "train_step", interrupt)
+            with pytest.raises(KeyboardInterrupt):
+                model.fit(X, y)
+    after = model.random_state.get_state()
+    assert after[2] == position[2] and np.array_equal(after[1], position[1])
+    np.testing.assert_array_equal(quiet_fit(model, X, y).predict_proba(X), reference.predict_proba(X))
+
+
+def test_partial_fit_refuses_other_classes_than_its_first_call():
+    X, y = ragged(20), np.arange(20) % 2
+    model = RNNClassifier(**SMALL).partial_fit(X, y, classes=[0, 1])
+    model.partial_fit(X, y, classes=[1, 0])  # the same classes, in any order
+    before = model.predict_proba(X)
+    with pytest.raises(ValueError, match=r"classes=\[0, 1, 2\] differs from .* classes_ = \[0, 1\]"):
+        model.partial_fit(X, y, classes=[0, 1, 2])
+    np.testing.assert_array_equal(model.predict_proba(X), before)
+    assert model.classes_.tolist() == [0, 1]

@@ -320,6 +320,28 @@ def test_refuses_what_it_cannot_stack(changes, match):
         search.fit(X, y)
 
 
+@pytest.mark.parametrize("name, value", [
+    ("max_iter", -2), ("optimizer", "foo"), ("alpha", -1.0), ("tol", -1.0),
+    ("clip_threshold", -1.0), ("hidden_size", 2.5), ("hidden_size", 0), ("batch_size", 0),
+    ("label_smoothing", 2.0), ("learning_rate", -1.0),
+])
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_every_setting_is_validated_as_fit_validates_it(name, value, pipeline):
+    # The members were prepared without fit's checks: max_iter=-2, a negative L2
+    # penalty or optimizer='foo' were trained and scored.
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = visits(20)
+    estimator = explicit()
+    prefix = ""
+    if pipeline:
+        estimator, prefix = make_pipeline(SequenceStandardScaler(), estimator), "rnnclassifier__"
+    search = RNNGridSearchCV(estimator, {f"{prefix}{name}": [value]}, cv=2, refit=False)
+    with pytest.raises(InvalidParameterError, match=f"The '{name}' parameter of RNNClassifier"):
+        search.fit(X, y)
+    assert not hasattr(search, "cv_results_")
+
+
 def test_refuses_a_training_callback_it_would_skip():
     from skorch.callbacks import Callback
 

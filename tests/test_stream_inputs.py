@@ -36,9 +36,9 @@ def test_partial_fit_refuses_labels_outside_classes():
     clf = RNNClassifier(hidden_size=2, optimizer="sgd", random_state=0)
     clf.partial_fit(X, ["a", "b", "a", "c"], classes=["a", "b", "c"])
     clf.partial_fit(X, np.array(["c", "b", "a", "a"], dtype=object))  # e.g. a pandas column
-    with pytest.raises(ValueError, match=r"labels \['d'\] that are not among classes_"):
+    with pytest.raises(ValueError, match=r"labels \['d'\] that are not among the fitted classes_"):
         clf.partial_fit(X, ["a", "d", "a", "b"])
-    with pytest.raises(ValueError, match=r"labels \[0, 1\] that are not among classes_"):
+    with pytest.raises(ValueError, match=r"labels \[0, 1\] that are not among the fitted classes_"):
         clf.partial_fit(X, [0, 1, 0, 1])
     assert len(clf.loss_curve_) == 2  # the refused calls changed nothing
 

@@ -237,7 +237,7 @@ def staging(estimator: Any) -> Iterator[Any]:
     """A shallow copy of ``estimator`` to fit on, swapped into it when the block ends
     without an error: a ``fit`` that is rejected or fails leaves the estimator as it
     was (scikit-learn's ``validate_data`` records the feature count and names before
-    it refuses the values).
+    it refuses the values), and a ``random_state`` generator where it stood.
 
     Parameters
     ----------
@@ -260,7 +260,16 @@ def staging(estimator: Any) -> Iterator[Any]:
     """
     work = object.__new__(type(estimator))  # not copy.copy: an estimator may define __getstate__
     work.__dict__.update(estimator.__dict__)  # shares what a continued fit trains further
-    yield work
+    generator = getattr(estimator, "random_state", None)
+    if not isinstance(generator, np.random.RandomState):
+        generator = None
+    position = generator.get_state() if generator is not None else None
+    try:
+        yield work
+    except BaseException:
+        if generator is not None:  # the draws of a call that is not kept are undone
+            generator.set_state(position)
+        raise
     estimator.__dict__.clear()
     estimator.__dict__.update(work.__dict__)  # all of the new state at once
 

@@ -1139,6 +1139,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _check_sample_weight(self, sample_weight: Any, n_samples: int) -> np.ndarray:
         if sample_weight is None:
             return np.ones(n_samples)
+        if isinstance(sample_weight, Real):
+            sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)  # as scikit-learn
         weight = check_array(
             sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight"
         )
@@ -2482,15 +2484,15 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         if reset:
             self._y_ndim = y.ndim
             self.n_outputs_ = outputs.shape[1]
-            with np.errstate(over="ignore", invalid="ignore"):
-                mean, std = outputs.mean(axis=0), outputs.std(axis=0)
-            if not (np.isfinite(mean).all() and np.isfinite(std).all()):
-                # Targets near float64's limit (1e200 squared is inf): the moments of
-                # y / max|y|, scaled back, overflow nowhere.
-                magnitude = np.abs(outputs).max(axis=0)
-                magnitude = np.where(magnitude > 0, magnitude, 1.0)
+            magnitude = np.abs(outputs).max(axis=0)
+            magnitude = np.where(magnitude > 0, magnitude, 1.0)
+            if ((magnitude > 1e100) | (magnitude < 1e-100)).any():
+                # Targets near float64's limits: squared, 1e200 is inf and 1e-200 is 0 (a
+                # scale of 1 then). The moments of y / max|y|, scaled back, keep them.
                 unit = outputs / magnitude
                 mean, std = unit.mean(axis=0) * magnitude, unit.std(axis=0) * magnitude
+            else:
+                mean, std = outputs.mean(axis=0), outputs.std(axis=0)
             self._y_mean = mean
             self._y_scale = np.where(std > 0, std, 1.0)
         elif outputs.shape[1] != self.n_outputs_:

@@ -350,6 +350,16 @@ def test_repro_06_extreme_targets_give_finite_predictions_or_a_clear_error():
         reg.set_params(warm_start=True).fit(X, np.linspace(-1e300, 1e300, 12))
 
 
+@pytest.mark.parametrize("scale", [1e-160, 1e-200, 1e-300])
+def test_tiny_targets_keep_their_scale(scale):
+    # Their variance underflowed to 0 (below about 1e-162), the scale fell back to 1,
+    # and the predictions were on the scale of 0.1 for targets of 1e-300.
+    X, y = ragged(), np.linspace(-1, 1, 12)
+    reference = quiet_fit(RNNRegressor(**SMALL), X, y)
+    tiny = quiet_fit(RNNRegressor(**SMALL), X, y * scale)
+    np.testing.assert_allclose(tiny.predict(X) / scale, reference.predict(X), rtol=1e-5)
+
+
 # ------------------------------------------------------------------ repro 07
 @pytest.mark.parametrize(
     "params",
@@ -884,3 +894,14 @@ def test_partial_fit_refuses_other_classes_than_its_first_call():
         model.partial_fit(X, y, classes=[0, 1, 2])
     np.testing.assert_array_equal(model.predict_proba(X), before)
     assert model.classes_.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("param", ["with_mean", "with_std", "per_sequence"])
+def test_the_scaler_validates_its_parameters(param):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from sklearn_rnn import SequenceStandardScaler
+
+    # with_mean='no' was accepted, and centred the data.
+    with pytest.raises(InvalidParameterError, match=f"The '{param}' parameter"):
+        SequenceStandardScaler(**{param: "no"}).fit(ragged())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import input_layout, restore_layout, staging, validate_sequences
@@ -81,6 +81,12 @@ class SequenceStandardScaler(
     [[-1.0, 1.0], [-1.0, nan, 1.0]]
     """
 
+    _parameter_constraints: dict = {
+        "with_mean": ["boolean"],
+        "with_std": ["boolean"],
+        "per_sequence": ["boolean"],
+    }
+
     def __init__(
         self, *, with_mean: bool = True, with_std: bool = True, per_sequence: bool = False
     ) -> None:
@@ -122,6 +128,7 @@ class SequenceStandardScaler(
             )
         return self
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> SequenceStandardScaler:
         """Compute per-feature means and standard deviations.
 

@@ -215,6 +215,7 @@ class EarlyStopping(_SkorchEarlyStopping):
         self._epochs_before = len(net.history)
         self.best_start_weights_: dict[str, torch.Tensor] | None = None
         self.kept_start_ = False
+        self.stopped_ = False
         # The weights the next epoch starts from, kept when the training loss is watched.
         self._epoch_start = _weights(net) if self._watches_training_loss() else None
 
@@ -223,7 +224,14 @@ class EarlyStopping(_SkorchEarlyStopping):
 
     def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
         if len(net.history) - self._epochs_before > self.min_epochs:
-            self._decide(net, **kwargs)
+            try:
+                self._decide(net, **kwargs)
+            except KeyboardInterrupt:  # the stop
+                self.stopped_ = True
+                # skorch runs the epoch table last, so the stop would skip its row.
+                for table in _epoch_tables(net):
+                    table.on_epoch_end(net, **kwargs)
+                raise
             return
         patience = self.patience
         self.patience = math.inf  # track the best epoch, never stop
@@ -260,6 +268,21 @@ class EarlyStopping(_SkorchEarlyStopping):
     def on_train_end(self, net: Any, X: Any = None, **kwargs: Any) -> None:
         if not len(net.history):
             return
+        self._restore_best(net, X, **kwargs)
+        last = net.history[-1, "epoch"]
+        if self.load_best and (self.stopped_ or self.best_epoch_ != last):
+            # Under the epoch table: why training ended, and which weights it keeps.
+            why = (
+                f"stopped after epoch {last}: {self.monitor} did not improve by more than "
+                f"{self.threshold:g} in {self.patience} epochs"
+                if self.stopped_ else f"ended after epoch {last}"
+            )
+            kept = (f"the weights epoch {self.best_epoch_} started from" if self.kept_start_
+                    else f"the weights of epoch {self.best_epoch_}")
+            for table in _epoch_tables(net):
+                table.sink(f"Training {why}; keeping {kept}, the best {self.monitor}.")
+
+    def _restore_best(self, net: Any, X: Any = None, **kwargs: Any) -> None:
         self.kept_start_ = False
         start = self.best_start_weights_
         if X is None or start is None or not self._watches_training_loss():
@@ -281,6 +304,11 @@ class EarlyStopping(_SkorchEarlyStopping):
                 f"loss {min(start_loss, end_loss):.4g}, against {max(start_loss, end_loss):.4g} "
                 f"at its {other})."
             )
+
+
+def _epoch_tables(net: Any) -> list[PrintLog]:
+    """The network's epoch tables (skorch's ``PrintLog``; none when ``verbose=0``)."""
+    return [callback for _, callback in net.callbacks_ if isinstance(callback, PrintLog)]
 
 
 def _weights(net: Any) -> dict[str, torch.Tensor]:
@@ -384,7 +412,9 @@ def still_improving(losses: Sequence[float], window: int, tol: float) -> tuple[b
     improving when that line falls over the window by more than ``tol``, at least
     half as fast per epoch as the loss fell on average since the first epoch (training
     is still making real progress, not polishing a loss near its floor), and its slope
-    is negative beyond two standard errors (a trend, not noise).
+    is negative beyond two standard errors (a trend, not noise). A curve of 2 to 5
+    epochs, too short for a trend, is still improving when its last epoch is its
+    lowest and the loss fell by more than ``tol``.
 
     Parameters
     ----------
@@ -413,6 +443,12 @@ def still_improving(losses: Sequence[float], window: int, tol: float) -> tuple[b
     """
     values = np.asarray(losses, dtype=np.float64)
     width = min(max(3, int(window)), len(values) // 2)
+    if width < 3 and len(values) >= 2 and np.isfinite(values).all():
+        # Too few epochs for a trend: still improving when the last is the lowest and
+        # the loss fell by more than tol.
+        fall = float(values[0] - values[-1])
+        improving = bool(values[-1] <= values.min() and fall > tol)
+        return improving, f"it fell by {fall:.3g} in {len(values)} epochs, to {values[-1]:.4g}"
     if width < 3 or not np.isfinite(values[-width:]).all():
         return False, ""
     tail = values[-width:]

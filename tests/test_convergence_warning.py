@@ -49,6 +49,12 @@ def test_rule_on_curves():
     noisy = 0.1 + 0.05 * np.abs(rng.standard_normal(40))
     assert not still_improving(noisy, 10, 1e-4)[0]  # new bests now and then, no trend
     assert not still_improving(np.linspace(1, 0.99, 40), 10, 0.1)[0]  # less than tol
-    assert not still_improving([1.0, 0.5], 10, 1e-4)[0]  # too short to tell
+    # Too short for a trend (2-5 epochs): falling to its lowest by more than tol.
+    # max_iter=5 ended a falling loss without a warning before.
+    assert still_improving([1.0, 0.5], 10, 1e-4)[0]
+    assert still_improving([0.69, 0.64, 0.60, 0.55, 0.50], 10, 3e-3)[0]
+    assert not still_improving([0.69, 0.64, 0.60, 0.62, 0.61], 10, 3e-3)[0]  # not the lowest
+    assert not still_improving([0.69, 0.689], 10, 3e-3)[0]  # less than tol
+    assert not still_improving([0.69], 10, 3e-3)[0]  # one epoch: nothing to tell
     falling, words = still_improving(np.linspace(1.0, 0.5, 30), 10, 1e-4)
     assert falling and "over the last 10 epochs" in words

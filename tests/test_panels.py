@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import cross_val_predict
 from sklearn.pipeline import make_pipeline
 
@@ -232,6 +233,7 @@ def test_targets_in_a_read_only_array_train_without_pytorch_warnings():
     labels.setflags(write=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a UserWarning too
         clf = model().fit(X, labels)
         model().fit(X, pd.Series(np.arange(20) % 2))
     # PyTorch warns once per process, so the check above bites only when it runs first;

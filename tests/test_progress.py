@@ -53,6 +53,28 @@ def test_verbose_into_a_log_file_is_clean(capfd, early_stopping):
     assert "progress" not in dict(model.net_.callbacks_)
 
 
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_the_epoch_table_ends_with_the_stopping_epoch_and_says_which_weights_are_kept(
+    capfd, early_stopping
+):
+    # skorch runs its epoch table after every other callback, so the epoch in which
+    # the stopping rule ended training had no row; nothing said which epoch was kept.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(40)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    model = RNNClassifier(hidden_size=4, n_iter_no_change=2, early_stopping=early_stopping,
+                          validation_fraction=0.25, verbose=1, random_state=0).fit(X, y)
+    out, _ = capfd.readouterr()
+    assert model.n_iter_ < model.max_iter  # the stopping rule ended training
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(row[0]) for row in rows] == list(range(1, model.n_iter_ + 1))
+    monitor = "valid_loss" if early_stopping else "train_loss"
+    last = out.splitlines()[-1]
+    assert last.startswith(f"Training stopped after epoch {model.n_iter_}: {monitor} did not")
+    best = dict(model.net_.callbacks_)["stop"].best_epoch_
+    assert f"weights of epoch {best}," in last or f"weights epoch {best} started from" in last
+
+
 def test_training_loss_is_reported_without_the_penalty():
     """With an L2 penalty (the 'decay' cell's default alpha), train_loss is the data
     loss, comparable with valid_loss; train_objective adds the penalty that was minimized."""

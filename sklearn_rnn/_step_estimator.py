@@ -187,7 +187,10 @@ class RNNStepClassifier(BaseRNN):
     Notes
     -----
     ``X`` and ``y`` are paired step by step: for next-step prediction, pass
-    ``X = [r[:-1] for r in rolls]`` and ``y = [r[1:] for r in rolls]``. Fitted models
+    ``X = [r[:-1] for r in rolls]`` and ``y = [r[1:] for r in rolls]``. As in every
+    form of ``X``, a sequence's trailing all-NaN steps are padding: the outputs cover
+    its steps up to the last with an observed value, and ``y`` may be padded with NaN
+    the same way (a NaN-padded ``(n, T, k)`` array beside a padded ``X``). Fitted models
     pickle and save like the other estimators (:meth:`save`, :func:`sklearn_rnn.load`).
     scikit-learn's ``parametrize_with_checks`` does not apply: its checks feed one
     target per sample. Cloning, pickling, parameters and ``GridSearchCV`` are tested
@@ -238,11 +241,14 @@ class RNNStepClassifier(BaseRNN):
                     f"y[{index}] has shape {target.shape}: expected (T_i, k), one row of k "
                     f"binary targets per step of sequence {index} of X."
                 )
+            # Trailing all-NaN rows are padding, as in X (a NaN-padded (n, T, k) array).
+            observed = np.flatnonzero(~np.isnan(target).all(axis=1))
+            target = target[: observed[-1] + 1 if len(observed) else 0]
             outside = ~np.isin(target, (0.0, 1.0))
             if outside.any():
                 step, column = np.argwhere(outside)[0]
                 raise ValueError(
-                    f"y[{index}] holds {target[step, column]!r} at step {step}, output "
+                    f"y[{index}] holds {float(target[step, column])!r} at step {step}, output "
                     f"{column}: the targets must be 0 or 1 (a Bernoulli variable per output "
                     "and step). Threshold or binarize them first."
                 )
@@ -272,7 +278,10 @@ class RNNStepClassifier(BaseRNN):
                 raise ValueError(
                     f"y[{index}] has {len(target)} steps but sequence {index} of X has "
                     f"{len(sequence)}: pass one row of targets per step of X (for next-step "
-                    "prediction, X = r[:-1] and y = r[1:] of each sequence r)."
+                    "prediction, X = r[:-1] and y = r[1:] of each sequence r). Trailing "
+                    "all-NaN rows, of X and of y, are padding and are not counted: pad y "
+                    "with NaN where X is padded, and give a step that ends a sequence at "
+                    "least one observed value."
                 )
 
     @property

@@ -175,6 +175,29 @@ def test_padded_array_input_and_3d_targets():
     assert [p.shape for p in model.predict_proba(X)] == [(5, 3)] * 4
 
 
+def test_targets_padded_with_nan_beside_a_padded_array_train_as_lists():
+    # A NaN-padded y was refused ("y[0] holds nan"), though X's padding is read as such.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 2)) for n in (3, 5, 4, 2)]
+    y = [(x > 0).astype(float) for x in X]
+    padded_X, padded_y = np.full((4, 5, 2), np.nan), np.full((4, 5, 2), np.nan)
+    for i, (x, t) in enumerate(zip(X, y)):
+        padded_X[i, : len(x)], padded_y[i, : len(t)] = x, t
+    params = dict(hidden_size=3, max_iter=2, random_state=0)
+    lists = quiet_fit(RNNStepClassifier(**params), X, y)
+    padded = quiet_fit(RNNStepClassifier(**params), padded_X, padded_y)
+    for a, b in zip(padded.predict_proba(padded_X), lists.predict_proba(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_last_step_with_nothing_observed_is_padding_and_the_error_says_so():
+    X, y = _small()
+    X[2] = np.vstack([X[2][:3], np.full((1, 1), np.nan)])  # nothing observed at the last step
+    with pytest.raises(ValueError, match=r"y\[2\] has 4 steps but sequence 2 of X has 3.*"
+                                         r"all-NaN rows, of X and of y, are padding"):
+        RNNStepClassifier(max_iter=1).fit(X, y)
+
+
 def test_classifier_keeps_one_label_per_sequence(task):
     (X, y), _ = task
     labels = np.array([int(t[-1, 0]) for t in y])

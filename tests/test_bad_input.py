@@ -295,3 +295,61 @@ def test_no_error_escapes_as_an_internal_type():
                 RNNClassifier(**TINY).fit(X, Y_CLASS[: len(X)] if len(X) else Y_CLASS[:0])
         except (ValueError, TypeError) as error:
             assert re.search(r"expected|Expected|must|at least|required", str(error)), str(error)
+
+
+# ----------------------------------------------- found by trying the package from outside
+def test_frames_with_a_column_more_than_in_fit_are_refused_by_name():
+    # The message counted features and said "a 2D table is read as univariate
+    # sequences", which was not what came.
+    frames = [pd.DataFrame(x, columns=["hr", "bp"]) for x in X_OK]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(**TINY).fit(frames, Y_CLASS)
+    wider = [frame.assign(spo2=1.0) for frame in frames]
+    with pytest.raises(ValueError, match=r"(?s)Feature names unseen at fit time:\n- spo2"):
+        model.predict(wider)
+    with pytest.raises(ValueError) as lists:
+        model.predict([np.c_[x, x[:, :1]] for x in X_OK])
+    check_message(lists, ["X has 3 features per step", "expecting 2"])
+    assert "2D table" not in str(lists.value)
+
+
+def test_frames_whose_column_names_mix_types_are_refused():
+    # The names were dropped silently (scikit-learn refuses such a table).
+    frames = [pd.DataFrame(x, columns=["hr", 0]) for x in X_OK]
+    with pytest.raises(TypeError, match=r"mix of types \['int', 'str'\].*astype\(str\)"):
+        RNNClassifier(**TINY).fit(frames, Y_CLASS)
+
+
+def test_a_one_dimensional_array_is_refused_with_the_fix(fitted_classifier):
+    # fit said how to reshape; a fitted model's predict only counted dimensions.
+    univariate = RNNClassifier(**TINY).fit([x[:, :1] for x in X_OK], Y_CLASS)
+    for call in (lambda: RNNClassifier(**TINY).fit(np.zeros(12), Y_CLASS),
+                 lambda: univariate.predict(np.zeros(12))):
+        with pytest.raises(ValueError, match=r"X is one-dimensional \(ndarray of 12 values\).*"
+                                             r"pass \[np.reshape\(x, \(-1, 1\)\)\]"):
+            call()
+
+
+def test_a_scalar_sample_weight_weights_every_sequence_alike():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        weighted = RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=2.0)
+        plain = RNNClassifier(**TINY).fit(X_OK, Y_CLASS)
+    np.testing.assert_array_equal(weighted.predict_proba(X_OK), plain.predict_proba(X_OK))
+    with pytest.raises(ValueError, match="negative"):
+        RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=-1.0)
+
+
+def test_a_feature_never_observed_in_fit_is_warned_of():
+    X = [np.c_[x[:, :1], np.full(len(x), np.nan)] for x in X_OK]
+    frames = [pd.DataFrame(x, columns=["hr", "spo2"]) for x in X]
+    from sklearn_rnn import SequenceStandardScaler
+
+    for fit in (lambda: SequenceStandardScaler().fit(X),
+                lambda: RNNClassifier(**TINY).fit(frames, Y_CLASS)):
+        with pytest.warns(UserWarning, match=r"feature\(s\) \[(1|'spo2')\] of X hold no value"):
+            fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        SequenceStandardScaler().fit(X_OK)  # every feature observed somewhere: quiet

@@ -144,12 +144,7 @@ def check_numeric_table(X: Any) -> None:
     if type(X).__module__.startswith("scipy.sparse"):
         return  # scikit-learn's validation explains that dense data is needed
     if getattr(X, "ndim", None) == 1 and getattr(X, "dtype", None) != object:
-        raise ValueError(
-            f"X is one-dimensional ({type(X).__name__} of {len(X)} values): expected sequences, "
-            "a list of (T_i, d) arrays, a 3D array (n, T, d) or a 2D table (n, T). Reshape your "
-            "data: for one univariate sequence pass [np.reshape(x, (-1, 1))]; for one-step "
-            "sequences of one feature, np.reshape(x, (-1, 1, 1))."
-        )
+        raise ValueError(_dimension_message(1, X))
     dtypes = getattr(X, "dtypes", None)  # a DataFrame: check column types, not values
     check_not_long_table(X)  # visits of repeated ids are no table of sequences
     if getattr(X, "ndim", None) == 2 and dtypes is not None and all(dtype.kind in "biuf" for dtype in dtypes):
@@ -364,19 +359,46 @@ def validate_sequences(
         # A scaler pickled before it recorded _n_step_features counted them in n_features_in_.
         expected = getattr(estimator, "_n_step_features", None) or estimator.n_features_in_
         if n_step_features != expected:
+            named = layout != "table" and hasattr(estimator, "feature_names_in_")
+            if named and check_names and step_feature_names(X) is not None:
+                # Named frames: scikit-learn's message names the columns added or missing.
+                check_step_feature_names(estimator, X, n_step_features, reset=False)
             shape = np.shape(X) if layout == "table" else ()
             one = (f" X has shape {tuple(shape)}: for one sequence of {shape[0]} steps, pass [X]."
                    if len(shape) == 2 and shape[1] == expected else "")
+            table = (" A 2D table is read as univariate sequences, one column a step."
+                     if layout == "table" else "")
             raise ValueError(
                 f"X has {n_step_features} features per step, but {name} is expecting "
-                f"{expected} features per step as input. A 2D table is read as univariate "
-                f"sequences; pass (T_i, d) arrays with the features used in fit.{one}"
+                f"{expected} features per step as input.{table} Pass (T_i, d) arrays with "
+                f"the features used in fit.{one}"
             )
     # The features of sequences are their steps' columns, named where DataFrames hold them.
     read_as_sequences = layout != "table" if reset else not fitted_on_table
     if read_as_sequences and (check_names or reset):
         check_step_feature_names(estimator, X, n_step_features, reset=reset)
+    if reset and n_step_features > 1:
+        _warn_of_unobserved_features(estimator, sequences)
     return sequences
+
+
+def _warn_of_unobserved_features(estimator: Any, sequences: list[np.ndarray]) -> None:
+    """Warn of step features that hold no value at any step of the training sequences:
+    nothing is learnt from them (scikit-learn's ``SimpleImputer`` warns alike)."""
+    steps = joined_steps(sequences)[0]
+    unobserved = np.flatnonzero(np.isnan(steps).all(axis=0))
+    if not len(unobserved):
+        return
+    names = getattr(estimator, "feature_names_in_", None)
+    which = [str(names[i]) for i in unobserved] if names is not None else unobserved.tolist()
+    warnings.warn(
+        f"feature(s) {which} of X hold no value (all NaN) at any step of the sequences "
+        f"{type(estimator).__name__} is fitted on: nothing is learnt from them, and values "
+        "given there later are read through what was never trained. Drop those features, "
+        "or check how the data were read.",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def fitted_step_names(estimator: Any) -> NDArray[np.object_] | None:
@@ -499,11 +521,22 @@ def step_feature_names(X: Any) -> NDArray[np.object_] | None:
 
 
 def _string_names(sample: Any) -> NDArray[np.object_] | None:
-    """A frame's column names when they are all strings; None otherwise."""
+    """A frame's column names when they are all strings; None when none is. A mix is
+    refused, as scikit-learn refuses it for a table (the names would silently go)."""
     columns = getattr(sample, "columns", None)
-    if columns is None or not all(isinstance(name, str) for name in columns):
+    if columns is None:
         return None
-    return np.asarray(list(columns), dtype=object)
+    strings = [isinstance(name, str) for name in columns]
+    if all(strings):
+        return np.asarray(list(columns), dtype=object)
+    if any(strings):
+        kinds = sorted({type(name).__name__ for name in columns})
+        raise TypeError(
+            f"X's frames name their columns with a mix of types {kinds} "
+            f"({list(columns)}): the names are read only when all are strings. Make them "
+            "all strings, e.g. frame.columns = frame.columns.astype(str), or drop them."
+        )
+    return None
 
 
 def check_step_feature_names(estimator: Any, X: Any, n_features: int, *, reset: bool) -> None:
@@ -600,7 +633,7 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
         check_not_long_table(X)
         table = _as_float_array(X, where="X")
         if table.ndim != 2:
-            raise ValueError(_dimension_message(table.ndim))
+            raise ValueError(_dimension_message(table.ndim, X))
         samples: Sequence[Any] = [row[:, None] for row in table]
     elif layout == "padded":
         padded = _as_float_array(X, where="X")
@@ -811,7 +844,7 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
     if np.iscomplexobj(value):
         raise ValueError(f"{where} holds complex numbers: expected real numbers.")
     if array.ndim > 3:
-        raise ValueError(_dimension_message(array.ndim))
+        raise ValueError(_dimension_message(array.ndim, value))
     return array
 
 
@@ -930,7 +963,14 @@ def _check_feature_counts(sequences: list[np.ndarray]) -> None:
             )
 
 
-def _dimension_message(ndim: int) -> str:
+def _dimension_message(ndim: int, X: Any = None) -> str:
+    if ndim == 1:
+        return (
+            f"X is one-dimensional ({type(X).__name__} of {len(X)} values): expected "
+            "sequences, a list of (T_i, d) arrays, a 3D array (n, T, d) or a 2D table (n, T). "
+            "Reshape your data: for one univariate sequence pass [np.reshape(x, (-1, 1))]; "
+            "for one-step sequences of one feature, np.reshape(x, (-1, 1, 1))."
+        )
     return (
         f"X has {ndim} dimensions: expected a list of (T_i, d) arrays, a 3D array "
         "(n_samples, steps, features) or a 2D table (n_samples, steps) of univariate "

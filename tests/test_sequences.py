@@ -305,3 +305,25 @@ def test_meta_estimators_that_check_x_themselves_take_the_sequence_column():
     assert bagged.predict_proba(sequence_column(X)).shape == (40, 2)
     calibrated = CalibratedClassifierCV(member, cv=2).fit(X, y)
     np.testing.assert_allclose(calibrated.predict_proba(X).sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("per_sequence", [False, True])
+def test_the_scaler_leaves_a_named_time_column_as_it_is(per_sequence):
+    # With per_sequence=True the time column of each sequence was rescaled by its own
+    # spread: visits a day apart and a year apart became the same steps.
+    rng = np.random.default_rng(0)
+    X = [np.c_[gap * np.arange(5.0), rng.normal(size=5)] for gap in (1.0, 365.0, 30.0)]
+    frames = [pd.DataFrame(x, columns=["day", "bili"]) for x in X]
+    plain = SequenceStandardScaler(per_sequence=per_sequence).fit(X)
+    for data, time_feature in ((X, 0), (X, -2), (frames, "day")):
+        scaler = SequenceStandardScaler(per_sequence=per_sequence, time_feature=time_feature)
+        out = scaler.fit_transform(data)
+        for original, scaled, reference in zip(X, out, plain.transform(X)):
+            scaled = np.asarray(scaled)
+            np.testing.assert_array_equal(scaled[:, 0], original[:, 0])
+            np.testing.assert_allclose(scaled[:, 1], reference[:, 1])
+        assert scaler.mean_[0] == 0.0 and scaler.scale_[0] == 1.0
+    with pytest.raises(ValueError, match="time_feature='visit' is not a column of X"):
+        SequenceStandardScaler(time_feature="visit").fit(frames)
+    with pytest.raises(ValueError, match="time_feature=2 is out of range"):
+        SequenceStandardScaler(time_feature=2).fit(X)

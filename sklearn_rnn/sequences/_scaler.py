@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import input_layout, restore_layout, staging, validate_sequences
+from ._encoding import _resolve_time_feature
+from ._validation import (
+    fitted_step_names,
+    input_layout,
+    restore_layout,
+    staging,
+    validate_sequences,
+)
 
 __all__ = ["SequenceStandardScaler"]
 
@@ -50,6 +59,13 @@ class SequenceStandardScaler(
         observed steps) rather than by those of the training data. The fitted
         ``mean_`` and ``scale_`` are then not used, and :meth:`inverse_transform` is
         not available (each sequence's own statistics are not kept).
+    time_feature : int, str or None, default=None
+        The column of time stamps, left as it is (its ``mean_`` 0 and ``scale_`` 1):
+        its index, or its name where DataFrames hold the sequences. The estimators
+        read a time column's gaps on a scale of their own, so it needs no scaling; and
+        with ``per_sequence=True`` each sequence's times would be rescaled by their own
+        spread, erasing how far apart its steps are (visits days or years apart would
+        look alike).
 
     Attributes
     ----------
@@ -85,14 +101,21 @@ class SequenceStandardScaler(
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
         "per_sequence": ["boolean"],
+        "time_feature": [Interval(Integral, None, None, closed="neither"), str, None],
     }
 
     def __init__(
-        self, *, with_mean: bool = True, with_std: bool = True, per_sequence: bool = False
+        self,
+        *,
+        with_mean: bool = True,
+        with_std: bool = True,
+        per_sequence: bool = False,
+        time_feature: int | str | None = None,
     ) -> None:
         self.with_mean = with_mean
         self.with_std = with_std
         self.per_sequence = per_sequence
+        self.time_feature = time_feature
 
     def set_output(self, *, transform: str | None = None) -> SequenceStandardScaler:
         """Accept scikit-learn's output setting; the output keeps the form of the input.
@@ -145,6 +168,9 @@ class SequenceStandardScaler(
         """
         with staging(self) as work:  # a rejected refit leaves the fitted scaler as it was
             steps = np.concatenate(validate_sequences(work, X, reset=True), axis=0)  # (N, d)
+            work._time_column = _resolve_time_feature(
+                self.time_feature, steps.shape[1], fitted_step_names(work)
+            )
             work.mean_, work.scale_ = work._location_and_scale(steps)
         return self
 
@@ -158,6 +184,9 @@ class SequenceStandardScaler(
         std = np.sqrt(np.where(observed, (steps - mean) ** 2, 0.0).sum(axis=0) / counts)
         location = mean if self.with_mean else np.zeros_like(mean)
         scale = np.where(std > 0, std, 1.0) if self.with_std else np.ones_like(std)
+        time_column = getattr(self, "_time_column", None)  # None in older pickles
+        if time_column is not None:
+            location[time_column], scale[time_column] = 0.0, 1.0
         return location, scale
 
     def transform(self, X: Any) -> Any:

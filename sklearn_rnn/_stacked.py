@@ -210,8 +210,8 @@ def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
     }
     for setting, (refused, reason) in refusals.items():
         if refused:
-            value = getattr(estimator, setting)
-            raise ValueError(f"{name}({setting}={value!r}) cannot be stacked: {reason}{fix}")
+            what = name if setting.startswith("_") else f"{name}({setting}={getattr(estimator, setting)!r})"
+            raise ValueError(f"{what} cannot be stacked: {reason}{fix}")
 
 
 def train_stacked(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import time
-from numbers import Integral
+import warnings
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from scipy.stats import rankdata
 from sklearn.base import _fit_context, clone, is_classifier
+from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.model_selection._search import BaseSearchCV, _yield_masked_array_for_each_param
@@ -19,6 +21,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._estimators import BaseRNN
 from ._parallel import limit_torch_threads
+from .sequences._panel import check_targets_follow_instances, is_panel, panel_frames
 from ._stacked import MAX_STACKED, StackedMember, check_stackable, train_stacked
 
 __all__ = ["RNNGridSearchCV"]
@@ -72,6 +75,10 @@ class RNNGridSearchCV(BaseSearchCV):
     refit : bool, default=True
         Refit the best setting on all the data with the estimator's ordinary ``fit``;
         needed for :meth:`predict` and :meth:`predict_proba`.
+    error_score : 'raise' or float, default=np.nan
+        The score of a (setting, split) whose preparation or scoring fails, as for
+        GridSearchCV: the failures are summed up in a ``FitFailedWarning`` (each
+        naming its setting and split); 'raise' raises the first, with them named.
     return_train_score : bool, default=False
         Also score every network on its training split.
     max_stacked : int, default=64
@@ -151,9 +158,11 @@ class RNNGridSearchCV(BaseSearchCV):
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"])],
         "param_grid": [dict, list],
-        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        # Several metrics and a refit by name or callable are refused in fit, by name.
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None, list, tuple, set, dict],
         "cv": ["cv_object"],
-        "refit": ["boolean"],
+        "refit": ["boolean", str, callable],
+        "error_score": [StrOptions({"raise"}), Real],
         "return_train_score": ["boolean"],
         "max_stacked": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
@@ -168,6 +177,7 @@ class RNNGridSearchCV(BaseSearchCV):
         scoring: Any = None,
         cv: Any = None,
         refit: bool = True,
+        error_score: str | float = np.nan,
         return_train_score: bool = False,
         max_stacked: int = MAX_STACKED,
         n_jobs: int | None = None,
@@ -178,21 +188,27 @@ class RNNGridSearchCV(BaseSearchCV):
         self.scoring = scoring
         self.cv = cv
         self.refit = refit
+        self.error_score = error_score
         self.return_train_score = return_train_score
         self.max_stacked = max_stacked
         self.n_jobs = n_jobs
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X: Any, y: Any, groups: Any = None) -> RNNGridSearchCV:
+    def fit(self, X: Any, y: Any, groups: Any = None, **params: Any) -> RNNGridSearchCV:
         """Train every (setting, split) network together, score them, refit the best.
 
         Parameters
         ----------
         X : sequences in any form accepted by the estimator
+            A panel (an (instance, time) MultiIndex frame) is split by instance.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         groups : array-like of shape (n_samples,), optional
             Group labels for a group splitter.
+        **params
+            ``sample_weight`` (``<step>__sample_weight`` for a pipeline's estimator):
+            each network trains on its split's weights, and the refit on all of them,
+            as GridSearchCV passes fit parameters (the scores are unweighted).
 
         Returns
         -------
@@ -200,45 +216,70 @@ class RNNGridSearchCV(BaseSearchCV):
         """
         limit_torch_threads()
         _final_rnn(self.estimator)  # the type error before any work
+        if isinstance(self.scoring, (list, tuple, set, dict)) or not isinstance(self.refit, bool):
+            raise ValueError(
+                f"RNNGridSearchCV scores one metric and refits the best by it (scoring="
+                f"{self.scoring!r}, refit={self.refit!r}): give scoring one scorer and refit "
+                "True or False, or search several metrics with "
+                "sklearn.model_selection.GridSearchCV."
+            )
+        weight = self._sample_weight(params)
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates:
             raise ValueError("param_grid holds no setting: give at least one value per parameter.")
-        for params in candidates:  # every setting checked, as its fit would, before any work
-            rnn = _final_rnn(clone(self.estimator).set_params(**params))
+        for params_ in candidates:  # every setting checked, as its fit would, before any work
+            rnn = _final_rnn(clone(self.estimator).set_params(**params_))
             rnn._validate_params()
             check_stackable(rnn)
+        if is_panel(X):  # scikit-learn's splitters would count its rows (steps)
+            check_targets_follow_instances(X, y)
+            X = panel_frames(X)
         X, y, groups = indexable(X, y, groups)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         splits = list(cv.split(X, y, groups))
         scorer = check_scoring(self.estimator, self.scoring)
-        models, members, prepare_seconds = self._prepare(X, y, candidates, splits)
+        failures: dict[tuple[int, int], str] = {}
+        models, members, prepare_seconds = self._prepare(X, y, weight, candidates, splits, failures)
         if self.verbose:
             logger.info(
                 "RNNGridSearchCV: %d settings x %d splits = %d networks, stacks of at most %d, %s job(s)",
                 len(candidates), len(splits), len(members), self.max_stacked, self.n_jobs or 1,
             )
-        train_stacked(members, max_stacked=self.max_stacked, n_jobs=self.n_jobs)
-        n_splits = len(splits)
-        for (i, k), model in list(models.items()):  # worker processes send back copies
-            trained = members[i * n_splits + k].estimator
+        train_stacked(list(members.values()), max_stacked=self.max_stacked, n_jobs=self.n_jobs)
+        for key, model in list(models.items()):  # worker processes send back copies
+            trained = members[key].estimator
             if isinstance(model, Pipeline):
                 model.steps[-1] = (model.steps[-1][0], trained)
             else:
-                models[i, k] = trained
-        test = np.empty((len(candidates), n_splits))
-        train = np.empty_like(test)
-        fit_time, score_time = np.empty_like(test), np.empty_like(test)
+                models[key] = trained
+        n_splits = len(splits)
+        test = np.full((len(candidates), n_splits), float(np.nan))
+        train = np.full_like(test, np.nan)
+        fit_time, score_time = np.zeros_like(test), np.zeros_like(test)
         for (i, k), model in models.items():
-            member = members[i * n_splits + k]
-            fit_time[i, k] = member.seconds + prepare_seconds[i, k]
+            fit_time[i, k] = members[i, k].seconds + prepare_seconds[i, k]
             train_index, test_index = splits[k]
             began = time.perf_counter()
-            test[i, k] = scorer(model, _safe_indexing(X, test_index), _safe_indexing(y, test_index))
+            try:
+                test[i, k] = scorer(model, _safe_indexing(X, test_index), _safe_indexing(y, test_index))
+                if self.return_train_score:
+                    train[i, k] = scorer(model, _safe_indexing(X, train_index), _safe_indexing(y, train_index))
+            except Exception as error:
+                self._failed(failures, candidates, i, k, "scoring", error)
             score_time[i, k] = time.perf_counter() - began
-            if self.return_train_score:
-                train[i, k] = scorer(model, _safe_indexing(X, train_index), _safe_indexing(y, train_index))
+        for i, k in failures:
+            if self.error_score != "raise":
+                test[i, k] = train[i, k] = self.error_score
+        self._warn_of_failures(failures, len(candidates) * n_splits)
         self.cv_results_ = _results(candidates, test, train if self.return_train_score else None,
                                     fit_time, score_time)
+        if not np.isfinite(self.cv_results_["mean_test_score"]).all():
+            warnings.warn(
+                "One or more of the mean test scores are non-finite: "
+                f"{self.cv_results_['mean_test_score'].tolist()}",
+                UserWarning,
+                stacklevel=2,
+            )
         self.best_index_ = int(self.cv_results_["rank_test_score"].argmin())
         self.best_score_ = float(self.cv_results_["mean_test_score"][self.best_index_])
         self.best_params_ = candidates[self.best_index_]
@@ -247,27 +288,69 @@ class RNNGridSearchCV(BaseSearchCV):
         self.n_splits_ = n_splits
         if self.refit:
             began = time.perf_counter()
-            self.best_estimator_ = clone(self.estimator).set_params(**self.best_params_).fit(X, y)
+            self.best_estimator_ = clone(self.estimator).set_params(**self.best_params_).fit(X, y, **params)
             self.refit_time_ = time.perf_counter() - began
+            if hasattr(self.best_estimator_, "feature_names_in_"):
+                self.feature_names_in_ = self.best_estimator_.feature_names_in_
         return self
 
+    def _sample_weight(self, params: dict[str, Any]) -> Any:
+        """The sample weights among ``fit``'s parameters (the only one it takes)."""
+        key = "sample_weight"
+        if isinstance(self.estimator, Pipeline):
+            key = f"{self.estimator.steps[-1][0]}__sample_weight"
+        unknown = sorted(set(params) - {key})
+        if unknown:
+            raise TypeError(
+                f"RNNGridSearchCV.fit takes the sample weights ({key}=...) besides X, y and "
+                f"groups; got {unknown}. Search with sklearn.model_selection.GridSearchCV to "
+                "pass other fit parameters."
+            )
+        return params.get(key)
+
+    def _failed(self, failures: dict, candidates: list[dict], i: int, k: int,
+                stage: str, error: Exception) -> None:
+        """Record the failure of setting ``i`` on split ``k``, or raise it (error_score='raise')."""
+        where = f"setting {candidates[i]} on split {k} ({stage})"
+        if self.error_score == "raise":
+            error.add_note(f"RNNGridSearchCV: {where}; error_score=np.nan scores such a "
+                           "network instead of stopping the search.")
+            raise error
+        failures[i, k] = f"{where}: {type(error).__name__}: {error}"
+
+    def _warn_of_failures(self, failures: dict, total: int) -> None:
+        if failures:
+            warnings.warn(
+                f"{len(failures)} of the {total} networks failed and score "
+                f"error_score={self.error_score!r}; error_score='raise' raises the first.\n"
+                + "\n".join(failures.values()),
+                FitFailedWarning,
+                stacklevel=3,
+            )
+
     def _prepare(
-        self, X: Any, y: Any, candidates: list[dict], splits: list[tuple[np.ndarray, np.ndarray]]
-    ) -> tuple[dict[tuple[int, int], Any], list[StackedMember], np.ndarray]:
+        self, X: Any, y: Any, weight: Any, candidates: list[dict],
+        splits: list[tuple[np.ndarray, np.ndarray]], failures: dict,
+    ) -> tuple[dict[tuple[int, int], Any], dict[tuple[int, int], StackedMember], np.ndarray]:
         """Clone, set and prepare one estimator per (setting, split), as its fit would."""
         models: dict[tuple[int, int], Any] = {}
-        members: list[StackedMember] = []
+        members: dict[tuple[int, int], StackedMember] = {}
         seconds = np.zeros((len(candidates), len(splits)))
         for i, params in enumerate(candidates):
             for k, (train_index, _) in enumerate(splits):
                 began = time.perf_counter()
                 model = clone(self.estimator).set_params(**params)
                 X_train, y_train = _safe_indexing(X, train_index), _safe_indexing(y, train_index)
-                if isinstance(model, Pipeline):
-                    X_train = model[:-1].fit_transform(X_train, y_train)
-                rnn = _final_rnn(model)
-                train, valid = rnn._prepare(X_train, y_train, None, incremental=False)
-                members.append(StackedMember(rnn, train, valid))
+                try:
+                    if isinstance(model, Pipeline):
+                        X_train = model[:-1].fit_transform(X_train, y_train)
+                    rnn = _final_rnn(model)
+                    split_weight = None if weight is None else _safe_indexing(weight, train_index)
+                    train, valid = rnn._prepare(X_train, y_train, split_weight, incremental=False)
+                except Exception as error:
+                    self._failed(failures, candidates, i, k, "fit", error)
+                    continue
+                members[i, k] = StackedMember(rnn, train, valid)
                 models[i, k] = model
                 seconds[i, k] = time.perf_counter() - began
         return models, members, seconds

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import make_pipeline
@@ -393,3 +393,71 @@ def test_stacked_networks_with_a_convolutional_stage_match_their_own_fit():
         assert a.module_.conv.pool == b.module_.conv.pool
         assert largest_difference(a, b) < 1e-6
         np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-5)
+
+
+# ------------------------------------------------ what GridSearchCV takes, taken the same way
+def test_sample_weights_reach_every_network_and_the_refit_as_with_gridsearchcv():
+    X, y = visits(60, seed=1)
+    weight = np.random.default_rng(0).choice([0.5, 1.0, 3.0], size=len(y))
+    pipeline = make_pipeline(SequenceStandardScaler(), explicit(optimizer="adam", learning_rate=0.01, max_iter=10))
+    grid = {"rnnclassifier__spectral_radius": [0.9, 1.2]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        loss = dict(cv=cv, scoring="neg_log_loss")
+        ours = RNNGridSearchCV(pipeline, grid, **loss).fit(X, y, rnnclassifier__sample_weight=weight)
+        theirs = GridSearchCV(pipeline, grid, **loss).fit(X, y, rnnclassifier__sample_weight=weight)
+        unweighted = RNNGridSearchCV(pipeline, grid, **loss).fit(X, y)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=0.005)
+    assert not np.allclose(ours.cv_results_["split0_test_score"], unweighted.cv_results_["split0_test_score"])
+    np.testing.assert_array_equal(ours.predict_proba(X), theirs.predict_proba(X))
+    with pytest.raises(TypeError, match=r"takes the sample weights \(rnnclassifier__sample_weight=...\).*\['epochs'\]"):
+        RNNGridSearchCV(pipeline, grid, cv=cv).fit(X, y, epochs=3)
+
+
+def test_a_failing_split_scores_error_score_and_is_named():
+    # One split without a second class: GridSearchCV scores it NaN with a warning; the
+    # whole search stopped here, with no word of the setting or split.
+    X, y = visits(24)
+    y = np.r_[np.zeros(8, int), (np.arange(16) % 2)]
+    splits = [(np.arange(8, 24), np.arange(8)), (np.arange(8), np.arange(8, 24))]  # split 1 trains on class 0 only
+    search = RNNGridSearchCV(explicit(), {"spectral_radius": [0.9, 1.2]}, cv=splits, refit=False)
+    with pytest.warns(FitFailedWarning, match=r"(?s)2 of the 4 networks failed.*setting \{'spectral_radius': 0.9\} on split 1 \(fit\): ValueError"):
+        search.fit(X, y)
+    assert np.isnan(search.cv_results_["split1_test_score"]).all()
+    assert np.isfinite(search.cv_results_["split0_test_score"]).all()
+    with pytest.raises(ValueError, match="at least 2 classes") as raised:
+        search.set_params(error_score="raise").fit(X, y)
+    assert "split 1" in "".join(raised.value.__notes__)
+    search.set_params(error_score=-1.0)
+    with pytest.warns(FitFailedWarning):
+        search.fit(X, y)
+    assert (search.cv_results_["split1_test_score"] == -1.0).all()
+
+
+def test_a_panel_is_searched_by_instance_and_the_names_reach_the_search():
+    import pandas as pd
+
+    X, y = visits(30)
+    frames = [pd.DataFrame(x, columns=["day", "bili"]) for x in X]
+    panel = pd.concat({f"p{i:02d}": frame for i, frame in enumerate(frames)}, names=["patient", "step"])
+    grid = {"spectral_radius": [0.9, 1.2]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        from_panel = RNNGridSearchCV(explicit(time_feature="day"), grid, cv=3).fit(panel, y)
+        from_frames = RNNGridSearchCV(explicit(time_feature="day"), grid, cv=3).fit(frames, y)
+    np.testing.assert_array_equal(from_panel.cv_results_["mean_test_score"], from_frames.cv_results_["mean_test_score"])
+    assert from_panel.feature_names_in_.tolist() == ["day", "bili"]  # as GridSearchCV sets it
+    np.testing.assert_array_equal(from_panel.predict_proba(panel), from_frames.predict_proba(frames))
+
+
+@pytest.mark.parametrize("options", [
+    {"scoring": ["accuracy", "roc_auc"]}, {"scoring": {"acc": "accuracy"}, "refit": "acc"},
+    {"refit": lambda results: 0},
+])
+def test_several_metrics_are_refused_in_a_line_that_names_gridsearchcv(options):
+    # A list of scorers drew a 1300-character list of every scorer's name.
+    X, y = visits(20)
+    with pytest.raises(ValueError, match=r"scores one metric.*sklearn.model_selection.GridSearchCV") as raised:
+        RNNGridSearchCV(explicit(), {"spectral_radius": [0.9]}, cv=2, **options).fit(X, y)
+    assert len(str(raised.value)) < 400

@@ -102,6 +102,49 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
     >>> [x.ravel().tolist() for x in panel_to_sequences(frame)]
     [[1.2, 1.5], [0.7]]
     """
+    _check_panel(X)
+    codes, order = _panel_order(X)
+    values = frame_values(X)[order]  # (n_rows, n_columns)
+    starts = np.flatnonzero(np.diff(codes[order])) + 1
+    return list(np.split(values, starts))
+
+
+def panel_frames(X: Any) -> list[Any]:
+    """A panel as a list of DataFrames, one per instance, indexed by time.
+
+    The instances and steps of :func:`panel_to_sequences`, in its order, with the
+    panel's columns: what a search or a cross-validation can index by instance (a
+    panel has a row per step, which scikit-learn's splitters would count as samples).
+
+    Parameters
+    ----------
+    X : pandas.DataFrame
+        A panel: a two-level MultiIndex (instance, time), numeric or boolean columns.
+
+    Returns
+    -------
+    list of pandas.DataFrame
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import panel_frames
+    >>> index = pd.MultiIndex.from_tuples(
+    ...     [("b", 2), ("a", 0), ("b", 1)], names=["patient", "day"]
+    ... )
+    >>> frames = panel_frames(pd.DataFrame({"bili": [1.5, 0.7, 1.2]}, index=index))
+    >>> [frame["bili"].tolist() for frame in frames], frames[0].index.tolist()
+    ([[1.2, 1.5], [0.7]], [1, 2])
+    """
+    _check_panel(X)
+    codes, order = _panel_order(X)
+    rows = X.iloc[order].droplevel(0)
+    bounds = [0, *(np.flatnonzero(np.diff(codes[order])) + 1), len(order)]
+    return [rows.iloc[start:end] for start, end in zip(bounds, bounds[1:])]
+
+
+def _check_panel(X: Any) -> None:
+    """Refuse a panel whose index or columns cannot be read as sequences."""
     index = X.index
     if index.nlevels != 2:
         raise ValueError(
@@ -119,10 +162,6 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
                 f"has {int(values.isna().sum())} missing label(s): every row needs an "
                 "instance and a time. Drop those rows first."
             )
-    codes, order = _panel_order(X)
-    values = frame_values(X)[order]  # (n_rows, n_columns)
-    starts = np.flatnonzero(np.diff(codes[order])) + 1
-    return list(np.split(values, starts))
 
 
 def check_targets_follow_instances(X: Any, y: Any) -> None:

@@ -244,7 +244,8 @@ def test_visit_features_name_every_output_column(kind, time_feature):
     import pandas as pd
 
     rng = np.random.default_rng(1)
-    X = [np.c_[np.cumsum(rng.uniform(1, 5, n)), rng.normal(size=(n, 2))] for n in (1, 2, 4)]
+    X = [np.c_[np.cumsum(rng.uniform(1, 5, n)), rng.normal(size=n), np.sort(rng.normal(size=n))]
+         for n in (1, 2, 4)]  # either column 0 or column 2 may be read as times
     frames = [pd.DataFrame(x, columns=["day", "bili", "albumin"]) for x in X]
     features = VisitFeatures(kind, time_feature=time_feature)
     out = features.fit_transform(frames)
@@ -254,3 +255,33 @@ def test_visit_features_name_every_output_column(kind, time_feature):
     assert not any(name.endswith(f"_{time}") for name in names)
     if not isinstance(time_feature, str):  # the same features from arrays
         np.testing.assert_array_equal(VisitFeatures(kind, time_feature=time_feature).fit_transform(X), out)
+
+
+@pytest.mark.parametrize("times, message", [
+    ([0.0, np.nan, 4.0], "no time at step 1"), ([5.0, 1.0, 4.0], "decrease"),
+])
+def test_visit_features_refuse_the_times_the_estimators_refuse(times, message):
+    # A NaN time gave a slope of 0 and a decreasing one a negative span, silently.
+    good = [np.array([[0.0, 1.0], [1.0, 0.0]])]
+    bad = [np.c_[times, [1.0, 2.0, 3.0]], *good]
+    with pytest.raises(ValueError, match=message):
+        VisitFeatures(time_feature=0).fit(bad)
+    fitted = VisitFeatures(time_feature=0).fit(good)
+    with pytest.raises(ValueError, match=message):
+        fitted.transform(bad)
+
+
+def test_pooled_cross_validation_splits_a_panel_by_instance():
+    # A panel has a row per step: "X has 89 samples but y has 24".
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frames = [pd.DataFrame({"bili": rng.normal(size=n)}) for n in rng.integers(2, 6, 24)]
+    y = np.array([int(frame["bili"].iloc[-1] > 0) for frame in frames])
+    panel = pd.concat({f"p{i:02d}": frame for i, frame in enumerate(frames)}, names=["patient", "visit"])
+    model = RNNClassifier(hidden_size=3, max_iter=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        from_panel = pooled_cross_validate(model, panel, y, n_splits=3, random_state=0)
+        from_frames = pooled_cross_validate(model, frames, y, n_splits=3, random_state=0)
+    np.testing.assert_array_equal(from_panel.y_score, from_frames.y_score)

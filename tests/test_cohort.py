@@ -257,3 +257,49 @@ def test_pbcseq_cohort_with_the_original_protocol(pbc_death):
     # Negatives walked back from the censoring day instead.
     cohort = _pbc_cohort(pbc_death, end_time=pbc_death[2])
     assert (cohort.summary["positives"], cohort.summary["negatives"]) == (122, 122)
+
+
+def test_dated_visits_take_dated_event_times_and_refuse_numbers():
+    # Dates in event_time were refused with "convert dates to numbers first"; numbers
+    # counted from another origin than the visits' then kept a visit 200 days before
+    # the death although the horizon is 365 days.
+    day0 = pd.Timestamp("2020-01-01")
+    visits = pd.DataFrame({"id": [1, 1, 1, 2, 2, 2], "x": [1.0, 2, 3, 4, 5, 6],
+                           "t": day0 + pd.to_timedelta([0, 400, 800, 100, 500, 900], "D")})
+    options = dict(id_column="id", time_column="t", upper_span=365, lower_span=0,
+                   min_visits=2, positive_cut="upper_span")
+    cohort = build_cohort(visits, event_time={1: day0 + pd.Timedelta(days=1000)}, **options)
+    assert cohort.sequences[0][:, 0].tolist() == [0.0, 400.0]
+    numbers = visits.assign(t=(visits["t"] - day0).dt.days)
+    same = build_cohort(numbers, event_time={1: 1000}, **options)
+    for a, b in zip(cohort.sequences, same.sequences, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(cohort.y, same.y)
+    with pytest.raises(TypeError, match="the time column holds dates, so event_time must hold dates"):
+        build_cohort(visits, event_time={1: 1000}, **options)
+    with pytest.raises(TypeError, match="end_time holds dates or durations, but the time column holds numbers"):
+        build_cohort(numbers, event_time={1: 1000}, end_time={2: day0}, **options)
+
+
+@pytest.mark.parametrize("name", ["event", "reason", "n_visits", "n_kept", "cut_time"])
+def test_an_id_column_named_as_a_decision_column_is_refused(visits, name):
+    # The patients table got two columns of that name.
+    renamed = visits.rename(columns={"patient": name})
+    with pytest.raises(ValueError, match=rf"id_column='{name}' is also the name of a column"):
+        _build(renamed, id_column=name)
+
+
+def test_load_pbc_cohort_takes_one_name_as_a_string_and_refuses_a_log_of_zero():
+    # features="bili" was read letter by letter; log_features=("edema",) put -inf in
+    # the cohort with only numpy's warning.
+    from sklearn_rnn.clinical import load_pbc_cohort
+
+    one = load_pbc_cohort(1, 1, 2, features="bili", log_features="bili")
+    listed = load_pbc_cohort(1, 1, 2, features=["bili"], log_features=["bili"])
+    assert one.feature_names == ["day", "bili"]
+    for a, b in zip(one.sequences, listed.sequences, strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="'edema', which has .* values of 0 or below"):
+        load_pbc_cohort(1, 1, 2, log_features=("edema",))
+    with pytest.raises(ValueError, match=r"\['bilirubin'\] are not columns of load_pbcseq"):
+        load_pbc_cohort(1, 1, 2, features=("bilirubin",))

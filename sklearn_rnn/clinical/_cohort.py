@@ -89,8 +89,50 @@ class Cohort:
         )
 
 
-def _per_patient(mapping: Any, name: str, ids: NDArray[Any], id_column: Any) -> NDArray[np.float64]:
-    """Look up a per-patient time ``mapping`` for each id; NaN where absent."""
+#: The columns of ``Cohort.patients`` after the id column.
+_DECISIONS = ("event", "reason", "n_visits", "n_kept", "cut_time")
+
+
+def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Series:
+    """``series`` as float times on the visits' scale (see :func:`_per_patient`)."""
+    present = series.dropna()
+    if pd.api.types.is_datetime64_any_dtype(visits):
+        kind, convert = "dates", pd.to_datetime
+    elif pd.api.types.is_timedelta64_dtype(visits):
+        kind, convert = "durations", pd.to_timedelta
+    else:
+        if any(isinstance(value, (pd.Timestamp, pd.Timedelta, np.datetime64, np.timedelta64))
+               for value in present):
+            raise TypeError(
+                f"{name} holds dates or durations, but the time column holds numbers: give "
+                f"{name} as numbers in the time column's unit (from the same origin)."
+            )
+        try:
+            return pd.to_numeric(series, errors="raise").astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{name} values must be numeric times in the unit of the time column ({exc})."
+            ) from exc
+    if any(isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+           for value in present):
+        raise TypeError(
+            f"the time column holds {kind}, so {name} must hold {kind} too: numbers would "
+            "be read from another origin than the visits' (days since the earliest visit)."
+        )
+    try:
+        converted = convert(series)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} values must be {kind}, as the time column's ({exc}).") from exc
+    elapsed = converted - visits.min() if kind == "dates" else converted
+    return (elapsed / pd.Timedelta("1D")).astype(np.float64)
+
+
+def _per_patient(
+    mapping: Any, name: str, ids: NDArray[Any], id_column: Any, time_column: pd.Series
+) -> NDArray[np.float64]:
+    """Look up a per-patient time ``mapping`` for each id; NaN where absent. Times are
+    read as the visits' are: numbers in its unit, or, where the visits are dated (or
+    timed by durations), dates (durations) turned into days since the earliest visit."""
     if not isinstance(mapping, (Mapping, pd.Series)):
         raise TypeError(
             f"{name} must be a mapping or pandas.Series from patient id to time; got "
@@ -99,13 +141,7 @@ def _per_patient(mapping: Any, name: str, ids: NDArray[Any], id_column: Any) -> 
     series = mapping if isinstance(mapping, pd.Series) else pd.Series(dict(mapping), dtype=object)
     if series.index.has_duplicates:
         raise ValueError(f"{name} has repeated patient ids; give one time per patient.")
-    try:
-        values = pd.to_numeric(series, errors="raise").astype(np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{name} values must be numeric times in the unit of the time column ({exc}); "
-            "convert dates to numbers first, as for the time column."
-        ) from exc
+    values = _times_like_visits(series, name, time_column)
     found = values.reindex(ids)
     if values.notna().any() and found.isna().all():
         raise ValueError(
@@ -207,7 +243,9 @@ def build_cohort(
     id_column : hashable
         Patient id column.
     time_column : hashable
-        Numeric visit time (e.g. days since enrollment). Spans use its unit.
+        Visit time: numbers (e.g. days since enrollment), in the unit of the spans;
+        or dates (or durations), read as days since the earliest visit (spans in
+        days), as :func:`~sklearn_rnn.sequences.from_long_format` reads them.
     feature_columns : str or list of hashable, default=None
         Numeric feature columns. ``None`` takes every column except the id,
         time and event columns: leave out outcome columns (such as a follow-up
@@ -217,7 +255,9 @@ def build_cohort(
         present; NaN counts as absent. Exactly one of ``event_column`` and
         ``event_time`` must be given.
     event_time : mapping or pandas.Series, default=None
-        Patient id -> time of the event; patients absent or NaN had none.
+        Patient id -> time of the event; patients absent or NaN had none. Dates
+        (durations) where the time column holds dates (durations), numbers in its
+        unit otherwise.
     end_time : mapping or pandas.Series, default=None
         Patient id -> end of follow-up of negatives (e.g. the censoring time),
         not earlier than their last visit (a ValueError otherwise); absent or
@@ -304,6 +344,12 @@ def build_cohort(
             + ("both." if event_column is not None else "neither.")
         )
     _check_columns(table, [id_column, time_column], "id_column/time_column")
+    if id_column in _DECISIONS:
+        raise ValueError(
+            f"id_column={id_column!r} is also the name of a column of the cohort's patients "
+            f"table ({list(_DECISIONS)}), which would then hold two columns of that name. "
+            f"Rename the id column first, e.g. table.rename(columns={{{id_column!r}: 'patient'}})."
+        )
     extra: list[Any] = []
     if event_column is not None:
         _check_columns(table, [event_column], "event_column")
@@ -331,11 +377,11 @@ def build_cohort(
             if flags.any():
                 events[i] = seq[int(np.argmax(flags)), 0]
     else:
-        events = _per_patient(event_time, "event_time", ids, id_column)
+        events = _per_patient(event_time, "event_time", ids, id_column, table[time_column])
     ends = (
         np.full(len(ids), np.nan)
         if end_time is None
-        else _per_patient(end_time, "end_time", ids, id_column)
+        else _per_patient(end_time, "end_time", ids, id_column, table[time_column])
     )
     rows = []
     kept_sequences, labels, kept_ids = [], [], []
@@ -357,9 +403,7 @@ def build_cohort(
             kept_sequences.append(np.ascontiguousarray(seq[:n_kept, :n_features]))
             labels.append(int(has_event))
             kept_ids.append(ids[i])
-    patients = pd.DataFrame(
-        rows, columns=[id_column, "event", "reason", "n_visits", "n_kept", "cut_time"]
-    )
+    patients = pd.DataFrame(rows, columns=[id_column, *_DECISIONS])
     y = np.asarray(labels, dtype=np.int64)
     summary = {"n_patients": len(ids), "positives": int(y.sum()), "negatives": int((y == 0).sum())}
     counts = patients["reason"].value_counts()

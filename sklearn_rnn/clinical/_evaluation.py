@@ -25,6 +25,8 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.model_selection import RepeatedStratifiedKFold
 from sklearn.utils import _safe_indexing, check_random_state
 
+from ..sequences._panel import check_targets_follow_instances, is_panel, panel_frames
+
 __all__ = ["PooledCVResult", "auc_intervals", "pooled_cross_validate"]
 
 
@@ -298,7 +300,8 @@ def pooled_cross_validate(
         :class:`~sklearn.pipeline.Pipeline`, a ``GridSearchCV`` (a nested search).
     X : sequences, array-like or DataFrame
         What ``estimator.fit`` takes; indexed by sample (a list of ``(T_i, d)`` arrays
-        stays a list).
+        stays a list; a panel, an (instance, time) MultiIndex frame, becomes a list of
+        one frame per instance).
     y : array-like of shape (n_samples,)
         Two classes.
     n_splits : int, default=8
@@ -352,6 +355,9 @@ def pooled_cross_validate(
     """
     labels, pos_label = _binary_labels(y, pos_label)
     _check_params(labels, n_splits, n_repeats, threshold)
+    if is_panel(X):  # a row per step: split by instance
+        check_targets_follow_instances(X, y)
+        X = panel_frames(X)
     n_samples = len(labels)
     if _num_samples(X) != n_samples:
         raise ValueError(

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from numbers import Integral
 
-from ..sequences._encoding import _resolve_time_feature
+from ..sequences._encoding import _resolve_time_feature, check_times
 from ..sequences._validation import fitted_step_names, staging, validate_sequences
 
 __all__ = ["VisitFeatures"]
@@ -90,8 +90,10 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         """
         self._validate_params()
         with staging(self) as work:  # a rejected refit changes nothing
-            validate_sequences(work, X, reset=True)
-            work._time_index()  # an unknown or out-of-range time column is refused here
+            sequences = validate_sequences(work, X, reset=True)
+            time = work._time_index()  # an unknown or out-of-range time column is refused here
+            if time is not None:
+                check_times(sequences, time)  # as the estimators refuse them
         return self
 
     def transform(self, X: Any) -> NDArray[np.float64]:
@@ -110,6 +112,8 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         sequences = validate_sequences(self, X, reset=False)
         time = self._time_index()
+        if time is not None:
+            check_times(sequences, time)
         return np.array([self._row(sequence, time) for sequence in sequences])
 
     def get_feature_names_out(self, input_features: Any = None) -> NDArray[np.object_]:

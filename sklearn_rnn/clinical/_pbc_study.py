@@ -69,8 +69,8 @@ def load_pbc_cohort(
     lower_span: float = 1.0,
     min_visits: int = 2,
     *,
-    features: Sequence[str] = FEATURES,
-    log_features: Sequence[str] = LOG_FEATURES,
+    features: str | Sequence[str] = FEATURES,
+    log_features: str | Sequence[str] = LOG_FEATURES,
 ) -> Cohort:
     """Death cohort of the PBC visit histories, selected by the thesis' protocol.
 
@@ -88,10 +88,11 @@ def load_pbc_cohort(
         Minimum time covered by the kept visits, in years.
     min_visits : int, default=2
         Minimum number of kept visits.
-    features : sequence of str, default=FEATURES
+    features : str or sequence of str, default=FEATURES
         Columns of :func:`~sklearn_rnn.datasets.load_pbcseq` used as features.
-    log_features : sequence of str, default=LOG_FEATURES
-        Features replaced by their natural logarithm (right-skewed labs).
+    log_features : str or sequence of str, default=LOG_FEATURES
+        Features replaced by their natural logarithm (right-skewed labs); each must
+        be positive wherever it is observed.
 
     Returns
     -------
@@ -106,10 +107,23 @@ def load_pbc_cohort(
     >>> len(cohort.y), int(cohort.y.sum()), cohort.feature_names[:3]
     (208, 86, ['day', 'age', 'bili'])
     """
+    features = [features] if isinstance(features, str) else list(features)
+    log_features = [log_features] if isinstance(log_features, str) else list(log_features)
     table = load_pbcseq()
     transplanted = table.loc[table["status"] == 1, "id"].unique()
     table = table[~table["id"].isin(transplanted)].copy()
+    unknown = [name for name in [*features, *log_features] if name not in table.columns]
+    if unknown:
+        raise ValueError(
+            f"{unknown} are not columns of load_pbcseq(): expected some of {list(table.columns)}."
+        )
     for name in log_features:
+        if (table[name] <= 0).any():
+            raise ValueError(
+                f"log_features names {name!r}, which has {int((table[name] <= 0).sum())} values "
+                f"of 0 or below (min {table[name].min():g}): their logarithm is not finite. "
+                "Leave it out of log_features."
+            )
         table[name] = np.log(table[name])
     per_patient = table.groupby("id")[["futime", "status"]].first()
     return build_cohort(

@@ -1020,15 +1020,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     @property
     def best_epoch_(self) -> int | None:
         """The epoch (1-based, counted over ``net_.history``) whose weights early
-        stopping restored, or None without early stopping, after a ``partial_fit`` or
-        when it is not known (the early-stopping state is not saved with a model file).
-
-        Read from the fitted early-stopping callback, not stored.
+        stopping restored, or None without early stopping and after a ``partial_fit``.
+        Model files (and so pickles) keep it; files of earlier versions give None.
         """
         if self.validation_scores_ is None:
             return None
-        epoch = getattr(dict(self.net_.callbacks_).get("stop"), "best_epoch_", None)
-        return None if epoch is None else int(epoch)
+        return getattr(self, "_best_epoch", None)  # None in pickles of earlier versions
 
     @property
     def branch_counts_(self) -> dict[str, int] | None:
@@ -1061,7 +1058,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             validated = [row for row in history if "valid_score" in row]
             self.validation_scores_ = [float(row["valid_score"]) for row in validated]
             # The epoch whose weights early stopping restored (improved by more than tol).
-            best = [row["epoch"] for row in validated].index(self.best_epoch_)
+            self._best_epoch = int(dict(self.net_.callbacks_)["stop"].best_epoch_)
+            best = [row["epoch"] for row in validated].index(self._best_epoch)
             self.best_validation_loss_ = float(validated[best]["valid_loss"])
             self.best_validation_score_ = self.validation_scores_[best]
         else:
@@ -1075,7 +1073,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             curve = [float(value) for value in history[-self.n_iter_ :, key]]
             improving, fall = still_improving(curve, self.n_iter_no_change, self._resolved_tol())
             if improving:
-                name = "validation loss" if self._early_stopping else "training loss"
+                name = {"valid_loss": "validation loss", "train_loss": "training loss",
+                        "train_objective": "training objective (the loss plus the L2 penalty)"}[key]
                 warnings.warn(
                     f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
                     f"converging: the {name} was still improving ({fall}). Increase max_iter"
@@ -1352,6 +1351,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "validation_scores_": self.validation_scores_,
             "best_validation_score_": self.best_validation_score_,
             "best_validation_loss_": self.best_validation_loss_,
+            "best_epoch": self.best_epoch_,
             "history": net.history.to_list(),
             "optimizer": {
                 "name": fitted["optimizer"],
@@ -1392,6 +1392,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         for name in ("n_iter_", "loss_curve_", "validation_scores_", "best_validation_score_",
                      "best_validation_loss_"):
             setattr(estimator, name, state[name])
+        best_epoch = state.get("best_epoch")  # files of earlier versions have none
+        if best_epoch is not None and not 1 <= best_epoch <= len(state["history"]):
+            raise ValueError(
+                f"{where} names epoch {best_epoch} as the best, but its history holds "
+                f"{len(state['history'])} epochs."
+            )
+        estimator._best_epoch = best_epoch
         for name, value in state["extra"].items():
             if name not in cls._persisted_extra:
                 raise ValueError(f"{where} holds an extra attribute {name!r} that {cls.__name__} does not declare.")
@@ -1484,7 +1491,7 @@ _STATE_ATTRIBUTES = frozenset({
     "net_", "module_", "_label_encoder", "_encoder", "_fitted_layout", "_n_step_features",
     "classes_", "n_outputs_", "_y_mean", "_y_scale", "_y_ndim", "n_features_in_",
     "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_", "_frame", "_early_stopping",
-    "best_validation_score_", "best_validation_loss_",
+    "best_validation_score_", "best_validation_loss_", "_best_epoch",
 })
 
 #: Attributes that only some estimators have, and their state fields.
@@ -1844,7 +1851,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Validation loss of the restored epoch.
     best_epoch_ : int or None
         The restored epoch (1-based, over ``net_.history``) when ``early_stopping``;
-        None otherwise, after ``partial_fit``, and for a loaded model (a property).
+        None otherwise and after ``partial_fit`` (a property).
     branch_counts_ : dict of str to int or None
         Updates that took each branch of the simplex method (``'simplex'``,
         ``'descent_fallback'``, ``'switched'``, ``'skipped'``) for
@@ -2396,7 +2403,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Validation loss of the restored epoch.
     best_epoch_ : int or None
         The restored epoch (1-based, over ``net_.history``) when ``early_stopping``;
-        None otherwise, after ``partial_fit``, and for a loaded model (a property).
+        None otherwise and after ``partial_fit`` (a property).
     branch_counts_ : dict of str to int or None
         Updates that took each branch of the simplex method (``'simplex'``,
         ``'descent_fallback'``, ``'switched'``, ``'skipped'``) for

@@ -185,6 +185,7 @@ STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "validation_scores_": (True, _optional(_float_list), "a list of numbers or null"),
     "best_validation_score_": (True, _optional(_is_float), "a number or null"),
     "best_validation_loss_": (True, _optional(_is_float), "a number or null"),
+    "best_epoch": (False, _optional(_is_int), "an int or null (absent in earlier files)"),
     "history": (True, lambda v: isinstance(v, list) and all(isinstance(row, dict) for row in v),
                 "a list of epoch records"),
     "optimizer": (True, _optimizer, "the optimizer's kind and numeric state"),
@@ -251,7 +252,13 @@ def _check_savable_class(cls: type) -> str:
             "it by name and its model file could not be loaded: define the class at the top "
             "level of a module, or keep this model with pickle/joblib."
         )
-    if _REGISTRY.get(key) is not cls:
+    if key not in _REGISTRY:
+        raise TypeError(
+            f"{cls.__qualname__} has no model file format: model files hold the package's "
+            "RNN estimators (and subclasses of them). Keep it, or a pipeline holding it, "
+            "with skops, pickle or joblib."
+        )
+    if _REGISTRY[key] is not cls:
         raise TypeError(
             f"{cls.__qualname__} is not registered for model files (another class of the "
             f"name {key!r} was defined after it): save an instance of the class registered "

@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import torch
 from sklearn.base import _fit_context
+from sklearn.utils.validation import check_is_fitted
+
 from ._estimators import BaseRNN
 from ._inference import EVERY_STEP, OutputSteps
 from .sequences import FlatSequences
@@ -166,7 +168,7 @@ class RNNStepClassifier(BaseRNN):
         Validation loss of the restored epoch.
     best_epoch_ : int or None
         The restored epoch (1-based, over ``net_.history``) when ``early_stopping``;
-        None otherwise, after ``partial_fit``, and for a loaded model (a property).
+        None otherwise and after ``partial_fit`` (a property).
     branch_counts_ : dict of str to int or None
         Updates that took each branch of the simplex method (``'simplex'``,
         ``'descent_fallback'``, ``'switched'``, ``'skipped'``) for
@@ -436,6 +438,7 @@ class RNNStepClassifier(BaseRNN):
         >>> bool(model.nll_per_step(X, X) < 0.1)
         True
         """
+        check_is_fitted(self)
         sequences = self._validate_sequences(X, reset=False)
         targets = self._check_y(y, X, len(sequences), reset=False)
         self._check_target_steps(targets, sequences)

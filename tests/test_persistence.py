@@ -236,3 +236,35 @@ def test_a_file_from_before_the_readout_option_loads_reading_the_last_state(tmp_
     assert loaded.readout == "auto" and loaded.module_.readout_mode == "last"
     assert loaded.conv_kernels == "auto" and loaded.module_.conv is None
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+
+
+def test_the_best_epoch_survives_pickle_deepcopy_and_model_files(tmp_path):
+    # best_epoch_ was read from the early-stopping callback, which model files (and so
+    # pickles) do not keep: it came back None.
+    import copy
+    import pickle
+
+    import sklearn_rnn
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(3, 8)), 2)) for _ in range(30)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=4, max_iter=6, early_stopping=True, validation_fraction=0.3,
+                              n_iter_no_change=1, random_state=0).fit(X, y)
+    assert model.best_epoch_ is not None
+    model.save(tmp_path / "model.safetensors")
+    for copied in (copy.deepcopy(model), pickle.loads(pickle.dumps(model)),
+                   sklearn_rnn.load(tmp_path / "model.safetensors")):
+        assert copied.best_epoch_ == model.best_epoch_
+
+
+def test_saving_what_has_no_model_file_format_names_what_does(tmp_path):
+    # It said "another class of the name ... was defined after it", which was not so.
+    from sklearn_rnn import SequenceStandardScaler
+    from sklearn_rnn._persistence import save
+
+    scaler = SequenceStandardScaler().fit([np.ones((2, 1))])
+    with pytest.raises(TypeError, match="SequenceStandardScaler has no model file format.*skops, pickle or joblib"):
+        save(scaler, tmp_path / "scaler.safetensors")

@@ -822,7 +822,7 @@ def test_a_rejected_refit_leaves_the_scaler_and_visit_features_as_they_were():
             np.testing.assert_array_equal(getattr(scaler, key), value)
         for got, want in zip(scaler.transform(frames), expected):
             pd.testing.assert_frame_equal(got, want)
-    visits = VisitFeatures(time_feature=2).fit(ragged(12, d=3))
+    visits = VisitFeatures(time_feature=2).fit([np.c_[x, np.arange(len(x))] for x in ragged(12, d=2)])
     with pytest.raises(ValueError, match="time_feature=2 is out of range"):
         visits.fit(ragged(12, d=2))
     assert visits.n_features_in_ == 3

@@ -316,3 +316,13 @@ def test_gradient_diagnostics_put_the_loss_at_every_step(fitted, task):
     stats = temporal_gradient_norms(fitted, X[:10], y[:10])
     assert stats.alignment == "absolute"
     assert stats.norms.shape == (max(len(x) for x in X[:10]),)
+
+
+def test_scoring_an_unfitted_model_says_it_is_not_fitted():
+    # score and nll_per_step raised AttributeError ('n_features_in_').
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _small()
+    for call in (RNNStepClassifier().score, RNNStepClassifier().nll_per_step):
+        with pytest.raises(NotFittedError):
+            call(X, y)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -299,9 +300,9 @@ def integrated_gradients(
     that reads a channel per sequence (``instance_norm``) keeps the sequence's level
     and scale in the baseline, so the attributions are those of the shape of its values.
 
-    The output attributed is the log-odds of the positive class for a binary
-    classifier, the log-probability of ``target`` for more classes, and the
-    prediction (column ``target``, default 0) for a regressor.
+    The output attributed is the log-odds of ``target`` (default: the positive class,
+    ``classes_[1]``) for a binary classifier, the log-probability of ``target`` for more
+    classes, and the prediction (column ``target``, default 0) for a regressor.
 
     Parameters
     ----------
@@ -312,8 +313,8 @@ def integrated_gradients(
     sequence : array-like of shape (T, n_features)
         One sequence, as given to ``predict``.
     target : class label or int, optional
-        For a classifier with more than two classes, the class (default: the one
-        predicted); for a multi-output regressor, the output column.
+        For a classifier, the class (default: the positive class of two, the one
+        predicted of more); for a multi-output regressor, the output column.
     n_steps : int, default=64
         Points on the path.
 
@@ -420,13 +421,19 @@ def _attributed_output(
     """The function of the network's outputs that is attributed, and the target."""
     classes = getattr(model, "classes_", None)
     if classes is None:  # a regressor: outputs in the units of y
-        column = 0 if target is None else int(target)
+        outputs = np.ravel(model._y_scale).size
+        column = 0 if target is None else target
+        if not (isinstance(column, Integral) and 0 <= column < outputs):
+            raise ValueError(
+                f"target={target!r}: this regressor predicts {outputs} output(s); expected "
+                f"an output column in [0, {outputs - 1}], or None for column 0."
+            )
         scale = float(np.ravel(model._y_scale)[column])
         mean = float(np.ravel(model._y_mean)[column])
-        return (lambda out: out[:, column] * scale + mean), column
-    if len(classes) == 2 and target is None:
-        return (lambda out: out[:, 1] - out[:, 0]), classes[1]
-    if target is None:
+        return (lambda out: out[:, column] * scale + mean), int(column)
+    if target is None and len(classes) == 2:
+        target_index = 1
+    elif target is None:
         with torch.no_grad():
             x = torch.as_tensor(encoded[None], dtype=torch.float64)
             target_index = int(network(x, torch.tensor([len(encoded)])).argmax(dim=1)[0])
@@ -438,6 +445,9 @@ def _attributed_output(
                 f"{np.asarray(classes).tolist()}, or None for the predicted class."
             )
         target_index = int(matches[0])
+    if len(classes) == 2:  # the log-odds in favour of the target class
+        other = 1 - target_index
+        return (lambda out: out[:, target_index] - out[:, other]), classes[target_index]
     return (lambda out: torch.log_softmax(out, dim=1)[:, target_index]), classes[target_index]
 
 

@@ -61,6 +61,12 @@ def test_attributions_add_up_to_the_change_of_the_log_odds(fitted):
     assert result.attributions.sum() == pytest.approx(change, abs=0.02 * max(1.0, abs(change)))
     proba = model.predict_proba(X[:1])[0]
     assert result.output == pytest.approx(np.log(proba[1] / proba[0]), rel=1e-6)
+    # Naming a class keeps the log-odds, in its favour (target=1 gave log p1 instead,
+    # with the same result.target as the default).
+    assert integrated_gradients(model, X[0], n_steps=128, target=1).output == result.output
+    against = integrated_gradients(model, X[0], n_steps=128, target=0)
+    assert against.target == 0 and against.output == pytest.approx(-result.output)
+    np.testing.assert_allclose(against.attributions, -result.attributions, atol=1e-10)
 
 
 def test_permutation_importance_finds_the_feature(fitted):
@@ -104,6 +110,8 @@ def test_regressor_and_bad_arguments():
     assert result.output == pytest.approx(float(model.predict(X[:1])[0]), rel=1e-6)
     with pytest.raises(ValueError, match="n_steps must be a positive integer"):
         integrated_gradients(model, X[0], n_steps=0)
+    with pytest.raises(ValueError, match=r"target=1: this regressor predicts 1 output\(s\)"):
+        integrated_gradients(model, X[0], target=1)  # an IndexError before
     with pytest.raises(ValueError, match="n_repeats must be a positive integer"):
         sequence_permutation_importance(model, X, y, n_repeats=0)
     with pytest.raises(ValueError, match="attributions must be 2D"):

@@ -98,7 +98,11 @@ def temporal_gradient_norms(
         A fitted estimator (its trained network, its encoding of ``X`` and ``y``, its
         training loss); an unfitted estimator (the network its parameters initialize,
         e.g. to compare ``spectral_radius`` values; the estimator stays unfitted); or
-        a network, freshly initialized or trained.
+        a network, freshly initialized or trained. Temporal gradients need the
+        readout at the last step and no convolutional stage: the estimators' defaults
+        on untimed sequences pool the states (and may add the stage), so set
+        ``readout='last', conv_kernels=None`` (as ``optimizer='simplex'`` and the
+        time-aware defaults have them).
     X : sequences, or tensor or ndarray of shape (n_sequences, n_steps, n_features)
         With an estimator: sequences in any form it accepts. With a network: a
         right-padded batch.

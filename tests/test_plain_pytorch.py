@@ -224,3 +224,51 @@ def test_the_pages_training_loop_runs_as_printed_and_learns(capsys):
     loss = torch.nn.functional.cross_entropy(states.outputs, torch.tensor([0, 1, 2, 3, 0]))
     opt.step(temporal_gradients(net, states, loss, lengths))
     assert all(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
+
+
+# ------------------------------------------- found by trying the PyTorch-level API from outside
+def test_a_network_refuses_inputs_of_another_width_and_lengths_outside_its_steps():
+    # The fused LSTM kernel checks no shape: inputs of 5 features into a network of 2
+    # gave NaN or arbitrary numbers (a read past the inputs); a length of 0 read step 0.
+    from sklearn_rnn.nn import RecurrentNetwork
+
+    x = torch.randn(3, 4, 2)
+    for cell in ("lstm", "gru", "tanh"):
+        net = RecurrentNetwork(2, 3, 1, cell=cell)
+        with pytest.raises(ValueError, match=r"x has shape \(3, 4, 5\): expected \(batch, steps, 2\)"):
+            net(torch.randn(3, 4, 5), torch.tensor([4, 2, 1]))
+        for lengths in ([4, 0, 1], [4, -3, 1], [5, 2, 1], [4, 2], torch.tensor([4.0, 2.0, 1.0])):
+            for run in (net, net.forward_states):
+                with pytest.raises(ValueError, match=r"lengths must hold one integer length per sequence \(3\)"):
+                    run(x, lengths)
+        # Lists and arrays of lengths are read as tensors.
+        torch.testing.assert_close(net(x, [4, 2, 1]), net(x, torch.tensor([4, 2, 1])))
+
+
+def test_the_adapter_follows_the_wrapped_modules_mode():
+    # model.eval() does not reach the adapter (no child of the model): forward_states
+    # kept dropping units between layers.
+    torch.manual_seed(0)
+    lstm, head = nn.LSTM(2, 4, num_layers=2, dropout=0.5, batch_first=True), nn.Linear(4, 1)
+    adapter = RecurrentAdapter(lstm, head)
+    lstm.eval()
+    x, lengths = torch.randn(3, 5, 2), torch.tensor([5, 3, 1])
+    first, second = adapter.forward_states(x, lengths).outputs, adapter.forward_states(x, lengths).outputs
+    torch.testing.assert_close(first, second)
+    torch.testing.assert_close(first, adapter(x, lengths), atol=1e-5, rtol=1e-5)
+
+
+def test_optimizers_check_added_groups_and_keep_their_counts_in_state_dicts():
+    from sklearn_rnn.optim import ClippedSGD
+
+    w, b = nn.Parameter(torch.ones(2)), nn.Parameter(torch.ones(1))
+    for optimizer in (ClippedSGD([w], lr=0.1), SimplexSGD([w], lr=0.1)):
+        with pytest.raises(ValueError, match="lr must be positive; got -1.0"):
+            optimizer.add_param_group({"params": [b], "lr": -1.0})  # went uphill
+        with pytest.raises(ValueError, match="clip_threshold must be positive or None"):
+            optimizer.add_param_group({"params": [b], "clip_threshold": 0.0})
+    clipped = ClippedSGD([w], lr=0.1)
+    clipped.skipped_steps = 3
+    restored = ClippedSGD([w], lr=0.1)
+    restored.load_state_dict(clipped.state_dict())
+    assert restored.skipped_steps == 3  # was 0

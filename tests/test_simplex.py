@@ -363,7 +363,7 @@ def test_seeded_generator_reproduces_and_state_dict_resumes():
 def test_constructor_validation():
     params = [torch.nn.Parameter(torch.zeros(1))]
     for kwargs, message in [
-        ({"lr": 0.0}, "lr must be a positive"),
+        ({"lr": 0.0}, "lr must be positive"),
         ({"clip_threshold": -1.0}, "clip_threshold must be positive or None"),
         ({"switch_threshold": -0.5}, "switch_threshold must be a non-negative"),
         ({"weights": "gaussian"}, "weights must be one of"),

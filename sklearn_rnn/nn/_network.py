@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -401,14 +401,51 @@ class RecurrentNetwork(nn.Module):
             hidden = run(projection, recurrence, z, initial, gaps)  # (B, T, H)
         return self._read(hidden, lengths, every_step)[1]
 
+    @property
+    def input_size(self) -> int:
+        """Features of an input step."""
+        if self.conv is not None:
+            return self.conv.convolutions[0].in_channels
+        return self.input_projection.in_features
+
     def _features(
-        self, x: torch.Tensor, lengths: torch.Tensor
+        self, x: torch.Tensor, lengths: Any
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """What the first layer reads (the inputs, or the convolutional stage's
-        features) and the valid steps of each sequence there."""
+        features) and the valid steps of each sequence there, once the inputs are
+        checked."""
+        lengths = self._checked(x, lengths)
         if self.conv is None:
             return x, lengths
         return self.conv(x, lengths), self.conv.output_lengths(lengths)
+
+    def _checked(self, x: torch.Tensor, lengths: Any) -> torch.Tensor:
+        """``lengths`` as a tensor, after checking ``x``'s shape and, where that costs no
+        device synchronization (lengths on the CPU, outside the stacked trainer's
+        vectorized pass), that every length lies in ``[1, steps]``. A fused kernel does
+        not check shapes: an LSTM read past its inputs."""
+        if x.ndim != 3 or x.shape[-1] != self.input_size:
+            raise ValueError(
+                f"x has shape {tuple(x.shape)}: expected (batch, steps, {self.input_size}), "
+                f"right-padded sequences of the {self.input_size} input features the network "
+                "was built for."
+            )
+        if not isinstance(lengths, torch.Tensor):
+            lengths = torch.as_tensor(lengths)
+        if self.vectorizable or lengths.device.type != "cpu":
+            return lengths
+        if (
+            lengths.shape != (x.shape[0],)
+            or lengths.dtype.is_floating_point
+            or lengths.dtype == torch.bool
+            or (len(lengths) and not (1 <= int(lengths.min()) and int(lengths.max()) <= x.shape[1]))
+        ):
+            raise ValueError(
+                f"lengths must hold one integer length per sequence ({x.shape[0]}), each "
+                f"between 1 and the padded length {x.shape[1]}; got {lengths.tolist()} "
+                f"({lengths.dtype})."
+            )
+        return lengths
 
     def _gaps(self, x: torch.Tensor) -> torch.Tensor | None:
         """The time since the previous step, ``(B, T)``, for a cell that reads it."""

@@ -45,7 +45,7 @@ class RecurrentAdapter(nn.Module):
       layer's input projection outside the recurrence, and returns the
       :class:`~sklearn_rnn.nn.NetworkStates` that :func:`temporal_gradients` reads (the
       same function as the module, up to rounding; dropout between layers, when the
-      module has it, is applied in training mode as the module applies it).
+      module has it, is applied when the module is in training mode, as it applies it).
     * :meth:`forward` calls the module itself (its fused kernel) and the readout: for
       prediction and evaluation.
 
@@ -176,7 +176,9 @@ class RecurrentAdapter(nn.Module):
         z = self._batch_major(x)  # (B, T, n)
         layers: list[LayerStates] = []
         for k, parameters in enumerate(self.layer_parameters()):
-            if k > 0 and self.training and self.rnn.dropout > 0:
+            # The wrapped module's mode, as its own forward reads it (model.eval() on a
+            # model holding the module does not reach the adapter, which is no child).
+            if k > 0 and self.rnn.training and self.rnn.dropout > 0:
                 z = F.dropout(z, self.rnn.dropout, training=True)  # as the module does
             w_in, b, w_rec, b_rec = parameters["W_in"], parameters["b"], parameters["W_rec"], parameters["b_rec"]
             assert w_in is not None and w_rec is not None  # every layer has both

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ._functional import _clipped_update_, _norm
+from ._functional import _check_step_settings, _clipped_update_, _norm
 
 __all__ = ["ClippedSGD"]
 
@@ -53,12 +53,41 @@ class ClippedSGD(torch.optim.Optimizer):
         lr: float = 0.01,
         clip_threshold: float | None = 1.0,
     ) -> None:
-        if not lr > 0:
-            raise ValueError(f"lr must be positive; got {lr!r}.")
-        if clip_threshold is not None and not clip_threshold > 0:
-            raise ValueError(f"clip_threshold must be positive or None; got {clip_threshold!r}.")
+        _check_step_settings({"lr": lr, "clip_threshold": clip_threshold})
         super().__init__(params, {"lr": lr, "clip_threshold": clip_threshold})
         self.skipped_steps = 0
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters, its ``lr`` and ``clip_threshold`` checked.
+
+        Parameters
+        ----------
+        param_group : dict
+        """
+        _check_step_settings(param_group)
+        super().add_param_group(param_group)
+
+    def state_dict(self) -> dict[str, Any]:
+        """PyTorch's optimizer state, with the count of skipped steps.
+
+        Returns
+        -------
+        dict
+        """
+        return {**super().state_dict(), "skipped_steps": self.skipped_steps}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`, the count of skipped steps included.
+
+        Parameters
+        ----------
+        state_dict : dict
+        """
+        state_dict = dict(state_dict)
+        skipped = state_dict.pop("skipped_steps", None)
+        super().load_state_dict(state_dict)
+        if skipped is not None:
+            self.skipped_steps = int(skipped)
 
     def __getstate__(self) -> dict[str, Any]:
         """What pickle, joblib and deepcopy keep: PyTorch's optimizer state and the

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import torch
 
@@ -107,7 +107,7 @@ def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
 def normalization_factors(norms: torch.Tensor, *, eps: float | torch.Tensor = NORM_EPS) -> torch.Tensor:
     """The factor that normalizes each step: ``1 / norm``, or 1 where that is unsafe.
 
-    Steps whose norm is below ``eps``, NaN or infinite are left unnormalized (factor 1):
+    Steps whose norm is zero, below ``eps``, NaN or infinite are left unnormalized (factor 1):
     dividing a vanished gradient by its norm would blow numerical noise up to unit
     length, and a non-finite norm is dealt with by the caller.
 
@@ -130,8 +130,10 @@ def normalization_factors(norms: torch.Tensor, *, eps: float | torch.Tensor = NO
     >>> from sklearn_rnn.optim import normalization_factors
     >>> normalization_factors(torch.tensor([2.0, 1e-9, float("nan"), float("inf")]))
     tensor([0.5000, 1.0000, 1.0000, 1.0000])
+    >>> normalization_factors(torch.tensor([2.0, 0.0]), eps=0.0)  # a zero norm even then
+    tensor([0.5000, 1.0000])
     """
-    usable = torch.isfinite(norms) & (norms >= eps)  # (T,)
+    usable = torch.isfinite(norms) & (norms >= eps) & (norms > 0)  # (T,); eps may be 0
     return torch.where(usable, 1.0 / torch.where(usable, norms, torch.ones_like(norms)), 1.0)
 
 
@@ -680,6 +682,17 @@ def _clipped_update_(
         # A same-type .to() costs a dispatch per parameter (10 us for five on a CPU).
         p.add_(d if d.dtype == p.dtype else d.to(p.dtype), alpha=sign * alpha)
     return alpha
+
+
+def _check_step_settings(group: dict[str, Any]) -> None:
+    """Refuse a parameter group's non-positive ``lr`` or ``clip_threshold`` (None: no
+    clipping), for the constructors and ``add_param_group`` alike."""
+    lr = group.get("lr", 1.0)
+    if not (isinstance(lr, (int, float, torch.Tensor)) and lr > 0):
+        raise ValueError(f"lr must be positive; got {lr!r}.")
+    clip_threshold = group.get("clip_threshold")
+    if clip_threshold is not None and not clip_threshold > 0:
+        raise ValueError(f"clip_threshold must be positive or None; got {clip_threshold!r}.")
 
 
 def _norm(blocks: Sequence[torch.Tensor]) -> float:

@@ -8,7 +8,15 @@ from typing import Any
 
 import torch
 
-from ._functional import BRANCHES, NORM_EPS, WEIGHT_RULES, WeightRule, _simplex_rule, clipped_step_
+from ._functional import (
+    BRANCHES,
+    NORM_EPS,
+    WEIGHT_RULES,
+    WeightRule,
+    _check_step_settings,
+    _simplex_rule,
+    clipped_step_,
+)
 from ._temporal import TemporalGradients
 
 __all__ = ["SimplexSGD"]
@@ -112,10 +120,7 @@ class SimplexSGD(torch.optim.Optimizer):
         generator: torch.Generator | int | None = None,
         eps: float = NORM_EPS,
     ) -> None:
-        if not lr > 0:
-            raise ValueError(f"lr must be a positive float; got {lr!r}.")
-        if clip_threshold is not None and not clip_threshold > 0:
-            raise ValueError(f"clip_threshold must be positive or None; got {clip_threshold!r}.")
+        _check_step_settings({"lr": lr, "clip_threshold": clip_threshold})
         if switch_threshold is not None and not switch_threshold >= 0:
             raise ValueError(
                 f"switch_threshold must be a non-negative float or None (never switch); got "
@@ -196,6 +201,16 @@ class SimplexSGD(torch.optim.Optimizer):
             "step_size": step_size,
         }
         return temporal.loss if from_closure else None
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters, its ``lr`` and ``clip_threshold`` checked.
+
+        Parameters
+        ----------
+        param_group : dict
+        """
+        _check_step_settings(param_group)
+        super().add_param_group(param_group)
 
     def state_dict(self) -> dict[str, Any]:
         """The optimizer's state, with the random generator's state and branch counts.

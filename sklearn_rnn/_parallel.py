@@ -39,6 +39,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from numbers import Integral
 from typing import Any, TypeVar
 
 import torch
@@ -46,6 +47,7 @@ import torch
 __all__ = [
     "SMALL_WORK",
     "fit_threads",
+    "fitting_threads",
     "limit_torch_threads",
     "torch_threads",
     "worker_thread_budget",
@@ -165,13 +167,13 @@ def torch_threads(n_threads: int | None) -> Iterator[None]:
     ...     model = RNNRegressor(hidden_size=4, max_iter=2).fit(X, [1.0, 0.0])
     """
     if n_threads is not None and (
-        isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1
+        isinstance(n_threads, bool) or not isinstance(n_threads, Integral) or n_threads < 1
     ):
         raise ValueError(
             f"n_threads must be a positive integer or None (torch's own setting); got "
             f"{n_threads!r}."
         )
-    token = _chosen.set(n_threads if n_threads is not None else 0)
+    token = _chosen.set(int(n_threads) if n_threads is not None else 0)  # numpy ints too
     try:
         yield
     finally:
@@ -207,27 +209,59 @@ def fit_threads(hidden_size: int, batch_size: int) -> int | None:
     return 1 if batch_size * hidden_size**2 < SMALL_WORK else None
 
 
+@contextlib.contextmanager
+def fitting_threads(hidden_size: int, batch_size: int) -> Iterator[None]:
+    """Run the block on :func:`fit_threads`'s count (after :func:`limit_torch_threads`,
+    within a pool task's share), restoring torch's thread count afterwards.
+
+    Parameters
+    ----------
+    hidden_size, batch_size : int
+        The network's units per layer and the sequences per batch (for networks
+        trained together, the sequences of all of their batches).
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn._parallel import fitting_threads
+    >>> before = torch.get_num_threads()
+    >>> with fitting_threads(hidden_size=50, batch_size=32):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+    """
+    limit_torch_threads()  # inside a pool: the task's share, left in place
+    before = torch.get_num_threads()
+    target = fit_threads(hidden_size, batch_size)
+    if target is None or target == before:
+        yield
+        return
+    budget = worker_thread_budget()
+    if budget is not None:
+        target = min(target, budget)
+    torch.set_num_threads(target)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def with_fit_threads(method: _Method) -> _Method:
-    """Decorate an estimator method to run under :func:`fit_threads`, after
-    :func:`limit_torch_threads`, restoring torch's thread count afterwards."""
+    """Decorate an estimator method to run under :func:`fitting_threads` for its
+    ``hidden_size`` and ``batch_size``."""
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        limit_torch_threads()  # inside a pool: the task's share, left in place
-        before = torch.get_num_threads()
         sizes = (getattr(self, "hidden_size", None), getattr(self, "batch_size", None))
         if not all(isinstance(size, int) for size in sizes):
+            limit_torch_threads()
             return method(self, *args, **kwargs)  # the parameter check reports it
-        target = fit_threads(*sizes)
-        if target is None or target == before:
+        with fitting_threads(*sizes):
             return method(self, *args, **kwargs)
-        budget = worker_thread_budget()
-        if budget is not None:
-            target = min(target, budget)
-        torch.set_num_threads(target)
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
 
     return wrapper  # type: ignore[return-value]

@@ -79,7 +79,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from torch.func import functional_call, vmap
 
 from ._callbacks import TrainingGuard, _copied
-from ._parallel import limit_torch_threads
+from ._parallel import fitting_threads
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
 from .optim import ClippedSGD, SimplexSGD, clipped_step_size
@@ -291,11 +291,15 @@ def _train_chunk(
     chunk: list[StackedMember]
 ) -> tuple[list[Any], float, list[tuple[type[Warning], str]]]:
     """Train one chunk; return its estimators, the seconds it took, and its warnings."""
-    limit_torch_threads()  # a worker process uses its share of the CPU
+    hidden_size = chunk[0].estimator.hidden_size  # one architecture per chunk
+    sequences = sum(member.estimator.batch_size for member in chunk)
     began = time.perf_counter()
-    with warnings.catch_warnings(record=True) as recorded:
-        warnings.simplefilter("always")
-        _Stack(chunk).train()
+    # The fits' thread rule for the work of a stacked step (every network's batch); in
+    # a worker process, within its share of the CPU.
+    with fitting_threads(hidden_size, sequences):
+        with warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always")
+            _Stack(chunk).train()
     seconds = time.perf_counter() - began
     messages = [(message.category, str(message.message)) for message in recorded]
     estimators = [member.estimator for member in chunk]
@@ -364,8 +368,9 @@ class StackedStream:
     estimator, with a :class:`~sklearn.exceptions.ConvergenceWarning`, as its own
     ``partial_fit`` undoes it; the other estimators' updates stand.
 
-    The stack runs on torch's current number of threads (``partial_fit`` chooses one
-    for a small network itself); on a shared CPU set ``torch.set_num_threads(1)``.
+    The stack runs on the threads ``partial_fit`` would choose for the work of all its
+    networks' batches together (one for small networks; :func:`sklearn_rnn.torch_threads`
+    chooses the count), and torch's setting is restored afterwards.
     The weights agree with those of the estimators' own ``partial_fit`` calls to float32
     rounding, which training amplifies over many updates (see the user guide's
     :ref:`stacked_search`).
@@ -498,7 +503,6 @@ class StackedStream:
                 f"label_smoothing={smoothing[index]} against estimator 0's {smoothing[0]}: set the "
                 "same label_smoothing on every estimator of the stream, or stream them separately."
             )
-        limit_torch_threads()
         nets = [estimator.net_ for estimator in self.estimators]
         for member, data in zip(stack.members, datasets):
             member.train = data
@@ -511,7 +515,10 @@ class StackedStream:
         simplex = stack.rule.kind == "simplex"
         optimizers_before = [_copied(net.optimizer_.state_dict()) for net in nets] if simplex else None
         began = time.perf_counter()
-        stack._train_epoch()
+        # The thread rule of partial_fit, for the work of a stacked step.
+        sequences = sum(estimator.batch_size for estimator in self.estimators)
+        with fitting_threads(self.estimators[0].hidden_size, sequences):
+            stack._train_epoch()
         seconds = (time.perf_counter() - began) / len(nets)
         finite = torch.isfinite(stack.flat).all(1).tolist()
         losses = np.full(len(nets), np.nan)

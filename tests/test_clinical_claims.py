@@ -93,3 +93,22 @@ def test_paired_intervals_detect_a_real_difference_and_not_a_null_one():
     assert table.loc["noisy", "diff_high"] < 0  # clearly worse: the interval excludes 0
     assert table.loc["same", "diff_low"] <= 0 <= table.loc["same", "diff_high"]
     assert table.loc["good", "auc_low"] < table.loc["good", "auc"] < table.loc["good", "auc_high"]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--n-jobs", "0"], "argument --n-jobs: expected a positive count, or -1"),
+    (["--seed", "-1"], "argument --seed: expected an integer >= 0"),
+    (["--repeats", "0"], "argument --repeats: expected an integer >= 1"),
+    (["--seed", "abc"], "argument --seed: invalid int value: 'abc'"),
+    (["--plot", "/no/such/folder/pbc.png"], "--plot /no/such/folder/pbc.png: the folder"),
+    (["--save-intervals", "/no/such/folder/x.csv"], "--save-intervals /no/such/folder/x.csv: the folder"),
+])
+def test_the_main_job_refuses_bad_options_before_it_runs(arguments, message, capsys):
+    # They raised tracebacks from joblib or numpy after 2 s; a bad output folder failed
+    # after the whole 40 s study, its results lost.
+    from sklearn_rnn.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(arguments)
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err

@@ -91,3 +91,35 @@ def test_bad_thread_counts_are_refused(bad):
     with pytest.raises(ValueError, match="positive integer or None"):
         with torch_threads(bad):
             pass
+
+
+def test_stacked_training_follows_the_thread_rule_of_fit(two_threads, monkeypatch):
+    # RNNGridSearchCV and StackedStream trained on torch's own setting, ignoring the
+    # one-thread default and torch_threads(n).
+    from sklearn_rnn import RNNGridSearchCV
+    from sklearn_rnn._stacked import StackedStream, _Stack
+
+    seen = []
+    train_epoch = _Stack._train_epoch
+
+    def recording(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return train_epoch(self, *args, **kwargs)
+
+    monkeypatch.setattr(_Stack, "_train_epoch", recording)
+    X, y = readme_task()
+    search = RNNGridSearchCV(RNNClassifier(hidden_size=8, max_iter=2, random_state=0),
+                             {"spectral_radius": [0.9, 1.2]}, cv=2, refit=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search.fit(X, y)
+        assert seen and set(seen) == {1} and torch.get_num_threads() == 2
+        seen.clear()
+        with torch_threads(np.int64(2)):  # a numpy integer was refused
+            search.fit(X, y)
+        assert set(seen) == {2}
+        seen.clear()
+        models = [RNNClassifier(hidden_size=8, random_state=seed).partial_fit(X[:20], y[:20], classes=[0, 1])
+                  for seed in (0, 1)]
+        StackedStream(models).update([(X[:20], y[:20])] * 2)
+    assert set(seen) == {1} and torch.get_num_threads() == 2

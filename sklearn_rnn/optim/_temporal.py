@@ -368,8 +368,10 @@ def temporal_gradients(
     sequence of length ``L`` contributes to the last ``L`` aligned steps only
     (``alignment='last'``). With a loss at every step (``states.outputs`` of shape
     ``(batch, steps, output_size)``), steps are aligned by absolute position
-    (``alignment='absolute'``); that loss must give padded steps zero weight, since
-    whatever it puts there counts. In both cases aligned step 0 has a zero ``W_rec``
+    (``alignment='absolute'``); that loss must give padded steps zero weight: the
+    temporal gradients stop at each sequence's last valid step and leave out what a
+    loss puts past it, which ``loss.backward()`` would count (the ``.grad`` filled here
+    then differs from backward's). In both cases aligned step 0 has a zero ``W_rec``
     gradient, because ``h_0 = 0``.
 
     Parameters

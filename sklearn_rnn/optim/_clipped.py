@@ -12,12 +12,12 @@ from typing import Any
 
 import torch
 
-from ._functional import _check_step_settings, _clipped_update_, _norm
+from ._functional import _check_step_settings, _clipped_update_, _norm, _StepRuleOptimizer
 
 __all__ = ["ClippedSGD"]
 
 
-class ClippedSGD(torch.optim.Optimizer):
+class ClippedSGD(_StepRuleOptimizer):
     """Anti-gradient steps whose length follows the clipping rule of eq. 3.6.
 
     ``theta <- theta - alpha * g`` with ``alpha = mu`` when ``||g|| <= tau`` and
@@ -56,16 +56,6 @@ class ClippedSGD(torch.optim.Optimizer):
         _check_step_settings({"lr": lr, "clip_threshold": clip_threshold})
         super().__init__(params, {"lr": lr, "clip_threshold": clip_threshold})
         self.skipped_steps = 0
-
-    def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Add a group of parameters, its ``lr`` and ``clip_threshold`` checked.
-
-        Parameters
-        ----------
-        param_group : dict
-        """
-        _check_step_settings(param_group)
-        super().add_param_group(param_group)
 
     def state_dict(self) -> dict[str, Any]:
         """PyTorch's optimizer state, with the count of skipped steps.

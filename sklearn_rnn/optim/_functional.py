@@ -684,6 +684,21 @@ def _clipped_update_(
     return alpha
 
 
+class _StepRuleOptimizer(torch.optim.Optimizer):
+    """An optimizer of the clipped step rule (eq. 3.6): every group's ``lr`` and
+    ``clip_threshold`` are checked, those of the constructor and of added groups."""
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters, its ``lr`` and ``clip_threshold`` checked.
+
+        Parameters
+        ----------
+        param_group : dict
+        """
+        _check_step_settings(param_group)
+        super().add_param_group(param_group)
+
+
 def _check_step_settings(group: dict[str, Any]) -> None:
     """Refuse a parameter group's non-positive ``lr`` or ``clip_threshold`` (None: no
     clipping), for the constructors and ``add_param_group`` alike."""

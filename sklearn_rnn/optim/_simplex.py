@@ -15,6 +15,7 @@ from ._functional import (
     WeightRule,
     _check_step_settings,
     _simplex_rule,
+    _StepRuleOptimizer,
     clipped_step_,
 )
 from ._temporal import TemporalGradients
@@ -22,7 +23,7 @@ from ._temporal import TemporalGradients
 __all__ = ["SimplexSGD"]
 
 
-class SimplexSGD(torch.optim.Optimizer):
+class SimplexSGD(_StepRuleOptimizer):
     """Stochastic descent along the simplex direction of temporal gradients (algorithm 3.2).
 
     Each step takes the temporal gradients of the batch (:func:`temporal_gradients`),
@@ -201,16 +202,6 @@ class SimplexSGD(torch.optim.Optimizer):
             "step_size": step_size,
         }
         return temporal.loss if from_closure else None
-
-    def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Add a group of parameters, its ``lr`` and ``clip_threshold`` checked.
-
-        Parameters
-        ----------
-        param_group : dict
-        """
-        _check_step_settings(param_group)
-        super().add_param_group(param_group)
 
     def state_dict(self) -> dict[str, Any]:
         """The optimizer's state, with the random generator's state and branch counts.

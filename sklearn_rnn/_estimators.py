@@ -100,10 +100,12 @@ AUTO_HOLDOUT_MIN = 200
 
 
 def _relative(weight: np.ndarray) -> np.ndarray:
-    """Sequence weights scaled to a mean of 1: the loss, a mean over a batch, is then
-    the weighted mean in expectation, the same for weights scaled by any constant (the
-    stopping rule's ``tol`` and plain SGD's step are for losses of this scale). Weights
-    of 1 stay exactly 1; a new array, also when ``weight`` is read-only."""
+    """A fit's sequence weights scaled to a mean of 1: the loss, a mean over a batch, is
+    then the weighted mean in expectation, the same for weights scaled by any constant
+    (the stopping rule's ``tol`` and plain SGD's step are for losses of this scale).
+    Weights of 1 stay exactly 1; a new array, also when ``weight`` is read-only.
+    ``partial_fit`` keeps a call's weights as given, so that they weigh calls against
+    each other, as in scikit-learn's ``partial_fit`` estimators."""
     weight = weight / weight.max()  # first: a mean of large weights could overflow
     return weight / weight.mean()
 
@@ -453,7 +455,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weight of each sequence in the loss. Only their ratios count:
             the loss is the weighted mean, so weights scaled by any constant train the
-            same model.
+            same model (``partial_fit`` keeps each call's weights as given, so that
+            they also weigh the calls against each other).
 
         Returns
         -------
@@ -526,13 +529,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """
         if reset is None:
             reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
+        self._check_default_dtype()
         if not reset:
             self._check_continuation()
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, X, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
-        weight = self._check_sample_weight(sample_weight, len(sequences))
-        weight = _relative(self._sample_weight(y, weight))  # only the ratios count
+        weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
+        if not incremental:  # a fit's loss is the weighted mean: only the ratios count
+            weight = _relative(weight)
         if reset:
             self._frame = self._resolved_frame(sequences)
         sequences = frame_sequences(sequences, self._frame)
@@ -1102,6 +1107,19 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
         return torch.device(self.device)
 
+    def _check_default_dtype(self) -> None:
+        """Refuse to build or run a network under a default dtype other than float32:
+        its layers would be built in it and meet float32 inputs (PyTorch's "mat1 and
+        mat2 must have the same dtype")."""
+        default = torch.get_default_dtype()
+        if default != torch.float32:
+            raise RuntimeError(
+                f"torch's default dtype is {default} (torch.set_default_dtype), but "
+                f"{type(self).__name__} builds and runs float32 networks (its precision "
+                "parameter chooses float32 or mixed precision, never the default dtype). "
+                "Set torch.set_default_dtype(torch.float32) around the estimator's calls."
+            )
+
     # ------------------------------------------------------------ prediction
     @with_fit_threads
     def _forward(self, X: Any) -> np.ndarray | list[np.ndarray]:
@@ -1114,6 +1132,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         round differently for different batch shapes).
         """
         check_is_fitted(self)
+        self._check_default_dtype()
         sequences = self._validate_sequences(X, reset=False)
         sequences = frame_sequences(sequences, self._frame)
         device = next(self.module_.parameters()).device
@@ -1140,8 +1159,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return np.ones(n_samples)
         if isinstance(sample_weight, Real):
             sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)  # as scikit-learn
-        weight = check_array(
-            sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight"
+        weight = check_array(  # a copy: PyTorch warns of a read-only array
+            sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight", copy=True
         )
         if weight.ndim != 1 or weight.shape[0] != n_samples:
             raise ValueError(
@@ -2118,6 +2137,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         classes : array-like of shape (n_classes,), optional
             All labels; required on the first call.
         sample_weight : array-like of shape (n_samples,), optional
+            Weight of each sequence in this call's loss, as given (not rescaled, so
+            that the weights of different calls compare).
 
         Returns
         -------
@@ -2547,6 +2568,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         X : sequences in any form accepted by :meth:`fit`
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         sample_weight : array-like of shape (n_samples,), optional
+            Weight of each sequence in this call's loss, as given (not rescaled, so
+            that the weights of different calls compare).
 
         Returns
         -------

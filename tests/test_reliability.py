@@ -845,13 +845,33 @@ def test_weights_scaled_by_a_constant_train_the_same_model(optimizer, scale):
     assert scaled.loss_curve_ == reference.loss_curve_
 
 
+def test_partial_fit_keeps_each_calls_weights_as_given():
+    # Scaling every call's weights to mean 1 made a call of weights 100 train as one of
+    # weights 1, and a class_weight cancel out on a batch of one class.
+    X, y = ragged(24), np.arange(24) % 2
+    first = RNNClassifier(**SMALL, optimizer="sgd").partial_fit(X, y, classes=[0, 1])
+    heavy, light = pickle.loads(pickle.dumps(first)), pickle.loads(pickle.dumps(first))
+    heavy.partial_fit(X, y, sample_weight=np.full(24, 100.0))
+    light.partial_fit(X, y, sample_weight=np.ones(24))
+    assert not np.allclose(heavy.predict_proba(X), light.predict_proba(X))
+    ones = y == 1
+    weighted = RNNClassifier(**SMALL, class_weight={0: 1.0, 1: 50.0}).partial_fit(X, y, classes=[0, 1])
+    plain = RNNClassifier(**SMALL).partial_fit(X, y, classes=[0, 1])
+    X_ones = [x for x, one in zip(X, ones) if one]
+    weighted.partial_fit(X_ones, y[ones])
+    plain.partial_fit(X_ones, y[ones])
+    assert not np.allclose(weighted.predict_proba(X), plain.predict_proba(X))
+
+
 def test_weights_of_one_are_no_weights_and_read_only_weights_are_copied_quietly():
     X, y = ragged(24), np.arange(24) % 2
     weight = pd.Series(np.ones(24)).to_numpy()
     weight.flags.writeable = False
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # PyTorch warned of a non-writable array
-        weighted = quiet_fit(RNNClassifier(**SMALL), X, y, sample_weight=weight)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        weighted = RNNClassifier(**SMALL).fit(X, y, sample_weight=weight)
+        RNNClassifier(**SMALL).partial_fit(X, y, classes=[0, 1], sample_weight=weight)
     plain = quiet_fit(RNNClassifier(**SMALL), X, y)
     np.testing.assert_array_equal(weighted.predict_proba(X), plain.predict_proba(X))
     uniform = quiet_fit(RNNClassifier(**SMALL, class_weight={0: 0.01, 1: 0.01}), X, y)

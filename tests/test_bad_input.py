@@ -353,3 +353,19 @@ def test_a_feature_never_observed_in_fit_is_warned_of():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         SequenceStandardScaler().fit(X_OK)  # every feature observed somewhere: quiet
+
+
+def test_a_float64_default_dtype_is_refused_with_the_fix():
+    # The networks were built in float64 and met float32 inputs: "mat1 and mat2 must
+    # have the same dtype", from inside PyTorch.
+    import torch
+
+    model = RNNClassifier(**TINY).fit(X_OK, Y_CLASS)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        for call in (lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS), lambda: model.predict(X_OK)):
+            with pytest.raises(RuntimeError, match=r"default dtype is torch.float64.*set_default_dtype\(torch.float32\)"):
+                call()
+    finally:
+        torch.set_default_dtype(before)

@@ -413,8 +413,8 @@ def still_improving(losses: Sequence[float], window: int, tol: float) -> tuple[b
     half as fast per epoch as the loss fell on average since the first epoch (training
     is still making real progress, not polishing a loss near its floor), and its slope
     is negative beyond two standard errors (a trend, not noise). A curve of 2 to 5
-    epochs, too short for a trend, is still improving when its last epoch is its
-    lowest and the loss fell by more than ``tol``.
+    epochs, too short for a trend, is still improving when its last epoch set a new
+    low and the loss fell by more than ``tol``.
 
     Parameters
     ----------
@@ -444,10 +444,10 @@ def still_improving(losses: Sequence[float], window: int, tol: float) -> tuple[b
     values = np.asarray(losses, dtype=np.float64)
     width = min(max(3, int(window)), len(values) // 2)
     if width < 3 and len(values) >= 2 and np.isfinite(values).all():
-        # Too few epochs for a trend: still improving when the last is the lowest and
-        # the loss fell by more than tol.
+        # Too few epochs for a trend: still improving when the last epoch set a new
+        # low (a flat end is no fall) and the loss fell by more than tol.
         fall = float(values[0] - values[-1])
-        improving = bool(values[-1] <= values.min() and fall > tol)
+        improving = bool(values[-1] < values[:-1].min() and fall > tol)
         return improving, f"it fell by {fall:.3g} in {len(values)} epochs, to {values[-1]:.4g}"
     if width < 3 or not np.isfinite(values[-width:]).all():
         return False, ""

@@ -54,6 +54,7 @@ def test_rule_on_curves():
     assert still_improving([1.0, 0.5], 10, 1e-4)[0]
     assert still_improving([0.69, 0.64, 0.60, 0.55, 0.50], 10, 3e-3)[0]
     assert not still_improving([0.69, 0.64, 0.60, 0.62, 0.61], 10, 3e-3)[0]  # not the lowest
+    assert not still_improving([1.0, 0.2, 0.2, 0.2, 0.2], 10, 3e-3)[0]  # flat at its end
     assert not still_improving([0.69, 0.689], 10, 3e-3)[0]  # less than tol
     assert not still_improving([0.69], 10, 3e-3)[0]  # one epoch: nothing to tell
     falling, words = still_improving(np.linspace(1.0, 0.5, 30), 10, 1e-4)

@@ -267,6 +267,11 @@ def test_optimizers_check_added_groups_and_keep_their_counts_in_state_dicts():
             optimizer.add_param_group({"params": [b], "lr": -1.0})  # went uphill
         with pytest.raises(ValueError, match="clip_threshold must be positive or None"):
             optimizer.add_param_group({"params": [b], "clip_threshold": 0.0})
+    import numpy as np
+
+    # numpy scalars are learning rates too (refused for a while by the group check)
+    ClippedSGD([w], lr=np.float32(0.1)).add_param_group({"params": [b], "lr": np.int64(1)})
+    SimplexSGD([w], lr=np.float64(0.1))
     clipped = ClippedSGD([w], lr=0.1)
     clipped.skipped_steps = 3
     restored = ClippedSGD([w], lr=0.1)

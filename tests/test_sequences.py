@@ -327,3 +327,19 @@ def test_the_scaler_leaves_a_named_time_column_as_it_is(per_sequence):
         SequenceStandardScaler(time_feature="visit").fit(frames)
     with pytest.raises(ValueError, match="time_feature=2 is out of range"):
         SequenceStandardScaler(time_feature=2).fit(X)
+
+
+def test_a_scaler_pickled_before_time_feature_existed_keeps_working():
+    # Its __dict__ has no time_feature: repr, get_params, clone and fit raised AttributeError.
+    import pickle
+
+    from sklearn.base import clone
+
+    X = [np.random.default_rng(0).normal(size=(5, 2))]
+    scaler = SequenceStandardScaler().fit(X)
+    del scaler.__dict__["time_feature"], scaler.__dict__["_time_column"]
+    old = pickle.loads(pickle.dumps(scaler))
+    assert old.get_params()["time_feature"] is None and "SequenceStandardScaler()" == repr(old)
+    np.testing.assert_array_equal(old.transform(X)[0], scaler.transform(X)[0])
+    clone(old).fit(X)
+    old.fit(X)

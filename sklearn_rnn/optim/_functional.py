@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from numbers import Real
 from typing import Any, Literal, NamedTuple
 
 import torch
@@ -703,7 +704,7 @@ def _check_step_settings(group: dict[str, Any]) -> None:
     """Refuse a parameter group's non-positive ``lr`` or ``clip_threshold`` (None: no
     clipping), for the constructors and ``add_param_group`` alike."""
     lr = group.get("lr", 1.0)
-    if not (isinstance(lr, (int, float, torch.Tensor)) and lr > 0):
+    if isinstance(lr, bool) or not (isinstance(lr, (Real, torch.Tensor)) and lr > 0):
         raise ValueError(f"lr must be positive; got {lr!r}.")
     clip_threshold = group.get("clip_threshold")
     if clip_threshold is not None and not clip_threshold > 0:

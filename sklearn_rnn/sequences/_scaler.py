@@ -97,6 +97,9 @@ class SequenceStandardScaler(
     [[-1.0, 1.0], [-1.0, nan, 1.0]]
     """
 
+    #: The parameter's value for scalers pickled before it existed (get_params, clone).
+    time_feature: int | str | None = None
+
     _parameter_constraints: dict = {
         "with_mean": ["boolean"],
         "with_std": ["boolean"],

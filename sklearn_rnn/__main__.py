@@ -89,11 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--save-intervals", metavar="FILE",
                         help="write the headline cohort's AUCs and intervals to FILE (CSV)")
     args = parser.parse_args(argv)
-    for option, path in (("--plot", args.plot), ("--save-intervals", args.save_intervals)):
-        folder = os.path.dirname(os.path.abspath(path)) if path else None
-        if folder is not None and not os.path.isdir(folder):
-            parser.error(f"{option} {path}: the folder {folder} does not exist (checked before "
-                         "the study runs, so that its results are not lost).")
+    _check_output_paths(parser, args)
 
     settings = dict(n_repeats=args.repeats, n_jobs=args.n_jobs, random_state=args.seed)
     study = PBCStudy(**settings) if args.full else PBCStudy.quick(**settings)
@@ -164,6 +160,29 @@ def main(argv: list[str] | None = None) -> None:
         axes[0].figure.savefig(args.plot, dpi=100, bbox_inches="tight")
         print(f"Curves saved to {args.plot}")
     print(f"\nDone in {result.seconds:.0f} s.")
+
+
+def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse output files that could not be written, before the study runs (so that
+    its results are not lost): a missing folder, a folder given as the file, or a plot
+    format matplotlib does not write."""
+    for option, path in (("--plot", args.plot), ("--save-intervals", args.save_intervals)):
+        if not path:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path) or path.endswith(os.sep):
+            parser.error(f"{option} {path}: expected a file name, got a folder.")
+        if not os.path.isdir(folder):
+            parser.error(f"{option} {path}: the folder {folder} does not exist (checked before "
+                         "the study runs, so that its results are not lost).")
+    if args.plot:
+        from matplotlib.figure import Figure
+
+        formats = Figure().canvas.get_supported_filetypes()
+        extension = os.path.splitext(args.plot)[1].lstrip(".").lower()
+        if extension not in formats:
+            parser.error(f"--plot {args.plot}: expected a file name ending in one of "
+                         f"{sorted(formats)} (the image format).")
 
 
 def _at_least(low: int) -> Any:

@@ -240,6 +240,12 @@ class RNNGridSearchCV(BaseSearchCV):
         scorer = check_scoring(self.estimator, self.scoring)
         failures: dict[tuple[int, int], str] = {}
         models, members, prepare_seconds = self._prepare(X, y, weight, candidates, splits, failures)
+        if not members:  # as GridSearchCV: a search with nothing trained is an error
+            raise ValueError(
+                f"All the {len(failures)} networks failed, so the search has nothing to "
+                "score; the model is likely misconfigured (error_score='raise' raises the "
+                "first). The failures:\n" + "\n".join(failures.values())
+            )
         if self.verbose:
             logger.info(
                 "RNNGridSearchCV: %d settings x %d splits = %d networks, stacks of at most %d, %s job(s)",
@@ -260,15 +266,17 @@ class RNNGridSearchCV(BaseSearchCV):
             fit_time[i, k] = members[i, k].seconds + prepare_seconds[i, k]
             train_index, test_index = splits[k]
             began = time.perf_counter()
-            try:
-                test[i, k] = scorer(model, _safe_indexing(X, test_index), _safe_indexing(y, test_index))
-                if self.return_train_score:
-                    train[i, k] = scorer(model, _safe_indexing(X, train_index), _safe_indexing(y, train_index))
-            except Exception as error:
-                self._failed(failures, candidates, i, k, "scoring", error)
+            kinds = [("test", test, test_index)]
+            if self.return_train_score:
+                kinds.append(("train", train, train_index))
+            for kind, scores, index in kinds:
+                try:
+                    scores[i, k] = scorer(model, _safe_indexing(X, index), _safe_indexing(y, index))
+                except Exception as error:
+                    scores[i, k] = self._failed(failures, candidates, i, k, f"{kind} scoring", error)
             score_time[i, k] = time.perf_counter() - began
         for i, k in failures:
-            if self.error_score != "raise":
+            if (i, k) not in models:  # its fit failed: no score of either kind
                 test[i, k] = train[i, k] = self.error_score
         self._warn_of_failures(failures, len(candidates) * n_splits)
         self.cv_results_ = _results(candidates, test, train if self.return_train_score else None,
@@ -309,14 +317,16 @@ class RNNGridSearchCV(BaseSearchCV):
         return params.get(key)
 
     def _failed(self, failures: dict, candidates: list[dict], i: int, k: int,
-                stage: str, error: Exception) -> None:
-        """Record the failure of setting ``i`` on split ``k``, or raise it (error_score='raise')."""
+                stage: str, error: Exception) -> float:
+        """Record the failure of setting ``i`` on split ``k`` and return its score,
+        ``error_score``; or raise it (error_score='raise')."""
         where = f"setting {candidates[i]} on split {k} ({stage})"
         if self.error_score == "raise":
             error.add_note(f"RNNGridSearchCV: {where}; error_score=np.nan scores such a "
                            "network instead of stopping the search.")
             raise error
         failures[i, k] = f"{where}: {type(error).__name__}: {error}"
+        return float(self.error_score)
 
     def _warn_of_failures(self, failures: dict, total: int) -> None:
         if failures:

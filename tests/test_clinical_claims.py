@@ -102,6 +102,9 @@ def test_paired_intervals_detect_a_real_difference_and_not_a_null_one():
     (["--seed", "abc"], "argument --seed: invalid int value: 'abc'"),
     (["--plot", "/no/such/folder/pbc.png"], "--plot /no/such/folder/pbc.png: the folder"),
     (["--save-intervals", "/no/such/folder/x.csv"], "--save-intervals /no/such/folder/x.csv: the folder"),
+    (["--plot", "/tmp/pbc.xyz"], "--plot /tmp/pbc.xyz: expected a file name ending in one of"),
+    (["--plot", "/tmp"], "--plot /tmp: expected a file name, got a folder"),
+    (["--save-intervals", "/tmp/"], "--save-intervals /tmp/: expected a file name, got a folder"),
 ])
 def test_the_main_job_refuses_bad_options_before_it_runs(arguments, message, capsys):
     # They raised tracebacks from joblib or numpy after 2 s; a bad output folder failed

@@ -279,6 +279,8 @@ def test_dated_visits_take_dated_event_times_and_refuse_numbers():
         build_cohort(visits, event_time={1: 1000}, **options)
     with pytest.raises(TypeError, match="end_time holds dates or durations, but the time column holds numbers"):
         build_cohort(numbers, event_time={1: 1000}, end_time={2: day0}, **options)
+    with pytest.raises(TypeError, match="event_time values must be dates, as the time column's, with the same time zone"):
+        build_cohort(visits, event_time={1: (day0 + pd.Timedelta(days=1000)).tz_localize("UTC")}, **options)
 
 
 @pytest.mark.parametrize("name", ["event", "reason", "n_visits", "n_kept", "cut_time"])

@@ -461,3 +461,26 @@ def test_several_metrics_are_refused_in_a_line_that_names_gridsearchcv(options):
     with pytest.raises(ValueError, match=r"scores one metric.*sklearn.model_selection.GridSearchCV") as raised:
         RNNGridSearchCV(explicit(), {"spectral_radius": [0.9]}, cv=2, **options).fit(X, y)
     assert len(str(raised.value)) < 400
+
+
+def test_a_search_where_every_network_fails_is_an_error_and_train_scores_fail_alone():
+    X, y = visits(24)
+    one_class = np.zeros(24, int)
+    search = RNNGridSearchCV(explicit(), {"spectral_radius": [0.9, 1.2]}, cv=[(np.arange(12), np.arange(12, 24))],
+                             refit=False)
+    with pytest.raises(ValueError, match=r"(?s)All the 2 networks failed.*at least 2 classes"):
+        search.fit(X, one_class)  # GridSearchCV raises too; this returned NaN scores
+    calls = {"n": 0}
+
+    def train_fails(estimator, X_, y_):  # every second call: the train split's
+        calls["n"] += 1
+        if calls["n"] % 2 == 0:
+            raise RuntimeError("no train score")
+        return 0.5
+
+    search = RNNGridSearchCV(explicit(), {"spectral_radius": [0.9]}, scoring=train_fails, cv=2,
+                             return_train_score=True, refit=False)
+    with pytest.warns(FitFailedWarning, match="train scoring"):
+        search.fit(X, np.arange(24) % 2)
+    assert (search.cv_results_["mean_test_score"] == 0.5).all()  # NaN before
+    assert np.isnan(search.cv_results_["mean_train_score"]).all()

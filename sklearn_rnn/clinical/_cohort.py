@@ -121,9 +121,12 @@ def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Se
         )
     try:
         converted = convert(series)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} values must be {kind}, as the time column's ({exc}).") from exc
-    elapsed = converted - visits.min() if kind == "dates" else converted
+        elapsed = converted - visits.min() if kind == "dates" else converted
+    except (TypeError, ValueError) as exc:  # not dates, or time zones on one side only
+        raise TypeError(
+            f"{name} values must be {kind}, as the time column's, with the same time zone "
+            f"(or none on both sides) ({exc})."
+        ) from exc
     return (elapsed / pd.Timedelta("1D")).astype(np.float64)
 
 

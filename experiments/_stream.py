@@ -17,6 +17,7 @@ optimizer, so runs of different optimizers with the same seed see the same data)
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -148,6 +149,18 @@ class RunSpec:
     def key(self) -> tuple:
         """The settings as a hashable tuple: two runs with the same key are the same run."""
         return tuple(getattr(self, f.name) for f in fields(self))
+
+
+def positive_int(text: str) -> int:
+    """An argparse type for counts and lengths: an integer of at least 1 (a 0 was read
+    as "not given" and replaced by the default)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1; got {value}")
+    return value
+
+
+positive_int.__name__ = "int"  # argparse's "invalid int value: 'x'"
 
 
 def set_threads(n_threads: int) -> None:

@@ -22,7 +22,7 @@ import argparse
 
 import numpy as np
 
-from experiments._stream import RunSpec, make_estimator, recurrent_radius, set_threads
+from experiments._stream import RunSpec, make_estimator, positive_int, recurrent_radius, set_threads
 
 from sklearn_rnn.datasets import make_temporal_order
 from sklearn_rnn.diagnostics import temporal_gradient_norms
@@ -48,8 +48,8 @@ def early_state(optimizer: str, seed: int, updates: int, learning_rate: float,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
-    parser.add_argument("--updates", type=int, default=400)
-    parser.add_argument("--length", type=int, default=50)
+    parser.add_argument("--updates", type=positive_int, default=400)
+    parser.add_argument("--length", type=positive_int, default=50)
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--switch-threshold", type=float, default=0.9,
                         help="psi of the simplex method; a negative value means None")

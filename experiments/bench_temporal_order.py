@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from experiments._stream import RunSpec, run_all, set_threads, train_on_stream
+from experiments._stream import RunSpec, positive_int, run_all, set_threads, train_on_stream
 
 
 def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: int,
@@ -44,8 +44,8 @@ def _spec(optimizer: str, length: int, seed: int, max_updates: int, check_every:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--length", type=int, default=50)
-    parser.add_argument("--max-updates", type=int, default=34_000)
+    parser.add_argument("--length", type=positive_int, default=50)
+    parser.add_argument("--max-updates", type=positive_int, default=34_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--optimizers", nargs="+", default=["simplex", "sgd"])
     parser.add_argument("--check-every", type=int, default=200)

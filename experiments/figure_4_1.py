@@ -38,6 +38,7 @@ from experiments._stream import (
     load_records,
     merge_results,
     output_folder,
+    positive_int,
     run_all,
     runs_table,
     set_threads,
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Command line: run what is missing (unless ``--plot-only``), then draw the figure."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_arguments(parser, DEFAULT_OUT)
-    parser.add_argument("--lengths", type=int, nargs="+", default=None,
+    parser.add_argument("--lengths", type=positive_int, nargs="+", default=None,
                         help=f"default {' '.join(map(str, FULL_LENGTHS))} (quick: 5 10)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="default 0 1 2 (quick: 0)")
     parser.add_argument("--radii", type=float, nargs="+", default=[1.2, 0.8])

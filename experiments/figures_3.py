@@ -40,6 +40,7 @@ from experiments._stream import (
     machine_info,
     make_estimator,
     output_folder,
+    positive_int,
     rst_table,
     set_threads,
     train_on_stream,
@@ -242,8 +243,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Command line: measure (unless ``--plot-only``), save the results, draw the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_arguments(parser, DEFAULT_OUT)
-    parser.add_argument("--length", type=int, default=None, help="default 100 (quick: 20)")
-    parser.add_argument("--updates", type=int, default=None, help="default 300 (quick: 20)")
+    parser.add_argument("--length", type=positive_int, default=None, help="default 100 (quick: 20)")
+    parser.add_argument("--updates", type=positive_int, default=None, help="default 300 (quick: 20)")
     parser.add_argument("--radii", type=float, nargs="+", default=None,
                         help="default 0.8 0.9 1.0 1.1 1.2 (quick: 0.8 1.2)")
     parser.add_argument("--learning-rate", type=float, default=0.05)
@@ -262,8 +263,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results = json.loads(path.read_text())
     else:
         set_threads(args.threads)
-        length = args.length or (20 if args.quick else 100)
-        updates = args.updates or (20 if args.quick else 300)
+        length = args.length if args.length is not None else (20 if args.quick else 100)
+        updates = args.updates if args.updates is not None else (20 if args.quick else 300)
         radii = tuple(args.radii or ((0.8, 1.2) if args.quick else (0.8, 0.9, 1.0, 1.1, 1.2)))
         start = time.perf_counter()
         measured = measure(length, radii, updates, learning_rate=args.learning_rate,

@@ -41,6 +41,7 @@ from experiments._stream import (
     load_records,
     merge_results,
     output_folder,
+    positive_int,
     rst_table,
     run_all,
     runs_table,
@@ -182,8 +183,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--tasks", nargs="+", default=list(TASK_ORDER), choices=TASK_ORDER)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="default 0 1 2 (quick: 0)")
-    parser.add_argument("--length", type=int, default=None, help="default 100 (quick: 8)")
-    parser.add_argument("--max-updates", type=int, default=None,
+    parser.add_argument("--length", type=positive_int, default=None, help="default 100 (quick: 8)")
+    parser.add_argument("--max-updates", type=positive_int, default=None,
                         help="update cap per run, default 100000 (quick: 200)")
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--cell", default="tanh", choices=("tanh", "relu", "gru", "lstm"),
@@ -200,8 +201,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     else:
         set_threads(args.threads)
         seeds = tuple(args.seeds or ((0,) if args.quick else (0, 1, 2)))
-        length = args.length or (8 if args.quick else 100)
-        cap = args.max_updates or (200 if args.quick else 100_000)
+        length = args.length if args.length is not None else (8 if args.quick else 100)
+        cap = args.max_updates if args.max_updates is not None else (200 if args.quick else 100_000)
         extra = {"check_every": 50, "n_validation": 1000, "n_screen": None} if args.quick else {}
         command = " ".join(["python", "-m", "experiments.table_4_1",
                             *(sys.argv[1:] if argv is None else argv)])

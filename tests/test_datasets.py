@@ -319,3 +319,17 @@ def test_pbcseq_matches_the_r_source(pbc):
         pbc.drop(columns="sex"), source.drop(columns="sex"), check_exact=False, atol=1e-7
     )
     assert pbc["sex"].astype(str).tolist() == source["sex"].astype(str).tolist()
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: make_addition(2, 5, random_state=-1), ValueError, "non-negative int seed; got -1"),
+    (lambda: make_addition(2, 5, random_state=True), TypeError, "got bool"),  # it was seed 1
+    (lambda: make_temporal_order(2, 5, n_symbols=3.0), ValueError, "n_symbols must be 2"),
+    (lambda: task_error("addition", [0.5], [0.5], tolerance=0), ValueError, "tolerance must be positive"),
+    (lambda: task_error("temporal_order", [1, 2], [[0.3], [0.9]]), ValueError, "n_classes >= 2"),
+])
+def test_synthetic_tasks_refuse_what_they_silently_read(call, error, match):
+    # numpy's message for a negative seed; True read as seed 1; a float count; a
+    # tolerance of 0 counting every prediction wrong; one score per sample read by argmax.
+    with pytest.raises(error, match=match):
+        call()

@@ -274,3 +274,14 @@ def test_branch_counts_helper_reads_the_estimator():
     model, record = stream.train_on_stream(spec)
     assert stream.branch_counts(model) == model.branch_counts_
     assert sum(model.branch_counts_.values()) == record["updates"]
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("table_4_1", ["--max-updates", "0"]), ("table_4_1", ["--length", "0"]),
+    ("figures_3", ["--updates", "0"]), ("figure_4_1", ["--lengths", "5", "0"]),
+])
+def test_a_zero_count_is_refused_not_read_as_the_default(name, arguments, tmp_path, capsys):
+    # `args.x or default` read 0 as "not given": --max-updates 0 ran the default 200.
+    with pytest.raises(SystemExit) as stop:
+        _load(name).main(["--quick", "--out", str(tmp_path), *arguments])
+    assert stop.value.code == 2 and "expected an integer >= 1; got 0" in capsys.readouterr().err

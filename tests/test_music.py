@@ -139,6 +139,13 @@ def test_outdated_or_damaged_cache_is_rebuilt(tmp_path, few_chorales):
     with pytest.warns(UserWarning, match="unreadable cache"):
         data = load_bach_chorales(data_home=tmp_path)
     assert len(data.train) == 2 and len(few_chorales) == 5
+    # The right version with an array missing raised a bare KeyError('counts').
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files if key != "counts"}
+    np.savez_compressed(path, **arrays)
+    with pytest.warns(UserWarning, match=r"incomplete cache .* \(no \['counts'\]\)"):
+        again = load_bach_chorales(data_home=tmp_path)
+    assert len(again.train) == 2
 
 
 def test_data_home_from_argument_or_environment(tmp_path, monkeypatch):

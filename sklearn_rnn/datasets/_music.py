@@ -225,6 +225,10 @@ def _build(
     }
 
 
+#: The arrays a cache file holds (besides its version).
+_CACHE_ARRAYS = frozenset({"names", "counts", "steps", "notes", "lengths", "duplicates", "music21_version"})
+
+
 def _read_cache(path: Path) -> dict[str, np.ndarray] | None:
     """The cached arrays, or None when the file is missing, damaged or outdated."""
     if not path.exists():
@@ -236,6 +240,10 @@ def _read_cache(path: Path) -> dict[str, np.ndarray] | None:
         warnings.warn(f"ignoring the unreadable cache {path} ({error}); rebuilding it.")
         return None
     if int(arrays.get("version", -1)) != _CACHE_VERSION:
+        return None
+    missing = sorted(_CACHE_ARRAYS - set(arrays))
+    if missing:  # the right version, but not all of it (an interrupted write, an edit)
+        warnings.warn(f"ignoring the incomplete cache {path} (no {missing}); rebuilding it.")
         return None
     return arrays
 

@@ -49,8 +49,12 @@ def _as_generator(random_state: RandomStateLike) -> np.random.Generator:
     Generator from one draw, so results stay reproducible without touching
     any global state.
     """
-    if random_state is None or isinstance(random_state, (int, np.integer)):
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int seed; got {random_state}.")
         return np.random.default_rng(random_state)
+    if random_state is None:
+        return np.random.default_rng()
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
@@ -342,7 +346,7 @@ def make_temporal_order(
     >>> int(y[0]) == 2 * int(special[0]) + int(special[1])
     True
     """
-    if n_symbols not in (2, 3) or isinstance(n_symbols, bool):
+    if n_symbols not in (2, 3) or not isinstance(n_symbols, (int, np.integer)) or isinstance(n_symbols, bool):
         raise ValueError(f"n_symbols must be 2 (4 classes) or 3 (8 classes); got {n_symbols!r}.")
     _check_sizes(n_samples, length, n_symbols)
     rng = _as_generator(random_state)
@@ -397,6 +401,8 @@ def task_error(
     """
     if task not in _TASKS:
         raise ValueError(f"task must be one of {_TASKS}; got {task!r}.")
+    if not tolerance > 0:
+        raise ValueError(f"tolerance must be positive (0.04 in the thesis); got {tolerance!r}.")
     truth = np.asarray(y_true)
     pred = np.asarray(y_pred, dtype=float)
     if truth.ndim != 1 or truth.shape[0] == 0:
@@ -404,6 +410,11 @@ def task_error(
             f"y_true must be a non-empty 1D array of shape (n_samples,); got shape {truth.shape}."
         )
     if task == "temporal_order" and pred.ndim == 2:
+        if pred.shape[1] < 2:
+            raise ValueError(
+                f"y_pred has shape {pred.shape}: for 'temporal_order' expected class labels "
+                "(n_samples,) or a score per class (n_samples, n_classes), n_classes >= 2."
+            )
         pred = pred.argmax(axis=1)
     elif pred.ndim == 2 and pred.shape[1] == 1:
         pred = pred[:, 0]

@@ -18,9 +18,11 @@ The share is:
 - in a task *thread* sharing its process with other tasks (joblib's 'threading'
   backend): 1.
 
-torch's thread count belongs to the calling thread (OpenMP keeps it per thread), so a
-task thread lowering it leaves the main thread's setting alone. Pools own their worker
-processes and threads, so the lowered count is left in place after the task.
+A worker process keeps the lowered count after the task (it runs one task at a time,
+and the next needs the same). Task threads put it back when the last of them is done:
+torch's count is not always the calling thread's own (the first thread to set it, before
+the process's main thread ever did, sets it for the process), and a search in threads
+left its caller on one thread.
 
 Outside pools, the networks these estimators train are usually small: a step multiplies
 a batch of 32 by a 50 x 50 matrix, work that takes longer to split across threads than
@@ -235,20 +237,56 @@ def fitting_threads(hidden_size: int, batch_size: int) -> Iterator[None]:
     >>> torch.get_num_threads() == before
     True
     """
-    limit_torch_threads()  # inside a pool: the task's share, left in place
-    before = torch.get_num_threads()
-    target = fit_threads(hidden_size, batch_size)
-    if target is None or target == before:
+    with _task_share():  # inside a pool: the task's share
+        before = torch.get_num_threads()
+        target = fit_threads(hidden_size, batch_size)
+        if target is None or target == before:
+            yield
+            return
+        budget = worker_thread_budget()
+        if budget is not None:
+            target = min(target, budget)
+        torch.set_num_threads(target)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+
+#: Task threads of a pool in this process now inside :func:`_task_share`, and torch's
+#: thread count before the first of them lowered it.
+_shared_tasks: dict[str, int] = {"running": 0, "before": 0}
+_shared_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _task_share() -> Iterator[None]:
+    """:func:`limit_torch_threads` for a block: a worker process keeps the lowered
+    count (it runs one task at a time); task threads sharing this process put it back
+    when the last of them is done. torch's count is not always per thread: the first
+    thread to set it, before the process's main thread ever did, sets it for the
+    process, so a search in threads left its caller on one thread."""
+    in_thread_pool = (
+        worker_thread_budget() is not None
+        and threading.current_thread() is not threading.main_thread()
+        and _dask_worker() is None
+    )
+    if not in_thread_pool:
+        limit_torch_threads()  # a worker process, or no pool: left as it is
         yield
         return
-    budget = worker_thread_budget()
-    if budget is not None:
-        target = min(target, budget)
-    torch.set_num_threads(target)
+    with _shared_lock:
+        if not _shared_tasks["running"]:
+            _shared_tasks["before"] = torch.get_num_threads()
+        _shared_tasks["running"] += 1
+        limit_torch_threads()
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        with _shared_lock:
+            _shared_tasks["running"] -= 1
+            if not _shared_tasks["running"]:
+                torch.set_num_threads(_shared_tasks["before"])
 
 
 def with_fit_threads(method: _Method) -> _Method:
@@ -259,7 +297,6 @@ def with_fit_threads(method: _Method) -> _Method:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         sizes = (getattr(self, "hidden_size", None), getattr(self, "batch_size", None))
         if not all(isinstance(size, int) for size in sizes):
-            limit_torch_threads()
             return method(self, *args, **kwargs)  # the parameter check reports it
         with fitting_threads(*sizes):
             return method(self, *args, **kwargs)

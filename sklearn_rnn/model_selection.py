@@ -20,7 +20,6 @@ from sklearn.utils import _safe_indexing, indexable
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._estimators import BaseRNN
-from ._parallel import limit_torch_threads
 from .sequences._panel import check_targets_follow_instances, is_panel, panel_frames
 from ._stacked import MAX_STACKED, StackedMember, check_stackable, train_stacked
 
@@ -214,7 +213,6 @@ class RNNGridSearchCV(BaseSearchCV):
         -------
         self : object
         """
-        limit_torch_threads()
         _final_rnn(self.estimator)  # the type error before any work
         if isinstance(self.scoring, (list, tuple, set, dict)) or not isinstance(self.refit, bool):
             raise ValueError(

@@ -123,3 +123,29 @@ def test_stacked_training_follows_the_thread_rule_of_fit(two_threads, monkeypatc
                   for seed in (0, 1)]
         StackedStream(models).update([(X[:20], y[:20])] * 2)
     assert set(seen) == {1} and torch.get_num_threads() == 2
+
+
+def test_a_search_in_threads_leaves_its_callers_thread_count():
+    # In a fresh process whose main thread never set torch's count, a task thread's
+    # set_num_threads(1) set it for the process: the caller was left on one thread.
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import warnings; warnings.simplefilter("ignore")
+        import joblib, numpy as np, torch
+        from sklearn.model_selection import GridSearchCV
+        from sklearn_rnn import RNNRegressor
+        rng = np.random.default_rng(0)
+        X = [rng.normal(size=(4, 2)) for _ in range(20)]; y = rng.normal(size=20)
+        with joblib.parallel_backend("threading"):
+            GridSearchCV(RNNRegressor(max_iter=1, hidden_size=4), {"clip_threshold": [1.0, 2.0]},
+                         cv=2, n_jobs=2, refit=False).fit(X, y)
+        print(torch.get_num_threads())
+    """)
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_NUM_THREADS"}
+    run = lambda code: subprocess.run([sys.executable, "-c", code], capture_output=True,  # noqa: E731
+                                      text=True, env=env, check=True).stdout.strip()
+    fresh = run("import torch; print(torch.get_num_threads())")
+    assert run(script) == fresh  # 1 against 2 on two cores before

@@ -535,6 +535,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, X, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
+        if incremental and getattr(self, "class_weight", None) == "balanced":
+            raise ValueError(
+                "class_weight='balanced' balances the classes of the data fit sees whole; "
+                "partial_fit sees one call's data at a time (a call of one class would be "
+                "unweighted). Compute the weights over all the data, e.g. dict(zip(classes, "
+                "sklearn.utils.class_weight.compute_class_weight('balanced', classes=classes, "
+                "y=y_all))), and set class_weight to that dict, as scikit-learn's "
+                "SGDClassifier asks."
+            )
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         if not incremental:  # a fit's loss is the weighted mean: only the ratios count
             weight = _relative(weight)
@@ -1783,6 +1792,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         gradients of the data loss.
     class_weight : dict, 'balanced' or None, default=None
         Weights of the classes in the loss, multiplied with ``sample_weight``.
+        'balanced' weighs the classes of the data ``fit`` is given (inversely to their
+        frequency); ``partial_fit`` refuses it (each call's data would be balanced on
+        its own): give it a dict computed over all the data.
     balanced_batches : bool, default=False
         Train on mini-batches that hold ``batch_size // n_classes`` sequences of every
         class, drawn with replacement (the lupus study of the thesis drew 10 positives

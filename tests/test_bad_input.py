@@ -165,7 +165,7 @@ FIT_CASES = [
     ("early stopping, a class seen once", fit_classifier(X_OK, np.r_[np.zeros(11), 1], early_stopping=True),
      ValueError, ["at least 2 sequences of each class", "{0: 11, 1: 1}", "Pass more sequences"]),
     ("early stopping, one sequence", fit_regressor(X_OK[:1], Y_REAL[:1], early_stopping=True), ValueError,
-     ["of 1 sequences (1 for validation, 0 for training)", "at least 1 left for training"]),
+     ["of 1 sequence (1 for validation, 0 for training)", "at least 1 left for training"]),
 ]
 
 

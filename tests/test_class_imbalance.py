@@ -106,3 +106,14 @@ def test_imbalanced_learn_sampler_pipeline_with_time_gaps():
         pipeline.fit(sequence_column(X), y)
     assert pipeline.predict_proba(sequence_column(X)).shape == (90, 2)
     assert pipeline[-1].n_features_in_ == 2
+
+
+def test_partial_fit_refuses_balanced_class_weights_with_the_fix():
+    # It balanced each call on its own: a call of one class was unweighted.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(20)]
+    y = np.r_[np.zeros(18, int), np.ones(2, int)]
+    model = RNNClassifier(hidden_size=3, class_weight="balanced", random_state=0)
+    with pytest.raises(ValueError, match=r"partial_fit sees one call's data.*compute_class_weight"):
+        model.partial_fit(X, y, classes=[0, 1])
+    assert not hasattr(model, "net_")

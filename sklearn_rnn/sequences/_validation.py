@@ -931,7 +931,8 @@ def check_holdout(n_samples: int, validation_fraction: float, labels: Any = None
     n_train = n_samples - n_valid
     held_out = (
         f"early_stopping holds out validation_fraction={validation_fraction} of "
-        f"{n_samples} sequences ({n_valid} for validation, {n_train} for training)"
+        f"{n_samples} sequence{'' if n_samples == 1 else 's'} ({n_valid} for validation, "
+        f"{n_train} for training)"
     )
     fix = "Pass more sequences, change validation_fraction, or set early_stopping=False."
     if n_train < 1:

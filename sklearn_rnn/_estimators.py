@@ -480,6 +480,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         continued training that fails is rolled back to the weights it started from.
         """
         reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
+        if incremental:
+            self._check_streamable()
         with staging(self) as work:  # swapped in only when training ends
             train, valid = work._prepare(
                 X, y, sample_weight, incremental=incremental, classes=classes, reset=reset
@@ -535,15 +537,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, X, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
-        if incremental and getattr(self, "class_weight", None) == "balanced":
-            raise ValueError(
-                "class_weight='balanced' balances the classes of the data fit sees whole; "
-                "partial_fit sees one call's data at a time (a call of one class would be "
-                "unweighted). Compute the weights over all the data, e.g. dict(zip(classes, "
-                "sklearn.utils.class_weight.compute_class_weight('balanced', classes=classes, "
-                "y=y_all))), and set class_weight to that dict, as scikit-learn's "
-                "SGDClassifier asks."
-            )
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         if not incremental:  # a fit's loss is the weighted mean: only the ratios count
             weight = _relative(weight)
@@ -1080,6 +1073,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self.validation_scores_ = None
             self.best_validation_loss_ = None
             self.best_validation_score_ = None
+            self._best_epoch = None
         if not incremental and self.n_iter_ >= self.max_iter:
             # Warn only when the monitored loss was still falling as a trend, not when it
             # fluctuated around a level (mini-batch noise keeps setting new bests).
@@ -1115,6 +1109,19 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if self.device == "auto":
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
         return torch.device(self.device)
+
+    def _check_streamable(self) -> None:
+        """Refuse what a stream of ``partial_fit`` calls cannot honour: a 'balanced'
+        class_weight, which needs the whole data (each call would be balanced alone)."""
+        if getattr(self, "class_weight", None) == "balanced":
+            raise ValueError(
+                "class_weight='balanced' balances the classes of the data fit sees whole; "
+                "partial_fit sees one call's data at a time (a call of one class would be "
+                "unweighted). Compute the weights over all the data, e.g. dict(zip(classes, "
+                "sklearn.utils.class_weight.compute_class_weight('balanced', classes=classes, "
+                "y=y_all))), and set class_weight to that dict, as scikit-learn's "
+                "SGDClassifier asks."
+            )
 
     def _check_default_dtype(self) -> None:
         """Refuse to build or run a network under a default dtype other than float32:

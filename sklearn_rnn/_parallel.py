@@ -275,15 +275,17 @@ def _task_share() -> Iterator[None]:
         limit_torch_threads()  # a worker process, or no pool: left as it is
         yield
         return
+    own = torch.get_num_threads()  # this thread's count: put back after its task
     with _shared_lock:
         if not _shared_tasks["running"]:
-            _shared_tasks["before"] = torch.get_num_threads()
+            _shared_tasks["before"] = own
         _shared_tasks["running"] += 1
         limit_torch_threads()
     try:
         yield
     finally:
         with _shared_lock:
+            torch.set_num_threads(own)  # a reused pool thread starts its next task from it
             _shared_tasks["running"] -= 1
             if not _shared_tasks["running"]:
                 torch.set_num_threads(_shared_tasks["before"])
@@ -296,8 +298,9 @@ def with_fit_threads(method: _Method) -> _Method:
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         sizes = (getattr(self, "hidden_size", None), getattr(self, "batch_size", None))
-        if not all(isinstance(size, int) for size in sizes):
-            return method(self, *args, **kwargs)  # the parameter check reports it
+        if not all(isinstance(size, Integral) and not isinstance(size, bool) for size in sizes):
+            with _task_share():
+                return method(self, *args, **kwargs)  # the parameter check reports it
         with fitting_threads(*sizes):
             return method(self, *args, **kwargs)
 

@@ -162,6 +162,8 @@ def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
     ...
     ValueError: RNNClassifier(dropout=0.2) cannot be stacked: dropout masks...
     """
+    if streaming:
+        estimator._check_streamable()  # what partial_fit refuses
     name = type(estimator).__name__
     fix = f"; or search this {name} with sklearn.model_selection.GridSearchCV."
     # Cells whose forward pass torch.func.vmap can vectorize (Cell.stackable): one written
@@ -210,7 +212,9 @@ def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
     }
     for setting, (refused, reason) in refusals.items():
         if refused:
-            what = name if setting.startswith("_") else f"{name}({setting}={getattr(estimator, setting)!r})"
+            what = name  # a private attribute is no setting to show
+            if not setting.startswith("_"):
+                what = f"{name}({setting}={getattr(estimator, setting)!r})"
             raise ValueError(f"{what} cannot be stacked: {reason}{fix}")
 
 

@@ -17,10 +17,11 @@ from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.model_selection._search import BaseSearchCV, _yield_masked_array_for_each_param
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, indexable
+from sklearn.utils.validation import _num_samples
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._estimators import BaseRNN
-from .sequences._panel import check_targets_follow_instances, is_panel, panel_frames
+from .sequences._panel import by_instance
 from ._stacked import MAX_STACKED, StackedMember, check_stackable, train_stacked
 
 __all__ = ["RNNGridSearchCV"]
@@ -229,10 +230,10 @@ class RNNGridSearchCV(BaseSearchCV):
             rnn = _final_rnn(clone(self.estimator).set_params(**params_))
             rnn._validate_params()
             check_stackable(rnn)
-        if is_panel(X):  # scikit-learn's splitters would count its rows (steps)
-            check_targets_follow_instances(X, y)
-            X = panel_frames(X)
+        X = by_instance(X, y)  # a panel's rows are steps, which splitters would count
         X, y, groups = indexable(X, y, groups)
+        if weight is not None:  # checked once, a scalar spread over the samples, as fit does
+            weight = _final_rnn(self.estimator)._check_sample_weight(weight, _num_samples(X))
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         splits = list(cv.split(X, y, groups))
         scorer = check_scoring(self.estimator, self.scoring)
@@ -257,7 +258,7 @@ class RNNGridSearchCV(BaseSearchCV):
             else:
                 models[key] = trained
         n_splits = len(splits)
-        test = np.full((len(candidates), n_splits), float(np.nan))
+        test = np.full((len(candidates), n_splits), np.nan)
         train = np.full_like(test, np.nan)
         fit_time, score_time = np.zeros_like(test), np.zeros_like(test)
         for (i, k), model in models.items():
@@ -284,7 +285,7 @@ class RNNGridSearchCV(BaseSearchCV):
                 "One or more of the mean test scores are non-finite: "
                 f"{self.cv_results_['mean_test_score'].tolist()}",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,  # the caller of fit, past scikit-learn's _fit_context
             )
         self.best_index_ = int(self.cv_results_["rank_test_score"].argmin())
         self.best_score_ = float(self.cv_results_["mean_test_score"][self.best_index_])
@@ -320,8 +321,9 @@ class RNNGridSearchCV(BaseSearchCV):
         ``error_score``; or raise it (error_score='raise')."""
         where = f"setting {candidates[i]} on split {k} ({stage})"
         if self.error_score == "raise":
-            error.add_note(f"RNNGridSearchCV: {where}; error_score=np.nan scores such a "
-                           "network instead of stopping the search.")
+            if hasattr(error, "add_note"):  # Python 3.11 on
+                error.add_note(f"RNNGridSearchCV: {where}; error_score=np.nan scores such a "
+                               "network instead of stopping the search.")
             raise error
         failures[i, k] = f"{where}: {type(error).__name__}: {error}"
         return float(self.error_score)
@@ -333,7 +335,7 @@ class RNNGridSearchCV(BaseSearchCV):
                 f"error_score={self.error_score!r}; error_score='raise' raises the first.\n"
                 + "\n".join(failures.values()),
                 FitFailedWarning,
-                stacklevel=3,
+                stacklevel=4,  # the caller of fit, past fit and scikit-learn's _fit_context
             )
 
     def _prepare(

@@ -117,3 +117,24 @@ def test_partial_fit_refuses_balanced_class_weights_with_the_fix():
     with pytest.raises(ValueError, match=r"partial_fit sees one call's data.*compute_class_weight"):
         model.partial_fit(X, y, classes=[0, 1])
     assert not hasattr(model, "net_")
+
+
+def test_balanced_class_weight_still_works_where_the_whole_data_is_seen():
+    # The refusal first sat in the shared preparation, so the diagnostics (which
+    # prepare an unfitted estimator's batch) refused it too; a stream now refuses it
+    # when built, not at its first update.
+    from sklearn_rnn._stacked import StackedStream
+    from sklearn_rnn.diagnostics import temporal_gradient_norms
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(20)]
+    y = np.r_[np.zeros(18, int), np.ones(2, int)]
+    model = RNNClassifier(hidden_size=3, class_weight="balanced", readout="last", conv_kernels=None,
+                          optimizer="simplex", cell="tanh", random_state=0)
+    assert temporal_gradient_norms(model, X, y).norms.shape[-1] == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fitted = RNNClassifier(hidden_size=3, max_iter=2, random_state=0).partial_fit(X, y, classes=[0, 1])
+    fitted.set_params(class_weight="balanced")
+    with pytest.raises(ValueError, match="partial_fit sees one call's data"):
+        StackedStream([fitted])

@@ -243,6 +243,10 @@ def test_a_network_refuses_inputs_of_another_width_and_lengths_outside_its_steps
                     run(x, lengths)
         # Lists and arrays of lengths are read as tensors.
         torch.testing.assert_close(net(x, [4, 2, 1]), net(x, torch.tensor([4, 2, 1])))
+    # A cell that reads a gap channel read it before the check: a bare IndexError.
+    decay = RecurrentNetwork(4, 3, 1, cell="decay", gap_channel=3)
+    with pytest.raises(ValueError, match=r"x has shape \(3, 4, 2\): expected \(batch, steps, 4\)"):
+        decay(x, [4, 2, 1])
 
 
 def test_the_adapter_follows_the_wrapped_modules_mode():

@@ -484,3 +484,23 @@ def test_a_search_where_every_network_fails_is_an_error_and_train_scores_fail_al
         search.fit(X, np.arange(24) % 2)
     assert (search.cv_results_["mean_test_score"] == 0.5).all()  # NaN before
     assert np.isnan(search.cv_results_["mean_train_score"]).all()
+
+
+def test_a_scalar_sample_weight_and_the_warnings_point_at_the_callers_line():
+    # A scalar weight failed every network ("'float' object is not subscriptable"), and
+    # the warnings named scikit-learn's wrapper as their place.
+    X, y = visits(24)
+    y = np.r_[np.zeros(8, int), (np.arange(16) % 2)]
+    grid = {"spectral_radius": [0.9]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        weighted = RNNGridSearchCV(explicit(), grid, cv=2, refit=False).fit(X, y, sample_weight=2.0)
+        plain = RNNGridSearchCV(explicit(), grid, cv=2, refit=False).fit(X, y)
+    np.testing.assert_array_equal(weighted.cv_results_["mean_test_score"], plain.cv_results_["mean_test_score"])
+    with pytest.raises(ValueError, match=r"sample_weight has shape \(3,\): expected \(24,\)"):
+        RNNGridSearchCV(explicit(), grid, cv=2).fit(X, y, sample_weight=[1.0, 2.0, 3.0])
+    splits = [(np.arange(8, 24), np.arange(8)), (np.arange(8), np.arange(8, 24))]
+    with pytest.warns(FitFailedWarning) as caught:
+        RNNGridSearchCV(explicit(), grid, cv=splits, refit=False).fit(X, y)
+    failed = [w for w in caught if w.category is FitFailedWarning]
+    assert failed and all(w.filename == __file__ for w in failed)

@@ -142,6 +142,12 @@ def test_a_search_in_threads_leaves_its_callers_thread_count():
         with joblib.parallel_backend("threading"):
             GridSearchCV(RNNRegressor(max_iter=1, hidden_size=4), {"clip_threshold": [1.0, 2.0]},
                          cv=2, n_jobs=2, refit=False).fit(X, y)
+        # A pool whose threads are reused across calls: a thread left lowered by one
+        # call was the first of the next and its count was taken for the caller's.
+        fit = lambda seed: RNNRegressor(max_iter=1, hidden_size=4, random_state=seed).fit(X, y)
+        with joblib.Parallel(n_jobs=2, backend="threading") as parallel:
+            for _ in range(3):
+                parallel(joblib.delayed(fit)(seed) for seed in range(4))
         print(torch.get_num_threads())
     """)
     env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_NUM_THREADS"}
@@ -149,3 +155,10 @@ def test_a_search_in_threads_leaves_its_callers_thread_count():
                                       text=True, env=env, check=True).stdout.strip()
     fresh = run("import torch; print(torch.get_num_threads())")
     assert run(script) == fresh  # 1 against 2 on two cores before
+
+
+def test_numpy_integer_sizes_get_the_thread_rule(two_threads, threads_seen):
+    # isinstance(np.int64(8), int) is False: the fit ran on every core, unlimited in a pool.
+    X, y = readme_task()
+    fit_and_predict(RNNClassifier(hidden_size=np.int64(8), batch_size=np.int64(32), max_iter=2), X, y)
+    assert threads_seen and set(threads_seen) == {1}

@@ -25,7 +25,7 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.model_selection import RepeatedStratifiedKFold
 from sklearn.utils import _safe_indexing, check_random_state
 
-from ..sequences._panel import check_targets_follow_instances, is_panel, panel_frames
+from ..sequences._panel import by_instance
 
 __all__ = ["PooledCVResult", "auc_intervals", "pooled_cross_validate"]
 
@@ -355,9 +355,7 @@ def pooled_cross_validate(
     """
     labels, pos_label = _binary_labels(y, pos_label)
     _check_params(labels, n_splits, n_repeats, threshold)
-    if is_panel(X):  # a row per step: split by instance
-        check_targets_follow_instances(X, y)
-        X = panel_frames(X)
+    X = by_instance(X, y)  # a panel has a row per step
     n_samples = len(labels)
     if _num_samples(X) != n_samples:
         raise ValueError(

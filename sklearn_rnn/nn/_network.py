@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -340,7 +340,7 @@ class RecurrentNetwork(nn.Module):
         self._dropout_generators = {}
 
     def forward_states(
-        self, x: torch.Tensor, lengths: torch.Tensor, *, every_step: bool = False
+        self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int], *, every_step: bool = False
     ) -> NetworkStates:
         """Run the network and keep the tensors that temporal gradients need.
 
@@ -348,7 +348,7 @@ class RecurrentNetwork(nn.Module):
         ----------
         x : torch.Tensor of shape (batch, steps, input_size)
             Right-padded inputs; values at padded steps are ignored.
-        lengths : torch.Tensor of shape (batch,)
+        lengths : torch.Tensor or sequence of int, of shape (batch,)
             Valid steps of each sequence, between 1 and ``steps``.
         every_step : bool, default=False
             Read out at every step instead of each sequence's last valid step.
@@ -358,6 +358,7 @@ class RecurrentNetwork(nn.Module):
         NetworkStates
         """
         layers: list[LayerStates] = []
+        lengths = self._checked(x, lengths)
         gaps = self._gaps(x)
         x, lengths = self._features(x, lengths)
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
@@ -371,7 +372,7 @@ class RecurrentNetwork(nn.Module):
         return NetworkStates(first.inputs, first.projected, hidden, outputs, tuple(layers), read)
 
     def forward(
-        self, x: torch.Tensor, lengths: torch.Tensor, *, every_step: bool = False
+        self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int], *, every_step: bool = False
     ) -> torch.Tensor:
         """Readout at each sequence's last valid step, ``(batch, output_size)``.
 
@@ -382,8 +383,8 @@ class RecurrentNetwork(nn.Module):
         ----------
         x : torch.Tensor of shape (batch, steps, input_size)
             Right-padded inputs.
-        lengths : torch.Tensor of shape (batch,)
-            Valid steps of each sequence.
+        lengths : torch.Tensor or sequence of int, of shape (batch,)
+            Valid steps of each sequence, between 1 and ``steps``.
         every_step : bool, default=False
             Return ``(batch, steps, output_size)``, the readout at every step.
 
@@ -391,6 +392,7 @@ class RecurrentNetwork(nn.Module):
         -------
         torch.Tensor
         """
+        lengths = self._checked(x, lengths)
         gaps = self._gaps(x)
         x, lengths = self._features(x, lengths)
         hidden = x
@@ -409,17 +411,15 @@ class RecurrentNetwork(nn.Module):
         return self.input_projection.in_features
 
     def _features(
-        self, x: torch.Tensor, lengths: Any
+        self, x: torch.Tensor, lengths: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """What the first layer reads (the inputs, or the convolutional stage's
-        features) and the valid steps of each sequence there, once the inputs are
-        checked."""
-        lengths = self._checked(x, lengths)
+        features) and the valid steps of each sequence there."""
         if self.conv is None:
             return x, lengths
         return self.conv(x, lengths), self.conv.output_lengths(lengths)
 
-    def _checked(self, x: torch.Tensor, lengths: Any) -> torch.Tensor:
+    def _checked(self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
         """``lengths`` as a tensor, after checking ``x``'s shape and, where that costs no
         device synchronization (lengths on the CPU, outside the stacked trainer's
         vectorized pass), that every length lies in ``[1, steps]``. A fused kernel does

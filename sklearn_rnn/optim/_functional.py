@@ -707,7 +707,9 @@ def _check_step_settings(group: dict[str, Any]) -> None:
     if isinstance(lr, bool) or not (isinstance(lr, (Real, torch.Tensor)) and lr > 0):
         raise ValueError(f"lr must be positive; got {lr!r}.")
     clip_threshold = group.get("clip_threshold")
-    if clip_threshold is not None and not clip_threshold > 0:
+    if clip_threshold is not None and (
+        isinstance(clip_threshold, bool) or not isinstance(clip_threshold, Real) or not clip_threshold > 0
+    ):
         raise ValueError(f"clip_threshold must be positive or None; got {clip_threshold!r}.")
 
 

@@ -143,6 +143,34 @@ def panel_frames(X: Any) -> list[Any]:
     return [rows.iloc[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
+def by_instance(X: Any, y: Any) -> Any:
+    """``X`` as a splitter or a search indexes it: a panel (one row per step) becomes
+    :func:`panel_frames`, once ``y`` is checked to follow its instances; anything else
+    is returned as it is.
+
+    Parameters
+    ----------
+    X : sequences in any accepted form
+    y : array-like of shape (n_samples,), optional
+
+    Returns
+    -------
+    X, or a list of pandas.DataFrame
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import by_instance
+    >>> index = pd.MultiIndex.from_tuples([("a", 0), ("a", 1), ("b", 0)])
+    >>> len(by_instance(pd.DataFrame({"x": [1.0, 2.0, 3.0]}, index=index), [0, 1]))
+    2
+    """
+    if not is_panel(X):
+        return X
+    check_targets_follow_instances(X, y)
+    return panel_frames(X)
+
+
 def _check_panel(X: Any) -> None:
     """Refuse a panel whose index or columns cannot be read as sequences."""
     index = X.index

@@ -964,7 +964,7 @@ def _check_feature_counts(sequences: list[np.ndarray]) -> None:
             )
 
 
-def _dimension_message(ndim: int, X: Any = None) -> str:
+def _dimension_message(ndim: int, X: Any) -> str:
     if ndim == 1:
         return (
             f"X is one-dimensional ({type(X).__name__} of {len(X)} values): expected "

@@ -20,6 +20,7 @@ from ..sequences._long import (
     _check_table,
     _resolve_features,
     _scalar,
+    elapsed_time,
     from_long_format,
 )
 
@@ -119,15 +120,14 @@ def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Se
             f"the time column holds {kind}, so {name} must hold {kind} too: numbers would "
             "be read from another origin than the visits' (days since the earliest visit)."
         )
-    try:
-        converted = convert(series)
-        elapsed = converted - visits.min() if kind == "dates" else converted
+    try:  # on the visits' scale, as from_long_format reads them (days since the earliest)
+        days = elapsed_time(convert(series), visits.min() if kind == "dates" else None)
     except (TypeError, ValueError) as exc:  # not dates, or time zones on one side only
         raise TypeError(
             f"{name} values must be {kind}, as the time column's, with the same time zone "
             f"(or none on both sides) ({exc})."
         ) from exc
-    return (elapsed / pd.Timedelta("1D")).astype(np.float64)
+    return pd.Series(days, index=series.index)
 
 
 def _per_patient(

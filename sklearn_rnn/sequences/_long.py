@@ -84,6 +84,35 @@ def _resolve_features(
     return features
 
 
+def elapsed_time(values: pd.Series, origin: Any, unit: Any = "1D") -> NDArray[np.float64]:
+    """Dates as multiples of ``unit`` since ``origin``, or durations (``origin`` None)
+    as multiples of ``unit``: how :func:`from_long_format` reads a time column of dates
+    or durations, and what other times on its scale (such as a cohort's event dates)
+    must be read as.
+
+    Parameters
+    ----------
+    values : pandas.Series of datetime64 or timedelta64
+    origin : pandas.Timestamp or None
+        The date counted as 0 (the table's earliest), None for durations.
+    unit : str or pandas.Timedelta, default="1D"
+
+    Returns
+    -------
+    ndarray of float64 (NaN where a value is missing)
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._long import elapsed_time
+    >>> days = pd.Series(pd.to_datetime(["2024-01-01", "2024-01-03"]))
+    >>> elapsed_time(days, days.min()).tolist()
+    [0.0, 2.0]
+    """
+    elapsed = values - origin if origin is not None else values
+    return (elapsed / pd.Timedelta(unit)).to_numpy(dtype=np.float64, na_value=np.nan)
+
+
 def _numeric_time(
     table: pd.DataFrame, time_column: Any, time_unit: Any = "1D"
 ) -> NDArray[np.float64]:
@@ -101,8 +130,7 @@ def _numeric_time(
             ) from error
         if unit <= pd.Timedelta(0):
             raise ValueError(f"time_unit must be a positive duration; got {time_unit!r}.")
-        elapsed = column - column.min() if dates else column
-        time = (elapsed / unit).to_numpy(dtype=np.float64, na_value=np.nan)
+        time = elapsed_time(column, column.min() if dates else None, unit)
     elif pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
         raise TypeError(
             f"time column {time_column!r} must be numeric (e.g. days since a reference "

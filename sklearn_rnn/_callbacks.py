@@ -75,6 +75,11 @@ class TrainingGuard(Callback):
     (3, None)
     """
 
+    #: Whether an interrupt before any epoch of the call finished is left to the caller,
+    #: without a warning: the state the call started from is restored and
+    #: ``interrupted_`` set (the estimators then raise the interrupt again).
+    quiet_before_first_epoch: bool = False
+
     #: A copy (as ``_snapshot`` takes it) of the state the next training call starts
     #: from, given by the caller when nothing can change the weights between that copy
     #: and the first epoch: that epoch then keeps it instead of copying the same state
@@ -88,7 +93,7 @@ class TrainingGuard(Callback):
     def initialize(self) -> TrainingGuard:
         self.diverged_: str | None = None
         self.interrupted_ = False
-        self._finished_epochs = 0
+        self._finished_epochs = self._call_start = 0
         self._snapshot: dict[str, Any] | None = None
         # Whether the weights still are those of the last finished epoch (or of the
         # start of the call), which _snapshot does not hold yet.
@@ -98,7 +103,7 @@ class TrainingGuard(Callback):
 
     def on_train_begin(self, net: Any, **kwargs: Any) -> None:
         self.initialize()
-        self._finished_epochs = len(net.history)
+        self._finished_epochs = self._call_start = len(net.history)
 
     def on_epoch_begin(self, net: Any, **kwargs: Any) -> None:
         self._batch = 0
@@ -136,6 +141,11 @@ class TrainingGuard(Callback):
             net.history.pop()
         if not self._unchanged:
             _restore(net, self._snapshot)
+        if self.diverged_ is None and self.quiet_before_first_epoch and (
+            self._finished_epochs == self._call_start
+        ):
+            self.interrupted_ = True
+            return
         if not self._finished_epochs:
             kept = "the initial weights are kept"
         elif self.restores_best:

@@ -571,23 +571,7 @@ class FitGuard(TrainingGuard):
     started from restored, and the estimator re-raises the interrupt (nothing of the
     call is kept, so a Ctrl-C also ends a loop of ``partial_fit`` calls)."""
 
-    def on_train_begin(self, net: Any, **kwargs: Any) -> None:
-        super().on_train_begin(net, **kwargs)
-        self.epochs_finished_ = 0
-
-    def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
-        super().on_epoch_end(net, **kwargs)  # raises on divergence
-        self.epochs_finished_ += 1
-
-    def on_train_end(self, net: Any, **kwargs: Any) -> None:
-        if not self.epochs_finished_ and self.diverged_ is None:
-            if len(net.history) > self._finished_epochs:  # the call's unfinished epoch
-                self.interrupted_ = True
-                net.history.pop()
-                if not self._unchanged:
-                    _restore(net, self._snapshot)
-            return
-        super().on_train_end(net, **kwargs)
+    quiet_before_first_epoch = True
 
 
 class Rollback:

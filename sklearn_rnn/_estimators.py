@@ -103,8 +103,7 @@ def _relative(weight: np.ndarray) -> np.ndarray:
     """A fit's sequence weights scaled to a mean of 1: the loss, a mean over a batch, is
     then the weighted mean in expectation, the same for weights scaled by any constant
     (the stopping rule's ``tol`` and plain SGD's step are for losses of this scale).
-    Weights of 1 stay exactly 1; a new array, also when ``weight`` is read-only.
-    ``partial_fit`` keeps a call's weights as given, so that they weigh calls against
+    Weights of 1 stay exactly 1. ``partial_fit`` keeps a call's weights as given, so that they weigh calls against
     each other, as in scikit-learn's ``partial_fit`` estimators."""
     weight = weight / weight.max()  # first: a mean of large weights could overflow
     return weight / weight.mean()

@@ -28,18 +28,23 @@ def two_threads():
     torch.set_num_threads(before)
 
 
-@pytest.fixture
-def threads_seen(monkeypatch):
-    """The torch thread counts in force whenever the network runs forward."""
+def record_threads(monkeypatch, owner, name):
+    """The torch thread counts in force whenever ``owner.name`` runs (a list that grows)."""
     seen = []
-    forward = RecurrentNetwork.forward
+    method = getattr(owner, name)
 
     def recording(self, *args, **kwargs):
         seen.append(torch.get_num_threads())
-        return forward(self, *args, **kwargs)
+        return method(self, *args, **kwargs)
 
-    monkeypatch.setattr(RecurrentNetwork, "forward", recording)
+    monkeypatch.setattr(owner, name, recording)
     return seen
+
+
+@pytest.fixture
+def threads_seen(monkeypatch):
+    """The torch thread counts in force whenever the network runs forward."""
+    return record_threads(monkeypatch, RecurrentNetwork, "forward")
 
 
 def fit_and_predict(model, X, y):
@@ -99,14 +104,7 @@ def test_stacked_training_follows_the_thread_rule_of_fit(two_threads, monkeypatc
     from sklearn_rnn import RNNGridSearchCV
     from sklearn_rnn._stacked import StackedStream, _Stack
 
-    seen = []
-    train_epoch = _Stack._train_epoch
-
-    def recording(self, *args, **kwargs):
-        seen.append(torch.get_num_threads())
-        return train_epoch(self, *args, **kwargs)
-
-    monkeypatch.setattr(_Stack, "_train_epoch", recording)
+    seen = record_threads(monkeypatch, _Stack, "_train_epoch")
     X, y = readme_task()
     search = RNNGridSearchCV(RNNClassifier(hidden_size=8, max_iter=2, random_state=0),
                              {"spectral_radius": [0.9, 1.2]}, cv=2, refit=False)

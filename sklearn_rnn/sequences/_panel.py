@@ -103,10 +103,8 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
     [[1.2, 1.5], [0.7]]
     """
     _check_panel(X)
-    codes, order = _panel_order(X)
-    values = frame_values(X)[order]  # (n_rows, n_columns)
-    starts = np.flatnonzero(np.diff(codes[order])) + 1
-    return list(np.split(values, starts))
+    order, starts = _panel_order(X)
+    return list(np.split(frame_values(X)[order], starts))  # (T_i, n_columns) each
 
 
 def panel_frames(X: Any) -> list[Any]:
@@ -129,17 +127,16 @@ def panel_frames(X: Any) -> list[Any]:
     --------
     >>> import pandas as pd
     >>> from sklearn_rnn.sequences._panel import panel_frames
-    >>> index = pd.MultiIndex.from_tuples(
-    ...     [("b", 2), ("a", 0), ("b", 1)], names=["patient", "day"]
-    ... )
-    >>> frames = panel_frames(pd.DataFrame({"bili": [1.5, 0.7, 1.2]}, index=index))
+    >>> panel = pd.DataFrame({"bili": [1.5, 0.7, 1.2]},
+    ...                      index=pd.MultiIndex.from_tuples([("b", 2), ("a", 0), ("b", 1)]))
+    >>> frames = panel_frames(panel)
     >>> [frame["bili"].tolist() for frame in frames], frames[0].index.tolist()
     ([[1.2, 1.5], [0.7]], [1, 2])
     """
     _check_panel(X)
-    codes, order = _panel_order(X)
+    order, starts = _panel_order(X)
     rows = X.iloc[order].droplevel(0)
-    bounds = [0, *(np.flatnonzero(np.diff(codes[order])) + 1), len(order)]
+    bounds = [0, *starts, len(order)]
     return [rows.iloc[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
@@ -313,19 +310,21 @@ def frame_values(frame: Any) -> NDArray[np.float64]:
 
 
 def _panel_order(X: Any) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-    """Per-row instance codes (order of first appearance) and the row order that
-    groups the rows by instance and sorts each instance's rows by time."""
+    """The row order that groups the rows by instance (in order of first appearance)
+    and sorts each instance's rows by time, and where in that order each instance but
+    the first starts."""
     import pandas as pd
 
     codes, _ = pd.factorize(X.index.get_level_values(0), sort=False)
     time_order = pd.Series(X.index.get_level_values(1)).rank(method="first").to_numpy()
-    return codes, np.lexsort((np.arange(len(codes)), time_order, codes))
+    order = np.lexsort((np.arange(len(codes)), time_order, codes))
+    return order, np.flatnonzero(np.diff(codes[order])) + 1
 
 
 def sequences_to_panel(sequences: list[NDArray[np.float64]], like: Any) -> Any:
     """Put sequences read from the panel ``like`` back into its rows, index and columns
     (the inverse of :func:`panel_to_sequences`, e.g. for a scaler's output)."""
-    _, order = _panel_order(like)
+    order, _ = _panel_order(like)
     if sum(len(sequence) for sequence in sequences) != len(order):
         raise ValueError(
             "the panel's rows cannot be restored: some instance ends with rows that are "

@@ -154,7 +154,7 @@ OPTIMIZERS = ("sgd", "adam", "simplex")
 _SHAPING_PARAMS = (
     "hidden_size", "cell", "num_layers", "dropout", "hidden_init", "spectral_radius",
     "time_feature", "frame", "instance_norm", "readout", "conv_kernels", "conv_channels", "conv_pool",
-    "optimizer", "device",
+    "bidirectional", "optimizer", "device",
 )
 
 class _Seeds(NamedTuple):
@@ -306,6 +306,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         "conv_kernels": [StrOptions({"auto"}), tuple, list, None],
         "conv_channels": [Interval(Integral, 1, None, closed="left")],
         "conv_pool": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "bidirectional": ["boolean"],
         "num_layers": [Interval(Integral, 1, None, closed="left")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "hidden_init": [StrOptions(set(HIDDEN_INITS))],
@@ -341,6 +342,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         conv_kernels: tuple[int, ...] | list[int] | str | None = "auto",
         conv_channels: int = 32,
         conv_pool: int | str = "auto",
+        bidirectional: bool = False,
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
@@ -372,6 +374,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self.conv_kernels = conv_kernels
         self.conv_channels = conv_channels
         self.conv_pool = conv_pool
+        self.bidirectional = bidirectional
         self.num_layers = num_layers
         self.dropout = dropout
         self.hidden_init = hidden_init
@@ -582,6 +585,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "conv_kernels": () if module.conv is None else module.conv.kernel_sizes,
             "conv_channels": None if module.conv is None else module.conv.channels,
             "conv_pool": 1 if module.conv is None else module.conv.pool,
+            "bidirectional": module.bidirectional,
             "optimizer": _OPTIMIZER_NAMES.get(type(self.net_.optimizer_), "adam"),
             "device": next(module.parameters()).device.type,
         }
@@ -621,6 +625,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             "conv_kernels": (conv := self._resolved_conv()),
             "conv_channels": int(self.conv_channels) if conv else None,
             "conv_pool": self._resolved_conv_pool(conv),
+            "bidirectional": self._resolved_bidirectional(),
             "optimizer": self.optimizer,
             "device": self._resolve_device().type if device else None,
         }
@@ -725,6 +730,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             conv_kernels=conv,
             conv_channels=int(self.conv_channels),
             conv_pool=conv_pool,
+            bidirectional=self._resolved_bidirectional(),
         ).to(device)
         optimizer, optimizer_params = self._optimizer_spec(seeds, device)
         net = make_net(
@@ -854,6 +860,31 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"{type(self).__name__} predicts at every step; use readout='last' (or 'auto')."
             )
         return self.readout
+
+    def _resolved_bidirectional(self) -> bool:
+        """``bidirectional``, after refusing what a backward pass over the steps cannot
+        serve: the simplex method (its temporal gradients follow one direction of time),
+        per-step targets (a step's output would read the steps after it) and a cell that
+        reads the time since the previous step."""
+        if not self.bidirectional:
+            return False
+        name = type(self).__name__
+        cell = self._resolved_cell()
+        refusals = [
+            (self.optimizer == "simplex",
+             "optimizer='simplex', whose temporal gradients follow one direction of time; "
+             "use optimizer='adam' or 'sgd' with bidirectional=True"),
+            (self._output_steps.every_step,
+             f"{name}, which predicts at every step (the backward direction would let a "
+             "step's output read the steps after it)"),
+            (get_cell(cell).needs_gaps,
+             f"cell={cell!r}, which reads the time since the previous step (one direction "
+             "of time); use another cell, or bidirectional=False with time_feature"),
+        ]
+        for refused, reason in refusals:
+            if refused:
+                raise ValueError(f"bidirectional=True cannot be used with {reason}.")
+        return True
 
     def _resolved_conv(self, sequences: list[np.ndarray] | None = None) -> tuple[int, ...]:
         """``conv_kernels`` as a tuple of widths (empty: no convolutional stage), with
@@ -1468,8 +1499,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         n_outputs = len(self.classes_) if hasattr(self, "classes_") else self.n_outputs_
         n_inputs = int(self._encoder.n_inputs)
         channels = int(self.conv_channels)
+        directions = 2 if self.bidirectional else 1
         expected = {
-            "module.readout.weight": (int(n_outputs), READOUTS[readout] * int(self.hidden_size)),
+            "module.readout.weight": (int(n_outputs), READOUTS[readout] * directions * int(self.hidden_size)),
             "module.readout.bias": (int(n_outputs),),
         }
         for index, width in enumerate(conv):
@@ -1487,6 +1519,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 raise ValueError(
                     f"{where} holds {name} of shape {found}, but its parameters and state "
                     f"describe {shape} (hidden_size={self.hidden_size}, readout={readout!r}, "
+                    f"bidirectional={bool(self.bidirectional)}, "
                     f"conv_kernels={list(conv)}, conv_channels={channels}, {n_outputs} outputs): "
                     "the file is inconsistent; save the model again."
                 )
@@ -1504,10 +1537,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"{where} holds {len(layers) + 1} layers of weights, but num_layers="
                 f"{self.num_layers}: the file is inconsistent; save the model again."
             )
+        reverse = {name.split(".")[2] for name in tensors if name.startswith("module.reverse_layers.")}
+        if len(reverse) != (int(self.num_layers) if self.bidirectional else 0):
+            raise ValueError(
+                f"{where} holds {len(reverse)} layers of backward-direction weights, but "
+                f"num_layers={self.num_layers} and bidirectional={bool(self.bidirectional)}: "
+                "the file is inconsistent; save the model again."
+            )
         total = sum(t.numel() for name, t in tensors.items() if name.startswith("module."))
         conv_weights = sum(channels * (n_inputs * width + 1) for width in conv)
         width = int(self.hidden_size) + int(n_outputs) + first_inputs
-        if total - conv_weights > 64 * width**2 * int(self.num_layers):
+        if total - conv_weights > 64 * width**2 * int(self.num_layers) * directions:
             raise ValueError(f"{where} holds more weights ({total}) than its parameters describe.")
 
     def __sklearn_tags__(self):  # noqa: D105
@@ -1715,6 +1755,15 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         median training length (after framing) is at least 64 steps, 1 (no pooling) on
         shorter sequences, whose label may sit in a single step; only with a stage (see
         :ref:`defaults`).
+    bidirectional : bool, default=False
+        Run every layer a second time over each sequence read backwards, with weights
+        of its own, as ``torch.nn.GRU(bidirectional=True)`` does; the readout reads
+        the forward state at the last step and the backward state at the first (the
+        ends of both passes), and with 'pool' the mean and maximum of both. About twice
+        the recurrence's cost. Not with ``optimizer='simplex'`` (its temporal gradients
+        follow one direction of time) nor with a cell that reads the time between
+        steps ('decay'). What it gave on the defaults' benchmark is on
+        :ref:`defaults`.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -1845,7 +1894,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
         ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``,
         ``instance_norm``, ``readout``, ``conv_kernels``, ``conv_channels``,
-        ``conv_pool``, ``optimizer``, ``device``) is refused with a ValueError (as by
+        ``conv_pool``, ``bidirectional``, ``optimizer``, ``device``) is refused with a ValueError (as by
         ``partial_fit``): refit afresh for those.
 
     callbacks : list of (str, skorch callback) or None, default=None
@@ -1975,6 +2024,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         conv_kernels: tuple[int, ...] | list[int] | str | None = "auto",
         conv_channels: int = 32,
         conv_pool: int | str = "auto",
+        bidirectional: bool = False,
         num_layers: int = 1,
         dropout: float = 0.0,
         hidden_init: str = "zero",
@@ -2010,6 +2060,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             conv_kernels=conv_kernels,
             conv_channels=conv_channels,
             conv_pool=conv_pool,
+            bidirectional=bidirectional,
             num_layers=num_layers,
             dropout=dropout,
             hidden_init=hidden_init,
@@ -2318,6 +2369,15 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         median training length (after framing) is at least 64 steps, 1 (no pooling) on
         shorter sequences, whose label may sit in a single step; only with a stage (see
         :ref:`defaults`).
+    bidirectional : bool, default=False
+        Run every layer a second time over each sequence read backwards, with weights
+        of its own, as ``torch.nn.GRU(bidirectional=True)`` does; the readout reads
+        the forward state at the last step and the backward state at the first (the
+        ends of both passes), and with 'pool' the mean and maximum of both. About twice
+        the recurrence's cost. Not with ``optimizer='simplex'`` (its temporal gradients
+        follow one direction of time) nor with a cell that reads the time between
+        steps ('decay'). What it gave on the defaults' benchmark is on
+        :ref:`defaults`.
     num_layers : int, default=1
         Stacked recurrent layers, each reading the states of the one below.
     dropout : float, default=0.0
@@ -2400,7 +2460,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
         ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``,
         ``instance_norm``, ``readout``, ``conv_kernels``, ``conv_channels``,
-        ``conv_pool``, ``optimizer``, ``device``) is refused with a ValueError (as by
+        ``conv_pool``, ``bidirectional``, ``optimizer``, ``device``) is refused with a ValueError (as by
         ``partial_fit``): refit afresh for those.
 
     callbacks : list of (str, skorch callback) or None, default=None

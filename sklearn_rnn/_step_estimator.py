@@ -64,6 +64,9 @@ class RNNStepClassifier(BaseRNN):
         No convolutional stage here ('auto' is none; a stage is refused): its kernels
         read steps ahead of the one predicted, and pooling would merge the targets of
         several steps.
+    bidirectional : bool, default=False
+        Only False here (True is refused): a backward pass would let the output at a
+        step read the steps after it.
     num_layers : int, default=1
         Stacked recurrent layers.
     dropout : float, default=0.0
@@ -129,7 +132,7 @@ class RNNStepClassifier(BaseRNN):
         optimizer (``hidden_size``, ``cell``, ``num_layers``, ``dropout``,
         ``hidden_init``, ``spectral_radius``, ``time_feature``, ``frame``,
         ``instance_norm``, ``readout``, ``conv_kernels``, ``conv_channels``,
-        ``conv_pool``, ``optimizer``, ``device``) is refused with a ValueError (as by
+        ``conv_pool``, ``bidirectional``, ``optimizer``, ``device``) is refused with a ValueError (as by
         ``partial_fit``): refit afresh for those.
 
     callbacks : list of (str, skorch callback) or None, default=None

@@ -17,7 +17,8 @@ EXPECTED_FAILED_CHECKS = {
 
 
 @parametrize_with_checks(
-    [RNNClassifier(), RNNRegressor(), SequenceStandardScaler(),
+    [RNNClassifier(), RNNRegressor(), RNNClassifier(bidirectional=True), RNNRegressor(bidirectional=True),
+     SequenceStandardScaler(),
      SequenceStandardScaler(per_sequence=True), VisitFeatures(), VisitFeatures("last")],
     expected_failed_checks=lambda estimator: (
         EXPECTED_FAILED_CHECKS if isinstance(estimator, (RNNClassifier, RNNRegressor)) else {}

@@ -155,7 +155,7 @@ def test_an_architecture_change_in_a_partial_fit_stream_is_refused():
 SHAPING_CHANGES = {
     "hidden_size": 8, "cell": "lstm", "num_layers": 2, "dropout": 0.1, "hidden_init": "learned",
     "spectral_radius": 0.9, "time_feature": 0, "frame": 2, "instance_norm": True, "readout": "last",
-    "conv_kernels": (5,), "conv_channels": 8, "conv_pool": 2, "optimizer": "sgd",
+    "conv_kernels": (5,), "conv_channels": 8, "conv_pool": 2, "bidirectional": True, "optimizer": "sgd",
 }
 
 

@@ -153,6 +153,16 @@ class RecurrentNetwork(nn.Module):
     conv_pool : int, default=1
         Steps per max-pooling window of the convolutional stage's features: the
         recurrence runs over ``ceil(length / conv_pool)`` steps. Only with a stage.
+    bidirectional : bool, default=False
+        Run every layer a second time over each sequence read backwards (within its own
+        length), with weights of its own (``reverse_layers``), as
+        ``torch.nn.GRU(bidirectional=True)`` does: a step's state is the forward state
+        and the backward state at that step side by side (``2 * hidden_size``), which
+        the layer above reads. The readout of one output per sequence reads the forward
+        state at the last valid step and the backward state at the first (the one that
+        has read the whole sequence), and with 'pool' the mean and maximum of both
+        (``6 * hidden_size`` inputs). Not with a cell that reads the time between steps
+        ('decay'); temporal gradients need ``False``.
 
     Examples
     --------
@@ -172,6 +182,13 @@ class RecurrentNetwork(nn.Module):
     ((32, 8), (2, 8))
     >>> lstm.eval()(x, lengths).shape
     torch.Size([4, 2])
+
+    Both directions of time, the readout reading ``2 * hidden_size`` states:
+
+    >>> both = RecurrentNetwork(3, 8, 2, cell="gru", bidirectional=True,
+    ...                         generator=torch.Generator().manual_seed(0))
+    >>> both(x, lengths).shape, both.readout.in_features
+    (torch.Size([4, 2]), 16)
     """
 
     #: Whether :meth:`forward` and :meth:`forward_states` run every layer's
@@ -200,6 +217,7 @@ class RecurrentNetwork(nn.Module):
         conv_kernels: Sequence[int] = (),
         conv_channels: int = 32,
         conv_pool: int = 1,
+        bidirectional: bool = False,
     ) -> None:
         super().__init__()
         if readout not in READOUTS:
@@ -218,6 +236,12 @@ class RecurrentNetwork(nn.Module):
                 "convolutional stage would replace by features of neighbouring steps; use "
                 "conv_kernels=() with this cell."
             )
+        if bidirectional and spec.needs_gaps:
+            raise ValueError(
+                f"cell={cell!r} reads the time since the previous step, which runs one way; "
+                "bidirectional=True needs a cell that does not read it: use "
+                "bidirectional=False with this cell."
+            )
         if conv_pool != 1 and not conv_kernels:
             raise ValueError(
                 f"conv_pool={conv_pool!r} pools the features of a convolutional stage, but "
@@ -233,6 +257,8 @@ class RecurrentNetwork(nn.Module):
         self.num_layers = num_layers
         self.dropout = float(dropout)
         self.hidden_init = hidden_init
+        self.bidirectional = bool(bidirectional)
+        directions = 2 if self.bidirectional else 1
         # Built uninitialized (meta device, then allocated): reset_parameters draws
         # every value from ``generator`` and leaves the global generator untouched.
         self.conv: ConvStage | None = None
@@ -241,17 +267,26 @@ class RecurrentNetwork(nn.Module):
             input_size = self.conv.output_size
         self.input_projection = nn.Linear(input_size, spec.gates * hidden_size, device="meta")
         self.recurrence: nn.Module = spec.make_recurrence(hidden_size, n_masked=n_masked, device="meta")
+        below = directions * hidden_size  # what a layer above the first reads
         self.upper_layers = nn.ModuleList(
-            StackedLayer(self._upper_cell, hidden_size, hidden_size, device="meta") for _ in range(num_layers - 1)
+            StackedLayer(self._upper_cell, below, hidden_size, device="meta") for _ in range(num_layers - 1)
+        )
+        # The backward direction's layers (empty for one direction): the first reads the
+        # first layer's inputs, each above it the two directions of the layer below.
+        self.reverse_layers = nn.ModuleList(
+            StackedLayer(spec if index == 0 else self._upper_cell, input_size if index == 0 else below,
+                         hidden_size, device="meta")
+            for index in range(num_layers if self.bidirectional else 0)
         )
         self.initial_hidden: nn.Parameter | None = None
         self.initial_cell: nn.Parameter | None = None
-        if hidden_init == "learned":
-            self.initial_hidden = nn.Parameter(torch.empty(num_layers, hidden_size, device="meta"))
+        if hidden_init == "learned":  # one row per layer and direction, the forward ones first
+            rows = directions * num_layers
+            self.initial_hidden = nn.Parameter(torch.empty(rows, hidden_size, device="meta"))
             if spec.state_count > 1:  # the LSTM's cell state
-                self.initial_cell = nn.Parameter(torch.empty(num_layers, hidden_size, device="meta"))
+                self.initial_cell = nn.Parameter(torch.empty(rows, hidden_size, device="meta"))
         self.readout_mode = readout
-        self.readout = nn.Linear(READOUTS[readout] * hidden_size, output_size, device="meta")
+        self.readout = nn.Linear(READOUTS[readout] * below, output_size, device="meta")
         self.to_empty(device="cpu")  # keeps what make_recurrence froze (requires_grad)
         self._dropout_seed = 0
         self._dropout_generators: dict[str, torch.Generator] = {}
@@ -279,6 +314,20 @@ class RecurrentNetwork(nn.Module):
         return [
             (self._cell, self.input_projection, self.recurrence),
             *((self._upper_cell, layer.input_projection, layer.recurrence) for layer in self.upper_layers),
+        ]
+
+    def reverse_stack(self) -> list[tuple[Cell, nn.Linear, nn.Module]]:
+        """``(cell, input_projection, recurrence)`` of every layer's backward direction,
+        bottom first; empty unless :attr:`bidirectional`.
+
+        Returns
+        -------
+        list of tuple
+            As :meth:`stack` gives them for the forward direction.
+        """
+        return [
+            (self._cell if index == 0 else self._upper_cell, layer.input_projection, layer.recurrence)
+            for index, layer in enumerate(self.reverse_layers)
         ]
 
     def dropout_generator(self, device: torch.device | str) -> torch.Generator:
@@ -335,6 +384,11 @@ class RecurrentNetwork(nn.Module):
                     initial.zero_()  # learned from h_0 = 0, the thesis' start
         if self.conv is not None:  # after the layers: without it the draws are as before
             self.conv.reset_parameters(generator)
+        with torch.no_grad():  # the backward direction last, for the same reason
+            for cell, projection, recurrence in self.reverse_stack():
+                cell.reset_parameters(
+                    projection, recurrence, spectral_radius=self.spectral_radius, generator=generator
+                )
         # Dropout masks get their own stream, seeded from the initialization's.
         self._dropout_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         self._dropout_generators = {}
@@ -357,6 +411,12 @@ class RecurrentNetwork(nn.Module):
         -------
         NetworkStates
         """
+        if self.bidirectional:
+            raise ValueError(
+                "forward_states keeps what temporal gradients need, and they follow one "
+                "direction of time; this network is bidirectional. Use forward() for its "
+                "outputs, or build the network with bidirectional=False."
+            )
         layers: list[LayerStates] = []
         lengths = self._checked(x, lengths)
         gaps = self._gaps(x)
@@ -396,11 +456,18 @@ class RecurrentNetwork(nn.Module):
         gaps = self._gaps(x)
         x, lengths = self._features(x, lengths)
         hidden = x
+        reverse = self.reverse_stack()
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
             run = cell.forward_vectorizable if self.vectorizable else cell.forward
             hidden = run(projection, recurrence, z, initial, gaps)  # (B, T, H)
+            if reverse:
+                cell, projection, recurrence = reverse[index]
+                initial = self._initial(self.num_layers + index, x.shape[0])
+                run = cell.forward_vectorizable if self.vectorizable else cell.forward
+                backward = run(projection, recurrence, reverse_steps(z, lengths), initial, None)
+                hidden = torch.cat([hidden, reverse_steps(backward, lengths)], dim=2)  # (B, T, 2H)
         return self._read(hidden, lengths, every_step)[1]
 
     @property
@@ -471,6 +538,8 @@ class RecurrentNetwork(nn.Module):
             lengths = lengths.to(hidden.device)
             last = (lengths - 1).clamp(min=0)  # (B,)
             final = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]  # (B, H)
+            if self.bidirectional:  # the backward direction has read everything at step 0
+                final = torch.cat([final[:, : self.hidden_size], hidden[:, 0, self.hidden_size :]], dim=1)
             if self.readout_mode == "pool":
                 valid = torch.arange(hidden.shape[1], device=hidden.device) < lengths[:, None]  # (B, T)
                 # The mean as one batched product with the weights 1/length on valid steps,
@@ -488,6 +557,36 @@ class RecurrentNetwork(nn.Module):
         if not self.training or self.dropout == 0:
             return tensor
         return dropout(tensor, self.dropout, self.dropout_generator(tensor.device))
+
+
+def reverse_steps(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Each sequence's valid steps in reverse order, its padded steps where they were.
+
+    Parameters
+    ----------
+    x : torch.Tensor of shape (batch, steps, n)
+        Right-padded sequences.
+    lengths : torch.Tensor of shape (batch,)
+        Valid steps of each.
+
+    Returns
+    -------
+    torch.Tensor of shape (batch, steps, n)
+        Step ``t < length`` holds step ``length - 1 - t`` of ``x``; applied twice, ``x``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn._network import reverse_steps
+    >>> x = torch.arange(8.0).reshape(2, 4, 1)
+    >>> reverse_steps(x, torch.tensor([4, 2]))[..., 0]
+    tensor([[3., 2., 1., 0.],
+            [5., 4., 6., 7.]])
+    """
+    steps = torch.arange(x.shape[1], device=x.device)[None, :]  # (1, T)
+    length = lengths.to(x.device)[:, None]  # (B, 1)
+    index = torch.where(steps < length, length - 1 - steps, steps)  # (B, T)
+    return x.gather(1, index[..., None].expand(-1, -1, x.shape[2]))
 
 
 class StackedLayer(nn.Module):

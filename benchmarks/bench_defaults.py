@@ -149,10 +149,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "bs16": {"batch_size": 16},
     "bs64": {"batch_size": 64},
     "dropout0.2": {"dropout": 0.2},
-    # Both directions of time (session 28), at 50 units a direction and at 25 (the
-    # state of both together as wide as the default's).
+    # Both directions of time (session 28), 50 units a direction.
     "bi": {"bidirectional": True},
-    "bi-h25": {"bidirectional": True, "hidden_size": 25},
 }
 
 

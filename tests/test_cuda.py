@@ -51,6 +51,17 @@ def test_fused_and_identity_paths_match_the_cpu(cell):
 
 
 @pytest.mark.parametrize("cell", CELLS)
+def test_both_directions_match_the_cpu(cell):
+    cpu, gpu = pair(cell, num_layers=2, hidden_init="learned", bidirectional=True, readout="pool")
+    x, lengths = batch()
+    expected = cpu(x, lengths)
+    torch.testing.assert_close(gpu(x.cuda(), lengths.cuda()).cpu(), expected, rtol=0, atol=1e-10)
+    torch.testing.assert_close(gpu(x.cuda(), lengths).cpu(), expected, rtol=0, atol=1e-10)  # lengths on the CPU
+    gpu(x.cuda(), lengths.cuda()).sum().backward()
+    assert all(p.grad is not None for p in gpu.reverse_layers.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("cell", CELLS)
 @pytest.mark.parametrize("every_step", [False, True])
 def test_temporal_gradients_match_the_cpu(cell, every_step):
     cpu, gpu = pair(cell, num_layers=2, hidden_init="learned")

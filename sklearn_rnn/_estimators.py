@@ -870,16 +870,20 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return False
         name = type(self).__name__
         cell = self._resolved_cell()
+        chosen = f"cell={cell!r}" if self.cell == cell else f"cell={self.cell!r} (here {cell!r})"
+        # The class first: no other setting lifts that refusal.
         refusals = [
+            (self._output_steps.every_step,
+             f"{name}, which predicts at every step (the backward direction would let a "
+             "step's output read the steps after it); use bidirectional=False, or "
+             "RNNClassifier/RNNRegressor for one output per sequence"),
             (self.optimizer == "simplex",
              "optimizer='simplex', whose temporal gradients follow one direction of time; "
              "use optimizer='adam' or 'sgd' with bidirectional=True"),
-            (self._output_steps.every_step,
-             f"{name}, which predicts at every step (the backward direction would let a "
-             "step's output read the steps after it)"),
             (get_cell(cell).needs_gaps,
-             f"cell={cell!r}, which reads the time since the previous step (one direction "
-             "of time); use another cell, or bidirectional=False with time_feature"),
+             f"{chosen}, which reads the time since the previous step (one direction of "
+             "time); pass cell='gru' (the time column is then an ordinary input to both "
+             "directions), or bidirectional=False"),
         ]
         for refused, reason in refusals:
             if refused:
@@ -1337,7 +1341,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             state = dict(state)
             restored = from_portable(state.pop(_PORTABLE), expected=type(self), cls=type(self))
             state = {**vars(restored), **state}
-        super().__setstate__(state)
+        # Pickled whole before the option existed: one direction.
+        super().__setstate__({"bidirectional": False, **state})
 
     def _fitted_state(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, torch.Tensor]]:
         """The parameters, state fields (:data:`~sklearn_rnn._persistence.STATE_SCHEMA`)
@@ -1481,8 +1486,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         estimator._check_stored_shapes(tensors, where, readout, conv)
         device = _load_device(estimator, state["device"])
         # The seeds only draw initial weights, which the stored ones replace.
-        net = estimator._build_net(_Seeds.draw(0), device, incremental=False, readout=readout, conv=conv,
-                                   conv_pool=conv_pool)
+        try:
+            net = estimator._build_net(_Seeds.draw(0), device, incremental=False, readout=readout, conv=conv,
+                                       conv_pool=conv_pool)
+        except ValueError as error:  # parameters that no fit accepts together
+            raise ValueError(f"{where} holds parameters that cannot build a network: {error}") from error
         estimator.net_ = net
         estimator.module_ = net.module_
         if state["optimizer"]["name"] != _OPTIMIZER_NAMES.get(type(net.optimizer_)):
@@ -1772,8 +1780,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         2.2.5). Masks come from the seeded initialization, not the global generator.
     hidden_init : {'zero', 'learned'}, default='zero'
         The state before the first step: zero (the thesis), or a vector per layer
-        learned with the other weights (the LSTM also learns its initial cell
-        state). Not available with cell='decay'.
+        (and direction) learned with the other weights (the LSTM also learns its
+        initial cell state). Not available with cell='decay'.
     spectral_radius : float, None or 'auto', default='auto'
         Initialize the recurrent matrix as a Gaussian draw rescaled to this spectral
         radius, input and output weights from ``N(0, 0.1^2)`` (thesis algorithm 3.1).
@@ -2386,8 +2394,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         2.2.5). Masks come from the seeded initialization, not the global generator.
     hidden_init : {'zero', 'learned'}, default='zero'
         The state before the first step: zero (the thesis), or a vector per layer
-        learned with the other weights (the LSTM also learns its initial cell
-        state). Not available with cell='decay'.
+        (and direction) learned with the other weights (the LSTM also learns its
+        initial cell state). Not available with cell='decay'.
     spectral_radius : float, None or 'auto', default='auto'
         Initialize the recurrent matrix with this spectral radius (thesis algorithm
         3.1); None uses PyTorch's default initialization; 'auto' is 1.2 for the

@@ -318,8 +318,8 @@ def _architecture(member: StackedMember) -> tuple:
     criterion = member.estimator.net_.criterion_  # one criterion runs a whole stack
     smoothing = _label_smoothing(member.estimator.net_)
     loss = type(criterion).__name__ + ("" if smoothing is None else f"(label_smoothing={smoothing})")
-    return (type(member.estimator), optimizer, loss, module.cell, shapes, repr(module), module.gap_channel,
-            str(device))
+    return (type(member.estimator), optimizer, loss, module.cell, module.bidirectional, shapes, repr(module),
+            module.gap_channel, str(device))
 
 
 def _label_smoothing(net: Any) -> float | None:
@@ -345,7 +345,8 @@ def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int)
 
 #: What :func:`_architecture` compares, in its order (named in :class:`StackedStream`'s refusal).
 _ARCHITECTURE_FIELDS = (
-    "estimator class", "optimizer", "loss", "cell", "parameter shapes", "network", "gap channel", "device",
+    "estimator class", "optimizer", "loss", "cell", "bidirectional", "parameter shapes", "network",
+    "gap channel", "device",
 )
 
 

@@ -72,7 +72,7 @@ class RNNStepClassifier(BaseRNN):
     dropout : float, default=0.0
         Drop probability between layers and before the readout (training only).
     hidden_init : {'zero', 'learned'}, default='zero'
-        The state before the first step.
+        The state before the first step: zero, or learned per layer.
     spectral_radius : float, None or 'auto', default='auto'
         Spectral radius of the initial recurrent matrix (thesis algorithm 3.1); None
         keeps PyTorch's initialization; 'auto' is 1.2 (the defaults study of

@@ -102,7 +102,8 @@ def temporal_gradient_norms(
         readout at the last step and no convolutional stage: the estimators' defaults
         on untimed sequences pool the states (and may add the stage), so set
         ``readout='last', conv_kernels=None`` (as ``optimizer='simplex'`` and the
-        time-aware defaults have them).
+        time-aware defaults have them). Nor a bidirectional network
+        (``bidirectional=True``): the gradients follow one direction of time.
     X : sequences, or tensor or ndarray of shape (n_sequences, n_steps, n_features)
         With an estimator: sequences in any form it accepts. With a network: a
         right-padded batch.
@@ -145,6 +146,12 @@ def temporal_gradient_norms(
     True
     """
     if isinstance(model, BaseRNN):
+        if model.bidirectional:
+            raise ValueError(
+                f"temporal_gradient_norms follows the gradient back one step at a time, in one "
+                f"direction of time; this {type(model).__name__} has bidirectional=True. Measure "
+                "it with bidirectional=False (set_params, then fit or pass it unfitted)."
+            )
         every_step = every_step or model._output_steps.every_step  # the estimator class says where it reads out
         model, X, lengths, y, estimator_loss = model._diagnostic_batch(X, y)
         loss = estimator_loss if loss is None else loss

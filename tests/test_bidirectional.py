@@ -242,3 +242,84 @@ def test_rnn_grid_search_searches_the_direction():
         search.fit(X, y)
     assert list(search.cv_results_["param_bidirectional"]) == [False, True]
     assert search.best_estimator_.module_.bidirectional == search.best_params_["bidirectional"]
+
+
+# ------------------------------------------------ what a review of the option found
+def test_the_refusals_name_the_fix_the_user_can_take():
+    X = ragged()
+    Y = [(x > 0).astype(float) for x in X]
+    # The per-step class first: no other setting lifts it.
+    with pytest.raises(ValueError, match="predicts at every step.*use bidirectional=False, or RNNClassifier"):
+        RNNStepClassifier(bidirectional=True, optimizer="simplex", cell="tanh", **TINY).fit(X, Y)
+    timed = [np.c_[np.cumsum(np.ones(len(x))), x] for x in X]
+    y = np.array([int(x[0, 1] > 0) for x in timed])
+    # 'auto' chose the time-aware cell: the message says so and names a cell that works.
+    with pytest.raises(ValueError, match=r"cell='auto' \(here 'decay'\).*pass cell='gru'"):
+        RNNClassifier(bidirectional=True, time_feature=0, **TINY).fit(timed, y)
+    assert quiet_fit(RNNClassifier(bidirectional=True, time_feature=0, cell="gru", **TINY), timed, y).module_.bidirectional
+    with pytest.raises(ValueError, match="bidirectional must be True or False; got 'False'"):
+        RecurrentNetwork(2, 3, 1, bidirectional="False")
+
+
+def test_temporal_gradient_norms_refuses_a_bidirectional_estimator_in_its_terms():
+    from sklearn_rnn.diagnostics import temporal_gradient_norms
+
+    X = ragged()
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    for model in (RNNClassifier(bidirectional=True, readout="last", conv_kernels=None, **TINY),
+                  quiet_fit(RNNClassifier(bidirectional=True, readout="last", conv_kernels=None, **TINY), X, y)):
+        with pytest.raises(ValueError, match="this RNNClassifier has bidirectional=True. Measure it with "
+                                             "bidirectional=False"):
+            temporal_gradient_norms(model, X, y)
+
+
+def test_a_model_file_whose_parameters_no_fit_accepts_names_the_file(tmp_path):
+    X = ragged()
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    clf = quiet_fit(RNNClassifier(bidirectional=True, cell="tanh", readout="last", conv_kernels=None, **TINY), X, y)
+    path = tmp_path / "model.safetensors"
+    clf.save(path)
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    from sklearn_rnn._persistence import _digest
+
+    header["params"]["optimizer"] = "simplex"
+    header["sha256"] = _digest(header, tensors)
+    save_file(tensors, str(path), metadata={"sklearn_rnn": json.dumps(header)})
+    with pytest.raises(ValueError, match="model.safetensors.*cannot build a network: bidirectional=True "
+                                         "cannot be used with optimizer='simplex'"):
+        RNNClassifier.load(path)
+
+
+def test_pickles_from_before_the_option_load_as_one_direction():
+    import pickle
+
+    X = ragged()
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    unfitted = RNNClassifier(**TINY)
+    state = unfitted.__getstate__()
+    del state["bidirectional"]  # as an estimator pickled before the option
+    old = RNNClassifier.__new__(RNNClassifier)
+    old.__setstate__(state)
+    assert old.get_params()["bidirectional"] is False
+    net = RecurrentNetwork(2, 3, 1, cell="gru", generator=torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(2, 4, 2), torch.tensor([4, 2])
+    expected = net(x, lengths)
+    del net.reverse_layers, net.bidirectional  # as a network pickled before the option
+    restored = pickle.loads(pickle.dumps(net))
+    assert restored.bidirectional is False and len(restored.reverse_layers) == 0
+    torch.testing.assert_close(restored(x, lengths), expected)
+    fitted = quiet_fit(RNNClassifier(bidirectional=True, **TINY), X, y)
+    assert pickle.loads(pickle.dumps(fitted)).module_.bidirectional  # the option itself survives
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_the_pooled_readout_ignores_non_finite_padding(bidirectional):
+    net = RecurrentNetwork(2, 4, 3, cell="gru", readout="pool", bidirectional=bidirectional,
+                           generator=torch.Generator().manual_seed(0)).eval()
+    x, lengths = torch.randn(2, 6, 2), torch.tensor([6, 3])
+    with torch.no_grad():
+        clean = net(x, lengths)
+        x[1, 3:] = float("nan")
+        torch.testing.assert_close(net(x, lengths), clean)

@@ -243,6 +243,8 @@ def fitted(models, seed=0):
     (lambda: fitted(thesis_models("sgd")[:1] + thesis_models("sgd", label_smoothing=0.0)[:1]),
      r"estimator 1 differs from estimator 0 in its loss \('CrossEntropyLoss\(label_smoothing=0.0\)' "
      r"against 'CrossEntropyLoss\(label_smoothing=0.1\)'\)"),
+    (lambda: fitted(thesis_models("sgd")[:1] + thesis_models("sgd", bidirectional=True)[:1]),
+     r"estimator 1 differs from estimator 0 in its bidirectional \(True against False\)"),
     (lambda: fitted(thesis_models("sgd")[:1]) + thesis_models("sgd")[:1],
      r"estimator 1 \(RNNClassifier\) has no network yet: call its partial_fit once"),
     (lambda: 2 * fitted(thesis_models("sgd")[:1]), r"estimator 1 is the same object as an earlier one"),

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -116,8 +117,9 @@ class RecurrentNetwork(nn.Module):
         Drop probability between layers and before the readout, in training mode.
     hidden_init : {'zero', 'learned'}, default='zero'
         The state before the first step: zero (the thesis), or a learned vector per
-        layer (``initial_hidden``; the LSTM also learns ``initial_cell``), starting at
-        zero. Not available for 'decay'.
+        layer and direction (``initial_hidden``, ``(num_layers, hidden_size)``, the
+        backward directions' ``num_layers`` rows after those; the LSTM also learns
+        ``initial_cell``), starting at zero. Not available for 'decay'.
     spectral_radius : float or None, default=1.2
         Initialize as the thesis does (algorithm 3.1): ``W_rec`` Gaussian rescaled to
         this spectral radius, ``W_in`` and ``W_out`` from ``N(0, 0.1^2)``, biases zero.
@@ -224,6 +226,8 @@ class RecurrentNetwork(nn.Module):
             raise ValueError(f"readout must be one of {list(READOUTS)}; got {readout!r}.")
         spec = get_cell(cell)
         _check_architecture(spec, num_layers, dropout, hidden_init)
+        if not isinstance(bidirectional, (bool, np.bool_)):
+            raise ValueError(f"bidirectional must be True or False; got {bidirectional!r}.")
         if spec.needs_gaps and gap_channel is None:
             raise ValueError(
                 f"cell={cell!r} reads the time between steps, but no gap_channel was given: "
@@ -302,7 +306,9 @@ class RecurrentNetwork(nn.Module):
         return self._cell.recurrent_weight(self.recurrence)
 
     def stack(self) -> list[tuple[Cell, nn.Linear, nn.Module]]:
-        """``(cell, input_projection, recurrence)`` of every layer, bottom first.
+        """``(cell, input_projection, recurrence)`` of every layer, bottom first: the
+        forward direction's (:meth:`reverse_stack` gives the backward direction's of a
+        bidirectional network).
 
         Returns
         -------
@@ -349,6 +355,12 @@ class RecurrentNetwork(nn.Module):
             generator = torch.Generator(device)
             self._dropout_generators[key] = generator.manual_seed(self._dropout_seed)
         return self._dropout_generators[key]
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if not hasattr(self, "reverse_layers"):  # pickled before the option: one direction
+            self.bidirectional = False
+            self.reverse_layers = nn.ModuleList()
 
     def __getstate__(self) -> dict:
         # A CUDA generator does not unpickle without CUDA; it is re-seeded when needed.
@@ -413,9 +425,10 @@ class RecurrentNetwork(nn.Module):
         """
         if self.bidirectional:
             raise ValueError(
-                "forward_states keeps what temporal gradients need, and they follow one "
-                "direction of time; this network is bidirectional. Use forward() for its "
-                "outputs, or build the network with bidirectional=False."
+                "forward_states keeps the states that temporal gradients read (the simplex "
+                "method, sklearn_rnn.diagnostics.temporal_gradient_norms), and they follow one "
+                "direction of time; this network is bidirectional. Build it with "
+                "bidirectional=False for them."
             )
         layers: list[LayerStates] = []
         lengths = self._checked(x, lengths)
@@ -434,10 +447,12 @@ class RecurrentNetwork(nn.Module):
     def forward(
         self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int], *, every_step: bool = False
     ) -> torch.Tensor:
-        """Readout at each sequence's last valid step, ``(batch, output_size)``.
+        """The readout of each sequence, ``(batch, output_size)``: at its last valid step
+        (with 'pool', of its pooled states; bidirectional, of both directions' ends).
 
-        The same function as :meth:`forward_states`, in one fused call per layer with
-        ``W_in`` as the kernel's input weights (no identity product).
+        The same function as :meth:`forward_states` (which refuses a bidirectional
+        network), in one fused call per layer and direction with ``W_in`` as the kernel's
+        input weights (no identity product).
 
         Parameters
         ----------
@@ -546,6 +561,8 @@ class RecurrentNetwork(nn.Module):
                 # the maximum over the states with -inf added at padded steps: the same
                 # values as a masked sum and a masked fill, in fewer and cheaper operations.
                 weights = valid.to(hidden.dtype) / lengths[:, None].clamp(min=1)  # (B, T)
+                # Padded steps zeroed first: a weight of 0 times a NaN there is NaN.
+                hidden = hidden.masked_fill(~valid[..., None], 0.0)
                 mean = torch.bmm(weights[:, None, :], hidden).squeeze(1)  # (B, H)
                 pad = torch.zeros_like(weights).masked_fill(~valid, -torch.inf)[..., None]  # (B, T, 1)
                 peak = (hidden + pad).amax(1)  # (B, H)
@@ -590,14 +607,16 @@ def reverse_steps(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 
 class StackedLayer(nn.Module):
-    """Input projection and recurrence of one layer above the first.
+    """Input projection and recurrence of one layer above the first, or of a backward
+    direction's layer (the first included).
 
     Parameters
     ----------
     cell : Cell
         The layer's cell.
     input_size : int
-        Inputs of the projection (the hidden size of the layer below).
+        Inputs of the projection (the states of the layer below, both directions', or
+        for a backward direction's first layer the network's inputs).
     hidden_size : int
         Recurrent units.
     device : torch.device or str, optional

@@ -47,8 +47,14 @@ __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
 
 logger = logging.getLogger(__name__)
 
-#: Sequences encoded at a time by prediction (bounds its memory).
-PREDICT_CHUNK = 65_536
+#: Values (steps times features) that prediction encodes at a time, 32 MB in float64:
+#: memory beyond the validated input stays bounded however long or many the sequences.
+PREDICT_CHUNK_VALUES = 2**22
+
+#: Prediction's batches hold at most this many padded steps per valid step: a sequence
+#: far longer than the others runs in a batch of its own instead of padding a whole
+#: batch to its length (the outputs do not depend on the batches).
+PREDICT_MAX_PADDING = 2.0
 
 #: ``frame='auto'`` frames raw steps so that the median training sequence is read in at
 #: most this many recurrent steps (see :func:`frame_sequences`).
@@ -107,6 +113,24 @@ def _relative(weight: np.ndarray) -> np.ndarray:
     each other, as in scikit-learn's ``partial_fit`` estimators."""
     weight = weight / weight.max()  # first: a mean of large weights could overflow
     return weight / weight.mean()
+
+
+def _chunks(sizes: list[int], budget: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` ranges of consecutive items whose sizes add up to at most
+    ``budget``, or of one item larger than it.
+
+    >>> _chunks([3, 3, 3, 10, 1], 6)
+    [(0, 2), (2, 3), (3, 4), (4, 5)]
+    """
+    ranges, start, total = [], 0, 0
+    for index, size in enumerate(sizes):
+        if index > start and total + size > budget:
+            ranges.append((start, index))
+            start, total = index, 0
+        total += size
+    if sizes:
+        ranges.append((start, len(sizes)))
+    return ranges
 
 
 def frame_sequences(sequences: list[np.ndarray], frame: int) -> list[np.ndarray]:
@@ -1190,12 +1214,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         network = copy.deepcopy(self.module_).double()
         steps = self._output_steps
         outputs = steps.allocate(len(sequences), self._n_outputs)
-        # Encoded in chunks: memory beyond the validated input stays bounded however
-        # many sequences are predicted.
-        for start in range(0, len(sequences), PREDICT_CHUNK):
-            chunk = sequences[start : start + PREDICT_CHUNK]
+        # Encoded in chunks of about PREDICT_CHUNK_VALUES values (a longer sequence alone):
+        # memory beyond the validated input stays bounded.
+        for start, stop in _chunks([sequence.size for sequence in sequences], PREDICT_CHUNK_VALUES):
+            chunk = sequences[start:stop]
             dataset = SequenceDataset(self._encoder.encode(chunk, dtype=torch.float64, device=device))
-            order, values, _ = run_network(network, dataset, batch_size=int(self.batch_size), steps=steps)
+            order, values, _ = run_network(network, dataset, batch_size=int(self.batch_size), steps=steps,
+                                           max_padding=PREDICT_MAX_PADDING)
             steps.place(outputs, start + order, values)
         steps.check_finite(outputs)
         return outputs
@@ -1718,7 +1743,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         runs ``frame`` times fewer steps on long sequences. 'auto' is
         ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
         'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
-        above 1 with ``time_feature`` is refused.
+        above 1 with ``time_feature`` is refused. The first layer's weights (and the
+        convolutional stage's, ``32 * 12 * frame * d`` with 'auto') grow with
+        ``frame * d``: on long sequences of many features (thousands of steps of
+        hundreds of features), set ``frame`` and ``conv_pool`` yourself.
     instance_norm : bool or 'auto', default='auto'
         Read the values of each sequence on its own scale: every value channel (the
         time column excluded) is centred on the sequence's own mean and divided by its
@@ -2341,7 +2369,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         runs ``frame`` times fewer steps on long sequences. 'auto' is
         ``ceil(median training length / 128)`` for untimed sequences with 'adam' or
         'sgd', and 1 with ``time_feature`` or ``optimizer='simplex'``; a frame
-        above 1 with ``time_feature`` is refused.
+        above 1 with ``time_feature`` is refused. The first layer's weights (and the
+        convolutional stage's, ``32 * 12 * frame * d`` with 'auto') grow with
+        ``frame * d``: on long sequences of many features (thousands of steps of
+        hundreds of features), set ``frame`` and ``conv_pool`` yourself.
     instance_norm : bool or 'auto', default='auto'
         Read each sequence's values on its own scale, with its mean and log standard
         deviation as two more channels; 'auto' does so for the channels that most

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ._callbacks import check_finite_outputs
-from .sequences import BucketBatchLoader, SequenceDataset
+from .sequences import SequenceDataset, bucket_batches
 
 __all__ = ["EVERY_STEP", "LAST_STEP", "OutputSteps", "run_network"]
 
@@ -129,6 +129,7 @@ def run_network(
     batch_size: int,
     steps: OutputSteps,
     targets: bool = False,
+    max_padding: float | None = None,
 ) -> tuple[np.ndarray, Any, Any]:
     """Run ``module`` over ``dataset`` in length-bucketed batches, without gradients.
 
@@ -149,6 +150,9 @@ def run_network(
         :data:`LAST_STEP` or :data:`EVERY_STEP`.
     targets : bool, default=False
         Also return the dataset's targets, un-padded and in the same order.
+    max_padding : float, optional
+        Bound each batch's padded steps to this many times its valid steps
+        (:func:`~sklearn_rnn.sequences.bucket_batches`); prediction passes 2.
 
     Returns
     -------
@@ -175,7 +179,8 @@ def run_network(
     order, parts, target_parts = [], [], []
     try:
         with torch.no_grad():
-            for indices in BucketBatchLoader(dataset, batch_size=int(batch_size)).batches():
+            lengths_all = dataset.sequences.lengths.cpu().numpy()
+            for indices in bucket_batches(lengths_all, int(batch_size), max_padding=max_padding):
                 inputs, y = dataset.collate(indices)
                 lengths = inputs["lengths"].tolist()
                 batch = module(inputs["x"], inputs["lengths"], every_step=steps.every_step)

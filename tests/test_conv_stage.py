@@ -289,3 +289,23 @@ def test_model_file_keeps_the_pooling_and_refuses_a_forged_one(tmp_path):
     no_stage = forged(lambda h: h["state"].update(conv_kernels=[]), "none.safetensors")
     with pytest.raises(ValueError, match="conv_pool=2"):
         RNNClassifier.load(no_stage)
+
+
+@pytest.mark.parametrize("pool", [1, 2])
+def test_large_batches_convolve_per_width_with_the_same_features(pool, monkeypatch):
+    # Above WINDOW_LIMIT the stage does not copy every step's window (the widest kernel's
+    # width times the input); its features are the same sums.
+    import sklearn_rnn.nn._conv as conv
+
+    stage = ConvStage(3, (3, 4, 9), 5, pool=pool).double()
+    stage.reset_parameters(torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(4, 17, 3, dtype=torch.float64), torch.tensor([17, 9, 2, 1])
+    windows = stage(x, lengths)
+    calls = []
+    monkeypatch.setattr(conv, "WINDOW_LIMIT", 0)
+    monkeypatch.setattr(conv.F, "conv1d", lambda *a, **k: calls.append(1) or torch.conv1d(*a, **k))
+    per_width = stage(x, lengths)
+    assert len(calls) == 3
+    torch.testing.assert_close(per_width, windows, rtol=0, atol=1e-12)
+    per_width.sum().backward()  # trains too
+    assert all(c.weight.grad is not None for c in stage.convolutions)

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from sklearn_rnn import SequenceStandardScaler
+from sklearn_rnn import RNNClassifier, SequenceStandardScaler
 from sklearn_rnn.sequences import (
     BucketBatchLoader,
     FlatSequences,
@@ -133,6 +133,45 @@ def test_bucket_batches_cover_every_sample_once_and_shuffle_between_epochs():
 
 def padded_steps(batches, lengths):
     return sum(len(b) * lengths[b].max() for b in batches)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bounded_batches_keep_padding_within_the_bound_and_cover_every_sample(seed):
+    rng = np.random.default_rng(seed)
+    lengths = np.concatenate([rng.integers(5, 40, 300), rng.integers(2000, 20000, 3)])
+    rng.shuffle(lengths)
+    batches = bucket_batches(lengths, 32, max_padding=2)
+    assert np.array_equal(np.sort(np.concatenate(batches)), np.arange(len(lengths)))
+    for batch in batches:
+        assert 1 <= len(batch) <= 32
+        assert len(batch) == 1 or len(batch) * lengths[batch].max() <= 2 * lengths[batch].sum()
+    assert padded_steps(batches, lengths) <= 2 * lengths.sum()
+    assert padded_steps(bucket_batches(lengths, 32), lengths) > 3 * lengths.sum()  # without the bound
+    # Lengths that never break the bound give the plain cut.
+    even = rng.integers(20, 30, 200)
+    assert all(np.array_equal(a, b) for a, b in zip(bucket_batches(even, 32, max_padding=2),
+                                                     bucket_batches(even, 32), strict=True))
+
+
+def test_prediction_runs_a_far_longer_sequence_in_a_batch_of_its_own(monkeypatch):
+    import sklearn_rnn._inference as inference
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(20, 40)), 2)) for _ in range(40)] + [rng.normal(size=(3000, 2))]
+    y = np.arange(41) % 2
+    clf = RNNClassifier(hidden_size=4, max_iter=1, conv_kernels=None, random_state=0).fit(X, y)
+    seen = []
+
+    def recording(*args, **kwargs):
+        batches = bucket_batches(*args, **kwargs)
+        seen.extend(batches)
+        return batches
+
+    monkeypatch.setattr(inference, "bucket_batches", recording)
+    proba = clf.predict_proba(X)
+    assert [40] in [batch.tolist() for batch in seen]  # the long one, alone
+    assert max(len(batch) for batch in seen) == 32
+    np.testing.assert_allclose(clf.set_params(batch_size=1).predict_proba(X), proba, atol=1e-12)
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
@@ -343,3 +382,22 @@ def test_a_scaler_pickled_before_time_feature_existed_keeps_working():
     np.testing.assert_array_equal(old.transform(X)[0], scaler.transform(X)[0])
     clone(old).fit(X)
     old.fit(X)
+
+
+def test_prediction_encodes_a_bounded_number_of_values_at_a_time(monkeypatch):
+    import sklearn_rnn._estimators as estimators
+
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(int(rng.integers(3, 30)), 2)) for _ in range(60)] + [rng.normal(size=(200, 2))]
+    y = np.arange(61) % 2
+    clf = RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(X, y)
+    whole = clf.predict_proba(X)
+    encoded = []
+    encode = type(clf._encoder).encode
+    monkeypatch.setattr(type(clf._encoder), "encode",
+                        lambda self, sequences, **kw: encoded.append(sum(s.size for s in sequences))
+                        or encode(self, sequences, **kw))
+    monkeypatch.setattr(estimators, "PREDICT_CHUNK_VALUES", 100)
+    np.testing.assert_allclose(clf.predict_proba(X), whole, atol=1e-12)
+    assert len(encoded) > 10 and sum(encoded) == sum(x.size for x in X)
+    assert all(size <= 100 for size in encoded if size != 400)  # the 200-step sequence alone

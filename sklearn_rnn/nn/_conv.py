@@ -13,6 +13,12 @@ from .cells import uniform_
 
 __all__ = ["ConvStage"]
 
+#: Above this many window values (batch x steps x inputs x the widest kernel), the stage
+#: runs a convolution per width instead of one product over every step's window, whose
+#: copy of the windows would be the kernel's width times the input: 2**24 values, 128 MB
+#: in float64 (a batch of 32 sequences of 18 steps of one feature has 5,184).
+WINDOW_LIMIT = 2**24
+
 
 class ConvStage(nn.Module):
     """Convolutions over time of several widths, side by side, before the first layer.
@@ -142,9 +148,18 @@ class ConvStage(nn.Module):
         # sequences a third of the time, and the features come out step-major, as the
         # recurrence reads them.
         width = max(self.kernel_sizes)
-        ahead = width // 2
-        windows = F.pad(signal, (0, 0, ahead, width - 1 - ahead)).unfold(1, width, 1)  # (B, T, n_in, K)
-        features = torch.relu(F.linear(windows.flatten(2), self._kernel(width), self._bias()))  # (B, T, out)
+        if signal.numel() * width > WINDOW_LIMIT:
+            # Large batches: a convolution per width, whose memory is the features', not
+            # the windows' (K times the input).
+            signal_t = signal.transpose(1, 2)  # (B, n_in, T)
+            features = torch.cat([
+                F.conv1d(signal_t, convolution.weight, convolution.bias, padding=size // 2)[..., :steps]
+                for convolution, size in zip(self.convolutions, self.kernel_sizes)
+            ], dim=1).transpose(1, 2).relu()  # (B, T, out)
+        else:
+            ahead = width // 2
+            windows = F.pad(signal, (0, 0, ahead, width - 1 - ahead)).unfold(1, width, 1)  # (B, T, n_in, K)
+            features = torch.relu(F.linear(windows.flatten(2), self._kernel(width), self._bias()))  # (B, T, out)
         if self.pool > 1:
             # Zero (the ReLU's floor) at padded steps, so a window that a sequence's end
             # cuts short takes the maximum over its valid steps only.

@@ -242,6 +242,7 @@ def bucket_batches(
     shuffle: bool = False,
     rng: np.random.Generator | None = None,
     pool_batches: int = POOL_BATCHES,
+    max_padding: float | None = None,
 ) -> list[np.ndarray]:
     """Split sample indices into batches of similar lengths.
 
@@ -263,6 +264,12 @@ def bucket_batches(
         Required when ``shuffle`` is True.
     pool_batches : int, default=50
         Batches per sorting pool when shuffling.
+    max_padding : float, optional
+        Without shuffling: also end a batch before a sequence that would make the
+        batch's padded steps (its size times its longest length) exceed ``max_padding``
+        times its valid steps, so that one sequence far longer than the others is not
+        padded into a whole batch of short ones (prediction uses 2; its outputs do not
+        depend on the batches).
 
     Returns
     -------
@@ -274,11 +281,18 @@ def bucket_batches(
     >>> from sklearn_rnn.sequences import bucket_batches
     >>> bucket_batches(np.array([5, 1, 4, 2]), 2)
     [array([1, 3]), array([2, 0])]
+
+    A sequence of 1,000 steps among short ones gets a batch of its own:
+
+    >>> bucket_batches(np.array([3, 1000, 4, 2]), 4, max_padding=2)
+    [array([3, 0, 2]), array([1])]
     """
     lengths = np.asarray(lengths)
     if not shuffle:
         order = np.argsort(lengths, kind="stable")
-        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        if max_padding is None:
+            return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        return _bounded(order, lengths[order], batch_size, max_padding)
     if rng is None:
         raise ValueError("bucket_batches(shuffle=True) needs a numpy Generator as rng.")
     permutation = rng.permutation(len(lengths))
@@ -289,6 +303,21 @@ def bucket_batches(
         members = members[np.argsort(lengths[members], kind="stable")]
         batches.extend(members[i : i + batch_size] for i in range(0, len(members), batch_size))
     return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _bounded(order: np.ndarray, sorted_lengths: np.ndarray, batch_size: int, max_padding: float) -> list[np.ndarray]:
+    """``order`` (ascending lengths) cut into batches of at most ``batch_size`` whose
+    padded steps stay within ``max_padding`` times their valid steps."""
+    batches, start, valid = [], 0, 0
+    for position, length in enumerate(sorted_lengths.tolist()):
+        size = position - start
+        if size and (size == batch_size or (size + 1) * length > max_padding * (valid + length)):
+            batches.append(order[start:position])
+            start, valid = position, 0
+        valid += length
+    if len(order):
+        batches.append(order[start:])
+    return batches
 
 
 def balanced_batches(

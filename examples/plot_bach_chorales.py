@@ -166,6 +166,7 @@ ax.set_ylim(top=max(b["valid"] for b in baselines.values()) + 1)
 ax.legend(fontsize=7, ncol=2)
 ax.set_title("Bach chorales: next-beat prediction")
 fig.tight_layout()
+plt.show()
 
 # %%
 # Tables 4.2 and 4.3: NLL per step of the best epoch

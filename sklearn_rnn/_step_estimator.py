@@ -316,6 +316,7 @@ class RNNStepClassifier(BaseRNN):
         Parameters
         ----------
         X : sequences in any form accepted by :meth:`fit`
+            The sequences, each with the step features seen in fit.
         y : list of array-like of shape (T_i, k)
             0/1 targets at every step of each sequence.
         sample_weight : array-like of shape (n_samples,), optional
@@ -345,6 +346,7 @@ class RNNStepClassifier(BaseRNN):
         Parameters
         ----------
         X : sequences in any form accepted by :meth:`fit`
+            The sequences, each with the step features seen in fit.
 
         Returns
         -------
@@ -367,6 +369,7 @@ class RNNStepClassifier(BaseRNN):
         Parameters
         ----------
         X : sequences in any form accepted by :meth:`fit`
+            The sequences, each with the step features seen in fit.
 
         Returns
         -------
@@ -391,6 +394,7 @@ class RNNStepClassifier(BaseRNN):
         Parameters
         ----------
         X : sequences in any form accepted by :meth:`fit`
+            The sequences, each with the step features seen in fit.
 
         Returns
         -------
@@ -421,6 +425,7 @@ class RNNStepClassifier(BaseRNN):
         Parameters
         ----------
         X : sequences in any form accepted by :meth:`fit`
+            The sequences, each with the step features seen in fit.
         y : list of array-like of shape (T_i, k)
             0/1 targets at every step.
         sample_weight : array-like of shape (n_samples,), optional
@@ -460,6 +465,7 @@ class RNNStepClassifier(BaseRNN):
         Parameters
         ----------
         X : sequences in any form accepted by :meth:`fit`
+            The sequences, each with the step features seen in fit.
         y : list of array-like of shape (T_i, k)
             0/1 targets at every step.
         sample_weight : array-like of shape (n_samples,), optional

@@ -160,6 +160,9 @@ def temporal_gradient_norms(
             "temporal_gradient_norms takes an RNNClassifier or RNNRegressor (fitted, or "
             "unfitted for its initialization) or a sklearn_rnn.nn.RecurrentNetwork; got "
             f"{type(model).__name__}."
+            + (" For a pipeline, pass its last step and the sequences its other steps "
+               "give: temporal_gradient_norms(pipe[-1], pipe[:-1].transform(X), y)."
+               if hasattr(model, "steps") else "")
         )
     reference = model.recurrent_weight
     X = torch.as_tensor(X).to(device=reference.device, dtype=reference.dtype)

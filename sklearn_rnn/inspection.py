@@ -44,10 +44,20 @@ __all__ = [
 
 
 def _final_step(estimator: Any) -> tuple[Any, Any]:
-    """The preprocessing of a pipeline (or None) and its final estimator."""
+    """The preprocessing of a pipeline (or None) and its final estimator; a fitted search
+    (GridSearchCV, RNNGridSearchCV) stands for its refitted ``best_estimator_``."""
+    if hasattr(estimator, "best_estimator_"):
+        estimator = estimator.best_estimator_
     if hasattr(estimator, "steps"):
-        return (estimator[:-1] if len(estimator.steps) > 1 else None), estimator[-1]
-    return None, estimator
+        preprocess, model = (estimator[:-1] if len(estimator.steps) > 1 else None), estimator[-1]
+    else:
+        preprocess, model = None, estimator
+    if getattr(getattr(model, "_output_steps", None), "every_step", False):
+        raise TypeError(
+            f"the inspection functions read one output per sequence; {type(model).__name__} "
+            "predicts at every step. Use them with RNNClassifier or RNNRegressor."
+        )
+    return preprocess, model
 
 
 def _time_column(estimator: Any, n_features: int, names: Any) -> int | None:
@@ -141,8 +151,9 @@ def sequence_permutation_importance(
 
     Parameters
     ----------
-    estimator : fitted estimator or Pipeline
-        An ``RNNClassifier`` or ``RNNRegressor``, or a pipeline ending in one.
+    estimator : fitted estimator, Pipeline or search
+        An ``RNNClassifier`` or ``RNNRegressor``, a pipeline ending in one, or a fitted
+        search (its ``best_estimator_``).
     X : sequences in any accepted form
         Held-out sequences, ideally.
     y : array-like of shape (n_samples,)
@@ -215,10 +226,14 @@ def visit_importance(
 
     Parameters
     ----------
-    estimator : fitted estimator or Pipeline
-        An ``RNNClassifier`` or ``RNNRegressor``, or a pipeline ending in one.
+    estimator : fitted estimator, Pipeline or search
+        An ``RNNClassifier`` or ``RNNRegressor``, a pipeline ending in one, or a fitted
+        search (its ``best_estimator_``).
     X : sequences in any accepted form
+        The visit histories to score (held-out data), as the estimator's ``predict``
+        takes them, the time column included.
     y : array-like of shape (n_samples,)
+        Their targets.
     scoring : str or callable, optional
         A scikit-learn scorer; the estimator's ``score`` by default.
     max_visits : int, default=10
@@ -306,8 +321,9 @@ def integrated_gradients(
 
     Parameters
     ----------
-    estimator : fitted estimator or Pipeline
-        An ``RNNClassifier`` or ``RNNRegressor``, or a pipeline whose last step is
+    estimator : fitted estimator, Pipeline or search
+        An ``RNNClassifier`` or ``RNNRegressor`` (or a fitted search: its
+        ``best_estimator_``), or a pipeline whose last step is
         one and whose other steps transform each step's features one to one (such as
         :class:`~sklearn_rnn.SequenceStandardScaler`).
     sequence : array-like of shape (T, n_features)
@@ -500,18 +516,33 @@ def plot_attributions(
         if times is None:
             times = result.get("times")
     values = np.asarray(attributions, dtype=np.float64)
-    if values.ndim != 2:
-        raise ValueError(f"attributions must be 2D (steps, features); got shape {values.shape}.")
+    if values.ndim != 2 or 0 in values.shape:
+        raise ValueError(
+            f"attributions must be 2D (steps, features) with at least one of each; got shape "
+            f"{values.shape}. Pass integrated_gradients(...).attributions, or the whole result."
+        )
+    n_steps, n_features = values.shape
+    if feature_names is not None and len(feature_names) != n_features:
+        raise ValueError(
+            f"feature_names needs {n_features} names, one per column of the attributions; got "
+            f"{len(feature_names)}. (The time column gets no attribution: leave its name out, "
+            "or pass the whole result of integrated_gradients, which does.)"
+        )
+    if times is not None and len(times) != n_steps:
+        raise ValueError(f"times needs {n_steps} values, one per step of the attributions; got {len(times)}.")
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(4.0, 0.5 * len(values) + 2), 0.35 * values.shape[1] + 1.5))
-    limit = float(np.abs(values).max()) or 1.0
+        # Wide enough for a label per step up to 30 steps; longer sequences keep 12 inches.
+        width = min(12.0, max(4.0, 0.5 * n_steps + 2))
+        _, ax = plt.subplots(figsize=(width, 0.35 * n_features + 1.5), layout="constrained")
+    finite = np.abs(values[np.isfinite(values)])
+    limit = float(finite.max()) if finite.size and finite.max() > 0 else 1.0  # NaN cells left blank
     image = ax.imshow(values.T, aspect="auto", cmap="RdBu_r", vmin=-limit, vmax=limit)
     ax.figure.colorbar(image, ax=ax, label="attribution")
-    ax.set_yticks(range(values.shape[1]))
-    ax.set_yticklabels(feature_names if feature_names is not None else range(values.shape[1]))
-    ax.set_xticks(range(len(values)))
-    ax.set_xticklabels(
-        [f"{t:g}" for t in np.asarray(times, dtype=float)] if times is not None else range(len(values))
-    )
+    ax.set_yticks(range(n_features))
+    ax.set_yticklabels(feature_names if feature_names is not None else range(n_features))
+    labels = [f"{t:g}" for t in np.asarray(times, dtype=float)] if times is not None else list(range(n_steps))
+    shown = range(0, n_steps, max(1, int(np.ceil(n_steps / 30))))  # at most 30 labels
+    ax.set_xticks(list(shown))
+    ax.set_xticklabels([labels[k] for k in shown])
     ax.set_xlabel("step" if times is None else "time")
     return ax

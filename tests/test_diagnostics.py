@@ -115,6 +115,12 @@ def test_errors():
 
     with pytest.raises(TypeError, match="takes an RNNClassifier or RNNRegressor"):
         temporal_gradient_norms(FittedEstimatorLike(), x, y)
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_rnn import RNNClassifier, SequenceStandardScaler
+
+    with pytest.raises(TypeError, match=r"pass its last step .*pipe\[:-1\]\.transform\(X\)"):
+        temporal_gradient_norms(make_pipeline(SequenceStandardScaler(), RNNClassifier()), x, y)
     with pytest.raises(ValueError, match=r"\(n_sequences, n_steps, n_features\)"):
         temporal_gradient_norms(network(), x[0], y)
     with pytest.raises(ValueError, match="one target per sequence"):

@@ -180,3 +180,56 @@ def test_integrated_gradients_explains_one_sequence_and_its_result_plots_whole()
         unnamed = integrated_gradients(model, X[0])  # arrays: rows by column index
     assert unnamed.feature_names is None
     assert [label.get_text() for label in plot_attributions(unnamed).get_yticklabels()] == ["1", "2"]
+
+
+# ------------------------------------------------ an outside review of the examples and plots
+def test_a_fitted_search_stands_for_its_best_estimator_and_its_time_column():
+    from sklearn_rnn import RNNGridSearchCV
+
+    rng = np.random.default_rng(0)
+    X = [np.c_[np.cumsum(rng.uniform(0.5, 2, k)), rng.normal(size=(k, 2))] for k in rng.integers(3, 8, 60)]
+    y = np.array([int(x[-1, 1] > 0) for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search = RNNGridSearchCV(RNNClassifier(time_feature=0, hidden_size=4, max_iter=5, random_state=0),
+                                 {"hidden_size": [4]}, cv=2).fit(X, y)
+    best = search.best_estimator_
+    for function in (sequence_permutation_importance, visit_importance):
+        through_search = function(search, X, y, random_state=0).importances_mean
+        np.testing.assert_allclose(through_search, function(best, X, y, random_state=0).importances_mean)
+    assert sequence_permutation_importance(search, X, y, random_state=0).importances_mean[0] == 0  # time kept
+    np.testing.assert_allclose(integrated_gradients(search, X[0]).attributions,
+                               integrated_gradients(best, X[0]).attributions)
+
+
+def test_per_step_models_are_refused_by_name():
+    from sklearn_rnn import RNNStepClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(k, 2)) for k in rng.integers(3, 8, 20)]
+    Y = [(x > 0).astype(float) for x in X]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNStepClassifier(hidden_size=3, max_iter=2, random_state=0).fit(X, Y)
+    for call in (lambda: integrated_gradients(model, X[0]),
+                 lambda: sequence_permutation_importance(model, X, Y),
+                 lambda: visit_importance(model, X, Y)):
+        with pytest.raises(TypeError, match="RNNStepClassifier predicts at every step. Use them with RNNClassifier"):
+            call()
+
+
+def test_plot_attributions_fits_its_labels_and_checks_what_it_is_given():
+    names = ["bilirubin", "albumin", "prothrombin time"]
+    ax = plot_attributions(np.ones((3, 3)), feature_names=names)
+    figure = ax.figure
+    figure.canvas.draw()
+    assert figure.get_tightbbox(figure.canvas.get_renderer()).x0 >= 0  # the labels inside the figure
+    long = plot_attributions(np.random.default_rng(0).normal(size=(1500, 2)))
+    assert long.figure.get_size_inches()[0] <= 12 and len(long.get_xticks()) <= 30
+    assert plot_attributions([[np.nan, 0.1], [2.0, -3.0]]).images[0].get_clim() == (-3.0, 3.0)
+    with pytest.raises(ValueError, match="feature_names needs 3 names.*got 4.*time column"):
+        plot_attributions(np.ones((2, 3)), feature_names=["time", *names])
+    with pytest.raises(ValueError, match="times needs 2 values"):
+        plot_attributions(np.ones((2, 3)), times=[0.0])
+    with pytest.raises(ValueError, match="at least one of each; got shape \\(0, 2\\)"):
+        plot_attributions(np.zeros((0, 2)))

@@ -183,3 +183,14 @@ def test_gallery_example_beats_both_baselines_in_quick_mode(monkeypatch, capsys)
     baselines = [scores["test"] for scores in namespace["baselines"].values()]
     assert best_rnn < min(baselines), (best_rnn, baselines)
     assert len(namespace["runs"]) == 5
+
+
+def test_piano_roll_says_what_it_takes():
+    from sklearn_rnn.datasets import piano_roll
+
+    for step in ("1", None, True, 0):
+        with pytest.raises(ValueError, match="step must be a positive number of quarter notes"):
+            piano_roll(music21.stream.Stream(), step=step)
+    with pytest.raises(TypeError, match="got Note. Put a single note in a stream"):
+        piano_roll(music21.note.Note("C4"))
+    assert piano_roll(music21.stream.Stream([music21.note.Note("C4")])).shape == (1, 88)

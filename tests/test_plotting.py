@@ -158,3 +158,7 @@ def test_unfitted_and_history_less_estimators_are_refused():
     logistic = LogisticRegression().fit(rng.normal(size=(20, 2)), np.arange(20) % 2)
     with pytest.raises(TypeError, match="loss_curve_"):
         plot_training_history(logistic)
+    search = GridSearchCV(LogisticRegression(), {"C": [1.0]}, cv=2, refit=False)
+    search.fit(rng.normal(size=(20, 2)), np.arange(20) % 2)
+    with pytest.raises(TypeError, match="fitted with refit=False.*refit=True"):
+        plot_training_history(search)

@@ -8,6 +8,7 @@ import os
 import warnings
 import zipfile
 from collections.abc import Callable, Iterable
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -175,9 +176,15 @@ def piano_roll(stream: Any, *, step: float = 1.0) -> np.ndarray:
     >>> [(int(t), 21 + int(j)) for t, j in zip(*roll.nonzero())]  # (step, MIDI number)
     [(0, 60), (0, 64), (1, 60), (1, 64), (2, 67)]
     """
-    _import_music21("piano_roll")
-    if not step > 0:
-        raise ValueError(f"step must be a positive number of quarter notes; got {step!r}.")
+    music21 = _import_music21("piano_roll")
+    if isinstance(step, bool) or not isinstance(step, Real) or not step > 0:
+        raise ValueError(f"step must be a positive number of quarter notes (such as 0.5); got {step!r}.")
+    if not isinstance(stream, music21.stream.Stream):
+        raise TypeError(
+            f"stream must be a music21 stream (a score, a part, or music21.stream.Stream of "
+            f"notes and chords); got {type(stream).__name__}. Put a single note in a stream: "
+            "music21.stream.Stream([note])."
+        )
     return _roll(*_sounding_notes(stream, float(step)))
 
 

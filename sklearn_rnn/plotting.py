@@ -17,9 +17,11 @@ def plot_training_history(estimator: Any, ax: Any = None) -> Any:
 
     The training loss ``loss_curve_`` is drawn against the epoch on ``ax``. When the
     estimator was fitted with ``early_stopping=True``, its per-epoch validation score
-    ``validation_scores_`` (accuracy for a classifier, R^2 for a regressor) is drawn on
+    ``validation_scores_`` (accuracy for a classifier, R^2 for a regressor, the
+    log-likelihood per step for :class:`~sklearn_rnn.RNNStepClassifier`) is drawn on
     a second y axis sharing the epochs, and a star and a dotted vertical line mark the
-    best epoch: the one whose weights the estimator kept.
+    best epoch: the one whose weights the estimator kept, chosen by the validation
+    loss (so the star need not sit on the highest score).
 
     Parameters
     ----------
@@ -133,6 +135,8 @@ def _final_estimator(estimator: Any) -> Any:
 
 
 def _score_name(model: Any) -> str:
+    if getattr(getattr(model, "_output_steps", None), "every_step", False):
+        return "log-likelihood per step"  # RNNStepClassifier's score
     if is_classifier(model):
         return "accuracy"
     if is_regressor(model):

@@ -116,6 +116,16 @@ def test_regressor_score_is_r2():
     assert list(ax.figure.axes[-1].lines[0].get_ydata()) == reg.validation_scores_
 
 
+def test_step_classifier_score_is_named_as_a_log_likelihood_per_step():
+    from sklearn_rnn import RNNStepClassifier
+
+    X, _ = _data(100)
+    Y = [(x > 0).astype(float) for x in X]
+    model = _fit(RNNStepClassifier(hidden_size=4, max_iter=6, early_stopping=True, random_state=0), X, Y)
+    ax = plot_training_history(model)
+    assert ax.figure.axes[-1].get_ylabel() == "validation log-likelihood per step"
+
+
 def test_draws_on_given_axes_of_a_pipeline_and_a_search():
     X, y = _data()
     pipe = _fit(

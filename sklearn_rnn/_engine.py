@@ -358,7 +358,7 @@ class SequenceNet(NeuralNet):
         if self.precision != "float16":
             return None
         if getattr(self, "grad_scaler_", None) is None:
-            self.grad_scaler_ = torch.amp.GradScaler(torch.device(self.device).type)
+            self.grad_scaler_ = make_grad_scaler(torch.device(self.device).type)
         return self.grad_scaler_
 
     @property
@@ -594,6 +594,24 @@ class Rollback:
                 generators[key].set_state(self.generators[key])
             else:
                 del generators[key]
+
+
+def make_grad_scaler(device_type: str) -> Any:
+    """float16's loss scaler on ``device_type``: :class:`torch.amp.GradScaler` (torch 2.3
+    and later), or on torch 2.2 the CUDA one; torch 2.2 has none for the CPU.
+
+    >>> make_grad_scaler("cpu").get_scale()
+    65536.0
+    """
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device_type)
+    if device_type == "cuda":
+        return torch.cuda.amp.GradScaler()
+    raise RuntimeError(
+        f"precision='float16' scales the loss with torch.amp.GradScaler, which torch "
+        f"{torch.__version__} lacks on the {device_type} (it came with torch 2.3). Upgrade "
+        "torch, or use precision='bfloat16' (no scaling) or 'float32'."
+    )
 
 
 class ValidationScore:

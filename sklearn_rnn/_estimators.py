@@ -25,7 +25,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._callbacks import still_improving
-from ._engine import PRECISIONS, SequenceNet, Rollback, configure, make_net
+from ._engine import PRECISIONS, Rollback, SequenceNet, configure, make_grad_scaler, make_net
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._inference import LAST_STEP, OutputSteps, run_network
@@ -1674,8 +1674,12 @@ def _load_network_state(
     if state["optimizer"]["skipped_steps"] is not None and hasattr(net.optimizer_, "skipped_steps"):
         net.optimizer_.skipped_steps = state["optimizer"]["skipped_steps"]
     if state["grad_scaler"] is not None:
-        scaler = torch.amp.GradScaler(torch.device(net.device).type)
-        scaler.load_state_dict(state["grad_scaler"])
+        try:
+            scaler = make_grad_scaler(torch.device(net.device).type)
+        except RuntimeError:  # torch 2.2 on the CPU: no scaler, and no float16 training here
+            scaler = None
+        else:
+            scaler.load_state_dict(state["grad_scaler"])
         net.grad_scaler_ = scaler
     module = net.module_
     module._dropout_seed = state["dropout_seed"]

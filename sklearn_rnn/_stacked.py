@@ -613,8 +613,12 @@ class StackedStream:
             for name, p in zip(stack.names, self._adam_parameters(estimator)):
                 if p not in optimizer.state and not bool(moments["exp_avg_sq"][name].any()):
                     continue  # still no gradient has reached it: no state, as Adam leaves it
+                # A fused or capturable step (the estimators' Adam on a GPU) reads its
+                # step count on the parameter's device, the others on the CPU.
+                group = next(g for g in optimizer.param_groups if any(q is p for q in g["params"]))
+                on_device = group.get("fused") or group.get("capturable")
                 optimizer.state[p] = {
-                    "step": torch.tensor(step, dtype=torch.float32),
+                    "step": torch.tensor(step, dtype=torch.float32, device=p.device if on_device else "cpu"),
                     "exp_avg": moments["exp_avg"][name][0].clone(),
                     "exp_avg_sq": moments["exp_avg_sq"][name][0].clone(),
                 }

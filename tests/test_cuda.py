@@ -183,6 +183,22 @@ def test_mixed_precision_trains_on_the_gpu(precision, optimizer):
 
 
 @pytest.mark.parametrize("cell", CELLS)
+def test_bfloat16_autocast_runs_the_recurrence_in_bfloat16_not_unscaled_float16(cell):
+    # A reading of PyTorch's autocast for cuDNN's RNN (a session-28 review, with no GPU to
+    # check it) says it casts to float16 whatever the autocast dtype; bfloat16 training
+    # has no loss scaler, so a float16 recurrence there would run unscaled.
+    if not torch.cuda.is_bf16_supported():
+        pytest.skip("this GPU has no bfloat16")
+    net = RecurrentNetwork(3, 6, 2, cell=cell, generator=torch.Generator().manual_seed(0)).cuda()
+    x = batch(torch.float32)[0].cuda()
+    (spec, projection, recurrence), = net.stack()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        fused = spec.forward(projection, recurrence, x, (), None)  # the fused kernel
+        identity = spec.forward_states(projection, recurrence, x, (), None).hidden  # temporal gradients
+    assert fused.dtype != torch.float16 and identity.dtype != torch.float16, (fused.dtype, identity.dtype)
+
+
+@pytest.mark.parametrize("cell", CELLS)
 def test_temporal_gradients_of_a_float16_forward_with_a_scaled_loss(cell):
     """cuDNN in float16 under autocast, a scaled loss: unscaled norms close to float32's."""
     _, gpu = pair(cell, dtype=torch.float32, num_layers=2, hidden_init="learned")

@@ -233,3 +233,15 @@ def test_model_files_with_damaged_loss_scaler_state(float16_on_the_cpu, tmp_path
         save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(edited)})
         with pytest.raises(ValueError, match="fitted state 'grad_scaler'.*save the model again"):
             sklearn_rnn.load(forged)
+
+
+def test_a_torch_without_torch_amp_grad_scaler_gets_a_clear_error_or_the_cuda_one(monkeypatch):
+    # torch 2.2, the oldest torch the package accepts, has torch.cuda.amp.GradScaler only.
+    from sklearn_rnn._engine import make_grad_scaler
+
+    monkeypatch.delattr(torch.amp, "GradScaler")
+    with pytest.raises(RuntimeError, match="lacks on the cpu .*torch 2.3.*'bfloat16'"):
+        make_grad_scaler("cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.cuda.amp.GradScaler is deprecated on new torch
+        assert make_grad_scaler("cuda") is not None

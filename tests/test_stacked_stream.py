@@ -298,3 +298,19 @@ def test_a_stream_on_cuda_matches_partial_fit_on_cuda(optimizer):
     for a, b in zip(models, alone):
         assert next(a.module_.parameters()).is_cuda
         assert largest_difference(a, b) < 1e-5
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_an_adam_stream_written_back_on_cuda_trains_on_alone():
+    # The estimators' Adam on a GPU is fused: its step count must be on the GPU after
+    # write_back, or the next partial_fit fails (a step count left on the CPU did).
+    models = fitted(thesis_models("adam", device="cuda"))
+    stream = StackedStream(models)
+    rng = np.random.default_rng(3)
+    stream.update([batch(rng) for _ in models])
+    stream.write_back()
+    for model in models:
+        steps = [state["step"] for state in model.net_.optimizer_.state.values()]
+        assert steps and all(step.device == next(model.module_.parameters()).device for step in steps)
+        model.partial_fit(*batch(rng))
+        assert np.isfinite(model.loss_curve_[-1])

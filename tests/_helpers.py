@@ -14,3 +14,9 @@ def convergence_warning_allowed():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         yield
+
+
+def quiet_fit(model, X, y):
+    """``model.fit(X, y)``, allowing a ConvergenceWarning (short fits)."""
+    with convergence_warning_allowed():
+        return model.fit(X, y)

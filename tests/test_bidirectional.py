@@ -12,6 +12,8 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from torch import nn
 
+from _helpers import quiet_fit
+
 from sklearn_rnn import RNNClassifier, RNNGridSearchCV, RNNRegressor, RNNStepClassifier
 from sklearn_rnn._stacked import StackedMember, train_stacked
 from sklearn_rnn.nn import RecurrentNetwork
@@ -26,10 +28,6 @@ def ragged(n=40, seed=0, d=2, low=3, high=12):
     return [rng.normal(size=(int(rng.integers(low, high)), d)) for _ in range(n)]
 
 
-def quiet_fit(model, X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return model.fit(X, y)
 
 
 def torch_twin(net, cell):

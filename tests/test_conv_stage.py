@@ -1,14 +1,14 @@
 """The convolutional input stage: its features, the 'auto' choice, refusals, model files."""
 
 import json
-import warnings
 
 import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
-from sklearn.exceptions import ConvergenceWarning
+
+from _helpers import quiet_fit
 
 from sklearn_rnn import RNNClassifier, RNNRegressor, RNNStepClassifier
 from sklearn_rnn.nn import ConvStage, RecurrentNetwork
@@ -21,10 +21,6 @@ def ragged(n=40, seed=0, d=2, low=3, high=15):
     return [rng.normal(size=(int(rng.integers(low, high)), d)) for _ in range(n)]
 
 
-def quiet_fit(model, X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return model.fit(X, y)
 
 
 def test_stage_features_are_a_convolution_of_each_sequence_alone():

@@ -117,9 +117,10 @@ class RecurrentNetwork(nn.Module):
         Drop probability between layers and before the readout, in training mode.
     hidden_init : {'zero', 'learned'}, default='zero'
         The state before the first step: zero (the thesis), or a learned vector per
-        layer and direction (``initial_hidden``, ``(num_layers, hidden_size)``, the
-        backward directions' ``num_layers`` rows after those; the LSTM also learns
-        ``initial_cell``), starting at zero. Not available for 'decay'.
+        layer and direction (``initial_hidden``, ``(num_layers, hidden_size)``, or
+        ``(2 * num_layers, hidden_size)`` bidirectional with the backward direction's
+        rows last; the LSTM also learns ``initial_cell``), starting at zero. Not
+        available for 'decay'.
     spectral_radius : float or None, default=1.2
         Initialize as the thesis does (algorithm 3.1): ``W_rec`` Gaussian rescaled to
         this spectral radius, ``W_in`` and ``W_out`` from ``N(0, 0.1^2)``, biases zero.

@@ -388,13 +388,20 @@ def integrated_gradients(
     network = copy.deepcopy(model.module_).double().train(False).cpu()
     output_of, target = _attributed_output(model, target, network, encoded)
     alphas = (np.arange(n_steps) + 0.5) / n_steps
-    path = torch.as_tensor(
-        baseline[None] + alphas[:, None, None] * (encoded - baseline)[None], dtype=torch.float64
-    ).requires_grad_(True)  # (n_steps, T, n_inputs)
-    lengths = torch.full((n_steps,), len(encoded), dtype=torch.int64)
-    outputs = output_of(network(path, lengths))  # (n_steps,)
-    (gradients,) = torch.autograd.grad(outputs.sum(), path)
-    channels = gradients.mean(dim=0).numpy() * (encoded - baseline)  # (T, n_inputs)
+    # The path's points in chunks of about PATH_CHUNK_STEPS steps in all: the backward
+    # pass keeps every point's states, so memory stays bounded on long sequences.
+    per_chunk = max(1, PATH_CHUNK_STEPS // len(encoded))
+    total = np.zeros_like(encoded)
+    for start in range(0, n_steps, per_chunk):
+        chunk = alphas[start : start + per_chunk]
+        path = torch.as_tensor(
+            baseline[None] + chunk[:, None, None] * (encoded - baseline)[None], dtype=torch.float64
+        ).requires_grad_(True)  # (points, T, n_inputs)
+        lengths = torch.full((len(chunk),), len(encoded), dtype=torch.int64)
+        outputs = output_of(network(path, lengths))  # (points,)
+        (gradients,) = torch.autograd.grad(outputs.sum(), path)
+        total += gradients.sum(dim=0).numpy()
+    channels = total / n_steps * (encoded - baseline)  # (T, n_inputs)
     attributions = np.zeros_like(raw)
     value_features = [j for j in range(raw.shape[1]) if j != encoder.time_feature]
     # A frame's value channels are its raw steps side by side (no time column with
@@ -415,6 +422,10 @@ def integrated_gradients(
         time_feature=time_feature,
         times=None if time_feature is None else original[:, time_feature].copy(),
     )
+
+
+#: Path points times steps that :func:`integrated_gradients` differentiates at once.
+PATH_CHUNK_STEPS = 2**16
 
 
 def _check_one_sequence(sequence: Any) -> None:

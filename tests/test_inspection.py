@@ -5,6 +5,7 @@ import warnings
 import matplotlib
 import numpy as np
 import pytest
+import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
@@ -233,3 +234,19 @@ def test_plot_attributions_fits_its_labels_and_checks_what_it_is_given():
         plot_attributions(np.ones((2, 3)), times=[0.0])
     with pytest.raises(ValueError, match="at least one of each; got shape \\(0, 2\\)"):
         plot_attributions(np.zeros((0, 2)))
+
+
+def test_integrated_gradients_runs_its_path_in_chunks_with_the_same_attributions(fitted, monkeypatch):
+    import sklearn_rnn.inspection as inspection
+
+    model, X, _ = fitted
+    whole = integrated_gradients(model, X[0], n_steps=20)
+    calls = []
+    network_call = torch.nn.Module.__call__
+    monkeypatch.setattr(inspection, "PATH_CHUNK_STEPS", 3 * STEPS)  # 3 points a chunk
+    monkeypatch.setattr(torch.nn.Module, "__call__",
+                        lambda self, *a, **k: calls.append(a[0].shape[0] if a and hasattr(a[0], "shape") else None)
+                        or network_call(self, *a, **k))
+    chunked = integrated_gradients(model, X[0], n_steps=20)
+    assert 3 in calls and 2 in calls  # chunks of 3 points, the last of 2
+    np.testing.assert_allclose(chunked.attributions, whole.attributions, rtol=0, atol=1e-12)

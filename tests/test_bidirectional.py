@@ -312,9 +312,11 @@ def test_pickles_from_before_the_option_load_as_one_direction():
     assert pickle.loads(pickle.dumps(fitted)).module_.bidirectional  # the option itself survives
 
 
+@pytest.mark.parametrize("conv_kernels", [(), (3, 5)])  # the stage zeroes padding itself
 @pytest.mark.parametrize("bidirectional", [False, True])
-def test_the_pooled_readout_ignores_non_finite_padding(bidirectional):
+def test_the_pooled_readout_ignores_non_finite_padding(bidirectional, conv_kernels):
     net = RecurrentNetwork(2, 4, 3, cell="gru", readout="pool", bidirectional=bidirectional,
+                           conv_kernels=conv_kernels, conv_channels=3,
                            generator=torch.Generator().manual_seed(0)).eval()
     x, lengths = torch.randn(2, 6, 2), torch.tensor([6, 3])
     with torch.no_grad():

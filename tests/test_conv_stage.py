@@ -74,7 +74,7 @@ def test_network_with_a_stage_predicts_each_sequence_as_if_alone(pool, pooled_le
         torch.testing.assert_close(together[row:row + 1], alone, rtol=1e-5, atol=1e-6)
     assert net.input_projection.in_features == 64
     # The recurrence reads the pooled steps: 7 of the longest sequence's 13 with pool=2.
-    features, read_lengths = net._features(x, lengths)
+    features, read_lengths, _ = net._inputs(x, lengths)
     assert features.shape == (3, max(pooled_lengths), 64) and read_lengths.tolist() == pooled_lengths
 
 

@@ -432,10 +432,7 @@ class RecurrentNetwork(nn.Module):
                 "bidirectional=False for them."
             )
         layers: list[LayerStates] = []
-        lengths = self._checked(x, lengths)
-        x = _zero_padding(x, lengths)
-        gaps = self._gaps(x)
-        x, lengths = self._features(x, lengths)
+        x, lengths, gaps = self._inputs(x, lengths)
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
@@ -469,10 +466,7 @@ class RecurrentNetwork(nn.Module):
         -------
         torch.Tensor
         """
-        lengths = self._checked(x, lengths)
-        x = _zero_padding(x, lengths)
-        gaps = self._gaps(x)
-        x, lengths = self._features(x, lengths)
+        x, lengths, gaps = self._inputs(x, lengths)
         hidden = x
         reverse = self.reverse_stack()
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
@@ -495,14 +489,21 @@ class RecurrentNetwork(nn.Module):
             return self.conv.convolutions[0].in_channels
         return self.input_projection.in_features
 
-    def _features(
-        self, x: torch.Tensor, lengths: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """What the first layer reads (the inputs, or the convolutional stage's
-        features) and the valid steps of each sequence there."""
-        if self.conv is None:
-            return x, lengths
-        return self.conv(x, lengths), self.conv.output_lengths(lengths)
+    def _inputs(
+        self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """What the first layer reads, the valid steps of each sequence there, and the
+        gaps for a cell that reads them (after checking ``x`` and ``lengths``).
+
+        The first layer reads the inputs with their padded steps zeroed, so that padding
+        the caller filled with NaN reaches no output, or the convolutional stage's
+        features (the stage zeroes padded steps itself, and no cell that reads gaps
+        takes a stage)."""
+        lengths = self._checked(x, lengths)
+        if self.conv is not None:
+            return self.conv(x, lengths), self.conv.output_lengths(lengths), None
+        x = _zero_padding(x, lengths)
+        return x, lengths, self._gaps(x)
 
     def _checked(self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
         """``lengths`` as a tensor, after checking ``x``'s shape and, where that costs no

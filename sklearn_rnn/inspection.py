@@ -366,6 +366,7 @@ def integrated_gradients(
     _check_one_sequence(sequence)
     preprocess, model = _final_step(estimator)
     check_is_fitted(model)
+    _check_table_row(model, sequence)
     given: Any = [sequence]  # as given: a frame's names are checked as in predict
     original = check_sequences(given)[0]
     names = step_feature_names(given)
@@ -436,10 +437,28 @@ def _check_one_sequence(sequence: Any) -> None:
         count = np.shape(sequence)[0]
     else:
         return
+    if count == 1:
+        raise ValueError(
+            "integrated_gradients explains one sequence, a (T, n_features) array or frame; "
+            "got a collection holding one sequence. Pass the sequence itself: sequence[0]."
+        )
     raise ValueError(
         f"integrated_gradients explains one sequence, a (T, n_features) array or frame; got "
         f"{count} sequences. Pass one of them, e.g. X[0], once for each sequence to explain."
     )
+
+
+def _check_table_row(model: Any, sequence: Any) -> None:
+    """Refuse a one-row table where the model reads each row of a table as a sequence."""
+    if getattr(model, "_fitted_layout", None) != "table" or np.ndim(sequence) != 2:
+        return
+    rows, columns = np.shape(sequence)
+    if rows == 1 and columns > 1:
+        raise ValueError(
+            f"got a table of 1 row and {columns} columns, but this {type(model).__name__} was "
+            "fitted on a 2D table, whose rows it reads as univariate sequences (one column a "
+            "step). Pass the row itself: X[0] for an array, X.iloc[0] for a DataFrame."
+        )
 
 
 def _attributed_output(

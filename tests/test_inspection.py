@@ -164,6 +164,9 @@ def test_integrated_gradients_explains_one_sequence_and_its_result_plots_whole()
     for several in (frames[:2], X[:2], np.stack(X[:3])):
         with pytest.raises(ValueError, match=r"explains one sequence.*got (2|3) sequences.*X\[0\]"):
             integrated_gradients(model, several)
+    for wrapped in (frames[:1], X[:1], np.stack(X[:1])):  # one sequence in a collection
+        with pytest.raises(ValueError, match=r"got a collection holding one sequence.*sequence\[0\]"):
+            integrated_gradients(model, wrapped)
     with pytest.raises(ValueError, match=r"target 7 is not a class of the model: expected one of \[0, 1\]"):
         integrated_gradients(model, frames[0], target=7)
     result = integrated_gradients(model, frames[0])
@@ -184,6 +187,21 @@ def test_integrated_gradients_explains_one_sequence_and_its_result_plots_whole()
 
 
 # ------------------------------------------------ an outside review of the examples and plots
+def test_a_model_fitted_on_a_table_takes_one_row_and_refuses_a_one_row_table():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(rng.normal(size=(30, 6)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNRegressor(hidden_size=4, max_iter=3, random_state=0).fit(table, rng.normal(size=30))
+    for row in (table.iloc[0], table.to_numpy()[0]):  # a row is one univariate sequence
+        assert integrated_gradients(model, row).attributions.shape == (6, 1)
+    for one_row in (table.iloc[:1], table.to_numpy()[:1]):  # was: "6 features per step, expecting 1"
+        with pytest.raises(ValueError, match=r"table of 1 row and 6 columns.*fitted on a 2D table.*X\.iloc\[0\]"):
+            integrated_gradients(model, one_row)
+
+
 def test_a_fitted_search_stands_for_its_best_estimator_and_its_time_column():
     from sklearn_rnn import RNNGridSearchCV
 

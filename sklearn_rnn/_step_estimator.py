@@ -306,6 +306,37 @@ class RNNStepClassifier(BaseRNN):
         return -total / sum(len(t) for t in y_true)
 
     # ---------------------------------------------------------------- training
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> RNNStepClassifier:
+        """Train the network on sequences ``X`` with 0/1 targets at every step ``y``.
+
+        Parameters
+        ----------
+        X : list of array-like of shape (T_i, n_features), or ndarray of shape (n_samples, T, n_features)
+            Ragged sequences, or NaN-padded ones (trailing all-NaN steps are padding).
+            Any other NaN is a missing value: the network gets the last observed value
+            and a mask.
+        y : list of array-like of shape (T_i, k), or ndarray of shape (n_samples, T, k)
+            0/1 targets at every step of each sequence, as many steps as its sequence
+            (trailing all-NaN rows are padding, as in ``X``).
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weight of each sequence's steps in the loss.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_rnn import RNNStepClassifier
+        >>> X = [np.eye(2)[[0, 1, 0]], np.eye(2)[[1, 1]]]
+        >>> model = RNNStepClassifier(hidden_size=4, max_iter=5, random_state=0).fit(X, X)
+        >>> [p.shape for p in model.predict(X)]  # an output row at every step
+        [(3, 2), (2, 2)]
+        """
+        return super().fit(X, y, sample_weight)
+
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RNNStepClassifier:
         """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).

@@ -264,6 +264,24 @@ def test_per_sequence_scaling_uses_each_sequence_own_statistics():
         scaler.inverse_transform(X)
 
 
+@pytest.mark.parametrize("value", [0.1, 3.3, -7e5, 1e-30])
+def test_scaler_leaves_a_constant_feature_unscaled_whatever_its_rounding(value):
+    # 0.1 repeated 12 times has a computed standard deviation of 1.4e-17, not 0: it was
+    # divided by that (training values -1, a test value of 0.2 became 7.2e15).
+    X = [np.full((7, 1), value), np.full((5, 1), value)]
+    scaler = SequenceStandardScaler().fit(X)
+    assert scaler.scale_[0] == 1.0
+    np.testing.assert_allclose(np.concatenate(scaler.transform(X)), 0.0, atol=1e-12 * abs(value))
+    np.testing.assert_allclose(scaler.transform([np.array([[2 * value]])])[0], [[value]])
+    # per_sequence: two patients with the same flat value are both only centred (they
+    # became +1 and -1).
+    own = SequenceStandardScaler(per_sequence=True).fit_transform(X)
+    np.testing.assert_allclose(np.concatenate(own), 0.0, atol=1e-12 * abs(value))
+    # A real spread far below the values' size is still one.
+    tiny = [np.array([[1.0], [1.0 + 1e-9]])]
+    assert SequenceStandardScaler().fit(tiny).scale_[0] == pytest.approx(5e-10, rel=1e-6)
+
+
 def test_scaler_rejects_other_feature_counts():
     scaler = SequenceStandardScaler().fit([np.ones((2, 2))])
     with pytest.raises(ValueError, match="X has 3 features per step, but SequenceStandardScaler is expecting 2 features per step"):

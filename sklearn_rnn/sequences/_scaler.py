@@ -185,8 +185,12 @@ class SequenceStandardScaler(
         counts = np.maximum(observed.sum(axis=0), 1)
         mean = np.where(observed, steps, 0.0).sum(axis=0) / counts
         std = np.sqrt(np.where(observed, (steps - mean) ** 2, 0.0).sum(axis=0) / counts)
+        # A constant feature's computed spread is rounding error, of the order of
+        # counts * eps * |mean| (0.1 repeated 12 times: 1.4e-17), not 0: dividing by it
+        # would blow its values up. Spreads within that bound count as none.
+        constant = std <= counts * np.finfo(np.float64).eps * np.abs(mean)
         location = mean if self.with_mean else np.zeros_like(mean)
-        scale = np.where(std > 0, std, 1.0) if self.with_std else np.ones_like(std)
+        scale = np.where(constant, 1.0, std) if self.with_std else np.ones_like(std)
         time_column = getattr(self, "_time_column", None)  # None in older pickles
         if time_column is not None:
             location[time_column], scale[time_column] = 0.0, 1.0

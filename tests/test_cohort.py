@@ -120,6 +120,20 @@ def test_positive_cut_upper_span(visits):
     assert horizon.patients.set_index("patient").loc[1, "reason"] == "too_few_visits"
 
 
+def test_upper_span_zero_never_keeps_the_visit_at_the_event():
+    # The visit at which the event is observed was the last kept step: the label leaked.
+    table = pd.DataFrame({"id": [1, 1, 1, 2, 2, 2], "day": [0, 100, 200, 0, 100, 200],
+                          "damage": [0, 0, 1, 0, 0, 0], "x": [1.0, 2.0, 9.0, 1.0, 1.0, 1.0]})
+    cohort = build_cohort(table, id_column="id", time_column="day", event_column="damage",
+                          upper_span=0, lower_span=0, min_visits=2, positive_cut="upper_span")
+    np.testing.assert_array_equal(cohort.sequences[0], [[0, 1.0], [100, 2.0]])
+    np.testing.assert_array_equal(cohort.sequences[1][:, 0], [0, 100, 200])  # a negative keeps its end
+    by_time = build_cohort(table.drop(columns="damage"), id_column="id", time_column="day",
+                           event_time={1: 200.0}, upper_span=0, lower_span=0, min_visits=2,
+                           positive_cut="upper_span")
+    np.testing.assert_array_equal(by_time.sequences[0][:, 0], [0, 100])
+
+
 def test_upper_span_positives_need_two_visits_even_with_min_visits_one(visits):
     table = visits.drop(columns="sdi")
     cohort = _build(
@@ -193,6 +207,15 @@ def test_event_time_errors(visits):
         _build(table, event_time={1: "soon"})
     with pytest.raises(ValueError, match="repeated patient ids"):
         _build(table, event_time=pd.Series([2.0, 3.0], index=[1, 1]))
+    # Booleans (per_patient["status"] == 2) were read as event days 0 and 1: every
+    # patient, censored ones too, had an event, and the cohort came out empty.
+    flags = pd.Series({1: True, 2: False, 8: True})
+    with pytest.raises(TypeError, match=r"event_time holds booleans.*\.where\("):
+        _build(table, event_time=flags)
+    with pytest.raises(TypeError, match=r"event_time holds booleans"):
+        _build(table, event_time={1: True, 8: False})
+    with pytest.raises(TypeError, match=r"end_time holds booleans.*per_patient\['futime'\]\."):
+        _build(table, event_time=EVENT_TIMES, end_time=flags)
 
 
 def test_table_errors(visits):
@@ -200,7 +223,8 @@ def test_table_errors(visits):
         _build(visits.to_dict())
     with pytest.raises(ValueError, match="table is empty"):
         _build(visits.iloc[:0])
-    with pytest.raises(TypeError, match="must be numeric"):
+    with pytest.raises(TypeError, match=r"event_column 'sdi' must be numeric or boolean.*"
+                                        r"table\['sdi'\]\.eq\('yes'\)"):  # not the features' message
         _build(visits.assign(sdi=visits["sdi"].map({0: "no", 1: "yes", 2: "yes"})))
     with pytest.raises(ValueError, match="repeat an existing"):
         _build(pd.concat([visits, visits.iloc[:1]]))

@@ -108,6 +108,16 @@ def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Se
                 f"{name} holds dates or durations, but the time column holds numbers: give "
                 f"{name} as numbers in the time column's unit (from the same origin)."
             )
+        if pd.api.types.is_bool_dtype(series) or any(
+            isinstance(value, (bool, np.bool_)) for value in present
+        ):
+            example = ("per_patient['futime'].where(per_patient['status'] == 2), NaN for "
+                       "patients without the event" if name == "event_time"
+                       else "per_patient['futime']")
+            raise TypeError(
+                f"{name} holds booleans, but it gives each patient's time, in the unit of "
+                f"the time column. Pass the times, e.g. {example}."
+            )
         try:
             return pd.to_numeric(series, errors="raise").astype(np.float64)
         except (TypeError, ValueError) as exc:
@@ -195,6 +205,8 @@ def _select(
     else:
         reference, need = end, min_visits
     n_kept = int(np.searchsorted(times, reference - upper_span, side="right"))  # at or before
+    if not np.isnan(event_at):  # never a visit at the event (upper_span=0 reached it)
+        n_kept = min(n_kept, int(np.searchsorted(times, event_at, side="left")))
     if n_kept < need:
         return "too_few_visits", n_kept
     if times[n_kept - 1] - times[0] < lower_span:
@@ -231,7 +243,8 @@ def build_cohort(
       event (before the first positive visit) and needs at least 2 of them;
       ``upper_span``, ``lower_span`` and ``min_visits`` do not apply. With
       ``positive_cut="upper_span"`` positives are cut like negatives, from
-      the event time: a prediction horizon of ``upper_span`` for both classes.
+      the event time: a prediction horizon of ``upper_span`` for both classes
+      (and never a visit at the event's time, even with ``upper_span=0``).
     * **Negative** (no event): from the end of follow-up (``end_time``, by
       default the last visit) walk back to the latest visit at least
       ``upper_span`` before it: the cut visit. The sequence is the visits up
@@ -358,6 +371,14 @@ def build_cohort(
         _check_columns(table, [event_column], "event_column")
         if event_column in (id_column, time_column):
             raise ValueError("event_column must differ from id_column and time_column.")
+        flags = table[event_column]
+        if not (pd.api.types.is_numeric_dtype(flags) or pd.api.types.is_bool_dtype(flags)):
+            raise TypeError(
+                f"event_column {event_column!r} must be numeric or boolean (nonzero where "
+                f"the outcome is present); got dtype {flags.dtype}. Turn it into flags "
+                f"first, e.g. table.assign(**{{{str(event_column)!r}: "
+                f"table[{event_column!r}].eq('yes')}}) for text labels."
+            )
         extra = [event_column]
     features = _resolve_features(table, id_column, time_column, feature_columns, exclude=extra)
     if event_column is not None and event_column in features:

@@ -137,6 +137,12 @@ def test_errors_on_the_table(visits):
         from_long_format(
             visits, id_column="patient", time_column="day", feature_columns=["bili", "bili"]
         )
+    # Two columns of one name (a merge without suffixes) failed inside pandas with
+    # "'DataFrame' object has no attribute 'dtype'".
+    merged = pd.concat([visits, visits[["bili"]]], axis=1)
+    for features in (None, ["bili"]):
+        with pytest.raises(ValueError, match=r"repeated column names \['bili'\].*duplicated"):
+            from_long_format(merged, id_column="patient", time_column="day", feature_columns=features)
 
 
 def test_non_numeric_features_say_how_to_fix(visits):

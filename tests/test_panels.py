@@ -153,6 +153,28 @@ def test_long_table_recognized_by_repeated_index_or_dates():
         check_sequences(dated)
 
 
+@pytest.mark.parametrize("name", ["PatientID", "subjectId", "userID"])
+def test_long_table_with_a_camel_case_id_column_is_refused(name):
+    # patient_id was refused; PatientID was read as a univariate sequence per row.
+    table, _ = visits()
+    numeric = table.assign(patient=table["patient"].str[1:].astype(int)).rename(columns={"patient": name})
+    with pytest.raises(ValueError, match=f"column '{name}' repeats ids"):
+        check_sequences(numeric)
+
+
+def test_a_panel_whose_time_level_is_text_is_refused_not_sorted_as_text():
+    # Day labels "1", "2", "10" came out as steps 1, 10, 2.
+    table = pd.DataFrame({"patient": ["a", "a", "a"], "day": ["1", "2", "10"], "bili": [1.0, 2.0, 3.0]})
+    with pytest.raises(TypeError, match=r"time level \('day'\) must be numeric, datetime, "
+                                        r"timedelta or period.*to_numeric"):
+        check_sequences(table.set_index(["patient", "day"]))
+    as_numbers = table.assign(day=pd.to_numeric(table["day"])).set_index(["patient", "day"])
+    np.testing.assert_array_equal(check_sequences(as_numbers)[0].ravel(), [1.0, 2.0, 3.0])
+    periods = table.assign(day=pd.period_range("2024-01", periods=3, freq="M")[[0, 2, 1]])
+    np.testing.assert_array_equal(check_sequences(periods.set_index(["patient", "day"]))[0].ravel(),
+                                  [1.0, 3.0, 2.0])
+
+
 def test_tables_of_sequences_still_pass():
     rng = np.random.default_rng(0)
     table = pd.DataFrame(rng.normal(size=(20, 5)), columns=[f"t{i}" for i in range(5)])

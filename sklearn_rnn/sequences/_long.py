@@ -29,6 +29,13 @@ def _check_table(table: Any, name: str = "table") -> pd.DataFrame:
         raise ValueError(
             f"{name} is empty: expected at least one row (one observation of one sample)."
         )
+    repeated = table.columns[table.columns.duplicated()].unique().tolist()
+    if repeated:
+        raise ValueError(
+            f"{name} has repeated column names {repeated} (a merge without suffixes?): each "
+            "column must have its own name to be read. Rename or drop the copies first, "
+            "e.g. table.loc[:, ~table.columns.duplicated()] to keep the first of each."
+        )
     return table
 
 

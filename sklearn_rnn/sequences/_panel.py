@@ -31,6 +31,7 @@ ID_NAMES = (
 )
 
 _NAME_PART = re.compile(r"[^a-z0-9]+")
+_CAMEL_CASE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def is_panel(X: Any) -> bool:
@@ -187,6 +188,20 @@ def _check_panel(X: Any) -> None:
                 f"has {int(values.isna().sum())} missing label(s): every row needs an "
                 "instance and a time. Drop those rows first."
             )
+    import pandas as pd
+
+    kinds = pd.api.types
+    ordered = (kinds.is_numeric_dtype(times) and not kinds.is_bool_dtype(times)) or (
+        kinds.is_datetime64_any_dtype(times) or kinds.is_timedelta64_dtype(times)
+        or isinstance(times.dtype, pd.PeriodDtype)
+    )
+    if not ordered:  # text sorts as text: "10" before "2"
+        raise TypeError(
+            f"the panel's time level ({index.names[1]!r}) must be numeric, datetime, "
+            f"timedelta or period, which orders the steps; got dtype {times.dtype}. Convert it first, "
+            "e.g. X.set_axis(X.index.set_levels(pandas.to_datetime(X.index.levels[1]), "
+            "level=1)) for text dates, or pandas.to_numeric for numbers written as text."
+        )
 
 
 def check_targets_follow_instances(X: Any, y: Any) -> None:
@@ -336,7 +351,8 @@ def sequences_to_panel(sequences: list[NDArray[np.float64]], like: Any) -> Any:
 
 
 def _looks_like_id(name: Any) -> bool:
-    parts = [part for part in _NAME_PART.split(str(name).lower()) if part]
+    words = _CAMEL_CASE.sub("_", str(name))  # PatientID, subjectId: Patient_ID, subject_Id
+    parts = [part for part in _NAME_PART.split(words.lower()) if part]
     return bool(parts) and (parts[-1] in ID_NAMES or parts[0] in ID_NAMES)
 
 

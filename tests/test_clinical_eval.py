@@ -156,6 +156,11 @@ def test_visit_features_by_hand():
     np.testing.assert_allclose(untimed[0, 4:], [2.0, 2.0, 3, 2])  # slopes per visit
     with pytest.raises(ValueError, match="time_feature=5 is out of range"):
         VisitFeatures(time_feature=5).fit(X)
+    # A feature never observed in a sequence has no slope (it was 0, an observed flat
+    # trend to the imputer after the step); one observation keeps a slope of 0.
+    never = np.array([[0.0, 1.0, np.nan], [1.0, 2.0, np.nan]])
+    row = VisitFeatures(time_feature=0).fit([never, one]).transform([never])[0]
+    np.testing.assert_array_equal(row[:6], [2.0, np.nan, 1.5, np.nan, 1.0, np.nan])
 
 
 # --------------------------------------------------------------------- study

@@ -27,7 +27,7 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
     - ``'first'``, ``'last'``: the values of that visit (time column left out).
     - ``'summary'``: for every feature, the last observed value, the mean over the
       visits and the least-squares slope against time (per unit of the time column;
-      against the visit number without one; 0 with fewer than two observations),
+      against the visit number without one; 0 with one observation),
       then the number of visits and the time from the first to the last visit.
 
     A value that is missing stays NaN (a ``'summary'`` statistic of a feature never
@@ -195,7 +195,10 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
 
 
 def _slope(times: NDArray[np.float64], values: NDArray[np.float64]) -> float:
-    """Least-squares slope of ``values`` against ``times``; 0 without a time spread."""
+    """Least-squares slope of ``values`` against ``times``; 0 without a time spread (one
+    observation), NaN without an observation (like the feature's last value and mean)."""
+    if len(times) == 0:
+        return np.nan
     if len(times) < 2:
         return 0.0
     centered = times - times.mean()

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="shuffles of the 8-fold split on the headline cohort (default 3)")
     parser.add_argument("--n-jobs", type=_n_jobs, default=-1,
                         help="folds fitted in parallel (default -1: every core)")
-    parser.add_argument("--seed", type=_at_least(0), default=0,
+    parser.add_argument("--seed", type=_at_least(0, 2**32 - 1), default=0,  # numpy's seeds
                         help="seed of the folds and the RNNs")
     parser.add_argument("--plot", metavar="FILE",
                         help="save the ROC, sensitivity-specificity and precision-recall "
@@ -185,13 +185,14 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
                          f"{sorted(formats)} (the image format).")
 
 
-def _at_least(low: int) -> Any:
-    """An argparse type: an int of at least ``low``."""
+def _at_least(low: int, high: int | None = None) -> Any:
+    """An argparse type: an int of at least ``low`` (and at most ``high``)."""
 
     def parse(text: str) -> int:
         value = int(text)
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}; got {value}")
+        if value < low or (high is not None and value > high):
+            within = f">= {low}" if high is None else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"expected an integer {within}; got {value}")
         return value
 
     parse.__name__ = "int"  # argparse's "invalid int value: 'abc'"

@@ -97,7 +97,8 @@ def test_paired_intervals_detect_a_real_difference_and_not_a_null_one():
 
 @pytest.mark.parametrize("arguments, message", [
     (["--n-jobs", "0"], "argument --n-jobs: expected a positive count, or -1"),
-    (["--seed", "-1"], "argument --seed: expected an integer >= 0"),
+    (["--seed", "-1"], "argument --seed: expected an integer in [0, 4294967295]; got -1"),
+    (["--seed", str(2**32)], "argument --seed: expected an integer in [0, 4294967295]"),
     (["--repeats", "0"], "argument --repeats: expected an integer >= 1"),
     (["--seed", "abc"], "argument --seed: invalid int value: 'abc'"),
     (["--plot", "/no/such/folder/pbc.png"], "--plot /no/such/folder/pbc.png: the folder"),

@@ -227,8 +227,13 @@ class RNNGridSearchCV(BaseSearchCV):
         if not candidates:
             raise ValueError("param_grid holds no setting: give at least one value per parameter.")
         for params_ in candidates:  # every setting checked, as its fit would, before any work
-            rnn = _final_rnn(clone(self.estimator).set_params(**params_))
-            rnn._validate_params()
+            rnn = _final_rnn(self._candidate(params_))  # an unknown name raises, as in GridSearchCV
+            try:
+                rnn._validate_params()
+            except ValueError:  # InvalidParameterError: an invalid value
+                if self.error_score == "raise":
+                    raise
+                continue  # its networks fail in _prepare and score error_score, as GridSearchCV's
             check_stackable(rnn)
         X = by_instance(X, y)  # a panel's rows are steps, which splitters would count
         X, y, groups = indexable(X, y, groups)
@@ -295,7 +300,7 @@ class RNNGridSearchCV(BaseSearchCV):
         self.n_splits_ = n_splits
         if self.refit:
             began = time.perf_counter()
-            self.best_estimator_ = clone(self.estimator).set_params(**self.best_params_).fit(X, y, **params)
+            self.best_estimator_ = self._candidate(self.best_params_).fit(X, y, **params)
             self.refit_time_ = time.perf_counter() - began
             if hasattr(self.best_estimator_, "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
@@ -314,6 +319,12 @@ class RNNGridSearchCV(BaseSearchCV):
                 "pass other fit parameters."
             )
         return params.get(key)
+
+    def _candidate(self, params: dict[str, Any]) -> Any:
+        """A clone of the estimator with ``params`` set. The values are cloned too, as
+        GridSearchCV clones them: an estimator or a RandomState in the grid is not
+        shared by the networks of several splits and the refit, nor changed."""
+        return clone(self.estimator).set_params(**clone(params, safe=False))
 
     def _failed(self, failures: dict, candidates: list[dict], i: int, k: int,
                 stage: str, error: Exception) -> float:
@@ -349,9 +360,10 @@ class RNNGridSearchCV(BaseSearchCV):
         for i, params in enumerate(candidates):
             for k, (train_index, _) in enumerate(splits):
                 began = time.perf_counter()
-                model = clone(self.estimator).set_params(**params)
+                model = self._candidate(params)
                 X_train, y_train = _safe_indexing(X, train_index), _safe_indexing(y, train_index)
                 try:
+                    _final_rnn(model)._validate_params()  # fit's checks (an invalid value fails)
                     if isinstance(model, Pipeline):
                         X_train = model[:-1].fit_transform(X_train, y_train)
                     rnn = _final_rnn(model)

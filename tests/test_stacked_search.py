@@ -336,10 +336,59 @@ def test_every_setting_is_validated_as_fit_validates_it(name, value, pipeline):
     prefix = ""
     if pipeline:
         estimator, prefix = make_pipeline(SequenceStandardScaler(), estimator), "rnnclassifier__"
-    search = RNNGridSearchCV(estimator, {f"{prefix}{name}": [value]}, cv=2, refit=False)
+    search = RNNGridSearchCV(estimator, {f"{prefix}{name}": [value]}, cv=2, refit=False,
+                             error_score="raise")
     with pytest.raises(InvalidParameterError, match=f"The '{name}' parameter of RNNClassifier"):
         search.fit(X, y)
     assert not hasattr(search, "cv_results_")
+    # With a numeric error_score the setting's networks fail, as GridSearchCV's fits do:
+    # a grid of that setting alone has nothing to score.
+    search.set_params(error_score=np.nan)
+    with pytest.raises(ValueError, match=f"(?s)All the 2 networks failed.*The '{name}' parameter"):
+        search.fit(X, y)
+
+
+def test_an_invalid_setting_among_valid_ones_scores_error_score_as_in_grid_search_cv():
+    # It stopped the whole search before any work; GridSearchCV scores it NaN and goes on.
+    X, y = visits(40)
+    for grid in ({"hidden_size": [4, 0]}, [{"hidden_size": [4]}, {"optimizer": ["foo"]}]):
+        ours = RNNGridSearchCV(explicit(), grid, cv=2)
+        theirs = GridSearchCV(explicit(), grid, cv=2)
+        with pytest.warns(FitFailedWarning, match="2 of the 4 networks failed"):
+            ours.fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitFailedWarning)
+            theirs.fit(X, y)
+        np.testing.assert_allclose(ours.cv_results_["mean_test_score"],
+                                   theirs.cv_results_["mean_test_score"], atol=1e-6)
+        assert np.isnan(ours.cv_results_["mean_test_score"][1])
+        assert ours.best_params_ == theirs.best_params_ == {"hidden_size": 4}
+    # An unknown name is an error of the grid, raised by both before any score.
+    with pytest.raises(ValueError, match="Invalid parameter 'no_such_parameter'"):
+        RNNGridSearchCV(explicit(), [{"hidden_size": [4]}, {"no_such_parameter": [1]}], cv=2).fit(X, y)
+
+
+def test_the_grids_values_are_cloned_for_every_network_as_grid_search_cv_clones_them():
+    # A RandomState in the grid was shared by every split (each drew another seed) and
+    # by the refit; an estimator in the grid was one object trained for every split.
+    X, y = visits(45, seed=3)
+    for grid in ({"random_state": [np.random.RandomState(0)], "spectral_radius": [0.9, 1.2]},):
+        ours = RNNGridSearchCV(explicit(), grid, cv=3, scoring="neg_log_loss").fit(X, y)
+        theirs = GridSearchCV(explicit(), grid, cv=3, scoring="neg_log_loss").fit(X, y)
+        np.testing.assert_allclose(ours.cv_results_["mean_test_score"],
+                                   theirs.cv_results_["mean_test_score"], atol=1e-5)
+        np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-5)
+        untouched = np.random.RandomState(0).get_state()
+        assert grid["random_state"][0].get_state()[2] == untouched[2]  # the user's generator
+        np.testing.assert_array_equal(grid["random_state"][0].get_state()[1], untouched[1])
+    pipeline = make_pipeline(SequenceStandardScaler(), explicit())
+    steps = [explicit(spectral_radius=0.9), explicit()]
+    grid = {"rnnclassifier": steps}
+    ours = RNNGridSearchCV(pipeline, grid, cv=3, scoring="neg_log_loss", refit=False).fit(X, y)
+    theirs = GridSearchCV(pipeline, grid, cv=3, scoring="neg_log_loss", refit=False).fit(X, y)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"],
+                               theirs.cv_results_["mean_test_score"], atol=1e-5)
+    assert not any(hasattr(step, "net_") for step in steps)  # the grid's own objects unfitted
 
 
 def test_refuses_a_training_callback_it_would_skip():

@@ -54,6 +54,7 @@ per-step targets, callbacks of the user's, and a registered cell that is not
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
@@ -86,6 +87,7 @@ from .optim import ClippedSGD, SimplexSGD, clipped_step_size
 from .optim._functional import _simplex_rules
 from .optim._temporal import _stacked_from_gradients
 from .sequences import FlatSequences
+from .sequences._validation import staging
 
 __all__ = ["StackedMember", "StackedStream", "check_stackable", "train_stacked"]
 
@@ -486,28 +488,32 @@ class StackedStream:
                     "estimator otherwise, and build a new StackedStream afterwards."
                 )
         datasets = []
-        for index, (estimator, batch) in enumerate(zip(self.estimators, batches)):
-            if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
+        # Each estimator is prepared on a staging copy, kept only when every batch passes:
+        # a refused batch leaves every estimator as it was, its random_state generator too.
+        with contextlib.ExitStack() as undo:
+            works = [undo.enter_context(staging(estimator)) for estimator in self.estimators]
+            for index, (work, batch) in enumerate(zip(works, batches)):
+                if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
+                    raise ValueError(
+                        f"batch {index} must be a tuple (X, y) or (X, y, sample_weight); got "
+                        f"{type(batch).__name__}{'' if not hasattr(batch, '__len__') else f' of length {len(batch)}'}."
+                    )
+                X, y, weight = (*batch, None) if len(batch) == 2 else batch
+                # Everything partial_fit checks and sets before it trains: validation, the
+                # encoding, the training settings of the call (shuffling stream, L2 coefficient).
+                train, _ = work._prepare(X, y, weight, incremental=True)
+                datasets.append(train)
+            # One criterion runs the stack: a label_smoothing set on one estimator since the
+            # stream was built (which _prepare gave its criterion) would be trained with
+            # estimator 0's.
+            smoothing = [_label_smoothing(work.net_) for work in works]
+            if len(set(smoothing)) > 1:
+                index = next(k for k, value in enumerate(smoothing) if value != smoothing[0])
                 raise ValueError(
-                    f"batch {index} must be a tuple (X, y) or (X, y, sample_weight); got "
-                    f"{type(batch).__name__}{'' if not hasattr(batch, '__len__') else f' of length {len(batch)}'}."
+                    f"the estimators of one stream share one loss, but estimator {index} now has "
+                    f"label_smoothing={smoothing[index]} against estimator 0's {smoothing[0]}: set the "
+                    "same label_smoothing on every estimator of the stream, or stream them separately."
                 )
-            X, y, weight = (*batch, None) if len(batch) == 2 else batch
-            # Everything partial_fit checks and sets before it trains: validation, the
-            # encoding, the training settings of the call (shuffling stream, L2 coefficient).
-            train, _ = estimator._prepare(X, y, weight, incremental=True)
-            datasets.append(train)
-        # One criterion runs the stack: a label_smoothing set on one estimator since the
-        # stream was built (which _prepare gave its criterion) would be trained with
-        # estimator 0's.
-        smoothing = [_label_smoothing(estimator.net_) for estimator in self.estimators]
-        if len(set(smoothing)) > 1:
-            index = next(k for k, value in enumerate(smoothing) if value != smoothing[0])
-            raise ValueError(
-                f"the estimators of one stream share one loss, but estimator {index} now has "
-                f"label_smoothing={smoothing[index]} against estimator 0's {smoothing[0]}: set the "
-                "same label_smoothing on every estimator of the stream, or stream them separately."
-            )
         nets = [estimator.net_ for estimator in self.estimators]
         for member, data in zip(stack.members, datasets):
             member.train = data

@@ -523,22 +523,22 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             try:
                 with net.train_split.serving(valid):  # the fitted model keeps no data
                     net.partial_fit(train, y=None)
+                if guard.interrupted_ and len(net.history) == epochs_before:
+                    # Nothing of this call finished: nothing is swapped in.
+                    call = "partial_fit" if incremental else "fit"
+                    raise KeyboardInterrupt(
+                        f"{type(self).__name__}.{call} was interrupted before its first "
+                        "epoch finished; the estimator is left as it was before the call."
+                    )
+                # Its warnings too: one raised as an error (warnings.simplefilter("error"))
+                # fails the call, which then leaves the estimator as it was.
+                work._record_history(epochs_before, incremental=incremental)
             except BaseException:
                 if rollback is not None:
-                    rollback.restore(net)
+                    rollback.restore(net)  # the weights, history and dropout generators
                 raise
             finally:
                 guard.start_state = None
-            if guard.interrupted_ and len(net.history) == epochs_before:
-                # Nothing of this call finished: nothing is swapped in.
-                if rollback is not None:
-                    rollback.restore(net)  # the dropout generators too
-                call = "partial_fit" if incremental else "fit"
-                raise KeyboardInterrupt(
-                    f"{type(self).__name__}.{call} was interrupted before its first epoch "
-                    "finished; the estimator is left as it was before the call."
-                )
-            work._record_history(epochs_before, incremental=incremental)
         return self
 
     def _prepare(
@@ -1117,7 +1117,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             # No epoch finished when the first one was interrupted or diverged.
             self.loss_curve_ = [float(loss) for loss in history[:, "train_loss"]] if history else []
         self.module_ = self.net_.module_
-        if self._early_stopping and not incremental and history:
+        if self._early_stopping and not incremental and history and not self.n_iter_:
+            pass  # a warm start whose first epoch diverged: the earlier fit's attributes stand
+        elif self._early_stopping and not incremental and history:
             # The validated epochs: a warm start keeps the epochs of earlier calls, which
             # a fit without a held-out split did not validate.
             validated = [row for row in history if "valid_score" in row]

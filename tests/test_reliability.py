@@ -925,3 +925,38 @@ def test_the_scaler_validates_its_parameters(param):
     # with_mean='no' was accepted, and centred the data.
     with pytest.raises(InvalidParameterError, match=f"The '{param}' parameter"):
         SequenceStandardScaler(**{param: "no"}).fit(ragged())
+
+
+def _warm_regressor(**params):
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(2, 6), 2)) for _ in range(40)]
+    y = np.linspace(-1, 1, 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNRegressor(hidden_size=4, max_iter=3, random_state=0, **params).fit(X, y)
+    return model.set_params(warm_start=True), X, y
+
+
+def test_a_warm_fit_whose_warning_is_raised_as_an_error_leaves_the_model_as_it_was():
+    # The warning came after training, outside the rollback: the network had trained
+    # three more epochs while n_iter_ and loss_curve_ kept the first fit's.
+    model, X, y = _warm_regressor()
+    before, epochs, curve = model.predict(X), len(model.net_.history), list(model.loss_curve_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning, match="reached max_iter=3"):
+            model.fit(X, y)
+    assert len(model.net_.history) == epochs and model.loss_curve_ == curve
+    np.testing.assert_array_equal(model.predict(X), before)
+
+
+def test_a_warm_fit_whose_first_epoch_diverges_keeps_the_earlier_model_and_its_validation():
+    # With early stopping it failed inside: "ValueError: 0 is not in list".
+    model, X, y = _warm_regressor(early_stopping=True, validation_fraction=0.25,
+                                  optimizer="sgd", batch_size=4)
+    before, best = model.predict(X), model.best_validation_loss_
+    model.set_params(learning_rate=1e30, clip_threshold=None)
+    with pytest.warns(ConvergenceWarning, match="training loss became inf in epoch 4"):
+        model.fit(X, y)
+    assert model.n_iter_ == 0 and model.best_validation_loss_ == best
+    np.testing.assert_array_equal(model.predict(X), before)

@@ -1518,6 +1518,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                                        conv_pool=conv_pool)
         except ValueError as error:  # parameters that no fit accepts together
             raise ValueError(f"{where} holds parameters that cannot build a network: {error}") from error
+        # The network is float32 whatever torch's default dtype (a float64 default built
+        # float64 layers, and a valid file was refused as one of another dtype); fit and
+        # predict refuse to run under such a default, with the way out.
+        net.module_.float()
         estimator.net_ = net
         estimator.module_ = net.module_
         if state["optimizer"]["name"] != _OPTIMIZER_NAMES.get(type(net.optimizer_)):

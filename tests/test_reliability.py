@@ -960,3 +960,27 @@ def test_a_warm_fit_whose_first_epoch_diverges_keeps_the_earlier_model_and_its_v
         model.fit(X, y)
     assert model.n_iter_ == 0 and model.best_validation_loss_ == best
     np.testing.assert_array_equal(model.predict(X), before)
+
+
+def test_a_model_loads_whatever_torchs_default_dtype_and_predicts_under_float32(tmp_path):
+    # Under a float64 default the network was built in float64 and a valid file, a
+    # pickle or a deep copy were refused as "weights of another dtype: inconsistent".
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(2, 6), 2)) for _ in range(12)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0).fit(X, np.arange(12) % 2)
+    path = tmp_path / "model.safetensors"
+    model.save(path)
+    blob, expected = pickle.dumps(model), model.predict_proba(X)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        copies = [sklearn_rnn.load(path), pickle.loads(blob), copy.deepcopy(model)]
+        with pytest.raises(RuntimeError, match=r"default dtype is torch.float64.*set_default_dtype"):
+            copies[0].predict(X)
+    finally:
+        torch.set_default_dtype(default)
+    for loaded in copies:
+        assert {p.dtype for p in loaded.module_.parameters()} == {torch.float32}
+        np.testing.assert_array_equal(loaded.predict_proba(X), expected)

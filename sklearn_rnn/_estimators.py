@@ -427,8 +427,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     _persisted_extra: tuple[str, ...] = ()
 
     #: Parameters added after model files were first written, with the value under
-    #: which a file that lacks them was trained (its parameters are read as that).
-    _params_of_older_files: dict[str, Any] = {}
+    #: which a file that lacks them was trained (its parameters are read as that, so
+    #: that they describe the stored network and continued training accepts them).
+    _params_of_older_files: dict[str, Any] = {
+        "readout": "last", "conv_kernels": None, "instance_norm": False,
+    }
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -2049,7 +2052,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     """
 
     # Files written before label_smoothing existed were trained without smoothing.
-    _params_of_older_files = {"label_smoothing": 0.0}
+    _params_of_older_files = {**BaseRNN._params_of_older_files, "label_smoothing": 0.0}
 
     _parameter_constraints: dict = {
         **BaseRNN._parameter_constraints,

@@ -197,6 +197,11 @@ STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
 }
 
 
+#: Required state fields that the first format-2 files (written on 2026-11-23, before
+#: the defaults study) lack: their absence names such a file.
+_FIRST_FILES_LACK = frozenset({"frame", "early_stopping"})
+
+
 # ---------------------------------------------------------------- registry
 def class_key(cls: type) -> str:
     """The name a model file gives an estimator class.
@@ -495,6 +500,13 @@ def _mapping(value: Any) -> dict[str, Any]:
 def _check_state(state: dict[str, Any], where: str) -> None:
     for name, (required, check, kind) in STATE_SCHEMA.items():
         if name not in state:
+            if required and name in _FIRST_FILES_LACK:
+                raise ValueError(
+                    f"{where} lacks the fitted state field {name!r}: it was written by a "
+                    "development version of format 2 from before 2026-11-24, whose networks "
+                    "this version does not rebuild (their layers were laid out otherwise). "
+                    "Refit the model with this version, and save it again."
+                )
             if required:
                 raise ValueError(f"{where} lacks the fitted state field {name!r}: save the model again.")
             continue

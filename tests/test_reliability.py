@@ -9,6 +9,7 @@ import copy
 import json
 import pickle
 import time
+from pathlib import Path
 import warnings
 
 import joblib
@@ -984,3 +985,32 @@ def test_a_model_loads_whatever_torchs_default_dtype_and_predicts_under_float32(
     for loaded in copies:
         assert {p.dtype for p in loaded.module_.parameters()} == {torch.float32}
         np.testing.assert_array_equal(loaded.predict_proba(X), expected)
+
+
+OLDER_FILES = Path(__file__).parent / "data" / "older_model_files"
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_model_files_of_earlier_versions_load_train_and_save_again(kind, tmp_path):
+    # Files from before the readout parameter loaded with readout='auto' ('pool' now)
+    # beside a network that reads the last state: partial_fit, warm fits and save
+    # refused them ("fitted with readout='last', but its parameters now say 'pool'").
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(12)]
+    y = np.arange(12) % 2 if kind == "classifier" else np.linspace(-1, 1, 12)
+    model = sklearn_rnn.load(OLDER_FILES / f"73c5b5d_{kind}.safetensors")
+    expected = np.load(OLDER_FILES / "73c5b5d_predictions.npz")
+    predicted = model.predict_proba(X) if kind == "classifier" else model.predict(X)
+    np.testing.assert_array_equal(predicted, expected["proba" if kind == "classifier" else "regression"])
+    params = model.get_params()
+    assert (params["readout"], params["conv_kernels"], params["instance_norm"]) == ("last", None, False)
+    model.partial_fit(X, y)
+    model.save(tmp_path / "again.safetensors")
+    assert sklearn_rnn.load(tmp_path / "again.safetensors").n_iter_ == model.n_iter_
+    model.set_params(warm_start=True, max_iter=2).fit(X, y)
+
+
+def test_the_first_format_2_files_are_refused_with_what_to_do():
+    with pytest.raises(ValueError, match=r"lacks the fitted state field 'frame': it was written by "
+                                         r"a development version of format 2.*Refit the model"):
+        sklearn_rnn.load(OLDER_FILES / "739cd4b_classifier.safetensors")

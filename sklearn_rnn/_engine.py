@@ -492,6 +492,20 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
     return pairs
 
 
+def _callbacks_key(pairs: list[tuple[str, Callback]]) -> tuple:
+    """The user's callbacks by value: each one's name, object and settings. The list
+    itself would compare equal to itself after a change in place (a callback appended,
+    or one's settings changed), and the engine would keep the callbacks built before."""
+
+    def settings(callback: Callback) -> str | None:
+        try:
+            return repr(sorted(callback.get_params(deep=False).items()))
+        except Exception:  # a callback whose parameters cannot be read: its object stands
+            return None
+
+    return tuple((name, id(callback), settings(callback)) for name, callback in pairs)
+
+
 def configure(
     net: SequenceNet,
     *,
@@ -515,8 +529,9 @@ def configure(
     estimator's parameter is never changed by training.
     """
     progress = bool(verbose) and _is_terminal(sys.stderr)
+    pairs = check_user_callbacks(user_callbacks, owner)
     spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,
-            n_iter_no_change, tol, user_callbacks, bool(verbose), progress)
+            n_iter_no_change, tol, _callbacks_key(pairs), bool(verbose), progress)
     net.verbose = verbose
     if net.callback_spec is not None and net.callback_spec == spec:
         return
@@ -537,7 +552,7 @@ def configure(
     # Before "stop" and the user's: an epoch is recorded as finished before a callback
     # ends training.
     callbacks.append(("guard", FitGuard(owner, restores_best=not incremental)))
-    callbacks.extend(copy.deepcopy(check_user_callbacks(user_callbacks, owner)))
+    callbacks.extend(copy.deepcopy(pairs))
     if not incremental:
         callbacks.append(
             (

@@ -1014,3 +1014,33 @@ def test_the_first_format_2_files_are_refused_with_what_to_do():
     with pytest.raises(ValueError, match=r"lacks the fitted state field 'frame': it was written by "
                                          r"a development version of format 2.*Refit the model"):
         sklearn_rnn.load(OLDER_FILES / "739cd4b_classifier.safetensors")
+
+
+def test_callbacks_changed_in_place_reach_continued_training_and_unchanged_ones_are_kept():
+    # The engine compared the parameter's list with itself: a callback appended to it,
+    # even with set_params(callbacks=that list), never ran in continued training.
+    from skorch.callbacks import Callback
+
+    epochs = []
+
+    class Count(Callback):
+        def __init__(self, step=1):
+            self.step = step
+
+        def on_epoch_end(self, net, **kwargs):
+            epochs.append((self.step, len(net.history)))
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(2, 6), 2)) for _ in range(12)]
+    y = np.arange(12) % 2
+    model = RNNClassifier(hidden_size=4, max_iter=2, tol=1.0, random_state=0, callbacks=[])
+    model.partial_fit(X, y, classes=[0, 1])
+    built = model.net_.callbacks_
+    model.partial_fit(X, y)
+    assert model.net_.callbacks_ is built  # a stream of calls builds them once
+    model.callbacks.append(("count", Count()))
+    model.partial_fit(X, y)
+    assert epochs == [(1, 3)]
+    model.callbacks[0][1].step = 2  # a setting changed in place
+    model.partial_fit(X, y)
+    assert epochs == [(1, 3), (2, 4)]

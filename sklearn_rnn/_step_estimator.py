@@ -232,7 +232,10 @@ class RNNStepClassifier(BaseRNN):
                 "a target for each output at each step of X."
             )
         targets = []
-        for index, target in enumerate(y):
+        first_ndim = None
+        for index, target in enumerate(y):  # by position: a Series' labels may lack 0
+            if first_ndim is None:
+                first_ndim = np.ndim(target)
             try:
                 target = np.asarray(target, dtype=np.float64)
             except (TypeError, ValueError) as error:
@@ -269,7 +272,7 @@ class RNNStepClassifier(BaseRNN):
         width = targets[0].shape[1]
         if reset:
             self.n_outputs_ = width
-            self._y_ndim = np.ndim(y[0])
+            self._y_ndim = first_ndim
         elif width != self.n_outputs_:
             raise ValueError(
                 f"y has {width} outputs per step, but the fitted model has {self.n_outputs_}; "
@@ -482,7 +485,7 @@ class RNNStepClassifier(BaseRNN):
         targets = self._check_y(y, X, len(sequences), reset=False)
         self._check_target_steps(targets, sequences)
         weight = self._check_sample_weight(sample_weight, len(sequences))
-        logits = self._forward(sequences)
+        logits = self._forward(X)  # as given: the validated arrays have lost a frame's names
         totals = np.array([_bernoulli_nll(o, t).sum() for o, t in zip(logits, targets)])
         steps = np.array([len(t) for t in targets])
         return float((weight * totals).sum() / (weight * steps).sum())

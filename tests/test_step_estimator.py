@@ -326,3 +326,24 @@ def test_scoring_an_unfitted_model_says_it_is_not_fitted():
     for call in (RNNStepClassifier().score, RNNStepClassifier().nll_per_step):
         with pytest.raises(NotFittedError):
             call(X, y)
+
+
+def test_targets_in_a_series_without_label_0_and_frames_scored_without_a_names_warning():
+    # A Series of targets whose labels lack 0 (what a split leaves) failed with
+    # KeyError: 0; score and nll_per_step on the frames of fit warned "X does not have
+    # valid feature names" (the validated arrays reached the prediction).
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frames = [pd.DataFrame(rng.normal(size=(int(rng.integers(3, 7)), 2)), columns=["a", "b"])
+              for _ in range(12)]
+    Y = pd.Series([(frame[["a"]].to_numpy() > 0).astype(float) for frame in frames],
+                  index=range(100, 112))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNStepClassifier(hidden_size=4, max_iter=2, random_state=0).fit(frames, Y)
+    assert model.n_outputs_ == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        score = model.score(frames, Y)
+        assert score == -model.nll_per_step(frames, Y)

@@ -233,9 +233,13 @@ def test_a_file_from_before_the_readout_option_loads_reading_the_last_state(tmp_
     old = tmp_path / "old.safetensors"
     save_file(tensors, str(old), metadata={"sklearn_rnn": json.dumps(resigned(header, tensors))})
     loaded = RNNClassifier.load(old)
-    assert loaded.readout == "auto" and loaded.module_.readout_mode == "last"
-    assert loaded.conv_kernels == "auto" and loaded.module_.conv is None
+    # The parameters say what the network is (they said 'auto', which now means 'pool'
+    # and a stage, and continued training refused the model).
+    assert loaded.readout == "last" and loaded.module_.readout_mode == "last"
+    assert loaded.conv_kernels is None and loaded.module_.conv is None
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(loaded.partial_fit(X, y).predict_proba(X),
+                                  clf.partial_fit(X, y).predict_proba(X))
 
 
 def test_the_best_epoch_survives_pickle_deepcopy_and_model_files(tmp_path):

@@ -1499,6 +1499,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"{len(state['history'])} epochs."
             )
         estimator._best_epoch = best_epoch
+        estimator._check_loaded_state(where)
         for name, value in state["extra"].items():
             if name not in cls._persisted_extra:
                 raise ValueError(f"{where} holds an extra attribute {name!r} that {cls.__name__} does not declare.")
@@ -1533,6 +1534,43 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         _load_network_state(net, state, tensors, where, device)
         net.history = type(net.history)(state["history"])  # the engine's kind of history
         return estimator
+
+    def _check_loaded_state(self, where: str) -> None:
+        """Refuse a loaded state whose fields contradict each other (a file whose digest
+        was recomputed after an edit): the feature counts of the layout, the encoder and
+        the frame, the feature names, and a regressor's target scaling."""
+        d = int(self._n_step_features)
+        layout_count = d if self._fitted_layout == "sequences" else int(self.n_features_in_)
+        problems = []
+        if self._fitted_layout == "table" and d != 1:
+            problems.append(f"a table layout reads 1 feature per step, not n_step_features={d}")
+        if int(self.n_features_in_) != layout_count:
+            problems.append(f"n_features_in_={self.n_features_in_} against {d} features per step")
+        if int(self._encoder.n_features) != d * int(self._frame):
+            problems.append(f"the encoder reads {self._encoder.n_features} features, not "
+                            f"{d} per step times frame={self._frame}")
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and len(names) != int(self.n_features_in_):
+            problems.append(f"{len(names)} feature names for n_features_in_={self.n_features_in_}")
+        if hasattr(self, "_y_mean") or hasattr(self, "_y_scale"):
+            outputs = getattr(self, "n_outputs_", None)
+            mean = np.asarray(getattr(self, "_y_mean", np.nan), dtype=np.float64)
+            scale = np.asarray(getattr(self, "_y_scale", np.nan), dtype=np.float64)
+            if not (isinstance(outputs, Integral) and outputs >= 1):
+                problems.append(f"n_outputs_={outputs!r}")
+            elif mean.shape != (outputs,) or scale.shape != (outputs,):
+                problems.append(f"target scaling of shapes {mean.shape} and {scale.shape} for "
+                                f"{outputs} output(s)")
+            elif not (np.isfinite(mean).all() and np.isfinite(scale).all() and (scale > 0).all()):
+                problems.append("a target scaling that is not finite, or not positive")
+            ndim = getattr(self, "_y_ndim", None)
+            if ndim not in (1, 2) or (ndim == 1 and outputs != 1):
+                problems.append(f"y_ndim={ndim!r} for {outputs} output(s)")
+        if problems:
+            raise ValueError(
+                f"{where} holds a fitted state that contradicts itself ({'; '.join(problems)}): "
+                "the file is inconsistent; save the model again."
+            )
 
     def _check_stored_shapes(
         self, tensors: dict[str, torch.Tensor], where: str, readout: str, conv: tuple[int, ...]

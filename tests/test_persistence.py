@@ -272,3 +272,29 @@ def test_saving_what_has_no_model_file_format_names_what_does(tmp_path):
     scaler = SequenceStandardScaler().fit([np.ones((2, 1))])
     with pytest.raises(TypeError, match="SequenceStandardScaler has no model file format.*skops, pickle or joblib"):
         save(scaler, tmp_path / "scaler.safetensors")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda s: s["y_mean"].update(items=[0.0, 1.0, 2.0], shape=[3]), r"target scaling of shapes \(3,\) and \(1,\)"),
+    (lambda s: s["y_scale"].update(items=[-5.0]), "not finite, or not positive"),
+    (lambda s: s["y_scale"].update(items=[0.0]), "not finite, or not positive"),
+    (lambda s: s.update(y_ndim=3), "y_ndim=3"),
+    (lambda s: s.update(n_features_in_=9), "n_features_in_=9 against 2 features per step"),
+    (lambda s: s.update(n_step_features=4, n_features_in_=4), "the encoder reads 2 features, not 4"),
+    (lambda s: s.update(fitted_layout="table"), "a table layout reads 1 feature per step"),
+])
+def test_a_forged_state_that_contradicts_itself_is_refused(edit, message, tmp_path):
+    # With a recomputed digest these loaded: predict gave 3 values a sequence, signs
+    # flipped or constant predictions, or refused every input.
+    X = ragged()
+    model = fit(RNNRegressor(**TINY), X, np.linspace(-1, 1, len(X)))
+    path = tmp_path / "model.safetensors"
+    model.save(path)
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    edit(header["state"])
+    forged = tmp_path / "forged.safetensors"
+    save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(resigned(header, tensors))})
+    with pytest.raises(ValueError, match=f"contradicts itself.*{message}"):
+        RNNRegressor.load(forged)

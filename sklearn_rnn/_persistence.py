@@ -479,7 +479,7 @@ def _restore(
     try:
         params = {key: _decode(value) for key, value in _mapping(header["params"]).items()}
         state = {key: _decode(value) for key, value in _mapping(header["state"]).items()}
-    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as error:
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError, RecursionError) as error:
         raise ValueError(f"{where} holds values this format does not know ({error}).") from error
     _check_state(state, where)
     try:
@@ -563,7 +563,7 @@ def _check_header(text: Any, tensors: dict[str, torch.Tensor], where: str) -> di
     """The header of JSON ``text``, checked: format, version, keys and digest."""
     try:
         header = json.loads(text)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RecursionError) as error:  # RecursionError: crafted nesting
         raise ValueError(f"{where} has damaged metadata ({error}): save the model again.") from error
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError(

@@ -298,3 +298,15 @@ def test_a_forged_state_that_contradicts_itself_is_refused(edit, message, tmp_pa
     save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(resigned(header, tensors))})
     with pytest.raises(ValueError, match=f"contradicts itself.*{message}"):
         RNNRegressor.load(forged)
+
+
+def test_a_crafted_deeply_nested_header_is_refused_with_a_value_error(tmp_path):
+    # json.loads raised RecursionError; every refusal of load is a ValueError.
+    import sklearn_rnn
+
+    path = tmp_path / "nested.safetensors"
+    depth = 100_000
+    save_file({"x": torch.zeros(1)}, str(path),
+              metadata={"sklearn_rnn": '{"format": "sklearn_rnn", "x": ' + "[" * depth + "]" * depth + "}"})
+    with pytest.raises(ValueError, match="damaged metadata"):
+        sklearn_rnn.load(path)

@@ -115,6 +115,24 @@ def _relative(weight: np.ndarray) -> np.ndarray:
     return weight / weight.mean()
 
 
+def _check_float32_weights(weight: np.ndarray) -> None:
+    """Refuse ``partial_fit`` weights that float32, in which they are trained, turns into
+    infinities (a loss of inf: the call is undone) or zeros (nothing is learned)."""
+    largest = np.finfo(np.float32).max
+    if weight.max() > largest:
+        raise ValueError(
+            f"sample_weight holds {weight.max():g}, beyond float32's range (at most "
+            f"{largest:.3g}), in which partial_fit trains its weights as given. Scale the "
+            "weights of every call by one constant (only their ratios between calls count)."
+        )
+    if not np.float32(weight).any():
+        raise ValueError(
+            f"sample_weight's largest value, {weight.max():g}, is 0 in float32, in which "
+            "partial_fit trains its weights as given: nothing would be learned. Scale the "
+            "weights of every call by one constant (only their ratios between calls count)."
+        )
+
+
 def _chunks(sizes: list[int], budget: int) -> list[tuple[int, int]]:
     """``(start, stop)`` ranges of consecutive items whose sizes add up to at most
     ``budget``, or of one item larger than it.
@@ -569,6 +587,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
         if not incremental:  # a fit's loss is the weighted mean: only the ratios count
             weight = _relative(weight)
+        else:
+            _check_float32_weights(weight)  # kept as given, and trained in float32
         if reset:
             self._frame = self._resolved_frame(sequences)
         sequences = frame_sequences(sequences, self._frame)

@@ -1044,3 +1044,19 @@ def test_callbacks_changed_in_place_reach_continued_training_and_unchanged_ones_
     model.callbacks[0][1].step = 2  # a setting changed in place
     model.partial_fit(X, y)
     assert epochs == [(1, 3), (2, 4)]
+
+
+@pytest.mark.parametrize("value, message", [(1e39, "beyond float32's range"), (1e-50, "is 0 in float32")])
+def test_partial_fit_refuses_weights_that_float32_turns_into_infinities_or_zeros(value, message):
+    # 1e39 became inf: the first loss was inf and a fitted model that never trained was
+    # left with n_iter_ 0 and a ConvergenceWarning. fit rescales its weights and takes them.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(2, 6), 2)) for _ in range(12)]
+    y = np.arange(12) % 2
+    model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0)
+    with pytest.raises(ValueError, match=f"sample_weight.*{message}.*Scale the weights"):
+        model.partial_fit(X, y, classes=[0, 1], sample_weight=np.full(12, value))
+    assert not hasattr(model, "net_")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert model.fit(X, y, sample_weight=np.full(12, value)).n_iter_ == 2

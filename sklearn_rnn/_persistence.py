@@ -483,7 +483,13 @@ def _restore(
         raise ValueError(f"{where} holds values this format does not know ({error}).") from error
     _check_state(state, where)
     try:
-        return cls._from_fitted_state(params, state, tensors, where)
+        # A model loaded inside torch.inference_mode() is trained later: its network,
+        # weights and optimizer state must be ordinary tensors, not inference tensors
+        # (partial_fit failed, and then its rollback too).
+        with torch.inference_mode(False):
+            tensors = {key: tensor.clone() if tensor.is_inference() else tensor
+                       for key, tensor in tensors.items()}
+            return cls._from_fitted_state(params, state, tensors, where)
     except (KeyError, TypeError, IndexError, AttributeError, RuntimeError, OverflowError) as error:
         raise ValueError(
             f"{where} is inconsistent ({type(error).__name__}: {error}): its parameters, "

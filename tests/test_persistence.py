@@ -310,3 +310,24 @@ def test_a_crafted_deeply_nested_header_is_refused_with_a_value_error(tmp_path):
               metadata={"sklearn_rnn": '{"format": "sklearn_rnn", "x": ' + "[" * depth + "]" * depth + "}"})
     with pytest.raises(ValueError, match="damaged metadata"):
         sklearn_rnn.load(path)
+
+
+def test_a_model_loaded_inside_inference_mode_trains_on(tmp_path):
+    # Its weights and optimizer state were inference tensors: partial_fit failed ("Inference
+    # tensors cannot be saved for backward"), and then its rollback too.
+    import copy
+    import pickle
+
+    import sklearn_rnn
+
+    X = ragged()
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    model = fit(RNNClassifier(optimizer="adam", **TINY), X, y)
+    path = tmp_path / "model.safetensors"
+    model.save(path)
+    blob = pickle.dumps(model)
+    with torch.inference_mode():
+        loaded = [sklearn_rnn.load(path), pickle.loads(blob), copy.deepcopy(model)]
+    expected = model.partial_fit(X, y).predict_proba(X)
+    for copy_ in loaded:
+        np.testing.assert_array_equal(copy_.partial_fit(X, y).predict_proba(X), expected)

@@ -182,6 +182,30 @@ def test_clipped_step_by_hand():
         clipped_step_([w, w], [t([1.0, 1.0])], lr=0.1, clip_threshold=1.0)
 
 
+def test_float16_steps_are_normalized_and_combined_in_float32():
+    """Float16 squares of entries below about 2.4e-4 are zero, and 1 / norm of a step
+    below about 1.5e-5 overflows: norms, factors and weights are float32, and only the
+    direction is cast to float16, as the float32 rule on the same values gives it."""
+    gen = torch.Generator().manual_seed(0)
+    temporal = [(torch.randn(4, 3, 2, generator=gen) * 1e-5).half(), (torch.randn(4, 3, generator=gen) * 1e-4).half()]
+    gradient = [block.sum(0) for block in temporal]
+    norms = step_norms(temporal)
+    assert norms.dtype == torch.float32
+    wide = [block.float() for block in temporal]
+    close(norms, step_norms(wide), atol=0)
+    assert bool((norms > 0).all())
+    normalized = normalize_temporal_gradients(temporal)
+    assert normalized[0].dtype == torch.float16
+    close(step_norms(normalized), [1.0] * 4, atol=2e-3)
+    combined = combine_temporal_gradients(temporal, normalization_factors(norms))
+    assert combined[0].dtype == torch.float32 and all(bool(torch.isfinite(c).all()) for c in combined)
+    chosen = simplex_direction(temporal, gradient, generator=torch.Generator().manual_seed(2))
+    reference = simplex_direction(wide, [g.float() for g in gradient], generator=torch.Generator().manual_seed(2))
+    assert chosen.branch == reference.branch == "simplex"
+    for got, want in zip(chosen.direction, reference.direction, strict=True):
+        assert got.dtype == torch.float16 and torch.equal(got, want.half())
+
+
 # ----------------------------------------------------------------------------- optimizer
 
 
@@ -244,9 +268,10 @@ def test_an_update_reads_few_values_on_the_host(monkeypatch, switch_threshold, m
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_the_simplex_direction_scales_by_the_hosts_quotient(dtype):
-    """The rule divides -||grad|| by ||g|| where the norms are, in their dtype; the
-    direction is bit for bit the combination times the host's float64 quotient rounded
-    to that dtype (rows of 2,000 models at once, norms over some 20 orders of magnitude)."""
+    """The rule divides -||grad|| by ||g|| where the norms are, in their dtype (at least
+    float32); the direction is bit for bit the combination times the host's float64
+    quotient rounded to that dtype, cast once to the gradient's (rows of 2,000 models at
+    once, norms over some 20 orders of magnitude)."""
     gen = torch.Generator().manual_seed(0)
     size = torch.exp(torch.randn(2000, 1, generator=gen, dtype=torch.float64) * 3)
     gradient = (torch.randn(2000, 7, generator=gen, dtype=torch.float64) * size).to(dtype)
@@ -255,9 +280,10 @@ def test_the_simplex_direction_scales_by_the_hosts_quotient(dtype):
     gradient_norm = torch.linalg.vector_norm(gradient, dim=1)
     chosen = _choose_directions(gradient, gradient_norm, combination, [None] * 2000)
     assert set(chosen.branch) == {"simplex"}
+    work = torch.promote_types(dtype, torch.float32)
     quotients = [-a / b for a, b in zip(gradient_norm.tolist(),
-                                        torch.linalg.vector_norm(combination, dim=1).tolist())]
-    expected = torch.tensor(quotients, dtype=dtype)[:, None] * combination
+                                        torch.linalg.vector_norm(combination.to(work), dim=1).tolist())]
+    expected = (torch.tensor(quotients, dtype=work)[:, None] * combination.to(work)).to(dtype)
     assert torch.equal(chosen.direction, expected)
 
 

@@ -330,6 +330,31 @@ def test_float32_norm_methods_agree():
     assert "TemporalGradients(steps=30" in repr(tg)
 
 
+@pytest.mark.parametrize("chunked", [False, True])
+def test_float16_step_norms_are_summed_in_float32(monkeypatch, chunked):
+    """In float16 the square of anything below about 2.4e-4 is zero: small steps' norms
+    vanished, and the simplex direction left those steps unnormalized. The squares are
+    summed in float32, from the float16 per-step gradients."""
+    if chunked:
+        monkeypatch.setattr(_temporal, "_CHUNK_ELEMENTS", 4)  # nothing kept: norms by chunks
+    net = RecurrentNetwork(2, 4, 1, generator=torch.Generator().manual_seed(0)).half()
+    x = torch.randn(3, 30, 2, generator=torch.Generator().manual_seed(1)).half()
+    lengths = torch.tensor([30, 30, 30])
+    states = net.forward_states(x, lengths)
+    tg = temporal_gradients(net, states, states.outputs.float().square().mean(), lengths, accumulate_grad=False)
+    per_step = [block.float().reshape(tg.steps, -1) for block in tg.per_step()]
+    exact = torch.stack([block.square().sum(1) for block in per_step]).sum(0).sqrt()
+    assert 0 < exact.min() < 2.4e-4  # steps whose float16 squares would underflow
+    direct = tg.norms("direct")
+    assert direct.dtype == torch.float32 and tg.gradient[0].dtype == torch.float16
+    torch.testing.assert_close(direct, exact, rtol=1e-5, atol=0)
+    torch.testing.assert_close(tg.norms("gram"), exact, rtol=1e-2, atol=0)  # from deltas, not rounded products
+    for name, block in zip(tg.names, per_step):
+        norms = tg.parameter_norms()[name]
+        assert norms.dtype == torch.float32
+        torch.testing.assert_close(norms, block.square().sum(1).sqrt(), rtol=1e-5, atol=0)
+
+
 def test_errors_say_what_to_do():
     net = make_net()
     x, lengths, y = make_batch([3, 2])

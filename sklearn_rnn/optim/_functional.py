@@ -82,6 +82,9 @@ class Direction(NamedTuple):
 def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
     """One norm per step over the concatenation of all parameter blocks.
 
+    The squares are summed in the blocks' dtype, at least float32: in float16 the square
+    of any entry below about 2.4e-4 is zero, and a small step's norm would vanish.
+
     Parameters
     ----------
     temporal : sequence of torch.Tensor, each of shape (steps, ...)
@@ -90,6 +93,7 @@ def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
     Returns
     -------
     torch.Tensor of shape (steps,)
+        In the blocks' dtype, at least float32.
 
     Examples
     --------
@@ -101,7 +105,9 @@ def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
     tensor([5., 0.])
     """
     _check_steps(temporal)
-    squares = [block.reshape(block.shape[0], -1).square().sum(1) for block in temporal]  # (T,) each
+    squares = [
+        block.reshape(block.shape[0], -1).to(_working_dtype(block.dtype)).square().sum(1) for block in temporal
+    ]  # (T,) each
     return torch.stack(squares).sum(0).sqrt()  # (T,)
 
 
@@ -153,7 +159,8 @@ def normalize_temporal_gradients(
     Returns
     -------
     tuple of torch.Tensor
-        The normalized blocks, shaped like ``temporal``.
+        The normalized blocks, shaped like ``temporal`` and in their dtype (the norms and
+        factors are computed in at least float32).
 
     Examples
     --------
@@ -165,7 +172,7 @@ def normalize_temporal_gradients(
     (tensor([[0.6000], [0.0000]]), tensor([[8.0000e-01], [1.0000e-09]]))
     """
     factors = normalization_factors(step_norms(temporal), eps=eps)  # (T,)
-    return tuple(block * factors.view(-1, *([1] * (block.ndim - 1))) for block in temporal)
+    return tuple((block * factors.view(-1, *([1] * (block.ndim - 1)))).to(block.dtype) for block in temporal)
 
 
 def convex_weights(
@@ -245,7 +252,8 @@ def combine_temporal_gradients(
     Returns
     -------
     tuple of torch.Tensor
-        One block per parameter, without the step axis.
+        One block per parameter, without the step axis, in the blocks' dtype, at least
+        float32 (a float16 block could not hold the factors ``1 / norm`` of small steps).
 
     Examples
     --------
@@ -261,7 +269,10 @@ def combine_temporal_gradients(
             f"coefficients must have shape ({temporal[0].shape[0]},), one per step; got "
             f"{tuple(coefficients.shape)}."
         )
-    return tuple(torch.tensordot(coefficients.to(block.dtype), block, dims=1) for block in temporal)
+    return tuple(
+        torch.tensordot(coefficients.to(_working_dtype(block.dtype)), block.to(_working_dtype(block.dtype)), dims=1)
+        for block in temporal
+    )
 
 
 def choose_direction(
@@ -309,7 +320,8 @@ def choose_direction(
     gradient = tuple(gradient)
     flat_gradient = _flatten(gradient)  # (1, P)
     sizes = [block.numel() for block in gradient]
-    gradient_norm = _row_norms(flat_gradient, sizes)  # (1,)
+    work = _working_dtype(flat_gradient.dtype)
+    gradient_norm = _row_norms(flat_gradient.to(work), sizes)  # (1,)
     if _needs_combination(gradient_norm.item(), switch_threshold):
         combined = tuple(combination() if callable(combination) else combination)
         if len(combined) != len(gradient):
@@ -317,7 +329,7 @@ def choose_direction(
                 f"combination must have one block per gradient block ({len(gradient)}); got "
                 f"{len(combined)}."
             )
-        flat_combination = _flatten(combined, flat_gradient.dtype)
+        flat_combination = _flatten(combined, work)
     else:
         flat_combination = torch.zeros_like(flat_gradient)  # not looked at
     chosen = _choose_directions(flat_gradient, gradient_norm, flat_combination, [switch_threshold], sizes)
@@ -354,8 +366,13 @@ def _choose_directions(
     :func:`_row_norms` of ``gradient`` (it has decided on it already); ``switch_threshold``
     holds each model's ``psi`` (None: never switch); ``sizes``, the parameter blocks
     along ``P``, makes the combination's norm that of :func:`_row_norms` too.
+
+    Everything is computed in the gradient's dtype, at least float32 (float16 squares
+    and products underflow), and only the directions are cast to the gradient's dtype.
     """
-    combination = combination.to(gradient.dtype)
+    dtype = gradient.dtype
+    work = _working_dtype(dtype)
+    gradient, gradient_norm, combination = gradient.to(work), gradient_norm.to(work), combination.to(work)
     on_device = torch.stack([
         gradient_norm,
         _row_norms(combination, sizes),
@@ -384,8 +401,8 @@ def _choose_directions(
     simplex = [branch == "simplex" for branch in branches]
     if any(simplex):
         # d = -||grad|| g / ||g||, the factor divided where the norms are (a copy from
-        # the host would make it wait for a GPU): a division rounded once to the
-        # gradient's dtype equals the host's in float64 rounded to it (53 >= 2 p + 2 bits).
+        # the host would make it wait for a GPU): a division rounded once to the working
+        # dtype equals the host's in float64 rounded to it (53 >= 2 p + 2 bits).
         candidate = (-on_device[0] / on_device[1])[:, None] * combination  # (M, P)
     if all(simplex):
         direction = candidate
@@ -393,14 +410,14 @@ def _choose_directions(
         direction = -gradient  # every row switched or fell back; no signs copied from the host
     else:
         anti = [0.0 if branch in ("simplex", "skipped") else -1.0 for branch in branches]
-        anti_gradient = torch.tensor(anti, dtype=gradient.dtype, device=gradient.device)[:, None] * gradient
+        anti_gradient = torch.tensor(anti, dtype=work, device=gradient.device)[:, None] * gradient
         anti_gradient = torch.where(torch.isfinite(anti_gradient), anti_gradient, 0.0)  # skipped rows
         if any(simplex):
             mask = torch.tensor(simplex, device=gradient.device)[:, None]
             direction = torch.where(mask, candidate, anti_gradient)  # (M, P)
         else:
             direction = anti_gradient
-    return _Directions(direction, branches, stats[0], cosines)
+    return _Directions(direction.to(dtype), branches, stats[0], cosines)
 
 
 def _row_norms(flat: torch.Tensor, sizes: Sequence[int] | None) -> torch.Tensor:
@@ -515,7 +532,7 @@ def _simplex_rule(
     sizes = [block.numel() for block in gradient]
 
     def combine_flat(coefficients: torch.Tensor) -> torch.Tensor:
-        return _flatten(combine(coefficients[0]), flat_gradient.dtype)
+        return _flatten(combine(coefficients[0]), _working_dtype(flat_gradient.dtype))
 
     chosen = _simplex_rules(
         flat_gradient,
@@ -557,9 +574,12 @@ def _simplex_rules(
     model's steps before those have zero gradients). ``switch_threshold`` holds each
     model's ``psi`` (None: never), ``eps`` is a float or ``(M, 1)``, ``sizes`` the
     parameter blocks along ``P`` (see :func:`_row_norms`). ``norms`` and ``combine`` are
-    only called when some model needs its combination.
+    only called when some model needs its combination. The weights, norms and
+    coefficients are in ``dtype``, at least float32 (``1 / norm`` of a small step
+    overflows float16); only the directions are in the gradient's dtype.
     """
     device = gradient.device
+    dtype = _working_dtype(dtype)
     draws = [
         convex_weights(count, rule, generator=generator, dtype=dtype, device=device)
         for count, rule, generator in zip(steps, weights, generators)
@@ -570,7 +590,7 @@ def _simplex_rules(
         beta = torch.zeros(len(steps), total_steps, dtype=dtype, device=device)  # (M, T)
         for row, (count, draw) in enumerate(zip(steps, draws)):
             beta[row, total_steps - count :] = draw
-    gradient_norm = _row_norms(gradient, sizes)  # (M,)
+    gradient_norm = _row_norms(gradient.to(_working_dtype(gradient.dtype)), sizes)  # (M,)
     # Without switching every finite gradient needs its combination, and a non-finite
     # one's is never looked at: no need to read the norms on the host (on a GPU, a wait
     # for the device) before combining.
@@ -714,10 +734,28 @@ def _check_step_settings(group: dict[str, Any]) -> None:
 
 
 def _norm(blocks: Sequence[torch.Tensor]) -> float:
-    """Euclidean norm of the concatenation of ``blocks``, as a Python float."""
+    """Euclidean norm of the concatenation of ``blocks``, as a Python float (computed in
+    the blocks' dtype, at least float32)."""
     if not blocks:
         return 0.0
-    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(b) for b in blocks])))
+    return float(torch.linalg.vector_norm(torch.stack([_vector_norm(b) for b in blocks])))
+
+
+def _vector_norm(block: torch.Tensor) -> torch.Tensor:
+    """The Euclidean norm of ``block``, in its dtype, at least float32."""
+    work = _working_dtype(block.dtype)
+    return torch.linalg.vector_norm(block) if block.dtype == work else torch.linalg.vector_norm(block, dtype=work)
+
+
+def _working_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of squares, norms, normalization factors and convex weights for
+    parameters of ``dtype``: ``dtype``, at least float32.
+
+    In float16 the square of any value below about 2.4e-4 is zero (a small step's norm
+    would vanish, and the step be left unnormalized), and ``1 / norm`` of a step whose
+    norm is below about 1.5e-5 overflows; float32 and float64 are kept as they are.
+    """
+    return torch.promote_types(dtype, torch.float32)
 
 
 def _check_steps(temporal: Sequence[torch.Tensor]) -> None:

@@ -42,7 +42,7 @@ import torch
 from ..nn._network import NetworkStates, RecurrentNetwork
 from ..nn.cells import Cell, LayerStates, cell_names
 from ._adapter import RecurrentAdapter
-from ._functional import _norm
+from ._functional import _norm, _working_dtype
 
 __all__ = ["TemporalGradients", "temporal_gradients"]
 
@@ -213,7 +213,9 @@ class TemporalGradients:
         ``H * (H + d)`` per sequence and step); ``'gram'`` uses
         ``||sum_b d_b z_b^T||^2 = sum_{b,b'} (d_b . d_b') (z_b . z_b')`` (cost
         ``batch * (2H + d)``, no ``(H, H)`` block per step); ``'auto'`` picks the
-        cheaper. The result is cached.
+        cheaper. The result is cached. The squares are summed in the parameters' dtype,
+        at least float32 (in float16 a step whose gradient's norm is below about 2.4e-4
+        would get norm 0).
 
         Parameters
         ----------
@@ -223,11 +225,12 @@ class TemporalGradients:
         Returns
         -------
         torch.Tensor of shape (steps,)
+            In the parameters' dtype, at least float32.
         """
         if method not in ("auto", "direct", "gram"):
             raise ValueError(f"method must be 'auto', 'direct' or 'gram'; got {method!r}.")
         if method not in self._norms:
-            squares = self._zeros()
+            squares = self._zeros(_working_dtype(self.gradient[0].dtype))
             for layer in self._layers:
                 _scatter_add(squares, layer.rows, _layer_squares(layer, method))
             self._norms[method] = squares.sqrt()  # (T,)
@@ -249,7 +252,9 @@ class TemporalGradients:
         Returns
         -------
         tuple of torch.Tensor
-            One block per parameter, shaped like it.
+            One block per parameter, shaped like it, in its dtype; with coefficients in
+            at least float32 (a float16 block could not hold the factors ``1 / norm``
+            of small steps).
         """
         if coefficients is not None and coefficients.shape != (self.steps,):
             raise ValueError(
@@ -259,21 +264,24 @@ class TemporalGradients:
         blocks: dict[int, torch.Tensor] = {}
         for layer in self._layers:
             c = None
+            work = layer.delta.dtype
             if coefficients is not None:
-                c = coefficients.to(layer.delta)
+                work = _working_dtype(work)
+                c = coefficients.to(layer.delta.device, work)
                 c = c if layer.rows is None else c[layer.rows]  # (S,)
             if layer.outer is not None:
                 for block, outer in zip(layer.blocks, layer.outer):
-                    blocks[block.index] = _weighted_sum(None if c is None else c[block.offset :], outer)
+                    blocks[block.index] = _weighted_sum(None if c is None else c[block.offset :], outer.to(work))
                 continue
-            delta = layer.delta if c is None else layer.delta * c[:, None, None]  # (S, B, m)
+            delta = layer.delta if c is None else layer.delta.to(work) * c[:, None, None]  # (S, B, m)
             m = delta.shape[2]
             for block in layer.blocks:
                 if block.inputs is None:
                     blocks[block.index] = delta.sum((0, 1))  # (m,)
                 else:
                     rows = delta[block.offset :].reshape(-1, m)  # (S' * B, m)
-                    blocks[block.index] = rows.T @ block.inputs.reshape(-1, block.inputs.shape[2])  # (m, n)
+                    inputs = block.inputs.to(work)
+                    blocks[block.index] = rows.T @ inputs.reshape(-1, inputs.shape[2])  # (m, n)
         # A learned initial state (layers, H) is held flat, as one bias of layers * H.
         return tuple(blocks[i].reshape(p.shape).contiguous() for i, p in enumerate(self.parameters))
 
@@ -329,18 +337,21 @@ class TemporalGradients:
         Returns
         -------
         dict of str to torch.Tensor of shape (steps,)
-            Keyed by thesis name (``'W_rec'``, ...), in the order of :attr:`names`.
+            Keyed by thesis name (``'W_rec'``, ...), in the order of :attr:`names`; in
+            the parameters' dtype, at least float32 (as :meth:`norms`).
         """
         result: dict[str, torch.Tensor] = {}
         for layer in self._layers:
             for block, squares in zip(layer.blocks, _block_squares(layer)):
-                full = self._zeros()
+                full = self._zeros(squares.dtype)
                 _scatter_add(full, layer.rows, squares)
                 result[self.names[block.index]] = full.sqrt()
         return {name: result[name] for name in self.names}
 
-    def _zeros(self) -> torch.Tensor:
-        return torch.zeros(self.steps, dtype=self.gradient[0].dtype, device=self.gradient[0].device)
+    def _zeros(self, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Zeros ``(steps,)`` on the gradient's device, in ``dtype`` (None: the gradient's)."""
+        reference = self.gradient[0]
+        return torch.zeros(self.steps, dtype=reference.dtype if dtype is None else dtype, device=reference.device)
 
 
 def temporal_gradients(
@@ -829,7 +840,8 @@ def _rows(layer: _Layer, device: torch.device) -> torch.Tensor:
 
 
 def _layer_squares(layer: _Layer, method: NormMethod) -> torch.Tensor:
-    """Squared norm of every row's gradient over all the layer's blocks, ``(S,)``."""
+    """Squared norm of every row's gradient over all the layer's blocks, ``(S,)``, in the
+    deltas' dtype, at least float32 (:func:`~sklearn_rnn.optim._functional._working_dtype`)."""
     if method == "auto":
         batch, m = layer.delta.shape[1:]
         n = layer.width
@@ -841,49 +853,58 @@ def _layer_squares(layer: _Layer, method: NormMethod) -> torch.Tensor:
 
 
 def _block_squares(layer: _Layer) -> list[torch.Tensor]:
-    """Squared norm of every row's gradient, block by block: one ``(S,)`` tensor each."""
+    """Squared norm of every row's gradient, block by block: one ``(S,)`` tensor each.
+
+    The per-row gradients are formed in the deltas' dtype, and their squares taken in at
+    least float32 (float16 squares underflow below about 2.4e-4).
+    """
     delta = layer.delta  # (S, B, m)
     rows = delta.shape[0]
+    work = _working_dtype(delta.dtype)
     if layer.outer is not None:
         result = []
         for block, outer in zip(layer.blocks, layer.outer):
-            squares = torch.linalg.vector_norm(outer, dim=tuple(range(1, outer.ndim))).square()  # (S',)
+            dims = tuple(range(1, outer.ndim))
+            norms = torch.linalg.vector_norm(outer, dim=dims, dtype=None if outer.dtype == work else work)
+            squares = norms.square()  # (S',)
             result.append(torch.cat([squares.new_zeros(block.offset), squares]))
         return result
-    result = [delta.new_zeros(rows) for _ in layer.blocks]
+    result = [delta.new_zeros(rows, dtype=work) for _ in layer.blocks]
     chunk = max(1, _CHUNK_ELEMENTS // (delta.shape[2] * layer.width))
     for lo in range(0, rows, chunk):
         hi = min(rows, lo + chunk)
         for squares, block in zip(result, layer.blocks):
             if block.inputs is None:
-                squares[lo:hi] = delta[lo:hi].sum(1).square().sum(1)
+                squares[lo:hi] = delta[lo:hi].sum(1).to(work).square().sum(1)
                 continue
             start = max(lo, block.offset)
             if start < hi:
                 z = block.inputs[start - block.offset : hi - block.offset]  # (c, B, n)
                 outer = _outer(delta[start:hi], z)  # (c, m, n)
-                squares[start:hi] = outer.square().sum((1, 2))
+                squares[start:hi] = outer.to(work).square().sum((1, 2))
     return result
 
 
 def _gram_squares(layer: _Layer) -> torch.Tensor:
-    """``sum_{b,b'} (d_b . d_b') (z_b . z_b')`` per row, in chunks of rows, ``(S,)``."""
+    """``sum_{b,b'} (d_b . d_b') (z_b . z_b')`` per row, in chunks of rows, ``(S,)``, in
+    the deltas' dtype, at least float32 (float16 products underflow)."""
     delta = layer.delta  # (S, B, m)
     rows, batch, _ = delta.shape
+    work = _working_dtype(delta.dtype)
     chunk = max(1, _CHUNK_ELEMENTS // (batch * batch))
     pieces = []
     for lo in range(0, rows, chunk):
         hi = min(rows, lo + chunk)
-        kernel = delta.new_zeros(hi - lo, batch, batch)  # (c, B, B): z_b . z_b'
+        kernel = delta.new_zeros(hi - lo, batch, batch, dtype=work)  # (c, B, B): z_b . z_b'
         for block in layer.blocks:
             if block.inputs is None:
                 kernel += 1.0
                 continue
             start = max(lo, block.offset)
             if start < hi:
-                z = block.inputs[start - block.offset : hi - block.offset]  # (c', B, n)
+                z = block.inputs[start - block.offset : hi - block.offset].to(work)  # (c', B, n)
                 kernel[start - lo :] += torch.bmm(z, z.transpose(1, 2))
-        d = delta[lo:hi]  # (c, B, m)
+        d = delta[lo:hi].to(work)  # (c, B, m)
         pieces.append((torch.bmm(d, d.transpose(1, 2)) * kernel).sum((1, 2)).clamp(min=0))
     return torch.cat(pieces)
 
@@ -941,7 +962,7 @@ class _StackedTemporalGradients:
     def norms(self) -> torch.Tensor:
         """Norm of each network's step gradient over all its blocks, ``(models, steps)``."""
         reference = self._layers[0].delta
-        squares = reference.new_zeros(self.models * self.steps)  # (M T,)
+        squares = reference.new_zeros(self.models * self.steps, dtype=_working_dtype(reference.dtype))  # (M T,)
         for layer in self._layers:
             _scatter_add(squares, layer.rows, _layer_squares(layer, "auto"))
         return squares.sqrt().view(self.models, self.steps)

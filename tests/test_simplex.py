@@ -386,6 +386,28 @@ def test_seeded_generator_reproduces_and_state_dict_resumes():
     assert opt_b.branch_counts == opt_a.branch_counts
 
 
+def test_load_state_dict_keeps_the_generator_and_its_stream():
+    """PyTorch's load_state_dict goes through __setstate__, which made a fresh generator
+    with torch's default seed: the user's generator was detached, and a state dict
+    without the 'simplex' entry reset every optimizer to the same stream."""
+    params = [torch.nn.Parameter(torch.zeros(2))]
+    generator = torch.Generator().manual_seed(123)
+    opt = SimplexSGD(params, generator=generator)
+    opt.load_state_dict(opt.state_dict())
+    assert opt.generator is generator
+    draws = []
+    for seed in (1, 2):
+        opt = SimplexSGD(params, generator=seed)
+        opt.load_state_dict(torch.optim.Optimizer.state_dict(opt))  # no 'simplex' entry
+        draws.append(convex_weights(5, generator=opt.generator))
+    close(draws[0], convex_weights(5, generator=torch.Generator().manual_seed(1)))
+    close(draws[1], convex_weights(5, generator=torch.Generator().manual_seed(2)))
+    # Unpickling still makes a generator, in the pickled one's state.
+    copied = pickle.loads(pickle.dumps(opt))
+    assert copied.generator is not opt.generator
+    close(convex_weights(5, generator=copied.generator), convex_weights(5, generator=opt.generator))
+
+
 def test_constructor_validation():
     params = [torch.nn.Parameter(torch.zeros(1))]
     for kwargs, message in [

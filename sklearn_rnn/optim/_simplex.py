@@ -246,10 +246,21 @@ class SimplexSGD(_StepRuleOptimizer):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`__getstate__` kept (unpickling, deepcopy), or the state and
+        groups of :meth:`load_state_dict`, which PyTorch passes here too.
+
+        A generator is made only when there is none (unpickling); an optimizer loading a
+        state dict keeps its own, whose state only the ``'simplex'`` entry restores.
+
+        Parameters
+        ----------
+        state : dict
+        """
         state = dict(state)
         generator_state = state.pop("generator_state", None)
         super().__setstate__(state)
-        self.generator = torch.Generator()
+        if getattr(self, "generator", None) is None:
+            self.generator = torch.Generator()
         if generator_state is not None:
             self.generator.set_state(generator_state)
 

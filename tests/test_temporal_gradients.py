@@ -379,6 +379,29 @@ def test_errors_say_what_to_do():
         temporal_gradients(net, frozen, loss, lengths)
 
 
+def test_a_loss_not_computed_from_the_states_is_refused():
+    """Autograd's unused inputs, materialized as zeros, gave silent zero temporal
+    gradients (and zeros in .grad) for a loss computed from another forward pass."""
+    net = make_net(num_layers=2, hidden_init="learned")
+    x, lengths, y = make_batch([3, 2])
+    states = net.forward_states(x, lengths)
+    fix = r"loss = criterion\(states\.outputs, y\)"
+    other_pass = loss_fn(net(x, lengths), y, lengths)
+    with pytest.raises(ValueError, match=r"loss must be computed from states\.outputs.*does not depend on "
+                       r"states\.layers\[0\]\.projected or states\.layers\[1\]\.projected or "
+                       r"states\.outputs.*" + fix):
+        temporal_gradients(net, states, other_pass, lengths)
+    states = net.forward_states(x, lengths)
+    with pytest.raises(ValueError, match=r"does not depend on states\.outputs, whose.*" + fix):
+        temporal_gradients(net, states, states.hidden.square().sum(), lengths)  # not the outputs
+    states = net.forward_states(x, lengths)
+    with pytest.raises(ValueError, match=r"got a loss without a gradient.*" + fix):
+        temporal_gradients(net, states, loss_fn(states.outputs.detach(), y, lengths), lengths)
+    assert all(p.grad is None for p in net.parameters())  # nothing written
+    tg = temporal_gradients(net, states, loss_fn(states.outputs, y, lengths), lengths)
+    assert "h_0" in tg.names and tg.gradient_norm > 0
+
+
 def test_returns_temporal_gradients_object():
     net = make_net()
     x, lengths, y = make_batch([3])

@@ -394,8 +394,11 @@ def temporal_gradients(
     states : NetworkStates
         ``network.forward_states(x, lengths, every_step=...)``, run with autograd on.
     loss : torch.Tensor
-        A scalar that depends on the parameters only through ``states`` (a weight
-        penalty on the parameters themselves would be missed).
+        A scalar computed from ``states.outputs``, that depends on the parameters only
+        through ``states`` (a weight penalty on the parameters themselves would be
+        missed). A loss that does not reach ``states.outputs`` (computed from another
+        forward pass, or from detached outputs) raises a ValueError rather than give
+        zero temporal gradients.
     lengths : torch.Tensor of shape (batch,)
         The lengths given to ``forward_states``.
     accumulate_grad : bool, default=True
@@ -488,12 +491,20 @@ def temporal_gradients(
     every_step = states.outputs.ndim == 3
     initial = [state for layer in states.layers for state in layer.initial]  # (B, H) each
     n_layers = len(states.layers)
+    reached = [*(layer.projected for layer in states.layers), states.outputs]
+    if not loss.requires_grad:
+        _refuse_unreached_loss("a loss without a gradient (computed under torch.no_grad(), or detached)")
     grads = torch.autograd.grad(
-        loss,
-        [*(layer.projected for layer in states.layers), states.outputs, *initial],
-        allow_unused=True,
-        materialize_grads=True,
-    )  # (B, T, G * H) per layer, (B, k) or (B, T, k), (B, H) per initial state
+        loss, [*reached, *initial], allow_unused=True
+    )  # (B, T, G * H) per layer, (B, k) or (B, T, k), (B, H) per initial state; None: unused
+    names = [f"states.layers[{depth}].projected" for depth in range(n_layers)] + ["states.outputs"]
+    unused = [name for name, grad in zip(names, grads) if grad is None]
+    if unused:
+        _refuse_unreached_loss(f"a loss that does not depend on {' or '.join(unused)}")
+    # Only an initial state may go unused by the loss; its gradient is then zero.
+    grads = tuple(
+        torch.zeros_like(target) if grad is None else grad for target, grad in zip([*reached, *initial], grads)
+    )
     if loss_scale is not None:
         if not (math.isfinite(loss_scale) and loss_scale > 0):
             raise ValueError(
@@ -516,6 +527,18 @@ def temporal_gradients(
                 else:
                     p.grad.add_(g)
     return result
+
+
+def _refuse_unreached_loss(got: str) -> None:
+    """Raise the error for a loss that does not reach the given states (``got`` says
+    how), whose temporal gradients would silently be zero."""
+    raise ValueError(
+        "loss must be computed from states.outputs, the outputs of the states given to "
+        f"temporal_gradients; got {got}, whose temporal gradients would silently be zero. "
+        "Compute the loss from those same states: "
+        "`states = network.forward_states(x, lengths)`, then `loss = criterion(states.outputs, y)` "
+        "(not from another forward pass such as network(x, lengths), nor from detached outputs)."
+    )
 
 
 def _from_gradients(

@@ -357,6 +357,41 @@ def test_non_finite_gradient_skips_the_step():
         assert torch.equal(b, p.detach())
 
 
+def test_a_finite_gradient_whose_squares_overflow_takes_the_clipped_step():
+    """Float32 squares of entries above about 1.8e19 overflow, and a finite gradient's
+    norm came out infinite: the step was skipped, in the exploding-gradient case the
+    clipped step of eq. 3.6 is meant for. Its length is now lr * tau; a gradient with
+    an infinity or a NaN is still skipped."""
+    w = torch.nn.Parameter(torch.zeros(2))
+    opt = ClippedSGD([w], lr=0.1, clip_threshold=1.0)
+    w.grad = t([1e20, 1e20])
+    opt.step()
+    assert opt.skipped_steps == 0
+    close(w.detach(), [-0.1 / math.sqrt(2)] * 2, atol=1e-8)
+    for bad in ([math.inf, 1e20], [math.nan, 1.0]):
+        w.grad = t(bad)
+        opt.step()
+        assert choose_direction([t(bad)], [t([1.0, 1.0])]).branch == "skipped"
+    assert opt.skipped_steps == 2
+    d = choose_direction([t([3e20, 4e20])], [t([0.0, 1.0])])
+    assert d.branch == "simplex" and d.gradient_norm == pytest.approx(5e20)
+    assert d.cosine == pytest.approx(-0.8)
+    close(d.direction[0] / 1e20, [0.0, -5.0], atol=1e-6)
+    # SimplexSGD, on temporal gradients whose step norms overflow too.
+    net = RecurrentNetwork(3, 6, 2, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(4, 5, 3, generator=torch.Generator().manual_seed(1))
+    lengths = torch.tensor([5, 3, 4, 5])
+    before = torch.cat([p.detach().flatten() for p in net.parameters()])
+    opt = SimplexSGD(net.parameters(), lr=0.1, clip_threshold=1.0, generator=0)
+    states = net.forward_states(x, lengths)
+    tg = temporal_gradients(net, states, states.outputs.square().mean() * 1e25, lengths)
+    assert all(bool(torch.isfinite(g).all()) for g in tg.gradient) and math.isfinite(tg.gradient_norm)
+    opt.step(tg)
+    assert opt.last_step["branch"] in ("simplex", "descent_fallback") and -1 <= opt.last_step["cosine"] < 0
+    step = torch.cat([p.detach().flatten() for p in net.parameters()]) - before
+    assert float(step.norm()) == pytest.approx(0.1, rel=1e-5)
+
+
 def test_seeded_generator_reproduces_and_state_dict_resumes():
     def train(opt_state=None, steps=4):
         net, x, lengths, y = make_problem()

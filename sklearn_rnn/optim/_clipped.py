@@ -24,7 +24,8 @@ class ClippedSGD(_StepRuleOptimizer):
     ``mu * tau / ||g||`` otherwise, the norm taken over every parameter of every group
     together (one direction, one step length). A step whose gradient holds a NaN or an
     infinity is skipped and counted in ``skipped_steps``, so that one bad batch cannot
-    poison the weights.
+    poison the weights; a finite gradient is clipped however large (its norm is taken
+    without overflowing where the squares of its entries would).
 
     Parameters
     ----------

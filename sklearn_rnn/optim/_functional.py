@@ -321,8 +321,9 @@ def choose_direction(
     flat_gradient = _flatten(gradient)  # (1, P)
     sizes = [block.numel() for block in gradient]
     work = _working_dtype(flat_gradient.dtype)
-    gradient_norm = _row_norms(flat_gradient.to(work), sizes)  # (1,)
-    if _needs_combination(gradient_norm.item(), switch_threshold):
+    wide = flat_gradient.to(work)
+    gradient_norm, (norm,) = _read_row_norms(wide, _row_norms(wide, sizes), sizes)  # (1,), its value
+    if _needs_combination(norm, switch_threshold):
         combined = tuple(combination() if callable(combination) else combination)
         if len(combined) != len(gradient):
             raise ValueError(
@@ -379,6 +380,8 @@ def _choose_directions(
         (combination * gradient).sum(1),
     ])  # (3, M): ||grad||, ||g||, g . grad
     stats = on_device.tolist()
+    if any(math.isinf(value) for row in stats for value in row):
+        on_device, stats = _rescued_statistics(gradient, combination, on_device, sizes)
     branches: list[Branch] = []
     cosines = []
     for gradient_norm, combined_norm, dot, psi in zip(*stats, switch_threshold):
@@ -423,12 +426,66 @@ def _choose_directions(
 def _row_norms(flat: torch.Tensor, sizes: Sequence[int] | None) -> torch.Tensor:
     """The Euclidean norm of each row of ``flat`` ``(M, P)``, shape ``(M,)``: with
     ``sizes`` (the parameter blocks along ``P``) the norm of the blocks' norms, so that
-    a model's norm is rounded as it was when the rule took its blocks one by one."""
+    a model's norm is rounded as it was when the rule took its blocks one by one.
+
+    The squares of finite entries may overflow (an infinite norm): the callers read the
+    norms on the host and then rescue them (:func:`_rescued_row_norms`)."""
     if sizes is None or len(sizes) < 2:
         return torch.linalg.vector_norm(flat, dim=1)
     blocks = torch.split(flat, list(sizes), dim=1)
     per_block = torch.stack([torch.linalg.vector_norm(block, dim=1) for block in blocks], dim=1)
     return torch.linalg.vector_norm(per_block, dim=1)
+
+
+def _row_scales(flat: torch.Tensor) -> torch.Tensor:
+    """Each row's largest magnitude ``(M,)``, or 1 where it is zero or not finite."""
+    largest = flat.abs().amax(1)  # (M,)
+    return torch.where(torch.isfinite(largest) & (largest > 0), largest, torch.ones_like(largest))
+
+
+def _rescued_row_norms(flat: torch.Tensor, norms: torch.Tensor, sizes: Sequence[int] | None) -> torch.Tensor:
+    """``norms``, the :func:`_row_norms` of ``flat``, with the infinite ones recomputed on
+    the rows divided by their largest magnitude: finite where the row is finite and its
+    norm representable (only its squares overflowed); a row with an infinite entry keeps
+    its infinite norm, and a NaN stays NaN."""
+    scale = _row_scales(flat)  # (M,)
+    return torch.where(torch.isinf(norms), _row_norms(flat / scale[:, None], sizes) * scale, norms)
+
+
+def _rescued_statistics(
+    gradient: torch.Tensor, combination: torch.Tensor, on_device: torch.Tensor, sizes: Sequence[int] | None
+) -> tuple[torch.Tensor, list[list[float]]]:
+    """The ``(3, M)`` statistics of :func:`_choose_directions` (``||grad||``, ``||g||``,
+    ``g . grad``), the overflowed ones recomputed on rows divided by their largest
+    magnitude (squares or products of finite entries past the dtype's range: an
+    exploding gradient): the norms on the device, where the candidate divides them, and
+    the products on the host in float64, where the two scales' product fits. Also their
+    host values, as lists."""
+    gradient_scale, combination_scale = _row_scales(gradient), _row_scales(combination)  # (M,) each
+    gradient_unit, combination_unit = gradient / gradient_scale[:, None], combination / combination_scale[:, None]
+    on_device = torch.stack([
+        torch.where(torch.isinf(on_device[0]), _row_norms(gradient_unit, sizes) * gradient_scale, on_device[0]),
+        torch.where(torch.isinf(on_device[1]), _row_norms(combination_unit, sizes) * combination_scale, on_device[1]),
+        on_device[2],
+    ])
+    unit_dot = (gradient_unit * combination_unit).sum(1)  # (M,)
+    gradient_norm, combined_norm, dots, unit_dots, scales_a, scales_b = torch.cat(
+        [on_device, torch.stack([unit_dot, gradient_scale, combination_scale])]
+    ).tolist()
+    dots = [unit * a * b if math.isinf(dot) else dot for dot, unit, a, b in zip(dots, unit_dots, scales_a, scales_b)]
+    return on_device, [gradient_norm, combined_norm, dots]
+
+
+def _read_row_norms(
+    flat: torch.Tensor, norms: torch.Tensor, sizes: Sequence[int] | None
+) -> tuple[torch.Tensor, list[float]]:
+    """``norms`` (the :func:`_row_norms` of ``flat``) read on the host, rescued first
+    where they overflowed (:func:`_rescued_row_norms`): the norms and their values."""
+    values = norms.tolist()
+    if any(math.isinf(value) for value in values):
+        norms = _rescued_row_norms(flat, norms, sizes)
+        values = norms.tolist()
+    return norms, values
 
 
 def _flatten(blocks: Sequence[torch.Tensor], dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -590,13 +647,16 @@ def _simplex_rules(
         beta = torch.zeros(len(steps), total_steps, dtype=dtype, device=device)  # (M, T)
         for row, (count, draw) in enumerate(zip(steps, draws)):
             beta[row, total_steps - count :] = draw
-    gradient_norm = _row_norms(gradient.to(_working_dtype(gradient.dtype)), sizes)  # (M,)
+    wide = gradient.to(_working_dtype(gradient.dtype))
+    gradient_norm = _row_norms(wide, sizes)  # (M,)
     # Without switching every finite gradient needs its combination, and a non-finite
     # one's is never looked at: no need to read the norms on the host (on a GPU, a wait
     # for the device) before combining.
-    if all(psi is None for psi in switch_threshold) or any(
-        _needs_combination(norm, psi) for norm, psi in zip(gradient_norm.tolist(), switch_threshold)
-    ):
+    needed = all(psi is None for psi in switch_threshold)
+    if not needed:
+        gradient_norm, values = _read_row_norms(wide, gradient_norm, sizes)
+        needed = any(_needs_combination(norm, psi) for norm, psi in zip(values, switch_threshold))
+    if needed:
         coefficients = beta * normalization_factors(norms(), eps=eps)  # (M, T)
         combination = combine(coefficients)  # (M, P)
     else:
@@ -735,10 +795,22 @@ def _check_step_settings(group: dict[str, Any]) -> None:
 
 def _norm(blocks: Sequence[torch.Tensor]) -> float:
     """Euclidean norm of the concatenation of ``blocks``, as a Python float (computed in
-    the blocks' dtype, at least float32)."""
+    the blocks' dtype, at least float32).
+
+    Infinite only when an entry is, or when the norm exceeds the float64 range: where the
+    squares of finite entries overflow, the norm is recomputed in float64 on the blocks
+    divided by their largest magnitude. NaN when an entry is NaN.
+    """
     if not blocks:
         return 0.0
-    return float(torch.linalg.vector_norm(torch.stack([_vector_norm(b) for b in blocks])))
+    norm = float(torch.linalg.vector_norm(torch.stack([_vector_norm(b) for b in blocks])))
+    if not math.isinf(norm):
+        return norm
+    largest = float(torch.stack([b.abs().amax() for b in blocks if b.numel()]).amax())  # inf or NaN: as is
+    if not math.isfinite(largest):
+        return largest
+    scaled = [torch.linalg.vector_norm(b.double() / largest) for b in blocks]
+    return largest * float(torch.linalg.vector_norm(torch.stack(scaled)))
 
 
 def _vector_norm(block: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from sklearn_rnn.nn import RecurrentNetwork, spectral_radius_
-from sklearn_rnn.optim import TemporalGradients, _temporal, temporal_gradients
+from sklearn_rnn.optim import RecurrentAdapter, TemporalGradients, _temporal, temporal_gradients
 
 INPUT, HIDDEN, OUTPUT = 3, 5, 2
 
@@ -400,6 +400,28 @@ def test_a_loss_not_computed_from_the_states_is_refused():
     assert all(p.grad is None for p in net.parameters())  # nothing written
     tg = temporal_gradients(net, states, loss_fn(states.outputs, y, lengths), lengths)
     assert "h_0" in tg.names and tg.gradient_norm > 0
+
+
+def test_a_loss_at_every_step_on_padded_steps_is_refused():
+    """The docstring said that what a loss puts past a sequence's end is left out; it went
+    into b_out and, through the recurrence, into the valid steps' deltas. Such a loss is
+    refused, with the fix; a masked one, as the estimators' (and loss_fn), is not."""
+    net = make_net()
+    x, lengths, y = make_batch([5, 4, 2], every_step=True)
+    states = net.forward_states(x, lengths, every_step=True)
+    unmasked = 0.5 * (states.outputs - y).square().sum()
+    with pytest.raises(ValueError, match=r"padded steps \(past each sequence's length\) zero weight; got a loss "
+                       r"whose gradient is nonzero at 4 padded steps \(the first: step 4 of sequence 1, whose "
+                       r"length is 4\).*Mask it with the lengths"):
+        temporal_gradients(net, states, unmasked, lengths)
+    assert all(p.grad is None for p in net.parameters())  # nothing written
+    states = net.forward_states(x, lengths, every_step=True)
+    temporal_gradients(net, states, loss_fn(states.outputs, y, lengths), lengths)
+    # A PyTorch module whose outputs are time-major: the padded steps are found there too.
+    adapter = RecurrentAdapter(torch.nn.GRU(INPUT, HIDDEN), torch.nn.Linear(HIDDEN, OUTPUT)).double()
+    states = adapter.forward_states(x.transpose(0, 1), lengths, every_step=True)  # (T, B, k)
+    with pytest.raises(ValueError, match=r"nonzero at 4 padded steps \(the first: step 4 of sequence 1"):
+        temporal_gradients(adapter, states, states.outputs.square().sum(), lengths)
 
 
 def test_returns_temporal_gradients_object():

@@ -379,11 +379,12 @@ def temporal_gradients(
     sequence of length ``L`` contributes to the last ``L`` aligned steps only
     (``alignment='last'``). With a loss at every step (``states.outputs`` of shape
     ``(batch, steps, output_size)``), steps are aligned by absolute position
-    (``alignment='absolute'``); that loss must give padded steps zero weight: the
-    temporal gradients stop at each sequence's last valid step and leave out what a
-    loss puts past it, which ``loss.backward()`` would count (the ``.grad`` filled here
-    then differs from backward's). In both cases aligned step 0 has a zero ``W_rec``
-    gradient, because ``h_0 = 0``.
+    (``alignment='absolute'``); that loss must give padded steps zero weight (mask it
+    with the lengths): the temporal gradients stop at each sequence's last valid step,
+    while what a loss puts past it would reach the valid steps' gradients through the
+    recurrence, so a loss whose gradient is nonzero at a padded step raises a
+    ValueError. In both cases aligned step 0 has a zero ``W_rec`` gradient, because
+    ``h_0 = 0``.
 
     Parameters
     ----------
@@ -606,6 +607,8 @@ def _gather_layers(
     output_delta = grads[n_layers].detach()
     if every_step and isinstance(network, RecurrentAdapter) and not network.rnn.batch_first:
         output_delta = output_delta.transpose(0, 1)  # (B, T, k), as the states
+    if every_step and ragged:
+        _check_padding_unweighted(output_delta, lengths)
     learned = _initial_layers(params, network, grads[n_layers + 1 :], states, align, models)
     readout = _readout_layer(params, network, output_delta, states.readout_inputs.detach(), align)
     if models > 1:
@@ -613,6 +616,28 @@ def _gather_layers(
         readout = None if readout is None else _fold(readout, models, steps)
     layers += [layer for layer in (*learned, readout) if layer is not None]
     return params, layers
+
+
+def _check_padding_unweighted(output_delta: torch.Tensor, lengths: torch.Tensor) -> None:
+    """Refuse a loss at every step whose gradient ``output_delta`` ``(B, T, k)`` is
+    finite and nonzero at a padded step (one read on the host); a NaN or an infinity
+    there makes the gradient non-finite, which the optimizers skip."""
+    positions = torch.arange(output_delta.shape[1], device=output_delta.device)
+    padded = (positions[None, :] >= lengths[:, None])[:, :, None]  # (B, T, 1)
+    weighted = padded & (output_delta != 0) & torch.isfinite(output_delta)  # (B, T, k)
+    if not bool(weighted.any()):
+        return
+    rows = weighted.any(2).nonzero()  # (n, 2): sequence, step
+    sequence, step = (int(v) for v in rows[0].tolist())
+    raise ValueError(
+        f"the loss at every step must give the padded steps (past each sequence's length) zero "
+        f"weight; got a loss whose gradient is nonzero at {rows.shape[0]} padded steps (the first: "
+        f"step {step} of sequence {sequence}, whose length is {int(lengths[sequence])}). What it "
+        "puts there would reach the valid steps' temporal gradients through the recurrence. Mask "
+        "it with the lengths: `valid = torch.arange(steps)[None, :] < lengths[:, None]`, then "
+        "`loss = (per_step * valid).sum() / valid.sum()` with the per-step losses "
+        "`per_step` of shape (batch, steps)."
+    )
 
 
 class _Parameters:

@@ -345,6 +345,27 @@ def test_parameter_groups_with_their_own_rates():
         assert (p.detach() - before[id(p)]).abs().max() > 1e-6
 
 
+def test_last_step_reports_every_groups_step_size():
+    """With several groups last_step['step_size'] was the last group's alone; it is one
+    value per group now (a float still for one group)."""
+    net, x, lengths, y = make_problem()
+    readout = list(net.readout.parameters())
+    others = [p for p in net.parameters() if p.requires_grad and all(p is not r for r in readout)]
+    opt = SimplexSGD([{"params": others, "lr": 0.1}, {"params": readout, "lr": 0.001, "clip_threshold": None}],
+                     clip_threshold=1e-3, generator=0)
+    tg = temporal_of(net, x, lengths, y)
+    opt.step(tg)
+    norm = tg.gradient_norm
+    assert norm > 1e-3
+    assert opt.last_step["step_size"] == [pytest.approx(0.1 * 1e-3 / norm), 0.001]
+    single = SimplexSGD(net.parameters(), lr=0.1, clip_threshold=None, generator=0)
+    single.step(temporal_of(net, x, lengths, y))
+    assert single.last_step["step_size"] == 0.1
+    states = net.forward_states(x, lengths)  # a skipped step: NaN for every group
+    opt.step(temporal_gradients(net, states, states.outputs.sum() * math.nan, lengths))
+    assert opt.last_step["branch"] == "skipped" and all(math.isnan(size) for size in opt.last_step["step_size"])
+
+
 def test_non_finite_gradient_skips_the_step():
     net, x, lengths, y = make_problem()
     before = [p.detach().clone() for p in net.parameters()]

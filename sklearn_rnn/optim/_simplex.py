@@ -74,7 +74,10 @@ class SimplexSGD(_StepRuleOptimizer):
         ``'switched'``, ``'skipped'``).
     last_step : dict
         ``branch``, ``gradient_norm``, ``cosine`` (of the direction with the gradient)
-        and ``step_size`` of the latest step, for logging.
+        and ``step_size`` of the latest step, for logging. ``step_size`` is a float
+        (NaN for a skipped step), or with several parameter groups a list of one per
+        group, in the order of ``param_groups`` (each group's ``lr`` and
+        ``clip_threshold`` give its own).
 
     See Also
     --------
@@ -182,12 +185,12 @@ class SimplexSGD(_StepRuleOptimizer):
             eps=self.eps,
         )
         self.branch_counts[chosen.branch] += 1
-        step_size = math.nan
+        step_sizes = [math.nan] * len(self.param_groups)
         if chosen.direction is not None:
             by_param = {id(p): d for p, d in zip(temporal.parameters, chosen.direction)}
-            for group in self.param_groups:
+            for index, group in enumerate(self.param_groups):
                 params = [p for p in group["params"] if id(p) in by_param]
-                step_size = clipped_step_(
+                step_sizes[index] = clipped_step_(
                     params,
                     [by_param[id(p)] for p in params],
                     lr=group["lr"],
@@ -199,7 +202,8 @@ class SimplexSGD(_StepRuleOptimizer):
             "branch": chosen.branch,
             "gradient_norm": chosen.gradient_norm,
             "cosine": chosen.cosine,
-            "step_size": step_size,
+            # One group: a float, as always; several: each group's own step.
+            "step_size": step_sizes[0] if len(step_sizes) == 1 else step_sizes,
         }
         return temporal.loss if from_closure else None
 

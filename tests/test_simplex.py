@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import pickle
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -478,6 +479,35 @@ def test_constructor_validation():
     with pytest.raises(TypeError, match="generator must be a torch.Generator, an int seed or None"):
         SimplexSGD(params, generator="seed")
     assert set(SimplexSGD(params).branch_counts) == set(BRANCHES)
+
+
+def test_constructor_validation_names_what_was_expected_and_what_came():
+    """numpy integer seeds and 0-d tensor thresholds were refused with wrong messages,
+    a string switch_threshold gave a bare TypeError from '>=', and True passed as 1.0."""
+    params = [torch.nn.Parameter(torch.zeros(1))]
+    seeded = SimplexSGD(params, generator=np.int64(3))
+    close(convex_weights(4, generator=seeded.generator), convex_weights(4, generator=torch.Generator().manual_seed(3)))
+    for optimizer in (ClippedSGD, SimplexSGD):
+        assert optimizer(params, clip_threshold=torch.tensor(0.5)).param_groups[0]["clip_threshold"] == 0.5
+        with pytest.raises(ValueError, match=r"clip_threshold must be positive or None \(never clip\); got "
+                                             r"tensor\(0\.\) \(a tensor of shape \(\) and dtype torch\.float32\)"):
+            optimizer(params, clip_threshold=torch.tensor(0.0))
+        with pytest.raises(ValueError, match=r"lr must be positive; got '0\.1' \(of type str\)\. Pass"):
+            optimizer(params, lr="0.1")
+        with pytest.raises(ValueError, match=r"clip_threshold must be positive or None.*got True \(of type bool\)"):
+            optimizer(params, clip_threshold=True)
+    for kwargs, message in [
+        ({"switch_threshold": "0.9"}, r"switch_threshold must be a non-negative float or None \(never switch\); "
+                                      r"got '0\.9' \(of type str\)\. Pass psi as a float"),
+        ({"switch_threshold": True}, r"switch_threshold must be .*; got True \(of type bool\)"),
+        ({"switch_threshold": math.nan}, r"switch_threshold must be .*; got nan\. Pass"),
+        ({"eps": "1e-8"}, r"eps must be non-negative; got '1e-8' \(of type str\)\. Pass"),
+        ({"eps": False}, r"eps must be non-negative; got False \(of type bool\)"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            SimplexSGD(params, **kwargs)
+    assert SimplexSGD(params, switch_threshold=0, eps=0).switch_threshold == 0
+    assert SimplexSGD(params, switch_threshold=np.float32(0.9)).switch_threshold == np.float32(0.9)
 
 
 # ----------------------------------------------------------------------------- training

@@ -783,14 +783,35 @@ class _StepRuleOptimizer(torch.optim.Optimizer):
 def _check_step_settings(group: dict[str, Any]) -> None:
     """Refuse a parameter group's non-positive ``lr`` or ``clip_threshold`` (None: no
     clipping), for the constructors and ``add_param_group`` alike."""
-    lr = group.get("lr", 1.0)
-    if isinstance(lr, bool) or not (isinstance(lr, (Real, torch.Tensor)) and lr > 0):
-        raise ValueError(f"lr must be positive; got {lr!r}.")
+    _check_number(
+        "lr", group.get("lr", 1.0), "positive", fix="Pass the step length mu as a positive float (a 0-d tensor also works)."
+    )
     clip_threshold = group.get("clip_threshold")
-    if clip_threshold is not None and (
-        isinstance(clip_threshold, bool) or not isinstance(clip_threshold, Real) or not clip_threshold > 0
-    ):
-        raise ValueError(f"clip_threshold must be positive or None; got {clip_threshold!r}.")
+    if clip_threshold is not None:
+        _check_number(
+            "clip_threshold",
+            clip_threshold,
+            "positive or None (never clip)",
+            fix="Pass tau as a positive float (a 0-d tensor also works), or None.",
+        )
+
+
+def _check_number(name: str, value: Any, expected: str, *, fix: str, zero: bool = False) -> None:
+    """Refuse ``value`` of the parameter ``name`` unless it is a real number (a 0-d real
+    tensor too; not a bool, nor a string) that is positive, or non-negative with ``zero``
+    (NaN is neither): a ValueError that says what was ``expected``, what came and ``fix``."""
+    number = isinstance(value, Real) and not isinstance(value, bool)
+    tensor = (
+        isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype != torch.bool and not value.is_complex()
+    )
+    if (number or tensor) and bool(value >= 0 if zero else value > 0):
+        return
+    kind = ""
+    if isinstance(value, torch.Tensor):
+        kind = f" (a tensor of shape {tuple(value.shape)} and dtype {value.dtype})"
+    elif not number:
+        kind = f" (of type {type(value).__name__})"
+    raise ValueError(f"{name} must be {expected}; got {value!r}{kind}. {fix}")
 
 
 def _norm(blocks: Sequence[torch.Tensor]) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from numbers import Integral
 from typing import Any
 
 import torch
@@ -13,6 +14,7 @@ from ._functional import (
     NORM_EPS,
     WEIGHT_RULES,
     WeightRule,
+    _check_number,
     _check_step_settings,
     _simplex_rule,
     _StepRuleOptimizer,
@@ -62,8 +64,9 @@ class SimplexSGD(_StepRuleOptimizer):
         Rule for the random convex weights (see :func:`convex_weights`); ``'exp'`` is
         the thesis' original.
     generator : torch.Generator or int, optional
-        Source of the random weights; an int seeds a new local generator, None draws a
-        non-deterministic seed. The global generator is never used.
+        Source of the random weights; an int (a numpy integer too) seeds a new local
+        generator, None draws a non-deterministic seed. The global generator is never
+        used.
     eps : float, default=1e-8
         Steps whose gradient norm is below it are left unnormalized.
 
@@ -125,15 +128,19 @@ class SimplexSGD(_StepRuleOptimizer):
         eps: float = NORM_EPS,
     ) -> None:
         _check_step_settings({"lr": lr, "clip_threshold": clip_threshold})
-        if switch_threshold is not None and not switch_threshold >= 0:
-            raise ValueError(
-                f"switch_threshold must be a non-negative float or None (never switch); got "
-                f"{switch_threshold!r}."
+        if switch_threshold is not None:
+            _check_number(
+                "switch_threshold",
+                switch_threshold,
+                "a non-negative float or None (never switch)",
+                fix="Pass psi as a float, such as 0.9, or None.",
+                zero=True,
             )
         if weights not in WEIGHT_RULES:
             raise ValueError(f"weights must be one of {list(WEIGHT_RULES)}; got {weights!r}.")
-        if not eps >= 0:
-            raise ValueError(f"eps must be non-negative; got {eps!r}.")
+        _check_number(
+            "eps", eps, "non-negative", fix="Pass the smallest step norm to normalize as a float, such as 1e-8.", zero=True
+        )
         super().__init__(params, {"lr": lr, "clip_threshold": clip_threshold})
         self.switch_threshold = switch_threshold
         self.weights = weights
@@ -292,8 +299,9 @@ def _as_generator(generator: torch.Generator | int | None) -> torch.Generator:
     if generator is None:
         local.seed()  # a non-deterministic seed, for this generator only
         return local
-    if isinstance(generator, bool) or not isinstance(generator, int):
+    if isinstance(generator, bool) or not isinstance(generator, Integral):
         raise TypeError(
-            f"generator must be a torch.Generator, an int seed or None; got {type(generator).__name__}."
+            f"generator must be a torch.Generator, an int seed or None; got {generator!r} of type "
+            f"{type(generator).__name__}. Pass an int, such as 0, for reproducible weights."
         )
-    return local.manual_seed(generator)
+    return local.manual_seed(int(generator))

@@ -1988,7 +1988,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
         float32's range (no scaling) and runs on the CPU too, where the simplex
         method's step-by-step recurrence stays in float32. Prediction is unaffected
-        (float64).
+        (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32 settings
+        (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``),
+        which the estimator leaves as they are.
     random_state : int, RandomState instance or None, default=None
         Seeds the initialization, the shuffling and the validation split (through
         local generators): the same seed gives the same model on the CPU.
@@ -2558,7 +2560,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
         float32's range (no scaling) and runs on the CPU too, where the simplex
         method's step-by-step recurrence stays in float32. Prediction is unaffected
-        (float64).
+        (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32 settings
+        (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``),
+        which the estimator leaves as they are.
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw through local generators.
     verbose : int, default=0

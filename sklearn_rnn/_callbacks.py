@@ -32,7 +32,7 @@ from skorch.callbacks import EarlyStopping as _SkorchEarlyStopping
 from skorch.utils import Ansi
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["EarlyStopping", "GradientClipping", "TrainingGuard", "check_finite_outputs"]
+__all__ = ["EarlyStopping", "GradientClipping", "TrainingGuard"]
 
 
 class TrainingGuard(Callback):
@@ -477,45 +477,6 @@ def still_improving(losses: Sequence[float], window: int, tol: float) -> tuple[b
         f"its average pace since the first epoch, to {tail[-1]:.4g}"
     )
     return improving, description
-
-
-def check_finite_outputs(outputs: Any) -> None:
-    """Refuse to return non-finite network outputs as predictions.
-
-    The guard keeps the weights finite; a non-finite output then comes from the input
-    (values so large, or sequences so long with a 'relu' cell, that the hidden state
-    overflows even in float64).
-
-    Parameters
-    ----------
-    outputs : ndarray of shape (n_samples, n_outputs)
-
-    Raises
-    ------
-    ValueError
-        Naming the sequences and the fix.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_rnn._callbacks import check_finite_outputs
-    >>> check_finite_outputs(np.zeros((2, 1)))
-    >>> check_finite_outputs(np.array([[0.0], [np.nan]]))
-    Traceback (most recent call last):
-    ...
-    ValueError: the network's outputs for 1 sequence (first: sequence 1 of X) are not finite...
-    """
-    finite = np.isfinite(outputs).all(axis=1)
-    if finite.all():
-        return
-    bad = np.flatnonzero(~finite)
-    plural = "s" if len(bad) > 1 else ""
-    raise ValueError(
-        f"the network's outputs for {len(bad)} sequence{plural} (first: sequence {bad[0]} "
-        "of X) are not finite: the hidden state overflowed. Expected inputs on the scale "
-        "of the training data: scale them (e.g. with SequenceStandardScaler), and prefer "
-        "cell='tanh' or a smaller spectral_radius for long sequences."
-    )
 
 
 def _snapshot(net: Any) -> dict[str, Any]:

@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._callbacks import check_finite_outputs
 from .sequences import SequenceDataset, bucket_batches
 
-__all__ = ["EVERY_STEP", "LAST_STEP", "OutputSteps", "run_network"]
+__all__ = ["EVERY_STEP", "LAST_STEP", "OutputSteps", "check_finite_outputs", "run_network"]
 
 
 class OutputSteps:
@@ -197,3 +196,42 @@ def run_network(
         raise ValueError("run_network needs at least one sequence; the dataset is empty.")
     y_out = steps.join(target_parts) if targets else None
     return np.concatenate(order), steps.join(parts), y_out
+
+
+def check_finite_outputs(outputs: Any) -> None:
+    """Refuse to return non-finite network outputs as predictions.
+
+    The guard keeps the weights finite; a non-finite output then comes from the input
+    (values so large, or sequences so long with a 'relu' cell, that the hidden state
+    overflows even in float64).
+
+    Parameters
+    ----------
+    outputs : ndarray of shape (n_samples, n_outputs)
+
+    Raises
+    ------
+    ValueError
+        Naming the sequences and the fix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn._inference import check_finite_outputs
+    >>> check_finite_outputs(np.zeros((2, 1)))
+    >>> check_finite_outputs(np.array([[0.0], [np.nan]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: the network's outputs for 1 sequence (first: sequence 1 of X) are not finite...
+    """
+    finite = np.isfinite(outputs).all(axis=1)
+    if finite.all():
+        return
+    bad = np.flatnonzero(~finite)
+    plural = "s" if len(bad) > 1 else ""
+    raise ValueError(
+        f"the network's outputs for {len(bad)} sequence{plural} (first: sequence {bad[0]} "
+        "of X) are not finite: the hidden state overflowed. Expected inputs on the scale "
+        "of the training data: scale them (e.g. with SequenceStandardScaler), and prefer "
+        "cell='tanh' or a smaller spectral_radius for long sequences."
+    )

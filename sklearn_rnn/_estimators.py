@@ -2064,8 +2064,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
     keeps the weights of the best finished epoch (of the monitored loss, as at the end
     of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
-    also leaves the model of the last finished epoch, with ``n_iter_`` and
-    ``loss_curve_`` to match. ``fit`` and ``partial_fit`` are transactional: a call that
+    ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
+    count up to it) and, as at the end of training, keeps the best epoch's weights. ``fit`` and ``partial_fit`` are transactional: a call that
     is rejected or fails, or is interrupted before its first epoch finishes (the
     interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),
     leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask
@@ -2634,8 +2634,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
     keeps the weights of the best finished epoch (of the monitored loss, as at the end
     of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
-    also leaves the model of the last finished epoch, with ``n_iter_`` and
-    ``loss_curve_`` to match. ``fit`` and ``partial_fit`` are transactional: a call that
+    ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
+    count up to it) and, as at the end of training, keeps the best epoch's weights. ``fit`` and ``partial_fit`` are transactional: a call that
     is rejected or fails, or is interrupted before its first epoch finishes (the
     interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),
     leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask

@@ -247,6 +247,33 @@ def test_a_network_refuses_inputs_of_another_width_and_lengths_outside_its_steps
     decay = RecurrentNetwork(4, 3, 1, cell="decay", gap_channel=3)
     with pytest.raises(ValueError, match=r"x has shape \(3, 4, 2\): expected \(batch, steps, 4\)"):
         decay(x, [4, 2, 1])
+    # uint8 lengths indexed as a boolean mask: the wrong step was read out.
+    net = RecurrentNetwork(2, 3, 1, cell="gru")
+    same = torch.randn(2, 2, 2)
+    for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32):
+        torch.testing.assert_close(net(same, torch.tensor([2, 2], dtype=dtype)), net(same, torch.tensor([2, 2])))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(hidden_size=0), r"hidden_size must be a positive int; got 0"),
+    (dict(hidden_size=2.5), r"hidden_size must be a positive int; got 2.5"),
+    (dict(input_size=0), r"input_size must be a positive int; got 0"),
+    (dict(output_size=True), r"output_size must be a positive int; got True"),
+    (dict(cell="decay", input_size=3, n_masked=2, gap_channel=2), r"n_masked=2: expected an int in \[0, 1\]"),
+    (dict(cell="decay", input_size=3, n_masked=1, gap_channel=1), r"gap_channel=1: expected .* in \[2, 2\]"),
+    (dict(cell="decay", input_size=3, n_masked=1, gap_channel=5), r"gap_channel=5: expected .* in \[2, 2\]"),
+])
+def test_a_network_refuses_sizes_and_channel_layouts_its_inputs_cannot_hold(kwargs, message):
+    # They failed later with torch's "input_size must be greater than zero" for a zero
+    # hidden size, a ZeroDivisionError, a bare IndexError, or ran with a gap channel
+    # read as a mask.
+    from sklearn_rnn.nn import RecurrentNetwork
+
+    params = {**dict(input_size=3, hidden_size=4, output_size=1, cell="gru"), **kwargs}
+    if "gap_channel" not in params and params["cell"] == "decay":
+        params["gap_channel"] = 2
+    with pytest.raises(ValueError, match=message):
+        RecurrentNetwork(params.pop("input_size"), params.pop("hidden_size"), params.pop("output_size"), **params)
 
 
 def test_the_adapter_follows_the_wrapped_modules_mode():

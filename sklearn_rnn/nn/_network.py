@@ -126,8 +126,9 @@ class RecurrentNetwork(nn.Module):
         this spectral radius, ``W_in`` and ``W_out`` from ``N(0, 0.1^2)``, biases zero.
         Gated cells rescale each gate's block of ``W_rec`` to this radius and start the
         LSTM's forget gate at bias 1 (see :meth:`~sklearn_rnn.nn.cells.FusedCell.reset_parameters`
-        for why per block). None keeps PyTorch's default initialization (uniform in
-        ``±1/sqrt(hidden_size)``).
+        for why per block). None keeps PyTorch's default rules: ``W_rec`` uniform in
+        ``±1/sqrt(hidden_size)`` (as :class:`torch.nn.GRU`), ``W_in`` and the biases in
+        ``±1/sqrt(input_size)`` (as :class:`torch.nn.Linear`, the input projection).
     generator : torch.Generator, optional
         Source of randomness for the initialization (a CPU generator).
     gap_channel : int or None, default=None
@@ -226,6 +227,7 @@ class RecurrentNetwork(nn.Module):
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {list(READOUTS)}; got {readout!r}.")
         spec = get_cell(cell)
+        _check_sizes(input_size, hidden_size, output_size)
         _check_architecture(spec, num_layers, dropout, hidden_init)
         if not isinstance(bidirectional, (bool, np.bool_)):
             raise ValueError(f"bidirectional must be True or False; got {bidirectional!r}.")
@@ -235,6 +237,7 @@ class RecurrentNetwork(nn.Module):
                 "pass the index of the gap channel (estimators: set time_feature to the "
                 "column of the time stamps), or use cell='tanh'."
             )
+        _check_channels(spec, input_size, gap_channel, n_masked)
         if conv_kernels and spec.needs_gaps:
             raise ValueError(
                 f"cell={cell!r} reads the raw inputs and the time between steps, which a "
@@ -518,6 +521,8 @@ class RecurrentNetwork(nn.Module):
             )
         if not isinstance(lengths, torch.Tensor):
             lengths = torch.as_tensor(lengths)
+        if lengths.dtype in _NARROW_INTEGERS:  # uint8 indexes as a mask, and overflows
+            lengths = lengths.long()
         if self.vectorizable or lengths.device.type != "cpu":
             return lengths
         if (
@@ -678,6 +683,38 @@ def dropout(tensor: torch.Tensor, p: float, generator: torch.Generator) -> torch
     mask = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
     mask.bernoulli_(keep, generator=generator)  # same shape as tensor
     return tensor * mask / keep
+
+
+#: Integer dtypes of lengths read as int64: a uint8 tensor indexes as a boolean mask
+#: (the wrong step was read out), and narrow ones overflow in the stage's arithmetic.
+_NARROW_INTEGERS = (torch.uint8, torch.int8, torch.int16)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_sizes(input_size: int, hidden_size: int, output_size: int) -> None:
+    for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
+                        ("output_size", output_size)):
+        if not (_is_int(value) and value >= 1):
+            raise ValueError(f"{name} must be a positive int; got {value!r}.")
+
+
+def _check_channels(cell: Cell, input_size: int, gap_channel: int | None, n_masked: int) -> None:
+    """Refuse a layout of value, mask and gap channels that the inputs cannot hold: the
+    first ``n_masked`` channels are values, the next ``n_masked`` their masks."""
+    if not (_is_int(n_masked) and 0 <= 2 * n_masked <= input_size):
+        raise ValueError(
+            f"n_masked={n_masked!r}: expected an int in [0, {input_size // 2}], values "
+            f"followed by one mask channel each within the {input_size} input channels."
+        )
+    if gap_channel is not None and not (_is_int(gap_channel) and 2 * n_masked <= gap_channel < input_size):
+        raise ValueError(
+            f"gap_channel={gap_channel!r}: expected the index of an input channel after the "
+            f"{n_masked} value and {n_masked} mask channels, in [{2 * n_masked}, "
+            f"{input_size - 1}] (cell={cell.name!r})."
+        )
 
 
 def _check_architecture(cell: Cell, num_layers: int, dropout: float, hidden_init: str) -> None:

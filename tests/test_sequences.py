@@ -201,6 +201,9 @@ def test_loader_yields_inputs_targets_and_weights():
     assert inputs["sample_weight"].tolist() == [2.0, 3.0]
     shuffled = BucketBatchLoader(data, batch_size=2, shuffle=True, random_state=np.random.default_rng(0))
     assert len(shuffled) == sum(1 for _ in shuffled)
+    # The loader's own parameter is named (it was "bucket_batches(shuffle=True) needs ... rng").
+    with pytest.raises(ValueError, match=r"BucketBatchLoader\(shuffle=True\) needs a numpy Generator as random_state"):
+        list(BucketBatchLoader(data, batch_size=2, shuffle=True))
 
 
 # ------------------------------------------------------------------ encoding

@@ -443,9 +443,8 @@ class BucketBatchLoader:
             return balanced_batches(
                 lengths, self._labels(), self.batch_size, rng=self._generator("balanced")
             )
-        return bucket_batches(
-            lengths, self.batch_size, shuffle=self.shuffle, rng=self.random_state
-        )
+        rng = self._generator("shuffle") if self.shuffle else self.random_state
+        return bucket_batches(lengths, self.batch_size, shuffle=self.shuffle, rng=rng)
 
     def __iter__(self) -> Iterator[tuple[dict[str, torch.Tensor], torch.Tensor | None]]:
         for indices in self.batches():

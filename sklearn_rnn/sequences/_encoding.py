@@ -357,6 +357,7 @@ class InputEncoder:
         return np.hstack([filled, observed.astype(float)])
 
     def _time_channels(self, times: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        times = np.asarray(times, dtype=np.float64)
         starts = np.cumsum(lengths) - lengths  # (n,) first row of each sequence
         elapsed = times - np.repeat(times[starts], lengths)  # (N,)
         return np.column_stack([step_gaps(times, lengths), elapsed]) / self.time_scale  # (N, 2)
@@ -514,6 +515,7 @@ def step_gaps(times: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     >>> step_gaps(np.array([0.0, 2.0, 3.0, 10.0, 11.5]), np.array([3, 2])).tolist()
     [0.0, 2.0, 1.0, 0.0, 1.5]
     """
+    times = np.asarray(times, dtype=np.float64)  # unsigned times would wrap around
     gaps = np.diff(times, prepend=times[:1])
     gaps[np.cumsum(lengths) - lengths] = 0.0  # no previous step in the same sequence
     return gaps

@@ -115,6 +115,24 @@ def _relative(weight: np.ndarray) -> np.ndarray:
     return weight / weight.mean()
 
 
+def _warn_of_simultaneous_steps(sequences: list[np.ndarray], time_column: int, cell: str) -> None:
+    """Warn when steps share the time of the step before: a cell that moves its state by
+    ``1 - exp(-rate * gap)`` does not move it at all at a gap of 0, so such a step's
+    values do not reach the prediction."""
+    same = sum(int((np.diff(sequence[:, time_column]) == 0).sum()) for sequence in sequences)
+    if same:
+        steps = sum(len(sequence) for sequence in sequences)
+        warnings.warn(
+            f"{same} of the {steps} training steps share the time of the step before. The "
+            f"{cell!r} cell moves its state by 1 - exp(-rate * gap), so at a gap of 0 it does "
+            "not move, and such a step's values do not reach the predictions. Merge the "
+            "steps of one time first (e.g. average the rows of one (id, time) in the long "
+            "table), or use cell='gru', which reads the gap as an input.",
+            UserWarning,
+            stacklevel=7,  # fit's caller, past _prepare, _fit, the thread rule and sklearn's wrapper
+        )
+
+
 def _check_float32_weights(weight: np.ndarray) -> None:
     """Refuse ``partial_fit`` weights that float32, in which they are trained, turns into
     infinities (a loss of inf: the call is undone) or zeros (nothing is learned)."""
@@ -601,6 +619,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 sequences, time_feature=self._time_column(sequences[0].shape[1]),
                 scaled=self._resolved_instance_norm(sequences),
             )
+            if get_cell(self._resolved_cell()).needs_gaps:
+                _warn_of_simultaneous_steps(sequences, self._encoder.time_feature, self._resolved_cell())
         data = self._encoder.encode(sequences, device=device)
         check_float32_range(data.values, data.lengths)
         train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)

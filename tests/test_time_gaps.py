@@ -122,7 +122,29 @@ def test_missing_time_raises_and_equal_times_are_accepted():
         RNNClassifier(time_feature=0, **SMALL).fit(X, y)
     X, y = visits(6)
     X[3][1, 0] = X[3][0, 0]  # two steps at the same time: non-decreasing is enough
-    fit(RNNClassifier(time_feature=0, **SMALL), X, y)
+    # ... but the 'decay' cell does not move its state at a gap of 0: the step's values
+    # would be lost without a word.
+    with pytest.warns(UserWarning, match=r"1 of the \d+ training steps share the time of the "
+                                         r"step before.*'decay' cell.*cell='gru'"):
+        fit(RNNClassifier(time_feature=0, **SMALL), X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # a cell that reads the gap as an input
+        fit(RNNClassifier(time_feature=0, cell="gru", **SMALL), X, y)
+
+
+def test_unsigned_times_that_decrease_are_refused_and_encoded_as_floats():
+    # np.diff of unsigned times wrapped around: 5 then 3 passed, with a gap of 4e9.
+    from sklearn_rnn.sequences._encoding import check_times
+
+    times = np.array([5, 3, 10], dtype=np.uint32)
+    with pytest.raises(ValueError, match=r"times that decrease at step 1 \(3 after 5\)"):
+        check_times([times[:, None].astype(np.float64)], 0)
+    with pytest.raises(ValueError, match="decrease at step 1"):
+        InputEncoder.fit([np.c_[times, np.ones(3)].astype(np.uint32)], time_feature=0)
+    rising = np.array([[1, 7], [4, 8], [9, 9]], dtype=np.uint32)
+    floats = rising.astype(np.float64)
+    np.testing.assert_array_equal(InputEncoder.fit([rising], time_feature=0).encode_arrays([rising])[0],
+                                  InputEncoder.fit([floats], time_feature=0).encode_arrays([floats])[0])
 
 
 def test_time_feature_out_of_range_and_decay_without_time():

@@ -208,7 +208,9 @@ def from_long_format(
     duplicates : {"raise", "keep"}, default="raise"
         What to do with several rows sharing one (id, time): ``"raise"``
         raises a ValueError (often a sign of a bad merge); ``"keep"`` keeps
-        them all, in table order, as steps with a zero time gap.
+        them all, in table order, as steps with a zero time gap (which the
+        time-aware 'decay' cell does not move its state for: merge such rows
+        for it).
     time_unit : str or pandas.Timedelta, default="1D"
         The unit of a date or duration time column, one day by default (``"1h"``,
         ``"7D"``, ``"365.25D"`` for years...). Ignored for numeric times. With

@@ -484,6 +484,11 @@ def temporal_gradients(
             f"loss must be a scalar; got a tensor of shape {tuple(loss.shape)}. Reduce it "
             "(for example with .mean() or a weighted sum) first."
         )
+    if loss_scale is not None and not (math.isfinite(loss_scale) and loss_scale > 0):
+        raise ValueError(
+            f"loss_scale must be a positive finite float (a GradScaler's get_scale()); "
+            f"got {loss_scale!r}."
+        )
     if not states.projected.requires_grad:
         raise ValueError(
             "states.projected does not require grad: run network.forward_states with "
@@ -507,11 +512,6 @@ def temporal_gradients(
         torch.zeros_like(target) if grad is None else grad for target, grad in zip([*reached, *initial], grads)
     )
     if loss_scale is not None:
-        if not (math.isfinite(loss_scale) and loss_scale > 0):
-            raise ValueError(
-                f"loss_scale must be a positive finite float (a GradScaler's get_scale()); "
-                f"got {loss_scale!r}."
-            )
         # Unscaled in the parameters' dtype: float16 deltas times 1/scale could underflow.
         dtype = network.readout.weight.dtype
         grads = tuple(g.to(dtype) / loss_scale for g in grads)

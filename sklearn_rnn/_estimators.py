@@ -2286,15 +2286,18 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         class_weight = self.class_weight
         if isinstance(class_weight, dict):
             _check_class_weight_values(class_weight)
-            unknown = set(class_weight) - set(self.classes_.tolist())
-            if unknown:
+            known = set(self.classes_.tolist())
+            if not known & set(class_weight):
                 raise ValueError(
-                    f"class_weight names labels {sorted(unknown, key=str)} that are not in "
-                    f"y (classes: {self.classes_.tolist()}): use the labels of y as keys."
+                    f"class_weight names labels {sorted(class_weight, key=str)}, none of them "
+                    f"a class of y (classes: {self.classes_.tolist()}): use the labels of y "
+                    "as keys."
                 )
+            # Labels absent from this y are ignored, as scikit-learn ignores them: a dict
+            # made for all the data serves every cross-validation fold.
             class_weight = {
                 int(np.flatnonzero(self.classes_ == label)[0]): weight
-                for label, weight in class_weight.items()
+                for label, weight in class_weight.items() if label in known
             }
         weight = sample_weight * compute_sample_weight(class_weight, y)
         if not weight.any():

@@ -138,3 +138,23 @@ def test_balanced_class_weight_still_works_where_the_whole_data_is_seen():
     fitted.set_params(class_weight="balanced")
     with pytest.raises(ValueError, match="partial_fit sees one call's data"):
         StackedStream([fitted])
+
+
+def test_a_class_weight_dict_made_for_all_the_data_serves_folds_missing_a_class():
+    # A key absent from the training part's y was refused: every fold that misses a
+    # class failed (scikit-learn ignores such keys). Keys of which none is a class stay
+    # refused (labels of another type, say).
+    from sklearn.model_selection import KFold, cross_val_score
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(n), 2)) for n in rng.integers(3, 7, 12)]
+    y = np.array([0] * 5 + [1] * 5 + [2] * 2)
+    weights = {0: 1.0, 1: 1.0, 2: 5.0}
+    model = RNNClassifier(hidden_size=4, max_iter=2, class_weight=weights, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain = RNNClassifier(hidden_size=4, max_iter=2, random_state=0).fit(X[:10], y[:10])
+        np.testing.assert_array_equal(model.fit(X[:10], y[:10]).predict_proba(X), plain.predict_proba(X))
+        assert np.isfinite(cross_val_score(model, X, y, cv=KFold(3))).all()
+    with pytest.raises(ValueError, match=r"class_weight names labels \['0', '1'\], none of them a class of y"):
+        model.set_params(class_weight={"0": 1.0, "1": 2.0}).fit(X, y)

@@ -223,7 +223,7 @@ def test_visit_features_name_their_columns_and_check_the_names():
         "first_bili", "first_albumin"]
     # Unnamed sequences get x0, x1, ...; the time column is left out either way.
     assert VisitFeatures("last", time_feature=0).fit(X).get_feature_names_out().tolist() == ["last_x1", "last_x2"]
-    with pytest.raises(ValueError, match="input_features should name the 3 columns"):
+    with pytest.raises(ValueError, match="input_features should have length equal to the 3 columns"):
         by_name.get_feature_names_out(["a", "b"])
     with pytest.raises(ValueError, match="same order"):
         by_name.transform([frame[["day", "albumin", "bili"]] for frame in frames])
@@ -290,3 +290,35 @@ def test_pooled_cross_validation_splits_a_panel_by_instance():
         from_panel = pooled_cross_validate(model, panel, y, n_splits=3, random_state=0)
         from_frames = pooled_cross_validate(model, frames, y, n_splits=3, random_state=0)
     np.testing.assert_array_equal(from_panel.y_score, from_frames.y_score)
+
+
+def test_visit_features_in_scikit_learn_composites_name_and_index_their_output():
+    # get_feature_names_out refused fit's own feature_names_in_ (a table's columns) and a
+    # sequence column's name, so ColumnTransformer.get_feature_names_out failed; on a
+    # panel, set_output(transform="pandas") gave the rows the panel's index (a row per
+    # visit) and failed.
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.utils.estimator_checks import (
+        check_transformer_get_feature_names_out,
+        check_transformer_get_feature_names_out_pandas,
+    )
+
+    from sklearn_rnn.sequences import sequence_column
+
+    check_transformer_get_feature_names_out("VisitFeatures", VisitFeatures())
+    check_transformer_get_feature_names_out_pandas("VisitFeatures", VisitFeatures())
+    rng = np.random.default_rng(0)
+    wide = pd.DataFrame(rng.normal(size=(6, 4)), columns=["m1", "m2", "m3", "m4"])
+    last = VisitFeatures("last").fit(wide)
+    assert last.get_feature_names_out(last.feature_names_in_).tolist() == ["last_x0"]
+    sequences = [np.c_[np.arange(n, dtype=float), rng.normal(size=n)] for n in (3, 4, 5)]
+    frame = pd.DataFrame({"seq": list(sequence_column(sequences)[:, 0]), "age": [50.0, 60.0, 70.0]})
+    columns = ColumnTransformer([("v", VisitFeatures("last", time_feature=0), ["seq"]),
+                                 ("s", "passthrough", ["age"])]).fit(frame)
+    assert columns.get_feature_names_out().tolist() == ["v__last_x1", "s__age"]
+    panel = pd.concat({p: pd.DataFrame(x, columns=["day", "bili"]) for p, x in zip("bca", sequences)},
+                      names=["patient", "visit"])
+    out = VisitFeatures(time_feature="day").set_output(transform="pandas").fit_transform(panel)
+    assert out.index.tolist() == ["b", "c", "a"] and out.columns[0] == "last_bili"
+    np.testing.assert_array_equal(out.to_numpy(), VisitFeatures(time_feature=0).fit_transform(sequences))

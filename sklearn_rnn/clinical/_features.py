@@ -9,11 +9,13 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_is_fitted
 from numbers import Integral
 
 from ..sequences._encoding import _resolve_time_feature, check_times
-from ..sequences._validation import fitted_step_names, staging, validate_sequences
+from ..sequences._panel import is_panel
+from ..sequences._validation import _column_cells, fitted_step_names, staging, validate_sequences
 
 __all__ = ["VisitFeatures"]
 
@@ -91,6 +93,10 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         self._validate_params()
         with staging(self) as work:  # a rejected refit changes nothing
             sequences = validate_sequences(work, X, reset=True)
+            # A one-column frame of sequences (a ColumnTransformer's column): its name is
+            # what composites give get_feature_names_out.
+            column = _column_cells(X) is not None and not is_panel(X) and hasattr(X, "columns")
+            work._sequence_column = str(X.columns[0]) if column else None
             time = work._time_index()  # an unknown or out-of-range time column is refused here
             if time is not None:
                 check_times(sequences, time)  # as the estimators refuse them
@@ -114,7 +120,14 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         time = self._time_index()
         if time is not None:
             check_times(sequences, time)
-        return np.array([self._row(sequence, time) for sequence in sequences])
+        rows = np.array([self._row(sequence, time) for sequence in sequences])
+        if is_panel(X) and _get_output_config("transform", self)["dense"] == "pandas":
+            # One row per instance, not per visit: scikit-learn's wrapper would give the
+            # rows the panel's index (a row per visit) and fail.
+            import pandas as pd
+
+            return pd.DataFrame(rows, index=X.index.unique(level=0), columns=self.get_feature_names_out())
+        return rows
 
     def get_feature_names_out(self, input_features: Any = None) -> NDArray[np.object_]:
         """Names of the output columns: ``'{kind}_{feature}'`` for 'first' and 'last';
@@ -150,11 +163,25 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
             return [f"x{column}" for column in range(self._steps_width())]
         given = [str(name) for name in np.asarray(input_features, dtype=object).ravel()]
         width = self._steps_width()
+        names_in = getattr(self, "feature_names_in_", None)
+        table_names = width != self.n_features_in_ and len(given) == self.n_features_in_ and (
+            names_in is None or given == [str(name) for name in names_in]
+        )
+        if table_names or given == [getattr(self, "_sequence_column", None)]:
+            # The names of fit's input (a table's columns, a sequence column's name), as
+            # scikit-learn's composites pass them: a visit's columns are named as in fit.
+            return self._step_names(None)
         if len(given) != width or (fitted is not None and given != list(fitted)):
             expected = list(fitted) if fitted is not None else f"{width} names"
+            if names_in is not None and len(given) == len(names_in):
+                raise ValueError(
+                    f"input_features is not equal to feature_names_in_ ({list(names_in)}), "
+                    f"the columns of fit's input; got {given}."
+                )
             raise ValueError(
-                f"input_features should name the {width} columns of a visit "
-                f"as seen in fit ({expected}); got {given}."
+                f"input_features should have length equal to the {width} columns of a visit "
+                f"and name them as seen in fit ({expected}), or name fit's input "
+                f"({self.n_features_in_} names); got {given}."
             )
         return given
 

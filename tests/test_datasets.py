@@ -237,6 +237,10 @@ def test_task_error_temporal_order():
     assert task_error("temporal_order", [0, 1, 2, 3], [0, 1, 3, 3]) == 0.25
     scores = np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.2, 0.6, 0.1]])
     assert task_error("temporal_order", [0, 1], scores) == 0.5
+    # Scores with a NaN (a diverged model) name no class: argmax read class 0, a right
+    # answer for 'xx' (error 0.25 here instead of 1).
+    assert task_error("temporal_order", [0, 0, 0, 1], np.full((4, 4), np.nan)) == 1.0
+    assert task_error("temporal_order", [0, 1], [[0.9, np.nan, 0, 0], [0.1, 0.8, 0, 0]]) == 0.5
 
 
 def test_task_error_on_generated_data():

@@ -415,7 +415,9 @@ def task_error(
                 f"y_pred has shape {pred.shape}: for 'temporal_order' expected class labels "
                 "(n_samples,) or a score per class (n_samples, n_classes), n_classes >= 2."
             )
-        pred = pred.argmax(axis=1)
+        # A row of scores with a NaN (a diverged model) names no class: counted wrong,
+        # as NaN counts in the other tasks (argmax would read class 0).
+        pred = np.where(np.isnan(pred).any(axis=1), -1, pred.argmax(axis=1))
     elif pred.ndim == 2 and pred.shape[1] == 1:
         pred = pred[:, 0]
     if pred.shape != truth.shape:

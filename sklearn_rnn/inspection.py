@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._estimators import frame_sequences
 from .sequences import check_sequences
 from .sequences._encoding import _resolve_time_feature
-from .sequences._validation import frames_like, step_feature_names
+from .sequences._panel import is_panel
+from .sequences._validation import _column_cells, frames_like, step_feature_names
 
 __all__ = [
     "integrated_gradients",
@@ -429,9 +430,22 @@ def integrated_gradients(
 PATH_CHUNK_STEPS = 2**16
 
 
+def _label(value: Any) -> str:
+    """A step's column label: a number written short (``g``), anything else as text."""
+    if isinstance(value, (Real, np.number)) and not isinstance(value, (bool, np.bool_)):
+        return f"{float(value):g}"
+    return str(value)
+
+
 def _check_one_sequence(sequence: Any) -> None:
     """Refuse several sequences where one is explained."""
     if isinstance(sequence, (list, tuple)) and sequence and all(np.ndim(item) >= 2 for item in sequence):
+        count = len(sequence)
+    elif is_panel(sequence):  # an (instance, time) frame: one sequence per instance
+        count = len(sequence.index.unique(level=0))
+        if count == 1:
+            return
+    elif _column_cells(sequence) is not None:  # a column of sequences
         count = len(sequence)
     elif type(sequence).__name__ != "DataFrame" and np.ndim(sequence) >= 3:
         count = np.shape(sequence)[0]
@@ -444,7 +458,8 @@ def _check_one_sequence(sequence: Any) -> None:
         )
     raise ValueError(
         f"integrated_gradients explains one sequence, a (T, n_features) array or frame; got "
-        f"{count} sequences. Pass one of them, e.g. X[0], once for each sequence to explain."
+        f"{count} sequences. Pass one of them, e.g. X[0] (of a panel, one instance's rows: "
+        "X.loc[[instance]]), once for each sequence to explain."
     )
 
 
@@ -517,7 +532,8 @@ def plot_attributions(
     feature_names : list of str, optional
         Row labels.
     times : array-like of shape (T,), optional
-        Column labels (e.g. the visit days); the step numbers by default.
+        Column labels (e.g. the visit days, or dates as text): numbers are written
+        short, anything else as text; the step numbers by default.
     ax : matplotlib.axes.Axes, optional
         Where to draw; a new figure when None.
 
@@ -570,7 +586,7 @@ def plot_attributions(
     ax.figure.colorbar(image, ax=ax, label="attribution")
     ax.set_yticks(range(n_features))
     ax.set_yticklabels(feature_names if feature_names is not None else range(n_features))
-    labels = [f"{t:g}" for t in np.asarray(times, dtype=float)] if times is not None else list(range(n_steps))
+    labels = [_label(t) for t in times] if times is not None else list(range(n_steps))
     shown = range(0, n_steps, max(1, int(np.ceil(n_steps / 30))))  # at most 30 labels
     ax.set_xticks(list(shown))
     ax.set_xticklabels([labels[k] for k in shown])

@@ -187,6 +187,29 @@ def test_integrated_gradients_explains_one_sequence_and_its_result_plots_whole()
 
 
 # ------------------------------------------------ an outside review of the examples and plots
+def test_a_panel_or_a_column_of_several_sequences_is_refused_and_one_instance_explained():
+    # A panel of 3 sequences was explained as one sequence of 12 steps (every frame was
+    # exempt from the check); a column of sequences failed as numbers.
+    import pandas as pd
+
+    from sklearn_rnn.sequences import sequence_column
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(20)]
+    panel = pd.concat({i: pd.DataFrame(x, columns=["a", "b"]) for i, x in enumerate(X)}, names=["id", "t"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNRegressor(hidden_size=4, max_iter=2, random_state=0).fit(panel, np.arange(20.0))
+    with pytest.raises(ValueError, match=r"got 3 sequences.*X\.loc\[\[instance\]\]"):
+        integrated_gradients(model, panel.loc[[0, 1, 2]])
+    column = pd.DataFrame({"seq": list(sequence_column(X[:2])[:, 0])})
+    with pytest.raises(ValueError, match="got 2 sequences"):
+        integrated_gradients(model, column)
+    one = integrated_gradients(model, panel.loc[[3]])
+    as_frame = integrated_gradients(model, pd.DataFrame(X[3], columns=["a", "b"]))
+    np.testing.assert_array_equal(one.attributions, as_frame.attributions)
+
+
 def test_a_model_fitted_on_a_table_takes_one_row_and_refuses_a_one_row_table():
     import pandas as pd
 
@@ -246,6 +269,9 @@ def test_plot_attributions_fits_its_labels_and_checks_what_it_is_given():
     long = plot_attributions(np.random.default_rng(0).normal(size=(1500, 2)))
     assert long.figure.get_size_inches()[0] <= 12 and len(long.get_xticks()) <= 30
     assert plot_attributions([[np.nan, 0.1], [2.0, -3.0]]).images[0].get_clim() == (-3.0, 3.0)
+    # Text labels, such as dates written out, are labels too (they failed as floats).
+    dated = plot_attributions(np.ones((2, 1)), times=["2020-01-03", "2020-02-10"])
+    assert [label.get_text() for label in dated.get_xticklabels()] == ["2020-01-03", "2020-02-10"]
     with pytest.raises(ValueError, match="feature_names needs 3 names.*got 4.*time column"):
         plot_attributions(np.ones((2, 3)), feature_names=["time", *names])
     with pytest.raises(ValueError, match="times needs 2 values"):

@@ -208,7 +208,10 @@ class RNNGridSearchCV(BaseSearchCV):
         **params
             ``sample_weight`` (``<step>__sample_weight`` for a pipeline's estimator):
             each network trains on its split's weights, and the refit on all of them,
-            as GridSearchCV passes fit parameters (the scores are unweighted).
+            as GridSearchCV passes fit parameters. The scores weigh the test sequences
+            as this scikit-learn's GridSearchCV does: by ``sample_weight=`` of a bare
+            estimator where the scorer takes weights (scikit-learn 1.7 and later);
+            unweighted otherwise, and always for a pipeline's step.
 
         Returns
         -------
@@ -265,6 +268,7 @@ class RNNGridSearchCV(BaseSearchCV):
         n_splits = len(splits)
         test = np.full((len(candidates), n_splits), np.nan)
         train = np.full_like(test, np.nan)
+        weighted_scores = self._scores_weighted(params)
         fit_time, score_time = np.zeros_like(test), np.zeros_like(test)
         for (i, k), model in models.items():
             fit_time[i, k] = members[i, k].seconds + prepare_seconds[i, k]
@@ -275,7 +279,8 @@ class RNNGridSearchCV(BaseSearchCV):
                 kinds.append(("train", train, train_index))
             for kind, scores, index in kinds:
                 try:
-                    scores[i, k] = scorer(model, _safe_indexing(X, index), _safe_indexing(y, index))
+                    score_weight = {} if not weighted_scores else {"sample_weight": _safe_indexing(weight, index)}
+                    scores[i, k] = scorer(model, _safe_indexing(X, index), _safe_indexing(y, index), **score_weight)
                 except Exception as error:
                     scores[i, k] = self._failed(failures, candidates, i, k, f"{kind} scoring", error)
             score_time[i, k] = time.perf_counter() - began
@@ -305,6 +310,15 @@ class RNNGridSearchCV(BaseSearchCV):
             if hasattr(self.best_estimator_, "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
         return self
+
+    def _scores_weighted(self, params: dict[str, Any]) -> bool:
+        """Whether the scores weigh each sequence by its ``sample_weight``, as this
+        scikit-learn's GridSearchCV does: from scikit-learn 1.7 it gives a bare
+        estimator's weights (``sample_weight=``, not a pipeline step's) to a scorer
+        that takes them; earlier versions score unweighted."""
+        if params.get("sample_weight") is None or not hasattr(self, "_check_scorers_accept_sample_weight"):
+            return False
+        return bool(self._check_scorers_accept_sample_weight())
 
     def _sample_weight(self, params: dict[str, Any]) -> Any:
         """The sample weights among ``fit``'s parameters (the only one it takes)."""
@@ -364,10 +378,9 @@ class RNNGridSearchCV(BaseSearchCV):
                 X_train, y_train = _safe_indexing(X, train_index), _safe_indexing(y, train_index)
                 try:
                     _final_rnn(model)._validate_params()  # fit's checks (an invalid value fails)
-                    if isinstance(model, Pipeline):
-                        X_train = model[:-1].fit_transform(X_train, y_train)
-                    rnn = _final_rnn(model)
                     split_weight = None if weight is None else _safe_indexing(weight, train_index)
+                    X_train, y_train = _fit_steps(model, X_train, y_train, split_weight)
+                    rnn = _final_rnn(model)
                     train, valid = rnn._prepare(X_train, y_train, split_weight, incremental=False)
                 except Exception as error:
                     self._failed(failures, candidates, i, k, "fit", error)
@@ -382,6 +395,29 @@ class RNNGridSearchCV(BaseSearchCV):
         tags.input_tags.allow_nan = True
         tags.input_tags.three_d_array = True
         return tags
+
+
+def _fit_steps(model: Any, X: Any, y: Any, weight: Any) -> tuple[Any, Any]:
+    """Fit a pipeline's steps before its estimator on ``(X, y)``, as the pipeline's own
+    ``fit`` would, and return what reaches the estimator: transformers transform X, an
+    imbalanced-learn sampler (``fit_resample``) resamples X and y; 'passthrough' and
+    None pass. A bare estimator gets ``(X, y)`` as they are."""
+    if not isinstance(model, Pipeline):
+        return X, y
+    for name, step in model.steps[:-1]:
+        if step is None or step == "passthrough":
+            continue
+        if hasattr(step, "fit_resample"):
+            if weight is not None:
+                raise ValueError(
+                    f"the pipeline's step {name!r} resamples the training sequences, which "
+                    "leaves sample_weight without its sequences: weigh the classes with the "
+                    "sampler or with class_weight instead of sample_weight."
+                )
+            X, y = step.fit_resample(X, y)
+        else:
+            X = step.fit_transform(X, y)
+    return X, y
 
 
 def _final_rnn(estimator: Any) -> BaseRNN:

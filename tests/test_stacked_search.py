@@ -553,3 +553,40 @@ def test_a_scalar_sample_weight_and_the_warnings_point_at_the_callers_line():
         RNNGridSearchCV(explicit(), grid, cv=splits, refit=False).fit(X, y)
     failed = [w for w in caught if w.category is FitFailedWarning]
     assert failed and all(w.filename == __file__ for w in failed)
+
+
+def test_pipelines_with_a_sampler_or_of_one_step_search_as_in_grid_search_cv():
+    # The steps before the network ran as one fit_transform: a sampler resampled X but
+    # not y (every network failed, "y has 15 entries, but X has 10 sequences"), and a
+    # pipeline of the network alone had no steps to fit_transform (AttributeError).
+    from imblearn.pipeline import make_pipeline as make_imblearn_pipeline
+    from imblearn.under_sampling import RandomUnderSampler
+
+    from sklearn_rnn.sequences import sequence_column
+
+    rng = np.random.default_rng(0)
+    X = sequence_column([rng.normal(size=(int(n), 2)) for n in rng.integers(3, 7, 30)])
+    y = np.array([0] * 20 + [1] * 10)
+    grid = {"rnnclassifier__hidden_size": [2, 3]}
+    for pipeline in (make_imblearn_pipeline(RandomUnderSampler(random_state=0), SequenceStandardScaler(),
+                                            explicit(cell="gru", time_feature=None)),
+                     make_pipeline(explicit(cell="gru", time_feature=None))):
+        ours = RNNGridSearchCV(pipeline, grid, cv=2).fit(X, y)
+        theirs = GridSearchCV(pipeline, grid, cv=2).fit(X, y)
+        np.testing.assert_allclose(ours.cv_results_["mean_test_score"],
+                                   theirs.cv_results_["mean_test_score"], atol=1e-6)
+    weighted = RNNGridSearchCV(make_imblearn_pipeline(RandomUnderSampler(random_state=0),
+                                                      explicit(cell="gru", time_feature=None)), grid, cv=2)
+    with pytest.raises(ValueError, match=r"(?s)All the 4 networks failed.*resamples the training sequences"):
+        weighted.fit(X, y, rnnclassifier__sample_weight=np.ones(30))
+
+
+def test_weighted_scores_follow_the_installed_grid_search_cv():
+    # scikit-learn 1.7 and later give a bare estimator's sample_weight to the scorer;
+    # the stacked search scored unweighted, and the best setting could differ.
+    X, y = visits(40)
+    weight = np.random.default_rng(1).uniform(0.2, 3.0, len(y))
+    grid = {"spectral_radius": [0.9, 1.5]}
+    ours = RNNGridSearchCV(explicit(), grid, cv=2).fit(X, y, sample_weight=weight)
+    theirs = GridSearchCV(explicit(), grid, cv=2).fit(X, y, sample_weight=weight)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)

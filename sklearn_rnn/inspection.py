@@ -64,7 +64,11 @@ def _final_step(estimator: Any) -> tuple[Any, Any]:
 def _time_column(estimator: Any, n_features: int, names: Any) -> int | None:
     """The time column of ``X`` (``n_features`` per step, named ``names`` or None): the
     final estimator's ``time_feature``, an index or one of the names."""
-    time_feature = getattr(_final_step(estimator)[1], "time_feature", None)
+    model = _final_step(estimator)[1]
+    time_feature = getattr(model, "time_feature", None)
+    fitted = getattr(getattr(model, "_encoder", None), "time_feature", None)
+    if names is None and isinstance(time_feature, str) and fitted is not None:
+        return int(fitted)  # a name fitted on frames, given arrays: the column fit found, as predict reads
     return _resolve_time_feature(time_feature, n_features, names)
 
 

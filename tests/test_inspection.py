@@ -294,3 +294,26 @@ def test_integrated_gradients_runs_its_path_in_chunks_with_the_same_attributions
     chunked = integrated_gradients(model, X[0], n_steps=20)
     assert 3 in calls and 2 in calls  # chunks of 3 points, the last of 2
     np.testing.assert_allclose(chunked.attributions, whole.attributions, rtol=0, atol=1e-12)
+
+
+def test_importances_of_a_model_fitted_with_a_named_time_column_take_arrays_as_predict_does():
+    # The name was looked up among the arrays' (missing) column names: refused, with
+    # advice to refit with time_feature=0, while predict and integrated_gradients read them.
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frames = []
+    for _ in range(40):
+        day = np.cumsum(rng.uniform(0.5, 2, size=int(rng.integers(2, 6))))
+        frames.append(pd.DataFrame({"day": day - day[0], "a": rng.normal(size=len(day))}))
+    y = np.array([int(frame["a"].iloc[-1] > 0) for frame in frames])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=4, max_iter=5, time_feature="day", random_state=0).fit(frames, y)
+    arrays = [frame.to_numpy() for frame in frames]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # arrays for a model fitted on named frames
+        for function in (sequence_permutation_importance, visit_importance):
+            on_arrays = function(model, arrays, y, n_repeats=2, random_state=0)
+            on_frames = function(model, frames, y, n_repeats=2, random_state=0)
+            np.testing.assert_array_equal(on_arrays.importances, on_frames.importances)

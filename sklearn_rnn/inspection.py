@@ -371,8 +371,7 @@ def integrated_gradients(
     _check_one_sequence(sequence)
     preprocess, model = _final_step(estimator)
     check_is_fitted(model)
-    _check_table_row(model, sequence)
-    given: Any = [sequence]  # as given: a frame's names are checked as in predict
+    given: Any = _as_given(model, sequence)  # a frame's names are checked as in predict
     original = check_sequences(given)[0]
     names = step_feature_names(given)
     if preprocess is not None:
@@ -467,17 +466,18 @@ def _check_one_sequence(sequence: Any) -> None:
     )
 
 
-def _check_table_row(model: Any, sequence: Any) -> None:
-    """Refuse a one-row table where the model reads each row of a table as a sequence."""
-    if getattr(model, "_fitted_layout", None) != "table" or np.ndim(sequence) != 2:
-        return
-    rows, columns = np.shape(sequence)
-    if rows == 1 and columns > 1:
-        raise ValueError(
-            f"got a table of 1 row and {columns} columns, but this {type(model).__name__} was "
-            "fitted on a 2D table, whose rows it reads as univariate sequences (one column a "
-            "step). Pass the row itself: X[0] for an array, X.iloc[0] for a DataFrame."
-        )
+def _as_given(model: Any, sequence: Any) -> Any:
+    """``sequence`` as ``predict`` would be given it: a list of it; or, for a model fitted
+    on a 2D table (one univariate sequence a row), a one-row table, which a table's row
+    (``X.iloc[0]``, a Series, or ``X.iloc[[0]]``) becomes, so that its column names are
+    checked as in ``predict`` (a row was read as a sequence of one step a column, or
+    warned of missing feature names)."""
+    if getattr(model, "_fitted_layout", None) == "table":
+        if type(sequence).__name__ == "Series":
+            return sequence.to_frame().T
+        if np.ndim(sequence) == 2 and np.shape(sequence)[0] == 1:
+            return sequence
+    return [sequence]
 
 
 def _attributed_output(

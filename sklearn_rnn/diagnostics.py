@@ -152,6 +152,17 @@ def temporal_gradient_norms(
                 f"direction of time; this {type(model).__name__} has bidirectional=True. Measure "
                 "it with bidirectional=False (set_params, then fit or pass it unfitted)."
             )
+        if lengths is not None:
+            raise ValueError(
+                "lengths is for a network's padded batch; an estimator reads each sequence's "
+                "length from X itself. Leave lengths out."
+            )
+        if every_step and not model._output_steps.every_step:
+            raise ValueError(
+                f"every_step=True puts the loss at every step, but {type(model).__name__} has one "
+                "target per sequence, read at its last step. Leave every_step out (an "
+                "RNNStepClassifier's loss is at every step already)."
+            )
         every_step = every_step or model._output_steps.every_step  # the estimator class says where it reads out
         model, X, lengths, y, estimator_loss = model._diagnostic_batch(X, y)
         loss = estimator_loss if loss is None else loss
@@ -174,11 +185,18 @@ def temporal_gradient_norms(
     batch, steps, _ = X.shape
     if lengths is None:
         lengths = torch.full((batch,), steps, device=X.device)
-    lengths, _ = _check_lengths(torch.as_tensor(lengths), batch, steps, X.device)
+    lengths = torch.as_tensor(lengths)
+    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
+        raise ValueError(
+            f"lengths must hold integers, each sequence's valid steps; got dtype {lengths.dtype} "
+            f"({lengths.tolist()[:5]}...). Pass them as integers."
+        )
+    lengths, _ = _check_lengths(lengths, batch, steps, X.device)
     y = torch.as_tensor(y, device=X.device)
-    if y.shape[0] != batch:
+    if y.ndim == 0 or y.shape[0] != batch:
         raise ValueError(f"y must have one target per sequence ({batch}); got shape {tuple(y.shape)}.")
     if loss is None:
+        _check_default_targets(y, int(model.readout.out_features), every_step, steps)
         loss = _default_loss(y, lengths, every_step)
     # Dropout off, so that the same call gives the same answer; the mode is restored.
     was_training = model.training
@@ -289,6 +307,35 @@ def plot_temporal_gradient_norms(
     if any(results):
         axes[0].legend(fontsize="small")
     return axes if cosines else axes[0]
+
+
+def _check_default_targets(y: torch.Tensor, outputs: int, every_step: bool, steps: int) -> None:
+    """Refuse targets the default loss cannot read against ``outputs`` network outputs:
+    class indices in ``[0, outputs)`` of shape ``(n,)`` (``(n, steps)`` at every step),
+    or values of shape ``(n,)`` or ``(n, outputs)`` (after ``steps`` at every step)."""
+    lead = (y.shape[0], steps) if every_step else (y.shape[0],)
+    if not torch.is_floating_point(y):
+        if tuple(y.shape) != lead:
+            raise ValueError(
+                f"y holds integers, read as class indices: expected shape {lead}, one class a "
+                f"{'step' if every_step else 'sequence'}; got {tuple(y.shape)}. Give values as floats "
+                "for a regression loss, or pass loss=."
+            )
+        if len(y) and (int(y.min()) < 0 or int(y.max()) >= outputs):
+            raise ValueError(
+                f"y holds class indices from {int(y.min())} to {int(y.max())}, but the network has "
+                f"{outputs} outputs: expected indices in [0, {outputs - 1}]. Encode the labels "
+                "as 0..k-1 (sklearn.preprocessing.LabelEncoder), or give float values for a "
+                "regression loss."
+            )
+        return
+    if tuple(y.shape) not in (lead, (*lead, outputs)) or (tuple(y.shape) == lead and outputs != 1):
+        raise ValueError(
+            f"y holds floats, read as values: expected shape {(*lead, outputs)}"
+            + (f" or {lead}" if outputs == 1 else "")
+            + f" for a network of {outputs} outputs; got {tuple(y.shape)}. Give class indices as "
+            "integers for a classification loss, or pass loss=."
+        )
 
 
 def _default_loss(

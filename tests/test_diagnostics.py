@@ -201,3 +201,31 @@ def test_dropout_network_gives_deterministic_norms_and_keeps_its_mode():
     third = temporal_gradient_norms(net, x, y, lengths=lengths)
     np.testing.assert_array_equal(first.norms, third.norms)
     assert not net.training
+
+
+def test_targets_and_lengths_the_default_loss_cannot_read_are_refused_by_what_they_should_be():
+    # They failed inside PyTorch (IndexError, "shape '[4, 2]' is invalid", "Expected
+    # target size"), or were read wrongly (float lengths truncated, lengths beside an
+    # estimator ignored).
+    from sklearn_rnn import RNNClassifier
+
+    net = RecurrentNetwork(3, 4, 2, generator=torch.Generator().manual_seed(0))
+    X = torch.randn(4, 5, 3, generator=torch.Generator().manual_seed(1))
+    cases = [
+        (dict(y=torch.tensor(1)), r"one target per sequence \(4\); got shape \(\)"),
+        (dict(y=torch.tensor([0, 1, 5, 1])), r"class indices from 0 to 5, but the network has 2 outputs"),
+        (dict(y=torch.tensor([0.0, 1.0, 0.0, 1.0])), r"floats, read as values: expected shape \(4, 2\)"),
+        (dict(y=torch.zeros(4, 3)), r"expected shape \(4, 2\).*got \(4, 3\)"),
+        (dict(y=torch.tensor([0, 1, 0, 1]), every_step=True), r"expected shape \(4, 5\), one class a step"),
+        (dict(y=torch.tensor([0, 1, 0, 1]), lengths=[5, 4.5, 3, 2]), r"lengths must hold integers"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            temporal_gradient_norms(net, X, **kwargs)
+    assert temporal_gradient_norms(net, X, torch.tensor([0, 1, 0, 1]), lengths=[5, 4, 3, 2]).norms.shape == (5,)
+    sequences = [np.random.default_rng(i).normal(size=(5, 3)) for i in range(6)]
+    model = RNNClassifier(hidden_size=4, readout="last", conv_kernels=None, random_state=0)
+    with pytest.raises(ValueError, match="lengths is for a network's padded batch"):
+        temporal_gradient_norms(model, sequences, [0, 1] * 3, lengths=[5] * 6)
+    with pytest.raises(ValueError, match="every_step=True puts the loss at every step, but RNNClassifier"):
+        temporal_gradient_norms(model, sequences, [0, 1] * 3, every_step=True)

@@ -17,6 +17,7 @@ from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.model_selection._search import BaseSearchCV, _yield_masked_array_for_each_param
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, indexable
+from sklearn.utils.metadata_routing import _routing_enabled
 from sklearn.utils.validation import _num_samples
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
@@ -224,6 +225,14 @@ class RNNGridSearchCV(BaseSearchCV):
                 f"{self.scoring!r}, refit={self.refit!r}): give scoring one scorer and refit "
                 "True or False, or search several metrics with "
                 "sklearn.model_selection.GridSearchCV."
+            )
+        if params and _routing_enabled():
+            raise ValueError(
+                "RNNGridSearchCV does not route metadata, and scikit-learn's metadata routing "
+                f"is on (sklearn.set_config(enable_metadata_routing=True)); got {sorted(params)}. "
+                "Pass sample_weight with routing off (the sample_weight of a bare estimator, "
+                "<step>__sample_weight of a pipeline's), or search with "
+                "sklearn.model_selection.GridSearchCV, which routes it."
             )
         weight = self._sample_weight(params)
         candidates = list(ParameterGrid(self.param_grid))

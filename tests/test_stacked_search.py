@@ -590,3 +590,16 @@ def test_weighted_scores_follow_the_installed_grid_search_cv():
     ours = RNNGridSearchCV(explicit(), grid, cv=2).fit(X, y, sample_weight=weight)
     theirs = GridSearchCV(explicit(), grid, cv=2).fit(X, y, sample_weight=weight)
     np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)
+
+
+def test_fit_parameters_under_metadata_routing_are_refused_with_the_way_out():
+    # Under routing the weights of a pipeline were refused after the whole search, at the
+    # refit, and a bare estimator's were used even where it had not requested them.
+    import sklearn
+
+    X, y = visits(20)
+    search = RNNGridSearchCV(explicit(), {"spectral_radius": [0.9]}, cv=2)
+    with sklearn.config_context(enable_metadata_routing=True):
+        with pytest.raises(ValueError, match=r"does not route metadata.*GridSearchCV, which routes it"):
+            search.fit(X, y, sample_weight=np.ones(20))
+        assert search.fit(X, y).best_params_ == {"spectral_radius": 0.9}  # without parameters it searches

@@ -1160,9 +1160,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             # No epoch finished when the first one was interrupted or diverged.
             self.loss_curve_ = [float(loss) for loss in history[:, "train_loss"]] if history else []
         self.module_ = self.net_.module_
-        if self._early_stopping and not incremental and history and not self.n_iter_:
-            pass  # a warm start whose first epoch diverged: the earlier fit's attributes stand
-        elif self._early_stopping and not incremental and history:
+        validated_call = bool(self._early_stopping) and not incremental and len(history) > 0
+        # A warm start whose first epoch diverged (validated_call, n_iter_ 0) keeps the
+        # earlier fit's validation attributes, as it keeps its weights.
+        if validated_call and self.n_iter_:
             # The validated epochs: a warm start keeps the epochs of earlier calls, which
             # a fit without a held-out split did not validate.
             validated = [row for row in history if "valid_score" in row]
@@ -1172,7 +1173,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             best = [row["epoch"] for row in validated].index(self._best_epoch)
             self.best_validation_loss_ = float(validated[best]["valid_loss"])
             self.best_validation_score_ = self.validation_scores_[best]
-        else:
+        elif not validated_call:
             self.validation_scores_ = None
             self.best_validation_loss_ = None
             self.best_validation_score_ = None
@@ -2085,7 +2086,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     keeps the weights of the best finished epoch (of the monitored loss, as at the end
     of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
-    count up to it) and, as at the end of training, keeps the best epoch's weights. ``fit`` and ``partial_fit`` are transactional: a call that
+    count up to it) and, as at the end of training, keeps the best epoch's weights.
+    ``fit`` and ``partial_fit`` are transactional: a call that
     is rejected or fails, or is interrupted before its first epoch finishes (the
     interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),
     leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask
@@ -2658,7 +2660,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     keeps the weights of the best finished epoch (of the monitored loss, as at the end
     of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
-    count up to it) and, as at the end of training, keeps the best epoch's weights. ``fit`` and ``partial_fit`` are transactional: a call that
+    count up to it) and, as at the end of training, keeps the best epoch's weights.
+    ``fit`` and ``partial_fit`` are transactional: a call that
     is rejected or fails, or is interrupted before its first epoch finishes (the
     interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),
     leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask

@@ -208,7 +208,7 @@ def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
             "targets at every step are not stacked; use RNNClassifier or RNNRegressor",
         ),
         "callbacks": (
-            estimator.callbacks is not None,
+            bool(estimator.callbacks),  # an empty list runs none either
             "the stacked trainer runs none of your skorch callbacks; use callbacks=None",
         ),
     }

@@ -603,3 +603,12 @@ def test_fit_parameters_under_metadata_routing_are_refused_with_the_way_out():
         with pytest.raises(ValueError, match=r"does not route metadata.*GridSearchCV, which routes it"):
             search.fit(X, y, sample_weight=np.ones(20))
         assert search.fit(X, y).best_params_ == {"spectral_radius": 0.9}  # without parameters it searches
+
+
+def test_an_empty_callbacks_list_is_stacked_like_none():
+    # callbacks=[] runs no callback of the user's, but was refused as if it held some.
+    X, y = visits(30)
+    grid = {"spectral_radius": [0.9, 1.5]}
+    ours = RNNGridSearchCV(explicit(callbacks=[]), grid, cv=2).fit(X, y)
+    theirs = GridSearchCV(explicit(callbacks=[]), grid, cv=2).fit(X, y)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)

@@ -299,13 +299,14 @@ class RNNGridSearchCV(BaseSearchCV):
         self._warn_of_failures(failures, len(candidates) * n_splits)
         self.cv_results_ = _results(candidates, test, train if self.return_train_score else None,
                                     fit_time, score_time)
-        if not np.isfinite(self.cv_results_["mean_test_score"]).all():
-            warnings.warn(
-                "One or more of the mean test scores are non-finite: "
-                f"{self.cv_results_['mean_test_score'].tolist()}",
-                UserWarning,
-                stacklevel=3,  # the caller of fit, past scikit-learn's _fit_context
-            )
+        for kind in ("test", "train") if self.return_train_score else ("test",):
+            means = self.cv_results_[f"mean_{kind}_score"]
+            if not np.isfinite(means).all():  # as GridSearchCV warns, of either kind
+                warnings.warn(
+                    f"One or more of the mean {kind} scores are non-finite: {means.tolist()}",
+                    UserWarning,
+                    stacklevel=3,  # the caller of fit, past scikit-learn's _fit_context
+                )
         self.best_index_ = int(self.cv_results_["rank_test_score"].argmin())
         self.best_score_ = float(self.cv_results_["mean_test_score"][self.best_index_])
         self.best_params_ = candidates[self.best_index_]

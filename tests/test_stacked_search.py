@@ -612,3 +612,16 @@ def test_an_empty_callbacks_list_is_stacked_like_none():
     ours = RNNGridSearchCV(explicit(callbacks=[]), grid, cv=2).fit(X, y)
     theirs = GridSearchCV(explicit(callbacks=[]), grid, cv=2).fit(X, y)
     np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)
+
+
+def test_non_finite_mean_train_scores_are_warned_of_as_test_scores_are():
+    X, y = visits(30)
+
+    def test_only(estimator, X_, y_):  # NaN on the training parts (20 sequences), 0.5 on the tests
+        return float("nan") if len(y_) > 15 else 0.5
+
+    search = RNNGridSearchCV(explicit(), {"spectral_radius": [0.9]}, cv=3, scoring=test_only,
+                             return_train_score=True)
+    with pytest.warns(UserWarning, match=r"mean train scores are non-finite: \[nan\]"):
+        search.fit(X, y)
+    assert search.cv_results_["mean_test_score"].tolist() == [0.5]

@@ -238,14 +238,16 @@ class RNNGridSearchCV(BaseSearchCV):
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates:
             raise ValueError("param_grid holds no setting: give at least one value per parameter.")
-        for params_ in candidates:  # every setting checked, as its fit would, before any work
+        invalid: dict[int, Exception] = {}  # setting -> why its values are refused
+        for i, params_ in enumerate(candidates):  # every setting checked, as its fit would, before any work
             rnn = _final_rnn(self._candidate(params_))  # an unknown name raises, as in GridSearchCV
             try:
                 rnn._validate_params()
-            except ValueError:  # InvalidParameterError: an invalid value
+            except ValueError as error:  # InvalidParameterError: an invalid value
                 if self.error_score == "raise":
                     raise
-                continue  # its networks fail in _prepare and score error_score, as GridSearchCV's
+                invalid[i] = error  # its networks fail in _prepare and score error_score, as GridSearchCV's
+                continue
             check_stackable(rnn)
         X = by_instance(X, y)  # a panel's rows are steps, which splitters would count
         X, y, groups = indexable(X, y, groups)
@@ -255,7 +257,7 @@ class RNNGridSearchCV(BaseSearchCV):
         splits = list(cv.split(X, y, groups))
         scorer = check_scoring(self.estimator, self.scoring)
         failures: dict[tuple[int, int], str] = {}
-        models, members, prepare_seconds = self._prepare(X, y, weight, candidates, splits, failures)
+        models, members, prepare_seconds = self._prepare(X, y, weight, candidates, splits, failures, invalid)
         if not members:  # as GridSearchCV: a search with nothing trained is an error
             raise ValueError(
                 f"All the {len(failures)} networks failed, so the search has nothing to "
@@ -375,22 +377,25 @@ class RNNGridSearchCV(BaseSearchCV):
 
     def _prepare(
         self, X: Any, y: Any, weight: Any, candidates: list[dict],
-        splits: list[tuple[np.ndarray, np.ndarray]], failures: dict,
+        splits: list[tuple[np.ndarray, np.ndarray]], failures: dict, invalid: dict[int, Exception],
     ) -> tuple[dict[tuple[int, int], Any], dict[tuple[int, int], StackedMember], np.ndarray]:
-        """Clone, set and prepare one estimator per (setting, split), as its fit would."""
+        """Clone, set and prepare one estimator per (setting, split), as its fit would; a
+        setting of ``invalid`` values fails on every split."""
         models: dict[tuple[int, int], Any] = {}
         members: dict[tuple[int, int], StackedMember] = {}
         seconds = np.zeros((len(candidates), len(splits)))
         for i, params in enumerate(candidates):
             for k, (train_index, _) in enumerate(splits):
+                if i in invalid:  # refused by fit's checks before any work
+                    self._failed(failures, candidates, i, k, "fit", invalid[i])
+                    continue
                 began = time.perf_counter()
                 model = self._candidate(params)
+                rnn = _final_rnn(model)
                 X_train, y_train = _safe_indexing(X, train_index), _safe_indexing(y, train_index)
                 try:
-                    _final_rnn(model)._validate_params()  # fit's checks (an invalid value fails)
                     split_weight = None if weight is None else _safe_indexing(weight, train_index)
                     X_train, y_train = _fit_steps(model, X_train, y_train, split_weight)
-                    rnn = _final_rnn(model)
                     train, valid = rnn._prepare(X_train, y_train, split_weight, incremental=False)
                 except Exception as error:
                     self._failed(failures, candidates, i, k, "fit", error)

@@ -2,8 +2,9 @@
 
 :class:`TrainingGuard` keeps a copy of the weights (and of the optimizer's state) of
 the last epoch whose loss and weights are finite. When a training batch gives
-a non-finite loss, or an epoch ends with non-finite weights, it stops training with a
-:class:`~sklearn.exceptions.ConvergenceWarning` and restores that copy. When training is
+a non-finite loss, or an epoch ends with non-finite weights or a non-finite validation
+loss or score, it stops training with a :class:`~sklearn.exceptions.ConvergenceWarning`
+and restores that copy. When training is
 interrupted (``KeyboardInterrupt``, which skorch catches in its fit loop) in the middle
 of an epoch, it restores the same copy and drops the unfinished epoch from the history,
 so that the weights, ``n_iter_`` and ``loss_curve_`` all describe the last finished
@@ -124,10 +125,21 @@ class TrainingGuard(Callback):
 
     def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
         loss = net.history[-1, "train_loss"]
+        # A validation loss or score (when recorded) that is not a number compares with
+        # no other epoch's: the network's outputs on held-out sequences are not finite.
+        valid = [(name, net.history[-1][name]) for name in ("valid_loss", "valid_score")
+                 if name in net.history[-1] and not math.isfinite(net.history[-1][name])]
         if not math.isfinite(loss):
             self.diverged_ = f"the training loss of epoch {len(net.history)} is {loss}"
         elif not _finite_parameters(net.module_):
             self.diverged_ = f"the weights became non-finite in epoch {len(net.history)}"
+        elif valid:
+            name, value = valid[0]
+            self.diverged_ = (
+                f"the {'validation loss' if name == 'valid_loss' else 'validation score'} "
+                f"of epoch {len(net.history)} is {value} (the network's outputs on the "
+                "held-out sequences are not finite)"
+            )
         if self.diverged_ is not None:
             raise KeyboardInterrupt
         self._finished_epochs = len(net.history)

@@ -2082,8 +2082,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
 
     Notes
     -----
-    Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
-    keeps the weights of the best finished epoch (of the monitored loss, as at the end
+    Training stops with a ``ConvergenceWarning`` when the loss (or, with early
+    stopping, the validation loss or score) becomes non-finite, and keeps the weights of the best finished epoch (of the monitored loss, as at the end
     of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
     count up to it) and, as at the end of training, keeps the best epoch's weights.
@@ -2656,8 +2656,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
 
     Notes
     -----
-    Training stops with a ``ConvergenceWarning`` when the loss becomes non-finite, and
-    keeps the weights of the best finished epoch (of the monitored loss, as at the end
+    Training stops with a ``ConvergenceWarning`` when the loss (or, with early
+    stopping, the validation loss or score) becomes non-finite, and keeps the weights of the best finished epoch (of the monitored loss, as at the end
     of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
     count up to it) and, as at the end of training, keeps the best epoch's weights.

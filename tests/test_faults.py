@@ -115,6 +115,38 @@ def test_divergence_with_early_stopping_keeps_the_best_epoch(data, monkeypatch):
     assert np.isfinite(model.predict_proba(X)).all()
 
 
+def test_a_non_finite_validation_loss_stops_training_and_keeps_the_best_epoch(data, monkeypatch):
+    # Validation outputs that overflow gave "Input contains infinity" from the score
+    # (regressor) or "0 is not in list" after training: a non-finite validation loss
+    # never became the best epoch, so none was found.
+    X, y, _ = data
+    original = _SequenceNet.validation_step
+
+    def validation_step(self, batch, **fit_params):
+        result = original(self, batch, **fit_params)
+        if len(self.history) >= 3:  # from epoch 3 on
+            result["loss"] = result["loss"] * float("inf")
+        return result
+
+    monkeypatch.setattr(_SequenceNet, "validation_step", validation_step)
+    with pytest.warns(ConvergenceWarning, match="the validation loss of epoch 3 is inf"):
+        model = RNNClassifier(max_iter=10, early_stopping=True, validation_fraction=0.25,
+                              **TINY).fit(X, y)
+    assert model.n_iter_ == 2 == len(model.validation_scores_)
+    assert model.best_validation_loss_ == min(model.net_.history[:, "valid_loss"])
+    assert np.isfinite(model.predict_proba(X)).all()
+
+
+def test_validation_outputs_that_overflow_in_the_first_epoch_keep_the_initial_weights(data):
+    X, _, y = data
+    with pytest.warns(ConvergenceWarning, match="validation loss of epoch 1 is inf.*initial weights"):
+        model = RNNRegressor(max_iter=3, early_stopping=True, validation_fraction=0.25,
+                             optimizer="sgd", clip_threshold=None, learning_rate=1e38,
+                             **{**TINY, "batch_size": N}).fit(X, 10 * y)  # one update
+    assert model.n_iter_ == 0 and model.validation_scores_ is None
+    assert np.isfinite(model.predict(X)).all()
+
+
 # ---------------------------------------------------------------- interrupt
 @pytest.mark.parametrize("cls", [RNNClassifier, RNNRegressor])
 def test_keyboard_interrupt_mid_epoch_keeps_the_last_finished_epoch(data, cls, monkeypatch):

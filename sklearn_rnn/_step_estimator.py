@@ -144,7 +144,10 @@ class RNNStepClassifier(BaseRNN):
         :class:`~skorch.callbacks.EpochScoring` or a logger. Training uses deep copies,
         so the objects given here are never changed; they are made when the network is
         built and again when the training settings change (a stream of ``partial_fit``
-        calls, or warm-started fits, keep them with their state). The fitted ones are in
+        calls, or warm-started fits, keep them with their state). Every training call
+        starts at ``learning_rate``: what a scheduler did to the step size does not carry
+        over to the next call (over a stream of ``partial_fit`` calls, lower
+        ``learning_rate`` with ``set_params`` between calls). The fitted ones are in
         ``net_.callbacks_``. The
         names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
         are the engine's own. A model with callbacks is not saved by :meth:`save` (they

@@ -278,6 +278,31 @@ def test_user_callbacks_run_and_the_parameter_is_not_changed():
     assert model.get_params()["callbacks"] is callbacks
 
 
+class StartRate(Callback):
+    """Records the step size each training call begins with."""
+
+    def initialize(self):
+        self.rates_ = []
+        return self
+
+    def on_train_begin(self, net, **kwargs):
+        self.rates_.append(net.optimizer_.param_groups[0]["lr"])
+
+
+def test_every_training_call_starts_at_learning_rate_as_documented():
+    # A scheduler's changes do not carry over to the next call (the callbacks' docs).
+    X, y = _data()
+    callbacks = [("start", StartRate()), ("lr", LRScheduler(policy="StepLR", step_size=1, gamma=0.5))]
+    model = RNNClassifier(hidden_size=4, batch_size=8, learning_rate=0.01, callbacks=callbacks,
+                          random_state=0)
+    for _ in range(3):
+        model.partial_fit(X, y, classes=[0, 1])
+    assert model.net_.optimizer_.param_groups[0]["lr"] < 0.01  # the scheduler stepped
+    assert dict(model.net_.callbacks_)["start"].rates_ == [0.01] * 3
+    model.set_params(learning_rate=0.002).partial_fit(X, y)
+    assert dict(model.net_.callbacks_)["start"].rates_[-1] == 0.002
+
+
 def test_callbacks_clone_and_refit_the_same():
     X, y = _data()
     model = RNNClassifier(hidden_size=4, max_iter=4, tol=0.0, random_state=0,

@@ -766,7 +766,19 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             random_state=seeds.split,
             stratify=stratify,
         )
-        return full.subset(train_index), full.subset(valid_index)
+        valid = full.subset(valid_index)
+        held = weight[valid_index]
+        if not held.any():
+            raise ValueError(
+                f"The held-out validation split (validation_fraction="
+                f"{self.validation_fraction}, {len(held)} sequences) holds only sequences of "
+                "sample_weight 0: its loss is 0 at every epoch and cannot choose one. Give "
+                "them weight, raise validation_fraction, or set early_stopping=False."
+            )
+        # Weights of mean 1 over the split: the validation loss, the batches' mean of the
+        # weighted losses, is then the weighted mean over the held-out sequences.
+        valid.sample_weight = torch.as_tensor(_relative(held), dtype=torch.float32, device=device)
+        return full.subset(train_index), valid
 
     def _build_net(
         self, seeds: _Seeds, device: torch.device, *, incremental: bool, readout: str,

@@ -1,4 +1,4 @@
-"""The estimators' derived public reads: ``best_epoch_`` and ``branch_counts_``."""
+"""The estimators' derived public reads: ``best_epoch_``, the validation loss, ``branch_counts_``."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ def _data(n=60):
     return X, y
 
 
-def _fit(estimator, X, y):
+def _fit(estimator, X, y, **fit_params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return estimator.fit(X, y)
+        return estimator.fit(X, y, **fit_params)
 
 
 def test_best_epoch_is_the_epoch_whose_validation_loss_is_reported():
@@ -75,3 +75,26 @@ def test_branch_counts_are_none_for_other_optimizers(optimizer):
     clf = _fit(RNNClassifier(hidden_size=4, max_iter=1, optimizer=optimizer, random_state=0), X, y)
     assert clf.branch_counts_ is None
     assert not hasattr(RNNClassifier(), "branch_counts_")
+
+
+def test_the_validation_loss_of_a_weighted_fit_is_the_weighted_mean_over_the_held_out_split():
+    # It was the mean of (weight scaled over all the data) x loss: its scale changed with
+    # which sequences were held out, against the "weighted mean" of the fit docstring.
+    from sklearn.model_selection import train_test_split
+
+    from sklearn_rnn._estimators import _Seeds
+
+    X, y = _data()
+    weight = np.random.default_rng(1).uniform(0.1, 3.0, size=len(y))
+    clf = _fit(RNNClassifier(hidden_size=4, max_iter=1, early_stopping=True, validation_fraction=0.25,
+                             label_smoothing=0.0, random_state=0), X, y, sample_weight=weight)
+    _, held = train_test_split(np.arange(len(y)), test_size=0.25, random_state=_Seeds.draw(0).split,
+                               stratify=y)
+    proba = clf.predict_proba([X[i] for i in held])
+    losses = -np.log(proba[np.arange(len(held)), y[held]])
+    expected = np.sum(weight[held] * losses) / np.sum(weight[held])
+    assert clf.best_validation_loss_ == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="holds only sequences of sample_weight 0"):
+        weight[held] = 0.0
+        _fit(RNNClassifier(hidden_size=4, max_iter=1, early_stopping=True, validation_fraction=0.25,
+                           random_state=0), X, y, sample_weight=weight)

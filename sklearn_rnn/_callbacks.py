@@ -302,7 +302,8 @@ class EarlyStopping(_SkorchEarlyStopping):
             kept = (f"the weights epoch {self.best_epoch_} started from" if self.kept_start_
                     else f"the weights of epoch {self.best_epoch_}")
             for table in _epoch_tables(net):
-                table.sink(f"Training {why}; keeping {kept}, the best {self.monitor}.")
+                table.sink(f"Training {why}; keeping {kept}, the last to improve "
+                           f"{self.monitor} by more than {self.threshold:g}.")
 
     def _restore_best(self, net: Any, X: Any = None, **kwargs: Any) -> None:
         self.kept_start_ = False

@@ -1356,7 +1356,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         >>> from sklearn_rnn import RNNClassifier
         >>> X = [np.full((2, 1), v) for v in np.linspace(-1, 1, 20)]
         >>> y = np.where(np.linspace(-1, 1, 20) > 0, "up", "down")
-        >>> clf = RNNClassifier(hidden_size=4, max_iter=3, tol=1.0, random_state=0).fit(X, y)
+        >>> clf = RNNClassifier(hidden_size=4, max_iter=3, random_state=0).fit(X, y)
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     clf.save(os.path.join(folder, "model.safetensors"))
         ...     loaded = RNNClassifier.load(os.path.join(folder, "model.safetensors"))
@@ -1391,7 +1391,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         >>> import numpy as np
         >>> from sklearn_rnn import RNNRegressor
         >>> X = [np.full((2, 1), v) for v in np.linspace(-1, 1, 20)]
-        >>> reg = RNNRegressor(hidden_size=4, max_iter=3, tol=1.0, random_state=0)
+        >>> reg = RNNRegressor(hidden_size=4, max_iter=3, random_state=0)
         >>> reg = reg.fit(X, np.linspace(-1, 1, 20))
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     reg.save(os.path.join(folder, "model.safetensors"))
@@ -1947,10 +1947,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     early_stopping : bool or 'auto', default='auto'
         Hold out ``validation_fraction`` of the data (stratified), stop when the
         validation loss has not improved by ``tol`` for ``n_iter_no_change`` epochs,
-        and restore the weights of the best epoch. When False, the same rule watches
-        the training loss and restores the epoch of the lowest training loss: the
-        weights that epoch ended with, or those it started with where their loss on
-        the training set is lower (an epoch's mean loss does not see its last
+        and restore the weights of the best epoch: the last epoch whose loss improved
+        on the best before it by more than ``tol`` (a later epoch lower by less is not
+        kept). When False, the same rule watches the training loss and restores its
+        best epoch the same way: the weights that epoch ended with, or those it
+        started with where their loss on the training set is lower (an epoch's mean loss does not see its last
         update; one pass over the training set each, at the end). Either
         way the patience is counted only after ``3 * n_iter_no_change`` epochs, so
         training runs at least ``4 * n_iter_no_change`` epochs (or ``max_iter``): a
@@ -1964,7 +1965,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
         epochs.
     tol : float or 'auto', default='auto'
-        Smallest improvement of the monitored loss that counts. 'auto' is 3e-3 for
+        Smallest improvement of the monitored loss that counts, for the patience and
+        for the best epoch kept (see ``early_stopping``). 'auto' is 3e-3 for
         untimed sequences (no ``time_feature``) with the 'adam' or 'sgd' optimizer: a
         loss that sinks by less than that over ``n_iter_no_change`` epochs is a long
         tail not worth the time (on the defaults benchmark, 1e-4 let a held-out loss
@@ -2142,7 +2144,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
 
     >>> from skorch.callbacks import LRScheduler
     >>> halving = LRScheduler(policy="StepLR", step_size=5, gamma=0.5)
-    >>> clf = RNNClassifier(hidden_size=16, max_iter=10, tol=1.0, random_state=0,
+    >>> clf = RNNClassifier(hidden_size=16, max_iter=10, random_state=0,
     ...                     callbacks=[("halving", halving)]).fit(X, y)
     >>> clf.net_.optimizer_.param_groups[0]["lr"]  # 0.01, halved after epochs 5 and 10
     0.0025
@@ -2571,7 +2573,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
         epochs.
     tol : float or 'auto', default='auto'
-        Smallest improvement of the monitored loss that counts: 'auto' is 3e-3 for
+        Smallest improvement of the monitored loss that counts, for the patience and
+        for the best epoch kept: 'auto' is 3e-3 for
         untimed sequences with the 'adam' or 'sgd' optimizer and 1e-4 with
         ``time_feature`` and with ``optimizer='simplex'`` (see :class:`RNNClassifier`).
     alpha : float or 'auto', default='auto'

@@ -303,7 +303,7 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     >>> from sklearn_rnn import RNNRegressor
     >>> from sklearn_rnn._persistence import save
     >>> X = [np.full((3, 1), v) for v in np.linspace(-1, 1, 20)]
-    >>> reg = RNNRegressor(hidden_size=4, max_iter=3, tol=1.0, random_state=0)
+    >>> reg = RNNRegressor(hidden_size=4, max_iter=3, random_state=0)
     >>> reg = reg.fit(X, np.linspace(-1, 1, 20))
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     save(reg, os.path.join(folder, "model.safetensors"))
@@ -438,7 +438,7 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> Any:
     >>> import sklearn_rnn
     >>> X = [np.full((2, 1), v) for v in np.linspace(-1, 1, 20)]
     >>> y = np.where(np.linspace(-1, 1, 20) > 0, "up", "down")
-    >>> clf = sklearn_rnn.RNNClassifier(hidden_size=4, max_iter=3, tol=1.0, random_state=0)
+    >>> clf = sklearn_rnn.RNNClassifier(hidden_size=4, max_iter=3, random_state=0)
     >>> clf = clf.fit(X, y)
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     clf.save(os.path.join(folder, "model.safetensors"))

@@ -1951,9 +1951,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         on the best before it by more than ``tol`` (a later epoch lower by less is not
         kept). When False, the same rule watches the training loss and restores its
         best epoch the same way: the weights that epoch ended with, or those it
-        started with where their loss on the training set is lower (an epoch's mean loss does not see its last
-        update; one pass over the training set each, at the end). Either
-        way the patience is counted only after ``3 * n_iter_no_change`` epochs, so
+        started with where their loss on the training set is lower (an epoch's mean
+        loss does not see its last update; one pass over the training set each, at
+        the end). Either way the patience is counted only after ``3 * n_iter_no_change`` epochs, so
         training runs at least ``4 * n_iter_no_change`` epochs (or ``max_iter``): a
         loss may stay flat for a while before the network learns what lies far back. 'auto'
         holds out from 200 training sequences on (when the stratified split is

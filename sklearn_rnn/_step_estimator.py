@@ -94,11 +94,14 @@ class RNNStepClassifier(BaseRNN):
     max_iter : int, default=200
         Maximum number of epochs.
     early_stopping : bool or 'auto', default='auto'
-        'auto' is False here. Hold out ``validation_fraction`` of the sequences, stop when their loss (NLL
-        per step) has not improved by ``tol`` for ``n_iter_no_change`` epochs, and
-        restore the best epoch's weights; otherwise stop on the training loss (and
-        restore the epoch of the lowest one). The patience is counted after
-        ``3 * n_iter_no_change`` epochs.
+        'auto' is False here. Hold out ``validation_fraction`` of the sequences, stop
+        when their loss has not improved by ``tol`` for ``n_iter_no_change`` epochs,
+        and restore the best epoch's weights; otherwise stop on the training loss and
+        restore its best epoch (the rule of :class:`RNNClassifier`). That loss is, as
+        the training loss, the NLL per step of each batch averaged over the batches by
+        their numbers of sequences; ``validation_scores_`` are minus the NLL per step
+        over all the held-out steps, which weighs a long sequence's steps as much as a
+        short one's. The patience is counted after ``3 * n_iter_no_change`` epochs.
     validation_fraction : float, default=0.1
         Share of the sequences held out for early stopping.
     n_iter_no_change : int, default=10
@@ -171,7 +174,8 @@ class RNNStepClassifier(BaseRNN):
     best_validation_score_ : float or None
         Minus the validation NLL per step of the restored epoch.
     best_validation_loss_ : float or None
-        Validation loss of the restored epoch.
+        Validation loss of the restored epoch (the batches' mean, see
+        ``early_stopping``).
     best_epoch_ : int or None
         The restored epoch (1-based, over ``net_.history``) when ``early_stopping``;
         None otherwise and after ``partial_fit`` (a property).

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import ClassifierMixin
 from skorch import NeuralNet
 from skorch.callbacks import (
     Callback,
@@ -384,6 +385,28 @@ class SequenceNet(NeuralNet):
         return loss
 
 
+class SequenceClassifierNet(ClassifierMixin, SequenceNet):
+    """The engine of :class:`~sklearn_rnn.RNNClassifier`: a :class:`SequenceNet` that
+    scikit-learn's scorers read as a classifier, for a user's
+    :class:`~skorch.callbacks.EpochScoring` ('accuracy', 'roc_auc', 'f1', ...).
+
+    The network trains on the indices of the estimator's ``classes_``, so here
+    ``classes_`` are ``0 .. n_classes - 1``; ``predict_proba`` gives the class
+    probabilities (skorch's softmax of the outputs, as for its cross-entropy) and
+    ``predict`` the index of the most probable class, as skorch's
+    :class:`~skorch.NeuralNetClassifier` does.
+    """
+
+    @property
+    def classes_(self) -> np.ndarray:
+        """The class indices the network trains on."""
+        return np.arange(self.module_.readout.out_features)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The index of the most probable class of each sequence."""
+        return self.predict_proba(X).argmax(axis=1)
+
+
 def _replaced(callback: Callback, kind: type[Callback]) -> Callback:
     """skorch's default ``callback`` as an instance of ``kind``, a subclass of its
     class, with the same parameters."""
@@ -441,10 +464,13 @@ def make_net(
     batch_size: int,
     device: torch.device,
     verbose: int,
+    classifier: bool = False,
 ) -> SequenceNet:
-    """The engine of one estimator: a :class:`SequenceNet` over ``module``, not yet
-    initialized (:func:`configure` sets its callbacks, then skorch's ``initialize``)."""
-    return SequenceNet(
+    """The engine of one estimator: a :class:`SequenceNet` over ``module`` (a
+    :class:`SequenceClassifierNet` for a classifier of one label per sequence), not
+    yet initialized (:func:`configure` sets its callbacks, then skorch's
+    ``initialize``)."""
+    return (SequenceClassifierNet if classifier else SequenceNet)(
         module=module,
         criterion=criterion,
         optimizer=optimizer,
@@ -492,6 +518,30 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
     return pairs
 
 
+def _check_nothing_watches_validation(
+    pairs: list[tuple[str, Callback]], owner: str, incremental: bool
+) -> None:
+    """Refuse a user's callback that watches a validation record ('valid_loss',
+    skorch's default for its ``EarlyStopping``; 'valid_loss_best', its ``Checkpoint``'s)
+    in a training call without validation data, where it would fail with a bare
+    ``KeyError`` after the first epoch."""
+    for name, callback in pairs:
+        monitor = getattr(callback, "monitor", None)
+        if isinstance(monitor, str) and monitor.startswith("valid_"):
+            why, way = (
+                ("partial_fit holds none out", "fit with early_stopping=True")
+                if incremental else
+                ("early_stopping is False, or 'auto' below 200 training sequences",
+                 "set early_stopping=True")
+            )
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {name!r} watches {monitor!r}, but this "
+                f"training call has no validation data ({why}). To hold out "
+                f"validation_fraction of the data, {way}; or have the callback watch the "
+                f"training loss (monitor={'train_' + monitor[len('valid_'):]!r})."
+            )
+
+
 def _callbacks_key(pairs: list[tuple[str, Callback]]) -> tuple:
     """The user's callbacks by value: each one's name, object and settings. The list
     itself would compare equal to itself after a change in place (a callback appended,
@@ -530,6 +580,8 @@ def configure(
     """
     progress = bool(verbose) and _is_terminal(sys.stderr)
     pairs = check_user_callbacks(user_callbacks, owner)
+    if not stopping:
+        _check_nothing_watches_validation(pairs, owner, incremental)
     spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,
             n_iter_no_change, tol, _callbacks_key(pairs), bool(verbose), progress)
     net.verbose = verbose

@@ -822,6 +822,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             batch_size=int(self.batch_size),
             device=device,
             verbose=self.verbose,
+            classifier=isinstance(self, ClassifierMixin),
         )
         self._configure_training(net, seeds, incremental=incremental)
         net.initialize()
@@ -2054,7 +2055,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         starts at ``learning_rate``: what a scheduler did to the step size does not carry
         over to the next call (over a stream of ``partial_fit`` calls, lower
         ``learning_rate`` with ``set_params`` between calls). The fitted ones are in
-        ``net_.callbacks_``. The
+        ``net_.callbacks_`` (the network trains on the indices of ``classes_``, and a
+        scorer of an :class:`~skorch.callbacks.EpochScoring` reads it as a classifier of
+        those indices). The
         names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
         are the engine's own. A model with callbacks is not saved by :meth:`save` (they
         are code); use pickle or joblib for it.
@@ -2633,7 +2636,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         starts at ``learning_rate``: what a scheduler did to the step size does not carry
         over to the next call (over a stream of ``partial_fit`` calls, lower
         ``learning_rate`` with ``set_params`` between calls). The fitted ones are in
-        ``net_.callbacks_``. The
+        ``net_.callbacks_``. A scorer of an
+        :class:`~skorch.callbacks.EpochScoring` reads the network's own targets and
+        outputs, which are standardized (``neg_mean_squared_error`` is then in units of
+        the targets' variance; ``r2`` is the same in either unit). The
         names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
         are the engine's own. A model with callbacks is not saved by :meth:`save` (they
         are code); use pickle or joblib for it.

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import skorch
 import torch
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator, clone, is_classifier
 from skorch import NeuralNet
-from skorch.callbacks import Callback, EarlyStopping, LRScheduler, PassthroughScoring, PrintLog
+from skorch.callbacks import (Callback, Checkpoint, EarlyStopping, EpochScoring, LRScheduler,
+                               PassthroughScoring, PrintLog)
 from skorch.history import History
 
 import sklearn_rnn
@@ -301,6 +302,41 @@ def test_every_training_call_starts_at_learning_rate_as_documented():
     assert dict(model.net_.callbacks_)["start"].rates_ == [0.01] * 3
     model.set_params(learning_rate=0.002).partial_fit(X, y)
     assert dict(model.net_.callbacks_)["start"].rates_[-1] == 0.002
+
+
+@pytest.mark.parametrize("scoring", ["accuracy", "roc_auc", "f1", "neg_log_loss"])
+def test_a_users_epoch_scoring_reads_the_classifier_as_scikit_learn_scorers_do(scoring):
+    # The net's predict gave probabilities, and it had no classes_: 'accuracy' and 'f1'
+    # failed with "a mix of binary and continuous-multioutput targets", 'roc_auc' with
+    # "y should be a 1d array".
+    X, y = _data(80)
+    y = np.where(y == 1, "up", "down")
+    model = RNNClassifier(hidden_size=4, max_iter=3, early_stopping=True, random_state=0,
+                          callbacks=[("s", EpochScoring(scoring, lower_is_better=False))]).fit(X, y)
+    net = model.net_
+    scores = net.history[:, scoring]
+    assert len(scores) == 3 and np.isfinite(scores).all()
+    assert is_classifier(net) and list(net.classes_) == [0, 1]  # indices of model.classes_
+    if scoring == "accuracy":  # a share of the 8 held-out sequences
+        np.testing.assert_allclose(np.asarray(scores) * 8, np.round(np.asarray(scores) * 8), atol=1e-9)
+
+
+def test_a_users_callback_watching_validation_without_validation_data_is_refused():
+    X, y = _data()
+    for callback, record in ((EarlyStopping(), "valid_loss"), (Checkpoint(dirname="unused"), "valid_loss_best")):
+        model = RNNClassifier(hidden_size=4, max_iter=2, callbacks=[("mine", callback)], random_state=0)
+        with pytest.raises(ValueError, match=f"watches '{record}'.*no validation data.*set early_stopping=True"):
+            model.fit(X, y)  # 'auto': no hold-out below 200 sequences; was a bare KeyError
+        assert not hasattr(model, "net_")
+        with pytest.raises(ValueError, match="partial_fit holds none out"):
+            model.partial_fit(X, y, classes=[0, 1])
+    model = RNNClassifier(hidden_size=4, max_iter=2, early_stopping=True, random_state=0,
+                          callbacks=[("mine", EarlyStopping())]).fit(X, y)
+    before = model.predict_proba(X)
+    with pytest.raises(ValueError, match="no validation data"):
+        model.set_params(early_stopping=False, warm_start=True).fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), before)
+    assert model.n_iter_ == 2
 
 
 def test_callbacks_clone_and_refit_the_same():

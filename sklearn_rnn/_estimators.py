@@ -41,7 +41,13 @@ from ._persistence import save as save_model
 from .sequences import InputEncoder, SequenceDataset, check_float32_range
 from .sequences._encoding import _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances
-from .sequences._validation import check_holdout, fitted_step_names, staging, validate_sequences
+from .sequences._validation import (
+    check_holdout,
+    fitted_step_names,
+    numpy_readable,
+    staging,
+    validate_sequences,
+)
 
 __all__ = ["BaseRNN", "RNNClassifier", "RNNRegressor"]
 
@@ -2727,8 +2733,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
 
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
         try:
-            y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y",
-                            ensure_all_finite=False)
+            y = check_array(numpy_readable(y), ensure_2d=False, allow_nd=True, dtype=np.float64,
+                            input_name="y", ensure_all_finite=False)
         except ValueError as error:
             text = _first_text(y)
             if text is None:

@@ -369,3 +369,25 @@ def test_a_float64_default_dtype_is_refused_with_the_fix():
                 call()
     finally:
         torch.set_default_dtype(before)
+
+
+def test_torch_tensors_numpy_cannot_read_are_taken_as_their_values():
+    # bfloat16 tensors and tensors that need grad were refused as "could not be read
+    # as numbers ... Encode categorical or text values as numbers first" (and a
+    # regressor's bfloat16 y with torch's bare "Got unsupported ScalarType BFloat16").
+    import torch
+
+    rng = np.random.default_rng(0)
+    X = [torch.tensor(rng.normal(size=(5, 2)), dtype=torch.bfloat16) for _ in range(20)]
+    as_float = [x.float() for x in X]  # every bfloat16 value, exactly
+    y = np.array([0, 1] * 10)
+    params = dict(hidden_size=4, max_iter=2, random_state=0)
+    expected = RNNClassifier(**params).fit(as_float, y).predict_proba(as_float)
+    np.testing.assert_array_equal(RNNClassifier(**params).fit(X, y).predict_proba(X), expected)
+    padded = torch.stack(as_float).requires_grad_()
+    np.testing.assert_array_equal(RNNClassifier(**params).fit(padded, y).predict_proba(padded), expected)
+    targets = torch.linspace(-1, 1, 20, dtype=torch.bfloat16)
+    expected = RNNRegressor(**params).fit(as_float, targets.float().numpy()).predict(as_float)
+    np.testing.assert_array_equal(RNNRegressor(**params).fit(X, targets).predict(X), expected)
+    np.testing.assert_array_equal(
+        RNNRegressor(**params).fit(X, targets.float().requires_grad_()).predict(X), expected)

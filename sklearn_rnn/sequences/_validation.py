@@ -820,16 +820,32 @@ def _check_one(sample: Any, index: int) -> np.ndarray:
     return array
 
 
+def numpy_readable(value: Any) -> Any:
+    """``value``, or a torch tensor as numpy can read it: detached from autograd, on the
+    CPU, and bfloat16 (which numpy lacks) as float32, which holds every bfloat16 value.
+
+    >>> import torch
+    >>> numpy_readable(torch.ones(2, dtype=torch.bfloat16, requires_grad=True)).dtype
+    torch.float32
+    """
+    if type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach"):
+        value = value.detach().cpu()
+        if str(value.dtype) == "torch.bfloat16":
+            value = value.float()
+    return value
+
+
 def _as_float_array(value: Any, *, where: str) -> np.ndarray:
     if hasattr(value, "sparse") or type(value).__module__.startswith("scipy.sparse"):
         raise TypeError(
             f"{where} is a sparse matrix: expected dense numbers. Convert it with .toarray()."
         )
+    value = numpy_readable(value)
     try:
         with warnings.catch_warnings():  # complex input is refused below, with our message
             warnings.filterwarnings("ignore", message="Casting complex values to real")
             array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: a tensor that needs grad
+    except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: from an array type's own conversion
         widths = _row_widths(value)
         if len(widths) > 1:
             raise ValueError(

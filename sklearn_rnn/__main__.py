@@ -176,7 +176,11 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
             parser.error(f"{option} {path}: the folder {folder} does not exist (checked before "
                          "the study runs, so that its results are not lost).")
     if args.plot:
-        from matplotlib.figure import Figure
+        try:
+            from matplotlib.figure import Figure
+        except ImportError:
+            parser.error(f"--plot {args.plot}: drawing the figure needs matplotlib, which is "
+                         "not installed; install it (pip install matplotlib) or leave out --plot.")
 
         formats = Figure().canvas.get_supported_filetypes()
         extension = os.path.splitext(args.plot)[1].lstrip(".").lower()

@@ -1315,7 +1315,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if not weight.any():
             raise ValueError(
                 "Sample weights must contain at least one non-zero number: every weight "
-                "is 0, so there is nothing to learn from."
+                "is 0, so no sequence counts."
             )
         return weight
 

@@ -58,7 +58,8 @@ __all__ = [
 #: ``batch_size * hidden_size**2`` below which a fit or prediction runs on one thread.
 #: Measured with ``benchmarks/bench_threads.py``: on 2 cores one thread was 1.6 to 5
 #: times faster than two from hidden size 50 (batch 32) up to hidden size 512 (batch
-#: 256, 2**26); larger networks keep torch's own setting.
+#: 256, 2**26). The bound is exclusive (the docs: up to 511 units at batch 256), so that
+#: last measured size and larger networks keep torch's own setting.
 SMALL_WORK = 2**26
 
 _chosen: contextvars.ContextVar[int | None] = contextvars.ContextVar(

@@ -138,7 +138,7 @@ FIT_CASES = [
     ("sample_weight of the wrong length", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=np.ones(3)),
      ValueError, ["sample_weight has shape (3,): expected (12,)", "one weight per sequence"]),
     ("all-zero sample_weight", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=np.zeros(12)),
-     ValueError, ["at least one non-zero", "nothing to learn"]),
+     ValueError, ["at least one non-zero", "no sequence counts"]),
     # --- parameters
     ("unknown optimizer", fit_classifier(X_OK, optimizer="rmsprop"), InvalidParameterError,
      ["The 'optimizer' parameter of RNNClassifier must be a str among", "Got 'rmsprop' instead"]),

@@ -116,3 +116,16 @@ def test_the_main_job_refuses_bad_options_before_it_runs(arguments, message, cap
         main(arguments)
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_main_job_refuses_plot_without_matplotlib_before_it_runs(monkeypatch, capsys):
+    # matplotlib is not a core dependency: --plot gave an ImportError traceback.
+    import sys
+
+    from sklearn_rnn.__main__ import main
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails
+    with pytest.raises(SystemExit) as stop:
+        main(["--plot", "/tmp/pbc.png"])
+    assert stop.value.code == 2
+    assert "--plot /tmp/pbc.png: drawing the figure needs matplotlib" in capsys.readouterr().err

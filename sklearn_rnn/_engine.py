@@ -693,6 +693,6 @@ class ValidationScore:
         _, outputs, targets = run_network(
             net.module_, X, batch_size=net.batch_size, steps=net.output_steps, targets=True
         )
-        if not np.isfinite(outputs).all():  # the training guard stops on the epoch's loss
+        if not net.output_steps.finite(outputs).all():  # the training guard stops on it
             return float("nan")
         return self.score(targets, outputs)

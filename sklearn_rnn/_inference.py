@@ -81,13 +81,18 @@ class OutputSteps:
             return [None] * n_samples
         return np.empty((n_samples, n_outputs), dtype=np.float64)
 
+    def finite(self, outputs: Any) -> np.ndarray:
+        """Whether each sequence's outputs are all finite, a bool array of shape (n,)."""
+        if not self.every_step:
+            return np.isfinite(outputs).reshape(len(outputs), -1).all(axis=1)
+        return np.array([np.isfinite(output).all() for output in outputs], dtype=bool)
+
     def check_finite(self, outputs: Any) -> None:
         """Refuse non-finite outputs as predictions (see ``check_finite_outputs``)."""
         if not self.every_step:
             check_finite_outputs(outputs)
             return
-        finite = np.array([np.isfinite(output).all() for output in outputs])
-        check_finite_outputs(np.where(finite, 0.0, np.nan)[:, None])
+        check_finite_outputs(np.where(self.finite(outputs), 0.0, np.nan)[:, None])
 
     def loss(
         self,

@@ -65,6 +65,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import platform
 import sys
 import time
 import warnings
@@ -669,7 +670,7 @@ def main(argv: list[str] | None = None) -> None:
               and (have_aeon or m not in ("DTW 1-NN", "MiniRocket"))]
     selected = [name for name in DATASETS if any(s.lower() in name.lower() for s in args.datasets)]
     print(f"torch {torch.__version__}, 1 thread, aeon {'yes' if have_aeon else 'no'}, "
-          f"quick={args.quick}, load {os.getloadavg()[0]:.2f}", flush=True)
+          f"quick={args.quick}, load {os.getloadavg()[0]:.2f}, cpu {_cpu()}", flush=True)
     rows: list[dict[str, Any]] = []
     for seed in args.seed:
         if len(args.seed) > 1:
@@ -724,6 +725,19 @@ def _seed_rows(args: argparse.Namespace, seed: int, selected: list[str],
             print(_line(row), flush=True)
             _write(earlier + rows, args.csv, args.rst)  # after every row: a long run keeps what it measured
     return rows
+
+
+def _cpu() -> str:
+    """The processor's model name: torch's fused kernels (the skorch peers' GRU) round
+    differently on other CPUs, so their accuracies reproduce only on the same kind."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def _timed(model: str, params: dict[str, Any], split: Split, seed: int,

@@ -1,5 +1,10 @@
 """The PBC grid search three ways: RNNGridSearchCV against GridSearchCV(n_jobs=2) and (n_jobs=1).
 
+A benchmark of the stacked trainer's internals: it imports the private
+``sklearn_rnn._stacked``, whose parts no public estimator runs alone (the public
+entry is :class:`~sklearn_rnn.RNNGridSearchCV`); the networks it times are the
+public estimators' own.
+
 Issue 21: a cross-validated grid of 4 settings (``spectral_radius`` x
 ``clip_threshold``) x 8 folds on the PBC death cohort (1 year, 1 year, 2 visits: 208
 patients), each network the clinical study's RNN with time gaps (a

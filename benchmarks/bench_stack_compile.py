@@ -1,5 +1,10 @@
 """What torch.compile would give the stacked trainer: one pass of 16 networks, eager and compiled.
 
+A benchmark of the stacked trainer's internals: it imports the private
+``sklearn_rnn._stacked``, whose parts no public estimator runs alone (the public
+entry is :class:`~sklearn_rnn.RNNGridSearchCV`); the networks it times are the
+public estimators' own.
+
 Issue 21 asks for one update of 16 stacked networks to cost at most 3 times one
 network's. Profiles (see ``docs/user_guide/stacked_search.rst``) find the stacked
 update bound by element-wise arithmetic on ``(16, batch, units)`` blocks, which

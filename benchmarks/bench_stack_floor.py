@@ -1,5 +1,10 @@
 """How far below 3x one fit's update can 16 stacked networks go on this CPU? (issue 21)
 
+A benchmark of the stacked trainer's internals: it imports the private
+``sklearn_rnn._stacked``, whose parts no public estimator runs alone (the public
+entry is :class:`~sklearn_rnn.RNNGridSearchCV`); the networks it times are the
+public estimators' own.
+
 Issue 21 asks that one update of 16 stacked networks cost at most 3 times one
 network's update. On the PBC grid one fit's update costs about 2.2-2.4 ms
 (``python benchmarks/bench_cv.py --skip-grid``), most of it per-operation overhead;

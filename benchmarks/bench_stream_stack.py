@@ -1,5 +1,10 @@
 """Time of one streaming update of M estimators: stacked (``StackedStream``) against their own ``partial_fit``.
 
+A benchmark of the stacked trainer's internals: it imports the private
+``sklearn_rnn._stacked``, whose parts no public estimator runs alone (the public
+entry is :class:`~sklearn_rnn.RNNGridSearchCV`); the networks it times are the
+public estimators' own.
+
 The thesis' experiments (``experiments/_stream.py``) train each estimator on an endless
 stream of fresh batches, one ``partial_fit(X_batch, y_batch)`` per batch, and run their
 seeds and methods one after the other. :class:`sklearn_rnn._stacked.StackedStream` runs

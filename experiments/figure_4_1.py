@@ -96,12 +96,20 @@ def specs(
     ]
 
 
+def summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Success rate by learning rate, spectral radius and length (:func:`summarize` of
+    :func:`final_runs`): runs at different learning rates are never pooled."""
+    return summarize(final_runs(records), ["learning_rate", "spectral_radius", "length"])
+
+
 def plot(records: list[dict[str, Any]], ax: Any = None) -> Any:
-    """Success rate against length, one line per spectral radius, with the thesis' rates.
+    """Success rate against length, one line per spectral radius and learning rate, with
+    the thesis' rates.
 
     Each point is annotated with ``solved/runs`` and the update cap; the thesis' rates
     are drawn dashed. Hollow markers: the cap was below the full-mode cap of that length
-    (``FULL_CAPS``). A run repeated with a larger cap counts once, with that cap.
+    (``FULL_CAPS``). A run repeated with a larger cap counts once, with that cap. Runs at
+    different learning rates are separate lines, each labelled with its rate.
 
     Returns
     -------
@@ -111,19 +119,25 @@ def plot(records: list[dict[str, Any]], ax: Any = None) -> Any:
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
-    rows = summarize(final_runs(records), ["spectral_radius", "length"])
-    radii = sorted({r["spectral_radius"] for r in rows}, reverse=True)
+    rows = summary(records)
+    # One line per (radius, learning rate): radii from the largest, rates from the largest.
+    series = sorted({(r["spectral_radius"], r["learning_rate"]) for r in rows}, reverse=True)
     # Lengths as categories, evenly spaced: the thesis' six and any others that were run.
     lengths = sorted(set(FULL_LENGTHS) | {r["length"] for r in rows})
     x_of = {length: i for i, length in enumerate(lengths)}
-    for i, rho in enumerate(radii):
-        mine = sorted((r for r in rows if r["spectral_radius"] == rho), key=lambda r: r["length"])
-        color, shift = f"C{i}", 0.08 * (i - (len(radii) - 1) / 2)
-        thesis = THESIS["rho > 1" if rho > 1 else "rho < 1"]
-        ax.plot([x_of[t] + shift for t in sorted(thesis)], [thesis[t] for t in sorted(thesis)],
-                "--", color=color, alpha=0.5, label=f"thesis, {'rho > 1' if rho > 1 else 'rho < 1'}")
+    thesis_drawn = set()
+    for i, (rho, lr) in enumerate(series):
+        mine = sorted((r for r in rows if (r["spectral_radius"], r["learning_rate"]) == (rho, lr)),
+                      key=lambda r: r["length"])
+        color, shift = f"C{i}", 0.08 * (i - (len(series) - 1) / 2)
+        side = "rho > 1" if rho > 1 else "rho < 1"
+        if side not in thesis_drawn:  # the thesis' rates once per side of one
+            thesis_drawn.add(side)
+            thesis = THESIS[side]
+            ax.plot([x_of[t] + shift for t in sorted(thesis)], [thesis[t] for t in sorted(thesis)],
+                    "--", color=color, alpha=0.5, label=f"thesis, {side}")
         ax.plot([x_of[r["length"]] + shift for r in mine], [r["success_rate"] for r in mine],
-                "-", color=color, label=f"sklearn_rnn, rho = {rho}")
+                "-", color=color, label=f"sklearn_rnn, rho = {rho}, lr {lr:g}")
         for r in mine:
             # Hollow: capped below the full-mode cap, so a failure there says little.
             short = r["max_updates"] < FULL_CAPS.get(r["length"], 0)
@@ -132,7 +146,8 @@ def plot(records: list[dict[str, Any]], ax: Any = None) -> Any:
         for r in mine:
             ax.annotate(f"{r['solved']}/{r['runs']}, cap {r['max_updates'] / 1000:g}k",
                         (x_of[r["length"]] + shift, r["success_rate"]), textcoords="offset points",
-                        xytext=(0, 7 if i == 0 else -13), ha="center", fontsize=7, color=color)
+                        xytext=(0, 7 + 9 * (i // 2) if i % 2 == 0 else -13 - 9 * (i // 2)),
+                        ha="center", fontsize=7, color=color)
     ax.set_xticks(range(len(lengths)), [str(t) for t in lengths])
     ax.set_xlabel("minimal sequence length T")
     ax.set_ylabel("success rate (error < 1%)")
@@ -185,9 +200,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         )
         print(f"{time.perf_counter() - start:.0f} s")
         records = load_records(path)
-    for row in summarize(final_runs(records), ["spectral_radius", "length"]):
+    for row in summary(records):
         mean = row["mean_updates_solved"]
-        print(f"rho {row['spectral_radius']} T={row['length']}: {row['solved']}/{row['runs']} solved"
+        print(f"lr {row['learning_rate']:g} rho {row['spectral_radius']} T={row['length']}: "
+              f"{row['solved']}/{row['runs']} solved"
               + (f", mean {mean:.0f} updates" if mean is not None else "")
               + f" (cap {row['max_updates']})")
     (out / RESULTS_NAME.replace(".json", "_runs.rst")).write_text(runs_table(records))

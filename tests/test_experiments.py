@@ -175,6 +175,47 @@ def test_figure_4_1_quick(tmp_path):
         script.main(["--lengths", "7", "--out", str(tmp_path / "other")])
 
 
+def _with_runs_at_another_learning_rate(records, length):
+    """``records`` and a copy of their capped runs at ``length`` made at learning rate
+    0.01 with a larger cap, seed 0 solved: what the docs' next command appends."""
+    return records + [
+        {**r, "learning_rate": 0.01, "solved": r["seed"] == 0, "max_updates": 50_000}
+        for r in records if r["length"] == length
+    ]
+
+
+def test_figure_4_1_keeps_learning_rates_apart(tmp_path, capsys):
+    # figure_4_1 summarized and drew by (radius, length) only: three runs at lr 0.05 and
+    # three at 0.01 became one point "1/6, cap 50k".
+    script = _load("figure_4_1")
+    stream = _load("_stream")
+    base = [
+        {**vars(stream.RunSpec("temporal_order", length, "sgd", seed, spectral_radius=rho,
+                               max_updates=300)),
+         "updates": 300, "solved": False, "error": 0.75, "best_error": 0.7, "seconds": 1.0,
+         "seconds_per_update": 0.01, "curve": [[300, 0.75, 0.75, 1.4, 1000]]}
+        for length in (5, 10) for rho in (1.2, 0.8) for seed in (0, 1, 2)
+    ]
+    records = _with_runs_at_another_learning_rate(base, 10)
+    ax = script.plot(records)
+    texts = [t.get_text() for t in ax.texts]
+    assert "1/6, cap 50k" not in texts and "0/6, cap 50k" not in texts
+    assert texts.count("1/3, cap 50k") == 2 and texts.count("0/3, cap 0.3k") == 4
+    labels = ax.get_legend_handles_labels()[1]
+    assert "sklearn_rnn, rho = 1.2, lr 0.01" in labels
+    assert "sklearn_rnn, rho = 1.2, lr 0.05" in labels
+    assert labels.count("thesis, rho > 1") == 1
+    # The command line's summary keeps them apart too.
+    (tmp_path / "figure_4_1.json").write_text(json.dumps({"mode": "full", "runs": records}))
+    script.main(["--plot-only", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "lr 0.05 rho 1.2 T=10: 0/3 solved" in out and "lr 0.01 rho 1.2 T=10: 1/3 solved" in out
+    assert "/6 solved" not in out
+    rows = {(r["learning_rate"], r["spectral_radius"], r["length"]): (r["solved"], r["runs"])
+            for r in script.summary(records)}
+    assert rows[0.05, 1.2, 10] == (0, 3) and rows[0.01, 1.2, 10] == (1, 3)
+
+
 def test_table_4_1_quick(tmp_path):
     script = _load("table_4_1")
     records = script.main(["--quick", "--out", str(tmp_path)])

@@ -136,9 +136,9 @@ def summary_table(records: list[dict[str, Any]]) -> str:
 def plot(records: list[dict[str, Any]]) -> Any:
     """Validation error against updates of every run, one panel per task (as thesis figure 4.2).
 
-    Colours are methods; the line style is the cell and the length (solid for the first
-    pair, then dashed, dotted...). Solved runs end in a dot; runs stopped at their cap end
-    in a cross.
+    Colours are methods; the line style is the cell, the length and the learning rate
+    (solid for the first setting, then dashed, dotted...), and each label names all
+    three. Solved runs end in a dot; runs stopped at their cap end in a cross.
 
     Returns
     -------
@@ -149,9 +149,11 @@ def plot(records: list[dict[str, Any]]) -> Any:
     tasks = [t for t in TASK_ORDER if any(r["task"] == t for r in records)]
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4), squeeze=False)
     colours = {m: f"C{i}" for i, m in enumerate(METHODS)}
-    settings = sorted({(r["cell"], r["length"]) for r in records},
-                      key=lambda s: (s[0] != "tanh", s[0], s[1]))
-    dashes = dict(zip(settings, ["-", "--", ":", "-."] * len(settings)))
+    settings = sorted({(r["cell"], r["length"], r["learning_rate"]) for r in records},
+                      key=lambda s: (s[0] != "tanh", s[0], s[1], -s[2]))
+    styles = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (1, 4)),
+              (0, (4, 2, 1, 2, 1, 2))]
+    dashes = dict(zip(settings, styles * len(settings)))
     for ax, task in zip(axes[0], tasks):
         labelled = set()
         for r in (r for r in final_runs(records) if r["task"] == task):
@@ -161,11 +163,11 @@ def plot(records: list[dict[str, Any]]) -> Any:
                 continue
             x = [c[0] for c in curve]
             y = [max(c[1], 1e-4) for c in curve]
-            name = f"{method}, {r['cell']}, T = {r['length']}"
+            name = f"{method}, {r['cell']}, T = {r['length']}, lr {r['learning_rate']:g}"
             label = None if name in labelled else name
             labelled.add(name)
-            style = dashes[r["cell"], r["length"]]
-            ax.plot(x, y, style, color=colours[method], lw=1, label=label)
+            style = dashes[r["cell"], r["length"], r["learning_rate"]]
+            ax.plot(x, y, ls=style, color=colours[method], lw=1, label=label)
             ax.plot(x[-1], y[-1], "o" if r["solved"] else "x", color=colours[method])
         ax.axhline(0.01, color="0.5", ls=":", lw=1)
         ax.set_yscale("log")

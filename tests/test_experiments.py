@@ -247,6 +247,39 @@ def test_table_4_1_quick_with_another_cell(tmp_path):
     assert f"{row['solved']} of 1" in summary and "lstm" in summary
 
 
+def _legend_styles(ax):
+    """Each legend label of ``ax`` with the (colour, line style) of its line (the dash
+    pattern: ``get_linestyle`` reads every custom pattern as ``'--'``)."""
+    return {line.get_label(): (line.get_color(),
+                               getattr(line, "_unscaled_dash_pattern", line.get_linestyle()))
+            for line in ax.get_lines() if not line.get_label().startswith("_")}
+
+
+def test_table_4_1_plot_tells_learning_rates_apart():
+    # The figure drew runs at lr 0.05 and 0.01 alike, under one legend entry.
+    script = _load("table_4_1")
+    stream = _load("_stream")
+    records = [
+        {**vars(stream.RunSpec("temporal_order", 100, "simplex", seed, learning_rate=lr,
+                               switch_threshold=0.9, spectral_radius=1.2)),
+         "updates": 400, "solved": False, "error": 0.75, "best_error": 0.7, "seconds": 1.0,
+         "seconds_per_update": 0.01, "curve": [[200, 0.75, 0.75, 1.4, 1000],
+                                                [400, 0.74, 0.74, 1.4, 1000]]}
+        for lr in (0.05, 0.01) for seed in (0, 1, 2)
+    ]
+    (ax,) = script.plot(records).axes
+    styles = _legend_styles(ax)
+    assert set(styles) == {"simplex-switch, tanh, T = 100, lr 0.05",
+                           "simplex-switch, tanh, T = 100, lr 0.01"}
+    assert len(set(styles.values())) == 2
+    # The committed results: every legend entry is drawn unlike every other.
+    results = EXPERIMENTS / "results" / "table_4_1.json"
+    if results.exists():
+        for ax in script.plot(stream.load_records(results)).axes:
+            styles = _legend_styles(ax)
+            assert len(set(styles.values())) == len(styles), styles
+
+
 def test_records_made_before_a_setting_existed_load_with_its_default(tmp_path):
     stream = _load("_stream")
     spec = stream.RunSpec("temporal_order", 5, "sgd", 0, max_updates=50, check_every=50,

@@ -243,6 +243,18 @@ def test_task_error_temporal_order():
     assert task_error("temporal_order", [0, 1], [[0.9, np.nan, 0, 0], [0.1, 0.8, 0, 0]]) == 0.5
 
 
+def test_task_error_refuses_scores_without_a_column_per_label():
+    # A classifier fitted without class 0 has classes_ [1, 2, 3]: its predict_proba has
+    # 3 columns, and argmax read column j as class j, so a perfect model scored 1.0.
+    y_true = np.array([1, 2, 3, 3])
+    perfect = np.eye(3)[y_true - 1]  # column j scores class j + 1
+    with pytest.raises(ValueError, match=r"3 columns .* holds class 3.*clf\.predict\(X\)"):
+        task_error("temporal_order", y_true, perfect)
+    assert task_error("temporal_order", y_true, y_true) == 0.0  # the labels are fine
+    # Enough columns for the labels present: read as before.
+    assert task_error("temporal_order", [0, 2], np.eye(3)[[0, 2]]) == 0.0
+
+
 def test_task_error_on_generated_data():
     _, y = make_addition(1000, 20, random_state=0)
     assert task_error("addition", y, y) == 0.0

@@ -372,7 +372,10 @@ def task_error(
     wrong when ``|y_pred - y_true| >= tolerance``. For ``"temporal_order"`` a
     prediction is wrong when its class differs from the target; ``y_pred``
     may hold class indices of shape (n,) or class scores of shape
-    (n, n_classes), whose argmax is taken. The thesis counts a training run
+    (n, n_classes), whose argmax is taken: column ``j`` must score class ``j``
+    (scores with too few columns for the labels of ``y_true`` are refused, as
+    ``predict_proba`` of a classifier that never saw some classes gives them; pass
+    its ``predict`` then). The thesis counts a training run
     as successful when this error is below 1% on 10,000 validation sequences.
 
     Parameters
@@ -414,6 +417,17 @@ def task_error(
             raise ValueError(
                 f"y_pred has shape {pred.shape}: for 'temporal_order' expected class labels "
                 "(n_samples,) or a score per class (n_samples, n_classes), n_classes >= 2."
+            )
+        if np.issubdtype(truth.dtype, np.number) and pred.shape[1] <= truth.max():
+            # Column j is read as class j: with fewer columns than labels (a classifier
+            # whose classes_ are not 0..n_classes-1) argmax names the wrong classes.
+            raise ValueError(
+                f"y_pred has {pred.shape[1]} columns of class scores, but y_true holds class "
+                f"{truth.max()}: task_error reads column j as the score of class j, so the "
+                f"scores need a column for every class 0..{truth.max()}. Pass the predicted "
+                "labels instead (clf.predict(X), which maps columns through clf.classes_), "
+                "or train the classifier on every class (partial_fit(..., "
+                "classes=np.arange(n_classes)))."
             )
         # A row of scores with a NaN (a diverged model) names no class: counted wrong,
         # as NaN counts in the other tasks (argmax would read class 0).

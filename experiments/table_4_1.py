@@ -85,8 +85,8 @@ def specs(
     n_validation: int = 10_000,
     n_screen: int | None = 1000,
 ) -> list[RunSpec]:
-    """One run per task, seed and method (seeds outermost, so that every method gets a seed
-    before any gets the next)."""
+    """One run per task, seed and method, in that order (tasks outermost, then seeds, so
+    that within a task every method gets a seed before any gets the next)."""
     unknown = set(methods) - set(METHODS)
     if unknown:
         raise SystemExit(f"unknown methods {sorted(unknown)}; choose from {METHODS}.")
@@ -111,7 +111,8 @@ def table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = summarize([{**r, "method": method_of(r)} for r in final_runs(records)],
                      ["task", "length", "cell", "method", "learning_rate"])
     for row in rows:
-        thesis = THESIS.get(row["task"], {}) if row["cell"] == "tanh" else {}
+        thesis = (THESIS.get(row["task"], {})
+                  if row["cell"] == "tanh" and row["length"] == 100 else {})
         row["thesis_mean_updates"] = thesis.get(row["method"])
     return rows
 

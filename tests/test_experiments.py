@@ -229,6 +229,12 @@ def test_table_4_1_quick(tmp_path):
     assert all(r["solved"] for r in records if r["task"] == "temporal_order")
     rows = script.table(records)
     assert len(rows) == 6
+    # The thesis' means are for length 100: none stands beside these length-8 runs (the
+    # table printed "thesis 1807466" beside an 8-step run) ...
+    assert {row["thesis_mean_updates"] for row in rows} == {None}
+    assert "1,807,466" not in (tmp_path / "table_4_1_summary.rst").read_text()
+    # ... and each stands beside the same method's runs at length 100.
+    rows = script.table([{**r, "length": 100} for r in records])
     assert {row["thesis_mean_updates"] for row in rows if row["task"] == "addition"} == {
         1_807_466, 2_338_500, 1_630_666}
     assert (tmp_path / "table_4_1.png").stat().st_size > 1000

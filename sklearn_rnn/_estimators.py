@@ -39,7 +39,7 @@ from ._persistence import load as load_model
 from ._persistence import register as register_model_class
 from ._persistence import save as save_model
 from .sequences import InputEncoder, SequenceDataset, check_float32_range
-from .sequences._encoding import _resolve_time_feature
+from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances
 from .sequences._validation import (
     check_holdout,
@@ -365,7 +365,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     _parameter_constraints: dict = {
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
         "cell": [StrOptions(CellNames("auto"))],  # read from the registry at each check
-        "time_feature": [Interval(Integral, None, None, closed="neither"), str, None],
+        "time_feature": TIME_FEATURE_CONSTRAINTS,
         "frame": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "instance_norm": ["boolean", StrOptions({"auto"})],
         "readout": [StrOptions({"auto", *READOUTS})],

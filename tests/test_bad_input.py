@@ -267,6 +267,25 @@ def test_time_feature_out_of_range():
 
 
 @needs_time_feature
+@pytest.mark.parametrize("flag", [False, True, np.True_])
+def test_time_feature_refuses_a_bool(flag):
+    # False would read as column 0 (and True as column 1): refused wherever
+    # time_feature is a parameter, and by the encoder.
+    from sklearn_rnn.clinical import VisitFeatures
+    from sklearn_rnn.sequences import InputEncoder, SequenceStandardScaler
+
+    X = [np.c_[np.arange(4.0), np.ones(4)] for _ in range(12)]
+    for estimator in (RNNClassifier(time_feature=flag, **TINY), SequenceStandardScaler(time_feature=flag),
+                      VisitFeatures(time_feature=flag)):
+        with pytest.raises(InvalidParameterError, match=r"must be an int \(a column's index, not a bool\)"):
+            estimator.fit(X, Y_CLASS)
+    with pytest.raises(TypeError, match="got .*, which would read as column"):
+        InputEncoder.fit(X, time_feature=flag)
+    # Other int parameters take a bool as scikit-learn's estimators do (max_iter=True is 1).
+    assert RNNClassifier(hidden_size=3, max_iter=True, random_state=0).fit(X, Y_CLASS).n_iter_ == 1
+
+
+@needs_time_feature
 def test_decreasing_times():
     X = [np.c_[np.arange(4.0), np.ones(4)] for _ in range(12)]
     X[1] = np.array([[0.0, 1.0], [5.0, 1.0], [3.0, 1.0]])

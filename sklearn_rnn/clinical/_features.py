@@ -8,12 +8,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_is_fitted
-from numbers import Integral
 
-from ..sequences._encoding import _resolve_time_feature, check_times
+from ..sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature, check_times
 from ..sequences._panel import is_panel
 from ..sequences._validation import _column_cells, fitted_step_names, staging, validate_sequences
 
@@ -70,7 +69,7 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "kind": [StrOptions({"first", "last", "summary"})],
-        "time_feature": [Interval(Integral, None, None, closed="neither"), str, None],
+        "time_feature": TIME_FEATURE_CONSTRAINTS,
     }
 
     def __init__(self, kind: str = "summary", *, time_feature: int | str | None = None) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import warnings
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 import torch
+from sklearn.utils._param_validation import Interval
 
 from ._batching import FlatSequences
 from ._validation import joined_steps
@@ -430,6 +432,25 @@ def _values(steps: np.ndarray, time_feature: int | None) -> np.ndarray:
     return steps if time_feature is None else np.delete(steps, time_feature, axis=1)
 
 
+class _ColumnIndex(Interval):
+    """Any int but a bool, as a column's index: ``time_feature=False`` would read as
+    column 0, the opposite of what it says."""
+
+    def __init__(self) -> None:
+        super().__init__(Integral, None, None, closed="neither")
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+    def __str__(self) -> str:
+        return "an int (a column's index, not a bool)"
+
+
+#: The parameter constraints of ``time_feature``, wherever it is a parameter (the
+#: estimators, :class:`SequenceStandardScaler`, ``VisitFeatures``).
+TIME_FEATURE_CONSTRAINTS = [_ColumnIndex(), str, None]
+
+
 def _resolve_time_feature(
     time_feature: int | str | None, n_features: int, names: Any = None
 ) -> int | None:
@@ -438,6 +459,12 @@ def _resolve_time_feature(
     names of the sequences (DataFrames' columns), None where they have none."""
     if time_feature is None:
         return None
+    if isinstance(time_feature, (bool, np.bool_)):
+        raise TypeError(
+            f"time_feature must be an int (a column's index), a column name or None; got "
+            f"{time_feature!r}, which would read as column {int(time_feature)}. Pass None "
+            "for sequences without a time column."
+        )
     if isinstance(time_feature, str):
         if names is None:
             raise ValueError(

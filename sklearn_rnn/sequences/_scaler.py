@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from ._encoding import _resolve_time_feature
+from ._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature
 from ._validation import (
     fitted_step_names,
     input_layout,
@@ -104,7 +102,7 @@ class SequenceStandardScaler(
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
         "per_sequence": ["boolean"],
-        "time_feature": [Interval(Integral, None, None, closed="neither"), str, None],
+        "time_feature": TIME_FEATURE_CONSTRAINTS,
     }
 
     def __init__(

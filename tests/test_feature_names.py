@@ -270,6 +270,19 @@ def test_a_pipeline_reads_the_time_column_by_name_through_the_scaler(tmp_path):
     np.testing.assert_array_equal(loaded.predict_proba(scaled), rnn.predict_proba(scaled))
 
 
+def test_the_scaler_inverse_refuses_frames_in_another_order_as_transform_does():
+    frames = [pd.DataFrame({"a": [0.0, 10.0], "b": [1000.0, 3000.0]})]
+    scaler = SequenceStandardScaler().fit(frames)
+    scaled = scaler.transform(frames)
+    # Unscaled in fit's order, the reordered frame came back mislabelled (b held a's values).
+    with pytest.raises(ValueError, match="same order as they were in fit"):
+        scaler.inverse_transform([scaled[0][["b", "a"]]])
+    pd.testing.assert_frame_equal(scaler.inverse_transform(scaled)[0], frames[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # arrays (say, a network's output) without a warning
+        np.testing.assert_allclose(scaler.inverse_transform([scaled[0].to_numpy()])[0], frames[0])
+
+
 def test_the_scaler_returns_frames_for_frames_and_keeps_every_container():
     X, named, _ = timed(6)
     indexed = [frame.set_axis(pd.RangeIndex(len(frame)) + 100 * i) for i, frame in enumerate(named)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -227,6 +228,15 @@ class SequenceStandardScaler(
         Returns
         -------
         X_original : the same form as ``X``
+
+        Raises
+        ------
+        ValueError
+            For named step features (DataFrames) other than those of ``fit``, or in
+            another order, as :meth:`transform` refuses them: their values would be
+            unscaled by another feature's mean and scale under their own labels.
+            Unnamed sequences are taken without the warning :meth:`transform` gives,
+            as scikit-learn's ``StandardScaler.inverse_transform`` takes them.
         """
         check_is_fitted(self)
         if self.per_sequence:
@@ -236,10 +246,14 @@ class SequenceStandardScaler(
                 "cannot be undone. Keep the original sequences, or use per_sequence=False "
                 "(one mean and scale per feature, learned in fit) to invert."
             )
-        return self._apply(X, lambda steps: steps * self.scale_ + self.mean_, check_names=False)
+        with warnings.catch_warnings():
+            # Names on one side only: a network's output, say, comes without them.
+            warnings.filterwarnings("ignore", message="X (does not have valid|has) feature names",
+                                    category=UserWarning)
+            return self._apply(X, lambda steps: steps * self.scale_ + self.mean_)
 
-    def _apply(self, X: Any, function: Any, *, check_names: bool = True) -> Any:
-        sequences = validate_sequences(self, X, reset=False, check_names=check_names)
+    def _apply(self, X: Any, function: Any) -> Any:
+        sequences = validate_sequences(self, X, reset=False)
         return restore_layout([function(s) for s in sequences], input_layout(X), X)
 
     def __sklearn_tags__(self):  # noqa: D105

@@ -300,9 +300,7 @@ def frames_like(sequences: list[np.ndarray], X: Any, names: NDArray[np.object_])
     return _like_samples(sequences, X)
 
 
-def validate_sequences(
-    estimator: Any, X: Any, *, reset: bool, check_names: bool = True
-) -> list[np.ndarray]:
+def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarray]:
     """Validate ``X`` for an estimator's ``fit`` (``reset=True``) or a later call.
 
     The one validation of the package's estimators and of
@@ -321,9 +319,6 @@ def validate_sequences(
     X : sequences in any accepted form
     reset : bool
         Whether this is ``fit``.
-    check_names : bool, default=True
-        Whether to check the step features' names (``inverse_transform`` reads the
-        unnamed output of ``transform``).
 
     Returns
     -------
@@ -360,7 +355,7 @@ def validate_sequences(
         expected = getattr(estimator, "_n_step_features", None) or estimator.n_features_in_
         if n_step_features != expected:
             named = layout != "table" and hasattr(estimator, "feature_names_in_")
-            if named and check_names and step_feature_names(X) is not None:
+            if named and step_feature_names(X) is not None:
                 # Named frames: scikit-learn's message names the columns added or missing.
                 check_step_feature_names(estimator, X, n_step_features, reset=False)
             shape = np.shape(X) if layout == "table" else ()
@@ -375,7 +370,7 @@ def validate_sequences(
             )
     # The features of sequences are their steps' columns, named where DataFrames hold them.
     read_as_sequences = layout != "table" if reset else not fitted_on_table
-    if read_as_sequences and (check_names or reset):
+    if read_as_sequences:
         check_step_feature_names(estimator, X, n_step_features, reset=reset)
     if reset and n_step_features > 1:
         _warn_of_unobserved_features(estimator, sequences)

@@ -39,7 +39,7 @@ from ._persistence import load as load_model
 from ._persistence import register as register_model_class
 from ._persistence import save as save_model
 from .sequences import InputEncoder, SequenceDataset, check_float32_range
-from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature
+from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature, check_times
 from .sequences._panel import check_targets_follow_instances
 from .sequences._validation import (
     check_holdout,
@@ -1273,6 +1273,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         self._check_default_dtype()
         sequences = self._validate_sequences(X, reset=False)
+        if self._encoder.time_feature is not None:
+            # On all of X before any network work: a chunk's own check below would count
+            # the sequences from the chunk's first one.
+            check_times(sequences, self._encoder.time_feature)
         sequences = frame_sequences(sequences, self._frame)
         device = next(self.module_.parameters()).device
         # A float64 twin of the network: cheaper per batch than functional_call.

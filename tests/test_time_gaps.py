@@ -157,6 +157,18 @@ def test_time_feature_out_of_range_and_decay_without_time():
         RNNClassifier(cell="decay", time_feature=0, optimizer="simplex", **SMALL).fit(X, y)
 
 
+def test_a_decreasing_time_at_prediction_names_its_sequence_in_x_not_in_a_chunk(monkeypatch):
+    import sklearn_rnn._estimators as estimators
+
+    X, y = visits(8)
+    clf = fit(RNNClassifier(time_feature=0, hidden_size=3, max_iter=1, random_state=0), X, y)
+    X[6] = X[6].copy()
+    X[6][1, 0] = X[6][0, 0] - 1.0
+    monkeypatch.setattr(estimators, "PREDICT_CHUNK_VALUES", 20)  # a few sequences per chunk
+    with pytest.raises(ValueError, match="sequence 6 of X has times that decrease at step 1"):
+        clf.predict(X)
+
+
 # ------------------------------------------------------------ defaults: auto
 def test_auto_cell_and_alpha_follow_the_time_feature():
     X, y = visits()

@@ -44,6 +44,7 @@ from .sequences._panel import check_targets_follow_instances
 from .sequences._validation import (
     check_holdout,
     fitted_step_names,
+    joined_steps,
     numpy_readable,
     staging,
     validate_sequences,
@@ -615,7 +616,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             _check_float32_weights(weight)  # kept as given, and trained in float32
         if reset:
             self._frame = self._resolved_frame(sequences)
-        sequences = frame_sequences(sequences, self._frame)
+        raw, sequences = sequences, frame_sequences(sequences, self._frame)
         self._early_stopping = not incremental and self._resolved_early_stopping(y)
         seeds = _Seeds.draw(self.random_state)
         device = self._resolve_device()
@@ -628,7 +629,14 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if get_cell(self._resolved_cell()).needs_gaps:
                 _warn_of_simultaneous_steps(sequences, self._encoder.time_feature, self._resolved_cell())
         data = self._encoder.encode(sequences, device=device)
-        check_float32_range(data.values, data.lengths)
+        try:
+            check_float32_range(data.values, data.lengths)
+        except ValueError:
+            if self._frame > 1:  # the raw step, not the frame, where a raw value overflows
+                steps, lengths, _ = joined_steps(raw)
+                check_float32_range(torch.as_tensor(np.where(np.isnan(steps), 0.0, steps), dtype=torch.float32),
+                                    torch.as_tensor(lengths))
+            raise
         train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
         if reset:
             conv = self._resolved_conv(sequences)

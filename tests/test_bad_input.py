@@ -101,6 +101,10 @@ FIT_CASES = [
     # 1e39 times the others leaves the rest nearly flat), and the network never sees 1e39.
     ("beyond float32", fit_classifier([X_OK[0], X_OK[1] * 1e39] + X_OK[2:], instance_norm=False), ValueError,
      ["sequence 1 of X, step 0, holds a value beyond float32's range", "Scale the inputs"]),
+    # frame=3 reads steps 0-2 as one: the raw step is named, not the frame (it said step 50).
+    ("beyond float32 in a frame", fit_classifier([np.zeros((300, 1))] * 2 + [np.r_[np.zeros((151, 1)), [[1e39]]]]
+                                                 + [np.zeros((300, 1))] * 9, instance_norm=False, frame=3),
+     ValueError, ["sequence 2 of X, step 151, holds a value beyond float32's range"]),
     ("sparse sequence", lambda: RNNClassifier(**TINY).fit([_sparse()] * 12, Y_CLASS), TypeError,
      ["sequence 0 of X is a sparse matrix", ".toarray()"]),
     # --- y

@@ -153,6 +153,18 @@ def test_long_table_recognized_by_repeated_index_or_dates():
         check_sequences(dated)
 
 
+def test_a_bootstrapped_table_of_sequences_is_told_the_way_out_that_keeps_its_names():
+    from sklearn.utils import resample
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(rng.normal(size=(12, 6)), columns=[f"t{i}" for i in range(6)])
+    Xb, yb = resample(table, np.arange(12) % 2, random_state=0)  # repeats row labels
+    with pytest.raises(ValueError, match=r"pass X.reset_index\(drop=True\), which keeps the column"):
+        RNNClassifier(hidden_size=3, max_iter=1).fit(Xb, yb)
+    clf = RNNClassifier(hidden_size=3, max_iter=1).fit(Xb.reset_index(drop=True), yb)
+    assert clf.feature_names_in_.tolist() == table.columns.tolist()
+
+
 @pytest.mark.parametrize("name", ["PatientID", "subjectId", "userID"])
 def test_long_table_with_a_camel_case_id_column_is_refused(name):
     # patient_id was refused; PatientID was read as a univariate sequence per row.

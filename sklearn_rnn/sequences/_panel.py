@@ -391,7 +391,7 @@ def check_not_long_table(X: Any) -> None:
         return
     import pandas as pd
 
-    reason = None
+    reason, way_out = None, "X.to_numpy()"
     for name in X.columns:
         column = X[name]
         if pd.api.types.is_datetime64_any_dtype(column) or pd.api.types.is_timedelta64_dtype(column):
@@ -408,6 +408,9 @@ def check_not_long_table(X: Any) -> None:
     if reason is None and X.index.has_duplicates:
         repeated = X.index[X.index.duplicated()][0]
         reason = f"its index repeats labels (e.g. {_plain(repeated)!r}), as visits of one id do"
+        # A bootstrap sample (sklearn.utils.resample) or pd.concat repeats them as well.
+        way_out = ("X.reset_index(drop=True), which keeps the column names (a bootstrap "
+                   "sample or a concatenation repeats row labels too)")
     if reason is None:
         return
     raise ValueError(
@@ -417,7 +420,7 @@ def check_not_long_table(X: Any) -> None:
         "sklearn_rnn.sequences.from_long_format(X, id_column=..., time_column=...), "
         "which returns the sequences and their ids, or index it by (instance, time), "
         "X.set_index([id_column, time_column]), which the estimators read as a panel. "
-        "If the rows really are sequences, pass X.to_numpy()."
+        f"If the rows really are sequences, pass {way_out}."
     )
 
 

@@ -609,7 +609,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         sequences = self._validate_sequences(X, reset=reset)
         y = self._check_y(y, X, len(sequences), reset=reset, classes=classes)
         self._check_target_steps(y, sequences)
-        weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences)))
+        weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences), X))
         if not incremental:  # a fit's loss is the weighted mean: only the ratios count
             weight = _relative(weight)
         else:
@@ -1306,7 +1306,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _validate_sequences(self, X: Any, *, reset: bool) -> list[np.ndarray]:
         return validate_sequences(self, X, reset=reset)
 
-    def _check_sample_weight(self, sample_weight: Any, n_samples: int) -> np.ndarray:
+    def _check_sample_weight(self, sample_weight: Any, n_samples: int, X: Any = None) -> np.ndarray:
+        """One weight per sequence of ``X``, checked; a Series indexed by the instances of a
+        panel ``X`` must follow their order, as y must."""
+        check_targets_follow_instances(X, sample_weight, name="sample_weight")
         if sample_weight is None:
             return np.ones(n_samples)
         if isinstance(sample_weight, Real):
@@ -2457,7 +2460,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         """
         check_targets_follow_instances(X, y)
         if sample_weight is not None:
-            sample_weight = self._check_sample_weight(sample_weight, _n_targets(y))
+            sample_weight = self._check_sample_weight(sample_weight, _n_targets(y), X)
         return super().score(X, y, sample_weight=sample_weight)
 
 
@@ -2883,7 +2886,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         """
         check_targets_follow_instances(X, y)
         if sample_weight is not None:
-            sample_weight = self._check_sample_weight(sample_weight, _n_targets(y))
+            sample_weight = self._check_sample_weight(sample_weight, _n_targets(y), X)
         return super().score(X, y, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):  # noqa: D105

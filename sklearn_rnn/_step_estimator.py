@@ -491,7 +491,7 @@ class RNNStepClassifier(BaseRNN):
         sequences = self._validate_sequences(X, reset=False)
         targets = self._check_y(y, X, len(sequences), reset=False)
         self._check_target_steps(targets, sequences)
-        weight = self._check_sample_weight(sample_weight, len(sequences))
+        weight = self._check_sample_weight(sample_weight, len(sequences), X)
         logits = self._forward(X)  # as given: the validated arrays have lost a frame's names
         totals = np.array([_bernoulli_nll(o, t).sum() for o, t in zip(logits, targets)])
         steps = np.array([len(t) for t in targets])

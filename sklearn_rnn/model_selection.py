@@ -249,10 +249,10 @@ class RNNGridSearchCV(BaseSearchCV):
                 invalid[i] = error  # its networks fail in _prepare and score error_score, as GridSearchCV's
                 continue
             check_stackable(rnn)
-        X = by_instance(X, y)  # a panel's rows are steps, which splitters would count
+        given, X = X, by_instance(X, y)  # a panel's rows are steps, which splitters would count
         X, y, groups = indexable(X, y, groups)
         if weight is not None:  # checked once, a scalar spread over the samples, as fit does
-            weight = _final_rnn(self.estimator)._check_sample_weight(weight, _num_samples(X))
+            weight = _final_rnn(self.estimator)._check_sample_weight(weight, _num_samples(X), given)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         splits = list(cv.split(X, y, groups))
         scorer = check_scoring(self.estimator, self.scoring)

@@ -258,6 +258,32 @@ def test_targets_indexed_by_instance_in_another_order_are_refused():
     model().fit(panel, sorted_targets.reset_index(drop=True))
 
 
+def test_sample_weight_indexed_by_instance_in_another_order_is_refused_as_y_is():
+    from sklearn_rnn import RNNStepClassifier
+    from sklearn_rnn.model_selection import RNNGridSearchCV
+
+    table, death = visits()
+    panel = table.set_index(["patient", "day"])
+    instances = panel.index.unique(level=0)
+    y = pd.Series(death).loc[instances]
+    sorted_weights = pd.Series(np.arange(1.0, len(y) + 1), index=y.index).sort_index()
+    message = (r"sample_weight is indexed by the panel's instances, but in another order .*"
+               r"sample_weight.loc\[X.index.unique\(level=0\)\]")
+    with pytest.raises(ValueError, match=message):
+        model().fit(panel, y, sample_weight=sorted_weights)
+    clf = model().fit(panel, y, sample_weight=sorted_weights.loc[instances])
+    with pytest.raises(ValueError, match=message):
+        clf.score(panel, y, sample_weight=sorted_weights)
+    with pytest.raises(ValueError, match=message):
+        RNNGridSearchCV(model(), {"hidden_size": [3]}, cv=2).fit(panel, y, sample_weight=sorted_weights)
+    steps = RNNStepClassifier(hidden_size=3, max_iter=1, random_state=0)
+    with pytest.raises(ValueError, match=message):
+        steps.fit(panel, [np.zeros(len(steps_)) for _, steps_ in panel.groupby(level=0, sort=False)],
+                  sample_weight=sorted_weights)
+    # Plain arrays are paired by position, unchecked.
+    model().fit(panel, y, sample_weight=sorted_weights.to_numpy())
+
+
 def test_targets_in_a_read_only_array_train_without_pytorch_warnings():
     # pandas hands out read-only arrays (copy-on-write); integer labels 0..k-1 went to
     # torch.as_tensor as they were, and PyTorch warned that the array is not writable.

@@ -204,7 +204,7 @@ def _check_panel(X: Any) -> None:
         )
 
 
-def check_targets_follow_instances(X: Any, y: Any) -> None:
+def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
     """Refuse targets indexed by a panel's instances in another order than the panel's.
 
     scikit-learn pairs ``X`` and ``y`` by position. A panel's sequences come in the
@@ -219,6 +219,8 @@ def check_targets_follow_instances(X: Any, y: Any) -> None:
     y : array-like
         Only a pandas object whose index holds exactly the panel's instances is checked
         (not pandas' default index, which counts positions).
+    name : str, default='y'
+        What ``y`` is, for the message (``'sample_weight'`` for weights, checked alike).
 
     Raises
     ------
@@ -247,11 +249,12 @@ def check_targets_follow_instances(X: Any, y: Any) -> None:
     instances = X.index.unique(level=0)
     if len(index) != len(instances) or index.equals(instances) or not index.isin(instances).all():
         return
+    what = "targets" if name == "y" else "weights"
     raise ValueError(
-        f"y is indexed by the panel's instances, but in another order (y starts with "
-        f"{list(index[:3])}, X's instances with {list(instances[:3])}): scikit-learn pairs X "
-        "and y by position, so sequences would get other instances' targets. Put y in the "
-        "panel's order: y.loc[X.index.unique(level=0)]."
+        f"{name} is indexed by the panel's instances, but in another order ({name} starts "
+        f"with {list(index[:3])}, X's instances with {list(instances[:3])}): scikit-learn "
+        f"pairs X and {name} by position, so sequences would get other instances' {what}. "
+        f"Put {name} in the panel's order: {name}.loc[X.index.unique(level=0)]."
     )
 
 

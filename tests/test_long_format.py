@@ -88,6 +88,21 @@ def test_duplicated_times_raise_by_default_and_keep_table_order_on_request():
         from_long_format(table, id_column="id", time_column="t", duplicates="first")
 
 
+def test_integer_times_are_ordered_and_compared_as_given_not_as_float64():
+    # Epoch nanoseconds 100 ns apart are one float64: the later reading, listed first,
+    # stayed first, and the two were reported as a repeated time.
+    ns = 1714557600000000000
+    table = pd.DataFrame({"id": [1, 1], "t": np.array([ns + 100, ns], dtype=np.int64), "x": [2.0, 1.0]})
+    X, _ = from_long_format(table, id_column="id", time_column="t")
+    np.testing.assert_array_equal(X[0][:, 1], [1.0, 2.0])
+    unsigned = table.astype({"t": "UInt64"})
+    np.testing.assert_array_equal(from_long_format(unsigned, id_column="id", time_column="t")[0][0][:, 1], [1, 2])
+    # Repeated times are still found, and named as given.
+    dated = pd.DataFrame({"id": [1, 1], "t": pd.to_datetime(["2024-05-01", "2024-05-01"]), "x": [1.0, 2.0]})
+    with pytest.raises(ValueError, match=r"id 1 at time 2024-05-01 00:00:00\. Aggregate"):
+        from_long_format(dated, id_column="id", time_column="t")
+
+
 def test_round_trip_of_predictions(visits):
     X, ids = from_long_format(visits, id_column="patient", time_column="day")
     last_bili = np.array([x[-1, 1] for x in X])  # a per-sample "prediction"

@@ -155,6 +155,16 @@ def _numeric_time(
     return time
 
 
+def _time_key(column: pd.Series, time: NDArray[np.float64]) -> NDArray[Any]:
+    """What orders the rows of a time column and finds its repeated times: its own
+    integers (dates and durations as integer counts of their unit), else ``time``."""
+    if pd.api.types.is_datetime64_any_dtype(column) or pd.api.types.is_timedelta64_dtype(column):
+        return np.asarray(column.array.asi8)
+    if pd.api.types.is_integer_dtype(column):
+        return column.to_numpy(dtype=getattr(column.dtype, "numpy_dtype", column.dtype))
+    return time
+
+
 def _scalar(value: Any) -> Any:
     """Return numpy scalars as Python scalars, for readable error messages."""
     return value.item() if isinstance(value, np.generic) else value
@@ -200,7 +210,11 @@ def from_long_format(
         Column of observation times: numbers (e.g. days since enrollment, used as
         they are), dates (``datetime64``: converted to multiples of ``time_unit`` since the
         earliest date of the table) or durations (``timedelta64``: converted to
-        multiples of ``time_unit``). Missing or infinite times are an error.
+        multiples of ``time_unit``). Missing or infinite times are an error. Rows are
+        ordered, and repeated times found, on the column's own values: integer times
+        (epoch nanoseconds, say) that float64 cannot tell apart keep their order, but
+        come out as float64, which rounds integers beyond ``2**53`` (subtract a
+        reference time first to keep their gaps).
     feature_columns : str or list of hashable, default=None
         Feature columns, in the order wanted. ``None`` takes every column
         except the id and time columns, in table order. All must be numeric
@@ -291,14 +305,17 @@ def from_long_format(
     values[:, 0] = time
     if features:
         values[:, 1:] = table[features].to_numpy(dtype=np.float64, na_value=np.nan)
-    order = np.lexsort((time, codes))  # stable: by id, then time, then row order
-    values, codes, time = values[order], codes[order], time[order]
-    same = (codes[1:] == codes[:-1]) & (time[1:] == time[:-1])
+    key = _time_key(table[time_column], time)  # the times as given: float64 rounds large ints
+    order = np.lexsort((key, codes))  # stable: by id, then time, then row order
+    values, codes, key = values[order], codes[order], key[order]
+    same = (codes[1:] == codes[:-1]) & (key[1:] == key[:-1])
     if duplicates == "raise" and same.any():
         first = int(np.flatnonzero(same)[0])
+        at = _scalar(table[time_column].iloc[order[first]])  # as given, not as float64
+        at = f"{at:g}" if isinstance(at, float) else str(at)
         raise ValueError(
             f"{int(same.sum())} row(s) repeat an existing ({id_column!r}, {time_column!r}) pair, "
-            f"e.g. id {_scalar(ids[codes[first]])!r} at time {time[first]:g}. Aggregate them first "
+            f"e.g. id {_scalar(ids[codes[first]])!r} at time {at}. Aggregate them first "
             "(e.g. table.groupby([id_column, time_column], as_index=False).mean()) or pass "
             "duplicates='keep' to keep them as steps with a zero time gap."
         )

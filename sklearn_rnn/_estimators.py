@@ -868,7 +868,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         itself, or the position of the column it names among the step features' names
         recorded by ``fit`` (those of DataFrames; a table's columns are steps, not step
         features)."""
-        return _resolve_time_feature(self.time_feature, n_features, fitted_step_names(self))
+        return _resolve_time_feature(self.time_feature, n_features, fitted_step_names(self),
+                                     table=getattr(self, "_fitted_layout", None) == "table")
 
     def _resolved_frame(self, sequences: list[np.ndarray]) -> int:
         """``frame``, with 'auto' read as ``ceil(median length / AUTO_FRAME_STEPS)`` for

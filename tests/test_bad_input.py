@@ -298,6 +298,27 @@ def test_decreasing_times():
     check_message(error_info, ["sequence 1 of X has times that decrease at step 2", "(3 after 5)"])
 
 
+def test_a_column_of_1d_arrays_is_told_to_reshape_each_and_a_table_has_no_named_time_column():
+    from sklearn_rnn.sequences import check_sequences
+
+    ragged_1d = [np.arange(3.0), np.arange(5.0)] * 6
+    column = np.empty((12, 1), dtype=object)
+    column[:, 0] = ragged_1d
+    frame = pd.DataFrame({"s": ragged_1d})
+    for X, cells, named in ((pd.Series(ragged_1d), "X", pd.Series(ragged_1d)), (column, "X[:, 0]", column[:, 0]),
+                            (frame, "X.iloc[:, 0]", frame.iloc[:, 0])):
+        # The fix given named X.itertuples, which a Series or an array does not have.
+        for call in (lambda: check_sequences(X), lambda: RNNClassifier(**TINY).fit(X, Y_CLASS)):
+            with pytest.raises(TypeError, match=re.escape(f"[np.reshape(x, (-1, 1)) for x in {cells}]")):
+                call()
+        assert RNNClassifier(**TINY).fit([np.reshape(x, (-1, 1)) for x in named], Y_CLASS).n_features_in_ == 1
+    # A DataFrame table has names, but its columns are steps: not "came without names".
+    table = pd.DataFrame(np.ones((12, 4)), columns=["t0", "t1", "t2", "t3"])
+    with pytest.raises(ValueError, match="X is a 2D table, read as one univariate sequence per row: its columns "
+                                         "are steps"):
+        RNNRegressor(time_feature="t0", **TINY).fit(table, Y_REAL)
+
+
 def test_no_error_escapes_as_an_internal_type():
     """A sweep of odd inputs: each either fits or raises ValueError/TypeError."""
     odd = [

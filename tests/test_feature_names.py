@@ -251,7 +251,8 @@ def test_time_feature_by_name_refuses_unnamed_input_and_unknown_names():
         RNNClassifier(time_feature="days", max_iter=1).fit(named, y)
     # A table's columns are steps, not step features: no name of them is a time column.
     table = pd.DataFrame(np.ones((4, 3)), columns=["day", "a", "b"])
-    with pytest.raises(ValueError, match="without column names"):
+    with pytest.raises(ValueError, match="X is a 2D table, read as one univariate sequence per row: its columns "
+                                         "are steps"):
         RNNClassifier(time_feature="day", max_iter=1).fit(table, [0, 1, 0, 1])
 
 

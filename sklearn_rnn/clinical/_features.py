@@ -185,7 +185,8 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         return given
 
     def _time_index(self) -> int | None:
-        return _resolve_time_feature(self.time_feature, self._steps_width(), fitted_step_names(self))
+        return _resolve_time_feature(self.time_feature, self._steps_width(), fitted_step_names(self),
+                                     table=getattr(self, "_fitted_layout", None) == "table")
 
     def _steps_width(self) -> int:
         """Columns per visit (a transformer pickled before this was recorded counted

@@ -452,11 +452,12 @@ TIME_FEATURE_CONSTRAINTS = [_ColumnIndex(), str, None]
 
 
 def _resolve_time_feature(
-    time_feature: int | str | None, n_features: int, names: Any = None
+    time_feature: int | str | None, n_features: int, names: Any = None, *, table: bool = False
 ) -> int | None:
     """The index of the time column: ``time_feature`` itself (negative counts from the
     end), or the position of the column it names among ``names``, the step features'
-    names of the sequences (DataFrames' columns), None where they have none."""
+    names of the sequences (DataFrames' columns), None where they have none (``table``:
+    because X was a 2D table, whose columns are steps)."""
     if time_feature is None:
         return None
     if isinstance(time_feature, (bool, np.bool_)):
@@ -466,6 +467,14 @@ def _resolve_time_feature(
             "for sequences without a time column."
         )
     if isinstance(time_feature, str):
+        if names is None and table:
+            raise ValueError(
+                f"time_feature={time_feature!r} names a column, but X is a 2D table, read as "
+                "one univariate sequence per row: its columns are steps, not features of a "
+                "step, so none of them can hold the steps' times. Pass sequences of several "
+                "features per step, one of them the time, as DataFrames (a list of frames, "
+                "a panel, or from_long_format(..., as_frame=True))."
+            )
         if names is None:
             raise ValueError(
                 f"time_feature={time_feature!r} names a column, but X came without column "

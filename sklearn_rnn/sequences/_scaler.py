@@ -171,7 +171,8 @@ class SequenceStandardScaler(
         with staging(self) as work:  # a rejected refit leaves the fitted scaler as it was
             steps = np.concatenate(validate_sequences(work, X, reset=True), axis=0)  # (N, d)
             work._time_column = _resolve_time_feature(
-                self.time_feature, steps.shape[1], fitted_step_names(work)
+                self.time_feature, steps.shape[1], fitted_step_names(work),
+                table=work._fitted_layout == "table",
             )
             work.mean_, work.scale_ = work._location_and_scale(steps)
         return self

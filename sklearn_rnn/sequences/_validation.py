@@ -153,17 +153,47 @@ def check_numeric_table(X: Any) -> None:
         array = np.asarray(X)
     except ValueError:  # rows of different lengths: scikit-learn's validation says so
         return
-    if array.dtype == object and array.size and np.ndim(array.flat[0]) >= 1:
-        raise TypeError(
-            f"X is a table whose cells hold series (a cell is a {type(array.flat[0]).__name__}; "
-            "sktime's nested format keeps one column per channel so): a sequence here is one "
-            "(T_i, d) array, steps in rows. Join each row's channels, e.g. "
-            "[np.column_stack([np.asarray(cell) for cell in row]) for row in X.itertuples(index=False)] "
-            "(a sequence's channels must have the same length), or pass a panel, a DataFrame "
-            "with an (instance, time) MultiIndex."
-        )
+    _check_not_nested(X, array)
     if array.dtype.kind not in "biufc":  # complex: scikit-learn's message
         _as_float_array(array, where="X")
+
+
+def _check_not_nested(X: Any, array: Any = None) -> None:
+    """Refuse a table whose cells hold arrays (``array``: ``X`` as an array, made here
+    when not given), naming the fix that fits its container: a column of 1D arrays
+    holds univariate sequences, more columns sktime's nested channels."""
+    if array is None:
+        dtypes = getattr(X, "dtypes", None)
+        if getattr(X, "ndim", None) == 2 and dtypes is not None:
+            if all(dtype != object for dtype in dtypes):
+                return
+        elif getattr(X, "dtype", object) != object:
+            return
+        try:
+            array = np.asarray(X)
+        except ValueError:  # rows of different lengths: the caller says so
+            return
+    if not (array.dtype == object and array.size and np.ndim(array.flat[0]) >= 1):
+        return
+    cell = array.flat[0]
+    frame = type(X).__name__ == "DataFrame"
+    if np.ndim(cell) == 1 and (array.ndim == 1 or (array.ndim == 2 and array.shape[1] == 1)):
+        cells = "X" if array.ndim == 1 else "X.iloc[:, 0]" if frame else "X[:, 0]"
+        raise TypeError(
+            f"X is a column of 1D arrays (a cell is a {type(cell).__name__} of shape "
+            f"{np.shape(cell)}): a sequence is one (T_i, d) array, steps in rows, so a "
+            "univariate sequence is a (T_i, 1) array. Reshape each, e.g. "
+            f"[np.reshape(x, (-1, 1)) for x in {cells}]."
+        )
+    rows = "X.itertuples(index=False)" if frame else "X"
+    raise TypeError(
+        f"X is a table whose cells hold series (a cell is a {type(cell).__name__}; "
+        "sktime's nested format keeps one column per channel so): a sequence here is one "
+        "(T_i, d) array, steps in rows. Join each row's channels, e.g. "
+        f"[np.column_stack([np.asarray(cell) for cell in row]) for row in {rows}] "
+        "(a sequence's channels must have the same length), or pass a panel, a DataFrame "
+        "with an (instance, time) MultiIndex."
+    )
 
 
 def _short_repr(value: Any) -> str:
@@ -626,6 +656,7 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
         if not allow_table:
             raise ValueError(_table_not_allowed_message(X))
         check_not_long_table(X)
+        _check_not_nested(X)
         table = _as_float_array(X, where="X")
         if table.ndim != 2:
             raise ValueError(_dimension_message(table.ndim, X))

@@ -220,6 +220,20 @@ def test_frames_with_pandas_missing_values_read_them_as_missing():
     np.testing.assert_array_equal(on_frames.predict_proba(frames), on_arrays.predict_proba(arrays))
 
 
+def test_object_columns_of_numbers_and_missing_values_are_read_as_in_a_table():
+    # A boolean column with a None is of object dtype in pandas: a DataFrame table took
+    # it, a frame of a sequence refused it as "not numbers".
+    frame = pd.DataFrame({"flag": [True, None, False], "x": np.array([1.0, pd.NA, 3.0], dtype=object),
+                          "y": [0.5, 1.5, 2.5]})
+    expected = [[1, 1, 0.5], [np.nan, np.nan, 1.5], [0, 3, 2.5]]
+    np.testing.assert_array_equal(check_sequences([frame])[0], expected)
+    panel = frame.set_index(pd.MultiIndex.from_tuples([("a", 0), ("a", 1), ("a", 2)]))
+    np.testing.assert_array_equal(check_sequences(panel)[0], expected)
+    for text in (["a", None, "b"], np.array([1.0, "2", 3.0], dtype=object)):
+        with pytest.raises(TypeError, match="has columns that are not numbers"):
+            check_sequences([frame.assign(flag=text)])
+
+
 def test_frames_and_panels_with_columns_that_are_not_numbers_are_refused_by_name():
     days = pd.date_range("2024-01-01", periods=3, freq="7D")
     frames = [pd.DataFrame({"day": days, "bili": [1.0, 2.0, 3.0], "ward": ["a", "b", "a"]})] * 4

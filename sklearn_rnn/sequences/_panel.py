@@ -16,6 +16,7 @@ recognizes such tables and refuses them with the route that works,
 from __future__ import annotations
 
 import re
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -270,7 +271,9 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
     Raises
     ------
     TypeError
-        Columns that are neither numeric nor boolean (text, categories, dates).
+        Columns that are neither numeric nor boolean (text, categories, dates). A
+        column of object dtype that holds only numbers, booleans and missing values
+        (a boolean column with a ``None``) is read as numbers, as in a table.
 
     Examples
     --------
@@ -286,7 +289,8 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
     non_numeric = {
         str(name): str(dtype)
         for name, dtype in frame.dtypes.items()
-        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+                or _holds_numbers(frame, name, dtype))
     }
     if not non_numeric:
         return
@@ -304,9 +308,21 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
     )
 
 
+def _holds_numbers(frame: Any, name: Any, dtype: Any) -> bool:
+    """Whether column ``name`` is of object dtype and holds only real numbers, booleans
+    and missing values."""
+    if dtype != object:
+        return False
+    import pandas as pd
+
+    cells = frame[name].to_numpy()
+    return all(isinstance(cell, (Real, np.bool_)) and not isinstance(cell, complex)
+               for cell in cells[~pd.isna(cells)])
+
+
 def frame_values(frame: Any) -> NDArray[np.float64]:
     """A numeric DataFrame's values as float64, with pandas' missing values (NaN, None,
-    ``pd.NA`` of the nullable dtypes) as NaN.
+    ``pd.NA`` of the nullable dtypes or in an object column) as NaN.
 
     Parameters
     ----------
@@ -324,7 +340,22 @@ def frame_values(frame: Any) -> NDArray[np.float64]:
     >>> frame_values(pd.DataFrame({"n": pd.array([1, None], dtype="Int64")})).ravel().tolist()
     [1.0, nan]
     """
-    return frame.to_numpy(dtype=np.float64, na_value=np.nan)
+    objects = [i for i, dtype in enumerate(frame.dtypes) if dtype == object]
+    if not objects:
+        return frame.to_numpy(dtype=np.float64, na_value=np.nan)
+    import pandas as pd
+
+    values = np.empty(frame.shape, dtype=np.float64)
+    for i in range(frame.shape[1]):
+        column = frame.iloc[:, i]
+        if i in objects:  # numbers and missing values (None, NaN, pd.NA) of any kind
+            cells = column.to_numpy()
+            missing = pd.isna(cells)
+            values[:, i] = np.where(missing, 0.0, cells).astype(np.float64)
+            values[missing, i] = np.nan
+        else:
+            values[:, i] = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    return values
 
 
 def _panel_order(X: Any) -> tuple[NDArray[np.intp], NDArray[np.intp]]:

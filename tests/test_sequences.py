@@ -1,5 +1,7 @@
 """The data layer: accepted forms, batching by length, encoding of missing values, scaling."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -44,6 +46,41 @@ def test_leading_and_inner_nan_rows_are_missing_values_not_padding():
     sequence = np.array([[np.nan], [1.0], [np.nan], [2.0], [np.nan]])
     (result,) = check_sequences([sequence])
     np.testing.assert_array_equal(result, sequence[:4])
+
+
+def test_masked_entries_are_missing_values_and_dates_are_refused():
+    # np.asarray dropped the mask: the value under it (99) reached the network.
+    masked = np.ma.masked_array([[1.0], [99.0], [3.0]], mask=[[0], [1], [0]])
+    np.testing.assert_array_equal(check_sequences([masked])[0].ravel(), [1.0, np.nan, 3.0])
+    padded = np.ma.masked_array(np.ones((2, 3, 1)), mask=np.zeros((2, 3, 1)))
+    padded[0, 2, 0] = np.ma.masked  # a masked last step is padding, as a NaN one is
+    assert [len(x) for x in check_sequences(padded)] == [2, 3]
+    table = np.ma.masked_array(np.ones((12, 3)), mask=np.eye(12, 3))
+    clf = RNNClassifier(hidden_size=2, max_iter=1, random_state=0).fit(table, np.arange(12) % 2)
+    assert clf._encoder.use_mask  # scikit-learn's validation of a table kept the masked values
+    # Dates and durations were read as counts of their own unit (days since 1970 here).
+    for dates in (np.array(["2024-01-01", "2024-01-03"], dtype="datetime64[D]"),
+                  np.array([1, 2], dtype="timedelta64[s]")):
+        with pytest.raises(TypeError, match=r"sequence 0 of X holds dates or durations .*np.timedelta64\(1, 'D'\)"):
+            check_sequences([dates.reshape(-1, 1)])
+
+
+def test_missing_values_after_a_fit_without_any_are_filled_with_a_warning():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(5, 2)) for _ in range(8)]
+    y = np.arange(8) % 2
+    holed = [x.copy() for x in X]
+    holed[3][2, 1] = np.nan
+    clf = RNNClassifier(hidden_size=3, max_iter=1, random_state=0).partial_fit(X, y, classes=[0, 1])
+    assert not clf._encoder.use_mask
+    for call in (lambda: clf.partial_fit(holed, y), lambda: clf.predict(holed)):
+        with pytest.warns(UserWarning, match=r"X holds missing values \(NaN\), but the training data had none"):
+            call()
+    masked = RNNClassifier(hidden_size=3, max_iter=1, random_state=0).fit(holed, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        clf.predict(X)  # none without missing values
+        masked.predict(holed)  # nor with masks
 
 
 def test_input_is_never_modified_and_output_is_a_copy():

@@ -23,7 +23,9 @@ class InputEncoder:
     that feature in the same sequence, or by the feature's training mean before the
     first observation; when the training data had missing values, one mask channel
     per feature (1 observed, 0 missing) is appended, so the network can tell a filled
-    value from a measured one. The network never sees a NaN.
+    value from a measured one. The network never sees a NaN. Sequences with missing
+    values encoded by an encoder fitted without any (so without masks) are filled
+    with a warning.
 
     With a time column (``time_feature``), that column is not an ordinary feature:
     it is removed from the values and replaced by two channels appended last, the
@@ -368,6 +370,16 @@ class InputEncoder:
         observed = ~np.isnan(steps)  # (N, n_values)
         if observed.all():
             return steps if not self.use_mask else np.hstack([steps, observed.astype(float)])
+        if not self.use_mask:
+            warnings.warn(
+                "X holds missing values (NaN), but the training data had none, so the model "
+                "has no mask channels: they are filled (the last observed value of the "
+                "feature, else its training mean) and the network cannot tell them from "
+                "measured values. For masks, fit on training data with missing values (a "
+                "stream of partial_fit calls decides on its first batch).",
+                UserWarning,
+                stacklevel=2,
+            )
         frame = self.frame
         fill_values = self.fill_values
         if frame > 1:  # filled along the raw steps: framing is a reshape

@@ -365,6 +365,7 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
     >>> scaler.n_features_in_, scaler._n_step_features
     (5, 1)
     """
+    X = _unmasked(X)
     layout = input_layout(X)
     fitted_on_table = getattr(estimator, "_fitted_layout", None) == "table"
     name = type(estimator).__name__
@@ -861,12 +862,34 @@ def numpy_readable(value: Any) -> Any:
     return value
 
 
+def _unmasked(value: Any) -> Any:
+    """A numpy masked array as a float array with NaN, a missing value, at its masked
+    entries (``numpy.asarray`` would keep the values under the mask); anything else as
+    it is."""
+    if not isinstance(value, np.ma.MaskedArray):
+        return value
+    try:
+        return np.ma.filled(value.astype(np.float64), np.nan)
+    except (TypeError, ValueError):  # not numbers: refused with the unmasked values
+        return value.data
+
+
 def _as_float_array(value: Any, *, where: str) -> np.ndarray:
     if hasattr(value, "sparse") or type(value).__module__.startswith("scipy.sparse"):
         raise TypeError(
             f"{where} is a sparse matrix: expected dense numbers. Convert it with .toarray()."
         )
-    value = numpy_readable(value)
+    value = _unmasked(numpy_readable(value))
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind in ("M", "m"):
+        raise TypeError(
+            f"{where} holds dates or durations ({value.dtype}): expected numbers (read "
+            "as they are, they would count the array's own unit: days since 1970 for "
+            "datetime64[D], nanoseconds for timedelta64[ns]). Convert them, e.g. to days "
+            "since the first: (x - x.min()) / np.timedelta64(1, 'D'), or build the "
+            "sequences with sklearn_rnn.sequences.from_long_format, which turns dates "
+            "into days."
+        )
     try:
         with warnings.catch_warnings():  # complex input is refused below, with our message
             warnings.filterwarnings("ignore", message="Casting complex values to real")

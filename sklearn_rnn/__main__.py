@@ -7,7 +7,7 @@ days, scored by the pooled 8-fold cross-validated ROC AUC with 95% bootstrap int
 against logistic regressions on the first visit, the last visit and a summary of the
 history, and with and without the time between visits (see
 :class:`sklearn_rnn.clinical.PBCStudy`). By default the headline cohort and the nested
-search (about 40 s on 2 cores); ``--full`` adds the grid of cohorts of the thesis'
+search (40 s to 2 minutes on 2 cores, by the machine); ``--full`` adds the grid of cohorts of the thesis'
 Table 4.4 (under 15 minutes on 2 cores).
 """
 

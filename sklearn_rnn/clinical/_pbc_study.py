@@ -284,7 +284,7 @@ class PBCStudy:
 
     @classmethod
     def quick(cls, **changes: Any) -> PBCStudy:
-        """The headline cohort and the nested search, no grid: a few minutes on 2 cores.
+        """The headline cohort and the nested search, no grid: 40 s to 2 minutes on 2 cores.
 
         Parameters
         ----------

@@ -624,7 +624,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if reset:
             self._encoder = InputEncoder.fit(
                 sequences, time_feature=self._time_column(sequences[0].shape[1]),
-                scaled=self._resolved_instance_norm(sequences), frame=self._frame,
+                scaled=self._resolved_instance_norm(sequences),
             )
             if get_cell(self._resolved_cell()).needs_gaps:
                 _warn_of_simultaneous_steps(sequences, self._encoder.time_feature, self._resolved_cell())
@@ -1562,8 +1562,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         estimator.n_features_in_ = state["n_features_in_"]
         estimator._fitted_layout = state["fitted_layout"]
         estimator._n_step_features = state["n_step_features"]
-        # Files before instance_norm: none scaled.
-        estimator._encoder = InputEncoder(**state["encoder"], frame=state["frame"])
+        estimator._encoder = InputEncoder(**state["encoder"])  # files before instance_norm: none scaled
         estimator._frame = state["frame"]
         estimator._early_stopping = state["early_stopping"]
         for name in ("n_iter_", "loss_curve_", "validation_scores_", "best_validation_score_",
@@ -1874,8 +1873,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         above 1 with ``time_feature`` is refused. The first layer's weights (and the
         convolutional stage's, ``32 * 12 * frame * d`` with 'auto') grow with
         ``frame * d``: on long sequences of many features (thousands of steps of
-        hundreds of features), set ``frame`` and ``conv_pool`` yourself. Missing
-        values are filled along the raw steps, from the raw step before.
+        hundreds of features), set ``frame`` and ``conv_pool`` yourself.
     instance_norm : bool or 'auto', default='auto'
         Read the values of each sequence on its own scale: every value channel (the
         time column excluded) is centred on the sequence's own mean and divided by its
@@ -2514,8 +2512,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         above 1 with ``time_feature`` is refused. The first layer's weights (and the
         convolutional stage's, ``32 * 12 * frame * d`` with 'auto') grow with
         ``frame * d``: on long sequences of many features (thousands of steps of
-        hundreds of features), set ``frame`` and ``conv_pool`` yourself. Missing
-        values are filled along the raw steps, from the raw step before.
+        hundreds of features), set ``frame`` and ``conv_pool`` yourself.
     instance_norm : bool or 'auto', default='auto'
         Read each sequence's values on its own scale, with its mean and log standard
         deviation as two more channels; 'auto' does so for the channels that most

@@ -178,25 +178,6 @@ def test_frame_sequences_pads_the_last_frame_with_the_last_step():
     np.testing.assert_array_equal(framed, [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 8, 9]])
 
 
-def test_a_frame_fills_a_missing_value_from_the_raw_step_before_it(tmp_path):
-    # frame='auto' is 3 here. Steps 1 and 4 are missing: they carry steps 0 and 3, the
-    # raw steps just before them (not a value 3 steps back, nor the training mean of
-    # the second place in a frame); a missing first step gets its feature's mean.
-    X = [np.arange(300.0).reshape(-1, 1) + 1000 * i for i in range(4)]
-    X[0][[1, 4], 0] = np.nan
-    X[1][0, 0] = np.nan
-    clf = RNNClassifier(hidden_size=4, max_iter=1, random_state=0, instance_norm=False).fit(
-        X, [0, 1, 0, 1])
-    assert clf._frame == 3
-    mean = np.nanmean(np.concatenate(frame_sequences(X, 3)))
-    np.testing.assert_allclose(clf._encoder.fill_values, [mean] * 3)
-    clf.save(tmp_path / "m.safetensors")
-    for model in (clf, RNNClassifier.load(tmp_path / "m.safetensors")):
-        first, second = model._encoder.encode_arrays(frame_sequences(X[:2], 3))
-        np.testing.assert_array_equal(first[:2], [[0, 0, 2, 1, 0, 1], [3, 3, 5, 1, 0, 1]])
-        np.testing.assert_allclose(second[0], [mean, 1001, 1002, 0, 1, 1])
-
-
 def test_the_patience_counts_after_a_warm_up():
     # No improvement counts (tol=10): epochs 1-9 (3 * patience) are a warm-up, the
     # patience of 3 runs out at epoch 12.

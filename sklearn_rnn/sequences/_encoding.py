@@ -51,11 +51,6 @@ class InputEncoder:
     (n_scaled), log scales (n_scaled), gap, elapsed]``, the last two only with a time
     column.
 
-    Sequences whose steps each group ``frame`` raw steps (see the estimators' ``frame``)
-    are filled as the raw steps they hold: a missing value gets the last observed value
-    of the same raw feature, be it in the same frame or an earlier one, or that raw
-    feature's training mean (one mean per raw feature, whatever its place in a frame).
-
     Parameters
     ----------
     n_features : int
@@ -76,10 +71,6 @@ class InputEncoder:
     level_stats, log_scale_stats : ndarray of shape (2, n_scaled), optional
         Mean and standard deviation over the training sequences of each scaled
         channel's level and log scale, which standardize those channels.
-    frame : int, default=1
-        Raw steps grouped in each step of the sequences, ``frame`` times
-        ``n_features / frame`` raw features (``frame_sequences``); missing values are
-        filled along the raw steps. Not with a time column.
 
     Examples
     --------
@@ -128,7 +119,6 @@ class InputEncoder:
         scale_floor: np.ndarray | None = None,
         level_stats: np.ndarray | None = None,
         log_scale_stats: np.ndarray | None = None,
-        frame: int = 1,
     ) -> None:
         self.n_features = n_features
         self.fill_values = fill_values
@@ -140,7 +130,6 @@ class InputEncoder:
         self.scale_floor = np.zeros(0) if scale_floor is None else np.asarray(scale_floor, dtype=np.float64)
         self.level_stats = empty if level_stats is None else np.asarray(level_stats, dtype=np.float64)
         self.log_scale_stats = empty if log_scale_stats is None else np.asarray(log_scale_stats, dtype=np.float64)
-        self.frame = int(frame)
 
     @classmethod
     def fit(
@@ -149,7 +138,6 @@ class InputEncoder:
         *,
         time_feature: int | None = None,
         scaled: tuple[int, ...] | list[int] = (),
-        frame: int = 1,
     ) -> InputEncoder:
         """Learn fill values, whether masks are needed, the time scale and the
         statistics of the channels read per sequence.
@@ -164,9 +152,6 @@ class InputEncoder:
         scaled : sequence of int, default=()
             Value channels to read per sequence (indices among the value channels,
             the time column excluded), such as :meth:`nearly_flat_channels` finds.
-        frame : int, default=1
-            Raw steps grouped in each step of ``sequences`` (see the class
-            docstring); the fill values are then one training mean per raw feature.
 
         Returns
         -------
@@ -181,7 +166,6 @@ class InputEncoder:
         """
         n_features = sequences[0].shape[1]
         time_feature = _resolve_time_feature(time_feature, n_features)
-        _check_frame(frame, n_features, time_feature)
         time_scale = 1.0
         if time_feature is not None:
             steps, lengths, _ = joined_steps(sequences)
@@ -199,8 +183,7 @@ class InputEncoder:
                 f"scaled must name distinct value channels in [0, {steps.shape[1] - 1}] (the "
                 f"features other than the time column); got {list(scaled)}."
             )
-        encoder = cls(n_features, np.zeros(steps.shape[1]), False, time_feature, time_scale, scaled,
-                      frame=frame)
+        encoder = cls(n_features, np.zeros(steps.shape[1]), False, time_feature, time_scale, scaled)
         if scaled:
             lengths = np.array([len(sequence) for sequence in sequences])
             level, spread = _sequence_moments(steps[:, scaled], lengths)  # (n, n_scaled) each
@@ -212,9 +195,6 @@ class InputEncoder:
         observed = ~np.isnan(steps)
         counts = observed.sum(axis=0)
         sums = np.where(observed, steps, 0.0).sum(axis=0)
-        if frame > 1:  # one mean per raw feature, repeated at each place in a frame
-            counts = np.tile(counts.reshape(frame, -1).sum(axis=0), frame)
-            sums = np.tile(sums.reshape(frame, -1).sum(axis=0), frame)
         encoder.fill_values = np.divide(sums, counts, out=np.zeros(steps.shape[1]), where=counts > 0)
         encoder.use_mask = bool((~observed).any())
         return encoder
@@ -380,22 +360,12 @@ class InputEncoder:
                 UserWarning,
                 stacklevel=2,
             )
-        frame = self.frame
-        fill_values = self.fill_values
-        if frame > 1:  # filled along the raw steps: framing is a reshape
-            raw = steps.reshape(-1, steps.shape[1] // frame)  # (N * frame, d)
-            raw_observed, raw_lengths = observed.reshape(raw.shape), lengths * frame
-            # Each raw step's fill value, that of its place in the frame (the same for all
-            # places, but in files written before fills followed the raw steps).
-            fill_values = fill_values.reshape(frame, -1)[np.arange(len(raw)) % frame]
-        else:
-            raw, raw_observed, raw_lengths = steps, observed, lengths
-        starts = np.repeat(np.cumsum(raw_lengths) - raw_lengths, raw_lengths)  # first row of each step's sequence
-        rows = np.arange(len(raw))[:, None]
-        last_seen = np.maximum.accumulate(np.where(raw_observed, rows, -1), axis=0)  # (N, n_values)
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)  # (N,) first row of each step's sequence
+        rows = np.arange(len(steps))[:, None]
+        last_seen = np.maximum.accumulate(np.where(observed, rows, -1), axis=0)  # (N, n_values)
         carried = last_seen >= starts[:, None]  # an observation earlier in the same sequence
-        source = raw[np.maximum(last_seen, 0), np.arange(raw.shape[1])]
-        filled = np.where(carried, source, fill_values).reshape(steps.shape)
+        source = steps[np.maximum(last_seen, 0), np.arange(steps.shape[1])]
+        filled = np.where(carried, source, self.fill_values)
         if not self.use_mask:
             return filled
         return np.hstack([filled, observed.astype(float)])
@@ -405,15 +375,6 @@ class InputEncoder:
         starts = np.cumsum(lengths) - lengths  # (n,) first row of each sequence
         elapsed = times - np.repeat(times[starts], lengths)  # (N,)
         return np.column_stack([step_gaps(times, lengths), elapsed]) / self.time_scale  # (N, 2)
-
-
-def _check_frame(frame: int, n_features: int, time_feature: int | None) -> None:
-    """Refuse a ``frame`` that does not divide the features or comes with a time column."""
-    if frame < 1 or n_features % frame or (frame > 1 and time_feature is not None):
-        raise ValueError(
-            f"frame={frame} must be a positive int that divides the {n_features} features "
-            "per step, and 1 with a time column."
-        )
 
 
 def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

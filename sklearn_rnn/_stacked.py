@@ -942,7 +942,14 @@ class _Stack:
         for row, member in enumerate(live):
             net = member.estimator.net_
             if member._diverged is None and not finite_rows[row]:
-                member._diverged = "the weights became non-finite in epoch {epoch}"
+                member._diverged = f"the weights became non-finite in epoch {epoch}"
+            if member._diverged is None and valid[row] is not None and not all(map(math.isfinite, valid[row])):
+                # As the training guard of a fit: no epoch compares with a loss that is
+                # not a number (the network's outputs on held-out sequences overflowed).
+                name, value = (("validation loss", valid[row][0]) if not math.isfinite(valid[row][0])
+                               else ("validation score", valid[row][1]))
+                member._diverged = (f"the {name} of epoch {epoch} is {value} (the network's "
+                                    "outputs on the held-out sequences are not finite)")
             if member._diverged is not None:
                 self._write(row, member, snapshot)  # the last finished epoch
                 self._warn_diverged(member, epoch)
@@ -1019,7 +1026,8 @@ class _Stack:
             estimator = live[r].estimator
             y_true = torch.cat(targets[r]).cpu().numpy()
             y_pred = torch.cat(outputs[r]).double().cpu().numpy()
-            score = estimator._validation_score(y_true, y_pred)
+            finite = bool(np.isfinite(y_pred).all())  # else a divergence (see _end_epoch)
+            score = estimator._validation_score(y_true, y_pred) if finite else math.nan
             results[r] = (float(np.average(losses[r], weights=sizes[r])), score)
         return results
 

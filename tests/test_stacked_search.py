@@ -417,6 +417,23 @@ def test_divergence_is_reported_and_leaves_finite_weights():
     assert all(bool(torch.isfinite(p).all()) for p in model.module_.parameters())
 
 
+def test_a_non_finite_validation_loss_stops_that_network_as_its_own_fit_does():
+    # One candidate whose held-out outputs overflowed crashed the whole search with
+    # "0 is not in list"; its own fit warns and keeps the initial weights.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(rng.integers(2, 7), 2)) for _ in range(48)]
+    y = np.array([x[:, 0].sum() for x in X]) * 10
+    params = dict(hidden_size=6, batch_size=48, random_state=0, device="cpu", max_iter=3,
+                  early_stopping=True, validation_fraction=0.25, optimizer="sgd", clip_threshold=None)
+    with pytest.warns(ConvergenceWarning, match="validation loss of epoch 1 is inf"):
+        alone = RNNRegressor(learning_rate=1e38, **params).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="stacked networks: RNNRegressor: the validation loss of epoch 1 is inf"):
+        search = RNNGridSearchCV(RNNRegressor(**params), {"learning_rate": [1e38, 0.01]}, cv=2,
+                                 refit=False).fit(X, y)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    assert alone.n_iter_ == 0
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_stacked_on_cuda_matches_fit_on_cuda():
     X, y = visits(60)

@@ -1310,6 +1310,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _check_sample_weight(self, sample_weight: Any, n_samples: int, X: Any = None) -> np.ndarray:
         """One weight per sequence of ``X``, checked; a Series indexed by the instances of a
         panel ``X`` must follow their order, as y must."""
+        sample_weight = numpy_readable(sample_weight)
         check_targets_follow_instances(X, sample_weight, name="sample_weight")
         if sample_weight is None:
             return np.ones(n_samples)
@@ -1337,6 +1338,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     def _check_y(self, y: Any, X: Any, n_samples: int, *, reset: bool, classes: Any = None) -> np.ndarray:
         """The targets of ``X``'s ``n_samples`` sequences, checked and encoded."""
+        y = numpy_readable(y)
         check_targets_follow_instances(X, y)
         if y is None:
             raise ValueError(
@@ -2457,6 +2459,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         -------
         float
         """
+        y = numpy_readable(y)
         check_targets_follow_instances(X, y)
         if sample_weight is not None:
             sample_weight = self._check_sample_weight(sample_weight, _n_targets(y), X)
@@ -2749,8 +2752,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
 
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
         try:
-            y = check_array(numpy_readable(y), ensure_2d=False, allow_nd=True, dtype=np.float64,
-                            input_name="y", ensure_all_finite=False)
+            y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y",
+                            ensure_all_finite=False)
         except ValueError as error:
             text = _first_text(y)
             if text is None:
@@ -2882,6 +2885,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         -------
         float
         """
+        y = numpy_readable(y)
         check_targets_follow_instances(X, y)
         if sample_weight is not None:
             sample_weight = self._check_sample_weight(sample_weight, _n_targets(y), X)

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._estimators import BaseRNN
 from ._inference import EVERY_STEP, OutputSteps
 from .sequences import FlatSequences
+from .sequences._validation import numpy_readable
 
 __all__ = ["RNNStepClassifier"]
 
@@ -244,7 +245,7 @@ class RNNStepClassifier(BaseRNN):
             if first_ndim is None:
                 first_ndim = np.ndim(target)
             try:
-                target = np.asarray(target, dtype=np.float64)
+                target = np.asarray(numpy_readable(target), dtype=np.float64)
             except (TypeError, ValueError) as error:
                 raise ValueError(
                     f"y[{index}] is not numeric ({error}): expected a (T_i, k) array of 0/1."

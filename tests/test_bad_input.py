@@ -435,3 +435,38 @@ def test_torch_tensors_numpy_cannot_read_are_taken_as_their_values():
     np.testing.assert_array_equal(RNNRegressor(**params).fit(X, targets).predict(X), expected)
     np.testing.assert_array_equal(
         RNNRegressor(**params).fit(X, targets.float().requires_grad_()).predict(X), expected)
+
+
+def test_torch_tensors_are_read_as_their_values_in_every_input():
+    # After the fix above, a 2-D table, the classifier's y, sample_weight, the step
+    # classifier's targets and score's y still failed with torch's bare messages.
+    import torch
+
+    from sklearn_rnn import RNNStepClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 5, 2)).astype(np.float32)
+    labels = (X[:, :, 0].sum(1) > 0).astype(int)
+    targets = X[:, :, 0].sum(1)
+    params = dict(hidden_size=3, max_iter=1, random_state=0)
+
+    def grad(a):
+        return torch.tensor(a, dtype=torch.float32).requires_grad_()
+
+    def bf16(a):
+        return torch.tensor(a).to(torch.bfloat16)
+
+    table = X[:, :, 0]
+    expected = RNNRegressor(**params).fit(table, targets).predict(table)
+    np.testing.assert_array_equal(RNNRegressor(**params).fit(grad(table), targets).predict(table), expected)
+    expected = RNNClassifier(**params).fit(X, labels).predict_proba(X)
+    np.testing.assert_array_equal(RNNClassifier(**params).fit(X, bf16(labels)).predict_proba(X), expected)
+    weighted = RNNRegressor(**params).fit(X, targets, sample_weight=np.ones(20)).predict(X)
+    np.testing.assert_array_equal(
+        RNNRegressor(**params).fit(X, targets, sample_weight=grad(np.ones(20))).predict(X), weighted)
+    model = RNNRegressor(**params).fit(X, targets)
+    assert model.score(X, grad(targets)) == model.score(X, targets)
+    steps = [(x[:, :1] > 0).astype(np.float32) for x in X]
+    expected = RNNStepClassifier(**params).fit(X, steps).predict_proba(X[:2])[0]
+    np.testing.assert_array_equal(
+        RNNStepClassifier(**params).fit(X, [grad(s) for s in steps]).predict_proba(X[:2])[0], expected)

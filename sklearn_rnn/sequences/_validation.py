@@ -365,7 +365,7 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
     >>> scaler.n_features_in_, scaler._n_step_features
     (5, 1)
     """
-    X = _unmasked(X)
+    X = _unmasked(numpy_readable(X))
     layout = input_layout(X)
     fitted_on_table = getattr(estimator, "_fitted_layout", None) == "table"
     name = type(estimator).__name__

@@ -524,21 +524,29 @@ def _check_nothing_watches_validation(
     """Refuse a user's callback that watches a validation record ('valid_loss',
     skorch's default for its ``EarlyStopping``; 'valid_loss_best', its ``Checkpoint``'s)
     in a training call without validation data, where it would fail with a bare
-    ``KeyError`` after the first epoch."""
+    ``KeyError`` after the first epoch, and a scorer of the validation data (an
+    ``EpochScoring`` with ``on_train=False``, skorch's default), which would record
+    nothing."""
+    why, way = (
+        ("partial_fit holds none out", "fit with early_stopping=True")
+        if incremental else
+        ("early_stopping is False, or 'auto' and holding none out", "set early_stopping=True")
+    )
     for name, callback in pairs:
         monitor = getattr(callback, "monitor", None)
         if isinstance(monitor, str) and monitor.startswith("valid_"):
-            why, way = (
-                ("partial_fit holds none out", "fit with early_stopping=True")
-                if incremental else
-                ("early_stopping is False, or 'auto' below 200 training sequences",
-                 "set early_stopping=True")
-            )
             raise ValueError(
                 f"{owner}(callbacks=...) callback {name!r} watches {monitor!r}, but this "
                 f"training call has no validation data ({why}). To hold out "
                 f"validation_fraction of the data, {way}; or have the callback watch the "
                 f"training loss (monitor={'train_' + monitor[len('valid_'):]!r})."
+            )
+        if isinstance(callback, EpochScoring) and not callback.on_train:
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {name!r} scores the validation data, but "
+                f"this training call has none ({why}): it would record nothing. To hold "
+                f"out validation_fraction of the data, {way}; or score the training data "
+                "(on_train=True)."
             )
 
 

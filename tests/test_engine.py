@@ -330,6 +330,10 @@ def test_a_users_callback_watching_validation_without_validation_data_is_refused
         assert not hasattr(model, "net_")
         with pytest.raises(ValueError, match="partial_fit holds none out"):
             model.partial_fit(X, y, classes=[0, 1])
+    with pytest.raises(ValueError, match="'acc' scores the validation data.*on_train=True"):
+        RNNClassifier(hidden_size=4, max_iter=2, callbacks=[("acc", EpochScoring("accuracy"))]).fit(X, y)
+    RNNClassifier(hidden_size=4, max_iter=2,  # the training data: allowed
+                  callbacks=[("acc", EpochScoring("accuracy", on_train=True))]).fit(X, y)
     model = RNNClassifier(hidden_size=4, max_iter=2, early_stopping=True, random_state=0,
                           callbacks=[("mine", EarlyStopping())]).fit(X, y)
     before = model.predict_proba(X)

@@ -33,7 +33,7 @@ from skorch.callbacks import EarlyStopping as _SkorchEarlyStopping
 from skorch.utils import Ansi
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["EarlyStopping", "GradientClipping", "TrainingGuard"]
+__all__ = ["EarlyStopping", "GradientClipping", "TrainingGuard", "non_finite_validation"]
 
 
 class TrainingGuard(Callback):
@@ -125,21 +125,14 @@ class TrainingGuard(Callback):
 
     def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
         loss = net.history[-1, "train_loss"]
-        # A validation loss or score (when recorded) that is not a number compares with
-        # no other epoch's: the network's outputs on held-out sequences are not finite.
-        valid = [(name, net.history[-1][name]) for name in ("valid_loss", "valid_score")
-                 if name in net.history[-1] and not math.isfinite(net.history[-1][name])]
+        row = net.history[-1]
         if not math.isfinite(loss):
             self.diverged_ = f"the training loss of epoch {len(net.history)} is {loss}"
         elif not _finite_parameters(net.module_):
             self.diverged_ = f"the weights became non-finite in epoch {len(net.history)}"
-        elif valid:
-            name, value = valid[0]
-            self.diverged_ = (
-                f"the {'validation loss' if name == 'valid_loss' else 'validation score'} "
-                f"of epoch {len(net.history)} is {value} (the network's outputs on the "
-                "held-out sequences are not finite)"
-            )
+        else:
+            self.diverged_ = non_finite_validation(
+                len(net.history), row.get("valid_loss"), row.get("valid_score"))
         if self.diverged_ is not None:
             raise KeyboardInterrupt
         self._finished_epochs = len(net.history)
@@ -517,6 +510,21 @@ def _restore(net: Any, snapshot: dict[str, Any] | None) -> None:
         return
     net.module_.load_state_dict(snapshot["module"])
     net.optimizer_.load_state_dict(snapshot["optimizer"])
+
+
+def non_finite_validation(epoch: int, loss: float | None, score: float | None) -> str | None:
+    """A divergence's sentence for an epoch whose validation loss or score (None: not
+    recorded) is not a number, which no other epoch's compares with; None otherwise.
+
+    >>> from sklearn_rnn._callbacks import non_finite_validation
+    >>> non_finite_validation(3, 0.5, float("nan"))[:37]
+    'the validation score of epoch 3 is na'
+    """
+    for name, value in (("validation loss", loss), ("validation score", score)):
+        if value is not None and not math.isfinite(value):
+            return (f"the {name} of epoch {epoch} is {value} (the network's outputs on the "
+                    "held-out sequences are not finite)")
+    return None
 
 
 def _finite_parameters(module: torch.nn.Module) -> bool:

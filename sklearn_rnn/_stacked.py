@@ -79,7 +79,7 @@ from sklearn.exceptions import ConvergenceWarning
 from joblib import Parallel, delayed, effective_n_jobs
 from torch.func import functional_call, vmap
 
-from ._callbacks import TrainingGuard, _copied
+from ._callbacks import TrainingGuard, _copied, non_finite_validation
 from ._parallel import fitting_threads
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
@@ -943,13 +943,8 @@ class _Stack:
             net = member.estimator.net_
             if member._diverged is None and not finite_rows[row]:
                 member._diverged = f"the weights became non-finite in epoch {epoch}"
-            if member._diverged is None and valid[row] is not None and not all(map(math.isfinite, valid[row])):
-                # As the training guard of a fit: no epoch compares with a loss that is
-                # not a number (the network's outputs on held-out sequences overflowed).
-                name, value = (("validation loss", valid[row][0]) if not math.isfinite(valid[row][0])
-                               else ("validation score", valid[row][1]))
-                member._diverged = (f"the {name} of epoch {epoch} is {value} (the network's "
-                                    "outputs on the held-out sequences are not finite)")
+            if member._diverged is None and valid[row] is not None:  # as a fit's training guard
+                member._diverged = non_finite_validation(epoch, *valid[row])
             if member._diverged is not None:
                 self._write(row, member, snapshot)  # the last finished epoch
                 self._warn_diverged(member, epoch)

@@ -300,6 +300,21 @@ def _n_targets(y: Any) -> int:
 
 
 @functools.cache
+def _cpu_runs_bfloat16_lstm() -> bool:
+    """Whether torch's fused LSTM runs under bfloat16 autocast on this CPU: oneDNN has
+    no bfloat16 LSTM primitive without bfloat16 instructions (it raises a RuntimeError,
+    forward or backward). One tiny forward and backward pass, once per process."""
+    lstm = torch.nn.LSTM(1, 1, batch_first=True)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            output, _ = lstm(torch.zeros(1, 2, 1))
+        output.float().sum().backward()
+    except RuntimeError:
+        return False
+    return True
+
+
+@functools.cache
 def _has_fused_adam(device_type: str) -> bool:
     """Whether this PyTorch runs :class:`torch.optim.Adam` with ``fused=True`` on
     ``device_type`` (CUDA; the CPU from torch 2.4, before which it raises)."""
@@ -1230,6 +1245,14 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "LSTM), and float16's narrow range needs loss scaling besides. Use "
                 "precision='bfloat16' on the CPU (float32's range, no scaling), or 'float32'."
             )
+        if (self.precision == "bfloat16" and device.type == "cpu"
+                and self._resolved_cell() == "lstm" and not _cpu_runs_bfloat16_lstm()):
+            raise ValueError(
+                "precision='bfloat16' with cell='lstm' needs a CPU whose oneDNN runs a "
+                "bfloat16 LSTM (bfloat16 instructions, such as AVX-512 BF16 or AMX); this "
+                "one does not (torch's fused LSTM refuses it). Use precision='float32', "
+                "another cell (gru, tanh and relu run in bfloat16 here), or a GPU."
+            )
 
     def _resolve_device(self) -> torch.device:
         if self.device == "cuda" and not torch.cuda.is_available():
@@ -2047,8 +2070,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         simplex method's temporal gradients) are unscaled before the clipping rule, and
         an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
         float32's range (no scaling) and runs on the CPU too, where the simplex
-        method's step-by-step recurrence stays in float32. Prediction is unaffected
-        (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32 settings
+        method's step-by-step recurrence stays in float32 (with ``cell='lstm'`` only on
+        a CPU with bfloat16 instructions: elsewhere it is refused). Prediction is
+        unaffected (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32 settings
         (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``),
         which the estimator leaves as they are.
     random_state : int, RandomState instance or None, default=None
@@ -2630,8 +2654,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         simplex method's temporal gradients) are unscaled before the clipping rule, and
         an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
         float32's range (no scaling) and runs on the CPU too, where the simplex
-        method's step-by-step recurrence stays in float32. Prediction is unaffected
-        (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32 settings
+        method's step-by-step recurrence stays in float32 (with ``cell='lstm'`` only on
+        a CPU with bfloat16 instructions: elsewhere it is refused). Prediction is
+        unaffected (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32 settings
         (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``),
         which the estimator leaves as they are.
     random_state : int, RandomState instance or None, default=None

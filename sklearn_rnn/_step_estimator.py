@@ -123,8 +123,9 @@ class RNNStepClassifier(BaseRNN):
         simplex method's temporal gradients) are unscaled before the clipping rule, and
         an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
         float32's range (no scaling) and runs on the CPU too, where the simplex
-        method's step-by-step recurrence stays in float32. Prediction is unaffected
-        (float64).
+        method's step-by-step recurrence stays in float32 (with ``cell='lstm'`` only on
+        a CPU with bfloat16 instructions: elsewhere it is refused). Prediction is
+        unaffected (float64).
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw through local generators.
     verbose : int, default=0

@@ -245,3 +245,20 @@ def test_a_torch_without_torch_amp_grad_scaler_gets_a_clear_error_or_the_cuda_on
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch.cuda.amp.GradScaler is deprecated on new torch
         assert make_grad_scaler("cuda") is not None
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "simplex"])
+def test_bfloat16_lstm_on_the_cpu_trains_where_onednn_runs_it_and_is_refused_elsewhere(optimizer):
+    # On a CPU without bfloat16 instructions the fused LSTM raised oneDNN's "could not
+    # create a primitive descriptor" at the first step (the simplex method: at the end).
+    X, y = memory_task(40)
+    model = RNNClassifier(cell="lstm", precision="bfloat16", optimizer=optimizer, hidden_size=4,
+                          max_iter=2, random_state=0, device="cpu")
+    if _estimators._cpu_runs_bfloat16_lstm():
+        fit_quietly(model, X, y)
+        assert np.isfinite(model.predict_proba(X)).all()
+    else:
+        with pytest.raises(ValueError, match="cell='lstm' needs a CPU whose oneDNN runs a bfloat16 LSTM"):
+            model.fit(X, y)
+        assert not hasattr(model, "net_")
+    fit_quietly(clone(model).set_params(cell="gru"), X, y)  # the other cells run either way

@@ -300,21 +300,6 @@ def _n_targets(y: Any) -> int:
 
 
 @functools.cache
-def _cpu_runs_bfloat16_lstm() -> bool:
-    """Whether torch's fused LSTM runs under bfloat16 autocast on this CPU: oneDNN has
-    no bfloat16 LSTM primitive without bfloat16 instructions (it raises a RuntimeError,
-    forward or backward). One tiny forward and backward pass, once per process."""
-    lstm = torch.nn.LSTM(1, 1, batch_first=True)
-    try:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            output, _ = lstm(torch.zeros(1, 2, 1))
-        output.float().sum().backward()
-    except RuntimeError:
-        return False
-    return True
-
-
-@functools.cache
 def _has_fused_adam(device_type: str) -> bool:
     """Whether this PyTorch runs :class:`torch.optim.Adam` with ``fused=True`` on
     ``device_type`` (CUDA; the CPU from torch 2.4, before which it raises)."""
@@ -1245,13 +1230,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "LSTM), and float16's narrow range needs loss scaling besides. Use "
                 "precision='bfloat16' on the CPU (float32's range, no scaling), or 'float32'."
             )
+        cell = self._resolved_cell()
         if (self.precision == "bfloat16" and device.type == "cpu"
-                and self._resolved_cell() == "lstm" and not _cpu_runs_bfloat16_lstm()):
+                and not get_cell(cell).runs_bfloat16_on_cpu()):
+            runs = [name for name in cell_names() if get_cell(name).runs_bfloat16_on_cpu()]
             raise ValueError(
-                "precision='bfloat16' with cell='lstm' needs a CPU whose oneDNN runs a "
-                "bfloat16 LSTM (bfloat16 instructions, such as AVX-512 BF16 or AMX); this "
-                "one does not (torch's fused LSTM refuses it). Use precision='float32', "
-                "another cell (gru, tanh and relu run in bfloat16 here), or a GPU."
+                f"precision='bfloat16' with cell={cell!r} needs a CPU whose oneDNN runs "
+                "that kernel in bfloat16 (bfloat16 instructions, such as AVX-512 BF16 or "
+                "AMX); this one does not. Use precision='float32', another cell (here "
+                f"{', '.join(runs)} run in bfloat16), or a GPU."
             )
 
     def _resolve_device(self) -> torch.device:

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 import sklearn_rnn
 from sklearn_rnn import RNNClassifier, RNNRegressor, _estimators
-from sklearn_rnn.nn import RecurrentNetwork
+from sklearn_rnn.nn import RecurrentNetwork, get_cell
 from sklearn_rnn.optim import temporal_gradients
 
 SETTINGS = {"adam": 0.03, "sgd": 0.3, "simplex": 0.3}
@@ -254,11 +254,11 @@ def test_bfloat16_lstm_on_the_cpu_trains_where_onednn_runs_it_and_is_refused_els
     X, y = memory_task(40)
     model = RNNClassifier(cell="lstm", precision="bfloat16", optimizer=optimizer, hidden_size=4,
                           max_iter=2, random_state=0, device="cpu")
-    if _estimators._cpu_runs_bfloat16_lstm():
+    if get_cell("lstm").runs_bfloat16_on_cpu():
         fit_quietly(model, X, y)
         assert np.isfinite(model.predict_proba(X)).all()
     else:
-        with pytest.raises(ValueError, match="cell='lstm' needs a CPU whose oneDNN runs a bfloat16 LSTM"):
+        with pytest.raises(ValueError, match="cell='lstm' needs a CPU whose oneDNN runs that kernel in bfloat16"):
             model.fit(X, y)
         assert not hasattr(model, "net_")
     fit_quietly(clone(model).set_params(cell="gru"), X, y)  # the other cells run either way

@@ -22,6 +22,7 @@ prediction use.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from abc import ABC, abstractmethod
@@ -172,6 +173,16 @@ class Cell(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+    def runs_bfloat16_on_cpu(self) -> bool:
+        """Whether the cell trains under bfloat16 autocast on this CPU: True for a cell
+        of tensor operations (autocast casts them); a fused kernel answers for itself.
+
+        Returns
+        -------
+        bool
+        """
+        return True
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Pickled by name, as a class is: a network unpickles with the registered cell.
@@ -469,6 +480,19 @@ class Cell(ABC):
         return nn.functional.linear(z, weight_ih, bias), None  # (B, T, G * H)
 
 
+@functools.cache
+def _fused_runs_bfloat16_on_cpu(module: type[nn.RNNBase]) -> bool:
+    """See :meth:`FusedCell.runs_bfloat16_on_cpu`."""
+    recurrence = module(1, 1, batch_first=True)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            output, _ = recurrence(torch.zeros(1, 2, 1))
+        output.float().sum().backward()
+    except RuntimeError:  # oneDNN: "could not create a primitive descriptor ..."
+        return False
+    return True
+
+
 class FusedCell(Cell):
     """A cell of PyTorch's fused recurrent kernels, with an identity input for temporal gradients.
 
@@ -491,6 +515,17 @@ class FusedCell(Cell):
     module: type[nn.RNNBase] = nn.RNNBase
     kernel: Callable[..., tuple[torch.Tensor, ...]]
     module_options: dict[str, Any] = {}
+
+    def runs_bfloat16_on_cpu(self) -> bool:
+        """Whether PyTorch's fused kernel runs under bfloat16 autocast on this CPU:
+        oneDNN has no bfloat16 LSTM without bfloat16 instructions (such as AVX-512 BF16
+        or AMX). One forward and backward pass of a one-unit module, once per process.
+
+        Returns
+        -------
+        bool
+        """
+        return _fused_runs_bfloat16_on_cpu(self.module)
 
     def make_recurrence(
         self, hidden_size: int, *, n_masked: int = 0, device: torch.device | str | None = None

@@ -1988,9 +1988,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         best epoch the same way: the weights that epoch ended with, or those it
         started with where their loss on the training set is lower (an epoch's mean
         loss does not see its last update; one pass over the training set each, at
-        the end). Either way the patience is counted only after ``3 * n_iter_no_change`` epochs, so
-        training runs at least ``4 * n_iter_no_change`` epochs (or ``max_iter``): a
-        loss may stay flat for a while before the network learns what lies far back. 'auto'
+        the end). Either way the patience is counted only after
+        ``3 * n_iter_no_change`` epochs, so training runs at least
+        ``4 * n_iter_no_change`` epochs (or ``max_iter``): a loss may stay flat for a
+        while before the network learns what lies far back. 'auto'
         holds out from 200 training sequences on (when the stratified split is
         possible; not with ``optimizer='simplex'``), and watches the training loss
         below that.
@@ -2059,8 +2060,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         float32's range (no scaling) and runs on the CPU too, where the simplex
         method's step-by-step recurrence stays in float32 (with ``cell='lstm'`` only on
         a CPU with bfloat16 instructions: elsewhere it is refused). Prediction is
-        unaffected (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32 settings
-        (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``),
+        unaffected (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32
+        settings (``torch.backends.cuda.matmul.allow_tf32``,
+        ``torch.backends.cudnn.allow_tf32``),
         which the estimator leaves as they are.
     random_state : int, RandomState instance or None, default=None
         Seeds the initialization, the shuffling and the validation split (through
@@ -2138,8 +2140,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     Notes
     -----
     Training stops with a ``ConvergenceWarning`` when the loss (or, with early
-    stopping, the validation loss or score) becomes non-finite, and keeps the weights of the best finished epoch (of the monitored loss, as at the end
-    of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
+    stopping, the validation loss or score) becomes non-finite, and keeps the weights
+    of the best finished epoch (of the monitored loss, as at the end of training), not
+    merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
     count up to it) and, as at the end of training, keeps the best epoch's weights.
     ``fit`` and ``partial_fit`` are transactional: a call that
@@ -2643,8 +2646,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         float32's range (no scaling) and runs on the CPU too, where the simplex
         method's step-by-step recurrence stays in float32 (with ``cell='lstm'`` only on
         a CPU with bfloat16 instructions: elsewhere it is refused). Prediction is
-        unaffected (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32 settings
-        (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``),
+        unaffected (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32
+        settings (``torch.backends.cuda.matmul.allow_tf32``,
+        ``torch.backends.cudnn.allow_tf32``),
         which the estimator leaves as they are.
     random_state : int, RandomState instance or None, default=None
         Seeds every random draw through local generators.
@@ -2721,8 +2725,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     Notes
     -----
     Training stops with a ``ConvergenceWarning`` when the loss (or, with early
-    stopping, the validation loss or score) becomes non-finite, and keeps the weights of the best finished epoch (of the monitored loss, as at the end
-    of training), not merely the last finite one; an interrupt (Ctrl-C) during ``fit``
+    stopping, the validation loss or score) becomes non-finite, and keeps the weights
+    of the best finished epoch (of the monitored loss, as at the end of training), not
+    merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
     count up to it) and, as at the end of training, keeps the best epoch's weights.
     ``fit`` and ``partial_fit`` are transactional: a call that

@@ -168,6 +168,21 @@ def test_non_numeric_features_say_how_to_fix(visits):
     assert X[0].shape == (3, 2)
 
 
+def test_object_columns_of_numbers_are_numbers(visits):
+    # A column of numbers with a None is of object dtype: it was refused as non-numeric
+    # (with a hint to one-hot encode it), though a DataFrame table's is read as numbers.
+    values = [1, None, 2.5, True, 3, np.nan]
+    table = visits.assign(dose=pd.Series(values, dtype=object))
+    X, ids = from_long_format(table, id_column="patient", time_column="day", feature_columns=["dose"])
+    expected = from_long_format(visits.assign(dose=[1.0, np.nan, 2.5, 1.0, 3.0, np.nan]),
+                                id_column="patient", time_column="day", feature_columns=["dose"])[0]
+    for got, want in zip(X, expected):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match=r"non-numeric columns \{'dose'"):
+        from_long_format(visits.assign(dose=pd.Series([1, "2", 3, 4, 5, 6], dtype=object)),
+                         id_column="patient", time_column="day")
+
+
 def test_bad_time_and_id_values(visits):
     text_dates = visits.assign(day=[f"2020-01-0{d + 1}" for d in range(6)])
     with pytest.raises(TypeError, match=r"numeric.*datetime or timedelta.*pandas.to_datetime"):

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from ._panel import frame_values, holds_numbers
+
 __all__ = ["from_long_format", "to_long_format"]
 
 
@@ -79,7 +81,8 @@ def _resolve_features(
     non_numeric = [
         c
         for c in features
-        if not (pd.api.types.is_numeric_dtype(table[c]) or pd.api.types.is_bool_dtype(table[c]))
+        if not (pd.api.types.is_numeric_dtype(table[c]) or pd.api.types.is_bool_dtype(table[c])
+                or holds_numbers(table, c, table[c].dtype))
     ]
     if non_numeric:
         dtypes = {c: str(table[c].dtype) for c in non_numeric}
@@ -218,7 +221,8 @@ def from_long_format(
     feature_columns : str or list of hashable, default=None
         Feature columns, in the order wanted. ``None`` takes every column
         except the id and time columns, in table order. All must be numeric
-        or boolean; encode categorical columns first.
+        or boolean (a column of object dtype holding only numbers, booleans and
+        missing values counts as numbers); encode categorical columns first.
     duplicates : {"raise", "keep"}, default="raise"
         What to do with several rows sharing one (id, time): ``"raise"``
         raises a ValueError (often a sign of a bad merge); ``"keep"`` keeps
@@ -304,7 +308,7 @@ def from_long_format(
     values = np.empty((table.shape[0], 1 + len(features)))  # (n_rows, 1 + n_features)
     values[:, 0] = time
     if features:
-        values[:, 1:] = table[features].to_numpy(dtype=np.float64, na_value=np.nan)
+        values[:, 1:] = frame_values(table[features])
     key = _time_key(table[time_column], time)  # the times as given: float64 rounds large ints
     order = np.lexsort((key, codes))  # stable: by id, then time, then row order
     values, codes, key = values[order], codes[order], key[order]

@@ -290,7 +290,7 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
         str(name): str(dtype)
         for name, dtype in frame.dtypes.items()
         if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
-                or _holds_numbers(frame, name, dtype))
+                or holds_numbers(frame, name, dtype))
     }
     if not non_numeric:
         return
@@ -308,7 +308,7 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
     )
 
 
-def _holds_numbers(frame: Any, name: Any, dtype: Any) -> bool:
+def holds_numbers(frame: Any, name: Any, dtype: Any) -> bool:
     """Whether column ``name`` is of object dtype and holds only real numbers, booleans
     and missing values."""
     if dtype != object:

@@ -343,6 +343,22 @@ def test_a_users_callback_watching_validation_without_validation_data_is_refused
     assert model.n_iter_ == 2
 
 
+def test_an_epoch_scoring_without_caching_is_refused_before_training():
+    # skorch reads the targets of an uncached EpochScoring from its own Dataset type
+    # only: the scorer got y=None and failed after the first epoch ("Expected
+    # array-like (array or non-string sequence), got None").
+    X, y = _data()
+    model = RNNClassifier(hidden_size=4, max_iter=2, early_stopping=True, random_state=0).fit(X, y)
+    before = model.predict_proba(X)
+    scoring = EpochScoring("accuracy", use_caching=False, lower_is_better=False)
+    for on_train in (True, False):
+        scoring.set_params(on_train=on_train)
+        with pytest.raises(ValueError, match="'acc' is an EpochScoring with use_caching=False.*Leave use_caching=True"):
+            model.set_params(warm_start=True, callbacks=[("acc", scoring)]).fit(X, y)
+        np.testing.assert_array_equal(model.predict_proba(X), before)
+        assert model.n_iter_ == 2
+
+
 def test_callbacks_clone_and_refit_the_same():
     X, y = _data()
     model = RNNClassifier(hidden_size=4, max_iter=4, tol=0.0, random_state=0,

@@ -45,8 +45,11 @@ class TemporalGradientNorms(NamedTuple):
         Cosine between each step's gradient and the full gradient (NaN where a step's
         gradient is zero).
     parameter_norms : dict of str to ndarray of shape (n_steps,)
-        Norm of each parameter's temporal gradient (``'W_rec'``, ``'W_in'``, ``'b'``,
-        ``'W_out'``, ``'b_out'``).
+        Norm of each parameter's temporal gradient, one entry per trainable parameter,
+        named as :func:`~sklearn_rnn.optim.temporal_gradients` names them: ``'W_rec'``,
+        ``'W_in'``, ``'b'``, ``'W_out'``, ``'b_out'``; the GRU's ``'b_rec'``; ``'[k]'``
+        appended for layer ``k`` above the first (``'W_rec[1]'``); ``'h_0'`` (and the
+        LSTM's ``'c_0'``) for a learned initial state.
     counts : ndarray of shape (n_steps,)
         Number of sequences that reach each aligned step.
     gradient_norm : float
@@ -347,7 +350,7 @@ def _default_loss(
     def loss(outputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         if classification:
             flat = outputs.reshape(-1, outputs.shape[-1])  # (N, k)
-            per_item = F.cross_entropy(flat, target.reshape(-1), reduction="none")  # (N,)
+            per_item = F.cross_entropy(flat, target.reshape(-1).long(), reduction="none")  # (N,)
         else:
             target = target.to(outputs.dtype).reshape(outputs.shape)
             per_item = 0.5 * (outputs - target).square().reshape(-1, outputs.shape[-1]).sum(1)  # (N,)

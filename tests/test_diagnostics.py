@@ -229,3 +229,18 @@ def test_targets_and_lengths_the_default_loss_cannot_read_are_refused_by_what_th
         temporal_gradient_norms(model, sequences, [0, 1] * 3, lengths=[5] * 6)
     with pytest.raises(ValueError, match="every_step=True puts the loss at every step, but RNNClassifier"):
         temporal_gradient_norms(model, sequences, [0, 1] * 3, every_step=True)
+
+
+def test_class_indices_of_any_integer_or_bool_dtype_give_the_int64_result():
+    # int32 (numpy 1.x's default integer on Windows) and bool failed inside PyTorch:
+    # "expected target dtype to be Long or Byte, but got Int".
+    net = RecurrentNetwork(2, 4, 3, generator=torch.Generator().manual_seed(0))
+    X = np.random.default_rng(0).normal(size=(5, 4, 2))
+    y = np.array([0, 1, 2, 1, 0])
+    expected = temporal_gradient_norms(net, X, y).loss
+    for targets in (y.astype(np.int32), torch.as_tensor(y, dtype=torch.int32)):
+        assert temporal_gradient_norms(net, X, targets).loss == pytest.approx(expected, rel=1e-12)
+    two = RecurrentNetwork(2, 4, 2, generator=torch.Generator().manual_seed(0))
+    flags = np.array([True, False, True, True, False])
+    assert temporal_gradient_norms(two, X, flags).loss == pytest.approx(
+        temporal_gradient_norms(two, X, flags.astype(np.int64)).loss, rel=1e-12)

@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._estimators import frame_sequences
 from .sequences import check_sequences
 from .sequences._encoding import _resolve_time_feature
-from .sequences._panel import is_panel
+from .sequences._panel import check_targets_follow_instances, is_panel
 from .sequences._validation import _column_cells, frames_like, step_feature_names
 
 __all__ = [
@@ -44,11 +44,23 @@ __all__ = [
 ]
 
 
+def _refitted(estimator: Any, purpose: str) -> Any:
+    """A fitted search's (GridSearchCV, RNNGridSearchCV) refitted ``best_estimator_``;
+    any other estimator as it is. A search fitted with ``refit=False`` holds no trained
+    model: refused, saying what it was wanted for (``purpose``)."""
+    if hasattr(estimator, "cv_results_") and not hasattr(estimator, "best_estimator_"):
+        raise TypeError(
+            f"{type(estimator).__name__} was fitted with refit=False, so it holds no trained "
+            f"model {purpose}; fit it with refit=True, or use an estimator fitted with the "
+            "best parameters (search.best_params_)."
+        )
+    return getattr(estimator, "best_estimator_", estimator)
+
+
 def _final_step(estimator: Any) -> tuple[Any, Any]:
     """The preprocessing of a pipeline (or None) and its final estimator; a fitted search
     (GridSearchCV, RNNGridSearchCV) stands for its refitted ``best_estimator_``."""
-    if hasattr(estimator, "best_estimator_"):
-        estimator = estimator.best_estimator_
+    estimator = _refitted(estimator, "to inspect")
     if hasattr(estimator, "steps"):
         preprocess, model = (estimator[:-1] if len(estimator.steps) > 1 else None), estimator[-1]
     else:
@@ -126,6 +138,7 @@ def _scoring_setup(
     check_is_fitted(_final_step(estimator)[1])
     sequences = check_sequences(X)
     names = step_feature_names(X)
+    check_targets_follow_instances(X, y)  # as fit and score: a Series in another order
     y = np.asarray(y)
     scorer = check_scoring(estimator, scoring=scoring)
 
@@ -332,7 +345,10 @@ def integrated_gradients(
         one and whose other steps transform each step's features one to one (such as
         :class:`~sklearn_rnn.SequenceStandardScaler`).
     sequence : array-like of shape (T, n_features)
-        One sequence, as given to ``predict``.
+        One sequence, as given to ``predict``: an array, a DataFrame, one instance of a
+        panel (``X.loc[[instance]]``, read in the order of its time level, as
+        ``predict`` reads it; the rows of ``attributions`` follow that order), or one
+        row of a table for a model fitted on a table (``X.iloc[[0]]``).
     target : class label or int, optional
         For a classifier, the class (default: the positive class of two, the one
         predicted of more); for a multi-output regressor, the output column.
@@ -390,6 +406,11 @@ def integrated_gradients(
     encoded = encoder.encode_arrays(frame_sequences([raw], frame))[0]  # (ceil(T / frame), n_inputs)
     baseline = encoded.copy()
     baseline[:, : encoder.n_values] = encoder.fill_values  # measured values at their mean
+    filled = len(raw) % frame
+    if filled:  # the last frame's copies of the last step repeat the baseline's last step
+        last = baseline[-1, : encoder.n_values].reshape(frame, -1)
+        last[filled:] = last[filled - 1]
+        baseline[-1, : encoder.n_values] = last.ravel()
     network = copy.deepcopy(model.module_).double().train(False).cpu()
     output_of, target = _attributed_output(model, target, network, encoded)
     alphas = (np.arange(n_steps) + 0.5) / n_steps
@@ -477,6 +498,15 @@ def _as_given(model: Any, sequence: Any) -> Any:
             return sequence.to_frame().T
         if np.ndim(sequence) == 2 and np.shape(sequence)[0] == 1:
             return sequence
+        if np.ndim(sequence) == 2:  # rows of the table: one sequence each
+            raise ValueError(
+                f"integrated_gradients explains one sequence; got {np.shape(sequence)[0]} rows "
+                f"of a table, one sequence each, for a {type(model).__name__} fitted on a "
+                "table. Pass one row, e.g. X.iloc[[0]] (or X[[0]] of an array), once for "
+                "each sequence to explain."
+            )
+    if is_panel(sequence):  # one instance's rows: read as predict reads them, in time order
+        return sequence
     return [sequence]
 
 

@@ -115,14 +115,10 @@ def plot_training_history(estimator: Any, ax: Any = None) -> Any:
 
 def _final_estimator(estimator: Any) -> Any:
     """The fitted model that holds the history: last step of a pipeline, best of a search."""
+    from .inspection import _refitted
+
     check_is_fitted(estimator)
-    if hasattr(estimator, "cv_results_") and not hasattr(estimator, "best_estimator_"):
-        raise TypeError(
-            f"{type(estimator).__name__} was fitted with refit=False, so it holds no trained "
-            "model whose history could be plotted; fit it with refit=True, or plot an "
-            "estimator fitted with the best parameters (search.best_params_)."
-        )
-    model = getattr(estimator, "best_estimator_", estimator)
+    model = _refitted(estimator, "whose history could be plotted")
     if hasattr(model, "steps"):
         model = model.steps[-1][1]
     if not hasattr(model, "loss_curve_"):

@@ -321,3 +321,85 @@ def test_importances_of_a_model_fitted_with_a_named_time_column_take_arrays_as_p
             on_arrays = function(model, arrays, y, n_repeats=2, random_state=0)
             on_frames = function(model, frames, y, n_repeats=2, random_state=0)
             np.testing.assert_array_equal(on_arrays.importances, on_frames.importances)
+
+
+# ------------------------------------------------ an outside review of the analysis tools (session 31)
+def test_an_instance_of_a_panel_is_explained_in_the_order_of_its_time_level():
+    # Its rows were read in row order: with rows listed newest first the attributed output
+    # was another sequence's (0.018 against predict's 0.249), and with a time column the
+    # explanation was refused as "times that decrease", though predict took the same rows.
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    rows = [(f"p{i}", t, float(t), *rng.normal(size=2)) for i in range(20) for t in range(int(rng.integers(3, 7)))]
+    panel = pd.DataFrame(rows, columns=["id", "t", "day", "a", "b"]).set_index(["id", "t"]).iloc[::-1]
+    y = rng.integers(0, 2, 20)
+    for time_feature in (None, "day"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0, time_feature=time_feature).fit(panel, y)
+        one = panel.loc[["p0"]]
+        p = model.predict_proba(one)[0]
+        result = integrated_gradients(model, one)
+        assert result.output == pytest.approx(np.log(p[1] / p[0]), abs=1e-5)
+        np.testing.assert_array_equal(result.attributions, integrated_gradients(model, one.sort_index()).attributions)
+
+
+def test_importances_refuse_targets_in_another_order_than_the_panels_instances():
+    # y as groupby gives it (sorted by id) was paired by position: baseline 0.6, true 0.93.
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    rows = [(f"p{i:02d}", t, *rng.normal(size=2)) for i in rng.permutation(30) for t in range(int(rng.integers(3, 7)))]
+    panel = pd.DataFrame(rows, columns=["id", "t", "a", "b"]).set_index(["id", "t"])
+    y = (panel.groupby(level=0)["a"].last() > 0).astype(int)
+    in_order = y.loc[panel.index.unique(level=0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0).fit(panel, in_order)
+    for function in (sequence_permutation_importance, visit_importance):
+        with pytest.raises(ValueError, match=r"y is indexed by the panel's instances, but in another order"):
+            function(model, panel, y, n_repeats=1, random_state=0)
+        assert function(model, panel, in_order, n_repeats=1, random_state=0).baseline_score == model.score(panel, in_order)
+
+
+def test_the_baseline_of_a_model_reading_frames_repeats_its_last_step_in_the_last_frame():
+    # With a length not a multiple of the frame, the copies of the last step filling the
+    # last frame were set to the training mean of their own place in the frame: a sequence
+    # at its mean everywhere got attributions (0.026 on its last step) and a baseline
+    # output that was no sequence's prediction.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(n), 2)) + [0, 3] * (np.arange(n) % 2)[:, None] for n in rng.integers(3, 9, size=30)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNRegressor(hidden_size=4, max_iter=2, random_state=0, frame=2).fit(X, [x[-1, 0] for x in X])
+    fill = model._encoder.fill_values.reshape(2, 2)
+    for steps in (6, 5):
+        at_mean = fill[np.arange(steps) % 2]
+        result = integrated_gradients(model, at_mean)
+        assert result.baseline_output == pytest.approx(model.predict([at_mean])[0], abs=1e-6)
+        assert not result.attributions.any()
+        moved = at_mean.copy()
+        moved[1, 0] += 1.0
+        attributions = integrated_gradients(model, moved, n_steps=128).attributions
+        assert np.argwhere(np.abs(attributions) > 1e-9).tolist() == [[1, 0]]
+
+
+def test_a_search_without_refit_and_several_rows_of_a_table_are_refused_with_the_way_out():
+    import pandas as pd
+    from sklearn.model_selection import GridSearchCV
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(20)]
+    y = np.array([int(x[-1, 0] > 0) for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search = GridSearchCV(RNNClassifier(hidden_size=3, max_iter=2, random_state=0), {"hidden_size": [3]},
+                              cv=2, refit=False).fit(X, y)  # was: "no attribute '_validate_sequences'"
+        with pytest.raises(TypeError, match="refit=False, so it holds no trained model to inspect.*refit=True"):
+            integrated_gradients(search, X[0])
+        table = pd.DataFrame(rng.normal(size=(30, 6)))
+        model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0).fit(table, (table[2] > 0).astype(int))
+    for rows in (table.iloc[:3], table.to_numpy()[:3]):  # was: "6 features per step, expecting 1"
+        with pytest.raises(ValueError, match=r"explains one sequence; got 3 rows of a table.*X\.iloc\[\[0\]\]"):
+            integrated_gradients(model, rows)

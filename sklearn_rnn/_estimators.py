@@ -794,10 +794,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         valid.sample_weight = torch.as_tensor(_relative(held), dtype=torch.float32, device=device)
         return full.subset(train_index), valid
 
-    def _build_net(
-        self, seeds: _Seeds, device: torch.device, *, incremental: bool, readout: str,
-        conv: tuple[int, ...], conv_pool: int = 1,
-    ) -> SequenceNet:
+    def _check_optimizer_cell(self) -> None:
+        """Refuse the simplex method with a cell that has no temporal gradients."""
         cell = self._resolved_cell()
         if self.optimizer == "simplex" and not get_cell(cell).temporal_gradients:
             *others, last = (repr(name) for name in cell_names(temporal_gradients=True))
@@ -806,6 +804,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"and {last} cells; cell={cell!r} has none. Use optimizer='adam' or "
                 f"'sgd' with cell={cell!r}, or another cell with the simplex method."
             )
+
+    def _build_net(
+        self, seeds: _Seeds, device: torch.device, *, incremental: bool, readout: str,
+        conv: tuple[int, ...], conv_pool: int = 1,
+    ) -> SequenceNet:
+        cell = self._resolved_cell()
+        self._check_optimizer_cell()
         generator = torch.Generator().manual_seed(seeds.init)
         module = RecurrentNetwork(  # numpy scalars (a grid over np.arange) as Python numbers
             int(self._encoder.n_inputs),

@@ -58,6 +58,7 @@ import contextlib
 import copy
 import logging
 import math
+import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -184,12 +185,8 @@ def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
                 f"operations that torch.func.vmap vectorizes over models); got cell={layer.name!r}"
                 f"{where}, which has none. Use one of those cells{fix}"
             )
+    estimator._check_optimizer_cell()  # what its own fit refuses: the simplex method without temporal gradients
     refusals = {
-        "optimizer": (
-            estimator.optimizer == "simplex" and not all(layer.temporal_gradients for layer in layers),
-            "the simplex direction needs temporal gradients, which this cell has none of; "
-            "use optimizer='sgd' (the clipped step rule) or 'adam'",
-        ),
         "dropout": (
             estimator.dropout != 0,
             "dropout masks come from each network's own generator, which a vectorized "
@@ -221,7 +218,8 @@ def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
 
 
 def train_stacked(
-    members: Sequence[StackedMember], *, max_stacked: int = MAX_STACKED, n_jobs: int | None = None
+    members: Sequence[StackedMember], *, max_stacked: int = MAX_STACKED, n_jobs: int | None = None,
+    stacklevel: int = 1,
 ) -> None:
     """Train every member's network, many at a time, as its own ``fit`` would.
 
@@ -244,8 +242,13 @@ def train_stacked(
     n_jobs : int or None, default=None
         Chunks trained at the same time in joblib worker processes; each group is then
         cut into at least ``n_jobs`` chunks. With more than one job, ``member.estimator``
-        is replaced by the trained copy that comes back from the worker. None and 1
+        is replaced by the trained copy that comes back from the worker (in threads,
+        under joblib's threading backend, the member's own estimator). None and 1
         train in this process.
+    stacklevel : int, default=1
+        Where the summarized warnings point, counted as for :func:`warnings.warn`
+        called in the caller's place: 1, the line that calls ``train_stacked``; more,
+        the callers above it.
 
     Examples
     --------
@@ -280,34 +283,45 @@ def train_stacked(
     for group in groups.values():
         size = min(max_stacked, -(-len(group) // jobs))
         chunks.extend(group[start : start + size] for start in range(0, len(group), size))
-    if jobs == 1:
-        outcomes = [_train_chunk(chunk) for chunk in chunks]
-    else:
-        outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk) for chunk in chunks)
-    caught: list[tuple[type[Warning], str]] = []
+    # The warnings of chunks trained in this process, in its thread or in threads
+    # (joblib's threading backend), are recorded here, once: catch_warnings swaps
+    # process-wide state, so threads each entering it would undo one another's (before
+    # Python 3.14), losing the summary and leaving the caller's filters changed. A worker
+    # process records its own.
+    caller = os.getpid()
+    with warnings.catch_warnings(record=True) as here:
+        warnings.simplefilter("always")
+        if jobs == 1:
+            outcomes = [_train_chunk(chunk, caller) for chunk in chunks]
+        else:
+            outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk, caller) for chunk in chunks)
+    caught = [(message.category, str(message.message)) for message in here]
     for chunk, (estimators, seconds, recorded) in zip(chunks, outcomes):
         caught.extend(recorded)
         for member, estimator in zip(chunk, estimators):
             member.estimator = estimator
             member.seconds = seconds / len(chunk)
-    _summarize_warnings(caught, len(members))
+    _summarize_warnings(caught, len(members), stacklevel + 2)
 
 
 def _train_chunk(
-    chunk: list[StackedMember]
+    chunk: list[StackedMember], caller: int
 ) -> tuple[list[Any], float, list[tuple[type[Warning], str]]]:
-    """Train one chunk; return its estimators, the seconds it took, and its warnings."""
+    """Train one chunk; return its estimators, the seconds it took, and the warnings it
+    gave in a worker process (those given in the process ``caller`` are recorded there)."""
     hidden_size = chunk[0].estimator.hidden_size  # one architecture per chunk
     sequences = sum(member.estimator.batch_size for member in chunk)
     began = time.perf_counter()
     # The fits' thread rule for the work of a stacked step (every network's batch); in
     # a worker process, within its share of the CPU.
+    worker = os.getpid() != caller
     with fitting_threads(hidden_size, sequences):
-        with warnings.catch_warnings(record=True) as recorded:
-            warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True) if worker else contextlib.nullcontext() as recorded:
+            if worker:
+                warnings.simplefilter("always")
             _Stack(chunk).train()
     seconds = time.perf_counter() - began
-    messages = [(message.category, str(message.message)) for message in recorded]
+    messages = [(message.category, str(message.message)) for message in recorded or []]
     estimators = [member.estimator for member in chunk]
     return estimators, seconds, messages
 
@@ -329,9 +343,10 @@ def _label_smoothing(net: Any) -> float | None:
     return getattr(net.criterion_, "label_smoothing", None)
 
 
-def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int) -> None:
+def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int, stacklevel: int) -> None:
     """One warning per kind: a member's ConvergenceWarnings (``max_iter`` reached,
-    divergence) counted under the first one's text."""
+    divergence) counted under the first one's text; ``stacklevel`` as for
+    :func:`warnings.warn` called here."""
     by_kind: dict[tuple[type[Warning], str], list[str]] = {}
     for category, text in caught:
         key = (category, text.split(":")[0] if category is ConvergenceWarning else text)
@@ -339,10 +354,10 @@ def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int)
     for (category, _), texts in by_kind.items():
         if category is ConvergenceWarning:
             warnings.warn(
-                f"{len(texts)} of {n_members} stacked networks: {texts[0]}", ConvergenceWarning, stacklevel=3
+                f"{len(texts)} of {n_members} stacked networks: {texts[0]}", ConvergenceWarning, stacklevel=stacklevel
             )
         else:
-            warnings.warn(texts[0], category, stacklevel=3)
+            warnings.warn(texts[0], category, stacklevel=stacklevel)
 
 
 #: What :func:`_architecture` compares, in its order (named in :class:`StackedStream`'s refusal).

@@ -243,6 +243,7 @@ class RNNGridSearchCV(BaseSearchCV):
             rnn = _final_rnn(self._candidate(params_))  # an unknown name raises, as in GridSearchCV
             try:
                 rnn._validate_params()
+                rnn._check_optimizer_cell()  # a combination its fit refuses
             except ValueError as error:  # InvalidParameterError: an invalid value
                 if self.error_score == "raise":
                     raise
@@ -269,7 +270,8 @@ class RNNGridSearchCV(BaseSearchCV):
                 "RNNGridSearchCV: %d settings x %d splits = %d networks, stacks of at most %d, %s job(s)",
                 len(candidates), len(splits), len(members), self.max_stacked, self.n_jobs or 1,
             )
-        train_stacked(list(members.values()), max_stacked=self.max_stacked, n_jobs=self.n_jobs)
+        train_stacked(list(members.values()), max_stacked=self.max_stacked, n_jobs=self.n_jobs,
+                      stacklevel=3)  # the caller of fit, past scikit-learn's _fit_context
         for key, model in list(models.items()):  # worker processes send back copies
             trained = members[key].estimator
             if isinstance(model, Pipeline):
@@ -291,9 +293,10 @@ class RNNGridSearchCV(BaseSearchCV):
             for kind, scores, index in kinds:
                 try:
                     score_weight = {} if not weighted_scores else {"sample_weight": _safe_indexing(weight, index)}
-                    scores[i, k] = scorer(model, _safe_indexing(X, index), _safe_indexing(y, index), **score_weight)
+                    value = scorer(model, _safe_indexing(X, index), _safe_indexing(y, index), **score_weight)
                 except Exception as error:
-                    scores[i, k] = self._failed(failures, candidates, i, k, f"{kind} scoring", error)
+                    value = self._failed(failures, candidates, i, k, f"{kind} scoring", error)
+                scores[i, k] = _one_number(value, self.scoring)
             score_time[i, k] = time.perf_counter() - began
         for i, k in failures:
             if (i, k) not in models:  # its fit failed: no score of either kind
@@ -433,6 +436,24 @@ def _fit_steps(model: Any, X: Any, y: Any, weight: Any) -> tuple[Any, Any]:
         else:
             X = step.fit_transform(X, y)
     return X, y
+
+
+def _one_number(value: Any, scoring: Any) -> float:
+    """A scorer's value as a float; several metrics (a dict, as a callable scoring them
+    all returns) and anything that is not a number are refused."""
+    if isinstance(value, dict):
+        raise ValueError(
+            f"scoring={scoring!r} returned several metrics ({sorted(value)}); RNNGridSearchCV "
+            "scores one metric and refits the best by it: give scoring one scorer, or "
+            "search several metrics with sklearn.model_selection.GridSearchCV."
+        )
+    if (isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0
+            or not np.issubdtype(np.asarray(value).dtype, np.number)):
+        raise ValueError(
+            f"scoring={scoring!r} returned {value!r} ({type(value).__name__}); expected a "
+            "number, as scikit-learn's scorers return."
+        )
+    return float(value)
 
 
 def _final_rnn(estimator: Any) -> BaseRNN:

@@ -495,3 +495,26 @@ def test_temporal_gradients_refuse_a_pooled_readout():
     states = net.forward_states(x, lengths)
     with pytest.raises(ValueError, match="readout='last'"):
         temporal_gradients(net, states, states.outputs.square().mean(), lengths)
+
+
+def test_a_loss_at_every_step_reaching_padded_states_is_refused():
+    # A penalty on states.hidden over all steps, padded ones included, gave temporal
+    # gradients that did not add up to the gradient (off by 0.10) without a word: the
+    # aligned steps dropped the padded rows but kept what they sent into valid steps.
+    gen = torch.Generator().manual_seed(0)
+    net = RecurrentNetwork(2, 4, 1, generator=gen).double()
+    x = torch.randn(3, 5, 2, generator=gen, dtype=torch.float64)
+    lengths = torch.tensor([5, 3, 2])
+    valid = (torch.arange(5)[None] < lengths[:, None])[..., None]
+    states = net.forward_states(x, lengths, every_step=True)
+    outputs = (states.outputs * valid).square().sum()
+    with pytest.raises(ValueError, match=r"reaches the states of padded steps.*layer 0.*step 3 of sequence 1"):
+        temporal_gradients(net, states, outputs + 0.1 * states.hidden.square().sum(), lengths)
+    states = net.forward_states(x, lengths, every_step=True)  # the refused call freed the graph
+    masked = (states.outputs * valid).square().sum() + 0.1 * (states.hidden * valid).square().sum()
+    params = [p for p in net.parameters() if p.requires_grad]
+    expected = torch.autograd.grad(masked, params, retain_graph=True)
+    result = temporal_gradients(net, states, masked, lengths, accumulate_grad=False)
+    by_parameter = {id(p): g for p, g in zip(result.parameters, result.gradient)}
+    for parameter, gradient in zip(params, expected):
+        torch.testing.assert_close(by_parameter[id(parameter)], gradient)

@@ -395,9 +395,13 @@ def temporal_gradients(
     states : NetworkStates
         ``network.forward_states(x, lengths, every_step=...)``, run with autograd on.
     loss : torch.Tensor
-        A scalar computed from ``states.outputs``, that depends on the parameters only
+        A scalar computed from ``states.outputs`` at valid steps (padded steps, past
+        each sequence's length, given zero weight), that depends on the parameters only
         through ``states`` (a weight penalty on the parameters themselves would be
-        missed). A loss that does not reach ``states.outputs`` (computed from another
+        missed). A loss at every step that reaches padded steps (through the outputs or
+        the states) raises a ValueError; a loss at the last step is not checked for it
+        (the check is a read on the host, which a GPU waits for at every update): its
+        temporal gradients would not add up to the gradient. A loss that does not reach ``states.outputs`` (computed from another
         forward pass, or from detached outputs) raises a ValueError rather than give
         zero temporal gradients.
     lengths : torch.Tensor of shape (batch,)
@@ -607,8 +611,8 @@ def _gather_layers(
     output_delta = grads[n_layers].detach()
     if every_step and isinstance(network, RecurrentAdapter) and not network.rnn.batch_first:
         output_delta = output_delta.transpose(0, 1)  # (B, T, k), as the states
-    if every_step and ragged:
-        _check_padding_unweighted(output_delta, lengths)
+    if every_step and ragged:  # one read on the host
+        _check_padding_unweighted(output_delta, grads[:n_layers], lengths)
     learned = _initial_layers(params, network, grads[n_layers + 1 :], states, align, models)
     readout = _readout_layer(params, network, output_delta, states.readout_inputs.detach(), align)
     if models > 1:
@@ -618,25 +622,45 @@ def _gather_layers(
     return params, layers
 
 
-def _check_padding_unweighted(output_delta: torch.Tensor, lengths: torch.Tensor) -> None:
-    """Refuse a loss at every step whose gradient ``output_delta`` ``(B, T, k)`` is
-    finite and nonzero at a padded step (one read on the host); a NaN or an infinity
-    there makes the gradient non-finite, which the optimizers skip."""
-    positions = torch.arange(output_delta.shape[1], device=output_delta.device)
-    padded = (positions[None, :] >= lengths[:, None])[:, :, None]  # (B, T, 1)
-    weighted = padded & (output_delta != 0) & torch.isfinite(output_delta)  # (B, T, k)
-    if not bool(weighted.any()):
+def _check_padding_unweighted(
+    output_delta: torch.Tensor, layer_deltas: Sequence[torch.Tensor], lengths: torch.Tensor
+) -> None:
+    """Refuse a loss at every step whose gradient is finite and nonzero at a padded step
+    (past a sequence's length), in one read on the host: at the outputs ``output_delta``
+    ``(B, T, k)``, or at a layer's pre-activations ``(B, T, .)``, which a loss built
+    from the outputs at valid steps leaves at zero
+    (nothing reads a padded step's state, and the recurrence passes gradients back in
+    time only). Aligning the steps drops padded rows, so what such a loss put there
+    would be missing from the temporal gradients but not from what it sent back into
+    the valid steps: their sum would not be the gradient. A NaN or an infinity there
+    makes the gradient non-finite, which the optimizers skip."""
+    deltas = [output_delta] + [delta.detach() for delta in layer_deltas]
+    positions = torch.arange(deltas[0].shape[1], device=deltas[0].device)
+    padded = (positions[None, :] >= lengths[:, None])  # (B, T)
+    weighted = [(padded[:, :, None] & (delta != 0) & torch.isfinite(delta)).any(2) for delta in deltas]  # (B, T) each
+    found = torch.stack([w.any() for w in weighted]).tolist()
+    if not any(found):
         return
-    rows = weighted.any(2).nonzero()  # (n, 2): sequence, step
+    which = found.index(True)
+    rows = weighted[which].nonzero()  # (n, 2): sequence, step
     sequence, step = (int(v) for v in rows[0].tolist())
+    where = (f"step {step} of sequence {sequence}, whose length is {int(lengths[sequence])}")
+    if which == 0:
+        raise ValueError(
+            f"the loss at every step must give the padded steps (past each sequence's length) zero "
+            f"weight; got a loss whose gradient is nonzero at {rows.shape[0]} padded steps (the first: "
+            f"{where}). What it puts there would reach the valid steps' temporal gradients through "
+            "the recurrence. Mask it with the lengths: `valid = torch.arange(steps)[None, :] < "
+            "lengths[:, None]`, then `loss = (per_step * valid).sum() / valid.sum()` with the "
+            "per-step losses `per_step` of shape (batch, steps)."
+        )
+    layer = which - 1
     raise ValueError(
-        f"the loss at every step must give the padded steps (past each sequence's length) zero "
-        f"weight; got a loss whose gradient is nonzero at {rows.shape[0]} padded steps (the first: "
-        f"step {step} of sequence {sequence}, whose length is {int(lengths[sequence])}). What it "
-        "puts there would reach the valid steps' temporal gradients through the recurrence. Mask "
-        "it with the lengths: `valid = torch.arange(steps)[None, :] < lengths[:, None]`, then "
-        "`loss = (per_step * valid).sum() / valid.sum()` with the per-step losses "
-        "`per_step` of shape (batch, steps)."
+        f"the loss reaches the states of padded steps (past each sequence's length): its gradient "
+        f"is nonzero at {rows.shape[0]} padded steps of layer {layer} (the first: {where}). Temporal "
+        "gradients keep the valid steps only, so they would not add up to the gradient. Compute the "
+        "loss from states.outputs at valid steps only (a penalty on states.hidden masked with the "
+        "lengths), and pass the lengths given to forward_states."
     )
 
 

@@ -568,3 +568,17 @@ def test_the_direction_takes_its_norms_block_by_block():
     if direction.branch == "simplex":  # the direction has the gradient's norm (eq. 3.5)
         assert math.isclose(float(torch.linalg.vector_norm(torch.cat([d.reshape(-1) for d in direction.direction]))),
                             by_blocks, rel_tol=1e-5)
+
+
+def test_the_step_size_is_a_float_for_a_tensor_learning_rate_or_threshold():
+    # A 0-d tensor lr (accepted by the settings' check) made last_step['step_size'] a
+    # tensor, which the docs call a float (a log record of it failed json.dumps).
+    import json
+
+    for lr, threshold in ((torch.tensor(0.1), 1.0), (0.1, torch.tensor(0.01))):
+        net, x, lengths, y = make_problem()
+        opt = SimplexSGD(net.parameters(), lr=lr, clip_threshold=threshold, generator=0)
+        states = net.forward_states(x, lengths)
+        opt.step(temporal_gradients(net, states, F.cross_entropy(states.outputs, y), lengths))
+        assert type(opt.last_step["step_size"]) is float
+        json.dumps(opt.last_step["step_size"])

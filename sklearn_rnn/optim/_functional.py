@@ -689,9 +689,11 @@ def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshol
     >>> clipped_step_size(0.5, 0.01, 1.0), clipped_step_size(4.0, 0.01, 1.0)
     (0.01, 0.0025)
     """
+    # float(): a 0-d tensor learning rate or threshold (which the optimizers accept)
+    # gives a float step, as documented, not a tensor.
     if clip_threshold is None or not math.isfinite(direction_norm) or direction_norm <= clip_threshold:
-        return learning_rate
-    return learning_rate * clip_threshold / direction_norm
+        return float(learning_rate)
+    return float(learning_rate * clip_threshold / direction_norm)
 
 
 def clipped_step_(

@@ -1497,9 +1497,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         )
         if unknown:
             raise TypeError(
-                f"{type(self).__name__} has fitted attributes {unknown} that model files do not "
-                "know, so a loaded model would lack them: name them in the class attribute "
-                "_persisted_extra (plain values only), or keep this model with pickle/joblib."
+                f"{type(self).__name__} has attributes {unknown} that model files do not know "
+                "(fitted ones, or settings its __init__ sets without taking them as "
+                "parameters), so a loaded model would lack them: name them in the class "
+                "attribute _persisted_extra (plain values only), or keep this model with "
+                "pickle/joblib."
             )
         net = self.net_
         tensors = {f"module.{name}": value for name, value in net.module_.state_dict().items()}
@@ -1571,7 +1573,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         The weights' shapes are checked against the parameters before the network is
         allocated, so that a forged size costs nothing.
         """
-        estimator = cls(**{**cls._params_of_older_files, **params})
+        # Older files lack parameters added since, which take the values they had then;
+        # a subclass whose __init__ takes fewer parameters gets only those it takes.
+        accepted = set(cls._get_param_names())
+        older = {name: value for name, value in cls._params_of_older_files.items() if name in accepted}
+        estimator = cls(**{**older, **params})
         estimator._validate_params()
         for attribute, field in _OPTIONAL_STATE.items():
             if field in state:
@@ -1626,6 +1632,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                              f"but its parameters say optimizer={estimator.optimizer!r}.")
         _load_network_state(net, state, tensors, where, device)
         net.history = type(net.history)(state["history"])  # the engine's kind of history
+        try:  # what save requires: parameters that describe the stored network
+            estimator._check_continuation(device=False)
+        except ValueError as error:
+            raise ValueError(f"{where} holds parameters that contradict its fitted state ({error})") from None
         return estimator
 
     def _check_loaded_state(self, where: str) -> None:

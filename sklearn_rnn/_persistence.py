@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 __all__ = [
@@ -99,6 +99,15 @@ def _label_array(value: Any) -> bool:
 _SCALED_FIELDS = {"scaled", "scale_floor", "level_stats", "log_scale_stats"}
 
 
+def _sorted_unique(labels: np.ndarray) -> bool:
+    """Whether ``labels`` are distinct and in sorted order, as a fit's ``classes_`` are
+    (the network's outputs are in that order: another would swap the predictions)."""
+    try:
+        return bool(np.array_equal(labels, np.unique(labels)))
+    except TypeError:  # labels of mixed kinds that do not sort
+        return False
+
+
 def _per_sequence_fields(value: dict) -> bool:
     if not _SCALED_FIELDS & set(value):
         return True
@@ -125,9 +134,13 @@ def _encoder(value: Any) -> bool:
         and _per_sequence_fields(value)
         and _is_int(value["n_features"])
         and value["n_features"] >= 1
-        and _float_array(value["fill_values"])
-        and isinstance(value["use_mask"], bool)
         and _optional(_is_int)(value["time_feature"])
+        and (value["time_feature"] is None or 0 <= value["time_feature"] < value["n_features"])
+        # a fill value (the training mean) for every measured feature, finite
+        and _float_array(value["fill_values"])
+        and value["fill_values"].shape == (value["n_features"] - (value["time_feature"] is not None),)
+        and bool(np.isfinite(value["fill_values"]).all())
+        and isinstance(value["use_mask"], bool)
         and _is_float(value["time_scale"])
         and math.isfinite(value["time_scale"])
         and value["time_scale"] > 0
@@ -168,7 +181,8 @@ STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "fitted_layout": (True, lambda v: v in ("table", "sequences"), "'table' or 'sequences'"),
     "n_step_features": (True, _is_int, "an int"),
     "encoder": (True, _encoder, "the input encoder's fields"),
-    "classes_": (False, _label_array, "a 1D array of labels"),
+    "classes_": (False, lambda v: _label_array(v) and _sorted_unique(v),
+                 "a 1D array of distinct labels in sorted order (as np.unique gives them)"),
     "n_outputs_": (False, _is_int, "an int"),
     "y_mean": (False, _float_array, "a 1D float64 array"),
     "y_scale": (False, _float_array, "a 1D float64 array"),
@@ -288,13 +302,16 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     sklearn.exceptions.NotFittedError
         The estimator is not fitted.
     ValueError
-        Parameters that shape the network were changed since it was fitted.
+        Parameters that shape the network were changed since it was fitted; or
+        safetensors refused the file (a header above its 100 MB).
     TypeError
         A parameter or state field holds a value this format cannot store, or the
         class could not be found when loading (the message names it); pickle such a
         model instead.
     FileNotFoundError
         The folder of ``path`` does not exist.
+    IsADirectoryError
+        ``path`` is a folder.
 
     Examples
     --------
@@ -318,7 +335,20 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
             f"cannot write {path!r}: its folder {folder!r} does not exist. Create it first, "
             "e.g. os.makedirs(folder, exist_ok=True), or save to an existing folder."
         )
-    save_file(tensors, path, metadata={FORMAT: json.dumps(header)})
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"cannot write {path!r}: it is a folder. Give a file name inside it, e.g. "
+            f"os.path.join({path!r}, 'model.safetensors')."
+        )
+    text = json.dumps(header)
+    try:
+        save_file(tensors, path, metadata={FORMAT: text})
+    except SafetensorError as error:  # the header past safetensors' limit (100 MB)
+        raise ValueError(
+            f"cannot save this {type(estimator).__name__} to {path!r}: safetensors refused it "
+            f"({error}; its header, the parameters and fitted state but the weights, takes "
+            f"{len(text.encode()) / 1e6:.1f} MB). Save it with pickle or joblib."
+        ) from None
 
 
 def _header(estimator: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:

@@ -277,8 +277,10 @@ def test_model_file_keeps_the_pooling_and_refuses_a_forged_one(tmp_path):
         save_file(tensors, str(target), metadata={"sklearn_rnn": json.dumps(new_header)})
         return target
 
-    # A file written before the option has no field: its stage is unpooled.
-    older = RNNClassifier.load(forged(lambda h: h["state"].pop("conv_pool"), "old.safetensors"))
+    # A file written before the option has neither the field nor the parameter: its
+    # stage is unpooled.
+    older = RNNClassifier.load(forged(lambda h: (h["state"].pop("conv_pool"), h["params"].pop("conv_pool")),
+                                      "old.safetensors"))
     assert older.module_.conv.pool == 1
     with pytest.raises(ValueError, match="conv_pool"):
         RNNClassifier.load(forged(lambda h: h["state"].update(conv_pool=0), "zero.safetensors"))

@@ -331,3 +331,92 @@ def test_a_model_loaded_inside_inference_mode_trains_on(tmp_path):
     expected = model.partial_fit(X, y).predict_proba(X)
     for copy_ in loaded:
         np.testing.assert_array_equal(copy_.partial_fit(X, y).predict_proba(X), expected)
+
+
+# ------------------------------------------------ an outside review of persistence (session 31)
+def _forge(model, tmp_path, edit):
+    path = tmp_path / "model.safetensors"
+    model.save(path)
+    with safe_open(str(path), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    edit(header)
+    forged = tmp_path / "forged.safetensors"
+    save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(resigned(header, tensors))})
+    return forged
+
+
+def _set_encoder(key, value):
+    def edit(header):
+        pairs = [pair for pair in header["state"]["encoder"]["pairs"] if pair[0] == key]
+        assert len(pairs) == 1
+        pairs[0][1] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit, message", [
+    # column 0 read as time stamps by a model fitted without (the mask channel made the
+    # shapes agree): its probabilities changed from 0.513 to 0.427
+    (_set_encoder("time_feature", 0), "fitted state 'encoder'.*inconsistent"),
+    (_set_encoder("time_feature", 7), "fitted state 'encoder'.*inconsistent"),
+    # fill values of another length: loaded, then predict failed inside numpy
+    (_set_encoder("fill_values", {"kind": "ndarray", "dtype": "<f8", "shape": [3], "items": [0.0] * 3}),
+     "fitted state 'encoder'.*inconsistent"),
+    (_set_encoder("fill_values", {"kind": "ndarray", "dtype": "<f8", "shape": [2], "items": [0.0, float("nan")]}),
+     "fitted state 'encoder'.*inconsistent"),
+    # the classes in another order than the network's outputs: every prediction swapped
+    (lambda h: h["state"]["classes_"].update(items=h["state"]["classes_"]["items"][::-1]), "fitted state 'classes_'.*sorted order"),
+    # parameters that do not describe the stored network: it loaded, and could then be
+    # neither trained further nor saved
+    (lambda h: h["params"].update(frame=2), "contradict its fitted state.*frame"),
+    (lambda h: h["params"].update(readout={"pool": "last", "last": "pool"}[h["state"]["readout"]]),
+     "contradict its fitted state.*readout"),
+])
+def test_a_forged_file_whose_fields_disagree_is_refused(classifier, edit, message, tmp_path):
+    model = classifier[0]
+    with pytest.raises(ValueError, match=message):
+        RNNClassifier.load(_forge(model, tmp_path, edit))
+    RNNClassifier.load(_forge(model, tmp_path, lambda h: None))  # the same file unedited loads
+
+
+class SmallGRU(RNNClassifier):
+    """A subclass of fixed architecture that takes two parameters."""
+
+    _persisted_extra = tuple(name for name in RNNClassifier._get_param_names()
+                             if name not in ("max_iter", "random_state"))
+
+    def __init__(self, *, max_iter=2, random_state=None):
+        super().__init__(hidden_size=4, cell="gru", max_iter=max_iter, random_state=random_state)
+
+
+def test_a_subclass_with_a_narrower_init_saves_loads_and_pickles(tmp_path):
+    # Older files' parameter values (readout, conv_kernels, instance_norm) were passed to
+    # every class: a subclass without them saved files nothing could read ("unexpected
+    # keyword argument 'readout'"), and its pickles did not unpickle.
+    X = ragged(12)
+    y = np.arange(12) % 2
+    model = fit(SmallGRU(random_state=0), X, y)
+    model.save(tmp_path / "small.safetensors")
+    for loaded in (sklearn_rnn.load(tmp_path / "small.safetensors", expected=SmallGRU),
+                   pickle.loads(pickle.dumps(model))):
+        assert type(loaded) is SmallGRU and loaded.get_params() == model.get_params()
+        np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
+def test_saving_to_a_folder_or_past_the_header_limit_says_why(classifier, tmp_path, monkeypatch):
+    # Both were safetensors' own errors ("Is a directory"; "header too large", reached
+    # by a history of about a million batches), outside the documented exceptions.
+    from safetensors import SafetensorError
+
+    import sklearn_rnn._persistence as persistence
+
+    model = classifier[0]
+    with pytest.raises(IsADirectoryError, match="it is a folder.*model.safetensors"):
+        model.save(tmp_path)
+
+    def refuse(*args, **kwargs):  # what safetensors raises for a header above 100 MB
+        raise SafetensorError("Error while serializing: header too large")
+
+    monkeypatch.setattr(persistence, "save_file", refuse)
+    with pytest.raises(ValueError, match="safetensors refused it.*header too large.*MB.*pickle or joblib"):
+        model.save(tmp_path / "big.safetensors")

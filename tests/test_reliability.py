@@ -275,7 +275,7 @@ def test_repro_04_subclasses_round_trip_or_are_refused_at_save(tmp_path):
     assert sklearn_rnn.load(tmp_path / "extra.safetensors").note_ == {"fitted_on": 12}
 
     undeclared = quiet_fit(WithUndeclared(**SMALL), X, np.linspace(0, 1, 12))
-    with pytest.raises(TypeError, match=r"fitted attributes \['note_'\] that model files do not know"):
+    with pytest.raises(TypeError, match=r"attributes \['note_'\] that model files do not know \(fitted ones"):
         undeclared.save(tmp_path / "undeclared.safetensors")
 
     class Local(RNNClassifier):

@@ -89,7 +89,8 @@ if len(result.grid):
 # The best setting: nested search and curves
 # ------------------------------------------
 # On the cohort where the RNN with time gaps scored best, a nested
-# :class:`~sklearn.model_selection.GridSearchCV` chooses ``spectral_radius`` and
+# :class:`~sklearn_rnn.RNNGridSearchCV` (the package's search, which trains a grid's
+# networks together and scores as GridSearchCV does) chooses ``spectral_radius`` and
 # ``clip_threshold`` inside each training fold (inner 3-fold ROC AUC), so the pooled
 # AUC of the outer folds is not tuned on the patients it scores. Its pooled
 # probabilities give the three curves of the thesis: the ROC curve, sensitivity and

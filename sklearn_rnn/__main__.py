@@ -167,7 +167,10 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
     its results are not lost): a missing folder, a folder given as the file, or a plot
     format matplotlib does not write."""
     for option, path in (("--plot", args.plot), ("--save-intervals", args.save_intervals)):
-        if not path:
+        if path == "":
+            parser.error(f"{option} was given an empty file name: give the file to write, or "
+                         f"leave out {option}.")
+        if path is None:
             continue
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path) or path.endswith(os.sep):
@@ -175,6 +178,9 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
         if not os.path.isdir(folder):
             parser.error(f"{option} {path}: the folder {folder} does not exist (checked before "
                          "the study runs, so that its results are not lost).")
+    if args.plot and args.save_intervals and os.path.abspath(args.plot) == os.path.abspath(args.save_intervals):
+        parser.error(f"--plot and --save-intervals name the same file ({args.plot}): the figure "
+                     "would overwrite the intervals. Give two file names.")
     if args.plot:
         try:
             from matplotlib.figure import Figure

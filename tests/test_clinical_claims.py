@@ -106,6 +106,10 @@ def test_paired_intervals_detect_a_real_difference_and_not_a_null_one():
     (["--plot", "/tmp/pbc.xyz"], "--plot /tmp/pbc.xyz: expected a file name ending in one of"),
     (["--plot", "/tmp"], "--plot /tmp: expected a file name, got a folder"),
     (["--save-intervals", "/tmp/"], "--save-intervals /tmp/: expected a file name, got a folder"),
+    # the study ran and saved nothing, or the figure overwrote the intervals
+    (["--save-intervals", ""], "--save-intervals was given an empty file name"),
+    (["--plot", ""], "--plot was given an empty file name"),
+    (["--plot", "/tmp/x.png", "--save-intervals", "/tmp/../tmp/x.png"], "name the same file"),
 ])
 def test_the_main_job_refuses_bad_options_before_it_runs(arguments, message, capsys):
     # They raised tracebacks from joblib or numpy after 2 s; a bad output folder failed

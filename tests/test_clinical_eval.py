@@ -171,6 +171,31 @@ def test_pbc_cohort_of_the_headline_comparison():
     assert np.nanmax(np.concatenate(cohort.sequences)[:, bili]) < np.log(50)  # log scale
 
 
+def test_the_pbc_cohort_refuses_the_outcome_as_a_feature_and_spans_not_in_years():
+    # features=["bili", "status"] scored a pooled AUC of 1.0 (the outcome read back);
+    # spans were checked after turning years into days ("got -365.25", with a hint of
+    # 365.25 for one year), and True was one year.
+    for leak in (["bili", "status"], ["futime"]):
+        with pytest.raises(ValueError, match=r"the columns the outcome is built from.*Leave them out"):
+            load_pbc_cohort(1, 1, 2, features=leak)
+    for span in (-1, True, "1", float("inf")):
+        with pytest.raises(ValueError, match=rf"upper_span must be a finite number >= 0 of years; got {span!r}"):
+            load_pbc_cohort(span, 1, 2)
+    with pytest.raises(ValueError, match="lower_span must be a finite number >= 0 of years; got -0.5"):
+        load_pbc_cohort(1, -0.5, 2)
+
+
+def test_paired_intervals_refuse_results_of_different_positive_classes():
+    # They were refused as "scored on different samples".
+    from sklearn_rnn.clinical import auc_intervals
+
+    labels = np.where(LABELS == 1, "dead", "alive")
+    first = pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], labels, n_splits=2, pos_label="dead")
+    second = pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], labels, n_splits=2, pos_label="alive")
+    with pytest.raises(ValueError, match=r"score different positive classes \(pos_label='dead' and 'alive'\)"):
+        auc_intervals({"a": first, "b": second}, n_bootstraps=10)
+
+
 def test_study_smoke_run():
     study = PBCStudy.quick(n_repeats=1, n_splits=2, search_grid={"spectral_radius": [1.2]},
                            rnn_params={"hidden_size": 3, "max_iter": 1})
@@ -201,6 +226,8 @@ def test_study_smoke_run():
     assert result.best_setting == (1.0, 1.0, 2)
     assert result.nested.y_score.shape == (1, 208)
     assert "RNN time gaps" in result.to_string()
+    with pytest.raises(ValueError, match="part must be 'main' or 'grid'; got 'Main'"):
+        result.to_string("Main")  # gave the grid table
     assert len(result.plot()) == 3
     plt.close("all")
 

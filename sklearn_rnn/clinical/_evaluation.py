@@ -557,6 +557,13 @@ def auc_intervals(
     names = list(results)
     y_true = results[names[0]].y_true
     for name in names[1:]:
+        if results[name].pos_label != results[names[0]].pos_label:
+            raise ValueError(
+                f"results {names[0]!r} and {name!r} score different positive classes "
+                f"(pos_label={results[names[0]].pos_label!r} and {results[name].pos_label!r}): "
+                "paired intervals need every model scored for the same class; cross-validate "
+                "them with the same pos_label."
+            )
         if not np.array_equal(results[name].y_true, y_true):
             raise ValueError(
                 f"results {names[0]!r} and {name!r} were scored on different samples: paired "

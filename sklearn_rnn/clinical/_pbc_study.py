@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import product
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -107,8 +108,18 @@ def load_pbc_cohort(
     >>> len(cohort.y), int(cohort.y.sum()), cohort.feature_names[:3]
     (208, 86, ['day', 'age', 'bili'])
     """
+    for name, value in (("upper_span", upper_span), ("lower_span", lower_span)):
+        if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a finite number >= 0 of years; got {value!r}.")
     features = [features] if isinstance(features, str) else list(features)
     log_features = [log_features] if isinstance(log_features, str) else list(log_features)
+    outcome = [name for name in ("futime", "status") if name in features]
+    if outcome:
+        raise ValueError(
+            f"features names {outcome}, the columns the outcome is built from (the end of "
+            "follow-up and how it ended): a model reading them would see the answer. "
+            "Leave them out."
+        )
     table = load_pbcseq()
     transplanted = table.loc[table["status"] == 1, "id"].unique()
     table = table[~table["id"].isin(transplanted)].copy()
@@ -492,6 +503,8 @@ class StudyResult:
         -------
         str
         """
+        if part not in ("main", "grid"):
+            raise ValueError(f"part must be 'main' or 'grid'; got {part!r}.")
         table = self.main if part == "main" else self.grid
         table = table.rename(columns={"upper_span": "upper", "lower_span": "lower",
                                       "min_visits": "visits", "positives": "pos",

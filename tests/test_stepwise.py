@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 
@@ -221,10 +222,12 @@ def test_a_cell_trains_on_the_cpu_with_the_stepwise_recurrence_and_predicts_with
 
 @pytest.mark.parametrize("cell", ["gru", "tanh"])
 def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives(monkeypatch, cell):
-    """The hand-written backward pass is differentiable once: asking for a second
-    derivative through a stepwise layer fails with an error that names the cell and the
-    fix, and with trains_stepwise off (as the error and the attribute's documentation
-    say) the fused kernel gives it."""
+    """The hand-written backward pass is differentiable once: recording its gradient
+    (create_graph=True, as second derivatives need) fails with an error that names the
+    cell and the fix, and with trains_stepwise off (as the error and the attribute's
+    documentation say) the fused kernel gives it. The error came only when a second
+    derivative reached a node hung on the gradients: a Hessian of a frozen network was 0
+    and a gradient penalty under a frozen readout missed W_rec, without a word."""
     from sklearn_rnn.nn import get_cell
 
     net = RecurrentNetwork(3, 4, 1, cell=cell, generator=torch.Generator().manual_seed(0))
@@ -234,17 +237,35 @@ def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives
         (grad,) = torch.autograd.grad(net(x, lengths).sum(), x, create_graph=True)
         return grad.square().sum()
 
-    # Recording the first derivative leaves its values as they are.
-    (plain,) = torch.autograd.grad(net(x, lengths).sum(), x)
-    (recorded,) = torch.autograd.grad(net(x, lengths).sum(), x, create_graph=True)
-    assert torch.equal(plain, recorded) and recorded.requires_grad
-    fix = rf"differentiable once.*get_cell\('{cell}'\)\.trains_stepwise = False"
+    fix = rf"create_graph=True.*differentiable once.*get_cell\('{cell}'\)\.trains_stepwise = False"
     with pytest.raises(RuntimeError, match=fix):
         input_gradient_norm().backward()
+    frozen = copy.deepcopy(net).requires_grad_(False)
+    with pytest.raises(RuntimeError, match=fix):  # was a Hessian of zeros
+        torch.autograd.functional.hessian(lambda v: frozen(v, lengths).sum(), x.detach())
+    net.readout.requires_grad_(False)
+    with pytest.raises(RuntimeError, match=fix):  # was a penalty that missed W_rec
+        input_gradient_norm().backward()
+    net.readout.requires_grad_(True)
     net.zero_grad()
     monkeypatch.setattr(get_cell(cell), "trains_stepwise", False)
     input_gradient_norm().backward()
+    hessian = torch.autograd.functional.hessian(lambda v: frozen(v, lengths).sum(), x.detach())
+    assert bool(hessian.abs().sum() > 0)
     [(_, projection, recurrence)] = list(net.stack())
     for weight in (projection.weight, recurrence.weight_hh_l0):  # both shape dL/dx
         assert weight.grad is not None and bool(torch.isfinite(weight.grad).all())
         assert bool(weight.grad.abs().sum() > 0)
+
+
+@pytest.mark.parametrize("cell", ["tanh", "relu", "gru"])
+def test_torch_func_transforms_run_the_fused_kernel(cell):
+    # torch.func.jacrev failed on the step-by-step recurrence's autograd.Function ("must
+    # override the setup_context staticmethod"), the default cells' training path.
+    from torch.func import jacrev
+
+    net = RecurrentNetwork(2, 3, 1, cell=cell, generator=torch.Generator().manual_seed(1)).double()
+    x = torch.randn(3, 5, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    lengths = torch.tensor([5, 1, 3])
+    expected = torch.autograd.functional.jacobian(lambda v: net(v, lengths), x)
+    torch.testing.assert_close(jacrev(lambda v: net(v, lengths))(x), expected)

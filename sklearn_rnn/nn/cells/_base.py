@@ -843,11 +843,19 @@ class FusedCell(Cell):
         return tuple(states) if self.state_count > 1 else states[0]
 
 
+def _functorch_transforms_active() -> bool:
+    """Whether a :mod:`torch.func` transform is running (False where PyTorch cannot say)."""
+    active = getattr(torch._C, "_are_functorch_transforms_active", None)
+    return bool(active()) if active is not None else False
+
+
 def _stepwise_training(z: torch.Tensor) -> bool:
     """Whether a layer's forward pass on ``z`` is a CPU training pass in the tensors'
     own dtype (gradients on, autocast off), where :attr:`Cell.trains_stepwise` applies."""
     if z.device.type != "cpu" or not torch.is_grad_enabled():
         return False
+    if _functorch_transforms_active():  # torch.func (jacrev, grad, vmap) runs no autograd.Function
+        return False  # without a setup_context; the fused kernel has PyTorch's own rules
     try:
         return not torch.is_autocast_enabled("cpu")
     except TypeError:  # torch < 2.4: no device argument

@@ -107,26 +107,16 @@ def tanh_of_doubled_(doubled: torch.Tensor) -> torch.Tensor:
     return doubled.sigmoid_().mul_(TWO).sub_(ONE)
 
 
-class _SecondDerivative(torch.autograd.Function):
-    """Passes tensors through; differentiating them raises the error it was given."""
-
-    @staticmethod
-    def forward(ctx: Any, message: str, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        ctx.message = message
-        return tuple(tensor.view_as(tensor) for tensor in tensors)
-
-    @staticmethod
-    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[None, ...]:
-        raise RuntimeError(ctx.message)
-
-
 def differentiable_once(backward: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
     """Mark a hand-written backward pass as differentiable once (a decorator).
 
-    The pass runs without recording a graph. When its gradients are themselves recorded
-    (``create_graph=True``), they come out of a node that raises, if a second derivative
-    ever reaches it, an error naming the cell (``ctx.cell``, set by the forward pass) and
-    the way to a second derivative: training that cell on PyTorch's fused kernel.
+    The pass runs without recording a graph. Asked to record one (``create_graph=True``,
+    which second derivatives, gradient penalties and Hessians need), it raises an error
+    naming the cell (``ctx.cell``, set by the forward pass) and the way to a second
+    derivative: training that cell on PyTorch's fused kernel. It refuses the recording
+    itself, not a second derivative that reaches it: one taken with respect to inputs
+    only, or through a gradient that needs none of its own (a frozen readout), would
+    never reach such a node and would come out silently without the recurrence's part.
 
     Parameters
     ----------
@@ -142,24 +132,18 @@ def differentiable_once(backward: Callable[..., tuple[Any, ...]]) -> Callable[..
 
     @functools.wraps(backward)
     def guarded(ctx: Any, *grads: Any) -> tuple[Any, ...]:
+        if torch.is_grad_enabled():  # a backward pass runs with grad on under create_graph=True only
+            name = ctx.cell.name
+            raise RuntimeError(
+                f"Cannot record the gradient of the step-by-step recurrence of cell {name!r} "
+                "(create_graph=True): its hand-written backward pass is differentiable once. "
+                "That recurrence runs when a network trains on a CPU (and in forward_states, for "
+                "temporal gradients). For second derivatives (a gradient penalty, Hessians), run "
+                f"the cell on PyTorch's fused kernel instead: sklearn_rnn.nn.get_cell({name!r})"
+                ".trains_stepwise = False."
+            )
         with torch.no_grad():
-            outputs = backward(ctx, *grads)
-        recorded = torch.is_grad_enabled() and any(
-            isinstance(grad, torch.Tensor) and grad.requires_grad for grad in grads
-        )
-        if not recorded:
-            return outputs
-        name = ctx.cell.name
-        message = (
-            f"Cannot differentiate twice through the step-by-step recurrence of cell {name!r}: "
-            "its hand-written backward pass is differentiable once. That recurrence runs when a "
-            "network trains on a CPU (and in forward_states, for temporal gradients). For second "
-            "derivatives (a gradient penalty, Hessian-vector products), run the cell on "
-            f"PyTorch's fused kernel instead: sklearn_rnn.nn.get_cell({name!r}).trains_stepwise = False."
-        )
-        tensors = [output for output in outputs if isinstance(output, torch.Tensor)]
-        through = iter(_SecondDerivative.apply(message, *(t.detach().requires_grad_() for t in tensors)))
-        return tuple(next(through) if isinstance(output, torch.Tensor) else output for output in outputs)
+            return backward(ctx, *grads)
 
     return guarded
 

@@ -265,3 +265,18 @@ def test_temporal_gradients_of_a_bfloat16_autocast_forward(cell):
     low = temporal_gradients(net, states, F.mse_loss(states.outputs.float(), y), lengths, accumulate_grad=False)
     assert all(g.dtype == torch.float32 for g in low.gradient)
     torch.testing.assert_close(low.norms(), exact.norms(), rtol=0.05, atol=1e-6)
+
+
+@pytest.mark.parametrize("build", [dict(readout="pool"), dict(conv_kernels=(3,)), dict(conv_kernels=(3,), conv_pool=2)])
+def test_per_step_outputs_of_a_network_built_for_one_output_per_sequence_are_refused(build):
+    # 'pool' failed inside the readout ("mat1 and mat2 shapes cannot be multiplied (8x3
+    # and 9x1)"); a pooled stage gave ceil(T / pool) outputs where T were documented.
+    from sklearn_rnn.nn import RecurrentNetwork
+
+    net = RecurrentNetwork(2, 3, 1, generator=torch.Generator().manual_seed(1), **build)
+    x, lengths = torch.randn(2, 5, 2), torch.tensor([5, 2])
+    message = "readout='last'" if "readout" in build else "without conv_kernels"
+    for run in (net, net.forward_states):
+        with pytest.raises(ValueError, match=f"every_step=True.*{message}"):
+            run(x, lengths, every_step=True)
+    assert net(x, lengths).shape == (2, 1)

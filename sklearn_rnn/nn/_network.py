@@ -145,8 +145,7 @@ class RecurrentNetwork(nn.Module):
         with the mean and the maximum of the last layer's states over the valid steps
         (``3 * hidden_size`` inputs), so that what the network saw early in a long
         sequence reaches the output without being carried to its end. Per-step outputs
-        (``every_step=True``) always read each step's own state. Temporal gradients
-        need 'last'.
+        (``every_step=True``) need 'last', as do temporal gradients.
     conv_kernels : sequence of int, default=()
         Kernel widths of a convolutional input stage (:class:`~sklearn_rnn.nn.ConvStage`,
         ``conv_channels`` ReLU features per width) whose features the first layer reads
@@ -434,6 +433,7 @@ class RecurrentNetwork(nn.Module):
                 "direction of time; this network is bidirectional. Build it with "
                 "bidirectional=False for them."
             )
+        self._check_every_step(every_step)
         layers: list[LayerStates] = []
         x, lengths, gaps = self._inputs(x, lengths)
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
@@ -469,6 +469,7 @@ class RecurrentNetwork(nn.Module):
         -------
         torch.Tensor
         """
+        self._check_every_step(every_step)
         x, lengths, gaps = self._inputs(x, lengths)
         hidden = x
         reverse = self.reverse_stack()
@@ -484,6 +485,27 @@ class RecurrentNetwork(nn.Module):
                 backward = run(projection, recurrence, reverse_steps(z, lengths), initial, None)
                 hidden = torch.cat([hidden, reverse_steps(backward, lengths)], dim=2)  # (B, T, 2H)
         return self._read(hidden, lengths, every_step)[1]
+
+    def _check_every_step(self, every_step: bool) -> None:
+        """Refuse per-step outputs from a network built for one output per sequence: a
+        'pool' readout reads ``3 * hidden_size`` values (a step's state is
+        ``hidden_size``), and a convolutional stage's windows reach ahead of each step
+        (and its pooling leaves fewer steps than the input's)."""
+        if not every_step:
+            return
+        if self.readout_mode == "pool":
+            raise ValueError(
+                "every_step=True reads out each step's own state, but this network's readout "
+                f"is 'pool', which reads {self.readout.in_features} values (a sequence's "
+                "last state with the mean and maximum of its states); build it with "
+                "readout='last' for per-step outputs."
+            )
+        if self.conv is not None:
+            raise ValueError(
+                "every_step=True gives an output at each step, but this network's "
+                "convolutional stage reads steps ahead of each one (and its pooling leaves "
+                "fewer steps); build it without conv_kernels for per-step outputs."
+            )
 
     @property
     def input_size(self) -> int:

@@ -433,7 +433,7 @@ class RecurrentNetwork(nn.Module):
                 "direction of time; this network is bidirectional. Build it with "
                 "bidirectional=False for them."
             )
-        self._check_every_step(every_step)
+        self._refuse_per_step_readout(every_step)
         layers: list[LayerStates] = []
         x, lengths, gaps = self._inputs(x, lengths)
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
@@ -469,7 +469,7 @@ class RecurrentNetwork(nn.Module):
         -------
         torch.Tensor
         """
-        self._check_every_step(every_step)
+        self._refuse_per_step_readout(every_step)
         x, lengths, gaps = self._inputs(x, lengths)
         hidden = x
         reverse = self.reverse_stack()
@@ -486,7 +486,7 @@ class RecurrentNetwork(nn.Module):
                 hidden = torch.cat([hidden, reverse_steps(backward, lengths)], dim=2)  # (B, T, 2H)
         return self._read(hidden, lengths, every_step)[1]
 
-    def _check_every_step(self, every_step: bool) -> None:
+    def _refuse_per_step_readout(self, every_step: bool) -> None:
         """Refuse per-step outputs from a network built for one output per sequence: a
         'pool' readout reads ``3 * hidden_size`` values (a step's state is
         ``hidden_size``), and a convolutional stage's windows reach ahead of each step

@@ -280,3 +280,43 @@ def test_per_step_outputs_of_a_network_built_for_one_output_per_sequence_are_ref
         with pytest.raises(ValueError, match=f"every_step=True.*{message}"):
             run(x, lengths, every_step=True)
     assert net(x, lengths).shape == (2, 1)
+
+
+def test_plain_pytorch_inputs_get_the_networks_own_checks():
+    # numpy sizes passed the checks and failed inside torch ("input_size should be of
+    # type int"); unsigned lengths failed in torch ("min_all not implemented for
+    # 'UInt32'"); an x of another dtype failed with "mat1 and mat2 must have the same
+    # dtype"; conv widths 2.7 and '35' became 2 and (3, 5); the LSTM took (h_0,) as a
+    # zero c_0 and the GRU ignored a c_0.
+    import numpy as np
+
+    from sklearn_rnn.nn import ConvStage
+    from sklearn_rnn.nn.cells import stepwise_recurrence
+
+    x = torch.randn(2, 4, 2)
+    for cell in ("tanh", "gru", "lstm"):
+        built = RecurrentNetwork(2, np.int64(3), np.int64(1), cell=cell, num_layers=np.int64(2),
+                                 generator=torch.Generator().manual_seed(0))
+        plain = RecurrentNetwork(2, 3, 1, cell=cell, num_layers=2, generator=torch.Generator().manual_seed(0))
+        torch.testing.assert_close(built(x, [4, 2]), plain(x, [4, 2]), rtol=0, atol=0)
+    net = RecurrentNetwork(2, 3, 1, generator=torch.Generator().manual_seed(0))
+    expected = net(x, [4, 2])
+    for dtype in (np.uint16, np.uint32, np.uint64):
+        torch.testing.assert_close(net(x, np.array([4, 2], dtype=dtype)), expected, rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"x is torch.float64, but the network's weights are torch.float32.*network.to"):
+        net(x.double(), [4, 2])
+    with pytest.raises(ValueError, match=r"x is torch.int64.*pass x.to\(torch.float32\)\.$"):
+        net(x.long(), [4, 2])
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts the inputs itself
+        assert net(x.bfloat16(), [4, 2]).shape == (2, 1)
+    for settings in (dict(kernel_sizes=(2.7,), channels=2), dict(kernel_sizes="35", channels=2),
+                     dict(kernel_sizes=(3,), channels=2.5), dict(kernel_sizes=(3,), channels=2, pool=2.9)):
+        with pytest.raises(ValueError, match="are whole numbers"):
+            ConvStage(2, **settings)
+    lstm = torch.nn.LSTM(8, 2, bias=False, batch_first=True)
+    with pytest.raises(ValueError, match=r"\(h_0, c_0\) for cell='lstm'; got 1"):
+        stepwise_recurrence("lstm", torch.randn(3, 5, 8), lstm.weight_hh_l0, None, (torch.zeros(3, 2),))
+    gru = torch.nn.GRU(6, 2, batch_first=True)
+    with pytest.raises(ValueError, match=r"\(h_0,\) for cell='gru'; got 2"):
+        stepwise_recurrence("gru", torch.randn(3, 5, 6), gru.weight_hh_l0, gru.bias_hh_l0,
+                            (torch.zeros(3, 2), torch.zeros(3, 2)))

@@ -10,6 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .cells import uniform_
+from .cells._base import _is_int
 
 __all__ = ["ConvStage"]
 
@@ -91,7 +92,13 @@ class ConvStage(nn.Module):
         device: str | None = None,
     ) -> None:
         super().__init__()
-        sizes = tuple(int(size) for size in kernel_sizes)
+        given = tuple(kernel_sizes) if not isinstance(kernel_sizes, (str, bytes)) else (kernel_sizes,)
+        if not all(_is_int(value) for value in (*given, channels, pool)):  # 2.7 read as 2, '35' as (3, 5)
+            raise ValueError(
+                "a convolutional stage's kernel widths, channels and pooling window are whole "
+                f"numbers; got kernel_sizes={kernel_sizes!r}, channels={channels!r}, pool={pool!r}."
+            )
+        sizes = tuple(int(size) for size in given)
         if not sizes or min(sizes) < 1 or int(channels) < 1 or int(pool) < 1:
             raise ValueError(
                 "a convolutional stage needs at least one kernel width of at least 1 step, "

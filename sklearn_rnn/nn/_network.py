@@ -12,6 +12,7 @@ from torch import nn
 
 from ._conv import ConvStage
 from .cells import Cell, LayerStates, get_cell, normal_, uniform_
+from .cells._base import _is_int
 
 __all__ = ["RecurrentNetwork", "NetworkStates"]
 
@@ -228,6 +229,8 @@ class RecurrentNetwork(nn.Module):
         spec = get_cell(cell)
         _check_sizes(input_size, hidden_size, output_size)
         _check_architecture(spec, num_layers, dropout, hidden_init)
+        # numpy whole numbers (a grid over np.arange) as Python's, which torch's layers need
+        input_size, hidden_size, output_size, num_layers = map(int, (input_size, hidden_size, output_size, num_layers))
         if not isinstance(bidirectional, (bool, np.bool_)):
             raise ValueError(f"bidirectional must be True or False; got {bidirectional!r}.")
         if spec.needs_gaps and gap_channel is None:
@@ -237,6 +240,7 @@ class RecurrentNetwork(nn.Module):
                 "column of the time stamps), or use cell='tanh'."
             )
         _check_channels(spec, input_size, gap_channel, n_masked)
+        gap_channel, n_masked = (None if gap_channel is None else int(gap_channel)), int(n_masked)
         if conv_kernels and spec.needs_gaps:
             raise ValueError(
                 f"cell={cell!r} reads the raw inputs and the time between steps, which a "
@@ -541,6 +545,13 @@ class RecurrentNetwork(nn.Module):
                 f"right-padded sequences of the {self.input_size} input features the network "
                 "was built for."
             )
+        weights = next(self.parameters()).dtype
+        if x.dtype != weights and not _autocast_on(x.device.type):
+            convert = f", or convert the network (network.to({x.dtype}))" if x.dtype.is_floating_point else ""
+            raise ValueError(
+                f"x is {x.dtype}, but the network's weights are {weights}: pass "
+                f"x.to({weights}){convert}."
+            )
         if not isinstance(lengths, torch.Tensor):
             lengths = torch.as_tensor(lengths)
         if lengths.dtype in _NARROW_INTEGERS:  # uint8 indexes as a mask, and overflows
@@ -709,11 +720,17 @@ def dropout(tensor: torch.Tensor, p: float, generator: torch.Generator) -> torch
 
 #: Integer dtypes of lengths read as int64: a uint8 tensor indexes as a boolean mask
 #: (the wrong step was read out), and narrow ones overflow in the stage's arithmetic.
-_NARROW_INTEGERS = (torch.uint8, torch.int8, torch.int16)
+_NARROW_INTEGERS = (torch.uint8, torch.int8, torch.int16,
+                    # unsigned ones (numpy's uint arrays): PyTorch has no min/max of them
+                    *(getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name)))
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+def _autocast_on(device: str) -> bool:
+    """Whether autocast runs on ``device`` (which casts each operation's inputs)."""
+    try:
+        return torch.is_autocast_enabled(device)
+    except TypeError:  # torch < 2.4: no device argument
+        return torch.is_autocast_enabled() if device == "cuda" else torch.is_autocast_cpu_enabled()
 
 
 def _check_sizes(input_size: int, hidden_size: int, output_size: int) -> None:
@@ -740,7 +757,7 @@ def _check_channels(cell: Cell, input_size: int, gap_channel: int | None, n_mask
 
 
 def _check_architecture(cell: Cell, num_layers: int, dropout: float, hidden_init: str) -> None:
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+    if not _is_int(num_layers) or num_layers < 1:
         raise ValueError(f"num_layers must be a positive int; got {num_layers!r}.")
     if not 0 <= dropout < 1:
         raise ValueError(

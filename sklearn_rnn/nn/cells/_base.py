@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Set
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -956,6 +957,12 @@ def stepwise_recurrence(
             f"{cell_names(has_recurrent_bias=True)} keep a recurrent bias of their own, None "
             "for the others (add the module's b_hh to u); got a tensor."
         )
+    if len(initial) not in (0, cell.state_count):
+        states = "(h_0,)" if cell.state_count == 1 else "(h_0, c_0)"
+        raise ValueError(
+            f"initial must be () for a zero initial state or {states} for cell={cell.name!r}; "
+            f"got {len(initial)} tensor(s)."
+        )
     dtype = weight_hh.dtype
     h0 = initial[0].to(dtype) if initial else None
     c0 = initial[1].to(dtype) if len(initial) > 1 else None
@@ -996,6 +1003,11 @@ def reset_affine_(
         spectral_radius_(weight_hh, spectral_radius, generator=generator)
         normal_(projection.weight, 0.1, generator)
         projection.bias.zero_()
+
+
+def _is_int(value: object) -> bool:
+    """Whether ``value`` is a whole number of Python's or numpy's (not a bool)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def uniform_(tensor: torch.Tensor, bound: float, generator: torch.Generator | None) -> None:

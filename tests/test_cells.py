@@ -320,3 +320,19 @@ def test_plain_pytorch_inputs_get_the_networks_own_checks():
     with pytest.raises(ValueError, match=r"\(h_0,\) for cell='gru'; got 2"):
         stepwise_recurrence("gru", torch.randn(3, 5, 6), gru.weight_hh_l0, gru.bias_hh_l0,
                             (torch.zeros(3, 2), torch.zeros(3, 2)))
+
+
+def test_spectral_radius_values_that_cannot_be_reached_are_refused_by_name():
+    # 0 was refused as "rho must be a positive float" (a name the caller never used),
+    # 'auto' failed with "'>' not supported", inf filled the matrix with infinities, and
+    # an empty matrix divided by zero.
+    from sklearn_rnn.nn import spectral_radius_
+
+    for radius in (0, "auto", float("inf"), True):
+        with pytest.raises(ValueError, match=f"spectral_radius must be a finite positive number.*got {radius!r}"):
+            RecurrentNetwork(2, 3, 1, spectral_radius=radius)
+    with pytest.raises(ValueError, match="rho must be a finite positive number; got inf"):
+        spectral_radius_(torch.empty(3, 3), float("inf"))
+    for shape in ((3, 0), (0, 0)):
+        with pytest.raises(ValueError, match=r"n >= 1; got a tensor of shape"):
+            spectral_radius_(torch.empty(shape), 1.0)

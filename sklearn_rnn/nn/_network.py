@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from numbers import Real
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -229,6 +230,13 @@ class RecurrentNetwork(nn.Module):
         spec = get_cell(cell)
         _check_sizes(input_size, hidden_size, output_size)
         _check_architecture(spec, num_layers, dropout, hidden_init)
+        if spectral_radius is not None and (isinstance(spectral_radius, bool) or not isinstance(spectral_radius, Real)
+                                            or not 0 < spectral_radius < math.inf):
+            raise ValueError(
+                f"spectral_radius must be a finite positive number (the recurrent matrices' "
+                f"largest eigenvalue modulus), or None for PyTorch's initialization; got "
+                f"{spectral_radius!r}."
+            )
         # numpy whole numbers (a grid over np.arange) as Python's, which torch's layers need
         input_size, hidden_size, output_size, num_layers = map(int, (input_size, hidden_size, output_size, num_layers))
         if not isinstance(bidirectional, (bool, np.bool_)):

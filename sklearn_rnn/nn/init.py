@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from numbers import Real
+
 import torch
 
 __all__ = ["spectral_radius_"]
@@ -49,13 +52,13 @@ def spectral_radius_(
     >>> round(torch.linalg.eigvals(w).abs().max().item(), 4)
     1.2
     """
-    if weight.ndim != 2 or weight.shape[0] % weight.shape[1] != 0:
+    if weight.ndim != 2 or 0 in weight.shape or weight.shape[0] % weight.shape[1] != 0:
         raise ValueError(
             "spectral_radius_ expects a square matrix (n, n) or a stack of square blocks "
-            f"(k * n, n); got a tensor of shape {tuple(weight.shape)}."
+            f"(k * n, n), n >= 1; got a tensor of shape {tuple(weight.shape)}."
         )
-    if not rho > 0:
-        raise ValueError(f"rho must be a positive float; got {rho!r}.")
+    if isinstance(rho, bool) or not isinstance(rho, Real) or not (0 < rho < math.inf):
+        raise ValueError(f"rho must be a finite positive number; got {rho!r}.")
     n = weight.shape[1]
     with torch.no_grad():
         for block in weight.split(n, dim=0):

@@ -336,3 +336,23 @@ def test_spectral_radius_values_that_cannot_be_reached_are_refused_by_name():
     for shape in ((3, 0), (0, 0)):
         with pytest.raises(ValueError, match=r"n >= 1; got a tensor of shape"):
             spectral_radius_(torch.empty(shape), 1.0)
+
+
+@pytest.mark.parametrize("cell", ["tanh", "gru", "lstm"])
+def test_a_freeze_and_unfreeze_keeps_the_fused_modules_identity_frozen(cell):
+    # requires_grad_(False) then (True) made weight_ih_l0 (and the GRU's bias_ih_l0)
+    # trainable, and SimplexSGD then refused "8 trainable parameters ... 6 in common".
+    net = RecurrentNetwork(2, 3, 1, cell=cell, num_layers=2, bidirectional=True,
+                           generator=torch.Generator().manual_seed(1))
+    trainable = [name for name, p in net.named_parameters() if p.requires_grad]
+    assert net.requires_grad_(False) is net
+    assert not any(p.requires_grad for p in net.parameters())
+    net.requires_grad_(True)
+    assert [name for name, p in net.named_parameters() if p.requires_grad] == trainable
+    assert not any("weight_ih" in name or "bias_ih" in name for name in trainable)
+    single = RecurrentNetwork(2, 3, 1, cell=cell, generator=torch.Generator().manual_seed(1))
+    single.requires_grad_(False).requires_grad_(True)
+    x, lengths = torch.randn(2, 4, 2), torch.tensor([4, 2])
+    opt = SimplexSGD(single.parameters(), lr=0.1, generator=0)
+    states = single.forward_states(x, lengths)
+    opt.step(temporal_gradients(single, states, states.outputs.square().mean(), lengths))

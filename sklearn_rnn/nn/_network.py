@@ -337,6 +337,28 @@ class RecurrentNetwork(nn.Module):
             *((self._upper_cell, layer.input_projection, layer.recurrence) for layer in self.upper_layers),
         ]
 
+    def requires_grad_(self, requires_grad: bool = True) -> RecurrentNetwork:
+        """Set whether autograd records operations on the parameters, as
+        :meth:`torch.nn.Module.requires_grad_` does, keeping the fused modules' fixed
+        input weights (:meth:`~sklearn_rnn.nn.Cell.frozen_parameters`) frozen: a
+        freeze and unfreeze made them trainable, and the simplex method then found
+        parameters that no temporal gradient covers.
+
+        Parameters
+        ----------
+        requires_grad : bool, default=True
+
+        Returns
+        -------
+        RecurrentNetwork
+            This network.
+        """
+        super().requires_grad_(requires_grad)
+        for cell, _, recurrence in self.stack() + self.reverse_stack():
+            for parameter in cell.frozen_parameters(recurrence):
+                parameter.requires_grad_(False)
+        return self
+
     def reverse_stack(self) -> list[tuple[Cell, nn.Linear, nn.Module]]:
         """``(cell, input_projection, recurrence)`` of every layer's backward direction,
         bottom first; empty unless :attr:`bidirectional`.

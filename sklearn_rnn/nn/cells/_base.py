@@ -209,6 +209,21 @@ class Cell(ABC):
         torch.nn.Module
         """
 
+    def frozen_parameters(self, recurrence: nn.Module) -> list[nn.Parameter]:
+        """The parameters of a recurrence module made by :meth:`make_recurrence` that
+        stay fixed (PyTorch's fused modules carry input weights, set to the identity,
+        that the network's own input projection replaces); none by default.
+
+        Parameters
+        ----------
+        recurrence : torch.nn.Module
+
+        Returns
+        -------
+        list of torch.nn.Parameter
+        """
+        return []
+
     @abstractmethod
     def reset_parameters(
         self,
@@ -549,10 +564,27 @@ class FusedCell(Cell):
             width, hidden_size, bias=self.has_recurrent_bias, batch_first=True, device=device,
             **self.module_options,
         )
-        recurrence.weight_ih_l0.requires_grad_(False)
-        if self.has_recurrent_bias:
-            recurrence.bias_ih_l0.requires_grad_(False)
+        for parameter in self.frozen_parameters(recurrence):
+            parameter.requires_grad_(False)
         return recurrence
+
+    def frozen_parameters(self, recurrence: nn.Module) -> list[nn.Parameter]:
+        """The fused module's input weights (the identity) and, for a cell with a
+        recurrent bias, its input bias (zero): the network's input projection is the
+        cell's ``W_in`` and ``b`` (see :meth:`Cell.frozen_parameters`).
+
+        Parameters
+        ----------
+        recurrence : torch.nn.RNNBase
+
+        Returns
+        -------
+        list of torch.nn.Parameter
+        """
+        frozen = [recurrence.weight_ih_l0]
+        if self.has_recurrent_bias:
+            frozen.append(recurrence.bias_ih_l0)
+        return frozen
 
     def reset_parameters(
         self,

@@ -40,7 +40,7 @@ from ._persistence import register as register_model_class
 from ._persistence import save as save_model
 from .sequences import InputEncoder, SequenceDataset, check_float32_range
 from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature, check_times
-from .sequences._panel import check_targets_follow_instances
+from .sequences._panel import check_step_targets_follow_steps, check_targets_follow_instances
 from .sequences._validation import (
     check_holdout,
     fitted_step_names,
@@ -1355,6 +1355,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """The targets of ``X``'s ``n_samples`` sequences, checked and encoded."""
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
+        if self._output_steps.every_step and y is not None:
+            check_step_targets_follow_steps(X, y)
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "

@@ -330,7 +330,9 @@ class RNNStepClassifier(BaseRNN):
             and a mask.
         y : list of array-like of shape (T_i, k), or ndarray of shape (n_samples, T, k)
             0/1 targets at every step of each sequence, as many steps as its sequence
-            (trailing all-NaN rows are padding, as in ``X``).
+            (trailing all-NaN rows are padding, as in ``X``), in the order of its steps
+            as ``X`` is read: a panel's sorted by its time level (a pandas target
+            indexed by times in another order is refused).
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weight of each sequence's steps in the loss.
 

@@ -352,3 +352,29 @@ def test_sktimes_nested_format_is_refused_with_the_conversion():
     converted = [np.column_stack([np.asarray(cell) for cell in row]) for row in nested.itertuples(index=False)]
     assert [x.shape for x in converted] == [(n, 2) for n in lengths]
     model().fit(converted, y)
+
+
+def test_per_step_targets_indexed_out_of_time_order_are_refused():
+    # A panel's steps are read sorted by time; targets from groupby(level=0) of the table
+    # in its row order were paired by position: patient b trained on (bili 0.3, target 1),
+    # (1.5, 0), the reverse of its rows.
+    from sklearn_rnn import RNNStepClassifier
+
+    visits = pd.DataFrame({"patient": ["b", "a", "b", "a", "a"], "day": [30, 10, 0, 0, 20],
+                           "bili": [1.5, 0.7, 0.3, 0.5, 0.9]})
+    visits["high"] = (visits["bili"] > 0.8).astype(int)
+    table = visits.set_index(["patient", "day"])
+    panel = table[["bili"]]
+    y = [group["high"] for _, group in table.groupby(level=0, sort=False)]
+    model = RNNStepClassifier(hidden_size=3, max_iter=2, random_state=0)
+    with pytest.raises(ValueError, match=r"y\[0\] is indexed by its steps' times in another order.*sort_index"):
+        model.fit(panel, y)
+    in_order = [target.sort_index() for target in y]
+    model.fit(panel, in_order)
+    for method in (model.score, model.nll_per_step):
+        with pytest.raises(ValueError, match="another order"):
+            method(panel, y)
+    by_times = [pd.Series(target.to_numpy(), index=target.index.get_level_values(1)) for target in y]
+    with pytest.raises(ValueError, match="another order"):  # indexed by the times alone
+        model.fit(panel, by_times)
+    model.fit(panel, [target.to_numpy() for target in in_order])  # arrays: by position

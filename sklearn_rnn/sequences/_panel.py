@@ -259,6 +259,59 @@ def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
     )
 
 
+def check_step_targets_follow_steps(X: Any, y: Any) -> None:
+    """Refuse per-step targets of a panel whose labels put the steps in another order.
+
+    A panel's sequences hold each instance's rows sorted by its time level; per-step
+    targets are paired with them by position. A target that is a pandas object whose
+    index says which times it holds (the panel's ``(instance, time)`` pairs, or the
+    times alone), as ``groupby(level=0)`` of the table in its row order gives them,
+    would be paired with other steps without a word when those rows were not in time
+    order.
+
+    Parameters
+    ----------
+    X : sequences in any accepted form
+        Only a panel is checked.
+    y : sequence of per-step targets
+        Only pandas objects with an index other than pandas' default (which counts
+        positions) are checked.
+
+    Raises
+    ------
+    ValueError
+        A target's times are not in increasing order.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import check_step_targets_follow_steps
+    >>> index = pd.MultiIndex.from_tuples([("a", 5), ("a", 0)], names=["id", "day"])
+    >>> panel = pd.DataFrame({"bili": [1.5, 0.3]}, index=index)
+    >>> check_step_targets_follow_steps(panel, [pd.Series([1, 0], index=index).sort_index()])
+    >>> check_step_targets_follow_steps(panel, [pd.Series([1, 0], index=index)])
+    Traceback (most recent call last):
+    ...
+    ValueError: y[0] is indexed by its steps' times in another order than X's steps...
+    """
+    if not is_panel(X):
+        return
+    import pandas as pd
+
+    for position, target in enumerate(y):
+        index = getattr(target, "index", None)
+        if not isinstance(target, (pd.Series, pd.DataFrame)) or isinstance(index, pd.RangeIndex):
+            continue
+        times = pd.Index(index.get_level_values(-1))
+        if not times.is_monotonic_increasing:
+            raise ValueError(
+                f"y[{position}] is indexed by its steps' times in another order than X's steps, "
+                "which a panel holds sorted by its time level: targets are paired with the "
+                f"steps by position, so they would be paired with other steps. Sort each "
+                "target by time first (e.g. y = [target.sort_index() for target in y])."
+            )
+
+
 def check_numeric_columns(frame: Any, *, where: str) -> None:
     """Refuse a DataFrame with columns that are not numbers, naming them and their dtypes.
 

@@ -913,8 +913,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             raise ValueError(
                 f"instance_norm=True reads each sequence's mean and standard deviation, which "
                 f"would make {type(self).__name__}'s output at a step depend on the steps "
-                "after it; use instance_norm=False (or 'auto'), or scale the sequences "
-                "before the estimator."
+                "after it; use instance_norm=False (or 'auto'), or scale the sequences by "
+                "statistics of the training data before the estimator "
+                "(SequenceStandardScaler(), not per_sequence=True, which reads each "
+                "sequence's future as this would)."
             )
         if sequences is None:
             return tuple(range(self._encoder.n_values))

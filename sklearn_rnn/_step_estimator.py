@@ -76,9 +76,10 @@ class RNNStepClassifier(BaseRNN):
         The state before the first step: zero, or learned per layer.
     spectral_radius : float, None or 'auto', default='auto'
         Spectral radius of the initial recurrent matrix (thesis algorithm 3.1); None
-        keeps PyTorch's initialization; 'auto' is 1.2 (the defaults study of
-        :ref:`defaults` covered one target per sequence; this estimator keeps the
-        thesis' settings).
+        keeps PyTorch's initialization; 'auto' is 1.2 for the 'tanh', 'relu' and
+        'decay' cells (the thesis' setting: the defaults study of :ref:`defaults`
+        covered one target per sequence) and None for 'gru' and 'lstm', as in
+        :class:`RNNClassifier`.
     optimizer : {'adam', 'sgd', 'simplex'}, default='adam'
         'sgd' is the clipped anti-gradient (eq. 3.6); 'simplex' the thesis' simplex
         method, whose temporal gradients here include the readout's gradient at
@@ -235,6 +236,8 @@ class RNNStepClassifier(BaseRNN):
 
     # ----------------------------------------------------------------- targets
     def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> list[np.ndarray]:
+        if type(y).__name__ == "DataFrame" or type(y).__module__.split(".")[0] == "torch":
+            y = np.asarray(y)  # a tensor or table of targets: one array, as numpy's are checked
         if isinstance(y, np.ndarray) and y.dtype != object and y.ndim != 3:
             raise ValueError(
                 f"y is an array of shape {y.shape}: {type(self).__name__} expects one (T_i, k) "
@@ -254,10 +257,10 @@ class RNNStepClassifier(BaseRNN):
                 ) from error
             if target.ndim == 1:
                 target = target[:, None]
-            if target.ndim != 2:
+            if target.ndim != 2 or target.shape[1] == 0:
                 raise ValueError(
-                    f"y[{index}] has shape {target.shape}: expected (T_i, k), one row of k "
-                    f"binary targets per step of sequence {index} of X."
+                    f"y[{index}] has shape {target.shape}: expected (T_i, k) with k >= 1, one "
+                    f"row of k binary targets per step of sequence {index} of X."
                 )
             # Trailing all-NaN rows are padding, as in X (a NaN-padded (n, T, k) array).
             observed = np.flatnonzero(~np.isnan(target).all(axis=1))

@@ -459,3 +459,16 @@ def test_prediction_encodes_a_bounded_number_of_values_at_a_time(monkeypatch):
     np.testing.assert_allclose(clf.predict_proba(X), whole, atol=1e-12)
     assert len(encoded) > 10 and sum(encoded) == sum(x.size for x in X)
     assert all(size <= 100 for size in encoded if size != 400)  # the 200-step sequence alone
+
+
+def test_the_scaler_keeps_features_whose_squares_pass_float64s_range():
+    # Values near 1e200: the squared deviations overflowed, scale_ became inf and every
+    # value 0, with only numpy's RuntimeWarning.
+    X = [np.array([[1e200, 1.0], [3e200, 2.0]]), np.array([[2e200, 3.0]])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaler = SequenceStandardScaler().fit(X)
+    np.testing.assert_allclose(scaler.scale_, [np.sqrt(2 / 3) * 1e200, np.sqrt(2 / 3)])
+    np.testing.assert_allclose(np.concatenate(scaler.transform(X))[:, 0], [-np.sqrt(1.5), np.sqrt(1.5), 0.0], atol=1e-12)
+    ordinary = [x / 1e200 for x in X]  # ordinary values: the same arithmetic as before
+    np.testing.assert_allclose(SequenceStandardScaler().fit(ordinary).scale_[0], np.sqrt(2 / 3), rtol=1e-15)

@@ -347,3 +347,20 @@ def test_targets_in_a_series_without_label_0_and_frames_scored_without_a_names_w
         warnings.simplefilter("error")
         score = model.score(frames, Y)
         assert score == -model.nll_per_step(frames, Y)
+
+
+def test_targets_as_a_tensor_or_table_get_the_arrays_check_and_no_outputs_are_refused():
+    # An (n, T) tensor passed the check that refuses an (n, T) array (and trained as one
+    # output), a DataFrame was read by its column labels ("y[0] has shape ()"), and k = 0
+    # was reported as "0 steps".
+    X = [np.random.default_rng(i).normal(size=(4, 2)) for i in range(5)]
+    flat = np.random.default_rng(0).integers(0, 2, size=(5, 4)).astype(float)
+    model = RNNStepClassifier(hidden_size=3, max_iter=1, random_state=0)
+    import pandas as pd
+
+    for y in (flat, torch.as_tensor(flat), pd.DataFrame(flat)):
+        with pytest.raises(ValueError, match=r"y is an array of shape \(5, 4\).*\(T_i, k\) array"):
+            model.fit(X, y)
+    with pytest.raises(ValueError, match=r"y\[0\] has shape \(4, 0\): expected \(T_i, k\) with k >= 1"):
+        model.fit(X, [np.empty((4, 0))] * 5)
+    assert model.fit(X, torch.as_tensor(flat[:, :, None])).n_outputs_ == 1  # (n, T, k): taken

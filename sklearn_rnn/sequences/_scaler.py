@@ -57,7 +57,10 @@ class SequenceStandardScaler(
         Standardize each sequence by its own statistics (per feature, over its
         observed steps) rather than by those of the training data. The fitted
         ``mean_`` and ``scale_`` are then not used, and :meth:`inverse_transform` is
-        not available (each sequence's own statistics are not kept).
+        not available (each sequence's own statistics are not kept). Every step then
+        reads statistics of the whole sequence, its later steps included: not for
+        targets at every step (:class:`~sklearn_rnn.RNNStepClassifier`), whose output at
+        a step must not depend on the steps after it.
     time_feature : int, str or None, default=None
         The column of time stamps, left as it is (its ``mean_`` 0 and ``scale_`` 1):
         its index, or its name where DataFrames hold the sequences. The estimators
@@ -184,7 +187,13 @@ class SequenceStandardScaler(
         observed = ~np.isnan(steps)
         counts = np.maximum(observed.sum(axis=0), 1)
         mean = np.where(observed, steps, 0.0).sum(axis=0) / counts
-        std = np.sqrt(np.where(observed, (steps - mean) ** 2, 0.0).sum(axis=0) / counts)
+        deviation = np.where(observed, steps - mean, 0.0)  # (N, d)
+        with np.errstate(over="ignore"):
+            std = np.sqrt((deviation**2).sum(axis=0) / counts)
+        overflow = np.isinf(std) & np.isfinite(deviation).all(axis=0)
+        if overflow.any():  # squares past float64's range (values near 1e155 and up)
+            peak = np.abs(deviation[:, overflow]).max(axis=0)
+            std[overflow] = peak * np.sqrt(((deviation[:, overflow] / peak) ** 2).sum(axis=0) / counts[overflow])
         # A constant feature's computed spread is rounding error, of the order of
         # counts * eps * |mean| (0.1 repeated 12 times: 1.4e-17), not 0: dividing by it
         # would blow its values up. Spreads within that bound count as none.

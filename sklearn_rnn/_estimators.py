@@ -1357,8 +1357,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """The targets of ``X``'s ``n_samples`` sequences, checked and encoded."""
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
-        if self._output_steps.every_step and y is not None:
-            check_step_targets_follow_steps(X, y)
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "
@@ -1377,6 +1375,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"y has {n_targets} entries, but X has {n_samples} sequences: pass one "
                 "target per sequence, in the order of X."
             )
+        if self._output_steps.every_step:
+            check_step_targets_follow_steps(X, y)
         return self._encode_targets(y, reset=reset, classes=classes)
 
     # ----------------------------------------------------------- persistence
@@ -2104,8 +2104,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
         (which ends training as the built-in rule does), an
-        :class:`~skorch.callbacks.EpochScoring` (with ``use_caching=True``, its default) or
-        a logger. Training uses deep copies,
+        :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
+        for a scorer by name; a callable may turn caching off, and is then called with
+        ``y=None``) or a logger. Training uses deep copies,
         so the objects given here are never changed; they are made when the network is
         built and again when the training settings change (a stream of ``partial_fit``
         calls, or warm-started fits, keep them with their state). Every training call
@@ -2690,8 +2691,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
         (which ends training as the built-in rule does), an
-        :class:`~skorch.callbacks.EpochScoring` (with ``use_caching=True``, its default) or
-        a logger. Training uses deep copies,
+        :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
+        for a scorer by name; a callable may turn caching off, and is then called with
+        ``y=None``) or a logger. Training uses deep copies,
         so the objects given here are never changed; they are made when the network is
         built and again when the training settings change (a stream of ``partial_fit``
         calls, or warm-started fits, keep them with their state). Every training call

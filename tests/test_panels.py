@@ -367,7 +367,7 @@ def test_per_step_targets_indexed_out_of_time_order_are_refused():
     panel = table[["bili"]]
     y = [group["high"] for _, group in table.groupby(level=0, sort=False)]
     model = RNNStepClassifier(hidden_size=3, max_iter=2, random_state=0)
-    with pytest.raises(ValueError, match=r"y\[0\] is indexed by its steps' times in another order.*sort_index"):
+    with pytest.raises(ValueError, match=r"y\[0\] is indexed by its instance's times \(30, 0, \.\.\.\) in another order.*sort_index\(level=-1\)"):
         model.fit(panel, y)
     in_order = [target.sort_index() for target in y]
     model.fit(panel, in_order)
@@ -378,3 +378,13 @@ def test_per_step_targets_indexed_out_of_time_order_are_refused():
     with pytest.raises(ValueError, match="another order"):  # indexed by the times alone
         model.fit(panel, by_times)
     model.fit(panel, [target.to_numpy() for target in in_order])  # arrays: by position
+    # Targets indexed by row labels (a table sorted by id and day, then grouped) are in
+    # the steps' order already: accepted, and paired by position.
+    rows = visits.sort_values(["patient", "day"])
+    by_rows = [group["high"] for _, group in rows.groupby("patient", sort=False)]
+    assert [list(target.index) for target in by_rows] == [[3, 1, 4], [2, 0]]
+    reordered = pd.concat({p: g.set_index("day")[["bili"]] for p, g in rows.groupby("patient", sort=False)},
+                          names=["patient", "day"])
+    model.fit(reordered, by_rows)
+    with pytest.raises(ValueError, match=r"y is a scalar"):  # was a bare TypeError with a panel
+        model.fit(panel, 5)

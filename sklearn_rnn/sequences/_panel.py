@@ -263,24 +263,24 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
     """Refuse per-step targets of a panel whose labels put the steps in another order.
 
     A panel's sequences hold each instance's rows sorted by its time level; per-step
-    targets are paired with them by position. A target that is a pandas object whose
-    index says which times it holds (the panel's ``(instance, time)`` pairs, or the
-    times alone), as ``groupby(level=0)`` of the table in its row order gives them,
-    would be paired with other steps without a word when those rows were not in time
-    order.
+    targets are paired with them by position. A target that is a pandas object indexed
+    by its instance's times (the panel's ``(instance, time)`` pairs, or the times
+    alone), as ``groupby(level=0)`` of the panel's table in its row order gives them,
+    would be paired with other steps without a word where those times are not in
+    increasing order. Targets indexed by anything else (row numbers, pandas' default
+    index) are paired by position, unchecked.
 
     Parameters
     ----------
     X : sequences in any accepted form
         Only a panel is checked.
     y : sequence of per-step targets
-        Only pandas objects with an index other than pandas' default (which counts
-        positions) are checked.
+        One per instance of the panel, in the order of its instances.
 
     Raises
     ------
     ValueError
-        A target's times are not in increasing order.
+        A target indexed by its instance's times holds them out of order.
 
     Examples
     --------
@@ -289,26 +289,35 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
     >>> index = pd.MultiIndex.from_tuples([("a", 5), ("a", 0)], names=["id", "day"])
     >>> panel = pd.DataFrame({"bili": [1.5, 0.3]}, index=index)
     >>> check_step_targets_follow_steps(panel, [pd.Series([1, 0], index=index).sort_index()])
+    >>> check_step_targets_follow_steps(panel, [pd.Series([1, 0], index=[7, 3])])  # row labels
     >>> check_step_targets_follow_steps(panel, [pd.Series([1, 0], index=index)])
     Traceback (most recent call last):
     ...
-    ValueError: y[0] is indexed by its steps' times in another order than X's steps...
+    ValueError: y[0] is indexed by its instance's times (5, 0, ...) in another order than X's steps...
     """
     if not is_panel(X):
         return
     import pandas as pd
 
+    codes, _ = pd.factorize(X.index.get_level_values(0), sort=False)
+    times = np.asarray(X.index.get_level_values(1))
     for position, target in enumerate(y):
-        index = getattr(target, "index", None)
-        if not isinstance(target, (pd.Series, pd.DataFrame)) or isinstance(index, pd.RangeIndex):
+        if not isinstance(target, (pd.Series, pd.DataFrame)) or isinstance(target.index, pd.RangeIndex):
             continue
-        times = pd.Index(index.get_level_values(-1))
-        if not times.is_monotonic_increasing:
+        labels = np.asarray(target.index.get_level_values(-1))
+        own = times[codes == position]  # the instance's times, in row order
+        try:
+            same_times = len(labels) == len(own) and bool(np.array_equal(np.sort(labels), np.sort(own)))
+        except TypeError:  # labels that do not compare with the times
+            same_times = False
+        if same_times and not pd.Index(labels).is_monotonic_increasing:
+            shown = ", ".join(str(label) for label in labels[:2])
             raise ValueError(
-                f"y[{position}] is indexed by its steps' times in another order than X's steps, "
-                "which a panel holds sorted by its time level: targets are paired with the "
-                f"steps by position, so they would be paired with other steps. Sort each "
-                "target by time first (e.g. y = [target.sort_index() for target in y])."
+                f"y[{position}] is indexed by its instance's times ({shown}, ...) in another "
+                "order than X's steps, which a panel holds sorted by its time level: targets "
+                "are paired with the steps by position, so they would be paired with other "
+                "steps. Sort each target by its times first (e.g. "
+                "y = [target.sort_index(level=-1) for target in y])."
             )
 
 

@@ -498,7 +498,7 @@ def _as_given(model: Any, sequence: Any) -> Any:
             return sequence.to_frame().T
         if np.ndim(sequence) == 2 and np.shape(sequence)[0] == 1:
             return sequence
-        if np.ndim(sequence) == 2:  # rows of the table: one sequence each
+        if np.ndim(sequence) == 2 and np.shape(sequence)[1] != 1:  # rows of the table: one sequence each
             raise ValueError(
                 f"integrated_gradients explains one sequence; got {np.shape(sequence)[0]} rows "
                 f"of a table, one sequence each, for a {type(model).__name__} fitted on a "

@@ -403,3 +403,6 @@ def test_a_search_without_refit_and_several_rows_of_a_table_are_refused_with_the
     for rows in (table.iloc[:3], table.to_numpy()[:3]):  # was: "6 features per step, expecting 1"
         with pytest.raises(ValueError, match=r"explains one sequence; got 3 rows of a table.*X\.iloc\[\[0\]\]"):
             integrated_gradients(model, rows)
+    column = table.to_numpy()[0][:, None]  # one sequence of 6 steps, as predict takes it in a list
+    np.testing.assert_array_equal(integrated_gradients(model, column).attributions,
+                                  integrated_gradients(model, table.iloc[[0]]).attributions)

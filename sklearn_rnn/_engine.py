@@ -511,14 +511,16 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
                 f"{owner}(callbacks=...) names a callback {item[0]!r}, a name the estimator "
                 f"uses for its own ({', '.join(sorted(ENGINE_CALLBACKS))}); choose another name."
             )
-        if isinstance(item[1], EpochScoring) and not item[1].use_caching:
+        if (isinstance(item[1], EpochScoring) and not item[1].use_caching
+                and not callable(item[1].scoring)):
             raise ValueError(
-                f"{owner}(callbacks=...) callback {item[0]!r} is an EpochScoring with "
-                "use_caching=False, which makes skorch read the targets from a "
-                "skorch.dataset.Dataset; the estimator's batches come from its own dataset, "
-                "so the scorer would be called with y=None and fail after the first epoch. "
-                "Leave use_caching=True (skorch's default): the scorer then reads the "
-                "predictions the epoch made."
+                f"{owner}(callbacks=...) callback {item[0]!r} is an EpochScoring of "
+                f"scoring={item[1].scoring!r} with use_caching=False, which makes skorch read "
+                "the targets from a skorch.dataset.Dataset; the estimator's batches come from "
+                "its own dataset, so the scorer would be called with y=None and fail after "
+                "the first epoch. Leave use_caching=True (skorch's default): the scorer then "
+                "reads the predictions the epoch made (a callable scorer, called as "
+                "scoring(net, dataset, None), may use use_caching=False)."
             )
         pairs.append(item)
     names = [name for name, _ in pairs]

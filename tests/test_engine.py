@@ -353,10 +353,15 @@ def test_an_epoch_scoring_without_caching_is_refused_before_training():
     scoring = EpochScoring("accuracy", use_caching=False, lower_is_better=False)
     for on_train in (True, False):
         scoring.set_params(on_train=on_train)
-        with pytest.raises(ValueError, match="'acc' is an EpochScoring with use_caching=False.*Leave use_caching=True"):
+        with pytest.raises(ValueError, match="'acc' is an EpochScoring of scoring='accuracy' with use_caching=False.*Leave use_caching=True"):
             model.set_params(warm_start=True, callbacks=[("acc", scoring)]).fit(X, y)
         np.testing.assert_array_equal(model.predict_proba(X), before)
         assert model.n_iter_ == 2
+    # A callable scorer is called with y=None, which one that does not read y takes.
+    scored = EpochScoring(lambda net, dataset, y: float(len(net.predict(dataset))), use_caching=False,
+                          on_train=True, name="count")
+    fitted = RNNClassifier(hidden_size=4, max_iter=2, random_state=0, callbacks=[("count", scored)]).fit(X, y)
+    assert list(fitted.net_.history[:, "count"]) == [float(len(X))] * 2
 
 
 def test_callbacks_clone_and_refit_the_same():

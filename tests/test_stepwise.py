@@ -269,3 +269,15 @@ def test_torch_func_transforms_run_the_fused_kernel(cell):
     lengths = torch.tensor([5, 1, 3])
     expected = torch.autograd.functional.jacobian(lambda v: net(v, lengths), x)
     torch.testing.assert_close(jacrev(lambda v: net(v, lengths))(x), expected)
+
+
+def test_a_vectorized_jacobian_through_the_step_loop_names_the_fix():
+    # torch.autograd.functional.jacobian(vectorize=True) batches the backward pass with
+    # PyTorch's older vmap, which failed inside the hand-written pass ("Batching rule not
+    # implemented for aten::cat.out").
+    net = RecurrentNetwork(2, 3, 1, cell="gru", generator=torch.Generator().manual_seed(0))
+    x, lengths = torch.randn(2, 4, 2), torch.tensor([4, 2])
+    with pytest.raises(RuntimeError, match=r"batch \(vmap\) the backward pass.*trains_stepwise = False"):
+        torch.autograd.functional.jacobian(lambda v: net(v, lengths), x, vectorize=True)
+    (gradient,) = torch.autograd.grad(net(x.requires_grad_(), lengths).sum(), x)  # a plain one still runs
+    assert gradient.shape == x.shape

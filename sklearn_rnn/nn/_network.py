@@ -13,7 +13,7 @@ from torch import nn
 
 from ._conv import ConvStage
 from .cells import Cell, LayerStates, get_cell, normal_, uniform_
-from .cells._base import _is_int
+from .cells._base import _is_int, autocast_on
 
 __all__ = ["RecurrentNetwork", "NetworkStates"]
 
@@ -576,7 +576,7 @@ class RecurrentNetwork(nn.Module):
                 "was built for."
             )
         weights = next(self.parameters()).dtype
-        if x.dtype != weights and not _autocast_on(x.device.type):
+        if x.dtype != weights and not autocast_on(x.device.type):
             convert = f", or convert the network (network.to({x.dtype}))" if x.dtype.is_floating_point else ""
             raise ValueError(
                 f"x is {x.dtype}, but the network's weights are {weights}: pass "
@@ -753,14 +753,6 @@ def dropout(tensor: torch.Tensor, p: float, generator: torch.Generator) -> torch
 _NARROW_INTEGERS = (torch.uint8, torch.int8, torch.int16,
                     # unsigned ones (numpy's uint arrays): PyTorch has no min/max of them
                     *(getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name)))
-
-
-def _autocast_on(device: str) -> bool:
-    """Whether autocast runs on ``device`` (which casts each operation's inputs)."""
-    try:
-        return torch.is_autocast_enabled(device)
-    except TypeError:  # torch < 2.4: no device argument
-        return torch.is_autocast_enabled() if device == "cuda" else torch.is_autocast_cpu_enabled()
 
 
 def _check_sizes(input_size: int, hidden_size: int, output_size: int) -> None:

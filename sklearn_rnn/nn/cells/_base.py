@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from ..init import spectral_radius_
-from ._stepwise import Record, RecurrentWeights
+from ._stepwise import Record, RecurrentWeights, functorch_transforms_active
 
 __all__ = [
     "CELLS",
@@ -876,23 +876,23 @@ class FusedCell(Cell):
         return tuple(states) if self.state_count > 1 else states[0]
 
 
-def _functorch_transforms_active() -> bool:
-    """Whether a :mod:`torch.func` transform is running (False where PyTorch cannot say)."""
-    active = getattr(torch._C, "_are_functorch_transforms_active", None)
-    return bool(active()) if active is not None else False
-
-
 def _stepwise_training(z: torch.Tensor) -> bool:
     """Whether a layer's forward pass on ``z`` is a CPU training pass in the tensors'
     own dtype (gradients on, autocast off), where :attr:`Cell.trains_stepwise` applies."""
     if z.device.type != "cpu" or not torch.is_grad_enabled():
         return False
-    if _functorch_transforms_active():  # torch.func (jacrev, grad, vmap) runs no autograd.Function
+    if functorch_transforms_active():  # torch.func (jacrev, grad, vmap) runs no autograd.Function
         return False  # without a setup_context; the fused kernel has PyTorch's own rules
+    return not autocast_on("cpu")
+
+
+def autocast_on(device: str) -> bool:
+    """Whether :func:`torch.autocast` runs on ``device`` (``'cpu'``, ``'cuda'``), which
+    casts each operation's inputs to its dtype."""
     try:
-        return not torch.is_autocast_enabled("cpu")
+        return torch.is_autocast_enabled(device)
     except TypeError:  # torch < 2.4: no device argument
-        return not torch.is_autocast_cpu_enabled()
+        return torch.is_autocast_enabled() if device == "cuda" else torch.is_autocast_cpu_enabled()
 
 
 def stepwise_recurrence(

@@ -29,8 +29,9 @@ and never pays for ``sum_t delta_t h_(t-1)^T``, which the temporal gradients com
 step by step anyway; a full ``backward()`` still fills ``W_hh.grad``.
 
 The hand-written backward passes are differentiable once (:func:`differentiable_once`):
-a second derivative through one fails with an error that names the cell and the way
-to get one, training that cell on the fused kernel (``trains_stepwise = False``).
+recording their gradients (``create_graph=True``, as second derivatives need) or running
+them under a :mod:`torch.func` transform fails with an error that names the cell and the
+way out, training that cell on the fused kernel (``trains_stepwise = False``).
 """
 
 from __future__ import annotations
@@ -107,6 +108,21 @@ def tanh_of_doubled_(doubled: torch.Tensor) -> torch.Tensor:
     return doubled.sigmoid_().mul_(TWO).sub_(ONE)
 
 
+def functorch_transforms_active() -> bool:
+    """Whether a :mod:`torch.func` transform is running (False where PyTorch cannot say)."""
+    active = getattr(torch._C, "_are_functorch_transforms_active", None)
+    return bool(active()) if active is not None else False
+
+
+def _batched(grads: tuple[Any, ...]) -> bool:
+    """Whether gradients come batched by a vmap (torch.autograd.functional.jacobian with
+    ``vectorize=True`` batches the backward pass with PyTorch's older vmap); False where
+    PyTorch cannot say."""
+    functorch = getattr(torch._C, "_functorch", None)
+    checks = [getattr(functorch, name, None) for name in ("is_batchedtensor", "is_legacy_batchedtensor")]
+    return any(check(grad) for grad in grads if isinstance(grad, torch.Tensor) for check in checks if check)
+
+
 def differentiable_once(backward: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
     """Mark a hand-written backward pass as differentiable once (a decorator).
 
@@ -132,15 +148,18 @@ def differentiable_once(backward: Callable[..., tuple[Any, ...]]) -> Callable[..
 
     @functools.wraps(backward)
     def guarded(ctx: Any, *grads: Any) -> tuple[Any, ...]:
-        if torch.is_grad_enabled():  # a backward pass runs with grad on under create_graph=True only
+        # A backward pass runs with grad on under create_graph=True only; a torch.func
+        # transform (vmap of jacobian(vectorize=True)) batches it, which it cannot be.
+        if torch.is_grad_enabled() or functorch_transforms_active() or _batched(grads):
             name = ctx.cell.name
+            what = "record the gradient of" if torch.is_grad_enabled() else "batch (vmap) the backward pass of"
             raise RuntimeError(
-                f"Cannot record the gradient of the step-by-step recurrence of cell {name!r} "
-                "(create_graph=True): its hand-written backward pass is differentiable once. "
-                "That recurrence runs when a network trains on a CPU (and in forward_states, for "
-                "temporal gradients). For second derivatives (a gradient penalty, Hessians), run "
-                f"the cell on PyTorch's fused kernel instead: sklearn_rnn.nn.get_cell({name!r})"
-                ".trains_stepwise = False."
+                f"Cannot {what} the step-by-step recurrence of cell {name!r} (create_graph=True, "
+                "or torch.func): its hand-written backward pass is differentiable once and not "
+                "vectorized. That recurrence runs when a network trains on a CPU (and in "
+                "forward_states, for temporal gradients). For second derivatives (a gradient "
+                "penalty, Hessians) or vectorized Jacobians, run the cell on PyTorch's fused "
+                f"kernel instead: sklearn_rnn.nn.get_cell({name!r}).trains_stepwise = False."
             )
         with torch.no_grad():
             return backward(ctx, *grads)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from numbers import Real
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -14,6 +13,7 @@ from torch import nn
 from ._conv import ConvStage
 from .cells import Cell, LayerStates, get_cell, normal_, uniform_
 from .cells._base import _is_int, autocast_on
+from .init import _check_radius
 
 __all__ = ["RecurrentNetwork", "NetworkStates"]
 
@@ -230,13 +230,8 @@ class RecurrentNetwork(nn.Module):
         spec = get_cell(cell)
         _check_sizes(input_size, hidden_size, output_size)
         _check_architecture(spec, num_layers, dropout, hidden_init)
-        if spectral_radius is not None and (isinstance(spectral_radius, bool) or not isinstance(spectral_radius, Real)
-                                            or not 0 < spectral_radius < math.inf):
-            raise ValueError(
-                f"spectral_radius must be a finite positive number (the recurrent matrices' "
-                f"largest eigenvalue modulus), or None for PyTorch's initialization; got "
-                f"{spectral_radius!r}."
-            )
+        if spectral_radius is not None:  # None: PyTorch's initialization
+            _check_radius(spectral_radius, "spectral_radius")
         # numpy whole numbers (a grid over np.arange) as Python's, which torch's layers need
         input_size, hidden_size, output_size, num_layers = map(int, (input_size, hidden_size, output_size, num_layers))
         if not isinstance(bidirectional, (bool, np.bool_)):

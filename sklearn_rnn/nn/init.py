@@ -10,6 +10,16 @@ import torch
 __all__ = ["spectral_radius_"]
 
 
+def _check_radius(value: object, name: str) -> None:
+    """Refuse a spectral radius that is not a finite positive number, naming the
+    parameter ``name`` that held it."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < math.inf:
+        raise ValueError(
+            f"{name} must be a finite positive number (the largest eigenvalue modulus of the "
+            f"recurrent matrices); got {value!r}."
+        )
+
+
 def spectral_radius_(
     weight: torch.Tensor,
     rho: float,
@@ -57,8 +67,7 @@ def spectral_radius_(
             "spectral_radius_ expects a square matrix (n, n) or a stack of square blocks "
             f"(k * n, n), n >= 1; got a tensor of shape {tuple(weight.shape)}."
         )
-    if isinstance(rho, bool) or not isinstance(rho, Real) or not (0 < rho < math.inf):
-        raise ValueError(f"rho must be a finite positive number; got {rho!r}.")
+    _check_radius(rho, "rho")
     n = weight.shape[1]
     with torch.no_grad():
         for block in weight.split(n, dim=0):

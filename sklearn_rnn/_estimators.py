@@ -112,6 +112,16 @@ AUTO_LABEL_SMOOTHING = 0.1
 AUTO_HOLDOUT_MIN = 200
 
 
+def _moments(values: np.ndarray, weight: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The mean and standard deviation of ``values`` ``(n, k)`` per column, weighted by
+    the sequences' sample weights (a sequence of weight 0 does not count); equal
+    weights give the unweighted moments, computed as such."""
+    if weight is None or bool((weight == weight[0]).all()):
+        return values.mean(axis=0), values.std(axis=0)
+    mean = np.average(values, axis=0, weights=weight)
+    return mean, np.sqrt(np.average((values - mean) ** 2, axis=0, weights=weight))
+
+
 def _relative(weight: np.ndarray) -> np.ndarray:
     """A fit's sequence weights scaled to a mean of 1: the loss, a mean over a batch, is
     then the weighted mean in expectation, the same for weights scaled by any constant
@@ -482,8 +492,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
-    def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
-        """Validate ``y`` and return it as the network's training targets."""
+    def _encode_targets(
+        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Validate ``y`` and return it as the network's training targets (``weight``:
+        the sequences' sample weights, where a fit learns something from the targets)."""
 
     @abstractmethod
     def _criterion(self) -> torch.nn.Module:
@@ -607,9 +620,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if not reset:
             self._check_continuation()
         sequences = self._validate_sequences(X, reset=reset)
-        y = self._check_y(y, X, len(sequences), reset=reset, classes=classes)
+        given_weight = self._check_sample_weight(sample_weight, len(sequences), X)
+        y = self._check_y(y, X, len(sequences), reset=reset, classes=classes, weight=given_weight)
         self._check_target_steps(y, sequences)
-        weight = self._sample_weight(y, self._check_sample_weight(sample_weight, len(sequences), X))
+        weight = self._sample_weight(y, given_weight)
         if not incremental:  # a fit's loss is the weighted mean: only the ratios count
             weight = _relative(weight)
         else:
@@ -782,12 +796,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         )
         valid = full.subset(valid_index)
         held = weight[valid_index]
-        if not held.any():
+        empty = [name for name, part in (("held-out validation", held), ("training", weight[train_index]))
+                 if not part.any()]
+        if empty and self.early_stopping == "auto":  # not asked for: train on everything instead
+            self._early_stopping = False
+            return full, None
+        if empty:
             raise ValueError(
-                f"The held-out validation split (validation_fraction="
-                f"{self.validation_fraction}, {len(held)} sequences) holds only sequences of "
-                "sample_weight 0: its loss is 0 at every epoch and cannot choose one. Give "
-                "them weight, raise validation_fraction, or set early_stopping=False."
+                f"The {empty[0]} split of validation_fraction={self.validation_fraction} "
+                f"({len(held)} of {len(y)} sequences held out) holds only sequences of "
+                "sample_weight 0: its loss is 0 at every epoch. Give them weight, change "
+                "validation_fraction, or set early_stopping=False."
             )
         # Weights of mean 1 over the split: the validation loss, the batches' mean of the
         # weighted losses, is then the weighted mean over the held-out sequences.
@@ -1353,8 +1372,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         return weight
 
-    def _check_y(self, y: Any, X: Any, n_samples: int, *, reset: bool, classes: Any = None) -> np.ndarray:
-        """The targets of ``X``'s ``n_samples`` sequences, checked and encoded."""
+    def _check_y(
+        self, y: Any, X: Any, n_samples: int, *, reset: bool, classes: Any = None,
+        weight: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The targets of ``X``'s ``n_samples`` sequences, checked and encoded (``weight``:
+        their sample weights, for what a fit learns from the targets)."""
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
         if y is None:
@@ -1377,7 +1400,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         if self._output_steps.every_step:
             check_step_targets_follow_steps(X, y)
-        return self._encode_targets(y, reset=reset, classes=classes)
+        return self._encode_targets(y, reset=reset, classes=classes, weight=weight)
 
     # ----------------------------------------------------------- persistence
     def save(self, path: str | os.PathLike) -> None:
@@ -2031,9 +2054,12 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     alpha : float or 'auto', default='auto'
         Strength of the L2 penalty on the weight matrices (not biases or decay
         rates): ``alpha / (2 n_samples) * ||W||^2`` is added to the mean training loss,
-        as in scikit-learn's MLP, so its weight against the data shrinks as the data
-        grows (``alpha / n_samples`` is 0.05 at ``alpha=10`` for 200 sequences, 0.001
-        for 10,000). 'auto' is 10 for the 'decay' cell and 0 for the others: the
+        ``n_samples`` the sequences a training call trains on, so its weight against
+        the data shrinks as the data grows (``alpha / n_samples`` is 0.05 at
+        ``alpha=10`` for 200 sequences, 0.001 for 10,000; scikit-learn's MLP divides
+        by each batch's size instead). Each ``partial_fit`` call divides by its own
+        sequences: a stream of small calls is penalized more than one ``fit`` on all
+        of them (chunks of 4 of 64 sequences: 16 times), so lower ``alpha`` for it. 'auto' is 10 for the 'decay' cell and 0 for the others: the
         'decay' cell keeps its memory in its relaxation rates, which are not
         penalized, while the other cells keep it in the recurrent weights that a
         penalty shrinks (on small noisy data such as clinical visit histories the
@@ -2297,7 +2323,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         self.balanced_batches = balanced_batches
         self.label_smoothing = label_smoothing
 
-    def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
+    def _encode_targets(
+        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None
+    ) -> np.ndarray:
         if not (isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "biu"):
             # A 1-D array of integer labels is already what column_or_1d returns (whose
             # checks cost a streaming partial_fit about 0.1 ms).
@@ -2374,13 +2402,17 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
                     f"a class of y (classes: {self.classes_.tolist()}): use the labels of y "
                     "as keys."
                 )
-            # Labels absent from this y are ignored, as scikit-learn ignores them: a dict
-            # made for all the data serves every cross-validation fold.
-            class_weight = {
-                int(np.flatnonzero(self.classes_ == label)[0]): weight
-                for label, weight in class_weight.items() if label in known
-            }
-        weight = sample_weight * compute_sample_weight(class_weight, y)
+            # Labels that are no class are ignored, as scikit-learn ignores them: a dict
+            # made for all the data serves every cross-validation fold. Classes left out
+            # weigh 1, whichever classes this y holds (a partial_fit batch may lack some:
+            # compute_sample_weight refused a dict naming a class absent from its y).
+            per_class = np.ones(len(self.classes_))
+            for label, value in class_weight.items():
+                if label in known:
+                    per_class[np.flatnonzero(self.classes_ == label)[0]] = value
+            weight = sample_weight * per_class[y]
+        else:
+            weight = sample_weight * compute_sample_weight(class_weight, y)
         if not weight.any():
             raise ValueError(
                 f"class_weight={self.class_weight!r} with these sample weights gives every "
@@ -2506,8 +2538,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
 
     A recurrent network reads each sequence and a linear readout predicts one or
     several real values; training minimizes the sample-weighted squared error on
-    standardized targets (predictions are mapped back to the original scale, and
-    ``loss_curve_`` is in standardized units). The network is the one of
+    standardized targets (by their sample-weighted mean and standard deviation, so a
+    sequence of weight 0 counts for nothing; predictions are mapped back to the
+    original scale, and ``loss_curve_`` is in standardized units). The network is the one of
     :class:`RNNClassifier`, with the same defaults: a GRU reading its last state
     with the mean and maximum of its states, a time-aware cell with ``time_feature``,
     the thesis' Elman network with ``cell='tanh', optimizer='simplex'``.
@@ -2643,9 +2676,12 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     alpha : float or 'auto', default='auto'
         Strength of the L2 penalty on the weight matrices (not biases or decay
         rates): ``alpha / (2 n_samples) * ||W||^2`` is added to the mean training loss,
-        as in scikit-learn's MLP, so its weight against the data shrinks as the data
-        grows (``alpha / n_samples`` is 0.05 at ``alpha=10`` for 200 sequences, 0.001
-        for 10,000). 'auto' is 10 for the 'decay' cell and 0 for the others: the
+        ``n_samples`` the sequences a training call trains on, so its weight against
+        the data shrinks as the data grows (``alpha / n_samples`` is 0.05 at
+        ``alpha=10`` for 200 sequences, 0.001 for 10,000; scikit-learn's MLP divides
+        by each batch's size instead). Each ``partial_fit`` call divides by its own
+        sequences: a stream of small calls is penalized more than one ``fit`` on all
+        of them (chunks of 4 of 64 sequences: 16 times), so lower ``alpha`` for it. 'auto' is 10 for the 'decay' cell and 0 for the others: the
         'decay' cell keeps its memory in its relaxation rates, which are not
         penalized, while the other cells keep it in the recurrent weights that a
         penalty shrinks (on small noisy data such as clinical visit histories the
@@ -2790,7 +2826,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     (dtype('float64'), True)
     """
 
-    def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> np.ndarray:
+    def _encode_targets(
+        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None
+    ) -> np.ndarray:
         try:
             y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y",
                             ensure_all_finite=False)
@@ -2827,10 +2865,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
             if ((magnitude > 1e100) | (magnitude < 1e-100)).any():
                 # Targets near float64's limits: squared, 1e200 is inf and 1e-200 is 0 (a
                 # scale of 1 then). The moments of y / max|y|, scaled back, keep them.
-                unit = outputs / magnitude
-                mean, std = unit.mean(axis=0) * magnitude, unit.std(axis=0) * magnitude
+                mean, std = _moments(outputs / magnitude, weight)
+                mean, std = mean * magnitude, std * magnitude
             else:
-                mean, std = outputs.mean(axis=0), outputs.std(axis=0)
+                mean, std = _moments(outputs, weight)
             self._y_mean = mean
             self._y_scale = np.where(std > 0, std, 1.0)
         elif outputs.shape[1] != self.n_outputs_:

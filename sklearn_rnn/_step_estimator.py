@@ -236,7 +236,9 @@ class RNNStepClassifier(BaseRNN):
     _thesis_auto = True
 
     # ----------------------------------------------------------------- targets
-    def _encode_targets(self, y: Any, *, reset: bool, classes: Any = None) -> list[np.ndarray]:
+    def _encode_targets(
+        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None
+    ) -> list[np.ndarray]:
         if type(y).__name__ == "DataFrame" or type(y).__module__.split(".")[0] == "torch":
             y = np.asarray(y)  # a tensor or table of targets: one array, as numpy's are checked
         if isinstance(y, np.ndarray) and y.dtype != object and y.ndim != 3:

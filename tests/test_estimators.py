@@ -515,3 +515,75 @@ def test_seeds_of_an_int_random_state_are_kept_and_an_instance_advances():
     assert tuple(_Seeds.draw(generator)) == drawn(3) != tuple(_Seeds.draw(generator))
     with pytest.raises(ValueError, match="Seed must be between 0 and 2\\*\\*32 - 1"):
         _Seeds.draw(-1)
+
+
+# ------------------------------------------------ an outside review of the estimators (session 31)
+def test_the_regressors_target_scaling_weighs_the_sequences():
+    # A sequence of weight 0 set the targets' mean and scale: one at 1e6 gave R2 -2.6e7.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(5, 1)) for _ in range(60)]
+    y = np.array([x.sum() for x in X])
+    weight = np.ones(61)
+    weight[-1] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNRegressor(hidden_size=8, max_iter=30, random_state=0).fit(
+            X + [rng.normal(size=(5, 1))], np.r_[y, 1e6], sample_weight=weight)
+        plain = RNNRegressor(hidden_size=8, max_iter=3, random_state=0).fit(X, y)
+    np.testing.assert_allclose(model._y_mean, [y.mean()], rtol=1e-12)
+    np.testing.assert_allclose(model._y_scale, [y.std()], rtol=1e-12)
+    assert model.score(X, y) > 0.9
+    # Equal weights give the unweighted moments, bit for bit.
+    assert plain._y_mean[0] == y.mean() and plain._y_scale[0] == y.std()
+
+
+def test_a_class_weight_dict_serves_batches_without_some_classes():
+    # compute_sample_weight refused a dict naming a class absent from a partial_fit
+    # batch: "The classes, [0, 2], are not in class_weight".
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 1)) for _ in range(12)]
+    y = np.array(["a", "b", "c"] * 4)
+    lacking = y != "b"
+    Xa = [x for x, keep in zip(X, lacking) if keep]
+    model = RNNClassifier(hidden_size=4, class_weight={"b": 5.0}, random_state=0)
+    model.partial_fit(X, y, classes=["a", "b", "c"])
+    model.partial_fit(Xa, y[lacking])
+    np.testing.assert_array_equal(model._sample_weight(np.array([0, 1, 2]), np.ones(3)), [1.0, 5.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warm = RNNClassifier(hidden_size=4, class_weight={"b": 5.0}, max_iter=2, warm_start=True,
+                             random_state=0).fit(X, y)
+        warm.fit(Xa, y[lacking])
+    assert warm.n_iter_ == 2
+
+
+def test_automatic_early_stopping_trains_on_everything_when_its_split_has_no_weight():
+    # 'auto' holds out from 200 sequences on; a split drawn with only weight-0 sequences
+    # refused the fit for some seeds, telling a user who never asked for early stopping to
+    # turn it off; a training split of weight 0 trained on nothing without a word.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 1)) for _ in range(220)]
+    y = np.array([int(x.sum() > 0) for x in X])
+    weight = np.zeros(220)
+    weight[:6] = 1.0
+    for seed in range(4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = RNNClassifier(hidden_size=3, max_iter=2, random_state=seed).fit(X, y, sample_weight=weight)
+        assert model._early_stopping in (True, False) and len(model.loss_curve_) == 2
+    from sklearn.model_selection import train_test_split
+
+    from sklearn_rnn._estimators import _Seeds
+
+    Xs, ys = X[:40], y[:40]
+    _, held = train_test_split(np.arange(40), test_size=0.25, random_state=_Seeds.draw(0).split, stratify=ys)
+    only_held = np.zeros(40)
+    only_held[held] = 1.0  # the training split weighs nothing
+    explicit = RNNClassifier(hidden_size=3, max_iter=2, early_stopping=True, validation_fraction=0.25, random_state=0)
+    with pytest.raises(ValueError, match="The training split .* holds only sequences of sample_weight 0"):
+        explicit.fit(Xs, ys, sample_weight=only_held)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        automatic = RNNClassifier(hidden_size=3, max_iter=2, validation_fraction=0.25, random_state=0).fit(
+            X[:180] + Xs * 1, np.r_[y[:180], ys], sample_weight=np.r_[np.zeros(180), only_held])
+    assert len(automatic.loss_curve_) == 2

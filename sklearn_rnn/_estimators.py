@@ -2410,9 +2410,17 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             for label, value in class_weight.items():
                 if label in known:
                     per_class[np.flatnonzero(self.classes_ == label)[0]] = value
-            weight = sample_weight * per_class[y]
-        else:
-            weight = sample_weight * compute_sample_weight(class_weight, y)
+            factor = per_class[y]
+        else:  # 'balanced': from the classes of this y
+            factor = compute_sample_weight(class_weight, y)
+        with np.errstate(over="ignore"):  # checked below
+            weight = sample_weight * factor
+        if not np.isfinite(weight).all():
+            raise ValueError(
+                f"class_weight={self.class_weight!r} times the sample weights overflows "
+                f"(largest sample weight {float(np.max(sample_weight)):g}): only their ratios "
+                "count, so scale one of them down."
+            )
         if not weight.any():
             raise ValueError(
                 f"class_weight={self.class_weight!r} with these sample weights gives every "

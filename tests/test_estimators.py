@@ -587,3 +587,14 @@ def test_automatic_early_stopping_trains_on_everything_when_its_split_has_no_wei
         automatic = RNNClassifier(hidden_size=3, max_iter=2, validation_fraction=0.25, random_state=0).fit(
             X[:180] + Xs * 1, np.r_[y[:180], ys], sample_weight=np.r_[np.zeros(180), only_held])
     assert len(automatic.loss_curve_) == 2
+
+
+def test_class_and_sample_weights_whose_product_overflows_are_refused():
+    # class_weight {1: 1e300} with sample weights 1e10 gave inf weights, then NaN, and a
+    # ConvergenceWarning blaming the learning rate; the model kept its initial weights.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 1)) for _ in range(20)]
+    y = np.arange(20) % 2
+    model = RNNClassifier(hidden_size=3, max_iter=2, class_weight={1: 1e300}, random_state=0)
+    with pytest.raises(ValueError, match=r"times the sample weights overflows .*scale one of them down"):
+        model.fit(X, y, sample_weight=np.full(20, 1e10))

@@ -2059,8 +2059,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         ``alpha=10`` for 200 sequences, 0.001 for 10,000; scikit-learn's MLP divides
         by each batch's size instead). Each ``partial_fit`` call divides by its own
         sequences: a stream of small calls is penalized more than one ``fit`` on all
-        of them (chunks of 4 of 64 sequences: 16 times), so lower ``alpha`` for it. 'auto' is 10 for the 'decay' cell and 0 for the others: the
-        'decay' cell keeps its memory in its relaxation rates, which are not
+        of them (chunks of 4 of 64 sequences: 16 times), so lower ``alpha`` for it.
+        'auto' is 10 for the 'decay' cell and 0 for the others: the 'decay' cell
+        keeps its memory in its relaxation rates, which are not
         penalized, while the other cells keep it in the recurrent weights that a
         penalty shrinks (on small noisy data such as clinical visit histories the
         penalty is what keeps the 'decay' cell from overfitting; on a task that needs
@@ -2689,8 +2690,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         ``alpha=10`` for 200 sequences, 0.001 for 10,000; scikit-learn's MLP divides
         by each batch's size instead). Each ``partial_fit`` call divides by its own
         sequences: a stream of small calls is penalized more than one ``fit`` on all
-        of them (chunks of 4 of 64 sequences: 16 times), so lower ``alpha`` for it. 'auto' is 10 for the 'decay' cell and 0 for the others: the
-        'decay' cell keeps its memory in its relaxation rates, which are not
+        of them (chunks of 4 of 64 sequences: 16 times), so lower ``alpha`` for it.
+        'auto' is 10 for the 'decay' cell and 0 for the others: the 'decay' cell
+        keeps its memory in its relaxation rates, which are not
         penalized, while the other cells keep it in the recurrent weights that a
         penalty shrinks (on small noisy data such as clinical visit histories the
         penalty is what keeps the 'decay' cell from overfitting; on a task that needs

@@ -237,7 +237,7 @@ def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives
         (grad,) = torch.autograd.grad(net(x, lengths).sum(), x, create_graph=True)
         return grad.square().sum()
 
-    fix = rf"create_graph=True.*differentiable once.*get_cell\('{cell}'\)\.trains_stepwise = False"
+    fix = rf"record the gradient.*differentiable once.*create_graph=True.*get_cell\('{cell}'\)\.trains_stepwise = False"
     with pytest.raises(RuntimeError, match=fix):
         input_gradient_norm().backward()
     frozen = copy.deepcopy(net).requires_grad_(False)
@@ -281,3 +281,34 @@ def test_a_vectorized_jacobian_through_the_step_loop_names_the_fix():
         torch.autograd.functional.jacobian(lambda v: net(v, lengths), x, vectorize=True)
     (gradient,) = torch.autograd.grad(net(x.requires_grad_(), lengths).sum(), x)  # a plain one still runs
     assert gradient.shape == x.shape
+
+
+def test_second_derivatives_through_forward_states_point_to_the_module_s_forward(monkeypatch):
+    """forward_states runs the step-by-step recurrence on a CPU whatever trains_stepwise
+    says (temporal gradients need it): the error sent its users to that attribute, which
+    changed nothing, and torch.func over it failed inside PyTorch ("must override the
+    setup_context staticmethod"). The error now names the module's own forward pass, which
+    gives the second derivative and the Jacobian."""
+    from torch.func import jacrev
+
+    from sklearn_rnn.nn import get_cell
+    from sklearn_rnn.optim import RecurrentAdapter
+
+    net = RecurrentNetwork(2, 3, 1, cell="gru", generator=torch.Generator().manual_seed(0)).double()
+    module = torch.nn.GRU(2, 3, batch_first=True).double()
+    adapter = RecurrentAdapter(module, torch.nn.Linear(3, 1).double())
+    x, lengths = torch.randn(2, 4, 2, dtype=torch.float64, requires_grad=True), torch.tensor([4, 2])
+    monkeypatch.setattr(get_cell("gru"), "trains_stepwise", False)
+    way_out = r"differentiable once.*module's own forward pass \(net\(x, lengths\)\), not forward_states"
+    for states in (net.forward_states(x, lengths), adapter.forward_states(x, lengths)):
+        with pytest.raises(RuntimeError, match="record the gradient of.*" + way_out):
+            torch.autograd.grad(states.hidden.square().sum(), x, create_graph=True)
+    for forward_states in (net.forward_states, adapter.forward_states):
+        with pytest.raises(RuntimeError, match="apply a torch.func transform to.*" + way_out):
+            jacrev(lambda v: forward_states(v, lengths).hidden)(x.detach())
+    # the way out: the module's own forward pass
+    (grad,) = torch.autograd.grad(net(x, lengths).sum(), x, create_graph=True)
+    assert grad.requires_grad and bool(torch.isfinite(grad).all())
+    output, _ = module(x)
+    (grad,) = torch.autograd.grad(output.sum(), x, create_graph=True)
+    assert grad.requires_grad

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from ..init import spectral_radius_
-from ._stepwise import Record, RecurrentWeights, functorch_transforms_active
+from ._stepwise import Record, RecurrentWeights, functorch_transforms_active, once_differentiable_error
 
 __all__ = [
     "CELLS",
@@ -995,6 +995,8 @@ def stepwise_recurrence(
             f"initial must be () for a zero initial state or {states} for cell={cell.name!r}; "
             f"got {len(initial)} tensor(s)."
         )
+    if functorch_transforms_active():  # its autograd.Functions have no setup_context
+        raise once_differentiable_error(cell.name, "apply a torch.func transform to")
     dtype = weight_hh.dtype
     h0 = initial[0].to(dtype) if initial else None
     c0 = initial[1].to(dtype) if len(initial) > 1 else None

@@ -31,7 +31,9 @@ step by step anyway; a full ``backward()`` still fills ``W_hh.grad``.
 The hand-written backward passes are differentiable once (:func:`differentiable_once`):
 recording their gradients (``create_graph=True``, as second derivatives need) or running
 them under a :mod:`torch.func` transform fails with an error that names the cell and the
-way out, training that cell on the fused kernel (``trains_stepwise = False``).
+way out (:func:`once_differentiable_error`): differentiating the module's own forward
+pass rather than ``forward_states``, with the cell trained on the fused kernel
+(``trains_stepwise = False``).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ from typing import Any
 import torch
 
 __all__ = [
-    "CHUNK", "ONE", "TWO", "Record", "RecurrentWeights", "chunks", "differentiable_once", "previous",
-    "shifted", "tanh_", "tanh_of_doubled_", "time_major",
+    "CHUNK", "ONE", "TWO", "Record", "RecurrentWeights", "chunks", "differentiable_once", "once_differentiable_error",
+    "previous", "shifted", "tanh_", "tanh_of_doubled_", "time_major",
 ]
 
 #: Steps whose derivative factors the backward passes compute at once: enough for
@@ -151,20 +153,39 @@ def differentiable_once(backward: Callable[..., tuple[Any, ...]]) -> Callable[..
         # A backward pass runs with grad on under create_graph=True only; a torch.func
         # transform (vmap of jacobian(vectorize=True)) batches it, which it cannot be.
         if torch.is_grad_enabled() or functorch_transforms_active() or _batched(grads):
-            name = ctx.cell.name
             what = "record the gradient of" if torch.is_grad_enabled() else "batch (vmap) the backward pass of"
-            raise RuntimeError(
-                f"Cannot {what} the step-by-step recurrence of cell {name!r} (create_graph=True, "
-                "or torch.func): its hand-written backward pass is differentiable once and not "
-                "vectorized. That recurrence runs when a network trains on a CPU (and in "
-                "forward_states, for temporal gradients). For second derivatives (a gradient "
-                "penalty, Hessians) or vectorized Jacobians, run the cell on PyTorch's fused "
-                f"kernel instead: sklearn_rnn.nn.get_cell({name!r}).trains_stepwise = False."
-            )
+            raise once_differentiable_error(ctx.cell.name, what)
         with torch.no_grad():
             return backward(ctx, *grads)
 
     return guarded
+
+
+def once_differentiable_error(name: str, what: str) -> RuntimeError:
+    """The error for a step-by-step recurrence asked for more than one plain derivative.
+
+    Parameters
+    ----------
+    name : str
+        The cell's name.
+    what : str
+        What was asked, as ``'record the gradient of'``.
+
+    Returns
+    -------
+    RuntimeError
+        Its message names the two places the recurrence runs and the way out of each.
+    """
+    return RuntimeError(
+        f"Cannot {what} the step-by-step recurrence of cell {name!r}: its hand-written "
+        "backward pass is differentiable once (no create_graph=True) and not vectorized "
+        "(no torch.func, no jacobian(vectorize=True)). That recurrence runs in "
+        "forward_states on a CPU (temporal gradients need it) and when a network trains on "
+        "a CPU. For second derivatives (a gradient penalty, Hessians) or vectorized "
+        "Jacobians, differentiate the module's own forward pass (net(x, lengths)), not "
+        "forward_states; for sklearn_rnn's networks on a CPU, also run the cell on PyTorch's "
+        f"fused kernel: sklearn_rnn.nn.get_cell({name!r}).trains_stepwise = False."
+    )
 
 
 class RecurrentWeights(torch.autograd.Function):

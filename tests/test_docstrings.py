@@ -221,3 +221,27 @@ def test_estimator_parameters_and_defaults_are_documented_as_they_are(name, cls)
             assert isinstance(parameter.default, float) and math.isnan(parameter.default), name
             continue
         assert ast.literal_eval(text) == parameter.default, (name, parameter.name, text)
+
+
+def _parameters_section_names(obj) -> list[str]:
+    """The names the Parameters section documents, in its order (``*args`` as ``args``)."""
+    section = inspect.getdoc(obj).split("Parameters\n----------\n", 1)[1]
+    section = _SECTION.split(section, maxsplit=1)[0]
+    names: list[str] = []
+    for line in section.splitlines():
+        match = re.match(r"^(\*{0,2}\w+(?:, \*{0,2}\w+)*)(?: : |$)", line)
+        if match:
+            names += [name.lstrip("*") for name in match.group(1).split(", ")]
+    return names
+
+
+TAKING = [(name, obj) for name, obj in PUBLIC if not (inspect.isclass(obj) and _is_record(obj)) and _takes_parameters(obj)]
+
+
+@pytest.mark.parametrize("name, obj", TAKING, ids=[name for name, _ in TAKING])
+def test_every_public_name_documents_the_parameters_of_its_signature(name, obj):
+    """Every public class and function documents its signature's parameters, in order
+    (ConvStage's ``device`` was missing)."""
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    expected = [p for p in inspect.signature(target).parameters if p not in ("self", "cls")]
+    assert _parameters_section_names(obj) == expected, name

@@ -47,6 +47,9 @@ class ConvStage(nn.Module):
         Output features per width.
     pool : int, default=1
         Steps per max-pooling window; 1: none.
+    device : str or None, default=None
+        Where the kernels and biases are created (``'cpu'``, ``'cuda'``); None: PyTorch's
+        default device.
 
     Attributes
     ----------

@@ -511,6 +511,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
         """Score of network outputs against encoded targets (higher is better)."""
 
+    #: The fewest held-out sequences :meth:`_validation_score` is defined on.
+    _min_held_out = 1
+
     @property
     @abstractmethod
     def _n_outputs(self) -> int:
@@ -787,7 +790,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if incremental or not self._early_stopping:
             return full, None
         stratify = y if isinstance(self, ClassifierMixin) else None
-        check_holdout(len(y), self.validation_fraction, stratify)
+        check_holdout(len(y), self.validation_fraction, stratify, min_held_out=self._min_held_out)
         train_index, valid_index = train_test_split(
             np.arange(len(y)),
             test_size=self.validation_fraction,
@@ -1089,7 +1092,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return False
         stratify = y if isinstance(self, ClassifierMixin) else None
         try:
-            check_holdout(len(y), self.validation_fraction, stratify)
+            check_holdout(len(y), self.validation_fraction, stratify, min_held_out=self._min_held_out)
         except ValueError:
             return False
         return True
@@ -2912,6 +2915,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     @staticmethod
     def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
         return float(r2_score(y_true, outputs))
+
+    _min_held_out = 2  # R2 of one target is undefined (NaN), which read as a divergence
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RNNRegressor:

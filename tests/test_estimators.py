@@ -589,6 +589,21 @@ def test_automatic_early_stopping_trains_on_everything_when_its_split_has_no_wei
     assert len(automatic.loss_curve_) == 2
 
 
+def test_a_regressor_s_held_out_split_of_one_sequence_is_refused():
+    # R2 of one held-out target is NaN, which the divergence guard read as outputs not
+    # finite: the fit kept its initial weights (n_iter_ 0) and blamed the learning rate.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 1)) for _ in range(12)]
+    y = np.array([x.sum() for x in X])
+    regressor = RNNRegressor(hidden_size=3, max_iter=3, early_stopping=True, random_state=0)
+    with pytest.raises(ValueError, match=r"\(1 for validation, 9 for training\): expected at least 2 for validation"):
+        regressor.fit(X[:10], y[:10])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        regressor.fit(X, y)  # 12 sequences: 2 held out
+    assert regressor.n_iter_ == 3 and np.isfinite(regressor.validation_scores_).all()
+
+
 def test_class_and_sample_weights_whose_product_overflows_are_refused():
     # class_weight {1: 1e300} with sample weights 1e10 gave inf weights, then NaN, and a
     # ConvergenceWarning blaming the learning rate; the model kept its initial weights.

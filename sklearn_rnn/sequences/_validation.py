@@ -964,7 +964,9 @@ def check_float32_range(values: Any, lengths: Any) -> None:
     )
 
 
-def check_holdout(n_samples: int, validation_fraction: float, labels: Any = None) -> None:
+def check_holdout(
+    n_samples: int, validation_fraction: float, labels: Any = None, *, min_held_out: int = 1
+) -> None:
     """Check that early stopping can hold out ``validation_fraction`` of the samples.
 
     Mirrors the rules of :func:`~sklearn.model_selection.train_test_split` (the held-out
@@ -977,6 +979,8 @@ def check_holdout(n_samples: int, validation_fraction: float, labels: Any = None
     validation_fraction : float
     labels : array-like of shape (n_samples,), optional
         Class of each sample, for a stratified split.
+    min_held_out : int, default=1
+        The fewest held-out samples the validation score is defined on (2 for R2).
 
     Raises
     ------
@@ -1002,6 +1006,11 @@ def check_holdout(n_samples: int, validation_fraction: float, labels: Any = None
     fix = "Pass more sequences, change validation_fraction, or set early_stopping=False."
     if n_train < 1:
         raise ValueError(f"{held_out}: expected at least 1 left for training. {fix}")
+    if n_valid < min_held_out:
+        raise ValueError(
+            f"{held_out}: expected at least {min_held_out} for validation (a regressor's "
+            f"validation score, R2, is undefined on fewer). {fix}"
+        )
     if labels is None:
         return
     classes, counts = np.unique(np.asarray(labels), return_counts=True)

@@ -231,6 +231,7 @@ class EarlyStopping(_SkorchEarlyStopping):
         self.best_start_weights_: dict[str, torch.Tensor] | None = None
         self.kept_start_ = False
         self.stopped_ = False
+        self._decided = len(net.history)  # the last epoch the rule judged
         # The weights the next epoch starts from, kept when the training loss is watched.
         self._epoch_start = _weights(net) if self._watches_training_loss() else None
 
@@ -238,6 +239,7 @@ class EarlyStopping(_SkorchEarlyStopping):
         return bool(self.load_best) and self.monitor in ("train_loss", "train_objective")
 
     def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
+        self._decided = len(net.history)
         if len(net.history) - self._epochs_before > self.min_epochs:
             try:
                 self._decide(net, **kwargs)
@@ -248,6 +250,10 @@ class EarlyStopping(_SkorchEarlyStopping):
                     table.on_epoch_end(net, **kwargs)
                 raise
             return
+        self._track(net, **kwargs)
+
+    def _track(self, net: Any, **kwargs: Any) -> None:
+        """Judge the last epoch as a possible best one, without counting a miss or stopping."""
         patience = self.patience
         self.patience = math.inf  # track the best epoch, never stop
         try:
@@ -283,6 +289,14 @@ class EarlyStopping(_SkorchEarlyStopping):
     def on_train_end(self, net: Any, X: Any = None, **kwargs: Any) -> None:
         if not len(net.history):
             return
+        if len(net.history) > self._decided:
+            # A finished epoch that a callback before the rule ended training in (a
+            # user's budget or EarlyStopping, a Ctrl-C there): skorch skipped the rule and
+            # the epoch table, which judge and print it here.
+            self._decided = len(net.history)
+            self._track(net)
+            for table in _epoch_tables(net):
+                table.on_epoch_end(net)
         self._restore_best(net, X, **kwargs)
         last = net.history[-1, "epoch"]
         if self.load_best and (self.stopped_ or self.best_epoch_ != last):

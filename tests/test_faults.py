@@ -284,3 +284,42 @@ def test_interrupt_before_the_guard_copies_an_epoch_keeps_the_finished_one(data,
     for a, b in zip(interrupted.module_.parameters(), two.module_.parameters(), strict=True):
         assert torch.equal(a, b)
     assert not torch.equal(two.module_.recurrent_weight, reference(RNNClassifier, X, y, 3).module_.recurrent_weight)
+
+
+class _EndAfter(Callback):
+    """A user's budget: ends training (skorch's way) at the end of epoch ``k``."""
+
+    def __init__(self, k=1):
+        self.k = k
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) >= self.k:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("early_stopping", [True, False])
+def test_an_epoch_a_user_callback_ends_training_in_is_judged_by_the_stopping_rule(data, early_stopping, capsys):
+    """A user's callback runs before the stopping rule; one that ended training at the end
+    of an epoch hid that epoch from the rule: with a held-out split a first epoch ended
+    so crashed the fit ("0 is not in list"), a later one was never a candidate for the
+    best epoch (the weights of an earlier, worse epoch were kept), and the epoch table
+    skipped its row."""
+    X, y, _ = data
+    params = dict(early_stopping=early_stopping, validation_fraction=0.25, n_iter_no_change=100, **TINY)
+    model = RNNClassifier(max_iter=5, callbacks=[("budget", _EndAfter(1))], **params).fit(X, y)
+    assert model.n_iter_ == 1
+    if early_stopping:
+        assert model.best_epoch_ == 1 and len(model.validation_scores_) == 1
+    model = RNNClassifier(max_iter=4, callbacks=[("budget", _EndAfter(4))], verbose=1, **params).fit(X, y)
+    key = "valid_loss" if early_stopping else "train_loss"
+    losses = model.net_.history[:, key]
+    best = int(np.argmin(losses)) + 1
+    assert model.n_iter_ == 4 and best == 4  # a falling loss: the last epoch is the best
+    if early_stopping:
+        assert model.best_epoch_ == best
+    full = reference(RNNClassifier, X, y, 4, early_stopping=early_stopping, validation_fraction=0.25)
+    for a, b in zip(model.module_.parameters(), full.module_.parameters(), strict=True):
+        assert torch.equal(a, b)  # epoch 4's weights, as a fit of four epochs keeps
+    table = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
+    assert table == ["1", "2", "3", "4"]

@@ -242,6 +242,24 @@ class SequenceNet(NeuralNet):
     def infer(self, x: dict[str, torch.Tensor], **fit_params: Any) -> torch.Tensor:
         return self.module_(x["x"], x["lengths"], every_step=self.output_steps.every_step)
 
+    def forward_iter(self, X: Any, training: bool = False, device: str = "cpu") -> Any:
+        """skorch's ``forward_iter``, with one output per sequence in the order of ``X``.
+
+        The batches run sorted by length; skorch would yield their outputs in that order,
+        so ``net.predict(dataset)`` (what a user's scoring callable reads) paired its
+        rows with another sequence's target. Outside training, with one output per
+        sequence, the outputs come back as one block in the dataset's order.
+        """
+        dataset = self.get_dataset(X)
+        iterator = self.get_iterator(dataset, training=training)
+        if training or self.output_steps.every_step or not isinstance(iterator, BucketBatchLoader):
+            yield from super().forward_iter(X, training=training, device=device)
+            return
+        batches = iterator.batches()
+        outputs = [self.evaluation_step(dataset.collate(indices), training=False) for indices in batches]
+        order = torch.as_tensor(np.argsort(np.concatenate(batches), kind="stable"))
+        yield torch.cat(outputs)[order.to(outputs[0].device)].to(device)
+
     def _skorch_step(self) -> bool:
         """Whether skorch's own training step applies (float32, not the simplex method)."""
         return self.precision == "float32" and not isinstance(self.optimizer_, SimplexSGD)

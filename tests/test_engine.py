@@ -364,6 +364,30 @@ def test_an_epoch_scoring_without_caching_is_refused_before_training():
     assert list(fitted.net_.history[:, "count"]) == [float(len(X))] * 2
 
 
+def test_the_net_s_predictions_on_a_dataset_follow_the_dataset_s_order():
+    # A scoring callable without caching reads the targets from the dataset and the
+    # predictions from net.predict(dataset), which came back in the batches' order
+    # (sorted by length): its accuracy was that of other sequences' labels.
+    from sklearn.metrics import accuracy_score
+
+    from sklearn_rnn.sequences import SequenceDataset
+
+    rng = np.random.default_rng(3)
+    X = [rng.normal(size=(rng.integers(1, 12), 2)) for _ in range(60)]
+    y = np.array([int(x[-1, 0] > 0) for x in X])
+
+    def accuracy(net, dataset, _):
+        return accuracy_score(dataset.y.cpu().numpy(), net.predict(dataset))
+
+    scoring = EpochScoring(accuracy, name="mine", use_caching=False, lower_is_better=False)
+    model = RNNClassifier(hidden_size=8, max_iter=4, early_stopping=True, validation_fraction=0.3,
+                          random_state=0, callbacks=[("mine", scoring)]).fit(X, y)
+    history = model.net_.history
+    assert list(history[:, "mine"]) == list(history[:, "valid_score"])
+    dataset = SequenceDataset(model._encoder.encode(X, device="cpu"))
+    np.testing.assert_allclose(model.net_.predict_proba(dataset), model.predict_proba(X), atol=1e-6)
+
+
 def test_callbacks_clone_and_refit_the_same():
     X, y = _data()
     model = RNNClassifier(hidden_size=4, max_iter=4, tol=0.0, random_state=0,

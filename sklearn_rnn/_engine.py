@@ -60,6 +60,7 @@ from ._callbacks import (
     EarlyStopping,
     GradientClipping,
     PlainPrintLog,
+    StartRate,
     TrainingGuard,
     _is_terminal,
     _restore,
@@ -81,7 +82,9 @@ PRECISIONS: dict[str, torch.dtype | None] = {
 }
 
 #: Names of the engine's own callbacks; a user's callback may not take them.
-ENGINE_CALLBACKS = frozenset({"clip", "valid_score", "train_objective", "guard", "stop", "progress"})
+ENGINE_CALLBACKS = frozenset(
+    {"clip", "valid_score", "train_objective", "guard", "start_rate", "stop", "progress"}
+)
 
 
 class _History(History):
@@ -642,6 +645,8 @@ def configure(
     # ends training.
     callbacks.append(("guard", FitGuard(owner, restores_best=not incremental)))
     callbacks.extend(copy.deepcopy(pairs))
+    if pairs:  # after a user's scheduler is built: every call begins at learning_rate
+        callbacks.append(("start_rate", StartRate()))
     if not incremental:
         callbacks.append(
             (

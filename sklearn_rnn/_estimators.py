@@ -2141,13 +2141,14 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         built and again when the training settings change (a stream of ``partial_fit``
         calls, or warm-started fits, keep them with their state). Every training call
         starts at ``learning_rate``: what a scheduler did to the step size does not carry
-        over to the next call (over a stream of ``partial_fit`` calls, lower
-        ``learning_rate`` with ``set_params`` between calls). The fitted ones are in
+        over to the next call, whose first epoch runs at ``learning_rate`` (over a stream
+        of ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
+        calls); its later steps follow the scheduler's rule, which skorch's
+        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained. The fitted ones are in
         ``net_.callbacks_`` (the network trains on the indices of ``classes_``, and a
         scorer of an :class:`~skorch.callbacks.EpochScoring` reads it as a classifier of
-        those indices). The
-        names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
-        are the engine's own. A model with callbacks is not saved by :meth:`save` (they
+        those indices). The names 'clip', 'valid_score', 'train_objective', 'guard',
+        'start_rate', 'stop' and 'progress' are the engine's own. A model with callbacks is not saved by :meth:`save` (they
         are code); use pickle or joblib for it.
 
     Attributes
@@ -2747,14 +2748,16 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         built and again when the training settings change (a stream of ``partial_fit``
         calls, or warm-started fits, keep them with their state). Every training call
         starts at ``learning_rate``: what a scheduler did to the step size does not carry
-        over to the next call (over a stream of ``partial_fit`` calls, lower
-        ``learning_rate`` with ``set_params`` between calls). The fitted ones are in
+        over to the next call, whose first epoch runs at ``learning_rate`` (over a stream
+        of ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
+        calls); its later steps follow the scheduler's rule, which skorch's
+        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained. The fitted ones are in
         ``net_.callbacks_``. A scorer of an
         :class:`~skorch.callbacks.EpochScoring` reads the network's own targets and
         outputs, which are standardized (``neg_mean_squared_error`` is then in units of
-        the targets' variance; ``r2`` is the same in either unit). The
-        names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
-        are the engine's own. A model with callbacks is not saved by :meth:`save` (they
+        the targets' variance; ``r2`` is the same in either unit). The names 'clip',
+        'valid_score', 'train_objective', 'guard', 'start_rate', 'stop' and 'progress' are
+        the engine's own. A model with callbacks is not saved by :meth:`save` (they
         are code); use pickle or joblib for it.
 
     Attributes

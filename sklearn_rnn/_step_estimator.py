@@ -154,11 +154,12 @@ class RNNStepClassifier(BaseRNN):
         built and again when the training settings change (a stream of ``partial_fit``
         calls, or warm-started fits, keep them with their state). Every training call
         starts at ``learning_rate``: what a scheduler did to the step size does not carry
-        over to the next call (over a stream of ``partial_fit`` calls, lower
-        ``learning_rate`` with ``set_params`` between calls). The fitted ones are in
-        ``net_.callbacks_``. The
-        names 'clip', 'valid_score', 'train_objective', 'guard', 'stop' and 'progress'
-        are the engine's own. A model with callbacks is not saved by :meth:`save` (they
+        over to the next call, whose first epoch runs at ``learning_rate`` (over a stream
+        of ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
+        calls); its later steps follow the scheduler's rule, which skorch's
+        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained. The fitted ones are in
+        ``net_.callbacks_``. The names 'clip', 'valid_score', 'train_objective', 'guard',
+        'start_rate', 'stop' and 'progress' are the engine's own. A model with callbacks is not saved by :meth:`save` (they
         are code); use pickle or joblib for it.
 
     Attributes

@@ -279,29 +279,40 @@ def test_user_callbacks_run_and_the_parameter_is_not_changed():
     assert model.get_params()["callbacks"] is callbacks
 
 
-class StartRate(Callback):
-    """Records the step size each training call begins with."""
+class EpochRates(Callback):
+    """Records the step size each epoch runs at."""
 
     def initialize(self):
         self.rates_ = []
         return self
 
-    def on_train_begin(self, net, **kwargs):
+    def on_epoch_begin(self, net, **kwargs):
         self.rates_.append(net.optimizer_.param_groups[0]["lr"])
 
 
-def test_every_training_call_starts_at_learning_rate_as_documented():
-    # A scheduler's changes do not carry over to the next call (the callbacks' docs).
+@pytest.mark.parametrize("policy", ["StepLR", "ExponentialLR", "LambdaLR"])
+def test_every_training_call_starts_at_learning_rate_as_documented(policy):
+    # A scheduler's changes do not carry over to the next call (the callbacks' docs). The
+    # first version of this test read the rate as a call began, before skorch rebuilt
+    # the scheduler, whose first step under StepLR then halved it: the epochs of three
+    # partial_fit calls ran at 0.01, 0.005, 0.005.
     X, y = _data()
-    callbacks = [("start", StartRate()), ("lr", LRScheduler(policy="StepLR", step_size=1, gamma=0.5))]
+    kwargs = {"StepLR": dict(step_size=1, gamma=0.5), "ExponentialLR": dict(gamma=0.5),
+              "LambdaLR": dict(lr_lambda=lambda epoch: 0.5 ** epoch)}[policy]
+    callbacks = [("rates", EpochRates()), ("lr", LRScheduler(policy=policy, **kwargs))]
     model = RNNClassifier(hidden_size=4, batch_size=8, learning_rate=0.01, callbacks=callbacks,
                           random_state=0)
     for _ in range(3):
         model.partial_fit(X, y, classes=[0, 1])
     assert model.net_.optimizer_.param_groups[0]["lr"] < 0.01  # the scheduler stepped
-    assert dict(model.net_.callbacks_)["start"].rates_ == [0.01] * 3
+    assert dict(model.net_.callbacks_)["rates"].rates_ == [0.01] * 3
     model.set_params(learning_rate=0.002).partial_fit(X, y)
-    assert dict(model.net_.callbacks_)["start"].rates_[-1] == 0.002
+    assert dict(model.net_.callbacks_)["rates"].rates_[-1] == 0.002
+    model.set_params(learning_rate=0.01, warm_start=True, max_iter=2, n_iter_no_change=100)
+    for _ in range(2):  # warm fits of two epochs: the second of each follows the rule
+        model.fit(X, y)
+        rates = dict(model.net_.callbacks_)["rates"].rates_
+        assert rates[-2] == 0.01 and rates[-1] < 0.01
 
 
 @pytest.mark.parametrize("scoring", ["accuracy", "roc_auc", "f1", "neg_log_loss"])

@@ -563,6 +563,22 @@ def non_finite_validation(epoch: int, loss: float | None, score: float | None) -
     return None
 
 
+def score_weights(weight: np.ndarray | None) -> np.ndarray | None:
+    """The weights a validation score reads, as the validation loss weighs the sequences:
+    None when all are equal (the unweighted score, bit for bit), else float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn._callbacks import score_weights
+    >>> score_weights(np.ones(3)) is None, score_weights(np.array([1.0, 0.0]))
+    (True, array([1., 0.]))
+    """
+    if weight is None or not len(weight) or bool((weight == weight[0]).all()):
+        return None
+    return np.asarray(weight, dtype=np.float64)
+
+
 def _finite_parameters(module: torch.nn.Module) -> bool:
     """Whether every weight is finite: one check over all of them (a check and a
     device sync per parameter cost a streaming update about 0.15 ms)."""

@@ -62,6 +62,7 @@ from ._callbacks import (
     PlainPrintLog,
     StartRate,
     TrainingGuard,
+    score_weights,
     _is_terminal,
     _restore,
     _snapshot,
@@ -732,9 +733,10 @@ class ValidationScore:
         self.score = score
 
     def __call__(self, net: SequenceNet, X: SequenceDataset, y: Any = None) -> float:
-        _, outputs, targets = run_network(
+        order, outputs, targets = run_network(
             net.module_, X, batch_size=net.batch_size, steps=net.output_steps, targets=True
         )
         if not net.output_steps.finite(outputs).all():  # the training guard stops on it
             return float("nan")
-        return self.score(targets, outputs)
+        weight = None if X.sample_weight is None else X.sample_weight.cpu().numpy()[order]
+        return self.score(targets, outputs, score_weights(weight))

@@ -508,8 +508,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     @staticmethod
     @abstractmethod
-    def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
-        """Score of network outputs against encoded targets (higher is better)."""
+    def _validation_score(y_true: np.ndarray, outputs: np.ndarray, sample_weight: np.ndarray | None) -> float:
+        """Score of network outputs against encoded targets (higher is better), weighted
+        as the validation loss is (None: equal weights)."""
 
     #: The fewest held-out sequences :meth:`_validation_score` is defined on.
     _min_held_out = 1
@@ -2169,7 +2170,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         with the validation loss); the penalized loss that training minimizes is
         ``net_.history[:, 'train_objective']`` when there is a penalty.
     validation_scores_ : list of float or None
-        Validation accuracy of every epoch when ``early_stopping``.
+        Validation accuracy of every epoch when ``early_stopping``, weighted as the
+        validation loss is (``sample_weight`` times ``class_weight``).
     best_validation_score_ : float or None
         Validation accuracy of the restored (best) epoch.
     best_validation_loss_ : float or None
@@ -2435,8 +2437,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         return weight
 
     @staticmethod
-    def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
-        return float(accuracy_score(y_true, outputs.argmax(axis=1)))
+    def _validation_score(y_true: np.ndarray, outputs: np.ndarray, sample_weight: np.ndarray | None) -> float:
+        return float(accuracy_score(y_true, outputs.argmax(axis=1), sample_weight=sample_weight))
 
     def _configure_training(
         self, net: SequenceNet, seeds: _Seeds, *, incremental: bool
@@ -2777,7 +2779,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         ``alpha``; the penalized loss is ``net_.history[:, 'train_objective']`` when
         there is a penalty.
     validation_scores_ : list of float or None
-        Validation R^2 of every epoch when ``early_stopping``.
+        Validation R^2 of every epoch when ``early_stopping``, weighted by
+        ``sample_weight`` as the validation loss is.
     best_validation_score_ : float or None
         Validation R^2 of the restored epoch.
     best_validation_loss_ : float or None
@@ -2916,8 +2919,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         return torch.as_tensor(y, dtype=torch.float32, device=device)
 
     @staticmethod
-    def _validation_score(y_true: np.ndarray, outputs: np.ndarray) -> float:
-        return float(r2_score(y_true, outputs))
+    def _validation_score(y_true: np.ndarray, outputs: np.ndarray, sample_weight: np.ndarray | None) -> float:
+        return float(r2_score(y_true, outputs, sample_weight=sample_weight))
 
     _min_held_out = 2  # R2 of one target is undefined (NaN), which read as a divergence
 

@@ -80,7 +80,7 @@ from sklearn.exceptions import ConvergenceWarning
 from joblib import Parallel, delayed, effective_n_jobs
 from torch.func import functional_call, vmap
 
-from ._callbacks import TrainingGuard, _copied, non_finite_validation
+from ._callbacks import TrainingGuard, _copied, non_finite_validation, score_weights
 from ._parallel import fitting_threads
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
@@ -1019,6 +1019,7 @@ class _Stack:
         sizes: dict[int, list[int]] = {r: [] for r in rows}
         outputs: dict[int, list[torch.Tensor]] = {r: [] for r in rows}
         targets: dict[int, list[torch.Tensor]] = {r: [] for r in rows}
+        weights: dict[int, list[torch.Tensor]] = {r: [] for r in rows}
         for step in range(max(len(b) for b in batches.values())):
             here = [r for r in rows if step < len(batches[r])]
             batch = self.valid_pool.batch({self.live[r]: batches[r][step] for r in here}, self.live)
@@ -1031,13 +1032,15 @@ class _Stack:
                 sizes[r].append(n)
                 outputs[r].append(out[r, :n])
                 targets[r].append(batch["y"][r, :n])
+                weights[r].append(batch["weight"][r, :n])
         self.template.train(True)
         for r in rows:
             estimator = live[r].estimator
             y_true = torch.cat(targets[r]).cpu().numpy()
             y_pred = torch.cat(outputs[r]).double().cpu().numpy()
             finite = bool(np.isfinite(y_pred).all())  # else a divergence (see _end_epoch)
-            score = estimator._validation_score(y_true, y_pred) if finite else math.nan
+            weight = score_weights(torch.cat(weights[r]).double().cpu().numpy())
+            score = estimator._validation_score(y_true, y_pred, weight) if finite else math.nan
             results[r] = (float(np.average(losses[r], weights=sizes[r])), score)
         return results
 

@@ -176,7 +176,8 @@ class RNNStepClassifier(BaseRNN):
     loss_curve_ : list of float
         Training loss (NLL per step, averaged over the epoch's batches) of every epoch.
     validation_scores_ : list of float or None
-        With ``early_stopping``: minus the validation NLL per step of every epoch.
+        With ``early_stopping``: minus the validation NLL per step of every epoch, each
+        sequence's steps weighted by its ``sample_weight``.
     best_validation_score_ : float or None
         Minus the validation NLL per step of the restored epoch.
     best_validation_loss_ : float or None
@@ -320,10 +321,16 @@ class RNNStepClassifier(BaseRNN):
         return FlatSequences.from_arrays(y, dtype=torch.float32, device=device)
 
     @staticmethod
-    def _validation_score(y_true: list[np.ndarray], outputs: list[np.ndarray]) -> float:
-        """Minus the NLL per step of logits ``outputs`` against 0/1 targets."""
-        total = sum(float(_bernoulli_nll(o, t).sum()) for o, t in zip(outputs, y_true))
-        return -total / sum(len(t) for t in y_true)
+    def _validation_score(
+        y_true: list[np.ndarray], outputs: list[np.ndarray], sample_weight: np.ndarray | None
+    ) -> float:
+        """Minus the NLL per step of logits ``outputs`` against 0/1 targets, each
+        sequence's steps weighted by its weight."""
+        if sample_weight is None:
+            total = sum(float(_bernoulli_nll(o, t).sum()) for o, t in zip(outputs, y_true))
+            return -total / sum(len(t) for t in y_true)
+        total = sum(float(w * _bernoulli_nll(o, t).sum()) for o, t, w in zip(outputs, y_true, sample_weight))
+        return -total / float(sum(w * len(t) for t, w in zip(y_true, sample_weight)))
 
     # ---------------------------------------------------------------- training
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> RNNStepClassifier:

@@ -604,6 +604,35 @@ def test_a_regressor_s_held_out_split_of_one_sequence_is_refused():
     assert regressor.n_iter_ == 3 and np.isfinite(regressor.validation_scores_).all()
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("Estimator", [RNNClassifier, RNNRegressor])
+def test_validation_scores_weigh_the_held_out_sequences_as_the_validation_loss_does(Estimator):
+    # They were unweighted while the loss and score() read the weights: with half the
+    # held-out sequences mislabelled at weight 0, best_validation_score_ was 0.475 where
+    # the weighted score of the same predictions was 0.571.
+    from sklearn.model_selection import train_test_split
+
+    from sklearn_rnn._estimators import _Seeds
+
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(rng.integers(2, 8), 2)) for _ in range(80)]
+    clean = np.array([x[:, 0].sum() for x in X])
+    weight = np.tile([1.0, 0.0], 40)
+    y = (clean > 0).astype(int) if Estimator is RNNClassifier else clean
+    y = np.where(weight == 0, 1 - y, y) if Estimator is RNNClassifier else np.where(weight == 0, -5 * y, y)
+    model = Estimator(hidden_size=6, max_iter=3, early_stopping=True, validation_fraction=0.5,
+                      n_iter_no_change=100, random_state=0).fit(X, y, sample_weight=weight)
+    stratify = y if Estimator is RNNClassifier else None
+    _, held = train_test_split(np.arange(80), test_size=0.5, random_state=_Seeds.draw(0).split, stratify=stratify)
+    Xh = [X[i] for i in held]
+    weighted = model.score(Xh, y[held], sample_weight=weight[held])
+    assert model.best_validation_score_ == pytest.approx(weighted, abs=1e-6)  # the weights kept
+    assert weighted != pytest.approx(model.score(Xh, y[held]), abs=1e-3)  # the weights matter here
+    equal = Estimator(hidden_size=6, max_iter=3, early_stopping=True, validation_fraction=0.5,
+                      n_iter_no_change=100, random_state=0)
+    assert equal.fit(X, y, sample_weight=np.full(80, 2.0)).validation_scores_ == equal.fit(X, y).validation_scores_
+
+
 def test_class_and_sample_weights_whose_product_overflows_are_refused():
     # class_weight {1: 1e300} with sample weights 1e10 gave inf weights, then NaN, and a
     # ConvergenceWarning blaming the learning rate; the model kept its initial weights.

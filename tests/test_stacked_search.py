@@ -704,3 +704,23 @@ def test_threads_get_one_summary_and_leave_the_callers_warning_filters_as_they_w
             assert summaries[0].filename == __file__  # the line that calls fit
             warnings.warn("a later warning")
             assert str(caught[-1].message) == "a later warning"
+
+
+def test_stacked_validation_scores_are_weighted_as_a_fit_s():
+    # A fit's validation scores read the held-out sequences' weights (as its validation
+    # loss does); the stack's read the same weights.
+    X, y = visits(60, seed=2)
+    weight = np.random.default_rng(0).choice([0.0, 1.0, 3.0], size=len(y))
+    models = [explicit(optimizer="sgd", random_state=seed, max_iter=4, early_stopping=True,
+                       validation_fraction=0.5, n_iter_no_change=100) for seed in (0, 1)]
+    stacked, alone = [clone(m) for m in models], [clone(m) for m in models]
+    members = [StackedMember(m, *m._prepare(X, y, weight, incremental=False)) for m in stacked]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        train_stacked(members)
+        for model in alone:
+            model.fit(X, y, sample_weight=weight)
+    for a, b in zip(stacked, alone):
+        np.testing.assert_allclose(a.validation_scores_, b.validation_scores_, atol=1e-9)
+        unweighted = clone(b).fit(X, y).validation_scores_
+        assert not np.allclose(b.validation_scores_, unweighted)

@@ -364,3 +364,16 @@ def test_targets_as_a_tensor_or_table_get_the_arrays_check_and_no_outputs_are_re
     with pytest.raises(ValueError, match=r"y\[0\] has shape \(4, 0\): expected \(T_i, k\) with k >= 1"):
         model.fit(X, [np.empty((4, 0))] * 5)
     assert model.fit(X, torch.as_tensor(flat[:, :, None])).n_outputs_ == 1  # (n, T, k): taken
+
+
+def test_the_validation_score_weighs_each_sequence_s_steps_by_its_weight():
+    # Unweighted, a held-out sequence of weight 0 counted as much as any other.
+    from sklearn_rnn import RNNStepClassifier
+
+    outputs = [np.array([[0.0], [2.0]]), np.array([[-3.0]])]
+    targets = [np.array([[1.0], [1.0]]), np.array([[1.0]])]
+    nll = lambda z: np.logaddexp(0.0, -z)  # noqa: E731  -log sigmoid(z), target 1
+    score = RNNStepClassifier._validation_score
+    assert score(targets, outputs, None) == pytest.approx(-(nll(0.0) + nll(2.0) + nll(-3.0)) / 3)
+    assert score(targets, outputs, np.array([1.0, 0.0])) == pytest.approx(-(nll(0.0) + nll(2.0)) / 2)
+    assert score(targets, outputs, np.array([1.0, 2.0])) == pytest.approx(-(nll(0.0) + nll(2.0) + 2 * nll(-3.0)) / 4)

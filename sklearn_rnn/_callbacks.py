@@ -321,9 +321,19 @@ class EarlyStopping(_SkorchEarlyStopping):
         objective = self.monitor == "train_objective"
         end = self.best_model_weights_
         net.module_.load_state_dict(end)
-        end_loss = net.training_loss(X, objective=objective)
-        net.module_.load_state_dict(start)
-        start_loss = net.training_loss(X, objective=objective)
+        try:
+            end_loss = net.training_loss(X, objective=objective)
+            net.module_.load_state_dict(start)
+            start_loss = net.training_loss(X, objective=objective)
+        except KeyboardInterrupt:  # a Ctrl-C here would have discarded the whole fit
+            net.module_.load_state_dict(end)
+            warnings.warn(
+                f"training was interrupted while the weights epoch {self.best_epoch_} started "
+                "from were compared with those it ended with; the ones it ended with are kept.",
+                UserWarning,
+                stacklevel=2,
+            )
+            return
         self.kept_start_ = start_loss < end_loss
         if not self.kept_start_:
             net.module_.load_state_dict(end)

@@ -323,3 +323,22 @@ def test_an_epoch_a_user_callback_ends_training_in_is_judged_by_the_stopping_rul
         assert torch.equal(a, b)  # epoch 4's weights, as a fit of four epochs keeps
     table = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
     assert table == ["1", "2", "3", "4"]
+
+
+def test_an_interrupt_during_the_end_of_fit_comparison_keeps_the_fit(data, monkeypatch):
+    """Below 200 sequences the rule compares, at the end of training, the best epoch's
+    start and end weights by their training-set loss: a Ctrl-C there discarded the whole
+    fit (the estimator was left unfitted after five finished epochs)."""
+    X, y, _ = data
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    full = reference(RNNClassifier, X, y, 5)
+    monkeypatch.setattr(_SequenceNet, "training_loss", interrupted)
+    with pytest.warns(UserWarning, match="interrupted while the weights epoch .* the ones it ended with are kept"):
+        model = RNNClassifier(max_iter=5, n_iter_no_change=100, **TINY).fit(X, y)
+    assert model.n_iter_ == 5 and model.loss_curve_ == full.loss_curve_
+    best = dict(model.net_.callbacks_)["stop"].best_model_weights_
+    for name, value in model.module_.state_dict().items():
+        assert torch.equal(value, best[name])

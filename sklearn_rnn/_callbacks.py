@@ -299,13 +299,15 @@ class EarlyStopping(_SkorchEarlyStopping):
                 table.on_epoch_end(net)
         self._restore_best(net, X, **kwargs)
         last = net.history[-1, "epoch"]
-        if self.load_best and (self.stopped_ or self.best_epoch_ != last):
+        if self.load_best:
             # Under the epoch table: why training ended, and which weights it keeps.
-            why = (
-                f"stopped after epoch {last}: {self.monitor} did not improve by more than "
-                f"{self.threshold:g} in {self.patience} epochs"
-                if self.stopped_ else f"ended after epoch {last}"
-            )
+            if self.stopped_:
+                why = (f"stopped after epoch {last}: {self.monitor} did not improve by more "
+                       f"than {self.threshold:g} in {self.patience} epochs")
+            elif last - self._epochs_before >= net.max_epochs:
+                why = f"reached max_iter={net.max_epochs} after epoch {last}"
+            else:
+                why = f"ended after epoch {last}"
             kept = (f"the weights epoch {self.best_epoch_} started from" if self.kept_start_
                     else f"the weights of epoch {self.best_epoch_}")
             for table in _epoch_tables(net):

@@ -75,6 +75,22 @@ def test_the_epoch_table_ends_with_the_stopping_epoch_and_says_which_weights_are
     assert f"weights of epoch {best}," in last or f"weights epoch {best} started from" in last
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_epoch_table_says_which_weights_are_kept_at_max_iter_too(capfd):
+    # The line under the table came only when the rule stopped training or kept an
+    # earlier epoch; a fit that reached max_iter printed nothing after the table.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(40)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    model = RNNClassifier(hidden_size=4, max_iter=3, verbose=1, random_state=0).fit(X, y)
+    last = capfd.readouterr().out.splitlines()[-1]
+    best = dict(model.net_.callbacks_)["stop"].best_epoch_
+    assert last.startswith("Training reached max_iter=3 after epoch 3; keeping the weights")
+    assert f"weights of epoch {best}," in last or f"weights epoch {best} started from" in last
+    model.set_params(warm_start=True, max_iter=2).fit(X, y)  # epochs 4 and 5 of the history
+    assert capfd.readouterr().out.splitlines()[-1].startswith("Training reached max_iter=2 after epoch 5;")
+
+
 def test_training_loss_is_reported_without_the_penalty():
     """With an L2 penalty (the 'decay' cell's default alpha), train_loss is the data
     loss, comparable with valid_loss; train_objective adds the penalty that was minimized."""

@@ -2359,8 +2359,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
                 )
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
             raise ValueError(
-                f"classes={np.unique(classes).tolist()} differs from the classes of the first "
-                f"call to partial_fit, classes_ = {self.classes_.tolist()}: a continued fit "
+                f"classes={np.unique(classes).tolist()} differs from the classes the model "
+                f"was fitted with, classes_ = {self.classes_.tolist()}: a continued fit "
                 "keeps its classes. Pass the same classes (or none), or fit from scratch "
                 "to learn other labels."
             )

@@ -915,6 +915,9 @@ def test_partial_fit_refuses_other_classes_than_its_first_call():
         model.partial_fit(X, y, classes=[0, 1, 2])
     np.testing.assert_array_equal(model.predict_proba(X), before)
     assert model.classes_.tolist() == [0, 1]
+    fitted = quiet_fit(RNNClassifier(**SMALL), X, y)  # no first call to partial_fit to speak of
+    with pytest.raises(ValueError, match=r"differs from the classes the model was fitted with, classes_ = \[0, 1\]"):
+        fitted.partial_fit(X, y, classes=[0, 1, 2])
 
 
 @pytest.mark.parametrize("param", ["with_mean", "with_std", "per_sequence"])

@@ -472,3 +472,25 @@ def test_the_scaler_keeps_features_whose_squares_pass_float64s_range():
     np.testing.assert_allclose(np.concatenate(scaler.transform(X))[:, 0], [-np.sqrt(1.5), np.sqrt(1.5), 0.0], atol=1e-12)
     ordinary = [x / 1e200 for x in X]  # ordinary values: the same arithmetic as before
     np.testing.assert_allclose(SequenceStandardScaler().fit(ordinary).scale_[0], np.sqrt(2 / 3), rtol=1e-15)
+
+
+def test_the_scaler_keeps_the_width_of_a_table_given_as_a_list_of_rows():
+    # Rows whose last step is NaN in every row: a list of rows came back narrower than it
+    # went in (an array kept its width), so a pipeline's network was fitted on 3 of 4
+    # features and the scaler's own inverse_transform refused its output.
+    from sklearn.pipeline import make_pipeline
+
+    nan = float("nan")
+    rows = [[1.0, 2.0, 3.0, nan], [3.0, 4.0, nan, nan], [0.5, 1.0, 2.0, nan], [2.0, 1.0, nan, nan]]
+    scaler = SequenceStandardScaler().fit(rows)
+    out = scaler.transform(rows)
+    assert np.shape(out) == (4, 4) == np.shape(scaler.transform(np.array(rows)))
+    np.testing.assert_allclose(scaler.inverse_transform(out), np.array(rows))
+    series = [pd.Series(row) for row in rows]
+    assert np.shape(SequenceStandardScaler().fit(series).transform(series)) == (4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipeline = make_pipeline(SequenceStandardScaler(), RNNClassifier(hidden_size=3, max_iter=1, random_state=0))
+        pipeline.fit(rows, [0, 1, 0, 1])
+    assert pipeline[-1].n_features_in_ == 4
+    assert pipeline.predict([[1.0, 2.0, 3.0, 4.0], [3.0, 4.0, nan, nan]]).shape == (2,)

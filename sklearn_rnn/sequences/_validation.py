@@ -1138,6 +1138,9 @@ def restore_layout(
     like_shape = getattr(like, "shape", None)
     if like_shape is not None and len(like_shape) >= 2:
         width = max(width, like_shape[1])
+    elif like_shape is None and isinstance(like, (list, tuple)) and len(like):
+        # a list of rows (or of padded sequences): its trailing all-NaN steps are kept
+        width = max(width, max(len(row) for row in like))
     n_features = sequences[0].shape[1]
     padded = np.full((len(sequences), width, n_features), np.nan)
     for index, sequence in enumerate(sequences):

@@ -230,22 +230,46 @@ def test_object_columns_of_numbers_and_missing_values_are_read_as_in_a_table():
     panel = frame.set_index(pd.MultiIndex.from_tuples([("a", 0), ("a", 1), ("a", 2)]))
     np.testing.assert_array_equal(check_sequences(panel)[0], expected)
     for text in (["a", None, "b"], np.array([1.0, "2", 3.0], dtype=object)):
-        with pytest.raises(TypeError, match="has columns that are not numbers"):
+        with pytest.raises(TypeError, match="has columns that are not real numbers"):
             check_sequences([frame.assign(flag=text)])
 
 
 def test_frames_and_panels_with_columns_that_are_not_numbers_are_refused_by_name():
     days = pd.date_range("2024-01-01", periods=3, freq="7D")
     frames = [pd.DataFrame({"day": days, "bili": [1.0, 2.0, 3.0], "ward": ["a", "b", "a"]})] * 4
-    with pytest.raises(TypeError, match=r"sequence 0 of X has columns that are not numbers: "
+    with pytest.raises(TypeError, match=r"sequence 0 of X has columns that are not real numbers: "
                                         r"\{'day': 'datetime64\[[a-z]+\]', 'ward': '(object|str)'\}") as error:
         model().fit(frames, [0, 1, 0, 1])
     assert "Dates and durations (day) become numbers with sequences.from_long_format" in str(error.value)
     panel = pd.concat({i: frame for i, frame in enumerate(frames)}, names=["instance", "time"])
-    with pytest.raises(TypeError, match=r"the panel has columns that are not numbers: \{'day'"):
+    with pytest.raises(TypeError, match=r"the panel has columns that are not real numbers: \{'day'"):
         model().fit(panel, [0, 1, 0, 1])
     numeric = [frame[["bili"]] for frame in frames]
     assert model().fit(numeric, [0, 1, 0, 1]).feature_names_in_.tolist() == ["bili"]
+
+
+def test_the_hint_for_a_date_column_keeps_fractions_of_a_day():
+    # The hint was (column - column.min()).dt.days: readings 6 hours apart all got time 0.
+    when = pd.Series(pd.date_range("2024-03-01", periods=4, freq="6h"))
+    with pytest.raises(TypeError, match=r"\(column - column.min\(\)\) / pd.Timedelta\(days=1\)") as error:
+        check_sequences([pd.DataFrame({"when": when, "x": np.arange(4.0)})])
+    assert ".dt.days" not in str(error.value)
+    assert ((when - when.min()) / pd.Timedelta(days=1)).tolist() == [0.0, 0.25, 0.5, 0.75]  # the hint's way
+
+
+def test_complex_columns_are_refused_as_complex_arrays_are():
+    # A complex array is refused; in a frame, a panel or a long table the same values were
+    # cut to their real part with numpy's ComplexWarning only.
+    frame = pd.DataFrame({"z": [1 + 2j, 3 - 1j], "x": [1.0, 2.0]})
+    message = r"not real numbers: \{'z': 'complex128'\}.*Complex columns \(z\) would lose their imaginary part"
+    with pytest.raises(TypeError, match=message):
+        check_sequences([frame])
+    with pytest.raises(TypeError, match=message):
+        check_sequences(frame.set_axis(pd.MultiIndex.from_tuples([("a", 0), ("a", 1)])))
+    with pytest.raises(TypeError, match=r"must hold real numbers; got columns \{'z': 'complex128'\}.*imaginary part"):
+        from_long_format(frame.assign(id=[1, 1], day=[0, 1]), id_column="id", time_column="day")
+    with pytest.raises(ValueError, match="holds complex numbers"):
+        check_sequences([frame.to_numpy()])
 
 
 def test_targets_indexed_by_instance_in_another_order_are_refused():

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._panel import frame_values, holds_numbers
+from ._panel import complex_hint, frame_values, real_column
 
 __all__ = ["from_long_format", "to_long_format"]
 
@@ -78,18 +78,14 @@ def _resolve_features(
             )
         if len(set(features)) != len(features):
             raise ValueError(f"feature_columns has repeated names: {features}. List each once.")
-    non_numeric = [
-        c
-        for c in features
-        if not (pd.api.types.is_numeric_dtype(table[c]) or pd.api.types.is_bool_dtype(table[c])
-                or holds_numbers(table, c, table[c].dtype))
-    ]
+    non_numeric = [c for c in features if not real_column(table, c, table[c].dtype)]
     if non_numeric:
         dtypes = {c: str(table[c].dtype) for c in non_numeric}
         raise TypeError(
-            f"feature columns must be numeric; got non-numeric columns {dtypes}. "
+            f"feature columns must hold real numbers; got columns {dtypes}. "
             "Leave them out with feature_columns=[...] or encode them first, e.g. "
             f"pandas.get_dummies(table, columns={non_numeric}, dtype=float)."
+            + complex_hint(table, non_numeric)
         )
     return features
 

@@ -344,15 +344,12 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
     >>> check_numeric_columns(pd.DataFrame({"hr": [60.0], "ward": ["b"]}), where="sequence 0 of X")
     Traceback (most recent call last):
     ...
-    TypeError: sequence 0 of X has columns that are not numbers: {'ward': ...}. Leave them out ...
+    TypeError: sequence 0 of X has columns that are not real numbers: {'ward': ...}. Leave them out ...
     """
     import pandas as pd
 
     non_numeric = {
-        str(name): str(dtype)
-        for name, dtype in frame.dtypes.items()
-        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
-                or holds_numbers(frame, name, dtype))
+        str(name): str(dtype) for name, dtype in frame.dtypes.items() if not real_column(frame, name, dtype)
     }
     if not non_numeric:
         return
@@ -361,13 +358,38 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
     hint = (
         f" Dates and durations ({', '.join(map(str, dates))}) become numbers with "
         "sequences.from_long_format, which turns them into days, or by hand, e.g. "
-        "(column - column.min()).dt.days."
+        "(column - column.min()) / pd.Timedelta(days=1) for dates, column / "
+        "pd.Timedelta(days=1) for durations (fractions of a day kept)."
         if dates else ""
-    )
+    ) + complex_hint(frame, non_numeric)
     raise TypeError(
-        f"{where} has columns that are not numbers: {non_numeric}. Leave them out "
+        f"{where} has columns that are not real numbers: {non_numeric}. Leave them out "
         f"(drop(columns=[...])) or encode them as numbers first.{hint}"
     )
+
+
+def complex_hint(frame: Any, names: Any) -> str:
+    """A sentence for the complex columns among ``names`` (empty when none is)."""
+    import pandas as pd
+
+    complex_names = [str(name) for name in names if pd.api.types.is_complex_dtype(frame[name].dtype)]
+    if not complex_names:
+        return ""
+    return (f" Complex columns ({', '.join(complex_names)}) would lose their imaginary part: "
+            "split each into two real columns (its .to_numpy().real and .imag), or take its "
+            "magnitude (.abs()).")
+
+
+def real_column(frame: Any, name: Any, dtype: Any) -> bool:
+    """Whether column ``name`` holds real numbers or booleans: a numeric dtype that is not
+    complex (whose imaginary part the float conversion would drop), a boolean one, or an
+    object column of numbers (:func:`holds_numbers`)."""
+    import pandas as pd
+
+    if pd.api.types.is_complex_dtype(dtype):
+        return False
+    return (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+            or holds_numbers(frame, name, dtype))
 
 
 def holds_numbers(frame: Any, name: Any, dtype: Any) -> bool:

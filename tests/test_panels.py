@@ -412,3 +412,16 @@ def test_per_step_targets_indexed_out_of_time_order_are_refused():
     model.fit(reordered, by_rows)
     with pytest.raises(ValueError, match=r"y is a scalar"):  # was a bare TypeError with a panel
         model.fit(panel, 5)
+
+
+def test_a_panel_column_as_a_series_is_told_to_become_a_frame():
+    # It was told to reshape itself into one univariate sequence, which joins every
+    # instance into one (a single prediction for all patients).
+    index = pd.MultiIndex.from_tuples([("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)], names=["pid", "day"])
+    panel = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=index)
+    with pytest.raises(ValueError, match=r"one column of a panel.*Pass X.to_frame\(\)") as error:
+        check_sequences(panel["x"])
+    assert "np.reshape" not in str(error.value)
+    assert [len(x) for x in check_sequences(panel["x"].to_frame())] == [2, 3]
+    with pytest.raises(ValueError, match="one-dimensional"):  # a plain Series keeps its message
+        check_sequences(pd.Series([1.0, 2.0]))

@@ -1039,6 +1039,13 @@ def _check_feature_counts(sequences: list[np.ndarray]) -> None:
 
 
 def _dimension_message(ndim: int, X: Any) -> str:
+    index = getattr(X, "index", None)
+    if ndim == 1 and getattr(index, "nlevels", 1) == 2 and hasattr(X, "to_frame"):
+        return (
+            f"X is a Series of {len(X)} values indexed by (instance, time), one column of a "
+            "panel: expected a panel, a DataFrame with that index. Pass X.to_frame() (or "
+            "panel[[column]] rather than panel[column]) to keep each instance a sequence."
+        )
     if ndim == 1:
         return (
             f"X is one-dimensional ({type(X).__name__} of {len(X)} values): expected "

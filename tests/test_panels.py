@@ -425,3 +425,23 @@ def test_a_panel_column_as_a_series_is_told_to_become_a_frame():
     assert [len(x) for x in check_sequences(panel["x"].to_frame())] == [2, 3]
     with pytest.raises(ValueError, match="one-dimensional"):  # a plain Series keeps its message
         check_sequences(pd.Series([1.0, 2.0]))
+
+
+def test_pandas_missing_values_in_arrays_and_tables_are_missing_values():
+    # frame.to_numpy() of a nullable column holds pd.NA in an object array: a list of
+    # such arrays, or a table with pd.NA in an object column, was refused as text ("Encode
+    # categorical or text values as numbers first"), and check_sequences refused an Int64
+    # table that fit takes. None was already NaN.
+    frame = pd.DataFrame({"n": pd.array([1, None, 3], dtype="Int64"), "b": pd.array([True, None, False], dtype="boolean")})
+    np.testing.assert_array_equal(check_sequences([frame.to_numpy()])[0], [[1, 1], [np.nan, np.nan], [3, 0]])
+    table = pd.DataFrame({"s0": np.array([1.0, pd.NA, 2.0, 0.5], dtype=object), "s1": [1.0, 2.0, 3.0, 4.0]})
+    read = check_sequences(table)
+    np.testing.assert_array_equal(read[0].ravel(), [1.0, 1.0])
+    np.testing.assert_array_equal(read[1].ravel(), [np.nan, 2.0])
+    nullable = table.astype({"s0": "Float64"})
+    assert len(check_sequences(nullable)) == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model().fit(table, [0, 1, 0, 1])
+    with pytest.raises(TypeError, match=r"could not convert string to float: 'x'.*Encode categorical"):
+        check_sequences([np.array([[1.0], ["x"], [pd.NA]], dtype=object)])

@@ -373,6 +373,9 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
         _check_unambiguous_table(X, name)
     if layout == "table" and (reset or fitted_on_table):
         check_numeric_table(X)  # our message for text, before scikit-learn's
+        if hasattr(X, "columns") and any(dtype == object for dtype in X.dtypes):
+            # numbers with pandas' missing values (pd.NA), which scikit-learn cannot read
+            X = type(X)(frame_values(X), index=X.index, columns=X.columns)
         X = validate_data(
             estimator, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=1,
         )
@@ -893,7 +896,15 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
     try:
         with warnings.catch_warnings():  # complex input is refused below, with our message
             warnings.filterwarnings("ignore", message="Casting complex values to real")
-            array = np.asarray(value, dtype=np.float64)
+            try:
+                array = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError) as numpy_error:
+                # pandas' missing values (pd.NA, NaT in an object array, as DataFrame.to_numpy
+                # gives for a nullable column) are NaN, as None already is; else as before.
+                read = _pandas_missing_as_nan(value)
+                if read is None:
+                    raise numpy_error
+                array = read
     except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: from an array type's own conversion
         widths = _row_widths(value)
         if len(widths) > 1:
@@ -911,6 +922,21 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
     if array.ndim > 3:
         raise ValueError(_dimension_message(array.ndim, value))
     return array
+
+
+def _pandas_missing_as_nan(value: Any) -> np.ndarray | None:
+    """``value`` as float64 with pandas' missing values as NaN, or None when it holds
+    none (or anything else that is not a number: NumPy's own error then stands)."""
+    import pandas as pd
+
+    try:
+        objects = np.asarray(value, dtype=object)
+        missing = pd.isna(objects)
+        if objects.ndim == 0 or not np.any(missing):
+            return None
+        return np.where(missing, np.nan, objects).astype(np.float64)
+    except (TypeError, ValueError):
+        return None
 
 
 def _row_widths(value: Any) -> set[int]:

@@ -1398,10 +1398,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         n_targets = len(y)
         if n_targets != n_samples:
-            raise ValueError(
-                f"y has {n_targets} entries, but X has {n_samples} sequences: pass one "
-                "target per sequence, in the order of X."
+            what = (
+                "one (T_i, k) array of per-step targets per sequence, in the order of X (a "
+                "panel's column of per-step targets y: [y.xs(i, level=0).sort_index().to_numpy() "
+                "for i in X.index.unique(level=0)])"
+                if self._output_steps.every_step else "one target per sequence, in the order of X"
             )
+            raise ValueError(f"y has {n_targets} entries, but X has {n_samples} sequences: pass {what}.")
         if self._output_steps.every_step:
             check_step_targets_follow_steps(X, y)
         return self._encode_targets(y, reset=reset, classes=classes, weight=weight)

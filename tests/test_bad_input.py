@@ -470,3 +470,44 @@ def test_torch_tensors_are_read_as_their_values_in_every_input():
     expected = RNNStepClassifier(**params).fit(X, steps).predict_proba(X[:2])[0]
     np.testing.assert_array_equal(
         RNNStepClassifier(**params).fit(X, [grad(s) for s in steps]).predict_proba(X[:2])[0], expected)
+
+
+def test_a_packed_sequence_an_empty_panel_and_one_column_for_id_and_time_are_refused_as_such():
+    # A PackedSequence (a tuple of four tensors) was read as four sequences ("sequence 1 of
+    # X has shape (4,)"); an empty panel was "sequence 0 of X has no valid step"; the same
+    # column as id and time was read as repeated (id, time) pairs, whose suggested
+    # duplicates='keep' gave sequences timed by their id.
+    import pandas as pd
+    import torch
+    from torch.nn.utils.rnn import pack_sequence
+
+    from sklearn_rnn.sequences import check_sequences, from_long_format
+
+    packed = pack_sequence([torch.ones(3, 2), torch.ones(2, 2)])
+    with pytest.raises(TypeError, match=r"PackedSequence.*torch.nn.utils.rnn.unpack_sequence\(X\)"):
+        RNNClassifier().fit(packed, [0, 1])
+    index = pd.MultiIndex.from_tuples([("a", 0), ("a", 1)], names=["pid", "day"])
+    panel = pd.DataFrame({"x": [1.0, 2.0]}, index=index)
+    with pytest.raises(ValueError, match="X is empty"):
+        check_sequences(panel.iloc[:0])
+    table = pd.DataFrame({"id": [1, 1, 2], "x": [0.1, 0.2, 0.3]})
+    with pytest.raises(ValueError, match=r"id_column and time_column are the same column \('id'\)"):
+        from_long_format(table, id_column="id", time_column="id")
+
+
+def test_messages_for_a_panel_s_per_step_targets_and_its_time_level_point_the_right_way():
+    # The step classifier was told to pass "one target per sequence"; naming the panel's
+    # time level as time_feature was told to pass "its index", which reads as the level.
+    import pandas as pd
+
+    from sklearn_rnn import RNNStepClassifier
+
+    index = pd.MultiIndex.from_product([["a", "b"], [0.0, 1.0, 2.0]], names=["pid", "day"])
+    panel = pd.DataFrame({"x": np.arange(6.0), "label": [0, 1, 0, 1, 1, 0]}, index=index)
+    with pytest.raises(ValueError, match=r"6 entries, but X has 2 sequences: pass one \(T_i, k\) array of per-step "
+                                         r"targets per sequence.*y.xs\(i, level=0\)"):
+        RNNStepClassifier(max_iter=1).fit(panel[["x"]], panel["label"])
+    with pytest.raises(ValueError, match=r"'day' is not a column.*X.assign\(day=X.index.get_level_values\(-1\)\)"):
+        RNNClassifier(time_feature="day", max_iter=1).fit(panel[["x"]], [0, 1])
+    with pytest.raises(ValueError, match="pass one target per sequence, in the order of X"):
+        RNNClassifier(max_iter=1).fit(panel[["x"]], [0, 1, 0])

@@ -459,10 +459,15 @@ def _resolve_time_feature(
             )
         matches = np.flatnonzero(np.asarray(names, dtype=object) == time_feature)
         if matches.size == 0:
+            level = (
+                " A panel's time level is not a column: add it as one, "
+                f"X.assign({time_feature}=X.index.get_level_values(-1))."
+                if isinstance(time_feature, str) and time_feature.isidentifier() else ""
+            )
             raise ValueError(
                 f"time_feature={time_feature!r} is not a column of X: expected one of "
                 f"{list(names)}. Pass the name of the column that holds each step's time "
-                "stamp, or its index."
+                f"stamp, or its position (an int).{level}"
             )
         return int(matches[0])
     if not -n_features <= time_feature < n_features:

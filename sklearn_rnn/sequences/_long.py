@@ -298,6 +298,11 @@ def from_long_format(
         raise TypeError(f"as_frame must be True or False; got {as_frame!r}.")
     _check_columns(table, [id_column], "id_column")
     _check_columns(table, [time_column], "time_column")
+    if id_column == time_column:
+        raise ValueError(
+            f"id_column and time_column are the same column ({id_column!r}): expected one "
+            "column naming the sequence of each row and another holding its time."
+        )
     features = _resolve_features(table, id_column, time_column, feature_columns)
     time = _numeric_time(table, time_column, time_unit)  # (n_rows,)
     codes, ids = _factorize_ids(table[id_column])  # (n_rows,), (n_ids,)

@@ -105,6 +105,8 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
     [[1.2, 1.5], [0.7]]
     """
     _check_panel(X)
+    if not len(X):
+        return []  # no instance (np.split would give one of no steps)
     order, starts = _panel_order(X)
     return list(np.split(frame_values(X)[order], starts))  # (T_i, n_columns) each
 

@@ -655,6 +655,12 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
     >>> [s.ravel().tolist() for s in check_sequences(padded)]
     [[1.0, 2.0], [3.0, nan, 4.0]]
     """
+    if type(X).__name__ == "PackedSequence" and type(X).__module__.startswith("torch"):
+        # a tuple of four tensors, which would be read as four sequences
+        raise TypeError(
+            "X is a torch PackedSequence: expected sequences, a list of (T_i, d) tensors or "
+            "arrays. Unpack it first: torch.nn.utils.rnn.unpack_sequence(X)."
+        )
     layout = input_layout(X)
     if layout == "table":
         if not allow_table:

@@ -226,10 +226,11 @@ class RNNGridSearchCV(BaseSearchCV):
                 "True or False, or search several metrics with "
                 "sklearn.model_selection.GridSearchCV."
             )
-        if params and _routing_enabled():
+        given_params = sorted(key for key, value in params.items() if value is not None)  # None: not given
+        if given_params and _routing_enabled():
             raise ValueError(
                 "RNNGridSearchCV does not route metadata, and scikit-learn's metadata routing "
-                f"is on (sklearn.set_config(enable_metadata_routing=True)); got {sorted(params)}. "
+                f"is on (sklearn.set_config(enable_metadata_routing=True)); got {given_params}. "
                 "Pass sample_weight with routing off (the sample_weight of a bare estimator, "
                 "<step>__sample_weight of a pipeline's), or search with "
                 "sklearn.model_selection.GridSearchCV, which routes it."
@@ -240,7 +241,9 @@ class RNNGridSearchCV(BaseSearchCV):
             raise ValueError("param_grid holds no setting: give at least one value per parameter.")
         invalid: dict[int, Exception] = {}  # setting -> why its values are refused
         for i, params_ in enumerate(candidates):  # every setting checked, as its fit would, before any work
-            rnn = _final_rnn(self._candidate(params_))  # an unknown name raises, as in GridSearchCV
+            candidate = self._candidate(params_)
+            _check_steps(candidate)
+            rnn = _final_rnn(candidate)  # an unknown name raises, as in GridSearchCV
             try:
                 rnn._validate_params()
                 rnn._check_optimizer_cell()  # a combination its fit refuses
@@ -413,6 +416,25 @@ class RNNGridSearchCV(BaseSearchCV):
         tags.input_tags.allow_nan = True
         tags.input_tags.three_d_array = True
         return tags
+
+
+def _check_steps(model: Any) -> None:
+    """Refuse the steps a pipeline's own ``fit`` refuses, before any network trains: a
+    scikit-learn Pipeline takes no sampler (``fit_resample``) before its last step,
+    imbalanced-learn's does (:func:`_fit_steps` resamples through either)."""
+    if not isinstance(model, Pipeline):
+        return
+    try:
+        model._validate_steps()
+    except TypeError as error:
+        samplers = [name for name, step in model.steps[:-1] if hasattr(step, "fit_resample")]
+        if not samplers:
+            raise
+        raise TypeError(
+            f"{error} The step(s) {samplers} resample (fit_resample), which scikit-learn's "
+            "Pipeline does not run: build the pipeline with imblearn.pipeline.Pipeline (or "
+            "imblearn.pipeline.make_pipeline)."
+        ) from error
 
 
 def _fit_steps(model: Any, X: Any, y: Any, weight: Any) -> tuple[Any, Any]:

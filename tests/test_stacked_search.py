@@ -619,6 +619,31 @@ def test_fit_parameters_under_metadata_routing_are_refused_with_the_way_out():
         with pytest.raises(ValueError, match=r"does not route metadata.*GridSearchCV, which routes it"):
             search.fit(X, y, sample_weight=np.ones(20))
         assert search.fit(X, y).best_params_ == {"spectral_radius": 0.9}  # without parameters it searches
+        # sample_weight=None is no parameter, as for GridSearchCV (wrappers forward it)
+        assert search.fit(X, y, sample_weight=None).best_params_ == {"spectral_radius": 0.9}
+
+
+def test_a_scikit_learn_pipeline_holding_a_sampler_is_refused_before_any_training(monkeypatch):
+    # scikit-learn's Pipeline takes no sampler before its last step (imbalanced-learn's
+    # does): GridSearchCV refuses it in every fit; the stacked search trained every
+    # network, then every score failed, and with refit=False it returned NaN scores.
+    from imblearn.under_sampling import RandomUnderSampler
+    from sklearn.pipeline import Pipeline
+
+    from sklearn_rnn import model_selection
+
+    X, y = visits(30)
+    trained = []
+    monkeypatch.setattr(model_selection, "train_stacked", lambda *a, **k: trained.append(1))
+    pipeline = Pipeline([("sampler", RandomUnderSampler(random_state=0)), ("rnn", explicit())])
+    for refit in (True, False):
+        with pytest.raises(TypeError, match=r"intermediate steps should be transformers.*\['sampler'\] resample.*"
+                                            r"imblearn.pipeline.Pipeline"):
+            RNNGridSearchCV(pipeline, {"rnn__spectral_radius": [0.9, 1.5]}, cv=2, refit=refit).fit(X, y)
+    grid = {"sampler": [RandomUnderSampler(random_state=0)]}  # a sampler put in by the grid
+    with pytest.raises(TypeError, match="imblearn.pipeline.Pipeline"):
+        RNNGridSearchCV(Pipeline([("sampler", "passthrough"), ("rnn", explicit())]), grid, cv=2).fit(X, y)
+    assert not trained
 
 
 def test_an_empty_callbacks_list_is_stacked_like_none():

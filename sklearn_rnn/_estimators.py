@@ -1767,6 +1767,52 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if total - conv_weights > 64 * width**2 * int(self.num_layers) * directions:
             raise ValueError(f"{where} holds more weights ({total}) than its parameters describe.")
 
+    def set_params(self, **params: Any) -> BaseRNN:
+        """Set the estimator's parameters, as scikit-learn's ``set_params`` does.
+
+        ``callbacks__<name>__<parameter>`` sets a parameter of the callback named
+        ``<name>`` in ``callbacks``, as skorch's nets take it (and so grid searches
+        over it): on a copy, so that the list and callbacks given are never changed.
+
+        Parameters
+        ----------
+        **params : dict
+            Estimator parameters, and ``callbacks__<name>__<parameter>`` values.
+
+        Returns
+        -------
+        self : object
+
+        Examples
+        --------
+        >>> from skorch.callbacks import LRScheduler
+        >>> from sklearn_rnn import RNNClassifier
+        >>> schedule = LRScheduler(policy="StepLR", step_size=5, gamma=0.5)
+        >>> model = RNNClassifier(callbacks=[("lr", schedule)])
+        >>> model.set_params(callbacks__lr__gamma=0.9).callbacks[0][1].kwargs["gamma"], schedule.kwargs["gamma"]
+        (0.9, 0.5)
+        """
+        nested = {key: params.pop(key) for key in list(params) if key.startswith("callbacks__")}
+        if nested:
+            pairs = list(params.get("callbacks", self.callbacks) or [])
+            names = [pair[0] if isinstance(pair, tuple) and len(pair) == 2 else None for pair in pairs]
+            updates: dict[str, dict[str, Any]] = {}
+            for key, value in nested.items():
+                name, _, parameter = key[len("callbacks__"):].partition("__")
+                if name not in names or not parameter:
+                    raise ValueError(
+                        f"{key!r} sets a parameter of a callback by name, as "
+                        "callbacks__<name>__<parameter>: expected one of the callbacks' names "
+                        f"{[n for n in names if n is not None]} and a parameter after it. Name "
+                        "the callback in callbacks=[(name, callback)], or set callbacks whole."
+                    )
+                updates.setdefault(name, {})[parameter] = value
+            params["callbacks"] = [
+                (name, _callback_with(pair[1], updates[name])) if name in updates else pair
+                for pair, name in zip(pairs, names)
+            ]
+        return super().set_params(**params)
+
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
@@ -1882,6 +1928,13 @@ def _nth_parameter(optimizer: torch.optim.Optimizer, index: int) -> torch.Tensor
 
 #: The estimators' name of each optimizer class.
 _OPTIMIZER_NAMES: dict[type, str] = {ClippedSGD: "sgd", SimplexSGD: "simplex", torch.optim.Adam: "adam"}
+
+
+def _callback_with(callback: Any, parameters: dict[str, Any]) -> Any:
+    """A copy of a skorch callback with ``parameters`` set."""
+    changed = copy.deepcopy(callback)
+    changed.set_params(**parameters)
+    return changed
 
 
 class RNNClassifier(ClassifierMixin, BaseRNN):
@@ -2140,20 +2193,22 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         (which ends training as the built-in rule does), an
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
         for a scorer by name; a callable may turn caching off, and is then called with
-        ``y=None``) or a logger. Training uses deep copies,
-        so the objects given here are never changed; they are made when the network is
-        built and again when the training settings change (a stream of ``partial_fit``
-        calls, or warm-started fits, keep them with their state). Every training call
-        starts at ``learning_rate``: what a scheduler did to the step size does not carry
-        over to the next call, whose first epoch runs at ``learning_rate`` (over a stream
-        of ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
+        ``y=None``) or a logger. Training uses deep copies, so the objects given here
+        are never changed; they are made when the network is built and again when the
+        training settings change (a stream of ``partial_fit`` calls, or warm-started
+        fits, keep them with their state). Every training call starts at
+        ``learning_rate``: what a scheduler did to the step size does not carry over to
+        the next call, whose first epoch runs at ``learning_rate`` (over a stream of
+        ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
         calls); its later steps follow the scheduler's rule, which skorch's
-        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained. The fitted ones are in
-        ``net_.callbacks_`` (the network trains on the indices of ``classes_``, and a
-        scorer of an :class:`~skorch.callbacks.EpochScoring` reads it as a classifier of
-        those indices). The names 'clip', 'valid_score', 'train_objective', 'guard',
-        'start_rate', 'stop' and 'progress' are the engine's own. A model with callbacks is not saved by :meth:`save` (they
-        are code); use pickle or joblib for it.
+        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained.
+        The fitted ones are in ``net_.callbacks_`` (the network trains on the indices of
+        ``classes_``, and a scorer of an :class:`~skorch.callbacks.EpochScoring` reads
+        it as a classifier of those indices). The names 'clip', 'valid_score',
+        'train_objective', 'guard', 'start_rate', 'stop' and 'progress' are the engine's
+        own. ``set_params(callbacks__<name>__<parameter>=...)`` sets one callback's
+        parameter, as skorch does (a grid searches over it). A model with callbacks is
+        not saved by :meth:`save` (they are code); use pickle or joblib for it.
 
     Attributes
     ----------
@@ -2748,22 +2803,24 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         (which ends training as the built-in rule does), an
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
         for a scorer by name; a callable may turn caching off, and is then called with
-        ``y=None``) or a logger. Training uses deep copies,
-        so the objects given here are never changed; they are made when the network is
-        built and again when the training settings change (a stream of ``partial_fit``
-        calls, or warm-started fits, keep them with their state). Every training call
-        starts at ``learning_rate``: what a scheduler did to the step size does not carry
-        over to the next call, whose first epoch runs at ``learning_rate`` (over a stream
-        of ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
+        ``y=None``) or a logger. Training uses deep copies, so the objects given here
+        are never changed; they are made when the network is built and again when the
+        training settings change (a stream of ``partial_fit`` calls, or warm-started
+        fits, keep them with their state). Every training call starts at
+        ``learning_rate``: what a scheduler did to the step size does not carry over to
+        the next call, whose first epoch runs at ``learning_rate`` (over a stream of
+        ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
         calls); its later steps follow the scheduler's rule, which skorch's
-        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained. The fitted ones are in
-        ``net_.callbacks_``. A scorer of an
+        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained.
+        The fitted ones are in ``net_.callbacks_``. A scorer of an
         :class:`~skorch.callbacks.EpochScoring` reads the network's own targets and
         outputs, which are standardized (``neg_mean_squared_error`` is then in units of
         the targets' variance; ``r2`` is the same in either unit). The names 'clip',
-        'valid_score', 'train_objective', 'guard', 'start_rate', 'stop' and 'progress' are
-        the engine's own. A model with callbacks is not saved by :meth:`save` (they
-        are code); use pickle or joblib for it.
+        'valid_score', 'train_objective', 'guard', 'start_rate', 'stop' and 'progress'
+        are the engine's own. ``set_params(callbacks__<name>__<parameter>=...)`` sets
+        one callback's parameter, as skorch does (a grid searches over it). A model with
+        callbacks is not saved by :meth:`save` (they are code); use pickle or joblib for
+        it.
 
     Attributes
     ----------

@@ -149,18 +149,20 @@ class RNNStepClassifier(BaseRNN):
         (which ends training as the built-in rule does), an
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
         for a scorer by name; a callable may turn caching off, and is then called with
-        ``y=None``) or a logger. Training uses deep copies,
-        so the objects given here are never changed; they are made when the network is
-        built and again when the training settings change (a stream of ``partial_fit``
-        calls, or warm-started fits, keep them with their state). Every training call
-        starts at ``learning_rate``: what a scheduler did to the step size does not carry
-        over to the next call, whose first epoch runs at ``learning_rate`` (over a stream
-        of ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
+        ``y=None``) or a logger. Training uses deep copies, so the objects given here
+        are never changed; they are made when the network is built and again when the
+        training settings change (a stream of ``partial_fit`` calls, or warm-started
+        fits, keep them with their state). Every training call starts at
+        ``learning_rate``: what a scheduler did to the step size does not carry over to
+        the next call, whose first epoch runs at ``learning_rate`` (over a stream of
+        ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
         calls); its later steps follow the scheduler's rule, which skorch's
-        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained. The fitted ones are in
-        ``net_.callbacks_``. The names 'clip', 'valid_score', 'train_objective', 'guard',
-        'start_rate', 'stop' and 'progress' are the engine's own. A model with callbacks is not saved by :meth:`save` (they
-        are code); use pickle or joblib for it.
+        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained.
+        The fitted ones are in ``net_.callbacks_``. The names 'clip', 'valid_score',
+        'train_objective', 'guard', 'start_rate', 'stop' and 'progress' are the engine's
+        own. ``set_params(callbacks__<name>__<parameter>=...)`` sets one callback's
+        parameter, as skorch does (a grid searches over it). A model with callbacks is
+        not saved by :meth:`save` (they are code); use pickle or joblib for it.
 
     Attributes
     ----------

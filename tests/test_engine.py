@@ -516,3 +516,27 @@ def test_the_engine_and_inference_do_not_import_the_estimators():
         assert not imported & {"_estimators", "_step_estimator", "_persistence"}, name
     inference = ast.parse((PACKAGE / "_inference.py").read_text(encoding="utf-8"))
     assert "_engine" not in {n.module for n in ast.walk(inference) if isinstance(n, ast.ImportFrom)}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_named_callback_s_parameters_are_set_and_searched_as_in_skorch():
+    # callbacks__<name>__<parameter> failed with "'list' object has no attribute
+    # 'set_params'", in set_params and in a grid over it.
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _data()
+    schedule = LRScheduler(policy="StepLR", step_size=1, gamma=0.5)
+    given = [("lr", schedule)]
+    model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0, callbacks=given)
+    changed = clone(model).set_params(callbacks__lr__gamma=0.9, max_iter=3)
+    assert changed.callbacks[0][1].kwargs["gamma"] == 0.9 and changed.max_iter == 3
+    assert schedule.kwargs["gamma"] == 0.5 and given[0][1] is schedule  # the objects given are left
+    changed.fit(X, y)
+    assert changed.net_.optimizer_.param_groups[0]["lr"] == pytest.approx(0.01 * 0.9**3)
+    search = GridSearchCV(model, {"callbacks__lr__gamma": [0.5, 0.9]}, cv=2).fit(X, y)
+    assert search.cv_results_["param_callbacks__lr__gamma"].tolist() == [0.5, 0.9]
+    for key in ("callbacks__other__gamma", "callbacks__lr"):
+        with pytest.raises(ValueError, match=r"callbacks__<name>__<parameter>: expected one of the callbacks' names \['lr'\]"):
+            clone(model).set_params(**{key: 0.9})
+    with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
+        clone(model).set_params(callbacks__lr__nope=1)

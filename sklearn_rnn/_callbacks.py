@@ -411,28 +411,6 @@ class GradientClipping(GradientNormClipping):
         torch._foreach_mul_(grads, torch.clamp(clip_coef, max=1.0))
 
 
-class StartRate(Callback):
-    """Set the step size to ``net.lr`` as a training call begins, after the user's callbacks.
-
-    skorch's :class:`~skorch.callbacks.LRScheduler` rebuilds its scheduler from the
-    epochs already in the history when a call begins, and PyTorch's schedulers take
-    their first step as they are built: a warm call's first epoch ran at
-    ``learning_rate * gamma`` under StepLR whenever the history's length was a multiple
-    of ``step_size``, at ``learning_rate`` under ExponentialLR. Every call now begins at
-    ``learning_rate``; the scheduler's later steps follow its own rule.
-
-    Examples
-    --------
-    >>> from sklearn_rnn._callbacks import StartRate
-    >>> StartRate().on_train_begin  # doctest: +ELLIPSIS
-    <bound method StartRate.on_train_begin of ...>
-    """
-
-    def on_train_begin(self, net: Any, **kwargs: Any) -> None:
-        for group in net.optimizer_.param_groups:
-            group["lr"] = net.lr
-
-
 class PlainPrintLog(PrintLog):
     """skorch's epoch table, without terminal colour codes when the output is no terminal.
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import logging
 import sys
 from typing import Any
@@ -50,6 +51,7 @@ from skorch import NeuralNet
 from skorch.callbacks import (
     Callback,
     EpochScoring,
+    LRScheduler,
     PassthroughScoring,
     ProgressBar,
 )
@@ -60,7 +62,6 @@ from ._callbacks import (
     EarlyStopping,
     GradientClipping,
     PlainPrintLog,
-    StartRate,
     TrainingGuard,
     score_weights,
     _is_terminal,
@@ -83,9 +84,7 @@ PRECISIONS: dict[str, torch.dtype | None] = {
 }
 
 #: Names of the engine's own callbacks; a user's callback may not take them.
-ENGINE_CALLBACKS = frozenset(
-    {"clip", "valid_score", "train_objective", "guard", "start_rate", "stop", "progress"}
-)
+ENGINE_CALLBACKS = frozenset({"clip", "valid_score", "train_objective", "guard", "stop", "progress"})
 
 
 class _History(History):
@@ -509,6 +508,34 @@ def make_net(
     )
 
 
+def _restarting(pairs: list[tuple[str, Callback]]) -> list[tuple[str, Callback]]:
+    """The user's callbacks, each skorch :class:`~skorch.callbacks.LRScheduler` among them
+    restarting its schedule at every training call.
+
+    skorch builds the scheduler as a call begins with ``last_epoch`` set to the epochs
+    already trained, and PyTorch's schedulers take a step as they are built: a warm
+    call's first epoch then ran at ``learning_rate * gamma`` under StepLR whenever the
+    history's length was a multiple of ``step_size``, and LambdaLR went on from the
+    history, while the estimator sets the rate back to ``learning_rate`` at every call.
+    Built with ``last_epoch=-1`` (unless the callback names its own), every call runs
+    the schedule from its start, as a first fit does. ReduceLROnPlateau and policies
+    without ``last_epoch`` are left as they are.
+    """
+    for _, callback in pairs:
+        if not isinstance(callback, LRScheduler) or "last_epoch" in callback.kwargs:
+            continue
+        policy = callback.policy
+        if isinstance(policy, str):
+            policy = getattr(sys.modules[LRScheduler.__module__], policy, None)
+        try:
+            takes = "last_epoch" in inspect.signature(policy).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if takes and policy is not torch.optim.lr_scheduler.ReduceLROnPlateau:
+            callback.last_epoch = -1  # one of the scheduler's arguments, for skorch
+    return pairs
+
+
 def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback]]:
     """The ``callbacks`` parameter as a list of ``(name, skorch callback)`` pairs.
 
@@ -645,9 +672,7 @@ def configure(
     # Before "stop" and the user's: an epoch is recorded as finished before a callback
     # ends training.
     callbacks.append(("guard", FitGuard(owner, restores_best=not incremental)))
-    callbacks.extend(copy.deepcopy(pairs))
-    if pairs:  # after a user's scheduler is built: every call begins at learning_rate
-        callbacks.append(("start_rate", StartRate()))
+    callbacks.extend(_restarting(copy.deepcopy(pairs)))
     if not incremental:
         callbacks.append(
             (

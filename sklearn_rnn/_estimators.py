@@ -1178,6 +1178,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.batch_size = int(self.batch_size)
         for group in net.optimizer_.param_groups:
             group["lr"] = learning_rate
+            group.pop("initial_lr", None)  # a scheduler restarts from learning_rate (see _restarting)
             if "clip_threshold" in group:
                 group["clip_threshold"] = _optional_float(self.clip_threshold)
         if isinstance(net.optimizer_, SimplexSGD):
@@ -2197,16 +2198,16 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         are never changed; they are made when the network is built and again when the
         training settings change (a stream of ``partial_fit`` calls, or warm-started
         fits, keep them with their state). Every training call starts at
-        ``learning_rate``: what a scheduler did to the step size does not carry over to
-        the next call, whose first epoch runs at ``learning_rate`` (over a stream of
-        ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
-        calls); its later steps follow the scheduler's rule, which skorch's
-        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained.
-        The fitted ones are in ``net_.callbacks_`` (the network trains on the indices of
+        ``learning_rate`` and runs the schedule of a
+        :class:`~skorch.callbacks.LRScheduler` from its start, as a first fit does
+        (unless the callback names its own ``last_epoch``): what a scheduler did to the
+        step size does not carry over to the next call (over a stream of ``partial_fit``
+        calls, lower ``learning_rate`` with ``set_params`` between calls). The fitted
+        ones are in ``net_.callbacks_`` (the network trains on the indices of
         ``classes_``, and a scorer of an :class:`~skorch.callbacks.EpochScoring` reads
         it as a classifier of those indices). The names 'clip', 'valid_score',
-        'train_objective', 'guard', 'start_rate', 'stop' and 'progress' are the engine's
-        own. ``set_params(callbacks__<name>__<parameter>=...)`` sets one callback's
+        'train_objective', 'guard', 'stop' and 'progress' are the engine's own.
+        ``set_params(callbacks__<name>__<parameter>=...)`` sets one callback's
         parameter, as skorch does (a grid searches over it). A model with callbacks is
         not saved by :meth:`save` (they are code); use pickle or joblib for it.
 
@@ -2807,18 +2808,18 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         are never changed; they are made when the network is built and again when the
         training settings change (a stream of ``partial_fit`` calls, or warm-started
         fits, keep them with their state). Every training call starts at
-        ``learning_rate``: what a scheduler did to the step size does not carry over to
-        the next call, whose first epoch runs at ``learning_rate`` (over a stream of
-        ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
-        calls); its later steps follow the scheduler's rule, which skorch's
-        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained.
-        The fitted ones are in ``net_.callbacks_``. A scorer of an
+        ``learning_rate`` and runs the schedule of a
+        :class:`~skorch.callbacks.LRScheduler` from its start, as a first fit does
+        (unless the callback names its own ``last_epoch``): what a scheduler did to the
+        step size does not carry over to the next call (over a stream of ``partial_fit``
+        calls, lower ``learning_rate`` with ``set_params`` between calls). The fitted
+        ones are in ``net_.callbacks_``. A scorer of an
         :class:`~skorch.callbacks.EpochScoring` reads the network's own targets and
         outputs, which are standardized (``neg_mean_squared_error`` is then in units of
         the targets' variance; ``r2`` is the same in either unit). The names 'clip',
-        'valid_score', 'train_objective', 'guard', 'start_rate', 'stop' and 'progress'
-        are the engine's own. ``set_params(callbacks__<name>__<parameter>=...)`` sets
-        one callback's parameter, as skorch does (a grid searches over it). A model with
+        'valid_score', 'train_objective', 'guard', 'stop' and 'progress' are the
+        engine's own. ``set_params(callbacks__<name>__<parameter>=...)`` sets one
+        callback's parameter, as skorch does (a grid searches over it). A model with
         callbacks is not saved by :meth:`save` (they are code); use pickle or joblib for
         it.
 

@@ -153,14 +153,14 @@ class RNNStepClassifier(BaseRNN):
         are never changed; they are made when the network is built and again when the
         training settings change (a stream of ``partial_fit`` calls, or warm-started
         fits, keep them with their state). Every training call starts at
-        ``learning_rate``: what a scheduler did to the step size does not carry over to
-        the next call, whose first epoch runs at ``learning_rate`` (over a stream of
-        ``partial_fit`` calls, lower ``learning_rate`` with ``set_params`` between
-        calls); its later steps follow the scheduler's rule, which skorch's
-        :class:`~skorch.callbacks.LRScheduler` counts from the epochs already trained.
-        The fitted ones are in ``net_.callbacks_``. The names 'clip', 'valid_score',
-        'train_objective', 'guard', 'start_rate', 'stop' and 'progress' are the engine's
-        own. ``set_params(callbacks__<name>__<parameter>=...)`` sets one callback's
+        ``learning_rate`` and runs the schedule of a
+        :class:`~skorch.callbacks.LRScheduler` from its start, as a first fit does
+        (unless the callback names its own ``last_epoch``): what a scheduler did to the
+        step size does not carry over to the next call (over a stream of ``partial_fit``
+        calls, lower ``learning_rate`` with ``set_params`` between calls). The fitted
+        ones are in ``net_.callbacks_``. The names 'clip', 'valid_score',
+        'train_objective', 'guard', 'stop' and 'progress' are the engine's own.
+        ``set_params(callbacks__<name>__<parameter>=...)`` sets one callback's
         parameter, as skorch does (a grid searches over it). A model with callbacks is
         not saved by :meth:`save` (they are code); use pickle or joblib for it.
 

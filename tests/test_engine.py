@@ -280,39 +280,60 @@ def test_user_callbacks_run_and_the_parameter_is_not_changed():
 
 
 class EpochRates(Callback):
-    """Records the step size each epoch runs at."""
+    """Gives ``sink`` the step size each epoch runs at."""
 
-    def initialize(self):
-        self.rates_ = []
-        return self
+    def __init__(self, sink=None):
+        self.sink = sink
 
     def on_epoch_begin(self, net, **kwargs):
-        self.rates_.append(net.optimizer_.param_groups[0]["lr"])
+        self.sink(net.optimizer_.param_groups[0]["lr"])
 
 
-@pytest.mark.parametrize("policy", ["StepLR", "ExponentialLR", "LambdaLR"])
-def test_every_training_call_starts_at_learning_rate_as_documented(policy):
-    # A scheduler's changes do not carry over to the next call (the callbacks' docs). The
-    # first version of this test read the rate as a call began, before skorch rebuilt
-    # the scheduler, whose first step under StepLR then halved it: the epochs of three
-    # partial_fit calls ran at 0.01, 0.005, 0.005.
+def _schedule(policy, kwargs, epochs, lr=0.01):
+    """The step size of each epoch under PyTorch's scheduler, built fresh."""
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=lr)
+    scheduler = getattr(torch.optim.lr_scheduler, policy)(optimizer, **kwargs)
+    rates = []
+    for _ in range(epochs):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    return rates
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("policy, kwargs", [
+    ("StepLR", dict(step_size=1, gamma=0.5)), ("ExponentialLR", dict(gamma=0.5)),
+    ("LambdaLR", dict(lr_lambda=lambda epoch: 0.5 ** epoch)),
+    ("LinearLR", dict(start_factor=0.1, total_iters=3)), ("ConstantLR", dict(factor=0.5, total_iters=2)),
+])
+def test_every_training_call_starts_at_learning_rate_and_runs_the_schedule_from_its_start(policy, kwargs):
+    # A scheduler's changes do not carry over to the next call (the callbacks' docs).
+    # skorch rebuilt the scheduler from the history at every call: StepLR's first step
+    # then halved the rate (three partial_fit calls ran at 0.01, 0.005, 0.005) and
+    # LambdaLR went on from the history. (A first fix set the rate back after the
+    # scheduler was built, which scaled warm-up schedules: LinearLR from 0.1 ran at
+    # 10 times learning_rate.) Every call now runs the schedule as a first fit does.
     X, y = _data()
-    kwargs = {"StepLR": dict(step_size=1, gamma=0.5), "ExponentialLR": dict(gamma=0.5),
-              "LambdaLR": dict(lr_lambda=lambda epoch: 0.5 ** epoch)}[policy]
-    callbacks = [("rates", EpochRates()), ("lr", LRScheduler(policy=policy, **kwargs))]
+    seen = []
+
+    def record(rate):  # a function: the engine's deep copies of the callback share it
+        seen.append(rate)
+
+    scheduler = getattr(torch.optim.lr_scheduler, policy)  # skorch reads some by name only
+    callbacks = [("rates", EpochRates(sink=record)), ("lr", LRScheduler(policy=scheduler, **kwargs))]
     model = RNNClassifier(hidden_size=4, batch_size=8, learning_rate=0.01, callbacks=callbacks,
-                          random_state=0)
+                          max_iter=4, n_iter_no_change=100, random_state=0)
+    model.fit(X, y)
+    np.testing.assert_allclose(seen, _schedule(policy, kwargs, 4))  # as PyTorch runs it
+    model.set_params(warm_start=True).fit(X, y)
+    np.testing.assert_allclose(seen[4:], _schedule(policy, kwargs, 4))
     for _ in range(3):
-        model.partial_fit(X, y, classes=[0, 1])
-    assert model.net_.optimizer_.param_groups[0]["lr"] < 0.01  # the scheduler stepped
-    assert dict(model.net_.callbacks_)["rates"].rates_ == [0.01] * 3
-    model.set_params(learning_rate=0.002).partial_fit(X, y)
-    assert dict(model.net_.callbacks_)["rates"].rates_[-1] == 0.002
-    model.set_params(learning_rate=0.01, warm_start=True, max_iter=2, n_iter_no_change=100)
-    for _ in range(2):  # warm fits of two epochs: the second of each follows the rule
-        model.fit(X, y)
-        rates = dict(model.net_.callbacks_)["rates"].rates_
-        assert rates[-2] == 0.01 and rates[-1] < 0.01
+        model.partial_fit(X, y)
+    np.testing.assert_allclose(seen[8:], _schedule(policy, kwargs, 1) * 3)
+    model.set_params(learning_rate=0.002, warm_start=False).fit(X, y)
+    np.testing.assert_allclose(seen[11:], _schedule(policy, kwargs, 4, lr=0.002))
+    assert "last_epoch" not in callbacks[1][1].kwargs  # the callback given is left as it was
 
 
 @pytest.mark.parametrize("scoring", ["accuracy", "roc_auc", "f1", "neg_log_loss"])

@@ -443,5 +443,7 @@ def test_pandas_missing_values_in_arrays_and_tables_are_missing_values():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model().fit(table, [0, 1, 0, 1])
+        for rows in (table.to_numpy(), table.to_numpy().tolist()):  # the table as an object array, as rows
+            assert model().fit(rows, [0, 1, 0, 1]).predict(rows).shape == (4,)
     with pytest.raises(TypeError, match=r"could not convert string to float: 'x'.*Encode categorical"):
         check_sequences([np.array([[1.0], ["x"], [pd.NA]], dtype=object)])

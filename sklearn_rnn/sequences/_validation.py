@@ -373,9 +373,12 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
         _check_unambiguous_table(X, name)
     if layout == "table" and (reset or fitted_on_table):
         check_numeric_table(X)  # our message for text, before scikit-learn's
-        if hasattr(X, "columns") and any(dtype == object for dtype in X.dtypes):
-            # numbers with pandas' missing values (pd.NA), which scikit-learn cannot read
-            X = type(X)(frame_values(X), index=X.index, columns=X.columns)
+        # numbers with pandas' missing values (pd.NA), which scikit-learn cannot read
+        if hasattr(X, "columns"):
+            if any(dtype == object for dtype in X.dtypes):
+                X = type(X)(frame_values(X), index=X.index, columns=X.columns)
+        elif getattr(X, "dtype", object) == object:  # an object array, a list of rows
+            X = _as_float_array(X, where="X")
         X = validate_data(
             estimator, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=1,
         )

@@ -250,18 +250,28 @@ class SequenceNet(NeuralNet):
 
         The batches run sorted by length; skorch would yield their outputs in that order,
         so ``net.predict(dataset)`` (what a user's scoring callable reads) paired its
-        rows with another sequence's target. Outside training, with one output per
-        sequence, the outputs come back as one block in the dataset's order.
+        rows with another sequence's target. Outside training the outputs come back as
+        one block in the dataset's order; outputs at every step are padded with NaN to
+        the longest sequence.
         """
         dataset = self.get_dataset(X)
         iterator = self.get_iterator(dataset, training=training)
-        if training or self.output_steps.every_step or not isinstance(iterator, BucketBatchLoader):
+        if training or not isinstance(iterator, BucketBatchLoader):
             yield from super().forward_iter(X, training=training, device=device)
             return
         batches = iterator.batches()
         outputs = [self.evaluation_step(dataset.collate(indices), training=False) for indices in batches]
+        if outputs[0].ndim == 3:  # (B, T_batch, k): every step
+            steps = max(output.shape[1] for output in outputs)
+            outputs = [torch.nn.functional.pad(output, (0, 0, 0, steps - output.shape[1]), value=float("nan"))
+                       for output in outputs]
         order = torch.as_tensor(np.argsort(np.concatenate(batches), kind="stable"))
-        yield torch.cat(outputs)[order.to(outputs[0].device)].to(device)
+        ordered = torch.cat(outputs)[order.to(outputs[0].device)]
+        if ordered.ndim == 3:  # NaN past each sequence's last step, its batch's padding too
+            lengths = dataset.sequences.lengths.to(ordered.device)
+            past = torch.arange(ordered.shape[1], device=ordered.device)[None, :] >= lengths[:, None]
+            ordered = ordered.masked_fill(past[:, :, None], float("nan"))
+        yield ordered.to(device)
 
     def _skorch_step(self) -> bool:
         """Whether skorch's own training step applies (float32, not the simplex method)."""

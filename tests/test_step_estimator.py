@@ -377,3 +377,24 @@ def test_the_validation_score_weighs_each_sequence_s_steps_by_its_weight():
     assert score(targets, outputs, None) == pytest.approx(-(nll(0.0) + nll(2.0) + nll(-3.0)) / 3)
     assert score(targets, outputs, np.array([1.0, 0.0])) == pytest.approx(-(nll(0.0) + nll(2.0)) / 2)
     assert score(targets, outputs, np.array([1.0, 2.0])) == pytest.approx(-(nll(0.0) + nll(2.0) + 2 * nll(-3.0)) / 4)
+
+
+def test_the_net_s_outputs_at_every_step_follow_the_dataset_s_order():
+    # Outputs at every step came back in the batches' order (sorted by length): where
+    # the batches' widths matched, row 0 was another sequence's outputs without a word.
+    import warnings
+
+    from sklearn_rnn import RNNStepClassifier
+    from sklearn_rnn.sequences import SequenceDataset
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 2)) for n in (5, 2, 5, 3)]
+    Y = [(x[:, :1] > 0).astype(float) for x in X]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = RNNStepClassifier(hidden_size=3, max_iter=2, batch_size=2, random_state=0).fit(X, Y)
+    outputs = model.net_.forward(SequenceDataset(model._encoder.encode(X, device="cpu"))).numpy()
+    assert outputs.shape == (4, 5, 1)
+    for logits, x, proba in zip(outputs, X, model.predict_proba(X)):
+        np.testing.assert_allclose(1 / (1 + np.exp(-logits[: len(x), 0])), np.asarray(proba)[:, -1], atol=1e-5)
+        assert np.isnan(logits[len(x):]).all()  # past its last step

@@ -1774,6 +1774,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         ``callbacks__<name>__<parameter>`` sets a parameter of the callback named
         ``<name>`` in ``callbacks``, as skorch's nets take it (and so grid searches
         over it): on a copy, so that the list and callbacks given are never changed.
+        ``callbacks__<name>`` replaces that callback, or with None takes it out.
 
         Parameters
         ----------
@@ -1798,20 +1799,30 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             pairs = list(params.get("callbacks", self.callbacks) or [])
             names = [pair[0] if isinstance(pair, tuple) and len(pair) == 2 else None for pair in pairs]
             updates: dict[str, dict[str, Any]] = {}
+            replaced: dict[str, Any] = {}
             for key, value in nested.items():
                 name, _, parameter = key[len("callbacks__"):].partition("__")
-                if name not in names or not parameter:
+                if name not in names:
                     raise ValueError(
-                        f"{key!r} sets a parameter of a callback by name, as "
-                        "callbacks__<name>__<parameter>: expected one of the callbacks' names "
-                        f"{[n for n in names if n is not None]} and a parameter after it. Name "
+                        f"{key!r} sets a callback, or one of its parameters, by name, as "
+                        "callbacks__<name> or callbacks__<name>__<parameter>: expected one "
+                        f"of the callbacks' names {[n for n in names if n is not None]}. Name "
                         "the callback in callbacks=[(name, callback)], or set callbacks whole."
                     )
-                updates.setdefault(name, {})[parameter] = value
-            params["callbacks"] = [
-                (name, _callback_with(pair[1], updates[name])) if name in updates else pair
-                for pair, name in zip(pairs, names)
-            ]
+                if parameter:
+                    updates.setdefault(name, {})[parameter] = value
+                else:
+                    replaced[name] = value
+            changed = []
+            for pair, name in zip(pairs, names):
+                if name in replaced:
+                    if replaced[name] is not None:  # None takes it out, as in skorch
+                        changed.append((name, replaced[name]))
+                elif name in updates:
+                    changed.append((name, _callback_with(pair[1], updates[name])))
+                else:
+                    changed.append(pair)
+            params["callbacks"] = changed
         return super().set_params(**params)
 
     def __sklearn_tags__(self):  # noqa: D105

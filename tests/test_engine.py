@@ -556,8 +556,11 @@ def test_a_named_callback_s_parameters_are_set_and_searched_as_in_skorch():
     assert changed.net_.optimizer_.param_groups[0]["lr"] == pytest.approx(0.01 * 0.9**3)
     search = GridSearchCV(model, {"callbacks__lr__gamma": [0.5, 0.9]}, cv=2).fit(X, y)
     assert search.cv_results_["param_callbacks__lr__gamma"].tolist() == [0.5, 0.9]
-    for key in ("callbacks__other__gamma", "callbacks__lr"):
+    for key in ("callbacks__other__gamma", "callbacks__other"):
         with pytest.raises(ValueError, match=r"callbacks__<name>__<parameter>: expected one of the callbacks' names \['lr'\]"):
             clone(model).set_params(**{key: 0.9})
+    other = LRScheduler(policy="StepLR", step_size=2, gamma=0.1)  # replaced, or taken out, by name as in skorch
+    assert clone(model).set_params(callbacks__lr=other).callbacks == [("lr", other)]
+    assert clone(model).set_params(callbacks__lr=None).callbacks == []
     with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
         clone(model).set_params(callbacks__lr__nope=1)

@@ -306,6 +306,11 @@ def test_second_derivatives_through_forward_states_point_to_the_module_s_forward
     for forward_states in (net.forward_states, adapter.forward_states):
         with pytest.raises(RuntimeError, match="apply a torch.func transform to.*" + way_out):
             jacrev(lambda v: forward_states(v, lengths).hidden)(x.detach())
+    # the LSTM trains on its fused kernel already: no attribute to set for it
+    lstm = RecurrentAdapter(torch.nn.LSTM(2, 3, batch_first=True).double(), torch.nn.Linear(3, 1).double())
+    with pytest.raises(RuntimeError, match=r"cell 'lstm'.*forward_states, which runs PyTorch's fused kernel\.$") as error:
+        torch.autograd.grad(lstm.forward_states(x, lengths).hidden.square().sum(), x, create_graph=True)
+    assert "trains_stepwise" not in str(error.value)
     # the way out: the module's own forward pass
     (grad,) = torch.autograd.grad(net(x, lengths).sum(), x, create_graph=True)
     assert grad.requires_grad and bool(torch.isfinite(grad).all())

@@ -460,7 +460,7 @@ def _resolve_time_feature(
         matches = np.flatnonzero(np.asarray(names, dtype=object) == time_feature)
         if matches.size == 0:
             level = (
-                " A panel's time level is not a column: add it as one, "
+                " If it names a panel's time level, which is not a column, add it as one: "
                 f"X.assign({time_feature}=X.index.get_level_values(-1))."
                 if isinstance(time_feature, str) and time_feature.isidentifier() else ""
             )

@@ -996,7 +996,7 @@ def stepwise_recurrence(
             f"got {len(initial)} tensor(s)."
         )
     if functorch_transforms_active():  # its autograd.Functions have no setup_context
-        raise once_differentiable_error(cell.name, "apply a torch.func transform to")
+        raise once_differentiable_error(cell, "apply a torch.func transform to")
     dtype = weight_hh.dtype
     h0 = initial[0].to(dtype) if initial else None
     c0 = initial[1].to(dtype) if len(initial) > 1 else None

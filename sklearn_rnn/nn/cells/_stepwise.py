@@ -154,37 +154,45 @@ def differentiable_once(backward: Callable[..., tuple[Any, ...]]) -> Callable[..
         # transform (vmap of jacobian(vectorize=True)) batches it, which it cannot be.
         if torch.is_grad_enabled() or functorch_transforms_active() or _batched(grads):
             what = "record the gradient of" if torch.is_grad_enabled() else "batch (vmap) the backward pass of"
-            raise once_differentiable_error(ctx.cell.name, what)
+            raise once_differentiable_error(ctx.cell, what)
         with torch.no_grad():
             return backward(ctx, *grads)
 
     return guarded
 
 
-def once_differentiable_error(name: str, what: str) -> RuntimeError:
+def once_differentiable_error(cell: Any, what: str) -> RuntimeError:
     """The error for a step-by-step recurrence asked for more than one plain derivative.
 
     Parameters
     ----------
-    name : str
-        The cell's name.
+    cell : Cell
+        The cell whose recurrence was asked (its ``name`` and ``trains_stepwise``).
     what : str
         What was asked, as ``'record the gradient of'``.
 
     Returns
     -------
     RuntimeError
-        Its message names the two places the recurrence runs and the way out of each.
+        Its message names where the recurrence runs and the way out of each place.
     """
+    name = cell.name
+    training = (
+        " and when a network trains on a CPU. For second derivatives (a gradient penalty, "
+        "Hessians) or vectorized Jacobians, differentiate the module's own forward pass "
+        "(net(x, lengths)), not forward_states; for sklearn_rnn's networks on a CPU, also "
+        "run the cell on PyTorch's fused kernel: "
+        f"sklearn_rnn.nn.get_cell({name!r}).trains_stepwise = False."
+        if cell.trains_stepwise else
+        ". For second derivatives (a gradient penalty, Hessians) or vectorized Jacobians, "
+        "differentiate the module's own forward pass (net(x, lengths)), not "
+        "forward_states, which runs PyTorch's fused kernel."
+    )
     return RuntimeError(
         f"Cannot {what} the step-by-step recurrence of cell {name!r}: its hand-written "
         "backward pass is differentiable once (no create_graph=True) and not vectorized "
         "(no torch.func, no jacobian(vectorize=True)). That recurrence runs in "
-        "forward_states on a CPU (temporal gradients need it) and when a network trains on "
-        "a CPU. For second derivatives (a gradient penalty, Hessians) or vectorized "
-        "Jacobians, differentiate the module's own forward pass (net(x, lengths)), not "
-        "forward_states; for sklearn_rnn's networks on a CPU, also run the cell on PyTorch's "
-        f"fused kernel: sklearn_rnn.nn.get_cell({name!r}).trains_stepwise = False."
+        f"forward_states on a CPU (temporal gradients need it){training}"
     )
 
 

@@ -377,8 +377,9 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
         if hasattr(X, "columns"):
             if any(dtype == object for dtype in X.dtypes):
                 X = type(X)(frame_values(X), index=X.index, columns=X.columns)
-        elif getattr(X, "dtype", object) == object:  # an object array, a list of rows
-            X = _as_float_array(X, where="X")
+        elif isinstance(X, (list, tuple)) or (isinstance(X, np.ndarray) and X.dtype == object):
+            read = _pandas_missing_as_nan(X)  # rows, or an object array, holding pd.NA
+            X = X if read is None else read
         X = validate_data(
             estimator, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=1,
         )

@@ -20,7 +20,7 @@ every epoch's weights, and replays
   (``ema0.8``), instead of the kept epoch's own weights;
 
 and prints, per rule and set, the mean test accuracy over the seeds and the epochs each
-seed ran (fit time is about proportional to the epochs; ``--seconds`` prints the
+seed ran (fit time is about proportional to the epochs; each set's line also gives the
 seconds per epoch). ``oracle`` is the best test accuracy any epoch reached (an upper
 bound on what choosing the epoch can give, not a rule). The replay of the defaults'
 rule reproduces the defaults' fits (``--verify`` fits them and compares: stop epoch and

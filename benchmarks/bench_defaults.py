@@ -635,6 +635,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="run nothing: join the rows of these CSV files (written by "
                         "earlier runs) into --csv and --rst")
     args = parser.parse_args(argv)
+    for option, value in (("--repeats", args.repeats), ("--max-test", args.max_test)):
+        if value is not None and value < 1:
+            parser.error(f"{option} must be at least 1; got {value}.")
+    for path in (args.csv, args.rst):
+        if path is not None and not path.resolve().parent.is_dir():
+            parser.error(f"the folder of {path} does not exist; create it, or write elsewhere.")
     if args.merge:
         merged: list[dict[str, Any]] = []
         for path in args.merge:
@@ -655,6 +661,7 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:
         have_aeon = False
     known = ["RNN", "skorch GRU", "skorch GRU packed", "summary LR", "DTW 1-NN", "MiniRocket"]
+    given_models = list(args.models)
     args.models = [m for m in known if any(s.lower() == m.lower() for s in args.models)
                    or any(s.lower() in m.lower() for s in args.models if s.lower() not in
                           [k.lower() for k in known])]
@@ -663,6 +670,11 @@ def main(argv: list[str] | None = None) -> None:
     others = [m for m in args.models if m != "RNN"
               and (have_aeon or m not in ("DTW 1-NN", "MiniRocket"))]
     selected = [name for name in DATASETS if any(s.lower() in name.lower() for s in args.datasets)]
+    unmatched = [s for s in args.datasets if not any(s.lower() in name.lower() for name in DATASETS)]
+    unmatched += [s for s in given_models if not any(s.lower() in m.lower() for m in known)]
+    if unmatched:
+        parser.error(f"{unmatched} name(s) no data set or model: expected parts of the names "
+                     f"{list(DATASETS)} and {known}.")
     print(f"torch {torch.__version__}, 1 thread, aeon {'yes' if have_aeon else 'no'}, "
           f"quick={args.quick}, load {os.getloadavg()[0]:.2f}, cpu {_cpu()}", flush=True)
     rows: list[dict[str, Any]] = []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import platform
 import subprocess
@@ -161,6 +162,30 @@ def positive_int(text: str) -> int:
 
 
 positive_int.__name__ = "int"  # argparse's "invalid int value: 'x'"
+
+
+def nonnegative_int(text: str) -> int:
+    """An argparse type for seeds: an integer of at least 0 (numpy refuses negative ones,
+    after the run has begun)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {value}")
+    return value
+
+
+nonnegative_int.__name__ = "int"
+
+
+def positive_float(text: str) -> float:
+    """An argparse type for learning rates and radii: a finite number above 0 (the
+    estimators refuse others, after the run has begun)."""
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0; got {value}")
+    return value
+
+
+positive_float.__name__ = "float"
 
 
 def set_threads(n_threads: int) -> None:
@@ -513,7 +538,7 @@ def add_common_arguments(parser: Any, default_out: str) -> None:
     parser.add_argument("--out", default=None,
                         help=f"output folder (default {default_out}, or its 'quick' "
                         "subfolder with --quick)")
-    parser.add_argument("--threads", type=int, default=1, help="PyTorch CPU threads")
+    parser.add_argument("--threads", type=positive_int, default=1, help="PyTorch CPU threads")
     parser.add_argument("--plot-only", action="store_true",
                         help="only draw the figure from the results saved in --out")
     parser.add_argument("--verbose", action="store_true", help="print every validation check")

@@ -22,7 +22,15 @@ import argparse
 
 import numpy as np
 
-from experiments._stream import RunSpec, make_estimator, positive_int, recurrent_radius, set_threads
+from experiments._stream import (
+    RunSpec,
+    make_estimator,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    recurrent_radius,
+    set_threads,
+)
 
 from sklearn_rnn.datasets import make_temporal_order
 from sklearn_rnn.diagnostics import temporal_gradient_norms
@@ -31,7 +39,7 @@ from sklearn_rnn.diagnostics import temporal_gradient_norms
 def early_state(optimizer: str, seed: int, updates: int, learning_rate: float,
                 switch_threshold: float | None, length: int) -> tuple[float, float, float, float]:
     """Spectral radius, first- and last-step gradient norms and loss after ``updates``."""
-    spec = RunSpec("temporal_order", length, optimizer, seed, learning_rate=learning_rate,
+    spec = RunSpec("temporal_order", length, optimizer, nonnegative_int, learning_rate=learning_rate,
                    switch_threshold=switch_threshold if optimizer == "simplex" else None,
                    spectral_radius=1.2)
     model = make_estimator(spec)
@@ -47,14 +55,14 @@ def early_state(optimizer: str, seed: int, updates: int, learning_rate: float,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", default=[0, 1, 2, 3, 4, 5])
     parser.add_argument("--updates", type=positive_int, default=400)
     parser.add_argument("--length", type=positive_int, default=50)
-    parser.add_argument("--learning-rate", type=float, default=0.05)
+    parser.add_argument("--learning-rate", type=positive_float, default=0.05)
     parser.add_argument("--switch-threshold", type=float, default=0.9,
                         help="psi of the simplex method; a negative value means None")
     parser.add_argument("--optimizers", nargs="+", default=["sgd", "simplex"])
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=positive_int, default=1)
     args = parser.parse_args()
     set_threads(args.threads)
     psi = None if args.switch_threshold < 0 else args.switch_threshold
@@ -62,7 +70,7 @@ def main() -> None:
           f"after {args.updates} updates")
     for seed in args.seeds:
         for optimizer in args.optimizers:
-            radius, first, last, loss = early_state(optimizer, seed, args.updates,
+            radius, first, last, loss = early_state(optimizer, nonnegative_int, args.updates,
                                                     args.learning_rate, psi, args.length)
             print(f"seed {seed} {optimizer:8s} radius {radius:.2f}  step-1 norm {first:.2e}  "
                   f"last-step norm {last:.2e}  loss (last 50) {loss:.3f}", flush=True)

@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import argparse
 
-from experiments._stream import RunSpec, positive_int, run_all, set_threads, train_on_stream
+from experiments._stream import (
+    RunSpec,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    run_all,
+    set_threads,
+    train_on_stream,
+)
 
 
 def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: int,
@@ -27,7 +35,7 @@ def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: i
     The validation set (10,000 sequences) is scored in full at every check, as this
     benchmark always did; ``switch_threshold`` applies to the simplex only.
     """
-    spec = _spec(optimizer, length, seed, max_updates, check_every, learning_rate,
+    spec = _spec(optimizer, length, nonnegative_int, max_updates, check_every, learning_rate,
                  switch_threshold)
     _, record = train_on_stream(spec, verbose=verbose, print_fn=lambda line: print(line, flush=True))
     return record
@@ -36,7 +44,7 @@ def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: i
 def _spec(optimizer: str, length: int, seed: int, max_updates: int, check_every: int,
           learning_rate: float, switch_threshold: float | None) -> RunSpec:
     return RunSpec(
-        "temporal_order", length, optimizer, seed, learning_rate=learning_rate,
+        "temporal_order", length, optimizer, nonnegative_int, learning_rate=learning_rate,
         switch_threshold=switch_threshold if optimizer == "simplex" else None,
         spectral_radius=1.2, max_updates=max_updates, check_every=check_every, n_screen=None,
     )
@@ -46,11 +54,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--length", type=positive_int, default=50)
     parser.add_argument("--max-updates", type=positive_int, default=34_000)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", default=[0])
     parser.add_argument("--optimizers", nargs="+", default=["simplex", "sgd"])
     parser.add_argument("--check-every", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--learning-rate", type=positive_float, default=0.01)
     parser.add_argument("--switch-threshold", type=float, default=0.9,
                         help="psi; a negative value means None (never switch)")
     parser.add_argument("--verbose", action="store_true", help="print every validation check")
@@ -63,7 +71,7 @@ def main() -> None:
     print(f"temporal order, length {args.length}, lr {args.learning_rate}, psi "
           f"{psi}, {args.threads} threads")
     specs = [
-        _spec(optimizer, args.length, seed, args.max_updates, args.check_every,
+        _spec(optimizer, args.length, nonnegative_int, args.max_updates, args.check_every,
               args.learning_rate, psi)
         for seed in args.seeds
         for optimizer in args.optimizers

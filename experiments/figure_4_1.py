@@ -37,7 +37,9 @@ from experiments._stream import (
     final_runs,
     load_records,
     merge_results,
+    nonnegative_int,
     output_folder,
+    positive_float,
     positive_int,
     run_all,
     runs_table,
@@ -163,12 +165,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     add_common_arguments(parser, DEFAULT_OUT)
     parser.add_argument("--lengths", type=positive_int, nargs="+", default=None,
                         help=f"default {' '.join(map(str, FULL_LENGTHS))} (quick: 5 10)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="default 0 1 2 (quick: 0)")
-    parser.add_argument("--radii", type=float, nargs="+", default=[1.2, 0.8])
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", default=None, help="default 0 1 2 (quick: 0)")
+    parser.add_argument("--radii", type=positive_float, nargs="+", default=[1.2, 0.8])
     parser.add_argument("--caps", nargs="+", default=None, metavar="LENGTH:UPDATES",
                         help="update cap by length, e.g. 100:5000 (defaults: "
                         + ", ".join(f"{k}:{v}" for k, v in FULL_CAPS.items()) + "; quick: 300)")
-    parser.add_argument("--learning-rate", type=float, default=0.05)
+    parser.add_argument("--learning-rate", type=positive_float, default=0.05)
     args = parser.parse_args(argv)
     out = output_folder(args, DEFAULT_OUT)
     path = out / RESULTS_NAME

@@ -39,7 +39,9 @@ from experiments._stream import (
     add_common_arguments,
     machine_info,
     make_estimator,
+    nonnegative_int,
     output_folder,
+    positive_float,
     positive_int,
     rst_table,
     set_threads,
@@ -245,10 +247,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     add_common_arguments(parser, DEFAULT_OUT)
     parser.add_argument("--length", type=positive_int, default=None, help="default 100 (quick: 20)")
     parser.add_argument("--updates", type=positive_int, default=None, help="default 300 (quick: 20)")
-    parser.add_argument("--radii", type=float, nargs="+", default=None,
+    parser.add_argument("--radii", type=positive_float, nargs="+", default=None,
                         help="default 0.8 0.9 1.0 1.1 1.2 (quick: 0.8 1.2)")
-    parser.add_argument("--learning-rate", type=float, default=0.05)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--learning-rate", type=positive_float, default=0.05)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     args = parser.parse_args(argv)
     out = output_folder(args, DEFAULT_OUT)
     path = out / RESULTS_NAME

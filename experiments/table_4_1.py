@@ -43,7 +43,9 @@ from experiments._stream import (
     final_runs,
     load_records,
     merge_results,
+    nonnegative_int,
     output_folder,
+    positive_float,
     positive_int,
     rst_table,
     run_all,
@@ -188,11 +190,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     add_common_arguments(parser, DEFAULT_OUT)
     parser.add_argument("--tasks", nargs="+", default=list(TASK_ORDER), choices=TASK_ORDER)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="default 0 1 2 (quick: 0)")
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", default=None, help="default 0 1 2 (quick: 0)")
     parser.add_argument("--length", type=positive_int, default=None, help="default 100 (quick: 8)")
     parser.add_argument("--max-updates", type=positive_int, default=None,
                         help="update cap per run, default 100000 (quick: 200)")
-    parser.add_argument("--learning-rate", type=float, default=0.05)
+    parser.add_argument("--learning-rate", type=positive_float, default=0.05)
     parser.add_argument("--cell", default="tanh", choices=("tanh", "relu", "gru", "lstm"),
                         help="the estimators' cell (default: the thesis' tanh network)")
     args = parser.parse_args(argv)

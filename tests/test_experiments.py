@@ -365,3 +365,16 @@ def test_a_zero_count_is_refused_not_read_as_the_default(name, arguments, tmp_pa
     with pytest.raises(SystemExit) as stop:
         _load(name).main(["--quick", "--out", str(tmp_path), *arguments])
     assert stop.value.code == 2 and "expected an integer >= 1; got 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, arguments, expected", [
+    ("table_4_1", ["--seeds", "-1"], "expected an integer >= 0; got -1"),
+    ("table_4_1", ["--threads", "0"], "expected an integer >= 1; got 0"),
+    ("figure_4_1", ["--learning-rate", "-0.1"], "expected a finite number > 0; got -0.1"),
+    ("figures_3", ["--radii", "0"], "expected a finite number > 0; got 0.0"),
+])
+def test_bad_numbers_are_refused_before_the_run(name, arguments, expected, tmp_path, capsys):
+    # They ended in tracebacks from numpy or the estimators once the run had begun.
+    with pytest.raises(SystemExit) as stop:
+        _load(name).main(["--quick", "--out", str(tmp_path), *arguments])
+    assert stop.value.code == 2 and expected in capsys.readouterr().err

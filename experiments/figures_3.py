@@ -268,6 +268,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         length = args.length if args.length is not None else (20 if args.quick else 100)
         updates = args.updates if args.updates is not None else (20 if args.quick else 300)
         radii = tuple(args.radii or ((0.8, 1.2) if args.quick else (0.8, 0.9, 1.0, 1.1, 1.2)))
+        settings = {"mode": "quick" if args.quick else "full", "length": length, "updates": updates,
+                    "radii": list(radii), "learning_rate": args.learning_rate, "seed": args.seed}
+        if path.exists():  # the shipped results, which the docs include, are not replaced by others
+            earlier = {key: json.loads(path.read_text()).get(key) for key in settings}
+            if earlier != settings:
+                raise SystemExit(
+                    f"{path} holds results of other settings ({earlier}; this run: {settings}): "
+                    "write these elsewhere with --out DIR, or delete that file to replace it."
+                )
         start = time.perf_counter()
         measured = measure(length, radii, updates, learning_rate=args.learning_rate,
                            seed=args.seed, verbose=args.verbose or not args.quick)

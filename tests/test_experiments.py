@@ -155,6 +155,11 @@ def test_figures_3_quick(tmp_path):
     (tmp_path / "figure_3_3.png").unlink()
     replotted = script.main(["--plot-only", "--out", str(tmp_path)])
     assert replotted == results and (tmp_path / "figure_3_3.png").exists()
+    # results of other settings do not replace these (the shipped file was overwritten)
+    saved = (tmp_path / "figures_3.json").read_text()
+    with pytest.raises(SystemExit, match="holds results of other settings"):
+        script.main(["--quick", "--out", str(tmp_path), "--updates", "2"])
+    assert (tmp_path / "figures_3.json").read_text() == saved
 
 
 def test_figure_4_1_quick(tmp_path):

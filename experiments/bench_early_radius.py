@@ -39,7 +39,7 @@ from sklearn_rnn.diagnostics import temporal_gradient_norms
 def early_state(optimizer: str, seed: int, updates: int, learning_rate: float,
                 switch_threshold: float | None, length: int) -> tuple[float, float, float, float]:
     """Spectral radius, first- and last-step gradient norms and loss after ``updates``."""
-    spec = RunSpec("temporal_order", length, optimizer, nonnegative_int, learning_rate=learning_rate,
+    spec = RunSpec("temporal_order", length, optimizer, seed, learning_rate=learning_rate,
                    switch_threshold=switch_threshold if optimizer == "simplex" else None,
                    spectral_radius=1.2)
     model = make_estimator(spec)
@@ -70,7 +70,7 @@ def main() -> None:
           f"after {args.updates} updates")
     for seed in args.seeds:
         for optimizer in args.optimizers:
-            radius, first, last, loss = early_state(optimizer, nonnegative_int, args.updates,
+            radius, first, last, loss = early_state(optimizer, seed, args.updates,
                                                     args.learning_rate, psi, args.length)
             print(f"seed {seed} {optimizer:8s} radius {radius:.2f}  step-1 norm {first:.2e}  "
                   f"last-step norm {last:.2e}  loss (last 50) {loss:.3f}", flush=True)

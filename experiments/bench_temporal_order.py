@@ -35,7 +35,7 @@ def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: i
     The validation set (10,000 sequences) is scored in full at every check, as this
     benchmark always did; ``switch_threshold`` applies to the simplex only.
     """
-    spec = _spec(optimizer, length, nonnegative_int, max_updates, check_every, learning_rate,
+    spec = _spec(optimizer, length, seed, max_updates, check_every, learning_rate,
                  switch_threshold)
     _, record = train_on_stream(spec, verbose=verbose, print_fn=lambda line: print(line, flush=True))
     return record
@@ -44,7 +44,7 @@ def run(optimizer: str, length: int, seed: int, max_updates: int, check_every: i
 def _spec(optimizer: str, length: int, seed: int, max_updates: int, check_every: int,
           learning_rate: float, switch_threshold: float | None) -> RunSpec:
     return RunSpec(
-        "temporal_order", length, optimizer, nonnegative_int, learning_rate=learning_rate,
+        "temporal_order", length, optimizer, seed, learning_rate=learning_rate,
         switch_threshold=switch_threshold if optimizer == "simplex" else None,
         spectral_radius=1.2, max_updates=max_updates, check_every=check_every, n_screen=None,
     )
@@ -71,7 +71,7 @@ def main() -> None:
     print(f"temporal order, length {args.length}, lr {args.learning_rate}, psi "
           f"{psi}, {args.threads} threads")
     specs = [
-        _spec(optimizer, args.length, nonnegative_int, args.max_updates, args.check_every,
+        _spec(optimizer, args.length, seed, args.max_updates, args.check_every,
               args.learning_rate, psi)
         for seed in args.seeds
         for optimizer in args.optimizers

@@ -392,7 +392,8 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
     """Records saved by :func:`run_all` (an empty list when the file does not exist).
 
     A setting that a record predates (a field added to :class:`RunSpec` later, such as
-    ``cell``) gets its default, the value every such run used."""
+    ``cell``) gets its default, the value every such run used; a record without its own
+    ``machine`` (written before records kept one) gets the file's."""
     path = Path(path)
     if not path.exists():
         return []
@@ -407,6 +408,8 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
     if not isinstance(data, dict) or "runs" not in data:
         raise ValueError(f"{path} is not a results file of run_all (no 'runs' list).")
     defaults = {f.name: f.default for f in fields(RunSpec) if f.default is not MISSING}
+    if "machine" in data:  # a record written before records kept their own: the file's
+        defaults["machine"] = data["machine"]
     return [{**defaults, **record} for record in data["runs"]]
 
 
@@ -450,7 +453,8 @@ def run_all(
         JSON file of the results (a CSV table without the curves is written beside it).
     meta : dict, optional
         Stored at the top level of the JSON file (command, mode, ...), with
-        :func:`machine_info`.
+        :func:`machine_info` of this call; each new record keeps its own too, so that
+        runs added to a file later do not rename the machine and commit of earlier ones.
     resume : bool, default=True
         Keep the records already in ``path`` and skip the specs they hold.
     verbose : bool, default=False
@@ -484,6 +488,7 @@ def run_all(
             _, record = train_on_stream(
                 spec, verbose=verbose, print_fn=print_fn, deadline=deadline
             )
+            record["machine"] = meta["machine"]  # each run keeps where it was measured
             records.append(record)
             done[spec.key()] = record
             _write(path, meta, records)

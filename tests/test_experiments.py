@@ -90,6 +90,25 @@ def test_run_all_resumes_and_summarize_counts(tmp_path):
     assert row["runs"] == 2 and row["solved"] == sum(r["solved"] for r in first)
 
 
+def test_a_run_added_to_a_results_file_keeps_the_earlier_runs_provenance(tmp_path, monkeypatch):
+    # The file kept one machine and commit, replaced at every write: one run added to a
+    # file of 56 renamed the commit of all of them.
+    stream = _load("_stream")
+    specs = [stream.RunSpec("temporal_order", 5, "sgd", seed, max_updates=50, check_every=50,
+                            n_validation=100, n_screen=None) for seed in (0, 1)]
+    path = tmp_path / "runs.json"
+    monkeypatch.setenv("SKLEARN_RNN_COMMIT", "aaaaaaa")
+    stream.run_all(specs[:1], path, print_fn=lambda line: None)
+    old = json.loads(path.read_text())
+    del old["runs"][0]["machine"]  # as files written before records kept their own
+    path.write_text(json.dumps(old))
+    monkeypatch.setenv("SKLEARN_RNN_COMMIT", "bbbbbbb")
+    stream.run_all(specs, path, print_fn=lambda line: None)
+    saved = json.loads(path.read_text())
+    assert [run["machine"]["commit"] for run in saved["runs"]] == ["aaaaaaa", "bbbbbbb"]
+    assert saved["machine"]["commit"] == "bbbbbbb"  # the file's: its last call's
+
+
 def test_a_time_budget_records_the_run_it_cut_short_with_the_cap_it_reached(tmp_path):
     stream = _load("_stream")
     specs = [stream.RunSpec("addition", 20, "sgd", seed, max_updates=500, check_every=20,

@@ -188,6 +188,17 @@ def positive_float(text: str) -> float:
 positive_float.__name__ = "float"
 
 
+def finite_float(text: str) -> float:
+    """An argparse type for a switching threshold: a finite number (negative: never)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number; got {value}")
+    return value
+
+
+finite_float.__name__ = "float"
+
+
 def set_threads(n_threads: int) -> None:
     """Limit PyTorch (and, for child processes, OpenMP) to ``n_threads`` CPU threads."""
     if n_threads < 1:

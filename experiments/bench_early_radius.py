@@ -24,6 +24,7 @@ import numpy as np
 
 from experiments._stream import (
     RunSpec,
+    finite_float,
     make_estimator,
     nonnegative_int,
     positive_float,
@@ -59,9 +60,9 @@ def main() -> None:
     parser.add_argument("--updates", type=positive_int, default=400)
     parser.add_argument("--length", type=positive_int, default=50)
     parser.add_argument("--learning-rate", type=positive_float, default=0.05)
-    parser.add_argument("--switch-threshold", type=float, default=0.9,
+    parser.add_argument("--switch-threshold", type=finite_float, default=0.9,
                         help="psi of the simplex method; a negative value means None")
-    parser.add_argument("--optimizers", nargs="+", default=["sgd", "simplex"])
+    parser.add_argument("--optimizers", nargs="+", default=["sgd", "simplex"], choices=["sgd", "simplex"])
     parser.add_argument("--threads", type=positive_int, default=1)
     args = parser.parse_args()
     set_threads(args.threads)

@@ -18,6 +18,7 @@ import argparse
 
 from experiments._stream import (
     RunSpec,
+    finite_float,
     nonnegative_int,
     positive_float,
     positive_int,
@@ -55,11 +56,11 @@ def main() -> None:
     parser.add_argument("--length", type=positive_int, default=50)
     parser.add_argument("--max-updates", type=positive_int, default=34_000)
     parser.add_argument("--seeds", type=nonnegative_int, nargs="+", default=[0])
-    parser.add_argument("--optimizers", nargs="+", default=["simplex", "sgd"])
-    parser.add_argument("--check-every", type=int, default=200)
+    parser.add_argument("--optimizers", nargs="+", default=["simplex", "sgd"], choices=["sgd", "simplex"])
+    parser.add_argument("--check-every", type=positive_int, default=200)
     parser.add_argument("--threads", type=positive_int, default=2)
     parser.add_argument("--learning-rate", type=positive_float, default=0.01)
-    parser.add_argument("--switch-threshold", type=float, default=0.9,
+    parser.add_argument("--switch-threshold", type=finite_float, default=0.9,
                         help="psi; a negative value means None (never switch)")
     parser.add_argument("--verbose", action="store_true", help="print every validation check")
     parser.add_argument("--out", default=None,

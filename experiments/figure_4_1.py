@@ -67,6 +67,8 @@ def parse_caps(items: list[str] | None) -> dict[int, int]:
             length, cap = (int(v) for v in item.split(":"))
         except ValueError:
             raise SystemExit(f"--caps takes LENGTH:UPDATES pairs such as 100:50000; got {item!r}.")
+        if length < 1 or cap < 1:
+            raise SystemExit(f"--caps takes a length and a number of updates of at least 1; got {item!r}.")
         caps[length] = cap
     return caps
 

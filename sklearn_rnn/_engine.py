@@ -529,7 +529,8 @@ def _restarting(pairs: list[tuple[str, Callback]]) -> list[tuple[str, Callback]]
     history, while the estimator sets the rate back to ``learning_rate`` at every call.
     Built with ``last_epoch=-1`` (unless the callback names its own), every call runs
     the schedule from its start, as a first fit does. ReduceLROnPlateau and policies
-    without ``last_epoch`` are left as they are.
+    that take no ``last_epoch`` (nor ``**kwargs``) are left as they are; the estimator
+    sets their base rate (``initial_lr``) to ``learning_rate`` at every call.
     """
     for _, callback in pairs:
         if not isinstance(callback, LRScheduler) or "last_epoch" in callback.kwargs:
@@ -538,7 +539,8 @@ def _restarting(pairs: list[tuple[str, Callback]]) -> list[tuple[str, Callback]]
         if isinstance(policy, str):
             policy = getattr(sys.modules[LRScheduler.__module__], policy, None)
         try:
-            takes = "last_epoch" in inspect.signature(policy).parameters
+            parameters = inspect.signature(policy).parameters.values()
+            takes = any(p.name == "last_epoch" or p.kind is p.VAR_KEYWORD for p in parameters)
         except (TypeError, ValueError):
             takes = False
         if takes and policy is not torch.optim.lr_scheduler.ReduceLROnPlateau:

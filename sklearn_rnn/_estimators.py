@@ -1178,7 +1178,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.batch_size = int(self.batch_size)
         for group in net.optimizer_.param_groups:
             group["lr"] = learning_rate
-            group.pop("initial_lr", None)  # a scheduler restarts from learning_rate (see _restarting)
+            if "initial_lr" in group:  # a scheduler's base rate (see _engine._restarting)
+                group["initial_lr"] = learning_rate
             if "clip_threshold" in group:
                 group["clip_threshold"] = _optional_float(self.clip_threshold)
         if isinstance(net.optimizer_, SimplexSGD):
@@ -1815,13 +1816,16 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     replaced[name] = value
             changed = []
             for pair, name in zip(pairs, names):
-                if name in replaced:
-                    if replaced[name] is not None:  # None takes it out, as in skorch
-                        changed.append((name, replaced[name]))
-                elif name in updates:
-                    changed.append((name, _callback_with(pair[1], updates[name])))
-                else:
-                    changed.append(pair)
+                callback = replaced.get(name, pair[1]) if name is not None else pair[1]
+                if name in updates:  # on the replacement, when both are given (as in skorch)
+                    if callback is None:
+                        raise ValueError(
+                            f"callbacks__{name}=None takes that callback out, so its parameters "
+                            f"{sorted(updates[name])} cannot be set too; drop one of the two."
+                        )
+                    callback = _callback_with(callback, updates[name])
+                if callback is not None:  # None takes it out, as in skorch
+                    changed.append((pair[0], callback) if name is not None else pair)
             params["callbacks"] = changed
         return super().set_params(**params)
 

@@ -336,6 +336,32 @@ def test_every_training_call_starts_at_learning_rate_and_runs_the_schedule_from_
     assert "last_epoch" not in callbacks[1][1].kwargs  # the callback given is left as it was
 
 
+class _Halving(torch.optim.lr_scheduler.StepLR):
+    """A scheduler whose constructor passes its keywords on (no last_epoch of its own)."""
+
+    def __init__(self, optimizer, **kwargs):
+        super().__init__(optimizer, step_size=1, gamma=0.5, **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_scheduler_taking_keywords_restarts_at_every_call_too():
+    # The first version of the restart took only a policy naming last_epoch; skorch gave
+    # this one the history's last_epoch, after the estimator had removed the optimizer's
+    # initial_lr: every warm fit and partial_fit after a fit failed (KeyError).
+    X, y = _data()
+    seen = []
+
+    def record(rate):
+        seen.append(rate)
+
+    model = RNNClassifier(hidden_size=4, batch_size=8, max_iter=3, n_iter_no_change=100, random_state=0,
+                          callbacks=[("rates", EpochRates(sink=record)), ("lr", LRScheduler(policy=_Halving))])
+    model.fit(X, y)
+    model.set_params(warm_start=True).fit(X, y)
+    model.partial_fit(X, y)
+    np.testing.assert_allclose(seen, [0.01, 0.005, 0.0025] * 2 + [0.01])
+
+
 @pytest.mark.parametrize("scoring", ["accuracy", "roc_auc", "f1", "neg_log_loss"])
 def test_a_users_epoch_scoring_reads_the_classifier_as_scikit_learn_scorers_do(scoring):
     # The net's predict gave probabilities, and it had no classes_: 'accuracy' and 'f1'
@@ -562,5 +588,9 @@ def test_a_named_callback_s_parameters_are_set_and_searched_as_in_skorch():
     other = LRScheduler(policy="StepLR", step_size=2, gamma=0.1)  # replaced, or taken out, by name as in skorch
     assert clone(model).set_params(callbacks__lr=other).callbacks == [("lr", other)]
     assert clone(model).set_params(callbacks__lr=None).callbacks == []
+    both = clone(model).set_params(callbacks__lr=other, callbacks__lr__step_size=7).callbacks
+    assert both[0][1].kwargs["step_size"] == 7 and other.kwargs["step_size"] == 2  # on the replacement
+    with pytest.raises(ValueError, match=r"callbacks__lr=None takes that callback out.*\['gamma'\]"):
+        clone(model).set_params(callbacks__lr=None, callbacks__lr__gamma=0.5)
     with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
         clone(model).set_params(callbacks__lr__nope=1)

@@ -396,9 +396,21 @@ def test_a_zero_count_is_refused_not_read_as_the_default(name, arguments, tmp_pa
     ("table_4_1", ["--threads", "0"], "expected an integer >= 1; got 0"),
     ("figure_4_1", ["--learning-rate", "-0.1"], "expected a finite number > 0; got -0.1"),
     ("figures_3", ["--radii", "0"], "expected a finite number > 0; got 0.0"),
+    ("bench_early_radius", ["--switch-threshold", "nan"], "expected a finite number; got nan"),
+    ("bench_early_radius", ["--optimizers", "sgd", "simplx"], "invalid choice: 'simplx'"),
+    ("bench_temporal_order", ["--check-every", "0"], "expected an integer >= 1; got 0"),
 ])
-def test_bad_numbers_are_refused_before_the_run(name, arguments, expected, tmp_path, capsys):
+def test_bad_numbers_are_refused_before_the_run(name, arguments, expected, tmp_path, capsys, monkeypatch):
     # They ended in tracebacks from numpy or the estimators once the run had begun.
     with pytest.raises(SystemExit) as stop:
-        _load(name).main(["--quick", "--out", str(tmp_path), *arguments])
+        if name.startswith("bench_"):  # they read sys.argv and take no --quick
+            monkeypatch.setattr(sys, "argv", [name, *arguments])
+            _load(name).main()
+        else:
+            _load(name).main(["--quick", "--out", str(tmp_path), *arguments])
     assert stop.value.code == 2 and expected in capsys.readouterr().err
+
+
+def test_figure_4_1_refuses_caps_below_one(tmp_path):
+    with pytest.raises(SystemExit, match="--caps takes a length and a number of updates of at least 1"):
+        _load("figure_4_1").main(["--quick", "--out", str(tmp_path), "--caps", "5:0"])

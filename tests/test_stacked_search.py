@@ -42,17 +42,18 @@ def largest_difference(a, b):
     )
 
 
-def stack_and_fit(models, datasets):
-    """Train clones of ``models`` stacked, fit the same clones one by one; return both."""
+def stack_and_fit(models, datasets, sample_weight=None):
+    """Train clones of ``models`` stacked, fit the same clones one by one (each with
+    ``sample_weight``, if given); return both."""
     stacked, alone = [clone(m) for m in models], [clone(m) for m in models]
     members = []
     for model, (X, y) in zip(stacked, datasets):
-        members.append(StackedMember(model, *model._prepare(X, y, None, incremental=False)))
+        members.append(StackedMember(model, *model._prepare(X, y, sample_weight, incremental=False)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         train_stacked(members)
         for model, (X, y) in zip(alone, datasets):
-            model.fit(X, y)
+            model.fit(X, y, sample_weight=sample_weight)
     return stacked, alone
 
 
@@ -738,13 +739,7 @@ def test_stacked_validation_scores_are_weighted_as_a_fit_s():
     weight = np.random.default_rng(0).choice([0.0, 1.0, 3.0], size=len(y))
     models = [explicit(optimizer="sgd", random_state=seed, max_iter=4, early_stopping=True,
                        validation_fraction=0.5, n_iter_no_change=100) for seed in (0, 1)]
-    stacked, alone = [clone(m) for m in models], [clone(m) for m in models]
-    members = [StackedMember(m, *m._prepare(X, y, weight, incremental=False)) for m in stacked]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        train_stacked(members)
-        for model in alone:
-            model.fit(X, y, sample_weight=weight)
+    stacked, alone = stack_and_fit(models, [(X, y)] * len(models), sample_weight=weight)
     for a, b in zip(stacked, alone):
         np.testing.assert_allclose(a.validation_scores_, b.validation_scores_, atol=1e-9)
         unweighted = clone(b).fit(X, y).validation_scores_

@@ -70,7 +70,7 @@ from ._callbacks import (
 )
 from ._inference import LAST_STEP, OutputSteps, run_network
 from .optim import SimplexSGD, temporal_gradients
-from .sequences import BucketBatchLoader, SequenceDataset
+from .sequences import BucketBatchLoader, SequenceDataset, restore_layout
 
 __all__ = ["PRECISIONS", "SequenceNet", "ValidationSplit", "configure", "make_net"]
 
@@ -255,23 +255,17 @@ class SequenceNet(NeuralNet):
         the longest sequence.
         """
         dataset = self.get_dataset(X)
-        iterator = self.get_iterator(dataset, training=training)
-        if training or not isinstance(iterator, BucketBatchLoader):
+        if training or not isinstance(dataset, SequenceDataset):
             yield from super().forward_iter(X, training=training, device=device)
             return
-        batches = iterator.batches()
-        outputs = [self.evaluation_step(dataset.collate(indices), training=False) for indices in batches]
-        if outputs[0].ndim == 3:  # (B, T_batch, k): every step
-            steps = max(output.shape[1] for output in outputs)
-            outputs = [torch.nn.functional.pad(output, (0, 0, 0, steps - output.shape[1]), value=float("nan"))
-                       for output in outputs]
-        order = torch.as_tensor(np.argsort(np.concatenate(batches), kind="stable"))
-        ordered = torch.cat(outputs)[order.to(outputs[0].device)]
-        if ordered.ndim == 3:  # NaN past each sequence's last step, its batch's padding too
-            lengths = dataset.sequences.lengths.to(ordered.device)
-            past = torch.arange(ordered.shape[1], device=ordered.device)[None, :] >= lengths[:, None]
-            ordered = ordered.masked_fill(past[:, :, None], float("nan"))
-        yield ordered.to(device)
+        steps = self.output_steps  # the batches of prediction (run_network), put in order
+        order, values, _ = run_network(self.module_, dataset, batch_size=self.batch_size, steps=steps)
+        outputs = steps.allocate(len(dataset), self.module_.readout.out_features)
+        steps.place(outputs, order, values)
+        if steps.every_step:  # (n, T, k), NaN past each sequence's last step
+            outputs = restore_layout(outputs, "padded")
+        dtype = next(self.module_.parameters()).dtype
+        yield torch.as_tensor(outputs, dtype=dtype, device=device)
 
     def _skorch_step(self) -> bool:
         """Whether skorch's own training step applies (float32, not the simplex method)."""

@@ -1816,7 +1816,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     replaced[name] = value
             changed = []
             for pair, name in zip(pairs, names):
-                callback = replaced.get(name, pair[1]) if name is not None else pair[1]
+                if name not in replaced and name not in updates:  # untouched (or not a pair)
+                    changed.append(pair)
+                    continue
+                callback = replaced.get(name, pair[1])
                 if name in updates:  # on the replacement, when both are given (as in skorch)
                     if callback is None:
                         raise ValueError(
@@ -1825,7 +1828,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                         )
                     callback = _callback_with(callback, updates[name])
                 if callback is not None:  # None takes it out, as in skorch
-                    changed.append((pair[0], callback) if name is not None else pair)
+                    changed.append((name, callback))
             params["callbacks"] = changed
         return super().set_params(**params)
 

@@ -592,5 +592,8 @@ def test_a_named_callback_s_parameters_are_set_and_searched_as_in_skorch():
     assert both[0][1].kwargs["step_size"] == 7 and other.kwargs["step_size"] == 2  # on the replacement
     with pytest.raises(ValueError, match=r"callbacks__lr=None takes that callback out.*\['gamma'\]"):
         clone(model).set_params(callbacks__lr=None, callbacks__lr__gamma=0.5)
+    bare = LRScheduler(policy="StepLR", step_size=3)  # not a pair: left for fit's own refusal
+    mixed = RNNClassifier(callbacks=[("lr", schedule), bare]).set_params(callbacks__lr__gamma=0.9)
+    assert mixed.callbacks[0][1].kwargs["gamma"] == 0.9 and mixed.callbacks[1] is bare
     with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
         clone(model).set_params(callbacks__lr__nope=1)

@@ -276,20 +276,23 @@ def _task_share() -> Iterator[None]:
         limit_torch_threads()  # a worker process, or no pool: left as it is
         yield
         return
-    own = torch.get_num_threads()  # this thread's count: put back after its task
     with _shared_lock:
         if not _shared_tasks["running"]:
-            _shared_tasks["before"] = own
+            _shared_tasks["before"] = torch.get_num_threads()
         _shared_tasks["running"] += 1
         limit_torch_threads()
     try:
         yield
     finally:
         with _shared_lock:
-            torch.set_num_threads(own)  # a reused pool thread starts its next task from it
+            # Back to the count before the first running task lowered it, for this
+            # thread (a reused pool thread starts its next task from it) and the
+            # process. Not the thread's own reading at its start: while another task
+            # runs, a fresh thread's first reading is the last count set in the
+            # process, the lowered one, which it then kept and, first in the next
+            # call, passed on to the caller.
+            torch.set_num_threads(_shared_tasks["before"])
             _shared_tasks["running"] -= 1
-            if not _shared_tasks["running"]:
-                torch.set_num_threads(_shared_tasks["before"])
 
 
 def with_fit_threads(method: _Method) -> _Method:

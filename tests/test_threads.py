@@ -155,6 +155,51 @@ def test_a_search_in_threads_leaves_its_callers_thread_count():
     assert run(script) == fresh  # 1 against 2 on two cores before
 
 
+def test_a_pool_thread_started_while_another_task_runs_restores_the_count_before_the_pool():
+    # On a 16-core GPU machine the search above left its caller on 1 thread of 16: a pool
+    # thread whose first task began while another task held the count lowered read that
+    # lowered count as its own (a fresh thread's first reading is the last count set in
+    # the process), kept it after its task, and, first to start in the next call, handed
+    # it on as the count to restore. The same order of events, forced with two threads.
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import queue, threading, torch
+        import sklearn_rnn._parallel as parallel
+        parallel._in_joblib_task = lambda: True  # the two threads stand for a joblib pool's
+        def worker(jobs):
+            for job in iter(jobs.get, None):
+                job()
+        a_in, a_out, b_done = threading.Event(), threading.Event(), threading.Event()
+        def task_a():
+            with parallel._task_share():
+                a_in.set(); a_out.wait()
+        def task_b():
+            with parallel._task_share():
+                pass
+            b_done.set()
+        qa, qb = queue.Queue(), queue.Queue()
+        ta, tb = (threading.Thread(target=worker, args=(q,)) for q in (qa, qb))
+        ta.start(); tb.start()
+        qa.put(task_a); a_in.wait()
+        qb.put(task_b); b_done.wait(); b_done.clear()  # B starts while A holds the count lowered
+        a_out.set()
+        done = threading.Event(); qa.put(done.set); done.wait()
+        qb.put(task_b); b_done.wait()  # the next call's only task runs on B
+        qa.put(None); qb.put(None); ta.join(); tb.join()
+        print(torch.get_num_threads())
+    """)
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_NUM_THREADS"}
+    run = lambda code: subprocess.run([sys.executable, "-c", code], capture_output=True,  # noqa: E731
+                                      text=True, env=env, check=True).stdout.strip()
+    fresh = run("import torch; print(torch.get_num_threads())")
+    if fresh == "1":
+        pytest.skip("torch runs one thread here: a lowered count cannot be told from it")
+    assert run(script) == fresh  # 1 against 2 on two cores before
+
+
 def test_numpy_integer_sizes_get_the_thread_rule(two_threads, threads_seen):
     # isinstance(np.int64(8), int) is False: the fit ran on every core, unlimited in a pool.
     X, y = readme_task()

@@ -138,7 +138,7 @@ def run_network(
     """Run ``module`` over ``dataset`` in length-bucketed batches, without gradients.
 
     The module is evaluated in inference mode (no dropout) and its training mode is
-    restored afterwards. Outputs come back as float64 numpy arrays, in the order the
+    restored afterwards. Each batch is moved to the module's device. Outputs come back as float64 numpy arrays, in the order the
     batches ran (sorted by length), with the positions they have in ``dataset``.
 
     Parameters
@@ -180,6 +180,7 @@ def run_network(
     """
     was_training = module.training
     module.train(False)
+    device = next(module.parameters()).device  # a dataset encoded elsewhere is moved batch by batch
     order, parts, target_parts = [], [], []
     try:
         with torch.no_grad():
@@ -187,7 +188,8 @@ def run_network(
             for indices in bucket_batches(lengths_all, int(batch_size), max_padding=max_padding):
                 inputs, y = dataset.collate(indices)
                 lengths = inputs["lengths"].tolist()
-                batch = module(inputs["x"], inputs["lengths"], every_step=steps.every_step)
+                x, batch_lengths = inputs["x"].to(device), inputs["lengths"].to(device)
+                batch = module(x, batch_lengths, every_step=steps.every_step)
                 order.append(indices)
                 parts.append(steps.unpad(batch.double().cpu().numpy(), lengths))
                 if targets:

@@ -2184,7 +2184,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
         float32's range (no scaling) and runs on the CPU too, where the simplex
         method's step-by-step recurrence stays in float32 (with ``cell='lstm'`` only on
-        a CPU with bfloat16 instructions: elsewhere it is refused). Prediction is
+        a CPU with bfloat16 instructions: elsewhere it is refused); on a GPU cuDNN's
+        recurrence runs in float32 (PyTorch's autocast would run it in unscaled
+        float16). Prediction is
         unaffected (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32
         settings (``torch.backends.cuda.matmul.allow_tf32``,
         ``torch.backends.cudnn.allow_tf32``),
@@ -2795,7 +2797,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         an update whose gradients overflow is skipped; it needs a GPU. 'bfloat16' has
         float32's range (no scaling) and runs on the CPU too, where the simplex
         method's step-by-step recurrence stays in float32 (with ``cell='lstm'`` only on
-        a CPU with bfloat16 instructions: elsewhere it is refused). Prediction is
+        a CPU with bfloat16 instructions: elsewhere it is refused); on a GPU cuDNN's
+        recurrence runs in float32 (PyTorch's autocast would run it in unscaled
+        float16). Prediction is
         unaffected (float64). On a GPU, 'float32' follows PyTorch's TensorFloat-32
         settings (``torch.backends.cuda.matmul.allow_tf32``,
         ``torch.backends.cudnn.allow_tf32``),

@@ -1070,12 +1070,40 @@ def normal_(tensor: torch.Tensor, std: float, generator: torch.Generator | None)
 
 
 def _quiet(function: Callable[..., tuple[torch.Tensor, ...]], *args: object) -> tuple[torch.Tensor, ...]:
+    """Call a fused kernel; on a GPU without the warning about weights outside one flat
+    buffer, and under bfloat16 autocast in float32.
+
+    PyTorch's autocast runs cuDNN's recurrence in float16 whatever autocast's dtype
+    (seen on an H100 with torch 2.11): under bfloat16, which has no loss scaler, its
+    gradients would be float16's unscaled ones. The recurrence runs in float32 there
+    instead; the layers around it keep bfloat16.
+    """
     first = args[0]
     if not (isinstance(first, torch.Tensor) and first.is_cuda):
         return function(*args)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_NOT_FLAT)
+        if autocast_on("cuda") and _autocast_dtype("cuda") == torch.bfloat16:
+            with torch.autocast("cuda", enabled=False):
+                return function(*(_in_float32(arg) for arg in args))
         return function(*args)
+
+
+def _autocast_dtype(device: str) -> torch.dtype:
+    try:
+        return torch.get_autocast_dtype(device)
+    except AttributeError:  # torch < 2.4
+        return torch.get_autocast_gpu_dtype() if device == "cuda" else torch.get_autocast_cpu_dtype()
+
+
+def _in_float32(arg: object) -> object:
+    """A kernel argument with its floating-point tensors in float32 (lists and tuples of
+    them too, e.g. the LSTM's ``(h, c)`` and the weights)."""
+    if isinstance(arg, torch.Tensor):
+        return arg.float() if arg.is_floating_point() else arg
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_in_float32(item) for item in arg)
+    return arg
 
 
 # ------------------------------------------------------------------ the registry

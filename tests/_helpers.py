@@ -4,6 +4,7 @@ folder on the import path, since ``tests`` is no package)."""
 import contextlib
 import warnings
 
+import torch
 from sklearn.exceptions import ConvergenceWarning
 
 
@@ -20,3 +21,11 @@ def quiet_fit(model, X, y):
     """``model.fit(X, y)``, allowing a ConvergenceWarning (short fits)."""
     with convergence_warning_allowed():
         return model.fit(X, y)
+
+
+def on_device(cpu, gpu):
+    """A tolerance: ``cpu`` where the estimators train on the CPU, ``gpu`` where a CUDA
+    device is present and they train there by default. cuDNN's kernels (TensorFloat-32,
+    sums in an order that changes with a batch's shape) move two fits or predictions of
+    the same model apart by about 1e-5 relative in float32, 1e-16 in float64."""
+    return gpu if torch.cuda.is_available() else cpu

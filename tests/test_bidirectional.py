@@ -12,7 +12,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from torch import nn
 
-from _helpers import quiet_fit
+from _helpers import on_device, quiet_fit
 
 from sklearn_rnn import RNNClassifier, RNNGridSearchCV, RNNRegressor, RNNStepClassifier
 from sklearn_rnn._stacked import StackedMember, train_stacked
@@ -226,7 +226,7 @@ def test_stacked_bidirectional_networks_match_their_own_fit(readout, monkeypatch
     for a, b in zip(stacked, alone):
         assert a.module_.bidirectional and a.n_iter_ == b.n_iter_
         for p, q in zip(a.module_.parameters(), b.module_.parameters()):
-            torch.testing.assert_close(p, q, atol=1e-6, rtol=0)
+            torch.testing.assert_close(p, q, atol=on_device(1e-6, 1e-5), rtol=0)
         np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-5)
 
 

@@ -12,7 +12,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from torch import nn
 
-from _helpers import on_device, quiet_fit
+from _helpers import quiet_fit
 
 from sklearn_rnn import RNNClassifier, RNNGridSearchCV, RNNRegressor, RNNStepClassifier
 from sklearn_rnn._stacked import StackedMember, train_stacked
@@ -212,9 +212,12 @@ def test_model_files_keep_the_direction_and_refuse_a_forged_one(tmp_path):
 def test_stacked_bidirectional_networks_match_their_own_fit(readout, monkeypatch):
     X = ragged(60, seed=2)
     y = np.array([int(x[0, 0] + x[-1, 1] > 0) for x in X])
+    # On the CPU, where a fit repeats to the digit: on a GPU cuDNN's bidirectional backward
+    # does not (two runs of this test on an H100 ended 1.5e-6 and 4e-4 apart); stacking on
+    # CUDA is checked by test_stacked_search.py.
     models = [RNNClassifier(cell="gru", bidirectional=True, readout=readout, conv_kernels=None, optimizer="sgd",
                             learning_rate=0.05, spectral_radius=radius, hidden_size=5, batch_size=16, max_iter=6,
-                            early_stopping=False, random_state=seed)
+                            early_stopping=False, random_state=seed, device="cpu")
               for radius, seed in ((0.9, 0), (1.3, 1))]
     stacked, alone = [clone(m) for m in models], [clone(m) for m in models]
     members = [StackedMember(model, *model._prepare(X, y, None, incremental=False)) for model in stacked]
@@ -226,7 +229,7 @@ def test_stacked_bidirectional_networks_match_their_own_fit(readout, monkeypatch
     for a, b in zip(stacked, alone):
         assert a.module_.bidirectional and a.n_iter_ == b.n_iter_
         for p, q in zip(a.module_.parameters(), b.module_.parameters()):
-            torch.testing.assert_close(p, q, atol=on_device(1e-6, 1e-5), rtol=0)
+            torch.testing.assert_close(p, q, atol=1e-6, rtol=0)
         np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-5)
 
 

@@ -630,6 +630,54 @@ def _callbacks_key(pairs: list[tuple[str, Callback]]) -> tuple:
     return tuple((name, id(callback), settings(callback)) for name, callback in pairs)
 
 
+#: Where :func:`configure`'s spec holds :func:`_callbacks_key`.
+_SPEC_KEY = 8
+
+
+def callbacks_current(net: SequenceNet, user_callbacks: Any, owner: str) -> bool:
+    """Whether ``net``'s built callbacks are those of ``user_callbacks`` as they are now,
+    so that the next training call keeps them with their state.
+
+    Parameters
+    ----------
+    net : SequenceNet
+    user_callbacks : list or None
+        The estimator's ``callbacks`` parameter.
+    owner : str
+        The estimator's class name.
+
+    Returns
+    -------
+    bool
+    """
+    spec = net.callback_spec
+    if spec is None:
+        return False
+    try:
+        return spec[_SPEC_KEY] == _callbacks_key(check_user_callbacks(user_callbacks, owner))
+    except (TypeError, ValueError):  # callbacks set since, that training would refuse
+        return False
+
+
+def mark_callbacks_current(net: SequenceNet, user_callbacks: Any, owner: str) -> None:
+    """Key ``net``'s built callbacks to ``user_callbacks`` as they are now.
+
+    For a copy (pickle, joblib, :func:`copy.deepcopy`) of an estimator whose callbacks
+    were current (:func:`callbacks_current`): its callbacks are new objects, which the
+    key, made of the objects' identities, would take for a change, and the copy's next
+    training call would build its callbacks afresh and lose their state.
+
+    Parameters
+    ----------
+    net : SequenceNet
+    user_callbacks : list or None
+    owner : str
+    """
+    spec = list(net.callback_spec)
+    spec[_SPEC_KEY] = _callbacks_key(check_user_callbacks(user_callbacks, owner))
+    net.callback_spec = tuple(spec)
+
+
 def configure(
     net: SequenceNet,
     *,
@@ -657,7 +705,7 @@ def configure(
     if not stopping:
         _check_nothing_watches_validation(pairs, owner, incremental)
     spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,
-            n_iter_no_change, tol, _callbacks_key(pairs), bool(verbose), progress)
+            n_iter_no_change, tol, _callbacks_key(pairs), bool(verbose), progress)  # key: _SPEC_KEY
     net.verbose = verbose
     if net.callback_spec is not None and net.callback_spec == spec:
         return

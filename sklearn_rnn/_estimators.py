@@ -25,7 +25,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._callbacks import still_improving
-from ._engine import PRECISIONS, Rollback, SequenceNet, configure, make_grad_scaler, make_net
+from ._engine import (PRECISIONS, Rollback, SequenceNet, callbacks_current, configure, make_grad_scaler,
+                      make_net, mark_callbacks_current)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._inference import LAST_STEP, OutputSteps, run_network
@@ -1491,17 +1492,22 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         try:
             portable = to_portable(self)
         except (TypeError, ValueError):
-            return state
+            # Whole; callbacks built for the user's as they are now stay theirs in the copy
+            # (new objects there, which their key would take for a change).
+            return {**state, _CALLBACKS_CURRENT: callbacks_current(self.net_, self.callbacks, type(self).__name__)}
         kept = {k: v for k, v in state.items() if k.startswith(("_sklearn", "_metadata_request"))}
         return {**kept, _PORTABLE: portable}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        current = state.pop(_CALLBACKS_CURRENT, False)
         if _PORTABLE in state:
-            state = dict(state)
             restored = from_portable(state.pop(_PORTABLE), expected=type(self), cls=type(self))
             state = {**vars(restored), **state}
         # Pickled whole before the option existed: one direction.
         super().__setstate__({"bidirectional": False, **state})
+        if current:
+            mark_callbacks_current(self.net_, self.callbacks, type(self).__name__)
 
     def _fitted_state(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, torch.Tensor]]:
         """The parameters, state fields (:data:`~sklearn_rnn._persistence.STATE_SCHEMA`)
@@ -1841,6 +1847,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
 #: The key of a fitted estimator's model-file content in its pickled state.
 _PORTABLE = "_sklearn_rnn_model"
+#: In a whole pickle: whether the network's built callbacks were the user's as they are.
+_CALLBACKS_CURRENT = "_sklearn_rnn_callbacks_current"
 
 #: Fitted attributes that a model file keeps or rebuilds (see ``_fitted_state``).
 _STATE_ATTRIBUTES = frozenset({

@@ -4,6 +4,7 @@ stable train_split, callbacks kept over a stream of partial_fit calls, one infer
 from __future__ import annotations
 
 import ast
+import copy
 import pathlib
 import pickle
 
@@ -520,6 +521,24 @@ def test_a_model_with_callbacks_is_refused_by_save_and_kept_by_pickle(tmp_path):
     model.set_params(callbacks=None).save(tmp_path / "model.safetensors")  # then it saves
     loaded = RNNClassifier.load(tmp_path / "model.safetensors")
     np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
+@pytest.mark.parametrize("copy_of", [copy.deepcopy, lambda model: pickle.loads(pickle.dumps(model))],
+                         ids=["deepcopy", "pickle"])
+def test_a_copy_of_a_model_with_callbacks_keeps_training_them_with_their_state(copy_of):
+    # The callbacks' key held their objects' identities: a copy's callbacks are new
+    # objects, so its next training call built them afresh (a warm-up schedule counted
+    # from its start again, and the copy's weights went apart from the original's).
+    X, y = _data()
+    model = RNNClassifier(hidden_size=4, max_iter=2, random_state=1, callbacks=[("count", EpochCounter())])
+    model.partial_fit(X, y, classes=[0, 1])
+    copied, changed = copy_of(model), copy_of(model)
+    changed.callbacks[0][1].note = "changed in place"  # no longer the callbacks it was built for
+    for estimator in (model, copied, changed):
+        estimator.partial_fit(X, y)
+    assert dict(copied.net_.callbacks_)["count"].epochs_ == dict(model.net_.callbacks_)["count"].epochs_ == 2
+    assert dict(changed.net_.callbacks_)["count"].epochs_ == 1  # built afresh
+    np.testing.assert_array_equal(copied.predict_proba(X), model.predict_proba(X))
 
 
 def test_stacked_training_refuses_callbacks():

@@ -1424,7 +1424,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         Parameters
         ----------
         path : str or path-like
-            The file to write, e.g. ``'model.safetensors'``; replaced if it exists.
+            The file to write, e.g. ``'model.safetensors'``; replaced if it exists. The
+            file is written whole or not at all: should writing fail (a full disk, no
+            permission), a file already there is left as it was.
 
         Examples
         --------

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
+from safetensors.torch import save as serialize
 
 __all__ = [
     "FORMAT_VERSION",
@@ -304,6 +304,9 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     ValueError
         Parameters that shape the network were changed since it was fitted; or
         safetensors refused the file (a header above its 100 MB).
+    OSError
+        The file could not be written (no permission, a full disk); a file already at
+        ``path`` is then left as it was: a model file is written whole or not at all.
     TypeError
         A parameter or state field holds a value this format cannot store, or the
         class could not be found when loading (the message names it); pickle such a
@@ -342,13 +345,56 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
         )
     text = json.dumps(header)
     try:
-        save_file(tensors, path, metadata={FORMAT: text})
+        data = serialize(tensors, metadata={FORMAT: text})  # in memory: no file touched yet
     except SafetensorError as error:  # the header past safetensors' limit (100 MB)
         raise ValueError(
             f"cannot save this {type(estimator).__name__} to {path!r}: safetensors refused it "
             f"({error}; its header, the parameters and fitted state but the weights, takes "
             f"{len(text.encode()) / 1e6:.1f} MB). Save it with pickle or joblib."
         ) from None
+    _write_whole(path, data)
+
+
+def _write_whole(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all.
+
+    The bytes go to a new file beside the target, which then replaces it in one step, so
+    a failed write (a full disk, a quota, an interrupt) leaves an existing file as it
+    was. Through a symbolic link the link's target is replaced; the file gets the mode
+    of the one it replaces, else the mode the umask gives a new file.
+    """
+    target = os.path.realpath(path)
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    folder, name = os.path.split(target)
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{id(data):x}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(temporary, flags, 0o666)  # the umask applies
+    except OSError as error:
+        raise type(error)(
+            error.errno, f"cannot write {path!r}: creating a file in its folder failed ({error.strerror})"
+        ) from None
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        if isinstance(error, OSError):
+            raise type(error)(
+                error.errno, f"cannot write {path!r}: {error.strerror}; nothing was changed there"
+            ) from None
+        raise
 
 
 def _header(estimator: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:

@@ -1,6 +1,7 @@
 """save/load: a format that runs no code on load, round trips that keep predictions."""
 
 import json
+import os
 import pickle
 import warnings
 
@@ -13,7 +14,7 @@ from safetensors.torch import save_file
 from sklearn.exceptions import ConvergenceWarning
 
 import sklearn_rnn
-from sklearn_rnn import RNNClassifier, RNNRegressor
+from sklearn_rnn import RNNClassifier, RNNRegressor, load
 
 TINY = dict(hidden_size=5, max_iter=4, batch_size=8, random_state=0)
 
@@ -417,6 +418,53 @@ def test_saving_to_a_folder_or_past_the_header_limit_says_why(classifier, tmp_pa
     def refuse(*args, **kwargs):  # what safetensors raises for a header above 100 MB
         raise SafetensorError("Error while serializing: header too large")
 
-    monkeypatch.setattr(persistence, "save_file", refuse)
+    monkeypatch.setattr(persistence, "serialize", refuse)
     with pytest.raises(ValueError, match="safetensors refused it.*header too large.*MB.*pickle or joblib"):
         model.save(tmp_path / "big.safetensors")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_failed_save_leaves_the_file_it_would_replace_as_it_was(classifier, tmp_path, monkeypatch):
+    # safetensors before 0.5 wrote in place: a full disk or a quota mid-write left a
+    # truncated file where a good model had been, and every I/O error was reported as
+    # "safetensors refused it ... header ... MB. Save it with pickle or joblib".
+    import errno
+
+    import sklearn_rnn._persistence as persistence
+
+    model, X, _ = classifier
+    path = tmp_path / "model.safetensors"
+    model.save(path)
+    before = path.read_bytes()
+
+    def full_disk(descriptor):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(persistence.os, "fsync", full_disk)
+    with pytest.raises(OSError, match="cannot write .*model.safetensors.*No space left.*nothing was changed"):
+        model.save(path)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["model.safetensors"]
+    monkeypatch.undo()
+    np.testing.assert_array_equal(load(path).predict_proba(X), model.predict_proba(X))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes and symbolic links as on POSIX")
+def test_a_saved_file_takes_the_umask_s_mode_keeps_a_replaced_file_s_and_writes_through_a_link(classifier, tmp_path):
+    # safetensors 0.8 writes a private temporary file and renames it: new model files
+    # were owner-only (0o600), a replaced file lost its mode, and a link was replaced
+    # by a file of its own.
+    model, X, _ = classifier
+    umask = os.umask(0o022)
+    try:
+        model.save(tmp_path / "new.safetensors")
+        assert (tmp_path / "new.safetensors").stat().st_mode & 0o777 == 0o644
+        (tmp_path / "new.safetensors").chmod(0o640)
+        model.save(tmp_path / "new.safetensors")
+        assert (tmp_path / "new.safetensors").stat().st_mode & 0o777 == 0o640
+        (tmp_path / "link.safetensors").symlink_to(tmp_path / "new.safetensors")
+        (tmp_path / "new.safetensors").write_bytes(b"")
+        model.save(tmp_path / "link.safetensors")
+        assert (tmp_path / "link.safetensors").is_symlink()
+        np.testing.assert_array_equal(load(tmp_path / "new.safetensors").predict_proba(X), model.predict_proba(X))
+    finally:
+        os.umask(umask)

@@ -1515,7 +1515,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """The parameters, state fields (:data:`~sklearn_rnn._persistence.STATE_SCHEMA`)
         and tensors that a model file holds."""
         check_is_fitted(self)
-        if self.callbacks is not None:
+        if self.callbacks:  # an empty list holds no code (set_params removing the last one gives it)
             # Callbacks are code (and may hold files, loggers, schedules): a model file
             # runs no code on load, so it cannot hold them, and dropping them silently
             # would give back a different estimator.

@@ -541,6 +541,19 @@ def test_a_copy_of_a_model_with_callbacks_keeps_training_them_with_their_state(c
     np.testing.assert_array_equal(copied.predict_proba(X), model.predict_proba(X))
 
 
+def test_a_model_whose_callbacks_were_all_removed_saves(tmp_path):
+    # callbacks=[] (what set_params(callbacks__<name>=None) leaves after the last one)
+    # was refused by save as "skorch objects that a file which runs no code cannot hold".
+    X, y = _data()
+    model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0, callbacks=[("count", EpochCounter())])
+    model.fit(X, y).set_params(callbacks__count=None)
+    assert model.callbacks == []
+    model.save(tmp_path / "model.safetensors")
+    loaded = RNNClassifier.load(tmp_path / "model.safetensors")
+    assert loaded.callbacks == []
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
 def test_stacked_training_refuses_callbacks():
     from sklearn_rnn._stacked import check_stackable
 

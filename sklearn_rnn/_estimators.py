@@ -19,6 +19,7 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state, column_or_1d
+from sklearn.utils._metadata_requests import SIMPLE_METHODS
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
@@ -1606,6 +1607,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         for attribute, field in _OPTIONAL_STATE.items():
             if hasattr(self, attribute):
                 state[field] = getattr(self, attribute)
+        requests = _set_routing_requests(self)
+        if requests:
+            state["metadata_requests"] = requests
         return params, state, tensors
 
     @classmethod
@@ -1647,6 +1651,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if name not in cls._persisted_extra:
                 raise ValueError(f"{where} holds an extra attribute {name!r} that {cls.__name__} does not declare.")
             setattr(estimator, name, value)
+        if "metadata_requests" in state:
+            _restore_routing_requests(estimator, state["metadata_requests"], where)
         if hasattr(estimator, "classes_"):
             estimator._label_encoder = LabelEncoder()
             estimator._label_encoder.classes_ = estimator.classes_
@@ -1869,6 +1875,38 @@ _OPTIONAL_STATE = {
     "_y_scale": "y_scale",
     "_y_ndim": "y_ndim",
 }
+
+
+def _set_routing_requests(estimator: BaseRNN) -> dict[str, dict[str, Any]]:
+    """The metadata routing requests set on ``estimator`` (``set_fit_request`` and its
+    kin) that differ from its class's own, by method."""
+    if "_metadata_request" not in vars(estimator):
+        return {}
+    cls = type(estimator)
+    own, default = estimator._get_metadata_request(), cls.__new__(cls)._get_metadata_request()  # the class's
+    changed = {}
+    for method in SIMPLE_METHODS:
+        requests = dict(getattr(own, method).requests)
+        if requests != getattr(default, method).requests:
+            changed[method] = requests
+    return changed
+
+
+def _restore_routing_requests(estimator: BaseRNN, saved: dict[str, dict[str, Any]], where: str) -> None:
+    request = estimator._get_metadata_request()
+    for method, requests in saved.items():
+        known = getattr(request, method).requests
+        for name, alias in requests.items():
+            if name not in known:
+                raise ValueError(
+                    f"{where} routes {name!r} to {method}, which takes no such metadata "
+                    f"(it takes {sorted(known)}). The file is inconsistent; save the model again."
+                )
+            try:
+                getattr(request, method).add_request(param=name, alias=alias)
+            except ValueError as error:
+                raise ValueError(f"{where} holds a routing request {name!r} = {alias!r}: {error}") from None
+    estimator._metadata_request = request
 
 
 def _load_device(estimator: BaseRNN, saved_on: str) -> torch.device:

@@ -90,6 +90,18 @@ def _float_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 1
 
 
+def _routing_requests(value: Any) -> bool:
+    """Metadata routing requests as set_fit_request and its kin set them."""
+    from sklearn.utils._metadata_requests import SIMPLE_METHODS
+
+    return isinstance(value, dict) and all(
+        method in SIMPLE_METHODS and isinstance(requests, dict)
+        and all(isinstance(name, str) and (alias is None or isinstance(alias, (bool, str)))
+                for name, alias in requests.items())
+        for method, requests in value.items()
+    )
+
+
 def _label_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "biufUO"
 
@@ -208,6 +220,9 @@ STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "device": (True, lambda v: isinstance(v, str), "a device name"),
     "extra": (True, lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
               "a mapping of attribute names to values"),
+    "metadata_requests": (False, lambda v: _routing_requests(v),
+                          "a mapping of method names to {parameter: true, false, null or an alias} "
+                          "(absent: the class's own requests)"),
 }
 
 

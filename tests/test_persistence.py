@@ -468,3 +468,27 @@ def test_a_saved_file_takes_the_umask_s_mode_keeps_a_replaced_file_s_and_writes_
         np.testing.assert_array_equal(load(tmp_path / "new.safetensors").predict_proba(X), model.predict_proba(X))
     finally:
         os.umask(umask)
+
+
+def test_metadata_routing_requests_survive_a_model_file(tmp_path):
+    # They were dropped silently: the loaded model's fit no longer asked for sample_weight,
+    # and cross_validate(..., params={"sample_weight": w}) failed on it.
+    import sklearn
+    from sklearn.model_selection import cross_validate
+
+    from sklearn_rnn._persistence import STATE_SCHEMA
+
+    X, y = ragged(16), np.arange(16) % 2
+    with sklearn.config_context(enable_metadata_routing=True):
+        model = fit(RNNClassifier(**TINY).set_fit_request(sample_weight=True).set_score_request(sample_weight="w"),
+                    X, y)
+        model.save(tmp_path / "model.safetensors")
+        loaded = load(tmp_path / "model.safetensors")
+        assert str(loaded.get_metadata_routing()) == str(model.get_metadata_routing())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            cross_validate(loaded, X, y, cv=2, params={"sample_weight": np.linspace(0.5, 2, 16), "w": np.ones(16)})
+        fit(RNNClassifier(**TINY), X, y).save(tmp_path / "plain.safetensors")  # no requests set: no field
+        with safe_open(tmp_path / "plain.safetensors", "pt") as file:
+            assert "metadata_requests" not in json.loads(file.metadata()["sklearn_rnn"])["state"]
+    assert not STATE_SCHEMA["metadata_requests"][1]({"fit": {"sample_weight": 3}})  # a forged request

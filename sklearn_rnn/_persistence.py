@@ -90,6 +90,18 @@ def _float_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 1
 
 
+#: Entries of an epoch record that training reads again, and the check of each.
+_EPOCH_ENTRIES: dict[str, Callable[[Any], bool]] = {
+    **{name: _optional(_is_float) for name in ("train_loss", "valid_loss", "valid_score", "train_objective")},
+    **{f"{name}_best": lambda v: isinstance(v, bool) for name in ("train_loss", "valid_loss", "valid_score")},
+    "epoch": _is_int,
+}
+
+
+def _epoch_record(row: Any) -> bool:
+    return isinstance(row, dict) and all(check(row[name]) for name, check in _EPOCH_ENTRIES.items() if name in row)
+
+
 def _routing_requests(value: Any) -> bool:
     """Metadata routing requests as set_fit_request and its kin set them."""
     from sklearn.utils._metadata_requests import SIMPLE_METHODS
@@ -212,8 +224,9 @@ STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "best_validation_score_": (True, _optional(_is_float), "a number or null"),
     "best_validation_loss_": (True, _optional(_is_float), "a number or null"),
     "best_epoch": (False, _optional(_is_int), "an int or null (absent in earlier files)"),
-    "history": (True, lambda v: isinstance(v, list) and all(isinstance(row, dict) for row in v),
-                "a list of epoch records"),
+    "history": (True, lambda v: isinstance(v, list) and all(_epoch_record(row) for row in v),
+                "a list of epoch records (the losses and scores that training reads numbers, "
+                "the epoch an int, the *_best flags booleans)"),
     "optimizer": (True, _optimizer, "the optimizer's kind and numeric state"),
     "grad_scaler": (True, _optional(_grad_scaler), "GradScaler.state_dict() or null"),
     "dropout_seed": (True, _is_int, "an int"),

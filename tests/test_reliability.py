@@ -1066,3 +1066,17 @@ def test_partial_fit_refuses_weights_that_float32_turns_into_infinities_or_zeros
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         assert model.fit(X, y, sample_weight=np.full(12, value)).n_iter_ == 2
+
+
+def test_a_forged_history_of_text_losses_is_refused_on_load(tmp_path):
+    # It loaded (only each record's being a dict was checked), predicted and saved, and
+    # a warm-started fit then failed with "could not convert string to float: 'x'".
+    X = ragged(12)
+    y = np.arange(12) % 2
+    quiet_fit(RNNClassifier(hidden_size=4, max_iter=2, random_state=0), X, y).save(tmp_path / "m.safetensors")
+    header, tensors = read_file(tmp_path / "m.safetensors")
+    for record in header["state"]["history"]:
+        record["train_loss"] = "x"
+    write_file(tmp_path / "forged.safetensors", header, tensors, resign=True)
+    with pytest.raises(ValueError, match="fitted state 'history'.*losses and scores that training reads numbers"):
+        sklearn_rnn.load(tmp_path / "forged.safetensors")

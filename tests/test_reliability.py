@@ -1075,8 +1075,8 @@ def test_a_forged_history_of_text_losses_is_refused_on_load(tmp_path):
     y = np.arange(12) % 2
     quiet_fit(RNNClassifier(hidden_size=4, max_iter=2, random_state=0), X, y).save(tmp_path / "m.safetensors")
     header, tensors = read_file(tmp_path / "m.safetensors")
-    for record in header["state"]["history"]:
-        record["train_loss"] = "x"
+    for record in header["state"]["history"]:  # {"kind": "dict", "pairs": [[name, value], ...]}
+        record["pairs"] = [[name, "x" if name == "train_loss" else value] for name, value in record["pairs"]]
     write_file(tmp_path / "forged.safetensors", header, tensors, resign=True)
     with pytest.raises(ValueError, match="fitted state 'history'.*losses and scores that training reads numbers"):
         sklearn_rnn.load(tmp_path / "forged.safetensors")

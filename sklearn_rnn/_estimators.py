@@ -2016,6 +2016,12 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     Elman network (eq. 1.30-1.34) with its training method. :ref:`defaults` lists what
     every 'auto' setting becomes.
 
+    The features are not standardized inside the estimator: for features of different
+    or large scales (lab values, counts, raw times), put a
+    :class:`~sklearn_rnn.SequenceStandardScaler` in front,
+    ``make_pipeline(SequenceStandardScaler(), RNNClassifier())``, as the defaults'
+    measurements do (:ref:`defaults-study`).
+
     Parameters
     ----------
     hidden_size : int, default=50
@@ -2685,7 +2691,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     original scale, and ``loss_curve_`` is in standardized units). The network is the one of
     :class:`RNNClassifier`, with the same defaults: a GRU reading its last state
     with the mean and maximum of its states, a time-aware cell with ``time_feature``,
-    the thesis' Elman network with ``cell='tanh', optimizer='simplex'``.
+    the thesis' Elman network with ``cell='tanh', optimizer='simplex'``. As there, the
+    features are not standardized inside the estimator: put a
+    :class:`~sklearn_rnn.SequenceStandardScaler` in front for features of different or
+    large scales, ``make_pipeline(SequenceStandardScaler(), RNNRegressor())``.
 
     Parameters
     ----------

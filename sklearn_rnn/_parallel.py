@@ -10,10 +10,11 @@ the CPU; outside any pool it changes nothing.
 
 The share is:
 
-- in a worker *process* of joblib (the 'loky' and 'multiprocessing' backends) or of
-  Dask: ``OMP_NUM_THREADS`` when set, which joblib sets to ``cpu_count // n_jobs`` and
-  Dask's nanny to 1 in the environment of its worker processes (torch usually reads it
-  at import; setting it again covers a torch imported before the variable was set);
+- in a worker *process* of joblib or of Dask: ``OMP_NUM_THREADS`` when set, which
+  joblib's 'loky' backend sets to ``cpu_count // n_jobs`` and Dask's nanny to 1 in the
+  environment of its worker processes (torch usually reads it at import; setting it
+  again covers a torch imported before the variable was set); joblib's
+  'multiprocessing' backend sets no variable, and its workers keep torch's own count;
 - in a Dask worker without that variable: ``cpu_count // nthreads`` of the worker;
 - in a task *thread* sharing its process with other tasks (joblib's 'threading'
   backend): 1.
@@ -61,6 +62,11 @@ __all__ = [
 #: 256, 2**26). The bound is exclusive (the docs: up to 511 units at batch 256), so that
 #: last measured size and larger networks keep torch's own setting.
 SMALL_WORK = 2**26
+
+# The importing thread reads its count now. A thread's first reading takes the count
+# last set anywhere in the process, so a main thread that set its count (say 2) without
+# ever reading it took a background fit's 1 when it next read it.
+torch.get_num_threads()
 
 _chosen: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "sklearn_rnn_torch_threads", default=None
@@ -267,10 +273,10 @@ def _task_share() -> Iterator[None]:
     when the last of them is done. torch's count is not always per thread: the first
     thread to set it, before the process's main thread ever did, sets it for the
     process, so a search in threads left its caller on one thread."""
+    # Dask's worker threads too: an in-process cluster (Client(processes=False)) runs
+    # them in the caller's process, which the lowered count otherwise stayed with.
     in_thread_pool = (
-        worker_thread_budget() is not None
-        and threading.current_thread() is not threading.main_thread()
-        and _dask_worker() is None
+        worker_thread_budget() is not None and threading.current_thread() is not threading.main_thread()
     )
     if not in_thread_pool:
         limit_torch_threads()  # a worker process, or no pool: left as it is

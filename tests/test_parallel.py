@@ -149,3 +149,41 @@ def test_grid_search_on_a_local_dask_cluster(tmp_path, monkeypatch):
     assert result.best_params_["spectral_radius"] in (0.8, 1.2)
     assert result.predict_proba(X[:3]).shape == (3, 2)
     assert files_under(work) == []  # the fits wrote nothing next to each other
+
+
+@pytest.mark.dask
+def test_a_search_on_an_in_process_dask_cluster_leaves_the_callers_thread_count():
+    # Dask's worker threads were left out of the task threads that put the count back:
+    # with Client(processes=False) the caller's process stayed on 1 thread (its main
+    # thread's first reading after the search took the workers' last setting).
+    pytest.importorskip("distributed")
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import warnings; warnings.simplefilter("ignore")
+        import numpy as np, torch
+        from distributed import Client
+        from joblib import parallel_config
+        from sklearn.model_selection import GridSearchCV
+        from sklearn_rnn import RNNRegressor
+        if __name__ == "__main__":
+            rng = np.random.default_rng(0)
+            X = [rng.normal(size=(4, 2)) for _ in range(20)]; y = rng.normal(size=20)
+            with Client(processes=False, dashboard_address=None), parallel_config(backend="dask"):
+                GridSearchCV(RNNRegressor(hidden_size=4, max_iter=1), {"alpha": [1e-4, 1e-3]}, cv=2,
+                             refit=False).fit(X, y)
+            import threading
+            seen = []
+            thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+            thread.start(); thread.join()
+            print(torch.get_num_threads(), seen[0])  # the caller, and a thread started after
+    """)
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_NUM_THREADS"}
+    run = lambda code: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,  # noqa: E731
+                                      env=env, check=True, timeout=300).stdout.strip()
+    fresh = run("import torch; print(torch.get_num_threads())")
+    if fresh == "1":
+        pytest.skip("torch runs one thread here: a lowered count cannot be told from it")
+    assert run(script) == f"{fresh} {fresh}"

@@ -200,6 +200,66 @@ def test_a_pool_thread_started_while_another_task_runs_restores_the_count_before
     assert run(script) == fresh  # 1 against 2 on two cores before
 
 
+_DATA = """
+import warnings; warnings.simplefilter("ignore")
+import threading, numpy as np, torch
+rng = np.random.default_rng(0)
+X = [rng.normal(size=(int(rng.integers(2, 5)), 2)) for _ in range(20)]
+y = np.array([x[:, 0].sum() for x in X]); yc = (y > 0).astype(int)
+def fresh_thread():
+    out = []; t = threading.Thread(target=lambda: out.append(torch.get_num_threads())); t.start(); t.join()
+    return out[0]
+"""
+
+
+def _run_fresh(code):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          check=True).stdout.split()
+
+
+@pytest.mark.parametrize("user_set", [False, True], ids=["torch's count", "the user's count"])
+def test_pooled_cross_validate_in_threads_leaves_its_callers_thread_count(user_set):
+    # Its fits restored their own reading of the count, the pattern of the threaded
+    # search's leak: the caller and any new thread were left on 1 (3 of 3 runs after
+    # torch.set_num_threads, 1 of 3 untouched, on two cores).
+    script = _DATA + f"""
+from joblib import parallel_config
+from sklearn_rnn import RNNClassifier
+from sklearn_rnn.clinical import pooled_cross_validate
+if {user_set}: torch.set_num_threads(torch.get_num_threads())
+before = torch.get_num_threads()
+with parallel_config(backend="threading"):
+    pooled_cross_validate(RNNClassifier(hidden_size=4, max_iter=1), X, yc, n_splits=2, n_repeats=3, n_jobs=2,
+                          random_state=0)
+print(before, torch.get_num_threads(), fresh_thread())
+"""
+    before, main, fresh = _run_fresh(script)
+    if before == "1":
+        pytest.skip("torch runs one thread here: a lowered count cannot be told from it")
+    assert main == fresh == before
+
+
+def test_a_fit_in_a_background_thread_leaves_the_main_thread_s_own_setting():
+    # A main thread that set its count without reading it took a background fit's 1 at
+    # its next reading (a thread's first reading takes the count last set anywhere).
+    script = _DATA + """
+import time
+from sklearn_rnn import RNNRegressor
+torch.set_num_threads(2)
+t = threading.Thread(target=lambda: RNNRegressor(hidden_size=4, max_iter=40, tol=0, n_iter_no_change=1000).fit(X, y))
+t.start(); time.sleep(0.5)
+during = torch.get_num_threads()
+t.join()
+print(during, torch.get_num_threads())
+"""
+    assert _run_fresh(script) == ["2", "2"]
+
+
 def test_numpy_integer_sizes_get_the_thread_rule(two_threads, threads_seen):
     # isinstance(np.int64(8), int) is False: the fit ran on every core, unlimited in a pool.
     X, y = readme_task()

@@ -9,6 +9,7 @@ does not, so both are reported.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.model_selection import RepeatedStratifiedKFold
 from sklearn.utils import _safe_indexing, check_random_state
 
+from .._parallel import _task_share
 from ..sequences._panel import by_instance
 
 __all__ = ["PooledCVResult", "auc_intervals", "pooled_cross_validate"]
@@ -397,15 +399,18 @@ def _fit_predict(
     one_thread: bool,
 ) -> NDArray[np.float64]:
     """Fit a clone on ``train`` and return its positive-class probabilities on ``test``."""
-    threads = torch.get_num_threads()
-    if one_thread:
-        torch.set_num_threads(1)  # n_jobs parallel fits share the cores
-    try:
-        model = clone(estimator).fit(_safe_indexing(X, train), y[train])
-        probabilities = model.predict_proba(_safe_indexing(X, test))
-    finally:
+    # A task of a pool (n_jobs > 1): the task's share, restored as the estimators' own
+    # tasks restore it (a thread's own reading while another task runs is the lowered count).
+    with _task_share() if one_thread else contextlib.nullcontext():
+        threads = torch.get_num_threads()
         if one_thread:
-            torch.set_num_threads(threads)
+            torch.set_num_threads(1)  # n_jobs parallel fits share the cores
+        try:
+            model = clone(estimator).fit(_safe_indexing(X, train), y[train])
+            probabilities = model.predict_proba(_safe_indexing(X, test))
+        finally:
+            if one_thread:
+                torch.set_num_threads(threads)
     column = list(model.classes_).index(pos_label)
     return np.asarray(probabilities[:, column], dtype=np.float64)
 

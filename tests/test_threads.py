@@ -265,3 +265,36 @@ def test_numpy_integer_sizes_get_the_thread_rule(two_threads, threads_seen):
     X, y = readme_task()
     fit_and_predict(RNNClassifier(hidden_size=np.int64(8), batch_size=np.int64(32), max_iter=2), X, y)
     assert threads_seen and set(threads_seen) == {1}
+
+
+def test_a_fit_and_its_predictions_leave_the_process_wide_warning_state_alone(monkeypatch):
+    # warnings.catch_warnings swaps process-wide state: fits in threads, each entering it
+    # (the encoder's all-NaN channels, the reading of every input), undid one another's
+    # and left an "ignore RuntimeWarning" filter behind for the whole process.
+    import pathlib
+    import sys
+
+    import sklearn_rnn
+
+    package = pathlib.Path(sklearn_rnn.__file__).parent
+    entered = []
+
+    class Watched(warnings.catch_warnings):
+        def __enter__(self):
+            caller = pathlib.Path(sys._getframe(1).f_code.co_filename)
+            if package in caller.parents:
+                entered.append(f"{caller.name}:{sys._getframe(1).f_lineno}")
+            return super().__enter__()
+
+    monkeypatch.setattr(warnings, "catch_warnings", Watched)
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 25)), 3)) for _ in range(40)]
+    for x in X[:10]:
+        x[:, 2] = np.nan  # a channel some sequences never observe
+    y = np.arange(40) % 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # NumPy's all-NaN warnings are not shown either
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(max_iter=2, random_state=0).fit(X, y)
+        model.predict_proba(X)
+    assert entered == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -12,7 +11,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_is_fitted
 
-from ..sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature, check_times
+from ..sequences._encoding import TIME_FEATURE_CONSTRAINTS, _over_observed, _resolve_time_feature, check_times
 from ..sequences._panel import is_panel
 from ..sequences._validation import _column_cells, fitted_step_names, staging, validate_sequences
 
@@ -204,9 +203,7 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         if self.kind == "last":
             return values[-1]
         observed = ~np.isnan(values)  # (T, d)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
-            mean = np.nanmean(values, axis=0)
+        mean = _over_observed(np.nanmean, values)  # all-NaN columns stay NaN, without a warning
         last = np.array([column[mask][-1] if mask.any() else np.nan
                          for column, mask in zip(values.T, observed.T, strict=True)])
         slope = np.array([_slope(times[mask], column[mask])

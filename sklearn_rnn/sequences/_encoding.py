@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from numbers import Integral
 from typing import Any
 
@@ -240,10 +241,9 @@ class InputEncoder:
         time_feature = _resolve_time_feature(time_feature, sequences[0].shape[1])
         steps = _values(np.concatenate(sequences, axis=0), time_feature)
         lengths = np.array([len(sequence) for sequence in sequences])
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN channels of a sequence
-            typical = np.nanmedian(_sequence_moments(steps, lengths)[1], axis=0)
-            pooled = np.nanstd(steps, axis=0)
+        with np.errstate(invalid="ignore"):
+            typical = _over_observed(np.nanmedian, _sequence_moments(steps, lengths)[1])
+            pooled = _over_observed(np.nanstd, steps)
         flat = (typical > 1e-8 * pooled) & (typical < ratio * pooled)  # not rounding errors
         return tuple(int(channel) for channel in np.flatnonzero(flat))
 
@@ -393,11 +393,23 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
 def _center_and_spread(statistic: np.ndarray) -> np.ndarray:
     """``(2, channels)``: the mean and standard deviation over sequences of a per-sequence
     statistic (NaN where a sequence had none skipped; a spread of 0 read as 1)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a channel no sequence observed
-        center = np.nan_to_num(np.nanmean(statistic, axis=0))
-        spread = np.nanstd(statistic, axis=0)
+    center = np.nan_to_num(_over_observed(np.nanmean, statistic))  # 0 for a channel never observed
+    spread = _over_observed(np.nanstd, statistic)
     return np.vstack([center, np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)])
+
+
+def _over_observed(reduce: Callable[..., np.ndarray], values: np.ndarray) -> np.ndarray:
+    """``reduce(values, axis=0)`` over the columns holding a value, NaN for the others.
+
+    NumPy warns of an all-NaN column; catching that with :func:`warnings.catch_warnings`
+    changes process-wide state, which fits in threads undid for one another, leaving an
+    "ignore RuntimeWarning" filter behind for the whole process.
+    """
+    observed = ~np.isnan(values).all(axis=0)
+    result = np.full(values.shape[1:], np.nan)
+    if observed.any():
+        result[observed] = reduce(values[:, observed], axis=0)
+    return result
 
 
 def _values(steps: np.ndarray, time_feature: int | None) -> np.ndarray:

@@ -904,17 +904,20 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
             "into days."
         )
     try:
-        with warnings.catch_warnings():  # complex input is refused below, with our message
-            warnings.filterwarnings("ignore", message="Casting complex values to real")
-            try:
-                array = np.asarray(value, dtype=np.float64)
-            except (TypeError, ValueError) as numpy_error:
-                # pandas' missing values (pd.NA, NaT in an object array, as DataFrame.to_numpy
-                # gives for a nullable column) are NaN, as None already is; else as before.
-                read = _pandas_missing_as_nan(value)
-                if read is None:
-                    raise numpy_error
-                array = read
+        # Read first as it is, so that complex input is refused below with our message:
+        # casting it would warn, and catching that warning changes process-wide state,
+        # which fits in threads undo for one another.
+        try:
+            array = np.asarray(value)
+            if array.dtype.kind != "c":
+                array = array.astype(np.float64, copy=False)
+        except (TypeError, ValueError) as numpy_error:
+            # pandas' missing values (pd.NA, NaT in an object array, as DataFrame.to_numpy
+            # gives for a nullable column) are NaN, as None already is; else as before.
+            read = _pandas_missing_as_nan(value)
+            if read is None:
+                raise numpy_error
+            array = read
     except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: from an array type's own conversion
         widths = _row_widths(value)
         if len(widths) > 1:
@@ -927,7 +930,7 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
             f"{where} could not be read as numbers ({error}): expected a numeric "
             "array. Encode categorical or text values as numbers first."
         ) from error
-    if np.iscomplexobj(value):
+    if array.dtype.kind == "c":
         raise ValueError(f"{where} holds complex numbers: expected real numbers.")
     if array.ndim > 3:
         raise ValueError(_dimension_message(array.ndim, value))

@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import math
 import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +31,8 @@ from skorch.callbacks import Callback, GradientNormClipping, PrintLog
 from skorch.callbacks import EarlyStopping as _SkorchEarlyStopping
 from skorch.utils import Ansi
 from sklearn.exceptions import ConvergenceWarning
+
+from ._gathered import warn
 
 __all__ = ["EarlyStopping", "GradientClipping", "TrainingGuard", "non_finite_validation"]
 
@@ -161,7 +162,7 @@ class TrainingGuard(Callback):
         else:
             kept = f"the weights of epoch {self._finished_epochs} are kept"
         if self.diverged_ is not None:
-            warnings.warn(
+            warn(
                 f"{self.owner}: {self.diverged_}, so training stopped and {kept}. Lower "
                 "learning_rate, set a clip_threshold, or scale the inputs (e.g. with "
                 "SequenceStandardScaler).",
@@ -170,7 +171,7 @@ class TrainingGuard(Callback):
             )
         else:
             self.interrupted_ = True
-            warnings.warn(
+            warn(
                 f"{self.owner}: training was interrupted during epoch "
                 f"{self._finished_epochs + 1}; {kept}.",
                 UserWarning,
@@ -329,7 +330,7 @@ class EarlyStopping(_SkorchEarlyStopping):
             start_loss = net.training_loss(X, objective=objective)
         except KeyboardInterrupt:  # a Ctrl-C here would have discarded the whole fit
             net.module_.load_state_dict(end)
-            warnings.warn(
+            warn(
                 f"training was interrupted while the weights epoch {self.best_epoch_} started "
                 "from were compared with those it ended with; the ones it ended with are kept.",
                 UserWarning,

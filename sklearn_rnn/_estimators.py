@@ -30,6 +30,7 @@ from ._engine import (PRECISIONS, Rollback, SequenceNet, callbacks_current, conf
                       make_net, mark_callbacks_current)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
+from ._gathered import warn
 from ._inference import LAST_STEP, OutputSteps, run_network
 from .nn import RecurrentNetwork
 from .nn._network import HIDDEN_INITS, READOUTS
@@ -1249,7 +1250,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             if improving:
                 name = {"valid_loss": "validation loss", "train_loss": "training loss",
                         "train_objective": "training objective (the loss plus the L2 penalty)"}[key]
-                warnings.warn(
+                warn(
                     f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
                     f"converging: the {name} was still improving ({fall}). Increase max_iter"
                     + (" or tol." if self._early_stopping else ", or set early_stopping=True."),

@@ -81,6 +81,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from torch.func import functional_call, vmap
 
 from ._callbacks import TrainingGuard, _copied, non_finite_validation, score_weights
+from ._gathered import gathered_warnings, warn
 from ._parallel import fitting_threads
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
@@ -283,19 +284,12 @@ def train_stacked(
     for group in groups.values():
         size = min(max_stacked, -(-len(group) // jobs))
         chunks.extend(group[start : start + size] for start in range(0, len(group), size))
-    # The warnings of chunks trained in this process, in its thread or in threads
-    # (joblib's threading backend), are recorded here, once: catch_warnings swaps
-    # process-wide state, so threads each entering it would undo one another's (before
-    # Python 3.14), losing the summary and leaving the caller's filters changed. A worker
-    # process records its own.
     caller = os.getpid()
-    with warnings.catch_warnings(record=True) as here:
-        warnings.simplefilter("always")
-        if jobs == 1:
-            outcomes = [_train_chunk(chunk, caller) for chunk in chunks]
-        else:
-            outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk, caller) for chunk in chunks)
-    caught = [(message.category, str(message.message)) for message in here]
+    if jobs == 1:
+        outcomes = [_train_chunk(chunk, caller) for chunk in chunks]
+    else:
+        outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk, caller) for chunk in chunks)
+    caught: list[tuple[type[Warning], str]] = []
     for chunk, (estimators, seconds, recorded) in zip(chunks, outcomes):
         caught.extend(recorded)
         for member, estimator in zip(chunk, estimators):
@@ -308,20 +302,22 @@ def _train_chunk(
     chunk: list[StackedMember], caller: int
 ) -> tuple[list[Any], float, list[tuple[type[Warning], str]]]:
     """Train one chunk; return its estimators, the seconds it took, and the warnings it
-    gave in a worker process (those given in the process ``caller`` are recorded there)."""
+    gave: the package's training warnings, gathered in this thread's context (no
+    process-wide state, which searches in threads would undo for one another), and in a
+    worker process, which runs one task at a time, every warning."""
     hidden_size = chunk[0].estimator.hidden_size  # one architecture per chunk
     sequences = sum(member.estimator.batch_size for member in chunk)
     began = time.perf_counter()
     # The fits' thread rule for the work of a stacked step (every network's batch); in
     # a worker process, within its share of the CPU.
     worker = os.getpid() != caller
-    with fitting_threads(hidden_size, sequences):
+    with fitting_threads(hidden_size, sequences), gathered_warnings() as gathered:
         with warnings.catch_warnings(record=True) if worker else contextlib.nullcontext() as recorded:
             if worker:
                 warnings.simplefilter("always")
             _Stack(chunk).train()
     seconds = time.perf_counter() - began
-    messages = [(message.category, str(message.message)) for message in recorded or []]
+    messages = gathered + [(message.category, str(message.message)) for message in recorded or []]
     estimators = [member.estimator for member in chunk]
     return estimators, seconds, messages
 
@@ -991,7 +987,7 @@ class _Stack:
     def _warn_diverged(self, member: StackedMember, epoch: int) -> None:
         finished = epoch - 1
         kept = "the initial weights are kept" if not finished else f"the weights of epoch {finished} are kept"
-        warnings.warn(
+        warn(
             f"{type(member.estimator).__name__}: {member._diverged.format(epoch=epoch)}, so "
             f"training stopped and {kept}. Lower learning_rate, set a clip_threshold, or "
             "scale the inputs (e.g. with SequenceStandardScaler).",

@@ -298,3 +298,37 @@ def test_a_fit_and_its_predictions_leave_the_process_wide_warning_state_alone(mo
         model = RNNClassifier(max_iter=2, random_state=0).fit(X, y)
         model.predict_proba(X)
     assert entered == []
+
+
+def test_a_stacked_search_gathers_its_warnings_without_the_process_wide_state(monkeypatch):
+    # train_stacked held catch_warnings(record=True) with an "always" filter around the
+    # whole training: two searches in threads (cross_val_score of an RNNGridSearchCV on
+    # the threading backend) undid one another's, losing or garbling the summaries and
+    # leaving the "always" filter and a dead record list to the process.
+    import pathlib
+    import sys
+
+    import joblib
+
+    import sklearn_rnn
+    from sklearn_rnn.model_selection import RNNGridSearchCV
+
+    package = pathlib.Path(sklearn_rnn.__file__).parent
+    entered = []
+
+    class Watched(warnings.catch_warnings):
+        def __enter__(self):
+            caller = pathlib.Path(sys._getframe(1).f_code.co_filename)
+            if package in caller.parents:
+                entered.append(f"{caller.name}:{sys._getframe(1).f_lineno}")
+            return super().__enter__()
+
+    monkeypatch.setattr(warnings, "catch_warnings", Watched)
+    X, y = readme_task()
+    search = RNNGridSearchCV(RNNClassifier(hidden_size=4, max_iter=2, random_state=0),
+                             {"learning_rate": [0.01, 0.02]}, cv=2, refit=False)
+    filters = list(warnings.filters)
+    with pytest.warns(ConvergenceWarning, match="^4 of 4 stacked networks: RNNClassifier reached max_iter"):
+        with joblib.parallel_backend("threading", n_jobs=2):
+            search.set_params(n_jobs=2).fit(X, y)
+    assert entered == [] and warnings.filters == filters

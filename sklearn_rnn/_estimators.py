@@ -2470,6 +2470,17 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         if not (isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "biu"):
             # A 1-D array of integer labels is already what column_or_1d returns (whose
             # checks cost a streaming partial_fit about 0.1 ms).
+            try:
+                shape = y.shape if hasattr(y, "shape") else np.shape(y)
+            except ValueError:  # ragged: column_or_1d says so
+                shape = ()
+            if len(shape) == 2 and shape[1] > 1:
+                raise ValueError(
+                    f"y has {shape[1]} columns (shape {tuple(shape)}): {type(self).__name__} "
+                    "predicts one label per sequence. For several labels per sequence, wrap it: "
+                    f"sklearn.multioutput.MultiOutputClassifier({type(self).__name__}(...)); for "
+                    "labels at every step, use RNNStepClassifier."
+                )
             y = column_or_1d(y, warn=True)
         if y.dtype.kind not in "biu":
             # Integer and boolean labels always pass (type 'binary' or 'multiclass'):

@@ -511,3 +511,11 @@ def test_messages_for_a_panel_s_per_step_targets_and_its_time_level_point_the_ri
         RNNClassifier(time_feature="day", max_iter=1).fit(panel[["x"]], [0, 1])
     with pytest.raises(ValueError, match="pass one target per sequence, in the order of X"):
         RNNClassifier(max_iter=1).fit(panel[["x"]], [0, 1, 0])
+
+
+def test_a_classifier_given_several_labels_per_sequence_is_pointed_to_multioutput():
+    # It gave scikit-learn's bare "y should be a 1d array, got an array of shape (20, 2)".
+    X = [np.ones((3, 2)) * i for i in range(6)]
+    y = np.arange(6) % 2
+    with pytest.raises(ValueError, match=r"y has 2 columns \(shape \(6, 2\)\).*MultiOutputClassifier\(RNNClassifier"):
+        RNNClassifier(max_iter=1).fit(X, np.c_[y, 1 - y])

@@ -254,3 +254,13 @@ def test_as_frame_keeps_the_names_and_guards_a_later_table_in_another_order():
         model.predict(named)
     with pytest.raises(TypeError, match="as_frame must be True or False"):
         from_long_format(visits, id_column="patient", time_column="day", as_frame="yes")
+
+
+def test_to_long_format_refuses_values_indexed_by_the_ids_in_another_order():
+    # It paired them by position: the value labelled 'b' went under id 'a'.
+    with pytest.raises(ValueError, match=r"indexed by the same ids in another order.*values.loc\[ids\]"):
+        to_long_format(pd.Series([1.0, 2.0], index=["b", "a"]), ["a", "b"])
+    table = to_long_format(pd.Series([1.0, 2.0], index=["a", "b"]), ["a", "b"])
+    assert table["value"].tolist() == [1.0, 2.0]
+    table = to_long_format(pd.Series([1.0, 2.0]), [1, 0])  # pandas' default index counts positions
+    assert table["id"].tolist() == [1, 0] and table["value"].tolist() == [1.0, 2.0]

@@ -337,6 +337,14 @@ def from_long_format(
     return sequences, ids
 
 
+def _same_labels(index: pd.Index, ids: np.ndarray) -> bool:
+    """Whether ``index`` holds exactly the labels of ``ids``, in any order."""
+    try:
+        return index.is_unique and set(index) == set(ids.tolist())
+    except TypeError:  # unhashable labels
+        return False
+
+
 def to_long_format(
     values: ArrayLike,
     ids: ArrayLike,
@@ -412,6 +420,15 @@ def to_long_format(
         raise ValueError(
             f"ids must be unique to key the table; got repeated ids {repeated}. Pass one "
             "id per sample, e.g. the ids returned by from_long_format."
+        )
+    index = getattr(values, "index", None)
+    positions = isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1  # pandas' default
+    if (isinstance(index, pd.Index) and not positions and not index.equals(pd.Index(id_array))
+            and _same_labels(index, id_array)):
+        raise ValueError(
+            "values is indexed by the same ids in another order: to_long_format pairs values "
+            "and ids by position, which would put each value under another id. Pass "
+            "values.loc[ids] (or values.to_numpy() if its positions already follow ids)."
         )
     matrix = array.reshape(array.shape[0], -1)  # (n_samples, n_outputs)
     if columns is None:

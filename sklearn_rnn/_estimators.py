@@ -43,7 +43,7 @@ from ._persistence import register as register_model_class
 from ._persistence import save as save_model
 from .sequences import InputEncoder, SequenceDataset, check_float32_range
 from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature, check_times
-from .sequences._panel import check_step_targets_follow_steps, check_targets_follow_instances
+from .sequences._panel import check_step_targets_follow_steps, check_targets_follow_instances, long_table_hint
 from .sequences._validation import (
     check_holdout,
     fitted_step_names,
@@ -1409,7 +1409,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "for i in X.index.unique(level=0)])"
                 if self._output_steps.every_step else "one target per sequence, in the order of X"
             )
-            raise ValueError(f"y has {n_targets} entries, but X has {n_samples} sequences: pass {what}.")
+            raise ValueError(
+                f"y has {n_targets} entries, but X has {n_samples} sequences: pass {what}."
+                + long_table_hint(X, n_targets)
+            )
         if self._output_steps.every_step:
             check_step_targets_follow_steps(X, y)
         return self._encode_targets(y, reset=reset, classes=classes, weight=weight)

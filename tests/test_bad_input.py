@@ -123,7 +123,7 @@ FIT_CASES = [
     ("regressor y of the wrong length", fit_regressor(X_OK, Y_REAL[:3]), ValueError,
      ["y has 3 entries, but X has 12 sequences", "one target per sequence"]),
     ("2D classifier y", fit_classifier(X_OK, np.c_[Y_CLASS, Y_CLASS]), ValueError,
-     ["y should be a 1d array, got an array of shape (12, 2)"]),
+     ["y has 2 columns (shape (12, 2))", "MultiOutputClassifier(RNNClassifier(...))"]),
     ("3D regressor y", fit_regressor(X_OK, np.zeros((12, 2, 2))), ValueError,
      ["y has shape (12, 2, 2)", "expected (n_samples,) or (n_samples, n_outputs)"]),
     ("continuous classifier y", fit_classifier(X_OK, Y_REAL + 0.5), ValueError, ["Unknown label type"]),
@@ -519,3 +519,22 @@ def test_a_classifier_given_several_labels_per_sequence_is_pointed_to_multioutpu
     y = np.arange(6) % 2
     with pytest.raises(ValueError, match=r"y has 2 columns \(shape \(6, 2\)\).*MultiOutputClassifier\(RNNClassifier"):
         RNNClassifier(max_iter=1).fit(X, np.c_[y, 1 - y])
+
+
+def test_a_long_table_under_other_id_names_is_refused_or_hinted():
+    # An id column named 'participant' or 'unit' (C-MAPSS) went through: with one target
+    # per row the fit trained on 20 "sequences" of (id, time, s1, s2); with one per id
+    # the error gave no hint of a long table.
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+
+    def visits(name):
+        return pd.DataFrame([{name: i, "cycle": t, "s1": rng.normal()} for i in range(1, 5) for t in range(1, 6)])
+
+    for name in ("participant", "unit"):
+        with pytest.raises(ValueError, match=f"long table, one row per visit: column '{name}' repeats ids"):
+            RNNRegressor(max_iter=1).fit(visits(name), np.arange(20.0))
+    with pytest.raises(ValueError, match=r"y has 4 entries, but X has 20 sequences.*long table.*4 ids in column "
+                                         r"'session'.*from_long_format\(X, id_column='session'"):
+        RNNClassifier(max_iter=1).fit(visits("session"), [0, 1, 0, 1])

@@ -27,8 +27,8 @@ __all__ = ["check_not_long_table", "is_panel", "panel_to_sequences", "sequences_
 #: Column names that identify an instance in a long table (matched whole or as a
 #: ``_``-separated part, case-insensitively: ``id``, ``patient_id``, ``subject``...).
 ID_NAMES = (
-    "id", "ids", "pid", "uid", "mrn", "patient", "subject", "instance", "case", "series",
-    "person", "user",
+    "id", "ids", "pid", "uid", "mrn", "patient", "subject", "subj", "participant", "instance",
+    "case", "series", "person", "user", "unit", "engine",
 )
 
 _NAME_PART = re.compile(r"[^a-z0-9]+")
@@ -542,6 +542,45 @@ def check_not_long_table(X: Any) -> None:
         "X.set_index([id_column, time_column]), which the estimators read as a panel. "
         f"If the rows really are sequences, pass {way_out}."
     )
+
+
+def long_table_hint(X: Any, n_targets: int) -> str:
+    """A hint for targets that do not match a 2D DataFrame's rows: when one of its
+    columns repeats values and holds exactly ``n_targets`` distinct ones, the rows may
+    be visits of that column's ids (a long table under a name that
+    :func:`check_not_long_table` does not know). Else an empty string.
+
+    Parameters
+    ----------
+    X : object
+        The input read as a table.
+    n_targets : int
+        How many targets came.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import long_table_hint
+    >>> visits = pd.DataFrame({"ward": [1, 1, 2], "day": [0, 30, 0], "bili": [1.2, 1.5, 0.7]})
+    >>> long_table_hint(visits, 2)[:71]
+    " X may be a long table, one row per visit of the 2 ids in column 'ward'"
+    """
+    if type(X).__name__ != "DataFrame" or not type(X).__module__.startswith("pandas") or X.ndim != 2:
+        return ""
+    for name in X.columns:
+        column = X[name]
+        if column.duplicated().any() and column.nunique(dropna=False) == n_targets:
+            return (
+                f" X may be a long table, one row per visit of the {n_targets} ids in column "
+                f"{name!r}: convert it with sklearn_rnn.sequences.from_long_format(X, "
+                f"id_column={name!r}, time_column=...), or index it by (instance, time), "
+                f"X.set_index([{name!r}, time_column])."
+            )
+    return ""
 
 
 def _plain(value: Any) -> Any:

@@ -264,3 +264,16 @@ def test_to_long_format_refuses_values_indexed_by_the_ids_in_another_order():
     assert table["value"].tolist() == [1.0, 2.0]
     table = to_long_format(pd.Series([1.0, 2.0]), [1, 0])  # pandas' default index counts positions
     assert table["id"].tolist() == [1, 0] and table["value"].tolist() == [1.0, 2.0]
+
+
+def test_from_long_format_messages_lead_the_right_way():
+    # The id as the table's index was told to "check the spelling", a list as id_column
+    # gave pandas' raw "unhashable type: 'list'", and periods were told to convert text dates.
+    table = pd.DataFrame({"id": ["a", "a", "b", "b"], "day": [0.0, 1.0, 0.0, 2.0], "x": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(ValueError, match=r"\['id'\] is the table's index: pass table.reset_index\(\)"):
+        from_long_format(table.set_index("id"), id_column="id", time_column="day")
+    with pytest.raises(TypeError, match=r"id_column must name one column; got \['id'\]"):
+        from_long_format(table, id_column=["id"], time_column="day")
+    periods = table.assign(day=pd.PeriodIndex(["2024-01", "2024-02", "2024-01", "2024-05"], freq="M"))
+    with pytest.raises(TypeError, match=r"period\[M\]. Convert the periods to dates first.*to_timestamp"):
+        from_long_format(periods, id_column="id", time_column="day")

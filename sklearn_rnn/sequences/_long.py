@@ -43,11 +43,21 @@ def _check_table(table: Any, name: str = "table") -> pd.DataFrame:
 
 def _check_columns(table: pd.DataFrame, columns: Sequence[Any], role: str) -> None:
     """Raise a ValueError naming the ``columns`` absent from ``table``."""
+    for column in columns:
+        if isinstance(column, (list, set, dict, pd.Index, np.ndarray)):  # a tuple names a MultiIndex column
+            raise TypeError(
+                f"{role} must name one column; got {column!r}. For a key of several columns, "
+                "combine them into one first, e.g. table.assign(key=table[a].astype(str) + '/' "
+                "+ table[b].astype(str))."
+            )
     missing = [c for c in columns if c not in table.columns]
     if missing:
+        in_index = [c for c in missing if c is not None and c in [n for n in table.index.names if n is not None]]
+        hint = (f" {in_index} {'is' if len(in_index) == 1 else 'are'} the table's index: pass "
+                "table.reset_index() to make it a column." if in_index else
+                " Check the spelling or rename the columns.")
         raise ValueError(
-            f"{role} {missing} not found in the table; its columns are {list(table.columns)}. "
-            "Check the spelling or rename the columns."
+            f"{role} {missing} not found in the table; its columns are {list(table.columns)}.{hint}"
         )
 
 
@@ -140,8 +150,10 @@ def _numeric_time(
     elif pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
         raise TypeError(
             f"time column {time_column!r} must be numeric (e.g. days since a reference "
-            f"date), datetime or timedelta; got dtype {column.dtype}. Convert text dates "
-            "first, e.g. pandas.to_datetime(table[col])."
+            f"date), datetime or timedelta; got dtype {column.dtype}. "
+            + ("Convert the periods to dates first, e.g. table[col].dt.to_timestamp()."
+               if isinstance(column.dtype, pd.PeriodDtype) else
+               "Convert text dates first, e.g. pandas.to_datetime(table[col]).")
         )
     else:
         time = column.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -447,3 +447,25 @@ def test_pandas_missing_values_in_arrays_and_tables_are_missing_values():
             assert model().fit(rows, [0, 1, 0, 1]).predict(rows).shape == (4,)
     with pytest.raises(TypeError, match=r"could not convert string to float: 'x'.*Encode categorical"):
         check_sequences([np.array([[1.0], ["x"], [pd.NA]], dtype=object)])
+
+
+def test_a_panel_s_date_level_named_as_time_feature_gets_a_hint_that_works():
+    # The hint added the dates as a column, which the panel reader then refused
+    # ("columns that are not real numbers: {'time': 'datetime64'}").
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    rows = [dict(id=p, time=pd.Timestamp("2020-01-01") + pd.Timedelta(days=7 * t), a=rng.normal())
+            for p in ["p3", "p1", "p2", "p0"] for t in range(4)]
+    panel = pd.DataFrame(rows).set_index(["id", "time"])
+    with pytest.raises(ValueError, match=r"for dates, days since the first: t = \(t - t.min\(\)\) / pd.Timedelta"):
+        RNNClassifier(time_feature="time", max_iter=1).fit(panel, [0, 1, 0, 1])
+    t = panel.index.get_level_values(-1)
+    t = (t - t.min()) / pd.Timedelta(days=1)  # the hint, followed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert RNNClassifier(time_feature="time", max_iter=1).fit(panel.assign(time=t), [0, 1, 0, 1]).n_features_in_ == 2

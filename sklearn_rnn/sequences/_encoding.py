@@ -472,8 +472,11 @@ def _resolve_time_feature(
         matches = np.flatnonzero(np.asarray(names, dtype=object) == time_feature)
         if matches.size == 0:
             level = (
-                " If it names a panel's time level, which is not a column, add it as one: "
-                f"X.assign({time_feature}=X.index.get_level_values(-1))."
+                " If it names a panel's time level, which is not a column, add it as a column "
+                f"of numbers: X.assign({time_feature}=t) with t = X.index.get_level_values(-1), "
+                "or, for dates, days since the first: t = (t - t.min()) / pd.Timedelta(days=1). "
+                "If it names the index of a list of frames: [frame.reset_index() for frame in X] "
+                "(dates again as numbers)."
                 if isinstance(time_feature, str) and time_feature.isidentifier() else ""
             )
             raise ValueError(

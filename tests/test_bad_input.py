@@ -507,7 +507,7 @@ def test_messages_for_a_panel_s_per_step_targets_and_its_time_level_point_the_ri
     with pytest.raises(ValueError, match=r"6 entries, but X has 2 sequences: pass one \(T_i, k\) array of per-step "
                                          r"targets per sequence.*y.xs\(i, level=0\)"):
         RNNStepClassifier(max_iter=1).fit(panel[["x"]], panel["label"])
-    with pytest.raises(ValueError, match=r"'day' is not a column.*X.assign\(day=X.index.get_level_values\(-1\)\)"):
+    with pytest.raises(ValueError, match=r"'day' is not a column.*X.assign\(day=t\) with t = X.index.get_level_values\(-1\)"):
         RNNClassifier(time_feature="day", max_iter=1).fit(panel[["x"]], [0, 1])
     with pytest.raises(ValueError, match="pass one target per sequence, in the order of X"):
         RNNClassifier(max_iter=1).fit(panel[["x"]], [0, 1, 0])

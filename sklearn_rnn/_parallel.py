@@ -15,7 +15,8 @@ The share is:
   environment of its worker processes (torch usually reads it at import; setting it
   again covers a torch imported before the variable was set); joblib's
   'multiprocessing' backend sets no variable, and its workers keep torch's own count;
-- in a Dask worker without that variable: ``cpu_count // nthreads`` of the worker;
+- in a Dask worker without that variable: ``cpu_count // nthreads`` of the worker, which
+  also caps the variable (a worker in the caller's process reads the user's own);
 - in a task *thread* sharing its process with other tasks (joblib's 'threading'
   backend): 1.
 
@@ -93,9 +94,11 @@ def worker_thread_budget() -> int | None:
     environment = _environment_threads()
     worker = _dask_worker()
     if worker is not None:
-        if environment is not None:
-            return environment
-        return max(1, (os.cpu_count() or 1) // max(1, int(worker.state.nthreads)))
+        share = max(1, (os.cpu_count() or 1) // max(1, int(worker.state.nthreads)))
+        # The variable as Dask's nanny sets it for a worker process, within the share: a
+        # worker in the caller's process (Client(processes=False)) reads the user's own,
+        # often every core, which each of its threads would take.
+        return min(environment, share) if environment is not None else share
     if not _in_joblib_task():
         return None
     if threading.current_thread() is not threading.main_thread():

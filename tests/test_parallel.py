@@ -71,8 +71,13 @@ def test_budget_in_pools(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(_parallel, "_dask_worker", lambda: FakeWorker())
     assert worker_thread_budget() == max(1, (os.cpu_count() or 1) // 4)
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # what Dask's nanny or joblib set
-    assert worker_thread_budget() == 3
+    share = max(1, (os.cpu_count() or 1) // 4)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what Dask's nanny sets for a worker process
+    assert worker_thread_budget() == 1
+    # A worker in the caller's process reads the user's own variable, often every core:
+    # each of its 4 threads took them all.
+    monkeypatch.setenv("OMP_NUM_THREADS", str(4 * share))
+    assert worker_thread_budget() == share
     monkeypatch.setenv("OMP_NUM_THREADS", "lots")  # unreadable: ignored
     assert worker_thread_budget() == max(1, (os.cpu_count() or 1) // 4)
     monkeypatch.setattr(_parallel, "_dask_worker", lambda: None)

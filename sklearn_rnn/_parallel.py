@@ -21,10 +21,10 @@ The share is:
   backend): 1.
 
 A worker process keeps the lowered count after the task (it runs one task at a time,
-and the next needs the same). Task threads put it back when the last of them is done:
-torch's count is not always the calling thread's own (the first thread to set it, before
-the process's main thread ever did, sets it for the process), and a search in threads
-left its caller on one thread.
+and the next needs the same). A task thread sharing its process (joblib's threading
+backend, Dask's worker threads) puts it back when its task ends: torch's count is per
+thread, but a thread's first reading takes the count last set anywhere in the process,
+and a search in threads left its caller on one thread.
 
 Outside pools, the networks these estimators train are usually small: a step multiplies
 a batch of 32 by a 50 x 50 matrix, work that takes longer to split across threads than
@@ -272,10 +272,12 @@ _shared_lock = threading.Lock()
 @contextlib.contextmanager
 def _task_share() -> Iterator[None]:
     """:func:`limit_torch_threads` for a block: a worker process keeps the lowered
-    count (it runs one task at a time); task threads sharing this process put it back
-    when the last of them is done. torch's count is not always per thread: the first
-    thread to set it, before the process's main thread ever did, sets it for the
-    process, so a search in threads left its caller on one thread."""
+    count (it runs one task at a time); a task thread sharing this process (joblib's
+    threading backend, Dask's worker threads) puts its count back when its task ends:
+    its own where it had set one above the task's share, else the count from before
+    the first running task lowered it. torch's count is per thread, but a thread's
+    first reading takes the count last set anywhere in the process, so a search in
+    threads left its caller on one thread."""
     # Dask's worker threads too: an in-process cluster (Client(processes=False)) runs
     # them in the caller's process, which the lowered count otherwise stayed with.
     in_thread_pool = (
@@ -285,22 +287,24 @@ def _task_share() -> Iterator[None]:
         limit_torch_threads()  # a worker process, or no pool: left as it is
         yield
         return
+    own = torch.get_num_threads()
+    share = worker_thread_budget() or 0
     with _shared_lock:
         if not _shared_tasks["running"]:
-            _shared_tasks["before"] = torch.get_num_threads()
+            _shared_tasks["before"] = own
         _shared_tasks["running"] += 1
         limit_torch_threads()
     try:
         yield
     finally:
         with _shared_lock:
-            # Back to the count before the first running task lowered it, for this
-            # thread (a reused pool thread starts its next task from it) and the
-            # process. Not the thread's own reading at its start: while another task
-            # runs, a fresh thread's first reading is the last count set in the
-            # process, the lowered one, which it then kept and, first in the next
+            # Back to the thread's own count where it read one above the task's share
+            # (a user's task that set it); else to the count before the first running
+            # task lowered it. A reading at or below the share is not the thread's own:
+            # while another task runs, a fresh thread's first reading is the last count
+            # set in the process, the lowered one, which it kept and, first in the next
             # call, passed on to the caller.
-            torch.set_num_threads(_shared_tasks["before"])
+            torch.set_num_threads(own if own > share else _shared_tasks["before"])
             _shared_tasks["running"] -= 1
 
 

@@ -538,3 +538,19 @@ def test_a_long_table_under_other_id_names_is_refused_or_hinted():
     with pytest.raises(ValueError, match=r"y has 4 entries, but X has 20 sequences.*long table.*4 ids in column "
                                          r"'session'.*from_long_format\(X, id_column='session'"):
         RNNClassifier(max_iter=1).fit(visits("session"), [0, 1, 0, 1])
+
+
+def test_the_long_table_hint_leaves_panels_and_wide_tables_alone():
+    # It told a panel to set_index on one of its step features, and a wide table of daily
+    # counts that a column of them held as many ids as y had entries.
+    import pandas as pd
+
+    from sklearn_rnn.sequences._panel import long_table_hint
+
+    rng = np.random.default_rng(0)
+    wide = pd.DataFrame(rng.integers(0, 5, size=(40, 3)), columns=["day_0", "day_1", "day_2"])
+    assert long_table_hint(wide, 5) == ""
+    long = pd.DataFrame({"session": np.repeat([1, 2, 3, 4], 5), "t": np.tile(range(5), 4), "x": rng.normal(size=20)})
+    assert "4 ids in column 'session'" in long_table_hint(long, 4)
+    panel = long.set_index(["session", "t"]).assign(dose=np.tile([1, 2, 3, 1, 2], 4))
+    assert long_table_hint(panel, 3) == ""

@@ -332,3 +332,22 @@ def test_a_stacked_search_gathers_its_warnings_without_the_process_wide_state(mo
         with joblib.parallel_backend("threading", n_jobs=2):
             search.set_params(n_jobs=2).fit(X, y)
     assert entered == [] and warnings.filters == filters
+
+
+def test_a_pool_task_that_set_its_own_count_keeps_it_after_a_fit():
+    # After the fix of a thread handing on a lowered count, every task thread left with
+    # the count of whichever task began first: a task that set 4 ended on another's 3.
+    script = _DATA + """
+import joblib
+from sklearn_rnn import RNNRegressor
+def task(count):
+    torch.set_num_threads(count)
+    RNNRegressor(hidden_size=4, max_iter=1).fit(X, y)
+    return torch.get_num_threads()
+before = torch.get_num_threads()
+with joblib.parallel_config(backend="threading"):
+    after = joblib.Parallel(n_jobs=2)(joblib.delayed(task)(count) for count in (3, 4))
+print(*after, before == torch.get_num_threads())
+"""
+    assert _run_fresh(script) == ["3", "4", "True"]
+

@@ -569,11 +569,14 @@ def long_table_hint(X: Any, n_targets: int) -> str:
     >>> long_table_hint(visits, 2)[:71]
     " X may be a long table, one row per visit of the 2 ids in column 'ward'"
     """
-    if type(X).__name__ != "DataFrame" or not type(X).__module__.startswith("pandas") or X.ndim != 2:
-        return ""
+    if type(X).__name__ != "DataFrame" or not type(X).__module__.startswith("pandas") or is_panel(X):
+        return ""  # a panel is read as (instance, time) already
     for name in X.columns:
         column = X[name]
-        if column.duplicated().any() and column.nunique(dropna=False) == n_targets:
+        ids = column.nunique(dropna=False)
+        # As ids of a long table sorted by them: repeated, each in one block of rows.
+        blocks = int((column != column.shift()).sum())
+        if ids == n_targets and blocks == ids < len(column):
             return (
                 f" X may be a long table, one row per visit of the {n_targets} ids in column "
                 f"{name!r}: convert it with sklearn_rnn.sequences.from_long_format(X, "

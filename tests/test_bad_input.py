@@ -554,3 +554,12 @@ def test_the_long_table_hint_leaves_panels_and_wide_tables_alone():
     assert "4 ids in column 'session'" in long_table_hint(long, 4)
     panel = long.set_index(["session", "t"]).assign(dose=np.tile([1, 2, 3, 1, 2], 4))
     assert long_table_hint(panel, 3) == ""
+
+
+def test_numpy_dates_in_an_object_array_or_a_list_are_refused_as_dates():
+    # An object array of np.datetime64 values was cast to day counts (18262.0) without a word.
+    dates = np.array([[np.datetime64("2020-01-01"), 1.0], [np.datetime64("2020-01-03"), 2.0]], dtype=object)
+    with pytest.raises(TypeError, match=r"holds dates or durations \(NumPy dates in an object array\)"):
+        RNNRegressor(max_iter=1).fit([dates, dates], [0.0, 1.0])
+    with pytest.raises(TypeError, match=r"holds dates or durations \(datetime64\[D\]\)"):
+        RNNRegressor(max_iter=1).fit([[[np.datetime64("2020-01-01")]], [[np.datetime64("2020-01-02")]]], [0.0, 1.0])

@@ -388,6 +388,14 @@ def to_long_format(
     frame : pandas.DataFrame of shape (n_samples, 1 + n_outputs)
         The id column followed by the value columns, in the order of ``ids``.
 
+    Raises
+    ------
+    ValueError
+        ``values`` is not one entry per sample, ``ids`` repeat or do not match it in
+        length, the column names do not fit, or ``values`` is a pandas object indexed by
+        the same ids in another order (values and ids are paired by position: pass
+        ``values.loc[ids]``).
+
     See Also
     --------
     from_long_format : Turn a long-format table into sequences and ids.

@@ -887,6 +887,17 @@ def _unmasked(value: Any) -> Any:
         return value.data
 
 
+def _refuse_dates(where: str, dtype: Any) -> None:
+    raise TypeError(
+        f"{where} holds dates or durations ({dtype}): expected numbers (read "
+        "as they are, they would count the array's own unit: days since 1970 for "
+        "datetime64[D], nanoseconds for timedelta64[ns]). Convert them, e.g. to days "
+        "since the first: (x - x.min()) / np.timedelta64(1, 'D'), or build the "
+        "sequences with sklearn_rnn.sequences.from_long_format, which turns dates "
+        "into days."
+    )
+
+
 def _as_float_array(value: Any, *, where: str) -> np.ndarray:
     if hasattr(value, "sparse") or type(value).__module__.startswith("scipy.sparse"):
         raise TypeError(
@@ -895,21 +906,20 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
     value = _unmasked(numpy_readable(value))
     kind = getattr(getattr(value, "dtype", None), "kind", None)
     if kind in ("M", "m"):
-        raise TypeError(
-            f"{where} holds dates or durations ({value.dtype}): expected numbers (read "
-            "as they are, they would count the array's own unit: days since 1970 for "
-            "datetime64[D], nanoseconds for timedelta64[ns]). Convert them, e.g. to days "
-            "since the first: (x - x.min()) / np.timedelta64(1, 'D'), or build the "
-            "sequences with sklearn_rnn.sequences.from_long_format, which turns dates "
-            "into days."
-        )
+        _refuse_dates(where, value.dtype)
+    dates = None
     try:
         # Read first as it is, so that complex input is refused below with our message:
         # casting it would warn, and catching that warning changes process-wide state,
         # which fits in threads undo for one another.
         try:
             array = np.asarray(value)
-            if array.dtype.kind != "c":
+            if array.dtype.kind in ("M", "m"):  # a list of NumPy dates
+                dates = array.dtype
+            elif array.dtype.kind == "O" and any(isinstance(item, (np.datetime64, np.timedelta64))
+                                                 for item in array.flat):
+                dates = "NumPy dates in an object array"  # cast, they would count days
+            elif array.dtype.kind != "c":
                 array = array.astype(np.float64, copy=False)
         except (TypeError, ValueError) as numpy_error:
             # pandas' missing values (pd.NA, NaT in an object array, as DataFrame.to_numpy
@@ -930,6 +940,8 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
             f"{where} could not be read as numbers ({error}): expected a numeric "
             "array. Encode categorical or text values as numbers first."
         ) from error
+    if dates is not None:
+        _refuse_dates(where, dates)
     if array.dtype.kind == "c":
         raise ValueError(f"{where} holds complex numbers: expected real numbers.")
     if array.ndim > 3:

@@ -267,10 +267,10 @@ def test_numpy_integer_sizes_get_the_thread_rule(two_threads, threads_seen):
     assert threads_seen and set(threads_seen) == {1}
 
 
-def test_a_fit_and_its_predictions_leave_the_process_wide_warning_state_alone(monkeypatch):
-    # warnings.catch_warnings swaps process-wide state: fits in threads, each entering it
-    # (the encoder's all-NaN channels, the reading of every input), undid one another's
-    # and left an "ignore RuntimeWarning" filter behind for the whole process.
+@pytest.fixture
+def entered_catch_warnings(monkeypatch):
+    """Where the package's own code enters warnings.catch_warnings during the test, which
+    swaps process-wide state (fits in threads would undo one another's)."""
     import pathlib
     import sys
 
@@ -287,6 +287,13 @@ def test_a_fit_and_its_predictions_leave_the_process_wide_warning_state_alone(mo
             return super().__enter__()
 
     monkeypatch.setattr(warnings, "catch_warnings", Watched)
+    return entered
+
+
+def test_a_fit_and_its_predictions_leave_the_process_wide_warning_state_alone(entered_catch_warnings):
+    # warnings.catch_warnings swaps process-wide state: fits in threads, each entering it
+    # (the encoder's all-NaN channels, the reading of every input), undid one another's
+    # and left an "ignore RuntimeWarning" filter behind for the whole process.
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(int(rng.integers(2, 25)), 3)) for _ in range(40)]
     for x in X[:10]:
@@ -297,33 +304,18 @@ def test_a_fit_and_its_predictions_leave_the_process_wide_warning_state_alone(mo
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = RNNClassifier(max_iter=2, random_state=0).fit(X, y)
         model.predict_proba(X)
-    assert entered == []
+    assert entered_catch_warnings == []
 
 
-def test_a_stacked_search_gathers_its_warnings_without_the_process_wide_state(monkeypatch):
+def test_a_stacked_search_gathers_its_warnings_without_the_process_wide_state(entered_catch_warnings):
     # train_stacked held catch_warnings(record=True) with an "always" filter around the
     # whole training: two searches in threads (cross_val_score of an RNNGridSearchCV on
     # the threading backend) undid one another's, losing or garbling the summaries and
     # leaving the "always" filter and a dead record list to the process.
-    import pathlib
-    import sys
-
     import joblib
 
-    import sklearn_rnn
     from sklearn_rnn.model_selection import RNNGridSearchCV
 
-    package = pathlib.Path(sklearn_rnn.__file__).parent
-    entered = []
-
-    class Watched(warnings.catch_warnings):
-        def __enter__(self):
-            caller = pathlib.Path(sys._getframe(1).f_code.co_filename)
-            if package in caller.parents:
-                entered.append(f"{caller.name}:{sys._getframe(1).f_lineno}")
-            return super().__enter__()
-
-    monkeypatch.setattr(warnings, "catch_warnings", Watched)
     X, y = readme_task()
     search = RNNGridSearchCV(RNNClassifier(hidden_size=4, max_iter=2, random_state=0),
                              {"learning_rate": [0.01, 0.02]}, cv=2, refit=False)
@@ -331,7 +323,7 @@ def test_a_stacked_search_gathers_its_warnings_without_the_process_wide_state(mo
     with pytest.warns(ConvergenceWarning, match="^4 of 4 stacked networks: RNNClassifier reached max_iter"):
         with joblib.parallel_backend("threading", n_jobs=2):
             search.set_params(n_jobs=2).fit(X, y)
-    assert entered == [] and warnings.filters == filters
+    assert entered_catch_warnings == [] and warnings.filters == filters
 
 
 def test_a_pool_task_that_set_its_own_count_keeps_it_after_a_fit():

@@ -29,3 +29,8 @@ def on_device(cpu, gpu):
     sums in an order that changes with a batch's shape) move two fits or predictions of
     the same model apart by about 1e-5 relative in float32, 1e-16 in float64."""
     return gpu if torch.cuda.is_available() else cpu
+
+
+#: Environment variables that set a fresh process's thread count (a subprocess that
+#: checks torch's own count runs without them; Dask's nanny, for one, sets all three).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

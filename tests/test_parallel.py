@@ -11,6 +11,8 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 
+from _helpers import THREAD_VARIABLES
+
 from sklearn_rnn import RNNClassifier
 from sklearn_rnn import _parallel
 from sklearn_rnn._parallel import limit_torch_threads, worker_thread_budget
@@ -128,6 +130,12 @@ def test_estimators_write_no_files(tmp_path, monkeypatch):
 @pytest.mark.dask
 def test_grid_search_on_a_local_dask_cluster(tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
+    # Dask's nanny sets these in this process's environment for its workers and leaves
+    # them: later tests' subprocesses then started on one thread.
+    for name in THREAD_VARIABLES:
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+        if not os.environ[name]:
+            monkeypatch.delenv(name)
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -185,7 +193,7 @@ def test_a_search_on_an_in_process_dask_cluster_leaves_the_callers_thread_count(
             thread.start(); thread.join()
             print(torch.get_num_threads(), seen[0])  # the caller, and a thread started after
     """)
-    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_NUM_THREADS"}
+    env = {k: v for k, v in __import__("os").environ.items() if k not in THREAD_VARIABLES}
     run = lambda code: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,  # noqa: E731
                                       env=env, check=True, timeout=300).stdout.strip()
     fresh = run("import torch; print(torch.get_num_threads())")

@@ -7,6 +7,8 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from _helpers import THREAD_VARIABLES
+
 from sklearn_rnn import RNNClassifier, torch_threads
 from sklearn_rnn._parallel import SMALL_WORK, fit_threads
 from sklearn_rnn.nn import RecurrentNetwork
@@ -148,7 +150,7 @@ def test_a_search_in_threads_leaves_its_callers_thread_count():
                 parallel(joblib.delayed(fit)(seed) for seed in range(4))
         print(torch.get_num_threads())
     """)
-    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_NUM_THREADS"}
+    env = {k: v for k, v in __import__("os").environ.items() if k not in THREAD_VARIABLES}
     run = lambda code: subprocess.run([sys.executable, "-c", code], capture_output=True,  # noqa: E731
                                       text=True, env=env, check=True).stdout.strip()
     fresh = run("import torch; print(torch.get_num_threads())")
@@ -191,7 +193,7 @@ def test_a_pool_thread_started_while_another_task_runs_restores_the_count_before
         qa.put(None); qb.put(None); ta.join(); tb.join()
         print(torch.get_num_threads())
     """)
-    env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_NUM_THREADS"}
+    env = {k: v for k, v in __import__("os").environ.items() if k not in THREAD_VARIABLES}
     run = lambda code: subprocess.run([sys.executable, "-c", code], capture_output=True,  # noqa: E731
                                       text=True, env=env, check=True).stdout.strip()
     fresh = run("import torch; print(torch.get_num_threads())")
@@ -217,7 +219,7 @@ def _run_fresh(code):
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                           check=True).stdout.split()
 

@@ -138,8 +138,9 @@ def run_network(
     """Run ``module`` over ``dataset`` in length-bucketed batches, without gradients.
 
     The module is evaluated in inference mode (no dropout) and its training mode is
-    restored afterwards. Each batch is moved to the module's device. Outputs come back as float64 numpy arrays, in the order the
-    batches ran (sorted by length), with the positions they have in ``dataset``.
+    restored afterwards; each batch is moved to the module's device. Outputs come back
+    as float64 numpy arrays, in the order the batches ran (sorted by length), with the
+    positions they have in ``dataset``.
 
     Parameters
     ----------

@@ -280,15 +280,12 @@ def _task_share() -> Iterator[None]:
     threads left its caller on one thread."""
     # Dask's worker threads too: an in-process cluster (Client(processes=False)) runs
     # them in the caller's process, which the lowered count otherwise stayed with.
-    in_thread_pool = (
-        worker_thread_budget() is not None and threading.current_thread() is not threading.main_thread()
-    )
-    if not in_thread_pool:
+    share = worker_thread_budget()
+    if share is None or threading.current_thread() is threading.main_thread():
         limit_torch_threads()  # a worker process, or no pool: left as it is
         yield
         return
     own = torch.get_num_threads()
-    share = worker_thread_budget() or 0
     with _shared_lock:
         if not _shared_tasks["running"]:
             _shared_tasks["before"] = own

@@ -308,6 +308,40 @@ def _check_no_missing_labels(y: np.ndarray) -> None:
         )
 
 
+def _checked_classes(classes: Any) -> np.ndarray:
+    """The sorted unique labels of partial_fit's ``classes``, checked as ``y`` is: an
+    array-like of labels of one kind, none missing."""
+    if isinstance(classes, (str, bytes, set, frozenset, dict)):
+        raise ValueError(
+            f"classes={classes!r} is a {type(classes).__name__}: expected an array-like of "
+            "the labels y may hold, e.g. classes=np.unique(y_all)."
+        )
+    labels = np.asarray(classes)
+    if labels.ndim != 1:
+        raise ValueError(
+            f"classes has shape {labels.shape}: expected a 1-D array-like of the labels y "
+            "may hold, e.g. classes=np.unique(y_all)."
+        )
+    import pandas as pd
+
+    missing = np.asarray(pd.isna(labels), dtype=bool)
+    if missing.any():
+        raise ValueError(
+            f"classes={labels.tolist()} holds a missing label ({labels[missing][0]}): a class "
+            "that no sequence can carry would still take a share of predict_proba. Name only "
+            "the labels y may hold, e.g. classes=np.unique(y_all)."
+        )
+    # Read as objects: numpy's own reading turns ['a', 1] into the strings 'a', '1'.
+    as_given = np.asarray(classes, dtype=object) if not isinstance(classes, np.ndarray) else labels
+    kinds = {"string" if isinstance(label, str) else "number" for label in as_given.tolist()}
+    if len(kinds) > 1:
+        raise ValueError(
+            f"classes={as_given.tolist()} mixes strings and numbers: expected labels of one "
+            "kind, as y holds them (1 and '1' are different labels)."
+        )
+    return np.unique(labels)
+
+
 def _n_targets(y: Any) -> int:
     return len(y) if hasattr(y, "__len__") else len(np.asarray(y))
 
@@ -2490,6 +2524,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             # the check costs a streaming partial_fit a few tenths of a millisecond.
             _check_no_missing_labels(y)
             check_classification_targets(y)
+        if classes is not None:
+            classes = _checked_classes(classes)
         if reset:
             self._label_encoder = LabelEncoder().fit(y if classes is None else classes)
             self.classes_ = self._label_encoder.classes_
@@ -2505,9 +2541,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
                     f"{type(self).__name__} needs samples of at least 2 classes in y; got "
                     f"1 class: {self.classes_.tolist()}. Check the labels of your data."
                 )
-        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+        elif classes is not None and not (
+            len(classes) == len(self.classes_) and (_class_indices(self.classes_, classes) >= 0).all()
+        ):
             raise ValueError(
-                f"classes={np.unique(classes).tolist()} differs from the classes the model "
+                f"classes={classes.tolist()} differs from the classes the model "
                 f"was fitted with, classes_ = {self.classes_.tolist()}: a continued fit "
                 "keeps its classes. Pass the same classes (or none), or fit from scratch "
                 "to learn other labels."

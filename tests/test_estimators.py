@@ -411,6 +411,18 @@ def test_partial_fit_streams_fresh_batches():
         clf.partial_fit(X_valid[:3], [0, 1, 2])
 
 
+def test_partial_fit_accepts_its_classes_again_in_any_order_and_type(task):
+    # The streaming loop passes the same classes on every call (classes with NaN, now
+    # refused, were refused again on the second call: NaN != NaN). Guards the comparison
+    # by label that replaced np.array_equal.
+    X, y = task
+    clf = RNNClassifier(hidden_size=3, random_state=0).partial_fit(X, y, classes=np.array([1, 0]))
+    clf.partial_fit(X, y, classes=[0.0, 1.0]).partial_fit(X, y, classes=(1, 0, 1))
+    assert clf.classes_.tolist() == [0, 1] and clf.n_iter_ == 3
+    with pytest.raises(ValueError, match=r"classes=\[0, 1, 2\] differs from the classes"):
+        clf.partial_fit(X, y, classes=[0, 1, 2])
+
+
 def test_partial_fit_regressor_continues_from_current_weights(task):
     X, _ = task
     y = np.array([x[:, 0].sum() for x in X])

@@ -72,7 +72,7 @@ from ._inference import LAST_STEP, OutputSteps, run_network
 from .optim import SimplexSGD, temporal_gradients
 from .sequences import BucketBatchLoader, SequenceDataset, restore_layout
 
-__all__ = ["PRECISIONS", "SequenceNet", "ValidationSplit", "configure", "make_net"]
+__all__ = ["PRECISIONS", "SequenceNet", "TrainingSettings", "ValidationSplit", "configure", "make_net"]
 
 logger = logging.getLogger("sklearn_rnn._estimators")  # the stopping rule's messages, as before
 
@@ -783,6 +783,51 @@ class Rollback:
                 generators[key].set_state(self.generators[key])
             else:
                 del generators[key]
+
+
+#: The network's components and records, which :class:`Rollback` restores (or which
+#: training changes only through them): a settings snapshot leaves them out.
+_COMPONENTS = frozenset({"module_", "optimizer_", "criterion_", "history_"})
+
+
+def _plain(owner: Any) -> dict[str, Any]:
+    """The public attributes of ``owner`` that hold plain values (a criterion's
+    ``label_smoothing``, an optimizer's ``switch_threshold``)."""
+    return {
+        key: value for key, value in vars(owner).items()
+        if not key.startswith("_") and (value is None or type(value) in (bool, int, float, str))
+    }
+
+
+class TrainingSettings:
+    """The settings a training call gives a fitted network (step size, batch size,
+    epochs, callbacks, the criterion's label smoothing, the optimizer's thresholds),
+    put back when the call fails, so that the network reads as it did before it.
+
+    Taken before the call checks anything; :class:`Rollback` restores the weights.
+    """
+
+    def __init__(self, net: SequenceNet) -> None:
+        self.attributes = {
+            key: list(value) if type(value) is list else value
+            for key, value in vars(net).items() if key not in _COMPONENTS
+        }
+        self.criterion = _plain(net.criterion_)
+        self.optimizer = _plain(net.optimizer_)
+        self.groups = [
+            {key: value for key, value in group.items() if key != "params"}
+            for group in net.optimizer_.param_groups
+        ]
+
+    def restore(self, net: SequenceNet) -> None:
+        for key in [key for key in vars(net) if key not in _COMPONENTS]:
+            if key not in self.attributes:
+                del vars(net)[key]
+        vars(net).update(self.attributes)
+        vars(net.criterion_).update(self.criterion)
+        vars(net.optimizer_).update(self.optimizer)
+        for group, saved in zip(net.optimizer_.param_groups, self.groups):
+            group.update(saved)
 
 
 def make_grad_scaler(device_type: str) -> Any:

@@ -26,7 +26,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._callbacks import still_improving
-from ._engine import (PRECISIONS, Rollback, SequenceNet, callbacks_current, configure, make_grad_scaler,
+from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, configure,
+                      make_grad_scaler,
                       make_net, mark_callbacks_current)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
@@ -608,10 +609,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
         if incremental:
             self._check_streamable()
+        # A continued call sets its step size, callbacks, ... on the fitted network:
+        # put back if it fails.
+        settings = None if reset else TrainingSettings(self.net_)
         with staging(self) as work:  # swapped in only when training ends
-            train, valid = work._prepare(
-                X, y, sample_weight, incremental=incremental, classes=classes, reset=reset
-            )
+            try:
+                train, valid = work._prepare(
+                    X, y, sample_weight, incremental=incremental, classes=classes, reset=reset
+                )
+            except BaseException:
+                if settings is not None:
+                    settings.restore(self.net_)
+                raise
             net = work.net_
             epochs_before = len(net.history)
             rollback = None if reset else Rollback(net)
@@ -636,6 +645,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             except BaseException:
                 if rollback is not None:
                     rollback.restore(net)  # the weights, history and dropout generators
+                    settings.restore(net)
                 raise
             finally:
                 guard.start_state = None

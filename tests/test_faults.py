@@ -206,6 +206,46 @@ def test_keyboard_interrupt_during_partial_fit_is_raised_and_keeps_the_previous_
     np.testing.assert_array_equal(model.predict_proba(X), twin.predict_proba(X))
 
 
+@pytest.mark.parametrize("failing", ["callback", "check"])
+def test_a_failed_continued_call_leaves_the_networks_settings_as_they_were(data, failing):
+    """The weights were rolled back, but the call's step size, batch size, label
+    smoothing and callbacks stayed on net_ (what net_.optimizer_ and the diagnostics'
+    loss read), both when training failed and when building the callbacks failed."""
+    from sklearn_rnn.diagnostics import temporal_gradient_norms
+
+    class Boom(Callback):
+        def on_batch_end(self, net, **kwargs):
+            raise RuntimeError("boom")
+
+    X, y, _ = data
+    model = RNNClassifier(readout="last", **TINY).partial_fit(X, y, classes=[0, 1])
+    twin = pickle.loads(pickle.dumps(model))
+    net = model.net_
+
+    def settings():
+        return (net.lr, net.batch_size, net.optimizer_.param_groups[0]["lr"], net.criterion_.label_smoothing,
+                [name for name, _ in net.callbacks_], net.max_epochs, net.verbose)
+
+    before = settings()
+    model.set_params(learning_rate=0.3, batch_size=4, label_smoothing=0.9, callbacks=[("boom", Boom())])
+    if failing == "check":  # a callback that cannot be copied fails while the callbacks are built
+        class Uncopyable(Callback):
+            def __deepcopy__(self, memo):
+                raise TypeError("cannot copy")
+
+        model.set_params(verbose=1, callbacks=[("bad", Uncopyable())])
+        with pytest.raises(TypeError, match="cannot copy"):
+            model.partial_fit(X, y)
+    else:
+        with pytest.raises(RuntimeError, match="boom"):
+            model.partial_fit(X, y)
+    assert settings() == before
+    model.set_params(learning_rate="auto", batch_size=TINY["batch_size"], label_smoothing="auto", callbacks=None,
+                     verbose=0)
+    np.testing.assert_array_equal(temporal_gradient_norms(model, X, y).norms,
+                                  temporal_gradient_norms(twin, X, y).norms)
+
+
 def test_keyboard_interrupt_before_a_warm_fit_finishes_an_epoch_keeps_the_previous_state(data, monkeypatch):
     X, y, _ = data
     model = RNNClassifier(max_iter=2, warm_start=True, **TINY).fit(X, y)

@@ -136,6 +136,15 @@ def _relative(weight: np.ndarray) -> np.ndarray:
     return weight / weight.mean()
 
 
+def _relative_tensor(weight: torch.Tensor) -> torch.Tensor:
+    """:func:`_relative` of a tensor of weights (left as they are when all are 0)."""
+    largest = weight.max()
+    if not largest > 0:
+        return weight
+    weight = weight / largest
+    return weight / weight.mean()
+
+
 def _warn_of_simultaneous_steps(sequences: list[np.ndarray], time_column: int, cell: str) -> None:
     """Warn when steps share the time of the step before: a cell that moves its state by
     ``1 - exp(-rate * gap)`` does not move it at all at a gap of 0, so such a step's
@@ -799,7 +808,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         Returns
         -------
         network, x, lengths, targets, loss
-            ``loss(outputs, targets)`` is the training loss.
+            ``loss(outputs, targets)`` is the training loss, ``class_weight`` included as
+            ``fit`` weighs it (scaled to a mean of 1).
         """
         model = self if hasattr(self, "net_") else clone(self)
         if model is self:
@@ -811,9 +821,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             data = SequenceDataset(
                 self._encoder.encode(sequences, device=device),
                 self._target_tensor(targets, device),
+                self._fit_weights(targets, device),
             )
         else:
+            # A first partial_fit's data, whose class weights are kept as given.
             data, _ = model._prepare(X, y, None, incremental=True)
+            data.sample_weight = _relative_tensor(data.sample_weight)
         inputs, targets = data.collate(np.arange(len(data)))
         network = model.net_.module_
 
@@ -821,6 +834,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return model.net_.get_loss(outputs, target, X=inputs)
 
         return network, inputs["x"], inputs["lengths"], targets, loss
+
+    def _fit_weights(self, targets: Any, device: torch.device) -> torch.Tensor:
+        """The weights ``fit`` gives sequences of these (encoded) targets when no
+        ``sample_weight`` is passed: ``class_weight``'s, scaled to a mean of 1."""
+        weight = self._sample_weight(targets, np.ones(len(targets)))
+        return _relative_tensor(torch.as_tensor(weight, dtype=torch.float32, device=device))
 
     def _split(
         self,

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from ._estimators import BaseRNN
 from .nn import RecurrentNetwork
+from .nn.cells import cell_names, get_cell
 from .optim import temporal_gradients
 from .optim._temporal import _check_lengths
 
@@ -38,7 +39,9 @@ class TemporalGradientNorms(NamedTuple):
     steps : ndarray of shape (n_steps,)
         Aligned step numbers ``1 .. n_steps``. For last-step losses ``n_steps`` is every
         sequence's last valid step (the loss step) and step ``n_steps - k`` lies ``k``
-        steps before it; for losses at every step they are absolute positions.
+        steps before it; for losses at every step they are absolute positions. Steps
+        of the network: for an estimator with ``frame > 1``, frames of ``frame`` raw
+        steps.
     norms : ndarray of shape (n_steps,)
         Norm of each step's gradient over all parameters together.
     cosines : ndarray of shape (n_steps,)
@@ -99,14 +102,18 @@ def temporal_gradient_norms(
     ----------
     model : RNNClassifier, RNNRegressor or RecurrentNetwork
         A fitted estimator (its trained network, its encoding of ``X`` and ``y``, its
-        training loss); an unfitted estimator (the network its parameters initialize,
-        e.g. to compare ``spectral_radius`` values; the estimator stays unfitted); or
-        a network, freshly initialized or trained. Temporal gradients need the
-        readout at the last step and no convolutional stage: the estimators' defaults
-        on untimed sequences pool the states (and may add the stage), so set
-        ``readout='last', conv_kernels=None`` (as ``optimizer='simplex'`` and the
-        time-aware defaults have them). Nor a bidirectional network
-        (``bidirectional=True``): the gradients follow one direction of time.
+        training loss, ``class_weight`` weighed in as ``fit`` weighs it); an unfitted
+        estimator (the network its parameters initialize, e.g. to compare
+        ``spectral_radius`` values; the estimator stays unfitted); or a network,
+        freshly initialized or trained. Temporal gradients need the readout at the
+        last step and no convolutional stage: the estimators' defaults on untimed
+        sequences pool the states (and may add the stage), so set
+        ``readout='last', conv_kernels=None`` (as ``optimizer='simplex'`` has them).
+        Nor a bidirectional network (``bidirectional=True``): the gradients follow
+        one direction of time; nor the time-aware cell ``'decay'``, which ``'auto'``
+        chooses for timed input. When the median sequence is longer than 128 steps,
+        ``frame='auto'`` reads several raw steps as one, and a step of the result is
+        then a frame: set ``frame=1`` to measure raw steps.
     X : sequences, or tensor or ndarray of shape (n_sequences, n_steps, n_features)
         With an estimator: sequences in any form it accepts. With a network: a
         right-padded batch.
@@ -154,6 +161,16 @@ def temporal_gradient_norms(
                 f"temporal_gradient_norms follows the gradient back one step at a time, in one "
                 f"direction of time; this {type(model).__name__} has bidirectional=True. Measure "
                 "it with bidirectional=False (set_params, then fit or pass it unfitted)."
+            )
+        cell = model._resolved_cell()
+        if not get_cell(cell).temporal_gradients:
+            chosen = " (what cell='auto' chooses for timed input)" if model.cell != cell else ""
+            raise ValueError(
+                f"temporal_gradient_norms follows the gradient back through the recurrent "
+                f"weights alone, which cell={cell!r}{chosen} does not read alone (its recurrence "
+                "also reads the time since the previous step). Measure it with one of "
+                f"{cell_names(temporal_gradients=True)} (set_params(cell=...), then fit or "
+                "pass it unfitted)."
             )
         if lengths is not None:
             raise ValueError(

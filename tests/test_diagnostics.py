@@ -11,6 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from sklearn.base import clone  # noqa: E402
 
 from sklearn_rnn.diagnostics import (  # noqa: E402
     TemporalGradientNorms,
@@ -185,6 +186,55 @@ def test_estimators_fitted_and_unfitted_are_accepted():
         temporal_gradient_norms(RNNClassifier(hidden_size=8, random_state=0), X, y)
     with pytest.raises(ValueError, match="not a convolutional input stage"):  # the default stage
         temporal_gradient_norms(RNNClassifier(hidden_size=8, readout="last", random_state=0), X, y)
+
+
+@pytest.mark.parametrize("class_weight", ["balanced", {0: 1.0, 1: 10.0}])
+def test_an_estimators_loss_weighs_the_classes_as_fit_does(class_weight):
+    """The measured loss is the training loss: class_weight's weights scaled to a mean of
+    1, as fit weighs them. A fitted model's was unweighted; an unfitted one's took the
+    weights as given, so that weights ten times larger gave a loss ten times larger."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.utils.class_weight import compute_sample_weight
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(n), 2)) for n in rng.integers(3, 8, size=40)]
+    y = np.array([int(x[-1, 0] > 0.8) for x in X])
+    params = dict(hidden_size=4, max_iter=1, readout="last", label_smoothing=0.0, random_state=0)
+    model = RNNClassifier(class_weight=class_weight, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fitted = clone(model).fit(X, y)
+    weight = compute_sample_weight(class_weight, y)
+    weight = weight / weight.mean()
+    log_proba = fitted.predict_log_proba(X)[np.arange(len(y)), y]
+    measured = temporal_gradient_norms(fitted, X, y).loss
+    np.testing.assert_allclose(measured, -(weight * log_proba).mean(), rtol=1e-5)
+    assert abs(measured + log_proba.mean()) > 0.01  # the unweighted loss is another number
+    if isinstance(class_weight, dict):  # unfitted: only the ratios count, as in fit
+        scaled = model.set_params(class_weight={label: 10 * value for label, value in class_weight.items()})
+        unfitted = RNNClassifier(class_weight=class_weight, **params)
+        np.testing.assert_allclose(temporal_gradient_norms(scaled, X, y).loss,
+                                   temporal_gradient_norms(unfitted, X, y).loss, rtol=1e-6)
+
+
+def test_the_time_aware_cell_is_refused_by_name_with_the_cells_that_work():
+    # It was refused by the simplex optimizer's message: "Train this network with
+    # another optimizer", which an estimator already on 'adam' cannot follow.
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [np.column_stack([np.cumsum(rng.integers(1, 30, size=n)).astype(float), rng.normal(size=n)])
+         for n in rng.integers(3, 8, size=12)]
+    y = np.array([int(x[-1, 1] > 0) for x in X])
+    with pytest.raises(ValueError, match=r"cell='decay' \(what cell='auto' chooses for timed input\) does "
+                                         r"not read alone.*one of \['tanh', 'relu', 'gru', 'lstm'\]"):
+        temporal_gradient_norms(RNNClassifier(hidden_size=4, time_feature=0, random_state=0), X, y)
+    stats = temporal_gradient_norms(RNNClassifier(hidden_size=4, time_feature=0, cell="gru", random_state=0), X, y)
+    assert stats.norms.shape == (7,)
 
 
 def test_dropout_network_gives_deterministic_norms_and_keeps_its_mode():

@@ -59,10 +59,12 @@ def _refitted(estimator: Any, purpose: str) -> Any:
 
 def _final_step(estimator: Any) -> tuple[Any, Any]:
     """The preprocessing of a pipeline (or None) and its final estimator; a fitted search
-    (GridSearchCV, RNNGridSearchCV) stands for its refitted ``best_estimator_``."""
+    (GridSearchCV, RNNGridSearchCV) stands for its refitted ``best_estimator_``, given
+    alone or as a pipeline's last step."""
     estimator = _refitted(estimator, "to inspect")
     if hasattr(estimator, "steps"):
-        preprocess, model = (estimator[:-1] if len(estimator.steps) > 1 else None), estimator[-1]
+        preprocess = estimator[:-1] if len(estimator.steps) > 1 else None
+        model = _refitted(estimator[-1], "to inspect")
     else:
         preprocess, model = None, estimator
     if getattr(getattr(model, "_output_steps", None), "every_step", False):

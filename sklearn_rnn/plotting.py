@@ -114,13 +114,14 @@ def plot_training_history(estimator: Any, ax: Any = None) -> Any:
 
 
 def _final_estimator(estimator: Any) -> Any:
-    """The fitted model that holds the history: last step of a pipeline, best of a search."""
+    """The fitted model that holds the history: last step of a pipeline, best of a search
+    (given alone or as a pipeline's last step)."""
     from .inspection import _refitted
 
     check_is_fitted(estimator)
     model = _refitted(estimator, "whose history could be plotted")
     if hasattr(model, "steps"):
-        model = model.steps[-1][1]
+        model = _refitted(model.steps[-1][1], "whose history could be plotted")
     if not hasattr(model, "loss_curve_"):
         raise TypeError(
             "plot_training_history needs a fitted estimator that records its training "

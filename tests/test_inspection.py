@@ -248,6 +248,29 @@ def test_a_fitted_search_stands_for_its_best_estimator_and_its_time_column():
                                integrated_gradients(best, X[0]).attributions)
 
 
+def test_a_pipeline_ending_in_a_fitted_search_is_inspected_as_its_best_estimator():
+    # The search was taken for the model: no time_feature found, so the time column was
+    # permuted (times that decrease were refused, or importances silently wrong), and
+    # integrated_gradients failed with an AttributeError.
+    from sklearn.model_selection import GridSearchCV
+
+    rng = np.random.default_rng(0)
+    X = [np.c_[np.cumsum(rng.uniform(0.5, 2, k)), rng.normal(size=(k, 2))] for k in rng.integers(3, 8, 40)]
+    y = np.array([int(x[-1, 1] > 0) for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pipe = make_pipeline(SequenceStandardScaler(), GridSearchCV(
+            RNNClassifier(time_feature=0, hidden_size=4, max_iter=3, random_state=0), {"hidden_size": [4]}, cv=2,
+        )).fit(X, y)
+    unwrapped = make_pipeline(pipe[0], pipe[-1].best_estimator_)
+    for function in (sequence_permutation_importance, visit_importance):
+        np.testing.assert_allclose(function(pipe, X, y, random_state=0).importances_mean,
+                                   function(unwrapped, X, y, random_state=0).importances_mean)
+    assert sequence_permutation_importance(pipe, X, y, random_state=0).importances_mean[0] == 0  # time kept
+    np.testing.assert_allclose(integrated_gradients(pipe, X[0]).attributions,
+                               integrated_gradients(unwrapped, X[0]).attributions)
+
+
 def test_per_step_models_are_refused_by_name():
     from sklearn_rnn import RNNStepClassifier
 

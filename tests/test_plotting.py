@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
+from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
@@ -148,6 +149,10 @@ def test_draws_on_given_axes_of_a_pipeline_and_a_search():
     )
     assert plot_training_history(search, ax=right) is right
     assert list(right.lines[0].get_ydata()) == search.best_estimator_.loss_curve_
+    # A pipeline ending in a fitted search ("GridSearchCV ... has no loss_curve_" before).
+    ending = _fit(make_pipeline(SequenceStandardScaler(), clone(search)), X, y)
+    ax = plot_training_history(ending)
+    assert list(ax.lines[0].get_ydata()) == ending[-1].best_estimator_.loss_curve_
 
 
 def test_scikit_learn_mlp_marks_its_best_validation_score():

@@ -465,6 +465,7 @@ def _label(value: Any) -> str:
 
 def _check_one_sequence(sequence: Any) -> None:
     """Refuse several sequences where one is explained."""
+    first = "[0]"  # how the first sequence is read from what was given
     if isinstance(sequence, (list, tuple)) and sequence and all(np.ndim(item) >= 2 for item in sequence):
         count = len(sequence)
     elif is_panel(sequence):  # an (instance, time) frame: one sequence per instance
@@ -473,6 +474,8 @@ def _check_one_sequence(sequence: Any) -> None:
             return
     elif _column_cells(sequence) is not None:  # a column of sequences
         count = len(sequence)
+        kind = type(sequence).__name__
+        first = {"Series": ".iloc[0]", "DataFrame": ".iloc[0, 0]"}.get(kind, "[0, 0]")  # (n, 1) array
     elif type(sequence).__name__ != "DataFrame" and np.ndim(sequence) >= 3:
         count = np.shape(sequence)[0]
     else:
@@ -480,11 +483,11 @@ def _check_one_sequence(sequence: Any) -> None:
     if count == 1:
         raise ValueError(
             "integrated_gradients explains one sequence, a (T, n_features) array or frame; "
-            "got a collection holding one sequence. Pass the sequence itself: sequence[0]."
+            f"got a collection holding one sequence. Pass the sequence itself: sequence{first}."
         )
     raise ValueError(
         f"integrated_gradients explains one sequence, a (T, n_features) array or frame; got "
-        f"{count} sequences. Pass one of them, e.g. X[0] (of a panel, one instance's rows: "
+        f"{count} sequences. Pass one of them, e.g. X{first} (of a panel, one instance's rows: "
         "X.loc[[instance]]), once for each sequence to explain."
     )
 

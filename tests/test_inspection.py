@@ -1,5 +1,6 @@
 """Which feature, which visit: importances and attributions find the one input that matters."""
 
+import re
 import warnings
 
 import matplotlib
@@ -10,6 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
 from sklearn_rnn import RNNClassifier, RNNRegressor, SequenceStandardScaler
+from sklearn_rnn.sequences import sequence_column
 from sklearn_rnn.inspection import (
     integrated_gradients,
     plot_attributions,
@@ -167,6 +169,14 @@ def test_integrated_gradients_explains_one_sequence_and_its_result_plots_whole()
     for wrapped in (frames[:1], X[:1], np.stack(X[:1])):  # one sequence in a collection
         with pytest.raises(ValueError, match=r"got a collection holding one sequence.*sequence\[0\]"):
             integrated_gradients(model, wrapped)
+    # A column of sequences (sequence_column's (n, 1) array, a Series, a one-column frame):
+    # the hint names the accessor that gives one sequence (X[0] was a one-cell row).
+    column = sequence_column(X)
+    for several in (column, pd.Series(list(X)), pd.DataFrame({"x": list(X)})):
+        with pytest.raises(ValueError, match="got 30 sequences") as refused:
+            integrated_gradients(model, several)
+        accessor = re.search(r"e\.g\. X(.+?) \(of a panel", str(refused.value)).group(1)
+        np.testing.assert_array_equal(eval("several" + accessor), X[0])  # the hint gives the sequence
     with pytest.raises(ValueError, match=r"target 7 is not a class of the model: expected one of \[0, 1\]"):
         integrated_gradients(model, frames[0], target=7)
     result = integrated_gradients(model, frames[0])

@@ -122,6 +122,7 @@ def _moments(values: np.ndarray, weight: np.ndarray | None) -> tuple[np.ndarray,
     weights give the unweighted moments, computed as such."""
     if weight is None or bool((weight == weight[0]).all()):
         return values.mean(axis=0), values.std(axis=0)
+    weight = weight / weight.max()  # a sum of large weights could overflow; only ratios count
     mean = np.average(values, axis=0, weights=weight)
     return mean, np.sqrt(np.average((values - mean) ** 2, axis=0, weights=weight))
 
@@ -163,19 +164,20 @@ def _warn_of_simultaneous_steps(sequences: list[np.ndarray], time_column: int, c
         )
 
 
-def _check_float32_weights(weight: np.ndarray) -> None:
+def _check_float32_weights(weight: np.ndarray, class_weight: Any = None) -> None:
     """Refuse ``partial_fit`` weights that float32, in which they are trained, turns into
     infinities (a loss of inf: the call is undone) or zeros (nothing is learned)."""
     largest = np.finfo(np.float32).max
+    product = " (sample_weight times class_weight)" if class_weight is not None else ""
     if weight.max() > largest:
         raise ValueError(
-            f"sample_weight holds {weight.max():g}, beyond float32's range (at most "
+            f"sample_weight holds {weight.max():g}{product}, beyond float32's range (at most "
             f"{largest:.3g}), in which partial_fit trains its weights as given. Scale the "
             "weights of every call by one constant (only their ratios between calls count)."
         )
     if not np.float32(weight).any():
         raise ValueError(
-            f"sample_weight's largest value, {weight.max():g}, is 0 in float32, in which "
+            f"sample_weight's largest value, {weight.max():g}{product}, is 0 in float32, in which "
             "partial_fit trains its weights as given: nothing would be learned. Scale the "
             "weights of every call by one constant (only their ratios between calls count)."
         )
@@ -687,7 +689,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if not incremental:  # a fit's loss is the weighted mean: only the ratios count
             weight = _relative(weight)
         else:
-            _check_float32_weights(weight)  # kept as given, and trained in float32
+            # Kept as given, and trained in float32.
+            _check_float32_weights(weight, getattr(self, "class_weight", None))
         if reset:
             self._frame = self._resolved_frame(sequences)
         raw, sequences = sequences, frame_sequences(sequences, self._frame)

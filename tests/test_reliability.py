@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors import safe_open
 from safetensors.torch import save_file
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils.validation import check_is_fitted
@@ -1066,6 +1067,31 @@ def test_partial_fit_refuses_weights_that_float32_turns_into_infinities_or_zeros
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         assert model.fit(X, y, sample_weight=np.full(12, value)).n_iter_ == 2
+
+
+def test_partial_fit_names_the_product_of_the_weights_it_refuses():
+    # "sample_weight holds 1e+40" for weights of 1e30, which class_weight made 1e40.
+    X = ragged(12)
+    y = np.arange(12) % 2
+    model = RNNClassifier(hidden_size=4, class_weight={1: 1e10}, random_state=0)
+    with pytest.raises(ValueError, match=r"holds 1e\+40 \(sample_weight times class_weight\), beyond"):
+        model.partial_fit(X, y, classes=[0, 1], sample_weight=np.full(12, 1e30))
+
+
+def test_a_regressors_large_unequal_weights_train_as_the_same_weights_scaled_down():
+    # fit's docstring: only the ratios of the weights count. The targets' weighted mean
+    # summed weights of 1e308 to inf, and a fresh fit was refused as beyond float32.
+    X = ragged(30)
+    y = np.array([x[:, 0].sum() for x in X])
+    weight = np.full(30, 1e308)
+    weight[0] = 1e307
+    model = RNNRegressor(hidden_size=4, max_iter=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        huge = clone(model).fit(X, y, sample_weight=weight)
+        scaled = clone(model).fit(X, y, sample_weight=weight / 1e308)
+    np.testing.assert_allclose(huge.predict(X), scaled.predict(X), rtol=1e-5)
 
 
 def test_a_forged_history_of_text_losses_is_refused_on_load(tmp_path):

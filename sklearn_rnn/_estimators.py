@@ -703,8 +703,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 sequences, time_feature=self._time_column(sequences[0].shape[1]),
                 scaled=self._resolved_instance_norm(sequences),
             )
-            if get_cell(self._resolved_cell()).needs_gaps:
-                _warn_of_simultaneous_steps(sequences, self._encoder.time_feature, self._resolved_cell())
+        if get_cell(self._resolved_cell()).needs_gaps:  # every training call's data
+            _warn_of_simultaneous_steps(sequences, self._encoder.time_feature, self._resolved_cell())
         data = self._encoder.encode(sequences, device=device)
         try:
             check_float32_range(data.values, data.lengths)
@@ -2367,7 +2367,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         a DataFrame table, or of the DataFrames that held the sequences (a list of
         frames or a panel). Prediction refuses other names or another order.
     n_iter_ : int
-        Epochs run by the last call to ``fit``.
+        Epochs run by the last call to ``fit``; after ``partial_fit``, the epochs of
+        ``net_.history``, every call's (a ``fit`` before them included), as
+        ``loss_curve_`` counts them.
     loss_curve_ : list of float
         Training loss of every epoch, without the L2 penalty of ``alpha`` (comparable
         with the validation loss); the penalized loss that training minimizes is
@@ -2998,7 +3000,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     n_outputs_ : int
         Targets per sequence.
     n_iter_ : int
-        Epochs run by the last call to ``fit``.
+        Epochs run by the last call to ``fit``; after ``partial_fit``, the epochs of
+        ``net_.history``, every call's (a ``fit`` before them included), as
+        ``loss_curve_`` counts them.
     loss_curve_ : list of float
         Training loss of every epoch (standardized targets), without the L2 penalty of
         ``alpha``; the penalized loss is ``net_.history[:, 'train_objective']`` when

@@ -174,7 +174,9 @@ class RNNStepClassifier(BaseRNN):
     n_outputs_ : int
         Binary targets per step, ``k``.
     n_iter_ : int
-        Epochs run by the last call to ``fit``.
+        Epochs run by the last call to ``fit``; after ``partial_fit``, the epochs of
+        ``net_.history``, every call's (a ``fit`` before them included), as
+        ``loss_curve_`` counts them.
     loss_curve_ : list of float
         Training loss (NLL per step, averaged over the epoch's batches) of every epoch.
     validation_scores_ : list of float or None

@@ -130,6 +130,14 @@ def test_missing_time_raises_and_equal_times_are_accepted():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # a cell that reads the gap as an input
         fit(RNNClassifier(time_feature=0, cell="gru", **SMALL), X, y)
+    # Every training call's data is checked, not only the first call's.
+    untied, _ = visits(6)
+    stream = RNNClassifier(time_feature=0, **SMALL).partial_fit(untied, y, classes=np.unique(y))
+    warm = fit(RNNClassifier(time_feature=0, warm_start=True, **SMALL), untied, y)
+    for call in (lambda: stream.partial_fit(X, y), lambda: fit(warm, X, y)):
+        with pytest.warns(UserWarning, match=r"1 of the \d+ training steps share the time") as caught:
+            call()
+        assert caught[0].filename == __file__  # pointed at the caller's line
 
 
 def test_unsigned_times_that_decrease_are_refused_and_encoded_as_floats():

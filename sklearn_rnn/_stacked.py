@@ -86,7 +86,7 @@ from ._parallel import fitting_threads
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
 from .optim import ClippedSGD, SimplexSGD, clipped_step_size
-from .optim._functional import _simplex_rules
+from .optim._functional import _norm, _simplex_rules
 from .optim._temporal import _stacked_from_gradients
 from .sequences import FlatSequences
 from .sequences._validation import staging
@@ -1170,9 +1170,20 @@ class _UpdateRule:
         """Update ``stack.flat`` with its gradient ``grad`` (M, P) where ``active``."""
         norms = grad.square().sum(1).sqrt()  # (M,)
         if self.kind == "sgd":
-            self._sgd(stack, grad, norms.tolist(), active)
+            self._sgd(stack, grad, self._clipped_norms(stack, grad, norms), active)
         else:
             self._adam(stack, grad, norms, active)
+
+    @staticmethod
+    def _clipped_norms(stack: _Stack, grad: torch.Tensor, norms: torch.Tensor) -> list[float]:
+        """Each network's gradient norm as its ClippedSGD takes it: where the squares of
+        finite entries overflow float32 (an exploding gradient), recomputed in float64
+        (:func:`~sklearn_rnn.optim._functional._norm`), so that the step is clipped
+        instead of skipped; infinite or NaN only where an entry is."""
+        values = norms.tolist()
+        sizes = [math.prod(shape) for shape in stack.shapes]
+        return [_norm(torch.split(grad[row], sizes)) if math.isinf(value) else value
+                for row, value in enumerate(values)]
 
     @torch.no_grad()
     def _sgd(self, stack: _Stack, grad: torch.Tensor, norms: list[float], active: torch.Tensor) -> None:

@@ -744,3 +744,20 @@ def test_stacked_validation_scores_are_weighted_as_a_fit_s():
         np.testing.assert_allclose(a.validation_scores_, b.validation_scores_, atol=1e-9)
         unweighted = clone(b).fit(X, y).validation_scores_
         assert not np.allclose(b.validation_scores_, unweighted)
+
+
+# ------------------------------------------------ an outside review of the stack (session 34)
+def test_an_exploding_gradient_takes_the_clipped_step_as_its_own_fit_does():
+    # The stack took the norm of eq. 3.6 as a float32 sum of squares, infinite past about
+    # 1.8e19 though every entry was finite, and skipped the step: the network stayed at
+    # its initial weights, where its ClippedSGD (whose norm does not overflow) takes the
+    # clipped step.
+    X, y = visits(12)
+    X = [x * 1e20 for x in X]
+    model = RNNClassifier(cell="relu", hidden_size=4, optimizer="sgd", learning_rate=0.1, clip_threshold=1.0,
+                          instance_norm=False, max_iter=3, tol=0, n_iter_no_change=100, random_state=0,
+                          device="cpu")
+    (stacked,), (alone,) = stack_and_fit([model], [(X, y)])
+    assert alone.net_.optimizer_.skipped_steps == 0 and alone.loss_curve_[-1] < 0.5 * alone.loss_curve_[0]
+    np.testing.assert_allclose(stacked.loss_curve_, alone.loss_curve_, rtol=1e-4)
+    assert largest_difference(stacked, alone) < 1e-6

@@ -174,6 +174,26 @@ def test_a_diverging_estimator_is_undone_as_partial_fit_undoes_it(optimizer):
     assert [model.n_iter_ for model in models] == [4, 2, 4]
 
 
+def test_an_exploding_gradient_takes_the_clipped_step_as_partial_fit_does():
+    # The stream's clipped SGD took the gradient norm as a float32 sum of squares, which
+    # overflowed though every entry was finite, and skipped the step: the estimator stayed
+    # where it was, while its own partial_fit takes the clipped step of eq. 3.6.
+    rng = np.random.default_rng(0)
+    X, y = batch(rng, 12)
+    X = [x * 1e20 for x in X]
+    model = RNNClassifier(cell="relu", hidden_size=4, optimizer="sgd", learning_rate=0.1, clip_threshold=1.0,
+                          instance_norm=False, random_state=0, device="cpu").partial_fit(X, y, classes=CLASSES)
+    twin = clone(model).partial_fit(X, y, classes=CLASSES)
+    stream = StackedStream([model])
+    for _ in range(3):
+        stream.update([(X, y)])
+        twin.partial_fit(X, y)
+    stream.write_back()
+    assert twin.net_.optimizer_.skipped_steps == 0 and twin.loss_curve_[-1] < 0.5 * twin.loss_curve_[1]
+    np.testing.assert_allclose(model.loss_curve_, twin.loss_curve_, rtol=1e-4)
+    assert largest_difference(model, twin) < 1e-6
+
+
 def test_weights_that_become_non_finite_are_undone_with_the_optimizer_state(monkeypatch):
     """A step that leaves non-finite weights (with a finite loss) is undone with the
     optimizer's random stream and branch counts, as partial_fit's guard restores them."""

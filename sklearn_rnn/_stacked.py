@@ -762,8 +762,10 @@ class _Stack:
             losses = self._update(self.train_pool.batch(chosen, self.live), active)
             for r, (objective, loss) in zip(rows, losses):
                 member = live[r]
-                if not math.isfinite(objective):
-                    member._diverged = f"the training loss became {objective} in epoch {{epoch}}"
+                # The data loss, as a fit's training guard reads it: an L2 penalty past the
+                # float32 range (weights above about 1e19) does not stop its fit.
+                if not math.isfinite(loss):
+                    member._diverged = f"the training loss became {loss} in epoch {{epoch}}"
                     continue
                 member._epoch_objectives.append(objective)
                 member._epoch_losses.append(loss)
@@ -821,8 +823,8 @@ class _Stack:
         flat.requires_grad_(False)
         values = loss.detach().tolist()
         data_values = data_loss.detach().tolist()
-        finite = active.clone()
-        finite[[i for i, v in enumerate(values) if not math.isfinite(v)]] = False
+        finite = active.clone()  # the networks whose fit takes this step: a finite data loss
+        finite[[i for i, v in enumerate(data_values) if not math.isfinite(v)]] = False
         self.rule.apply(self, grad, finite)
         return [(values[i], data_values[i]) for i in torch.nonzero(active).flatten().tolist()]
 

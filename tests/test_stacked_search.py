@@ -761,3 +761,28 @@ def test_an_exploding_gradient_takes_the_clipped_step_as_its_own_fit_does():
     assert alone.net_.optimizer_.skipped_steps == 0 and alone.loss_curve_[-1] < 0.5 * alone.loss_curve_[0]
     np.testing.assert_allclose(stacked.loss_curve_, alone.loss_curve_, rtol=1e-4)
     assert largest_difference(stacked, alone) < 1e-6
+
+
+def test_divergence_is_judged_on_the_data_loss_as_a_fit_judges_it():
+    # The stack stopped a network when its loss plus L2 penalty left the float32 range
+    # (weights above about 1e19), as "the training loss became inf", though the data loss
+    # was finite and its own fit goes on; and it skipped that step.
+    X, y = visits(20)
+    for learning_rate, diverged in [(1e4, None), (1e12, "the weights became non-finite in epoch 2")]:
+        model = explicit(learning_rate=learning_rate, clip_threshold=None, max_iter=6, tol=0, n_iter_no_change=100)
+        stacked, alone = clone(model), clone(model)
+        member = StackedMember(stacked, *stacked._prepare(X, y, None, incremental=False))
+        with warnings.catch_warnings(record=True) as ours:
+            warnings.simplefilter("always")
+            train_stacked([member])
+        with warnings.catch_warnings(record=True) as theirs:
+            warnings.simplefilter("always")
+            alone.fit(X, y)
+        ours, theirs = [str(w.message) for w in ours], [str(w.message) for w in theirs]
+        assert stacked.n_iter_ == alone.n_iter_ == (6 if diverged is None else 1)
+        np.testing.assert_allclose(stacked.loss_curve_, alone.loss_curve_, rtol=1e-5)
+        if diverged is None:  # the penalized objective overflowed, the data loss did not
+            assert np.isinf(alone.net_.history[-1, "train_objective"]) and np.isfinite(alone.loss_curve_).all()
+            assert not ours and not theirs
+        else:
+            assert len(ours) == len(theirs) == 1 and diverged in ours[0] and diverged in theirs[0]

@@ -59,6 +59,7 @@ import copy
 import logging
 import math
 import os
+import re
 import time
 import warnings
 from collections.abc import Sequence
@@ -231,7 +232,8 @@ def train_stacked(
     trained (or, with early stopping, the best epoch's) weights and ``n_iter_``,
     ``loss_curve_``, ``validation_scores_`` are set as ``fit`` sets them. Warnings a
     member's ``fit`` would give (``max_iter`` reached, divergence) are summarized in one
-    warning each.
+    warning per cause, which counts the networks (and names their epochs where they
+    diverged in different ones).
 
     Parameters
     ----------
@@ -340,20 +342,35 @@ def _label_smoothing(net: Any) -> float | None:
 
 
 def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int, stacklevel: int) -> None:
-    """One warning per kind: a member's ConvergenceWarnings (``max_iter`` reached,
-    divergence) counted under the first one's text; ``stacklevel`` as for
-    :func:`warnings.warn` called here."""
+    """One warning per kind: the members' ConvergenceWarnings counted per cause
+    (``max_iter`` reached, per its value; a divergence, per what diverged, whatever its
+    epoch), under the first one's text, with the epochs where they differ; ``stacklevel``
+    as for :func:`warnings.warn` called here."""
     by_kind: dict[tuple[type[Warning], str], list[str]] = {}
     for category, text in caught:
-        key = (category, text.split(":")[0] if category is ConvergenceWarning else text)
+        key = (category, _cause(text) if category is ConvergenceWarning else text)
         by_kind.setdefault(key, []).append(text)
     for (category, _), texts in by_kind.items():
-        if category is ConvergenceWarning:
-            warnings.warn(
-                f"{len(texts)} of {n_members} stacked networks: {texts[0]}", ConvergenceWarning, stacklevel=stacklevel
-            )
-        else:
+        if category is not ConvergenceWarning:
             warnings.warn(texts[0], category, stacklevel=stacklevel)
+            continue
+        count = f"{len(texts)} of {n_members} stacked networks"
+        epochs = sorted({int(found.group(1)) for found in map(_DIVERGED_IN.search, texts) if found})
+        if len(epochs) > 1:  # each network's own epoch, not the first one's for all
+            count += f", in epochs {', '.join(map(str, epochs))}; the first"
+        warnings.warn(f"{count}: {texts[0]}", ConvergenceWarning, stacklevel=stacklevel)
+
+
+#: The epoch of a divergence's warning (:meth:`_Stack._warn_diverged`), before what it keeps.
+_DIVERGED_IN = re.compile(r"\bepoch (\d+)\b(?=.*, so training stopped)")
+
+
+def _cause(text: str) -> str:
+    """What a member's ConvergenceWarning counts under: the class and ``max_iter`` of
+    one that reached it; what diverged, without its epoch, for a divergence."""
+    if ", so training stopped" not in text:  # max_iter reached
+        return text.split(":")[0]
+    return re.sub(r"\bepoch \d+\b", "epoch", text.split(", so training stopped")[0])
 
 
 #: What :func:`_architecture` compares, in its order (named in :class:`StackedStream`'s refusal).

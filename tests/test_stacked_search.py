@@ -786,3 +786,28 @@ def test_divergence_is_judged_on_the_data_loss_as_a_fit_judges_it():
             assert not ours and not theirs
         else:
             assert len(ours) == len(theirs) == 1 and diverged in ours[0] and diverged in theirs[0]
+
+
+def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
+    # Every divergence was counted under the first network's text (the key was the
+    # class name): networks whose weights overflowed in epochs 2 and 3 and whose loss was
+    # lost in epochs 3 and 4 were summarized as "4 of 5 ... the weights became non-finite
+    # in epoch 2".
+    X, y = visits(20)
+    members = []
+    for learning_rate in (1e12, 1e10, 1e8, 1e7, 0.05):
+        model = explicit(learning_rate=learning_rate, clip_threshold=None, max_iter=6, tol=0, n_iter_no_change=100)
+        members.append(StackedMember(model, *model._prepare(X, y, None, incremental=False)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train_stacked(members)
+    assert [member.estimator.n_iter_ for member in members] == [1, 2, 2, 3, 6]
+    summaries = sorted(str(w.message) for w in caught if w.category is ConvergenceWarning)
+    assert len(summaries) == 3
+    assert summaries[0].startswith("1 of 5 stacked networks: RNNClassifier reached max_iter=6")
+    assert summaries[1].startswith(
+        "2 of 5 stacked networks, in epochs 2, 3; the first: RNNClassifier: the weights became non-finite in "
+        "epoch 2, so training stopped and the weights of epoch 1 are kept")
+    assert summaries[2].startswith(
+        "2 of 5 stacked networks, in epochs 3, 4; the first: RNNClassifier: the training loss became nan in "
+        "epoch 3, so training stopped and the weights of epoch 2 are kept")

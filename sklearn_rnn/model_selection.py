@@ -218,7 +218,8 @@ class RNNGridSearchCV(BaseSearchCV):
         -------
         self : object
         """
-        _final_rnn(self.estimator)  # the type error before any work
+        _final_rnn(self.estimator)  # the type errors before any work
+        _check_steps(self.estimator)  # a pipeline its own fit refuses, whatever the grid sets
         if isinstance(self.scoring, (list, tuple, set, dict)) or not isinstance(self.refit, bool):
             raise ValueError(
                 f"RNNGridSearchCV scores one metric and refits the best by it (scoring="
@@ -242,12 +243,12 @@ class RNNGridSearchCV(BaseSearchCV):
         invalid: dict[int, Exception] = {}  # setting -> why its values are refused
         for i, params_ in enumerate(candidates):  # every setting checked, as its fit would, before any work
             candidate = self._candidate(params_)
-            _check_steps(candidate)
             rnn = _final_rnn(candidate)  # an unknown name raises, as in GridSearchCV
             try:
+                _check_steps(candidate)  # a sampler put in a scikit-learn Pipeline by the grid
                 rnn._validate_params()
                 rnn._check_optimizer_cell()  # a combination its fit refuses
-            except ValueError as error:  # InvalidParameterError: an invalid value
+            except (ValueError, TypeError) as error:  # InvalidParameterError: an invalid value
                 if self.error_score == "raise":
                     raise
                 invalid[i] = error  # its networks fail in _prepare and score error_score, as GridSearchCV's

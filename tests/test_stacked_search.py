@@ -641,8 +641,11 @@ def test_a_scikit_learn_pipeline_holding_a_sampler_is_refused_before_any_trainin
         with pytest.raises(TypeError, match=r"intermediate steps should be transformers.*\['sampler'\] resample.*"
                                             r"imblearn.pipeline.Pipeline"):
             RNNGridSearchCV(pipeline, {"rnn__spectral_radius": [0.9, 1.5]}, cv=2, refit=refit).fit(X, y)
-    grid = {"sampler": [RandomUnderSampler(random_state=0)]}  # a sampler put in by the grid
+    grid = {"sampler": [RandomUnderSampler(random_state=0)]}  # a sampler put in by the grid: that setting fails
     with pytest.raises(TypeError, match="imblearn.pipeline.Pipeline"):
+        RNNGridSearchCV(Pipeline([("sampler", "passthrough"), ("rnn", explicit())]), grid, cv=2,
+                        error_score="raise").fit(X, y)
+    with pytest.raises(ValueError, match=r"(?s)All the 2 networks failed.*imblearn.pipeline.Pipeline"):
         RNNGridSearchCV(Pipeline([("sampler", "passthrough"), ("rnn", explicit())]), grid, cv=2).fit(X, y)
     assert not trained
 
@@ -811,3 +814,22 @@ def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
     assert summaries[2].startswith(
         "2 of 5 stacked networks, in epochs 3, 4; the first: RNNClassifier: the training loss became nan in "
         "epoch 3, so training stopped and the weights of epoch 2 are kept")
+
+
+def test_a_sampler_put_in_a_scikit_learn_pipeline_by_the_grid_scores_error_score_as_in_grid_search_cv():
+    # A grid value that the pipeline's own fit refuses (a sampler as a step of
+    # scikit-learn's Pipeline) refused the whole search; GridSearchCV scores that
+    # setting error_score and searches the others, as the stack does for other invalid values.
+    from imblearn.under_sampling import RandomUnderSampler
+    from sklearn.pipeline import Pipeline
+
+    X, y = visits(30)
+    pipeline = Pipeline([("scale", SequenceStandardScaler()), ("rnn", explicit(max_iter=2))])
+    grid = {"scale": [SequenceStandardScaler(), RandomUnderSampler(random_state=0)]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = RNNGridSearchCV(pipeline, grid, cv=2, refit=False).fit(X, y)
+        theirs = GridSearchCV(pipeline, grid, cv=2, refit=False).fit(X, y)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)
+    assert np.isnan(ours.cv_results_["mean_test_score"][1]) and np.isfinite(ours.cv_results_["mean_test_score"][0])
+    assert any(w.category is FitFailedWarning and "imblearn.pipeline.Pipeline" in str(w.message) for w in caught)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import warnings
@@ -462,14 +463,18 @@ def _fit_steps(model: Any, X: Any, y: Any, weight: Any) -> tuple[Any, Any]:
 
 
 def _one_number(value: Any, scoring: Any) -> float:
-    """A scorer's value as a float; several metrics (a dict, as a callable scoring them
-    all returns) and anything that is not a number are refused."""
+    """A scorer's value as a float, a one-element array unwrapped (``.item()``) as
+    GridSearchCV unwraps it; several metrics (a dict, as a callable scoring them all
+    returns) and anything that is not a number are refused."""
     if isinstance(value, dict):
         raise ValueError(
             f"scoring={scoring!r} returned several metrics ({sorted(value)}); RNNGridSearchCV "
             "scores one metric and refits the best by it: give scoring one scorer, or "
             "search several metrics with sklearn.model_selection.GridSearchCV."
         )
+    if hasattr(value, "item"):
+        with contextlib.suppress(ValueError):  # several elements: refused below
+            value = value.item()
     if (isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0
             or not np.issubdtype(np.asarray(value).dtype, np.number)):
         raise ValueError(

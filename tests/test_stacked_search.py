@@ -833,3 +833,22 @@ def test_a_sampler_put_in_a_scikit_learn_pipeline_by_the_grid_scores_error_score
     np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)
     assert np.isnan(ours.cv_results_["mean_test_score"][1]) and np.isfinite(ours.cv_results_["mean_test_score"][0])
     assert any(w.category is FitFailedWarning and "imblearn.pipeline.Pipeline" in str(w.message) for w in caught)
+
+
+def test_a_scorer_returning_a_one_element_array_is_read_as_grid_search_cv_reads_it():
+    # GridSearchCV unwraps a scorer's value with .item(); the stacked search refused a
+    # one-element array as "no number".
+    from sklearn.metrics import accuracy_score
+
+    X, y = visits(30)
+
+    def one_element(model, X, y):
+        return np.array([accuracy_score(y, model.predict(X))])
+
+    grid = {"learning_rate": [0.01, 0.5]}
+    ours = RNNGridSearchCV(explicit(max_iter=2), grid, cv=2, scoring=one_element).fit(X, y)
+    theirs = GridSearchCV(explicit(max_iter=2), grid, cv=2, scoring=one_element).fit(X, y)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)
+    assert ours.best_params_ == theirs.best_params_ and isinstance(ours.best_score_, float)
+    with pytest.raises(ValueError, match=r"returned array\(\[0.5, 0.5\]\) \(ndarray\); expected a number"):
+        ours.set_params(scoring=lambda model, X, y: np.array([0.5, 0.5])).fit(X, y)

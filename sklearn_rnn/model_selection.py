@@ -10,6 +10,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from joblib import effective_n_jobs
 from scipy.stats import rankdata
 from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.exceptions import FitFailedWarning
@@ -273,7 +274,8 @@ class RNNGridSearchCV(BaseSearchCV):
         if self.verbose:
             logger.info(
                 "RNNGridSearchCV: %d settings x %d splits = %d networks, stacks of at most %d, %s job(s)",
-                len(candidates), len(splits), len(members), self.max_stacked, self.n_jobs or 1,
+                len(candidates), len(splits), len(members), self.max_stacked,
+                effective_n_jobs(self.n_jobs),  # as train_stacked counts them: -1, a backend's
             )
         train_stacked(list(members.values()), max_stacked=self.max_stacked, n_jobs=self.n_jobs,
                       stacklevel=3)  # the caller of fit, past scikit-learn's _fit_context

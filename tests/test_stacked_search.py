@@ -852,3 +852,22 @@ def test_a_scorer_returning_a_one_element_array_is_read_as_grid_search_cv_reads_
     assert ours.best_params_ == theirs.best_params_ and isinstance(ours.best_score_, float)
     with pytest.raises(ValueError, match=r"returned array\(\[0.5, 0.5\]\) \(ndarray\); expected a number"):
         ours.set_params(scoring=lambda model, X, y: np.array([0.5, 0.5])).fit(X, y)
+
+
+def test_the_verbose_log_gives_the_jobs_that_train(caplog):
+    # The log gave n_jobs as set: "-1 job(s)", and "1 job(s)" under a joblib backend of 2
+    # jobs, which trains in 2; train_stacked counts them with joblib.effective_n_jobs.
+    from joblib import effective_n_jobs, parallel_backend
+
+    X, y = visits(20)
+    search = RNNGridSearchCV(explicit(max_iter=1), {"learning_rate": [0.01, 0.1]}, cv=2, refit=False, verbose=1)
+    expected = []
+    with caplog.at_level("INFO", logger="sklearn_rnn.model_selection"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for n_jobs, backend in [(None, {"n_jobs": 2}), (-1, {})]:
+            with parallel_backend("threading", **backend):
+                search.set_params(n_jobs=n_jobs).fit(X, y)
+                expected.append(f"4 networks, stacks of at most 64, {effective_n_jobs(n_jobs)} job(s)")
+    assert expected[0].endswith(" 2 job(s)") and not expected[1].endswith(" -1 job(s)")
+    logged = [record.getMessage() for record in caplog.records if record.name == "sklearn_rnn.model_selection"]
+    assert [message[-len(text):] for message, text in zip(logged, expected)] == expected and len(logged) == 2

@@ -1475,9 +1475,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "for i in X.index.unique(level=0)])"
                 if self._output_steps.every_step else "one target per sequence, in the order of X"
             )
+            library = type(X).__module__.split(".")[0]
+            shape = tuple(np.shape(X)) if library in ("numpy", "torch") else ()
+            swap = "X.transpose(0, 1)" if library == "torch" else "X.transpose(1, 0, 2)"
+            time_major = (
+                f" X has shape {shape}, whose second axis has one entry per target: if it is "
+                "time-major (T, n, d), as torch.nn.utils.rnn.pad_sequence gives by default, pass "
+                f"it batch first, {swap} (or pad_sequence(..., batch_first=True))."
+                if len(shape) == 3 and shape[1] == n_targets else ""
+            )
             raise ValueError(
                 f"y has {n_targets} entries, but X has {n_samples} sequences: pass {what}."
-                + long_table_hint(X, n_targets)
+                + time_major + long_table_hint(X, n_targets)
             )
         if self._output_steps.every_step:
             check_step_targets_follow_steps(X, y)

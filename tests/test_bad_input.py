@@ -18,7 +18,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 
-from sklearn_rnn import RNNClassifier, RNNRegressor
+from sklearn_rnn import SequenceStandardScaler, RNNClassifier, RNNRegressor
 
 TINY = dict(hidden_size=3, max_iter=2, random_state=0)
 
@@ -414,6 +414,58 @@ def test_a_feature_never_observed_in_fit_is_warned_of():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         SequenceStandardScaler().fit(X_OK)  # every feature observed somewhere: quiet
+
+
+def test_data_stored_channels_first_is_pointed_to_the_transpose():
+    """aeon's and sktime's collections keep series channels first, (n_cases, n_channels,
+    n_timepoints). A univariate one, (n, 1, T), was trained as n sequences of one step of
+    T features without a word; at predict, a collection of the fitted feature count in
+    steps was refused without the way out."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    stored = rng.normal(size=(12, 1, 24))
+    for fit in (lambda: RNNClassifier(**TINY).fit(stored, Y_CLASS),
+                lambda: SequenceStandardScaler().fit(list(stored))):
+        with pytest.warns(UserWarning, match=r"every sequence .* is one step of 24 features.*X\.transpose\(0, 2, 1\)"):
+            fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # one-step sequences of one value are as advised
+        quiet_classifier = RNNClassifier(**TINY)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        quiet_classifier.fit(np.reshape(np.arange(12.0), (-1, 1, 1)), Y_CLASS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(**TINY).fit(rng.normal(size=(12, 30, 3)), Y_CLASS)
+    channels_first = rng.normal(size=(12, 3, 30))
+    for X in (channels_first, list(channels_first), torch.as_tensor(channels_first)):
+        with pytest.raises(ValueError, match=r"Every sequence has 3 steps, as many as the features used in fit.*"
+                                             r"X\.transpose\(0, 2, 1\)"):
+            model.predict(X)
+    with pytest.raises(ValueError, match="features per step") as refused:  # steps that differ: no such hint
+        model.predict(rng.normal(size=(12, 4, 30)))
+    assert "transpose" not in str(refused.value)
+
+
+def test_a_dict_of_model_inputs_and_a_time_major_tensor_are_pointed_to_the_sequences():
+    import torch
+
+    rng = np.random.default_rng(0)
+    lengths = np.array([3, 5] * 6)
+    padded = np.zeros((12, 5, 2))
+    inputs = {"x": padded, "lengths": lengths}  # what a skorch user's module takes
+    with pytest.raises(TypeError, match=r"a model's inputs.*\[x\[:n\] for x, n in zip\(X\['x'\], X\['lengths'\]\)\]"):
+        RNNClassifier(**TINY).fit(inputs, Y_CLASS)
+    with warnings.catch_warnings():  # the hint works
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert RNNClassifier(**TINY).fit([x[:n] for x, n in zip(inputs["x"], inputs["lengths"])],
+                                         Y_CLASS).n_features_in_ == 2
+    sequences = [torch.as_tensor(rng.normal(size=(n, 2))) for n in lengths]
+    time_major = torch.nn.utils.rnn.pad_sequence(sequences)  # (5, 12, 2), as pad_sequence pads by default
+    with pytest.raises(ValueError, match=r"X has 5 sequences.*shape \(5, 12, 2\).*time-major.*X\.transpose\(0, 1\)"):
+        RNNClassifier(**TINY).fit(time_major, Y_CLASS)
+    with pytest.raises(ValueError, match=r"time-major.*X\.transpose\(1, 0, 2\)"):
+        RNNClassifier(**TINY).fit(time_major.numpy(), Y_CLASS)
 
 
 def test_a_float64_default_dtype_is_refused_with_the_fix():

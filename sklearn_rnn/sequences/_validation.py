@@ -112,7 +112,15 @@ def _check_equal_rows(X: list[Any] | tuple[Any, ...]) -> None:
 def _check_container(X: Any) -> None:
     not_array_like = not (hasattr(X, "__array__") or hasattr(X, "__len__"))
     if isinstance(X, (str, bytes, dict, set, frozenset, np.generic)) or not_array_like:
-        if isinstance(X, dict):
+        if isinstance(X, dict) and any(np.ndim(value) == 3 for value in X.values()):
+            # A dict of a model's inputs, as skorch passes them to forward.
+            padded = next(key for key, value in X.items() if np.ndim(value) == 3)
+            lengths = next((key for key, value in X.items() if np.ndim(value) == 1), None)
+            fix = (f"It looks like a model's inputs: pass the sequences themselves, e.g. the padded "
+                   f"array X[{padded!r}] (NaN after each end, or zero padding is read as data)"
+                   + (f", or it cut to each length: [x[:n] for x, n in zip(X[{padded!r}], "
+                      f"X[{lengths!r}])]." if lengths is not None else "."))
+        elif isinstance(X, dict):
             fix = "Pass the sequences as a list, e.g. list(X.values())."
         elif hasattr(X, "__iter__") and not isinstance(X, (str, bytes)):
             fix = "Collect the sequences into a list first, e.g. list(X)."
@@ -401,6 +409,11 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
                    if len(shape) == 2 and shape[1] == expected else "")
             table = (" A 2D table is read as univariate sequences, one column a step."
                      if layout == "table" else "")
+            if layout != "table" and all(len(sequence) == expected for sequence in sequences):
+                one += (f" Every sequence has {expected} steps, as many as the features used in "
+                        "fit: X may hold series channels first, (n_channels, n_timepoints) as "
+                        "aeon and sktime keep them; transpose it, e.g. X.transpose(0, 2, 1) "
+                        "(a list: [x.T for x in X]).")
             raise ValueError(
                 f"X has {n_step_features} features per step, but {name} is expecting "
                 f"{expected} features per step as input.{table} Pass (T_i, d) arrays with "
@@ -412,7 +425,28 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
         check_step_feature_names(estimator, X, n_step_features, reset=reset)
     if reset and n_step_features > 1:
         _warn_of_unobserved_features(estimator, sequences)
+        _warn_of_one_step_sequences(estimator, sequences, X)
     return sequences
+
+
+def _warn_of_one_step_sequences(estimator: Any, sequences: list[np.ndarray], X: Any) -> None:
+    """Warn when every training sequence is one step of several features: what a
+    collection stored channels first, ``(n_cases, 1, n_timepoints)`` as aeon and
+    sktime keep univariate series, becomes when read steps first. (One-step sequences
+    of one feature, ``(n, 1, 1)``, are what the docs advise for single values.)"""
+    if any(len(sequence) != 1 for sequence in sequences):
+        return
+    shape = f"X has shape {tuple(np.shape(X))}" if np.ndim(X) == 3 else f"X holds {len(sequences)} sequences"
+    width = sequences[0].shape[1]
+    warnings.warn(
+        f"{shape}: every sequence {type(estimator).__name__} is fitted on is one step of "
+        f"{width} features, read as (n_samples, n_steps, n_features). If X holds series "
+        "channels first, (n_cases, n_channels, n_timepoints) as aeon and sktime keep them, "
+        "transpose it: X.transpose(0, 2, 1) (a list: [x.T for x in X]; a torch tensor: "
+        "X.transpose(1, 2)).",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _warn_of_unobserved_features(estimator: Any, sequences: list[np.ndarray]) -> None:

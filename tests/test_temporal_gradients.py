@@ -518,3 +518,27 @@ def test_a_loss_at_every_step_reaching_padded_states_is_refused():
     by_parameter = {id(p): g for p, g in zip(result.parameters, result.gradient)}
     for parameter, gradient in zip(params, expected):
         torch.testing.assert_close(by_parameter[id(parameter)], gradient)
+
+
+def test_unsigned_lengths_give_the_temporal_gradients_of_int64_ones():
+    # numpy's uint16/uint32 lengths passed forward_states (the network widens them) but
+    # crashed temporal_gradients: PyTorch has no min or max of unsigned tensors.
+    import numpy as np
+
+    net = make_net("gru")
+    x, lengths, y = make_batch([4, 2, 3])
+    adapter = RecurrentAdapter(torch.nn.GRU(INPUT, HIDDEN, batch_first=True), torch.nn.Linear(HIDDEN, OUTPUT)).double()
+    unsigned = [lengths.numpy().astype(np.uint16), lengths.numpy().astype(np.uint32)]
+    if hasattr(torch, "uint16"):
+        unsigned.append(lengths.to(torch.uint16))
+    for model in (net, adapter):
+        states = model.forward_states(x, lengths)
+        reference = temporal_gradients(model, states, loss_fn(states.outputs, y, lengths), lengths,
+                                       accumulate_grad=False)
+        for narrow in unsigned:
+            states = model.forward_states(x, narrow)
+            tg = temporal_gradients(model, states, loss_fn(states.outputs, y, lengths), narrow,
+                                    accumulate_grad=False)
+            torch.testing.assert_close(tg.norms(), reference.norms())
+            for got, expected in zip(tg.gradient, reference.gradient):
+                torch.testing.assert_close(got, expected)

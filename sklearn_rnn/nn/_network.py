@@ -577,10 +577,7 @@ class RecurrentNetwork(nn.Module):
                 f"x is {x.dtype}, but the network's weights are {weights}: pass "
                 f"x.to({weights}){convert}."
             )
-        if not isinstance(lengths, torch.Tensor):
-            lengths = torch.as_tensor(lengths)
-        if lengths.dtype in _NARROW_INTEGERS:  # uint8 indexes as a mask, and overflows
-            lengths = lengths.long()
+        lengths = as_lengths(lengths)
         if self.vectorizable or lengths.device.type != "cpu":
             return lengths
         if (
@@ -639,6 +636,32 @@ class RecurrentNetwork(nn.Module):
         if not self.training or self.dropout == 0:
             return tensor
         return dropout(tensor, self.dropout, self.dropout_generator(tensor.device))
+
+
+def as_lengths(lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
+    """``lengths`` as a tensor, with the integer dtypes of ``_NARROW_INTEGERS``
+    (narrow and unsigned) widened to int64; other dtypes are left for the caller to check.
+
+    Parameters
+    ----------
+    lengths : torch.Tensor, array-like or sequence of int
+
+    Returns
+    -------
+    torch.Tensor
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.nn._network import as_lengths
+    >>> as_lengths(np.array([4, 2], dtype=np.uint16))
+    tensor([4, 2])
+    """
+    if not isinstance(lengths, torch.Tensor):
+        lengths = torch.as_tensor(lengths)
+    if lengths.dtype in _NARROW_INTEGERS:  # uint8 indexes as a mask, and overflows
+        lengths = lengths.long()
+    return lengths
 
 
 def _zero_padding(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import torch
 
-from ..nn._network import NetworkStates, RecurrentNetwork
+from ..nn._network import NetworkStates, RecurrentNetwork, as_lengths
 from ..nn.cells import Cell, LayerStates, cell_names
 from ._adapter import RecurrentAdapter
 from ._functional import _norm, _working_dtype
@@ -994,7 +994,8 @@ def _check_lengths(
     """The lengths as int64 on ``device``, and whether any is below ``steps`` (a ragged
     batch), from one read of their extremes on the host (each read makes a GPU's host
     wait for the device)."""
-    lengths = torch.as_tensor(lengths, device=device)
+    # Narrow and unsigned integers as int64: PyTorch has no min or max of unsigned ones.
+    lengths = as_lengths(lengths).to(device)
     if lengths.shape != (batch,):
         raise ValueError(
             f"lengths must have shape ({batch},), one per sequence of the batch; got "

@@ -308,3 +308,30 @@ def test_optimizers_check_added_groups_and_keep_their_counts_in_state_dicts():
     restored = ClippedSGD([w], lr=0.1)
     restored.load_state_dict(clipped.state_dict())
     assert restored.skipped_steps == 3  # was 0
+
+
+def test_the_adapter_refuses_fractional_and_boolean_lengths_as_the_network_does():
+    # lengths [2.7, 4.0] read step 2 of the first sequence, [True, True] step 1 of both,
+    # silently (.long() truncated them); forward_states(every_step=True) checked nothing,
+    # and temporal_gradients truncated them too.
+    from sklearn_rnn.nn import RecurrentNetwork
+
+    torch.manual_seed(0)
+    adapter = RecurrentAdapter(nn.GRU(2, 4, batch_first=True), nn.Linear(4, 1))
+    network = RecurrentNetwork(2, 4, 1)
+    x = torch.randn(2, 4, 2)
+    message = r"lengths must hold one integer length per sequence \(2\), each between 1 and the padded length 4"
+    for lengths in (torch.tensor([2.7, 4.0]), [2.7, 4.0], torch.tensor([True, True]), torch.tensor([4, 0]),
+                    torch.tensor([[4, 2]])):
+        for run in (adapter, adapter.forward_states, network, network.forward_states):
+            for every_step in (False, True):
+                with pytest.raises(ValueError, match=message):
+                    run(x, lengths, every_step=every_step)
+    states = adapter.forward_states(x, torch.tensor([2, 4]))
+    with pytest.raises(ValueError, match=r"lengths must hold integers.*\(torch.float32\)"):
+        temporal_gradients(adapter, states, states.outputs.sum(), torch.tensor([2.7, 4.0]))
+    # Integer lengths of any width still read the same steps.
+    for lengths in ([2, 4], torch.tensor([2, 4], dtype=torch.uint8), torch.tensor([2, 4], dtype=torch.int32)):
+        torch.testing.assert_close(adapter(x, lengths), adapter(x, torch.tensor([2, 4])))
+        torch.testing.assert_close(adapter.forward_states(x, lengths).outputs, adapter(x, torch.tensor([2, 4])),
+                                   atol=1e-6, rtol=1e-6)

@@ -580,18 +580,7 @@ class RecurrentNetwork(nn.Module):
         lengths = as_lengths(lengths)
         if self.vectorizable or lengths.device.type != "cpu":
             return lengths
-        if (
-            lengths.shape != (x.shape[0],)
-            or lengths.dtype.is_floating_point
-            or lengths.dtype == torch.bool
-            or (len(lengths) and not (1 <= int(lengths.min()) and int(lengths.max()) <= x.shape[1]))
-        ):
-            raise ValueError(
-                f"lengths must hold one integer length per sequence ({x.shape[0]}), each "
-                f"between 1 and the padded length {x.shape[1]}; got {lengths.tolist()} "
-                f"({lengths.dtype})."
-            )
-        return lengths
+        return check_lengths(lengths, x.shape[0], x.shape[1])
 
     def _gaps(self, x: torch.Tensor) -> torch.Tensor | None:
         """The time since the previous step, ``(B, T)``, for a cell that reads it."""
@@ -661,6 +650,54 @@ def as_lengths(lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
         lengths = torch.as_tensor(lengths)
     if lengths.dtype in _NARROW_INTEGERS:  # uint8 indexes as a mask, and overflows
         lengths = lengths.long()
+    return lengths
+
+
+def check_lengths(lengths: torch.Tensor | Sequence[int], batch: int, steps: int) -> torch.Tensor:
+    """``lengths`` as a tensor (:func:`as_lengths`), after checking that it holds one
+    integer length per sequence of the batch, each between 1 and ``steps``: a fractional
+    or boolean length would be truncated to another step. Reads the extremes, which on
+    a GPU makes the host wait for the device.
+
+    Parameters
+    ----------
+    lengths : torch.Tensor, array-like or sequence of int
+    batch : int
+        Sequences in the batch.
+    steps : int
+        The padded length.
+
+    Returns
+    -------
+    torch.Tensor of shape (batch,)
+
+    Raises
+    ------
+    ValueError
+        For another shape, a floating or boolean dtype, or a length outside ``[1, steps]``.
+
+    Examples
+    --------
+    >>> from sklearn_rnn.nn._network import check_lengths
+    >>> check_lengths([4, 2], 2, 4)
+    tensor([4, 2])
+    >>> check_lengths([2.7, 4.0], 2, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: lengths must hold one integer length per sequence (2), each between 1 and the padded length 4; got [2.7..., 4.0] (torch.float32).
+    """
+    lengths = as_lengths(lengths)
+    if (
+        lengths.shape != (batch,)
+        or lengths.dtype.is_floating_point
+        or lengths.dtype == torch.bool
+        or (len(lengths) and not (1 <= int(lengths.min()) and int(lengths.max()) <= steps))
+    ):
+        raise ValueError(
+            f"lengths must hold one integer length per sequence ({batch}), each "
+            f"between 1 and the padded length {steps}; got {lengths.tolist()} "
+            f"({lengths.dtype})."
+        )
     return lengths
 
 

@@ -19,13 +19,11 @@ gradients); for the GRU it holds the candidate's ``b_hn``, inside the reset gate
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..nn._network import NetworkStates
+from ..nn._network import NetworkStates, check_lengths
 from ..nn.cells import Cell, LayerStates, cell_of_module, stepwise_recurrence
 
 __all__ = ["RecurrentAdapter"]
@@ -163,7 +161,7 @@ class RecurrentAdapter(nn.Module):
             Right-padded inputs in the module's layout: ``(batch, steps, input_size)``
             when ``batch_first``, else ``(steps, batch, input_size)``.
         lengths : torch.Tensor of shape (batch,)
-            Valid steps of each sequence, between 1 and ``steps``.
+            Valid steps of each sequence, integers between 1 and ``steps``.
         every_step : bool, default=False
             Read out at every step: ``outputs`` then has the layout of ``x``.
 
@@ -174,6 +172,7 @@ class RecurrentAdapter(nn.Module):
             the states (``hidden``, ``layers``, ``readout_inputs``) are batch-first.
         """
         z = self._batch_major(x)  # (B, T, n)
+        lengths = check_lengths(lengths, z.shape[0], z.shape[1])  # (B,)
         layers: list[LayerStates] = []
         for k, parameters in enumerate(self.layer_parameters()):
             # The wrapped module's mode, as its own forward reads it (model.eval() on a
@@ -204,7 +203,7 @@ class RecurrentAdapter(nn.Module):
         x : torch.Tensor
             Right-padded inputs in the module's layout.
         lengths : torch.Tensor of shape (batch,)
-            Valid steps of each sequence.
+            Valid steps of each sequence, integers between 1 and ``steps``.
         every_step : bool, default=False
             Read out at every step, in the layout of ``x``.
 
@@ -213,6 +212,8 @@ class RecurrentAdapter(nn.Module):
         torch.Tensor
             ``(batch, output_size)``, or per step in the layout of ``x``.
         """
+        z = self._batch_major(x)  # (B, T, n)
+        lengths = check_lengths(lengths, z.shape[0], z.shape[1])  # (B,)
         output = self.rnn(x)[0]  # the layout of x
         if every_step:
             return self.readout(output)
@@ -230,12 +231,8 @@ class RecurrentAdapter(nn.Module):
         return f"cell={self.cell!r}"
 
 
-def _last(hidden: torch.Tensor, lengths: Any) -> torch.Tensor:
-    """Each sequence's state at its last valid step: ``(B, T, H)`` to ``(B, H)``."""
-    last = torch.as_tensor(lengths, device=hidden.device).long() - 1  # (B,)
-    if last.shape != (hidden.shape[0],) or (last.numel() and (int(last.min()) < 0 or int(last.max()) >= hidden.shape[1])):
-        raise ValueError(
-            f"lengths must hold one length per sequence ({hidden.shape[0]}), each between 1 "
-            f"and the padded length {hidden.shape[1]}; got {torch.as_tensor(lengths).tolist()}."
-        )
+def _last(hidden: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Each sequence's state at its last valid step: ``(B, T, H)`` to ``(B, H)``
+    (``lengths`` checked by :func:`~sklearn_rnn.nn._network.check_lengths`)."""
+    last = lengths.to(hidden.device) - 1  # (B,)
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]

@@ -1001,6 +1001,11 @@ def _check_lengths(
             f"lengths must have shape ({batch},), one per sequence of the batch; got "
             f"{tuple(lengths.shape)}."
         )
+    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:  # .long() truncated them
+        raise ValueError(
+            f"lengths must hold integers, each sequence's valid steps; got {lengths.tolist()} "
+            f"({lengths.dtype}). Pass them as integers."
+        )
     if not lengths.numel():
         return lengths.long(), False
     shortest, longest = (int(v) for v in torch.stack([lengths.min(), lengths.max()]).tolist())

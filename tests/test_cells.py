@@ -356,3 +356,31 @@ def test_a_freeze_and_unfreeze_keeps_the_fused_modules_identity_frozen(cell):
     opt = SimplexSGD(single.parameters(), lr=0.1, generator=0)
     states = single.forward_states(x, lengths)
     opt.step(temporal_gradients(single, states, states.outputs.square().mean(), lengths))
+
+
+@pytest.mark.parametrize("cell", [*CELLS, "decay"])
+def test_the_cpu_draws_of_the_initialization_ignore_the_default_device(cell):
+    # The draws documented as made on the CPU in float64 followed PyTorch's default
+    # device: under `with torch.device("meta")` or torch.set_default_device(...) the
+    # network could not be built ("Cannot copy out of meta tensor"). It is built on the
+    # CPU, with the same values as without a default device.
+    from sklearn_rnn.nn import spectral_radius_
+
+    extra = dict(gap_channel=2) if cell == "decay" else dict(num_layers=2, bidirectional=True)
+    for kwargs in (dict(extra), dict(extra, spectral_radius=None)):
+        reference = network(cell, **kwargs).state_dict()
+        with torch.device("meta"):
+            built = network(cell, **kwargs).state_dict()
+        torch.set_default_device("meta")
+        try:
+            default = network(cell, **kwargs).state_dict()
+            w = spectral_radius_(torch.empty(3, 3, device="cpu"), 1.2, generator=torch.Generator().manual_seed(0))
+        finally:
+            torch.set_default_device(None)
+        for state in (built, default):
+            assert list(state) == list(reference)
+            for name, value in reference.items():
+                assert state[name].device.type == "cpu", name
+                torch.testing.assert_close(state[name], value, rtol=0, atol=0)
+    expected = spectral_radius_(torch.empty(3, 3), 1.2, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(w, expected, rtol=0, atol=0)

@@ -582,3 +582,34 @@ def test_the_step_size_is_a_float_for_a_tensor_learning_rate_or_threshold():
         opt.step(temporal_gradients(net, states, F.cross_entropy(states.outputs, y), lengths))
         assert type(opt.last_step["step_size"]) is float
         json.dumps(opt.last_step["step_size"])
+
+
+def test_the_cpu_draws_of_the_weights_ignore_the_default_device():
+    # convex_weights draws "on the CPU in float64", but its draws followed PyTorch's
+    # default device: under torch.set_default_device(...) SimplexSGD.step failed for a
+    # network on the CPU ("Cannot copy out of meta tensor"), and under a CUDA default a
+    # CPU generator is refused.
+    from sklearn_rnn.optim import WEIGHT_RULES
+
+    for rule in WEIGHT_RULES:
+        expected = convex_weights(5, rule, generator=torch.Generator().manual_seed(0))
+        with torch.device("meta"):
+            got = convex_weights(5, rule, generator=torch.Generator().manual_seed(0))
+        assert got.device.type == "cpu"
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    x, lengths, y = torch.randn(3, 5, 2), torch.tensor([5, 3, 2]), torch.randn(3, 1)
+    results = []
+    for default in (None, "meta"):
+        net = RecurrentNetwork(2, 4, 1, generator=torch.Generator().manual_seed(0))
+        opt = SimplexSGD(net.parameters(), lr=0.1, generator=0)
+        states = net.forward_states(x, lengths)
+        tg = temporal_gradients(net, states, F.mse_loss(states.outputs, y), lengths)
+        torch.set_default_device(default)
+        try:
+            opt.step(tg)
+        finally:
+            torch.set_default_device(None)
+        assert opt.last_step["branch"] in ("simplex", "descent_fallback")  # the weights were drawn
+        results.append([p.detach().clone() for p in net.parameters()])
+    for got, expected in zip(results[1], results[0]):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)

@@ -132,7 +132,9 @@ class RecurrentNetwork(nn.Module):
         ``±1/sqrt(hidden_size)`` (as :class:`torch.nn.GRU`), ``W_in`` and the biases in
         ``±1/sqrt(input_size)`` (as :class:`torch.nn.Linear`, the input projection).
     generator : torch.Generator, optional
-        Source of randomness for the initialization (a CPU generator).
+        Source of randomness for the initialization (a CPU generator). The network is
+        built and drawn on the CPU whatever PyTorch's default device (move it with
+        ``.to(device)``), so a seed gives the same weights everywhere.
     gap_channel : int or None, default=None
         Input channel holding the (unit-free) time since the previous step, as
         :class:`~sklearn_rnn.sequences.InputEncoder` writes it. The 'tanh' and 'relu'
@@ -434,7 +436,7 @@ class RecurrentNetwork(nn.Module):
                     projection, recurrence, spectral_radius=self.spectral_radius, generator=generator
                 )
         # Dropout masks get their own stream, seeded from the initialization's.
-        self._dropout_seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        self._dropout_seed = int(torch.randint(0, 2**62, (1,), generator=generator, device="cpu"))
         self._dropout_generators = {}
 
     def forward_states(

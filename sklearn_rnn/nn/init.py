@@ -72,7 +72,7 @@ def spectral_radius_(
     with torch.no_grad():
         for block in weight.split(n, dim=0):
             # Draw on the CPU in float64 so that the result does not depend on the device.
-            draw = torch.randn(n, n, generator=generator, dtype=torch.float64) * std
+            draw = torch.randn(n, n, generator=generator, dtype=torch.float64, device="cpu") * std
             radius = torch.linalg.eigvals(draw).abs().max()
             block.copy_(draw * (rho / radius))
     return weight

@@ -195,11 +195,11 @@ def convex_weights(
         e). ``'dirichlet'``: a flat Dirichlet draw. ``'uniform'``: ``u / sum(u)``.
     generator : torch.Generator, optional
         A CPU generator; draws are made on the CPU in float64, so they do not depend on
-        ``device`` or ``dtype``.
+        ``device``, ``dtype`` or PyTorch's default device.
     dtype : torch.dtype, default=torch.float64
         Type of the result.
     device : torch.device or str, optional
-        Device of the result. On a GPU the draws travel from pinned host memory, so
+        Device of the result; the CPU when None. On a GPU the draws travel from pinned host memory, so
         that the copy does not wait for the kernels queued before it.
 
     Returns
@@ -223,9 +223,9 @@ def convex_weights(
         raise ValueError(f"steps must be at least 1; got {steps}.")
     if rule == "dirichlet":
         # A flat Dirichlet is a vector of i.i.d. Exp(1) draws normalized to sum one.
-        draw = torch.empty(steps, dtype=torch.float64).exponential_(generator=generator)  # (T,)
+        draw = torch.empty(steps, dtype=torch.float64, device="cpu").exponential_(generator=generator)  # (T,)
     else:
-        u = torch.rand(steps, generator=generator, dtype=torch.float64)  # (T,)
+        u = torch.rand(steps, generator=generator, dtype=torch.float64, device="cpu")  # (T,)
         draw = torch.exp(1.0 - u) if rule == "exp" else u
     beta = (draw / draw.sum()).to(dtype)
     if device is None or torch.device(device).type != "cuda":

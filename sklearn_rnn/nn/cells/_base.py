@@ -634,7 +634,7 @@ class FusedCell(Cell):
         """
         bias_hh = self.recurrent_bias(recurrence)
         with torch.no_grad():
-            recurrence.weight_ih_l0.copy_(torch.eye(recurrence.input_size))
+            recurrence.weight_ih_l0.copy_(torch.eye(recurrence.input_size, device="cpu"))
             if bias_hh is not None:
                 recurrence.bias_ih_l0.zero_()
             reset_affine_(projection, recurrence.weight_hh_l0, spectral_radius, generator)
@@ -1053,7 +1053,7 @@ def uniform_(tensor: torch.Tensor, bound: float, generator: torch.Generator | No
     bound : float
     generator : torch.Generator or None
     """
-    draw = torch.rand(tensor.shape, generator=generator, dtype=torch.float64)
+    draw = torch.rand(tensor.shape, generator=generator, dtype=torch.float64, device="cpu")
     tensor.copy_((2 * draw - 1) * bound)
 
 
@@ -1066,7 +1066,7 @@ def normal_(tensor: torch.Tensor, std: float, generator: torch.Generator | None)
     std : float
     generator : torch.Generator or None
     """
-    tensor.copy_(torch.randn(tensor.shape, generator=generator, dtype=torch.float64) * std)
+    tensor.copy_(torch.randn(tensor.shape, generator=generator, dtype=torch.float64, device="cpu") * std)
 
 
 def _quiet(function: Callable[..., tuple[torch.Tensor, ...]], *args: object) -> tuple[torch.Tensor, ...]:

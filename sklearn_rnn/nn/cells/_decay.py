@@ -131,9 +131,9 @@ class DecayRecurrence(nn.Module):
         input rates ``INPUT_RATE``, baselines 0 (no randomness)."""
         with torch.no_grad():
             low, high = (math.log(rate) for rate in HIDDEN_RATES)
-            rates = torch.exp(torch.linspace(low, high, self.hidden_size, dtype=torch.float64))
+            rates = torch.exp(torch.linspace(low, high, self.hidden_size, dtype=torch.float64, device="cpu"))
             self.hidden_decay.copy_(_inverse_softplus(rates))
-            self.input_decay.fill_(_inverse_softplus(torch.tensor(INPUT_RATE)).item())
+            self.input_decay.fill_(_inverse_softplus(torch.tensor(INPUT_RATE, device="cpu")).item())
             self.input_baseline.zero_()
 
     def decay_inputs(self, x: torch.Tensor, gaps: torch.Tensor) -> torch.Tensor:

@@ -542,3 +542,24 @@ def test_unsigned_lengths_give_the_temporal_gradients_of_int64_ones():
             torch.testing.assert_close(tg.norms(), reference.norms())
             for got, expected in zip(tg.gradient, reference.gradient):
                 torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("cell", ["tanh", "gru", "lstm"])
+def test_an_empty_batch_has_zero_norms_and_a_simplex_step_that_moves_nothing(cell):
+    # The network and temporal_gradients accept a batch of no sequences; then norms()
+    # and SimplexSGD.step raised ZeroDivisionError (the Gram method's chunk of rows
+    # divided by batch * batch).
+    from sklearn_rnn.optim import SimplexSGD
+
+    net = make_net(cell)
+    x, lengths = torch.randn(0, 4, INPUT, dtype=torch.float64), torch.zeros(0, dtype=torch.long)
+    states = net.forward_states(x, lengths)
+    tg = temporal_gradients(net, states, states.outputs.sum(), lengths, accumulate_grad=False)
+    for method in ("auto", "direct", "gram"):
+        torch.testing.assert_close(tg.norms(method), torch.zeros(4, dtype=torch.float64))
+    before = [p.detach().clone() for p in net.parameters()]
+    optimizer = SimplexSGD(net.parameters(), lr=0.1, generator=0)
+    optimizer.step(tg)
+    assert optimizer.last_step["gradient_norm"] == 0.0
+    for p, old in zip(net.parameters(), before):
+        torch.testing.assert_close(p.detach(), old, rtol=0, atol=0)

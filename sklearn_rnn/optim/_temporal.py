@@ -963,7 +963,7 @@ def _gram_squares(layer: _Layer) -> torch.Tensor:
     delta = layer.delta  # (S, B, m)
     rows, batch, _ = delta.shape
     work = _working_dtype(delta.dtype)
-    chunk = max(1, _CHUNK_ELEMENTS // (batch * batch))
+    chunk = max(1, _CHUNK_ELEMENTS // max(1, batch * batch))  # an empty batch: zero norms
     pieces = []
     for lo in range(0, rows, chunk):
         hi = min(rows, lo + chunk)

@@ -384,3 +384,38 @@ def test_the_cpu_draws_of_the_initialization_ignore_the_default_device(cell):
                 torch.testing.assert_close(state[name], value, rtol=0, atol=0)
     expected = spectral_radius_(torch.empty(3, 3), 1.2, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(w, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("cell", ["tanh", "gru", "lstm"])
+def test_simplex_sgd_names_the_identity_weights_an_attribute_unfreeze_made_trainable(cell):
+    # `for p in net.parameters(): p.requires_grad = True` bypasses requires_grad_ and
+    # unfreezes the fused modules' identity input weights; SimplexSGD then told the user
+    # to build the optimizer with network.parameters(), which is what they had done.
+    net = network(cell, num_layers=2)
+    for p in net.parameters():
+        p.requires_grad = False
+    for p in net.parameters():
+        p.requires_grad = True
+    x, lengths = batch(dtype=torch.float32)
+    opt = SimplexSGD(net.parameters(), lr=0.1, generator=0)
+    states = net.forward_states(x, lengths)
+    tg = temporal_gradients(net, states, states.outputs.square().mean(), lengths)
+    fixed = ["recurrence.weight_ih_l0", "upper_layers.0.recurrence.weight_ih_l0"]
+    if cell == "gru":
+        fixed = ["recurrence.weight_ih_l0", "recurrence.bias_ih_l0",
+                 "upper_layers.0.recurrence.weight_ih_l0", "upper_layers.0.recurrence.bias_ih_l0"]
+    with pytest.raises(ValueError) as error:
+        opt.step(tg)
+    message = str(error.value)
+    assert f"The optimizer trains {', '.join(fixed)}: the fused recurrence modules' fixed input weights" in message
+    assert "call network.requires_grad_(True)" in message
+    assert "Build the optimizer with network.parameters()" not in message  # what the user did
+    # An optimizer missing parameters, or holding others, is told which.
+    extra = torch.nn.Parameter(torch.zeros(3, 4))
+    net.requires_grad_(True)
+    with pytest.raises(ValueError, match=r"Not trained by the optimizer: (b_rec, )?W_in, b, .*W_out, b_out\. "
+                                         r"Build the optimizer with network.parameters\(\)"):
+        SimplexSGD([net.recurrent_weight], lr=0.1).step(tg)
+    with pytest.raises(ValueError, match=r"Not covered by the temporal gradients: a tensor of shape \(3, 4\) "
+                                         r"that is not the network's\. Build"):
+        SimplexSGD([*net.parameters(), extra], lr=0.1).step(tg)

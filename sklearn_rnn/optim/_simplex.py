@@ -20,6 +20,7 @@ from ._functional import (
     _StepRuleOptimizer,
     clipped_step_,
 )
+from ..nn import RecurrentNetwork
 from ._temporal import TemporalGradients
 
 __all__ = ["SimplexSGD"]
@@ -276,15 +277,51 @@ class SimplexSGD(_StepRuleOptimizer):
             self.generator.set_state(generator_state)
 
     def _check_parameters(self, temporal: TemporalGradients) -> None:
-        mine = {id(p) for group in self.param_groups for p in group["params"] if p.requires_grad}
+        mine = {id(p): p for group in self.param_groups for p in group["params"] if p.requires_grad}
         covered = {id(p) for p in temporal.parameters}
-        if mine != covered:
+        if mine.keys() != covered:
             raise ValueError(
                 f"SimplexSGD holds {len(mine)} trainable parameters and the temporal gradients "
                 f"cover {len(covered)} ({', '.join(temporal.names)}), "
-                f"{len(mine & covered)} in common; they must be the same: build the optimizer "
-                "with network.parameters() of the network given to temporal_gradients."
+                f"{len(mine.keys() & covered)} in common; they must be the same. "
+                + _mismatch(temporal, [p for key, p in mine.items() if key not in covered], mine.keys())
             )
+
+
+def _mismatch(temporal: TemporalGradients, uncovered: list[torch.Tensor], mine: Iterable[int]) -> str:
+    """What differs between the optimizer's trainable parameters and those the temporal
+    gradients cover, by name, and how to fix it: the sentences after "they must be the
+    same" in :meth:`SimplexSGD.step`'s error."""
+    network = temporal._network
+    names = {} if network is None else {id(p): name for name, p in network.named_parameters()}
+    fixed = set()
+    if isinstance(network, RecurrentNetwork):
+        for cell, _, recurrence in network.stack() + network.reverse_stack():
+            fixed.update(id(p) for p in cell.frozen_parameters(recurrence))
+    frozen = [names[id(p)] for p in uncovered if id(p) in fixed]
+    others = [names.get(id(p), f"a tensor of shape {tuple(p.shape)} that is not the network's")
+              for p in uncovered if id(p) not in fixed]
+    mine = set(mine)
+    missing = [name for name, p in zip(temporal.names, temporal.parameters) if id(p) not in mine]
+    sentences = []
+    if frozen:
+        sentences.append(
+            f"The optimizer trains {', '.join(frozen)}: the fused recurrence modules' fixed "
+            "input weights (an identity, and a zero input bias), which the network's input "
+            "projection replaces and which must stay frozen (requires_grad=False). To "
+            "unfreeze the network, call network.requires_grad_(True), which keeps them "
+            "frozen, rather than setting p.requires_grad = True on every parameter."
+        )
+    if others:
+        sentences.append(f"Not covered by the temporal gradients: {', '.join(others)}.")
+    if missing:
+        sentences.append(f"Not trained by the optimizer: {', '.join(missing)}.")
+    if others or missing:
+        sentences.append(
+            "Build the optimizer with network.parameters() of the network given to "
+            "temporal_gradients."
+        )
+    return " ".join(sentences)
 
 
 def _as_generator(generator: torch.Generator | int | None) -> torch.Generator:

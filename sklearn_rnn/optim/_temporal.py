@@ -128,6 +128,8 @@ class TemporalGradients:
         Sequences contributing to each aligned step.
     loss : torch.Tensor
         The loss, detached.
+    network : RecurrentNetwork or RecurrentAdapter, optional
+        The network they are of; error messages name its parameters.
 
     Attributes
     ----------
@@ -181,9 +183,11 @@ class TemporalGradients:
         alignment: Alignment,
         counts: torch.Tensor,
         loss: torch.Tensor,
+        network: RecurrentNetwork | RecurrentAdapter | None = None,
     ) -> None:
         self.parameters = parameters
         self.names = names
+        self._network = network
         self.steps = steps
         self.alignment = alignment
         self.counts = counts
@@ -574,6 +578,7 @@ def _from_gradients(
         alignment="absolute" if every_step else "last",
         counts=counts,
         loss=loss.detach(),
+        network=network,
     )
 
 

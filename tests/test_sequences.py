@@ -118,6 +118,17 @@ def test_flat_sequences_batch_is_right_padded_with_zeros():
     assert lengths.tolist() == [1, 3]
 
 
+def test_flat_sequences_batch_pads_with_zeros_after_an_infinite_or_nan_last_value():
+    # Padding was the last valid row times 0: NaN after an infinite value (1e39 is inf
+    # in float32), which a plain PyTorch model's backward then turned into NaN gradients.
+    flat = FlatSequences.from_arrays([np.array([[1.0], [1e39]]), np.ones((4, 1)), np.array([[np.nan]])])
+    x, lengths = flat.batch(np.array([0, 1, 2]))
+    assert x.dtype == flat.values.dtype
+    expected = torch.tensor([[1.0, np.inf, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [np.nan, 0.0, 0.0, 0.0]])
+    torch.testing.assert_close(x[..., 0], expected.to(x.dtype), rtol=0, atol=0, equal_nan=True)  # NaN: a valid step
+    assert lengths.tolist() == [2, 4, 1]
+
+
 def test_flat_sequences_batch_of_equal_lengths_is_a_gather_of_the_same_values():
     rng = np.random.default_rng(0)
     arrays = [rng.normal(size=(4, 3)) for _ in range(5)]

@@ -149,7 +149,8 @@ class FlatSequences:
         steps = torch.arange(int(lengths.max()), device=index.device)  # (T,)
         valid = steps[None, :] < lengths[:, None]  # (B, T)
         rows = self.starts[index][:, None] + torch.minimum(steps[None, :], lengths[:, None] - 1)
-        x = self.values[rows] * valid[..., None]  # (B, T, d)
+        # Zeros where padded: not the last row times 0, which is NaN for an infinite value.
+        x = torch.where(valid[..., None], self.values[rows], 0.0)  # (B, T, d)
         return x, lengths
 
 

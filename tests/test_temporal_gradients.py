@@ -454,6 +454,23 @@ def test_spectral_radius_init_stacked_blocks_and_global_rng_untouched():
         spectral_radius_(torch.empty(3, 3), 0.0)
 
 
+@pytest.mark.parametrize("std", [0.0, -0.1, float("nan"), float("inf"), True, "0.1"])
+def test_spectral_radius_init_refuses_a_std_that_is_not_finite_and_positive(std):
+    # std=0 or NaN filled the matrix with NaN silently, and a negative std negated it.
+    w = torch.zeros(3, 3)
+    with pytest.raises(ValueError, match=r"std must be a finite positive number .*got"):
+        spectral_radius_(w, 1.2, std=std, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(w, torch.zeros(3, 3))
+
+
+def test_spectral_radius_init_std_does_not_change_the_rescaled_matrix():
+    # As its docstring now says: the draw is rescaled to rho, so std cancels.
+    expected = spectral_radius_(torch.empty(6, 6), 1.2, generator=torch.Generator().manual_seed(0))
+    for std in (1e-3, 1.0, 10.0):
+        got = spectral_radius_(torch.empty(6, 6), 1.2, std=std, generator=torch.Generator().manual_seed(0))
+        torch.testing.assert_close(got, expected)
+
+
 def test_larger_radius_keeps_distant_temporal_gradients_alive():
     """Figure 3.1's point: with rho < 1 early steps' norms vanish, with rho > 1 far less."""
     gen = torch.Generator().manual_seed(0)

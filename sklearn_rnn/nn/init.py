@@ -44,7 +44,9 @@ def spectral_radius_(
     rho : float
         The target spectral radius, strictly positive.
     std : float, default=0.1
-        Standard deviation of the Gaussian draw before rescaling.
+        Standard deviation of the Gaussian draw before rescaling, finite and positive.
+        The draw is rescaled to spectral radius ``rho``, so ``std`` does not change the
+        result (up to rounding); it is kept as algorithm 3.1 states it.
     generator : torch.Generator, optional
         The source of randomness; the global generator when None.
 
@@ -68,6 +70,11 @@ def spectral_radius_(
             f"(k * n, n), n >= 1; got a tensor of shape {tuple(weight.shape)}."
         )
     _check_radius(rho, "rho")
+    if isinstance(std, bool) or not isinstance(std, Real) or not 0 < std < math.inf:
+        raise ValueError(
+            f"std must be a finite positive number (the Gaussian draw's standard deviation, "
+            f"which the rescaling to rho cancels); got {std!r}. Leave the default, 0.1."
+        )
     n = weight.shape[1]
     with torch.no_grad():
         for block in weight.split(n, dim=0):

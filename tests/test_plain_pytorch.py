@@ -335,3 +335,35 @@ def test_the_adapter_refuses_fractional_and_boolean_lengths_as_the_network_does(
         torch.testing.assert_close(adapter(x, lengths), adapter(x, torch.tensor([2, 4])))
         torch.testing.assert_close(adapter.forward_states(x, lengths).outputs, adapter(x, torch.tensor([2, 4])),
                                    atol=1e-6, rtol=1e-6)
+
+
+def test_a_packed_sequence_an_array_or_another_width_is_refused_with_a_way_out():
+    # A PackedSequence gave "'PackedSequence' object has no attribute 'ndim'" (the
+    # adapter and the network), and forward_states of 5 features into a module of 2
+    # "mat1 and mat2 shapes cannot be multiplied".
+    import numpy as np
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    from sklearn_rnn.nn import RecurrentNetwork
+
+    x, lengths = torch.randn(2, 4, 2), torch.tensor([4, 2])
+    packed = pack_padded_sequence(x, lengths, batch_first=True)
+    network = RecurrentNetwork(2, 3, 1)
+    for batch_first in (True, False):
+        adapter = RecurrentAdapter(nn.GRU(2, 3, batch_first=batch_first), nn.Linear(3, 1))
+        layout = "batch, steps" if batch_first else "steps, batch"
+        for run in (adapter, adapter.forward_states, *((network, network.forward_states) if batch_first else ())):
+            with pytest.raises(TypeError, match=re.escape(
+                    f"x must be a torch.Tensor of right-padded sequences, ({layout}, features); got a "
+                    f"PackedSequence: pass a right-padded tensor and lengths instead, which "
+                    f"torch.nn.utils.rnn.pad_packed_sequence(x, batch_first={batch_first}) gives.")):
+                run(packed, lengths)
+            with pytest.raises(TypeError, match=r"got ndarray: convert it with torch.as_tensor\(x\)"):
+                run(x.numpy(), lengths)
+        wide = torch.randn(2, 4, 5) if batch_first else torch.randn(4, 2, 5)
+        for run in (adapter, adapter.forward_states):
+            with pytest.raises(ValueError, match=re.escape(
+                    f"x has shape {tuple(wide.shape)}: expected ({layout}, 2), right-padded sequences "
+                    "of the rnn's input_size=2 features.")):
+                run(wide, lengths)
+    assert np.isfinite(adapter(x.transpose(0, 1), lengths).detach().numpy()).all()  # time-major still runs

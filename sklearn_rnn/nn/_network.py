@@ -566,6 +566,7 @@ class RecurrentNetwork(nn.Module):
         device synchronization (lengths on the CPU, outside the stacked trainer's
         vectorized pass), that every length lies in ``[1, steps]``. A fused kernel does
         not check shapes: an LSTM read past its inputs."""
+        check_tensor(x)
         if x.ndim != 3 or x.shape[-1] != self.input_size:
             raise ValueError(
                 f"x has shape {tuple(x.shape)}: expected (batch, steps, {self.input_size}), "
@@ -627,6 +628,46 @@ class RecurrentNetwork(nn.Module):
         if not self.training or self.dropout == 0:
             return tensor
         return dropout(tensor, self.dropout, self.dropout_generator(tensor.device))
+
+
+def check_tensor(x: object, *, batch_first: bool = True) -> None:
+    """Refuse inputs that are not a tensor, with the way to one: a PackedSequence or an
+    array has no padded steps to read (PyTorch failed on a missing attribute).
+
+    Parameters
+    ----------
+    x : object
+        The inputs given.
+    batch_first : bool, default=True
+        The layout expected, ``(batch, steps, features)`` or ``(steps, batch, features)``.
+
+    Raises
+    ------
+    TypeError
+        When ``x`` is not a :class:`torch.Tensor`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch.nn.utils.rnn import pack_sequence
+    >>> from sklearn_rnn.nn._network import check_tensor
+    >>> check_tensor(torch.zeros(2, 3, 1))
+    >>> check_tensor(pack_sequence([torch.zeros(3, 1), torch.zeros(2, 1)]))
+    Traceback (most recent call last):
+    ...
+    TypeError: x must be a torch.Tensor of right-padded sequences, (batch, steps, features); got a PackedSequence: pass a right-padded tensor and lengths instead, which torch.nn.utils.rnn.pad_packed_sequence(x, batch_first=True) gives.
+    """
+    if isinstance(x, torch.Tensor):
+        return
+    layout = "(batch, steps, features)" if batch_first else "(steps, batch, features)"
+    if isinstance(x, nn.utils.rnn.PackedSequence):
+        got = (
+            "a PackedSequence: pass a right-padded tensor and lengths instead, which "
+            f"torch.nn.utils.rnn.pad_packed_sequence(x, batch_first={batch_first}) gives."
+        )
+    else:
+        got = f"{type(x).__name__}: convert it with torch.as_tensor(x)."
+    raise TypeError(f"x must be a torch.Tensor of right-padded sequences, {layout}; got {got}")
 
 
 def as_lengths(lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..nn._network import NetworkStates, check_lengths
+from ..nn._network import NetworkStates, check_lengths, check_tensor
 from ..nn.cells import Cell, LayerStates, cell_of_module, stepwise_recurrence
 
 __all__ = ["RecurrentAdapter"]
@@ -171,7 +171,7 @@ class RecurrentAdapter(nn.Module):
             ``outputs`` is ``(batch, output_size)``, or per step in the layout of ``x``;
             the states (``hidden``, ``layers``, ``readout_inputs``) are batch-first.
         """
-        z = self._batch_major(x)  # (B, T, n)
+        z = self._inputs(x)  # (B, T, n)
         lengths = check_lengths(lengths, z.shape[0], z.shape[1])  # (B,)
         layers: list[LayerStates] = []
         for k, parameters in enumerate(self.layer_parameters()):
@@ -212,12 +212,25 @@ class RecurrentAdapter(nn.Module):
         torch.Tensor
             ``(batch, output_size)``, or per step in the layout of ``x``.
         """
-        z = self._batch_major(x)  # (B, T, n)
+        z = self._inputs(x)  # (B, T, n)
         lengths = check_lengths(lengths, z.shape[0], z.shape[1])  # (B,)
         output = self.rnn(x)[0]  # the layout of x
         if every_step:
             return self.readout(output)
         return self.readout(_last(self._batch_major(output), lengths))  # (B, k)
+
+    def _inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` batch-major, after checking that it is a padded batch of the module's
+        ``input_size`` features (the step-by-step path multiplied any width it got)."""
+        check_tensor(x, batch_first=self.rnn.batch_first)
+        z = self._batch_major(x)  # (B, T, n)
+        if z.shape[-1] != self.rnn.input_size:
+            layout = "(batch, steps, {})" if self.rnn.batch_first else "(steps, batch, {})"
+            raise ValueError(
+                f"x has shape {tuple(x.shape)}: expected {layout.format(self.rnn.input_size)}, "
+                f"right-padded sequences of the rnn's input_size={self.rnn.input_size} features."
+            )
+        return z
 
     def _batch_major(self, tensor: torch.Tensor) -> torch.Tensor:
         if tensor.ndim != 3:

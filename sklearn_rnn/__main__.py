@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import os
 import re
+import tempfile
 import textwrap
 import time
 import warnings
@@ -178,6 +180,12 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
         if not os.path.isdir(folder):
             parser.error(f"{option} {path}: the folder {folder} does not exist (checked before "
                          "the study runs, so that its results are not lost).")
+        try:  # a folder without write permission, or one that holds no files (/proc)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as error:
+            parser.error(f"{option} {path}: no file can be written in {folder} ({error.strerror}; "
+                         "checked before the study runs, so that its results are not lost).")
     if args.plot and args.save_intervals and os.path.abspath(args.plot) == os.path.abspath(args.save_intervals):
         parser.error(f"--plot and --save-intervals name the same file ({args.plot}): the figure "
                      "would overwrite the intervals. Give two file names.")
@@ -193,6 +201,13 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
         if extension not in formats:
             parser.error(f"--plot {args.plot}: expected a file name ending in one of "
                          f"{sorted(formats)} (the image format).")
+        probe = Figure(figsize=(1, 1))
+        probe.text(0.5, 0.5, "x")
+        try:  # a format listed but not written here ('pgf' needs a LaTeX install)
+            probe.savefig(io.BytesIO(), format=extension, bbox_inches="tight")
+        except Exception as error:  # noqa: BLE001 (matplotlib's backends raise what they like)
+            parser.error(f"--plot {args.plot}: matplotlib cannot write {extension!r} files here "
+                         f"({error}); choose another format, e.g. .png.")
 
 
 def _at_least(low: int, high: int | None = None) -> Any:

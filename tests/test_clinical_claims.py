@@ -6,6 +6,7 @@ study is rebuilt here from that table and looked up in their text.
 """
 
 import csv
+import os
 import re
 from pathlib import Path
 
@@ -120,6 +121,34 @@ def test_the_main_job_refuses_bad_options_before_it_runs(arguments, message, cap
         main(arguments)
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs Linux's /proc, a folder that holds no new files")
+@pytest.mark.parametrize("option", ["--plot", "--save-intervals"])
+def test_the_main_job_refuses_a_folder_it_cannot_write_in_before_it_runs(option, capsys):
+    # Only the folder's existence was checked: the study ran, then the write failed.
+    from sklearn_rnn.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([option, "/proc/pbc.png" if option == "--plot" else "/proc/pbc.csv"])
+    assert stop.value.code == 2
+    assert f"{option} /proc/pbc." in (err := capsys.readouterr().err) and "no file can be written in /proc" in err
+
+
+def test_the_main_job_refuses_a_plot_format_matplotlib_cannot_write_here(monkeypatch, tmp_path, capsys):
+    # 'pgf' is listed as supported but needs a LaTeX install: the study ran, then savefig failed.
+    from matplotlib.figure import Figure
+
+    from sklearn_rnn.__main__ import main
+
+    def savefig(self, fname, *args, format=None, **kwargs):
+        raise RuntimeError("'xelatex' not found")
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    with pytest.raises(SystemExit) as stop:
+        main(["--plot", str(tmp_path / "pbc.pgf")])
+    assert stop.value.code == 2
+    assert "matplotlib cannot write 'pgf' files here ('xelatex' not found)" in capsys.readouterr().err
 
 
 def test_the_main_job_refuses_plot_without_matplotlib_before_it_runs(monkeypatch, capsys):

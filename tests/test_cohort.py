@@ -329,3 +329,26 @@ def test_load_pbc_cohort_takes_one_name_as_a_string_and_refuses_a_log_of_zero():
         load_pbc_cohort(1, 1, 2, log_features=("edema",))
     with pytest.raises(ValueError, match=r"\['bilirubin'\] are not columns of load_pbcseq"):
         load_pbc_cohort(1, 1, 2, features=("bilirubin",))
+
+
+def test_load_pbc_cohort_takes_the_log_of_features_only_and_of_each_once():
+    # log_features=["id"] made the ids log(id) and ["futime"] corrupted the outcome (blamed
+    # on an end_time never passed); a name given twice was logged twice; "sex" gave
+    # pandas' "Unordered Categoricals can only compare equality".
+    from sklearn_rnn.clinical import load_pbc_cohort
+
+    for name in ("id", "futime", "day"):
+        with pytest.raises(ValueError, match=rf"log_features names \['{name}'\], which are not among features"):
+            load_pbc_cohort(1, 1, 2, features=["bili"], log_features=[name])
+    twice = load_pbc_cohort(1, 1, 2, features=["bili"], log_features=["bili", "bili"])
+    once = load_pbc_cohort(1, 1, 2, features=["bili"], log_features=["bili"])
+    for a, b in zip(twice.sequences, once.sequences, strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match=r"log_features names 'sex', whose values are not numbers"):
+        load_pbc_cohort(1, 1, 2, features=["sex"], log_features=["sex"])
+    # The default applies to the features it names: bilirubin alone is logged.
+    default = load_pbc_cohort(1, 1, 2, features=["bili", "albumin"])
+    raw = load_pbc_cohort(1, 1, 2, features=["bili", "albumin"], log_features=[])
+    for logged, plain in zip(default.sequences, raw.sequences, strict=True):
+        np.testing.assert_allclose(logged[:, 1], np.log(plain[:, 1]))
+        np.testing.assert_array_equal(logged[:, 2], plain[:, 2])

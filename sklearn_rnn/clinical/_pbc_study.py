@@ -92,8 +92,9 @@ def load_pbc_cohort(
     features : str or sequence of str, default=FEATURES
         Columns of :func:`~sklearn_rnn.datasets.load_pbcseq` used as features.
     log_features : str or sequence of str, default=LOG_FEATURES
-        Features replaced by their natural logarithm (right-skewed labs); each must
-        be positive wherever it is observed.
+        Features replaced by their natural logarithm (right-skewed labs), each named
+        in ``features``, numeric and positive wherever it is observed (the default
+        applies to those of ``LOG_FEATURES`` that ``features`` names).
 
     Returns
     -------
@@ -112,7 +113,16 @@ def load_pbc_cohort(
         if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) or value < 0:
             raise ValueError(f"{name} must be a finite number >= 0 of years; got {value!r}.")
     features = [features] if isinstance(features, str) else list(features)
-    log_features = [log_features] if isinstance(log_features, str) else list(log_features)
+    if log_features is LOG_FEATURES:  # the default: those of the features it names
+        log_features = [name for name in LOG_FEATURES if name in features]
+    log_features = [log_features] if isinstance(log_features, str) else list(dict.fromkeys(log_features))
+    not_features = [name for name in log_features if name not in features]
+    if not_features:
+        raise ValueError(
+            f"log_features names {not_features}, which are not among features={features}: only "
+            "features are put on a log scale (the id, day and outcome columns stay as they "
+            "are). Add them to features, or leave them out of log_features."
+        )
     outcome = [name for name in ("futime", "status") if name in features]
     if outcome:
         raise ValueError(
@@ -129,6 +139,11 @@ def load_pbc_cohort(
             f"{unknown} are not columns of load_pbcseq(): expected some of {list(table.columns)}."
         )
     for name in log_features:
+        if not pd.api.types.is_numeric_dtype(table[name]) or pd.api.types.is_bool_dtype(table[name]):
+            raise ValueError(
+                f"log_features names {name!r}, whose values are not numbers ({table[name].dtype}): "
+                "only numeric features have a logarithm. Leave it out of log_features."
+            )
         if (table[name] <= 0).any():
             raise ValueError(
                 f"log_features names {name!r}, which has {int((table[name] <= 0).sum())} values "

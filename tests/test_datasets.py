@@ -248,11 +248,15 @@ def test_task_error_refuses_scores_without_a_column_per_label():
     # 3 columns, and argmax read column j as class j, so a perfect model scored 1.0.
     y_true = np.array([1, 2, 3, 3])
     perfect = np.eye(3)[y_true - 1]  # column j scores class j + 1
-    with pytest.raises(ValueError, match=r"3 columns .* holds class 3.*clf\.predict\(X\)"):
+    with pytest.raises(ValueError, match=r"3 columns .* classes up to 3.*clf\.predict\(X\)"):
         task_error("temporal_order", y_true, perfect)
     assert task_error("temporal_order", y_true, y_true) == 0.0  # the labels are fine
-    # Enough columns for the labels present: read as before.
-    assert task_error("temporal_order", [0, 2], np.eye(3)[[0, 2]]) == 0.0
+    # Columns for more labels than the test set holds are not enough: classes_ [0, 2, 3]
+    # against labels 0-2 read class 2's column as class 1 (0.63 against predict's 0.67).
+    with pytest.raises(ValueError, match=r"3 columns .*a column for every class of the task \(4, or 8"):
+        task_error("temporal_order", [0, 1, 2], np.eye(3))
+    assert task_error("temporal_order", [0, 2], np.eye(4)[[0, 2]]) == 0.0  # the task's 4 classes
+    assert task_error("temporal_order", [0, 7], np.eye(8)[[0, 7]]) == 0.0  # 3 symbols: 8 classes
 
 
 def test_task_error_on_generated_data():

@@ -418,13 +418,14 @@ def task_error(
                 f"y_pred has shape {pred.shape}: for 'temporal_order' expected class labels "
                 "(n_samples,) or a score per class (n_samples, n_classes), n_classes >= 2."
             )
-        if np.issubdtype(truth.dtype, np.number) and pred.shape[1] <= truth.max():
+        if pred.shape[1] not in (4, 8) or (np.issubdtype(truth.dtype, np.number) and pred.shape[1] <= truth.max()):
             # Column j is read as class j: with fewer columns than labels (a classifier
             # whose classes_ are not 0..n_classes-1) argmax names the wrong classes.
             raise ValueError(
-                f"y_pred has {pred.shape[1]} columns of class scores, but y_true holds class "
-                f"{truth.max()}: task_error reads column j as the score of class j, so the "
-                f"scores need a column for every class 0..{truth.max()}. Pass the predicted "
+                f"y_pred has {pred.shape[1]} columns of class scores, and y_true holds classes up "
+                f"to {truth.max()}: task_error reads column j as the score of class j, so the "
+                "scores need a column for every class of the task (4, or 8 with three "
+                "symbols; a classifier fitted without some class has fewer). Pass the predicted "
                 "labels instead (clf.predict(X), which maps columns through clf.classes_), "
                 "or train the classifier on every class (partial_fit(..., "
                 "classes=np.arange(n_classes)))."

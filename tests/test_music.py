@@ -153,6 +153,10 @@ def test_data_home_from_argument_or_environment(tmp_path, monkeypatch):
     assert get_data_home() == tmp_path / "from_env"
     assert (tmp_path / "from_env").is_dir()
     assert get_data_home(tmp_path / "given") == tmp_path / "given"
+    # Set but empty (SKLEARN_RNN_DATA=${CACHE:-}): the default, not the current folder.
+    monkeypatch.setenv("SKLEARN_RNN_DATA", "")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert get_data_home() == tmp_path / "home" / "sklearn_rnn_data"
 
 
 def test_split_is_fixed_and_covers_everything():

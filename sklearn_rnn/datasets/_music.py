@@ -50,7 +50,8 @@ def get_data_home(data_home: str | os.PathLike | None = None) -> Path:
     """Return the folder where sklearn_rnn caches data sets, creating it if needed.
 
     The folder is, in order of precedence: ``data_home`` when given; the environment
-    variable ``SKLEARN_RNN_DATA``; ``~/sklearn_rnn_data``. A leading ``~`` is expanded.
+    variable ``SKLEARN_RNN_DATA`` when set and not empty; ``~/sklearn_rnn_data``. A
+    leading ``~`` is expanded.
     As with :func:`sklearn.datasets.get_data_home`, deleting the folder only costs the
     time to rebuild what it held.
 
@@ -75,7 +76,8 @@ def get_data_home(data_home: str | os.PathLike | None = None) -> Path:
     cache True
     """
     if data_home is None:
-        data_home = os.environ.get(DATA_HOME_ENV, os.path.join("~", "sklearn_rnn_data"))
+        # An empty variable (SKLEARN_RNN_DATA=${CACHE:-}) counts as unset, not as the current folder.
+        data_home = os.environ.get(DATA_HOME_ENV) or os.path.join("~", "sklearn_rnn_data")
     path = Path(os.path.expanduser(os.fspath(data_home)))
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -239,46 +239,33 @@ def test_a_model_fitted_on_a_table_explains_a_row_given_as_a_series_an_array_or_
             np.testing.assert_array_equal(integrated_gradients(model, row).attributions, expected)
 
 
-def test_a_fitted_search_stands_for_its_best_estimator_and_its_time_column():
+@pytest.mark.parametrize("wrapped", ["search", "pipeline ending in a search"])
+def test_a_fitted_search_stands_for_its_best_estimator_and_its_time_column(wrapped):
+    # Given as a pipeline's last step, the search was taken for the model: no time_feature
+    # found, so the time column was permuted (times that decrease were refused, or
+    # importances silently wrong), and integrated_gradients failed with an AttributeError.
+    from sklearn.model_selection import GridSearchCV
+
     from sklearn_rnn import RNNGridSearchCV
 
     rng = np.random.default_rng(0)
     X = [np.c_[np.cumsum(rng.uniform(0.5, 2, k)), rng.normal(size=(k, 2))] for k in rng.integers(3, 8, 60)]
     y = np.array([int(x[-1, 1] > 0) for x in X])
+    rnn = RNNClassifier(time_feature=0, hidden_size=4, max_iter=5, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        search = RNNGridSearchCV(RNNClassifier(time_feature=0, hidden_size=4, max_iter=5, random_state=0),
-                                 {"hidden_size": [4]}, cv=2).fit(X, y)
-    best = search.best_estimator_
+        if wrapped == "search":
+            model = RNNGridSearchCV(rnn, {"hidden_size": [4]}, cv=2).fit(X, y)
+            best = model.best_estimator_
+        else:
+            model = make_pipeline(SequenceStandardScaler(), GridSearchCV(rnn, {"hidden_size": [4]}, cv=2)).fit(X, y)
+            best = make_pipeline(model[0], model[-1].best_estimator_)
     for function in (sequence_permutation_importance, visit_importance):
-        through_search = function(search, X, y, random_state=0).importances_mean
+        through_search = function(model, X, y, random_state=0).importances_mean
         np.testing.assert_allclose(through_search, function(best, X, y, random_state=0).importances_mean)
-    assert sequence_permutation_importance(search, X, y, random_state=0).importances_mean[0] == 0  # time kept
-    np.testing.assert_allclose(integrated_gradients(search, X[0]).attributions,
+    assert sequence_permutation_importance(model, X, y, random_state=0).importances_mean[0] == 0  # time kept
+    np.testing.assert_allclose(integrated_gradients(model, X[0]).attributions,
                                integrated_gradients(best, X[0]).attributions)
-
-
-def test_a_pipeline_ending_in_a_fitted_search_is_inspected_as_its_best_estimator():
-    # The search was taken for the model: no time_feature found, so the time column was
-    # permuted (times that decrease were refused, or importances silently wrong), and
-    # integrated_gradients failed with an AttributeError.
-    from sklearn.model_selection import GridSearchCV
-
-    rng = np.random.default_rng(0)
-    X = [np.c_[np.cumsum(rng.uniform(0.5, 2, k)), rng.normal(size=(k, 2))] for k in rng.integers(3, 8, 40)]
-    y = np.array([int(x[-1, 1] > 0) for x in X])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        pipe = make_pipeline(SequenceStandardScaler(), GridSearchCV(
-            RNNClassifier(time_feature=0, hidden_size=4, max_iter=3, random_state=0), {"hidden_size": [4]}, cv=2,
-        )).fit(X, y)
-    unwrapped = make_pipeline(pipe[0], pipe[-1].best_estimator_)
-    for function in (sequence_permutation_importance, visit_importance):
-        np.testing.assert_allclose(function(pipe, X, y, random_state=0).importances_mean,
-                                   function(unwrapped, X, y, random_state=0).importances_mean)
-    assert sequence_permutation_importance(pipe, X, y, random_state=0).importances_mean[0] == 0  # time kept
-    np.testing.assert_allclose(integrated_gradients(pipe, X[0]).attributions,
-                               integrated_gradients(unwrapped, X[0]).attributions)
 
 
 def test_per_step_models_are_refused_by_name():

@@ -277,3 +277,20 @@ def test_from_long_format_messages_lead_the_right_way():
     periods = table.assign(day=pd.PeriodIndex(["2024-01", "2024-02", "2024-01", "2024-05"], freq="M"))
     with pytest.raises(TypeError, match=r"period\[M\]. Convert the periods to dates first.*to_timestamp"):
         from_long_format(periods, id_column="id", time_column="day")
+
+
+def test_repeated_pairs_of_a_melted_table_name_the_pivot():
+    # sktime's pd-long (one row per case, reading and channel) read with its values only
+    # was told to aggregate (averaging the channels) or to keep the rows as steps.
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(3, 4, 2))  # (case, reading, channel)
+    table = pd.DataFrame([{"case_id": c, "reading_id": r, "dim_id": f"dim_{d}", "value": values[c, r, d]}
+                          for c in range(3) for d in range(2) for r in range(4)])
+    with pytest.raises(ValueError, match=r"12 row\(s\) repeat") as error:
+        from_long_format(table, id_column="case_id", time_column="reading_id", feature_columns=["value"])
+    pivot = "table.pivot_table(index=['case_id', 'reading_id'], columns='dim_id', values='value').reset_index()"
+    assert pivot in str(error.value)
+    wide = table.pivot_table(index=["case_id", "reading_id"], columns="dim_id", values="value").reset_index()
+    X, ids = from_long_format(wide, id_column="case_id", time_column="reading_id")
+    np.testing.assert_allclose(np.stack(X)[:, :, 1:], values)
+    assert ids.tolist() == [0, 1, 2]

@@ -469,3 +469,66 @@ def test_a_panel_s_date_level_named_as_time_feature_gets_a_hint_that_works():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         assert RNNClassifier(time_feature="time", max_iter=1).fit(panel.assign(time=t), [0, 1, 0, 1]).n_features_in_ == 2
+
+
+def melted(n_cases=4, n_readings=5, n_dims=3, seed=0):
+    """sktime's 'pd-long' by hand: case_id, reading_id, dim_id (text), value; one row per
+    case, reading and channel. Returns the table and the (n_cases, n_readings, n_dims)
+    array it holds."""
+    values = np.random.default_rng(seed).normal(size=(n_cases, n_readings, n_dims))
+    rows = [{"case_id": case, "reading_id": reading, "dim_id": f"dim_{dim}", "value": values[case, reading, dim]}
+            for case in range(n_cases) for dim in range(n_dims) for reading in range(n_readings)]
+    return pd.DataFrame(rows), values
+
+
+def test_a_panel_that_repeats_instance_time_pairs_is_refused_with_the_pivot():
+    # sktime's pd-long indexed by (case_id, reading_id), its text dim_id dropped as the
+    # message said, was read as sequences of 15 steps of one feature: the channels one
+    # after another. Repeated pairs are refused, as from_long_format refuses them.
+    table, values = melted()
+    panel = table.set_index(["case_id", "reading_id"])
+    with pytest.raises(ValueError, match=r"the panel repeats \(instance, time\) pairs: 40 row\(s\) repeat "
+                                         r"an earlier row's pair, e\.g\. \(0, 0\)") as error:
+        check_sequences(panel)  # its text column is not the first thing to fix
+    pivot = ("X.pivot_table(index=['case_id', 'reading_id'], columns='dim_id', values='value', "
+             "sort=False).sort_index(axis=1)")
+    assert pivot in str(error.value)
+    with pytest.raises(ValueError, match=r"columns=<the column naming the variable>, values='value'"):
+        RNNClassifier(max_iter=1).fit(panel.drop(columns="dim_id"), [0, 1, 0, 1])
+    # The pivot, as the message writes it, gives the channels as features.
+    shuffled = table.sample(frac=1.0, random_state=0).set_index(["case_id", "reading_id"])
+    pivoted = shuffled.pivot_table(index=["case_id", "reading_id"], columns="dim_id", values="value",
+                                   sort=False).sort_index(axis=1)
+    order = shuffled.index.unique(level=0)
+    np.testing.assert_allclose(np.stack(check_sequences(pivoted)), values[order])
+    # Repeated measurements: merged, the instances keep their order of appearance.
+    index = pd.MultiIndex.from_tuples([("b", 0), ("b", 0), ("a", 0), ("b", 1)], names=["id", "day"])
+    repeated = pd.DataFrame({"hr": [60.0, 64.0, 70.0, 80.0]}, index=index)
+    with pytest.raises(ValueError, match=r"1 row\(s\).*e\.g\. \('b', 0\).*X.groupby\(level=\[0, 1\], sort=False\).mean\(\)"):
+        check_sequences(repeated)
+    merged = repeated.groupby(level=[0, 1], sort=False).mean()
+    assert [x.ravel().tolist() for x in check_sequences(merged)] == [[62.0, 80.0], [70.0]]
+    unnamed = repeated.rename_axis([None, None])
+    with pytest.raises(ValueError, match=r"X.rename_axis\(\['instance', 'time'\]\).pivot_table\(index=\['instance', "
+                                         r"'time'\], columns=<the column naming the variable>, values='hr'"):
+        check_sequences(unnamed)
+
+
+def test_a_melted_long_table_is_told_to_pivot():
+    # Its message named from_long_format and set_index, both of which read the channels
+    # one after another as steps.
+    table, values = melted()
+    with pytest.raises(ValueError, match="column 'case_id' repeats ids") as error:
+        RNNClassifier(max_iter=1).fit(table, np.arange(len(table)) % 2)
+    message = str(error.value)
+    assert ("X.pivot_table(index=['case_id', 'reading_id'], columns='dim_id', values='value', "
+            "sort=False).sort_index(axis=1)" in message), message
+    assert "from_long_format" not in message
+    pivoted = table.pivot_table(index=["case_id", "reading_id"], columns="dim_id", values="value",
+                                sort=False).sort_index(axis=1)
+    np.testing.assert_allclose(np.stack(check_sequences(pivoted)), values)
+    # A long table with one text feature, one row per (id, time), keeps the routes that fit it.
+    visits = table[table["dim_id"] == "dim_0"].rename(columns={"dim_id": "ward"})
+    with pytest.raises(ValueError, match=r"from_long_format\(X, id_column=\.\.\., time_column=\.\.\.\)") as error:
+        check_sequences(visits)
+    assert "pivot" not in str(error.value)

@@ -334,7 +334,9 @@ def from_long_format(
             f"{int(same.sum())} row(s) repeat an existing ({id_column!r}, {time_column!r}) pair, "
             f"e.g. id {_scalar(ids[codes[first]])!r} at time {at}. Aggregate them first "
             "(e.g. table.groupby([id_column, time_column], as_index=False).mean()) or pass "
-            "duplicates='keep' to keep them as steps with a zero time gap."
+            "duplicates='keep' to keep them as steps with a zero time gap. If each row holds "
+            "one variable, as in a melted table (sktime's 'pd-long'), pivot the table instead, "
+            f"one column per variable: {_pivot_call(table, id_column, time_column, features)}."
         )
     starts = np.flatnonzero(np.diff(codes)) + 1
     sequences: list[Any] = np.split(values, starts)
@@ -347,6 +349,20 @@ def from_long_format(
             for sequence, start, end in zip(sequences, bounds, bounds[1:])
         ]
     return sequences, ids
+
+
+def _pivot_call(table: pd.DataFrame, id_column: Any, time_column: Any, features: list[Any]) -> str:
+    """The ``pivot_table`` call that gives a melted table (one row per id, time and
+    variable) a column per variable, naming the column of the variable where one column
+    besides the id and the time is not numbers, and the value where one feature is read."""
+    labels = [c for c in table.columns if c not in (id_column, time_column)
+              and not real_column(table, c, table[c].dtype)
+              and not pd.api.types.is_datetime64_any_dtype(table[c].dtype)
+              and not pd.api.types.is_timedelta64_dtype(table[c].dtype)]
+    variable = repr(labels[0]) if len(labels) == 1 else "<the column naming the variable>"
+    value = repr(features[0]) if len(features) == 1 else "<the value column>"
+    return (f"table.pivot_table(index=[{id_column!r}, {time_column!r}], columns={variable}, "
+            f"values={value}).reset_index()")
 
 
 def _same_labels(index: pd.Index, ids: np.ndarray) -> bool:

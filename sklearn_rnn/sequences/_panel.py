@@ -71,11 +71,11 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
     One sequence per instance (the first index level), in the order in which the
     instances first appear in the frame, so that predictions line up with
     ``X.index.unique(level=0)``. Each sequence's steps are the instance's rows sorted
-    by the second index level (stably: rows with equal times keep their order); its
-    features are the frame's columns. The time level orders the steps and is not a
-    feature: to let the network read the gaps between steps, keep the time as a column
-    as well (e.g. ``X.assign(day=X.index.get_level_values(1))``, in days) and pass
-    its position as ``time_feature``.
+    by the second index level, one row per (instance, time) pair; its features are the
+    frame's columns. The time level orders the steps and is not a feature: to let the
+    network read the gaps between steps, keep the time as a column as well (e.g.
+    ``X.assign(day=X.index.get_level_values(1))``, in days) and pass its position as
+    ``time_feature``.
 
     Parameters
     ----------
@@ -89,7 +89,9 @@ def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
     Raises
     ------
     ValueError
-        An index with more than two levels, or missing instance or time labels.
+        An index with more than two levels, missing instance or time labels, or
+        repeated (instance, time) pairs (a melted table, one row per variable, is
+        told to pivot first).
     TypeError
         Non-numeric columns, named with their dtypes.
 
@@ -181,7 +183,6 @@ def _check_panel(X: Any) -> None:
             "levels, (instance, time). Drop or reset the extra levels first, e.g. "
             "X.reset_index(level=...)."
         )
-    check_numeric_columns(X, where="the panel")
     instances = index.get_level_values(0)
     times = index.get_level_values(1)
     for level, values in (("instance", instances), ("time", times)):
@@ -191,6 +192,19 @@ def _check_panel(X: Any) -> None:
                 f"has {int(values.isna().sum())} missing label(s): every row needs an "
                 "instance and a time. Drop those rows first."
             )
+    repeated = index.duplicated()
+    if repeated.any():  # before the column check: a melted table's text column is its key
+        raise ValueError(
+            f"the panel repeats (instance, time) pairs: {int(repeated.sum())} row(s) repeat "
+            f"an earlier row's pair, e.g. {_plain_pair(index[repeated][0])}. A panel holds one row "
+            "per instance and time, each variable in its own column; these rows would be read "
+            "as steps one after another. If each row holds one variable, as in a melted table "
+            f"(sktime's 'pd-long'), pivot it first, one column per variable: {_panel_pivot(X)} "
+            "(sort=False keeps the instances in their order, which y follows; sort_index(axis=1) "
+            "the variables in one order in every table). Otherwise merge the rows of each pair, "
+            "e.g. X.groupby(level=[0, 1], sort=False).mean()."
+        )
+    check_numeric_columns(X, where="the panel")
     import pandas as pd
 
     kinds = pd.api.types
@@ -470,6 +484,31 @@ def sequences_to_panel(sequences: list[NDArray[np.float64]], like: Any) -> Any:
     return type(like)(values, index=like.index, columns=like.columns)
 
 
+def _plain_pair(pair: Any) -> tuple[Any, ...]:
+    """An (instance, time) label with numpy scalars as Python ones, to quote."""
+    return tuple(_plain(label) for label in pair)
+
+
+def _panel_pivot(X: Any) -> str:
+    """The ``pivot_table`` call that turns a melted panel (one row per instance, time and
+    variable) into a panel with a column per variable: the column that names the variable
+    and the one that holds its value are named where the panel has exactly one of each."""
+    import pandas as pd
+
+    labels = [name for name, dtype in X.dtypes.items() if not real_column(X, name, dtype)
+              and not pd.api.types.is_datetime64_any_dtype(dtype) and not pd.api.types.is_timedelta64_dtype(dtype)]
+    values = [name for name, dtype in X.dtypes.items() if real_column(X, name, dtype)]
+    names = list(X.index.names)
+    frame = "X"
+    if any(name is None for name in names) or names[0] == names[1]:  # pivot_table groups by names
+        names = ["instance", "time"]
+        frame = f"X.rename_axis({names!r})"
+    variable = repr(labels[0]) if len(labels) == 1 else "<the column naming the variable>"
+    value = repr(values[0]) if len(values) == 1 else "<the value column>"
+    return (f"{frame}.pivot_table(index={names!r}, columns={variable}, values={value}, "
+            "sort=False).sort_index(axis=1)")
+
+
 def _looks_like_id(name: Any) -> bool:
     words = _CAMEL_CASE.sub("_", str(name))  # PatientID, subjectId: Patient_ID, subject_Id
     parts = [part for part in _NAME_PART.split(words.lower()) if part]
@@ -483,8 +522,10 @@ def check_not_long_table(X: Any) -> None:
     visits instead, recognized by an id column with repeated values (a column named
     like ``id``, ``patient_id`` or ``subject``), a repeated row index, or a date or
     duration column, raises a ValueError naming
-    :func:`~sklearn_rnn.sequences.from_long_format` and the panel form. Other input
-    passes unchanged.
+    :func:`~sklearn_rnn.sequences.from_long_format` and the panel form; a melted table
+    (columns id, time, one naming the variable and one holding its value, as sktime's
+    ``pd-long``) is told to pivot instead, one column per variable. Other input passes
+    unchanged.
 
     Parameters
     ----------
@@ -533,14 +574,58 @@ def check_not_long_table(X: Any) -> None:
                    "sample or a concatenation repeats row labels too)")
     if reason is None:
         return
+    read = (f"A 2D table is read as one univariate sequence per row ({X.shape[0]} sequences "
+            f"of {X.shape[1]} steps here), which is not what these rows are.")
+    pivot = _melted_pivot(X)
+    if pivot:  # the routes below would read the variables one after another, as steps
+        raise ValueError(
+            f"X looks like a long table, one row per visit: {reason}. {read} Each row holds "
+            f"one variable, as in a melted table (sktime's 'pd-long'): {pivot}"
+        )
     raise ValueError(
-        f"X looks like a long table, one row per visit: {reason}. A 2D table is read as "
-        f"one univariate sequence per row ({X.shape[0]} sequences of {X.shape[1]} steps "
-        "here), which is not what these rows are. Convert the long table with "
+        f"X looks like a long table, one row per visit: {reason}. {read} Convert the long table with "
         "sklearn_rnn.sequences.from_long_format(X, id_column=..., time_column=...), "
         "which returns the sequences and their ids, or index it by (instance, time), "
         "X.set_index([id_column, time_column]), which the estimators read as a panel. "
         f"If the rows really are sequences, pass {way_out}."
+    )
+
+
+def _melted_pivot(X: Any) -> str:
+    """The way out for a melted long table, one row per (id, time, variable): columns id,
+    time, one that names the variable (not a number) and one that holds its value,
+    recognized by (id, time) pairs that repeat once per variable. Else an empty string."""
+    import pandas as pd
+
+    if X.shape[1] != 4 or X.columns.has_duplicates:
+        return ""
+    ids = [name for name in X.columns if _looks_like_id(name) and X[name].duplicated().any()]
+    dated = [name for name, dtype in X.dtypes.items()
+             if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)]
+    labels = [name for name, dtype in X.dtypes.items()
+              if not real_column(X, name, dtype) and name not in dated and name not in ids[:1]]
+    if not ids or len(labels) != 1:
+        return ""
+    key, variable = ids[0], labels[0]
+    rest = [name for name in X.columns if name not in (key, variable)]
+    if not all(name in dated or real_column(X, name, X[name].dtype) for name in rest):
+        return ""
+    # The time: its (id, time) pairs repeat, once per variable, and never with one variable.
+    times = [name for name in rest if X.duplicated([key, name]).any()
+             and not X.duplicated([key, name, variable]).any()]
+    if not times:  # one row per (id, time): a long table with a text feature
+        return ""
+    time, value = "<the time column>", "<the value column>"
+    others = [name for name in rest if name not in times]
+    if len(times) == 1 and others[0] not in dated:
+        time, value = repr(times[0]), repr(others[0])
+    return (
+        f"pivot it first, one column per variable, X.pivot_table(index=[{key!r}, {time}], "
+        f"columns={variable!r}, values={value}, sort=False).sort_index(axis=1), a panel that "
+        "the estimators read as it is (sort=False keeps the ids in their order, which y "
+        "follows; sort_index(axis=1) the variables in one order in every table). Leaving "
+        f"{variable!r} out, or converting the table as it is, would read the variables one "
+        "after another, as steps."
     )
 
 

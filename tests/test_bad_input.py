@@ -187,6 +187,10 @@ FIT_CASES = [
      ValueError, ["at least 2 sequences of each class", "{0: 11, 1: 1}", "Pass more sequences"]),
     ("early stopping, one sequence", fit_regressor(X_OK[:1], Y_REAL[:1], early_stopping=True), ValueError,
      ["of 1 sequence (1 for validation, 0 for training)", "at least 1 left for training"]),
+    ("sktime's multivariate pd-wide table",
+     fit_classifier(pd.DataFrame(np.zeros((12, 10)), columns=[f"dim_{c}__{t}" for c in range(2) for t in range(5)])),
+     ValueError, ["wide table of a multivariate panel ('pd-wide')", "2 channels ('dim_0', 'dim_1') of 5 time points",
+                  "X.to_numpy().reshape(len(X), 2, -1).transpose(0, 2, 1)", "return_type='pd-multiindex'"]),
 ]
 
 

@@ -532,3 +532,23 @@ def test_a_melted_long_table_is_told_to_pivot():
     with pytest.raises(ValueError, match=r"from_long_format\(X, id_column=\.\.\., time_column=\.\.\.\)") as error:
         check_sequences(visits)
     assert "pivot" not in str(error.value)
+
+
+def test_sktime_s_wide_table_of_several_channels_is_refused_with_the_reshape():
+    # Columns dim_0__0 ... dim_2__3 were read as one univariate series of 12 steps per
+    # row, the channels laid end to end.
+    values = np.random.default_rng(0).normal(size=(6, 3, 4))  # (n, channels, T), as sktime's numpy3D
+    wide = pd.DataFrame(values.reshape(6, -1), columns=[f"dim_{c}__{t}" for c in range(3) for t in range(4)])
+    reshape = "X.to_numpy().reshape(len(X), 3, -1).transpose(0, 2, 1)"
+    with pytest.raises(ValueError, match=r"3 channels \('dim_0', 'dim_1', 'dim_2'\) of 4 time points") as error:
+        RNNClassifier(max_iter=1).fit(wide, [0, 1] * 3)
+    assert reshape in str(error.value) and "'pd-multiindex'" in str(error.value)
+    X = wide.to_numpy().reshape(len(wide), 3, -1).transpose(0, 2, 1)  # the reshape, followed
+    np.testing.assert_array_equal(np.stack(check_sequences(X)), values.transpose(0, 2, 1))
+    # Columns not channel by channel in time order: no reshape is offered.
+    with pytest.raises(ValueError, match="but not channel by channel") as error:
+        check_sequences(wide[sorted(wide.columns, key=lambda name: name[::-1])])
+    assert ".reshape(" not in str(error.value)
+    # One channel is a table of univariate sequences, as before.
+    univariate = wide[[f"dim_0__{t}" for t in range(4)]]
+    assert [x.shape for x in check_sequences(univariate)] == [(4, 1)] * 6

@@ -32,6 +32,7 @@ ID_NAMES = (
 )
 
 _NAME_PART = re.compile(r"[^a-z0-9]+")
+_WIDE_NAME = re.compile(r"(.+)__(\d+)")  # sktime's 'pd-wide' columns: <channel>__<time>
 _CAMEL_CASE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -524,8 +525,12 @@ def check_not_long_table(X: Any) -> None:
     duration column, raises a ValueError naming
     :func:`~sklearn_rnn.sequences.from_long_format` and the panel form; a melted table
     (columns id, time, one naming the variable and one holding its value, as sktime's
-    ``pd-long``) is told to pivot instead, one column per variable. Other input passes
-    unchanged.
+    ``pd-long``) is told to pivot instead, one column per variable. A table whose columns
+    are all named ``<channel>__<time>`` for more than one channel (sktime's 'pd-wide' of
+    a multivariate panel, ``dim_0__0`` ... ``dim_5__99``) would put the channels one after
+    another as steps: it raises a ValueError naming the reshape into ``(n, T, channels)``
+    where its columns run channel by channel, and sktime's 'pd-multiindex'. Other input
+    passes unchanged.
 
     Parameters
     ----------
@@ -535,7 +540,7 @@ def check_not_long_table(X: Any) -> None:
     Raises
     ------
     ValueError
-        ``X`` looks like a long table.
+        ``X`` looks like a long table, or a wide table of several channels.
 
     Examples
     --------
@@ -547,6 +552,11 @@ def check_not_long_table(X: Any) -> None:
     Traceback (most recent call last):
     ...
     ValueError: X looks like a long table, one row per visit: ...
+    >>> check_not_long_table(pd.DataFrame([[1.0, 2.0, 0.1, 0.2]],
+    ...                                   columns=["hr__0", "hr__1", "bp__0", "bp__1"]))
+    Traceback (most recent call last):
+    ...
+    ValueError: X looks like sktime's wide table of a multivariate panel ('pd-wide'): ...
     """
     if type(X).__name__ != "DataFrame" or not type(X).__module__.startswith("pandas"):
         return
@@ -573,6 +583,7 @@ def check_not_long_table(X: Any) -> None:
         way_out = ("X.reset_index(drop=True), which keeps the column names (a bootstrap "
                    "sample or a concatenation repeats row labels too)")
     if reason is None:
+        _check_not_wide_panel(X)
         return
     read = (f"A 2D table is read as one univariate sequence per row ({X.shape[0]} sequences "
             f"of {X.shape[1]} steps here), which is not what these rows are.")
@@ -588,6 +599,50 @@ def check_not_long_table(X: Any) -> None:
         "which returns the sequences and their ids, or index it by (instance, time), "
         "X.set_index([id_column, time_column]), which the estimators read as a panel. "
         f"If the rows really are sequences, pass {way_out}."
+    )
+
+
+def _check_not_wide_panel(X: Any) -> None:
+    """Refuse sktime's wide table of a multivariate panel ('pd-wide'): columns all named
+    ``<channel>__<time>`` (``dim_0__0`` ... ``dim_5__99``) with more than one channel,
+    which read as a table would put the channels one after another as steps. One channel
+    (a univariate 'pd-wide') is a table of univariate sequences, and passes."""
+    parts = [_WIDE_NAME.fullmatch(name) if isinstance(name, str) else None for name in X.columns]
+    if not parts or not all(parts):
+        return
+    channels = list(dict.fromkeys(part.group(1) for part in parts))  # in order of appearance
+    if len(channels) < 2:
+        return
+    n_channels, n_columns = len(channels), X.shape[1]
+    shown = ", ".join(repr(channel) for channel in channels)
+    if n_channels > 3:
+        shown = f"{channels[0]!r}, {channels[1]!r}, ..., {channels[-1]!r}"
+    # The values reshape to (n, channels, T) only where the columns run channel by
+    # channel, each over the same time points, in increasing order.
+    times = [int(part.group(2)) for part in parts]
+    steps = n_columns // n_channels
+    blocks = [times[start:start + steps] for start in range(0, n_columns, steps)]
+    channel_major = (
+        n_columns % n_channels == 0
+        and [part.group(1) for part in parts] == [channel for channel in channels for _ in range(steps)]
+        and all(block == blocks[0] for block in blocks)
+        and all(earlier < later for earlier, later in zip(blocks[0], blocks[0][1:]))
+    )
+    if channel_major:
+        layout = f"{n_channels} channels ({shown}) of {steps} time points each, channel by channel"
+        way_out = (f"Reshape it into (n, T, channels), X.to_numpy().reshape(len(X), {n_channels}, -1)"
+                   ".transpose(0, 2, 1), or load it")
+    else:
+        layout = (f"{n_channels} channels ({shown}), but not channel by channel over the same "
+                  "time points in order, so that no reshape of its values gives (n, T, channels)")
+        way_out = "Order its columns channel by channel first, or load it"
+    raise ValueError(
+        "X looks like sktime's wide table of a multivariate panel ('pd-wide'): its "
+        f"{n_columns} columns are named <channel>__<time> for {layout}. A 2D table is read "
+        "as one univariate sequence per row, which would put the channels one after another, "
+        f"{n_columns} steps of one feature. {way_out} as return_type='pd-multiindex', a panel "
+        "that the estimators read as it is. If the rows really are univariate sequences, pass "
+        "X.to_numpy()."
     )
 
 

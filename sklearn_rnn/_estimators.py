@@ -137,15 +137,6 @@ def _relative(weight: np.ndarray) -> np.ndarray:
     return weight / weight.mean()
 
 
-def _relative_tensor(weight: torch.Tensor) -> torch.Tensor:
-    """:func:`_relative` of a tensor of weights (left as they are when all are 0)."""
-    largest = weight.max()
-    if not largest > 0:
-        return weight
-    weight = weight / largest
-    return weight / weight.mean()
-
-
 def _warn_of_simultaneous_steps(sequences: list[np.ndarray], time_column: int, cell: str) -> None:
     """Warn when steps share the time of the step before: a cell that moves its state by
     ``1 - exp(-rate * gap)`` does not move it at all at a gap of 0, so such a step's
@@ -824,12 +815,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             data = SequenceDataset(
                 self._encoder.encode(sequences, device=device),
                 self._target_tensor(targets, device),
-                self._fit_weights(targets, device),
+                self._fit_weights(targets, torch.ones(len(targets), device=device)),
             )
         else:
             # A first partial_fit's data, whose class weights are kept as given.
             data, _ = model._prepare(X, y, None, incremental=True)
-            data.sample_weight = _relative_tensor(data.sample_weight)
+            data.sample_weight = model._fit_weights(None, data.sample_weight)
         inputs, targets = data.collate(np.arange(len(data)))
         network = model.net_.module_
 
@@ -838,11 +829,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
         return network, inputs["x"], inputs["lengths"], targets, loss
 
-    def _fit_weights(self, targets: Any, device: torch.device) -> torch.Tensor:
-        """The weights ``fit`` gives sequences of these (encoded) targets when no
-        ``sample_weight`` is passed: ``class_weight``'s, scaled to a mean of 1."""
-        weight = self._sample_weight(targets, np.ones(len(targets)))
-        return _relative_tensor(torch.as_tensor(weight, dtype=torch.float32, device=device))
+    def _fit_weights(self, targets: Any, given: torch.Tensor) -> torch.Tensor:
+        """The weights ``fit`` gives sequences when no ``sample_weight`` is passed:
+        ``class_weight``'s for these (encoded) targets, or, with ``targets`` None, the
+        ``given`` weights that already hold them, scaled to a mean of 1 as :func:`_relative`
+        scales them (left as they are when all are 0)."""
+        weight = given.cpu().numpy().astype(np.float64)
+        if targets is not None:
+            weight = self._sample_weight(targets, weight)
+        if weight.max() > 0:
+            weight = _relative(weight)
+        return torch.as_tensor(weight, dtype=torch.float32, device=given.device)
 
     def _split(
         self,

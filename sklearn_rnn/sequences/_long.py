@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._panel import complex_hint, frame_values, real_column
+from ._panel import complex_hint, frame_values, label_columns, pivot_call, real_column
 
 __all__ = ["from_long_format", "to_long_format"]
 
@@ -355,14 +355,9 @@ def _pivot_call(table: pd.DataFrame, id_column: Any, time_column: Any, features:
     """The ``pivot_table`` call that gives a melted table (one row per id, time and
     variable) a column per variable, naming the column of the variable where one column
     besides the id and the time is not numbers, and the value where one feature is read."""
-    labels = [c for c in table.columns if c not in (id_column, time_column)
-              and not real_column(table, c, table[c].dtype)
-              and not pd.api.types.is_datetime64_any_dtype(table[c].dtype)
-              and not pd.api.types.is_timedelta64_dtype(table[c].dtype)]
-    variable = repr(labels[0]) if len(labels) == 1 else "<the column naming the variable>"
-    value = repr(features[0]) if len(features) == 1 else "<the value column>"
-    return (f"table.pivot_table(index=[{id_column!r}, {time_column!r}], columns={variable}, "
-            f"values={value}).reset_index()")
+    variables = label_columns(table, skip=(id_column, time_column))
+    call = pivot_call("table", [repr(id_column), repr(time_column)], variables, features, keep_order=False)
+    return f"{call}.reset_index()"
 
 
 def _same_labels(index: pd.Index, ids: np.ndarray) -> bool:

@@ -16,6 +16,7 @@ recognizes such tables and refuses them with the route that works,
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from numbers import Real
 from typing import Any
 
@@ -494,20 +495,37 @@ def _panel_pivot(X: Any) -> str:
     """The ``pivot_table`` call that turns a melted panel (one row per instance, time and
     variable) into a panel with a column per variable: the column that names the variable
     and the one that holds its value are named where the panel has exactly one of each."""
-    import pandas as pd
-
-    labels = [name for name, dtype in X.dtypes.items() if not real_column(X, name, dtype)
-              and not pd.api.types.is_datetime64_any_dtype(dtype) and not pd.api.types.is_timedelta64_dtype(dtype)]
+    labels = label_columns(X)
     values = [name for name, dtype in X.dtypes.items() if real_column(X, name, dtype)]
     names = list(X.index.names)
     frame = "X"
     if any(name is None for name in names) or names[0] == names[1]:  # pivot_table groups by names
         names = ["instance", "time"]
         frame = f"X.rename_axis({names!r})"
-    variable = repr(labels[0]) if len(labels) == 1 else "<the column naming the variable>"
+    return pivot_call(frame, [repr(name) for name in names], labels, values, keep_order=True)
+
+
+def label_columns(frame: Any, skip: Sequence[Any] = ()) -> list[Any]:
+    """The columns of ``frame`` outside ``skip`` whose values name something: not real
+    numbers, dates or durations (a melted table's variable column)."""
+    import pandas as pd
+
+    kinds = pd.api.types
+    return [name for name, dtype in frame.dtypes.items()
+            if name not in skip and not real_column(frame, name, dtype)
+            and not kinds.is_datetime64_any_dtype(dtype) and not kinds.is_timedelta64_dtype(dtype)]
+
+
+def pivot_call(frame: str, index: list[str], variables: list[Any], values: list[Any], *, keep_order: bool) -> str:
+    """The ``pivot_table`` call, as text, that gives a melted table (one row per id, time
+    and variable) one column per variable: the variable and value columns are named
+    where there is one candidate of each, else placeholders. ``keep_order`` keeps the
+    ids in the order of the rows (which y follows) and sorts the variables."""
+    variable = repr(variables[0]) if len(variables) == 1 else "<the column naming the variable>"
     value = repr(values[0]) if len(values) == 1 else "<the value column>"
-    return (f"{frame}.pivot_table(index={names!r}, columns={variable}, values={value}, "
-            "sort=False).sort_index(axis=1)")
+    order = (", sort=False", ".sort_index(axis=1)") if keep_order else ("", "")
+    return (f"{frame}.pivot_table(index=[{', '.join(index)}], columns={variable}, "
+            f"values={value}{order[0]}){order[1]}")
 
 
 def _looks_like_id(name: Any) -> bool:
@@ -650,33 +668,27 @@ def _melted_pivot(X: Any) -> str:
     """The way out for a melted long table, one row per (id, time, variable): columns id,
     time, one that names the variable (not a number) and one that holds its value,
     recognized by (id, time) pairs that repeat once per variable. Else an empty string."""
-    import pandas as pd
-
     if X.shape[1] != 4 or X.columns.has_duplicates:
         return ""
     ids = [name for name in X.columns if _looks_like_id(name) and X[name].duplicated().any()]
-    dated = [name for name, dtype in X.dtypes.items()
-             if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)]
-    labels = [name for name, dtype in X.dtypes.items()
-              if not real_column(X, name, dtype) and name not in dated and name not in ids[:1]]
+    labels = label_columns(X, skip=ids[:1])
     if not ids or len(labels) != 1:
         return ""
     key, variable = ids[0], labels[0]
-    rest = [name for name in X.columns if name not in (key, variable)]
-    if not all(name in dated or real_column(X, name, X[name].dtype) for name in rest):
-        return ""
+    rest = [name for name in X.columns if name not in (key, variable)]  # numbers, dates
     # The time: its (id, time) pairs repeat, once per variable, and never with one variable.
     times = [name for name in rest if X.duplicated([key, name]).any()
              and not X.duplicated([key, name, variable]).any()]
     if not times:  # one row per (id, time): a long table with a text feature
         return ""
-    time, value = "<the time column>", "<the value column>"
+    dated = [name for name in rest if not real_column(X, name, X[name].dtype)]
     others = [name for name in rest if name not in times]
+    time, values = "<the time column>", []
     if len(times) == 1 and others[0] not in dated:
-        time, value = repr(times[0]), repr(others[0])
+        time, values = repr(times[0]), others
+    call = pivot_call("X", [repr(key), time], [variable], values, keep_order=True)
     return (
-        f"pivot it first, one column per variable, X.pivot_table(index=[{key!r}, {time}], "
-        f"columns={variable!r}, values={value}, sort=False).sort_index(axis=1), a panel that "
+        f"pivot it first, one column per variable, {call}, a panel that "
         "the estimators read as it is (sort=False keeps the ids in their order, which y "
         "follows; sort_index(axis=1) the variables in one order in every table). Leaving "
         f"{variable!r} out, or converting the table as it is, would read the variables one "

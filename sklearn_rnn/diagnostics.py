@@ -100,7 +100,7 @@ def temporal_gradient_norms(
 
     Parameters
     ----------
-    model : RNNClassifier, RNNRegressor or RecurrentNetwork
+    model : RNNClassifier, RNNRegressor, RNNStepClassifier or RecurrentNetwork
         A fitted estimator (its trained network, its encoding of ``X`` and ``y``, its
         training loss, ``class_weight`` weighed in as ``fit`` weighs it); an unfitted
         estimator (the network its parameters initialize, e.g. to compare
@@ -188,7 +188,7 @@ def temporal_gradient_norms(
         loss = estimator_loss if loss is None else loss
     elif not isinstance(model, RecurrentNetwork):
         raise TypeError(
-            "temporal_gradient_norms takes an RNNClassifier or RNNRegressor (fitted, or "
+            "temporal_gradient_norms takes an RNNClassifier, RNNRegressor or RNNStepClassifier (fitted, or "
             "unfitted for its initialization) or a sklearn_rnn.nn.RecurrentNetwork; got "
             f"{type(model).__name__}."
             + (" For a pipeline, pass its last step and the sequences its other steps "

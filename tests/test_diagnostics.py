@@ -114,7 +114,7 @@ def test_errors():
     class FittedEstimatorLike:
         module_ = network()
 
-    with pytest.raises(TypeError, match="takes an RNNClassifier or RNNRegressor"):
+    with pytest.raises(TypeError, match="takes an RNNClassifier, RNNRegressor or RNNStepClassifier"):
         temporal_gradient_norms(FittedEstimatorLike(), x, y)
     from sklearn.pipeline import make_pipeline
 

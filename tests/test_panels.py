@@ -378,6 +378,26 @@ def test_sktimes_nested_format_is_refused_with_the_conversion():
     model().fit(converted, y)
 
 
+def test_per_step_targets_of_another_instance_are_refused():
+    # groupby(level=0) sorts the instances (a, b, c) while the panel keeps them as they
+    # come (c, a, b): a's targets trained against c's steps without a word.
+    from sklearn_rnn import RNNStepClassifier
+
+    rng = np.random.default_rng(0)
+    index = pd.MultiIndex.from_tuples([(pid, day) for pid in "cab" for day in (0, 7, 14)], names=["pid", "day"])
+    table = pd.DataFrame({"a": rng.normal(size=9), "b": rng.normal(size=9)}, index=index)
+    table["high"] = (table["a"] > 0).astype(int)
+    panel = table[["a", "b"]]
+    model = RNNStepClassifier(hidden_size=3, max_iter=2, random_state=0)
+    sorted_ids = [group["high"] for _, group in table.groupby(level=0)]
+    with pytest.raises(ValueError, match=r"y\[0\] holds the steps of instance 'a', but sequence 0 of X is "
+                                         r"instance 'c'.*groupby\(level=0, sort=False\)"):
+        model.fit(panel, sorted_ids)
+    model.fit(panel, [group["high"] for _, group in table.groupby(level=0, sort=False)])  # the hint works
+    with pytest.raises(ValueError, match="holds the steps of instance 'a'"):
+        model.score(panel, sorted_ids)
+
+
 def test_per_step_targets_indexed_out_of_time_order_are_refused():
     # A panel's steps are read sorted by time; targets from groupby(level=0) of the table
     # in its row order were paired by position: patient b trained on (bili 0.3, target 1),

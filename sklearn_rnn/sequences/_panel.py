@@ -298,7 +298,8 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
     Raises
     ------
     ValueError
-        A target indexed by its instance's times holds them out of order.
+        A target indexed by its instance's times holds them out of order, or a target
+        indexed by ``(instance, time)`` pairs belongs to another instance.
 
     Examples
     --------
@@ -317,11 +318,23 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
         return
     import pandas as pd
 
-    codes, _ = pd.factorize(X.index.get_level_values(0), sort=False)
+    codes, instances = pd.factorize(X.index.get_level_values(0), sort=False)
     times = np.asarray(X.index.get_level_values(1))
     for position, target in enumerate(y):
         if not isinstance(target, (pd.Series, pd.DataFrame)) or isinstance(target.index, pd.RangeIndex):
             continue
+        if isinstance(target.index, pd.MultiIndex) and position < len(instances):
+            owners = pd.unique(target.index.get_level_values(0))
+            if len(owners) == 1 and owners[0] in instances and owners[0] != instances[position]:
+                # groupby(level=0) sorts the instances; the panel keeps them as they come.
+                raise ValueError(
+                    f"y[{position}] holds the steps of instance {_plain(owners[0])!r}, but sequence "
+                    f"{position} of X is instance {_plain(instances[position])!r}: targets are "
+                    "paired with the sequences by position, in the order in which the panel's "
+                    "instances first appear. Put y in that order, e.g. "
+                    "[g['target'] for _, g in table.groupby(level=0, sort=False)], or "
+                    "[y_by_id[i] for i in X.index.unique(level=0)]."
+                )
         labels = np.asarray(target.index.get_level_values(-1))
         own = times[codes == position]  # the instance's times, in row order
         try:

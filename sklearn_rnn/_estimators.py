@@ -127,14 +127,18 @@ def _moments(values: np.ndarray, weight: np.ndarray | None) -> tuple[np.ndarray,
     return mean, np.sqrt(np.average((values - mean) ** 2, axis=0, weights=weight))
 
 
-def _relative(weight: np.ndarray) -> np.ndarray:
-    """A fit's sequence weights scaled to a mean of 1: the loss, a mean over a batch, is
-    then the weighted mean in expectation, the same for weights scaled by any constant
-    (the stopping rule's ``tol`` and plain SGD's step are for losses of this scale).
-    Weights of 1 stay exactly 1. ``partial_fit`` keeps a call's weights as given, so that they weigh calls against
+def _relative(weight: np.ndarray, terms: np.ndarray | None = None) -> np.ndarray:
+    """A fit's sequence weights scaled to a mean of 1 per loss term: the loss, a mean
+    over a batch's terms, is then the weighted mean in expectation, the same for weights
+    scaled by any constant (the stopping rule's ``tol`` and plain SGD's step are for
+    losses of this scale). ``terms`` counts each sequence's loss terms (its steps, for a
+    loss at every step; one each when None). Weights of 1 stay exactly 1.
+    ``partial_fit`` keeps a call's weights as given, so that they weigh calls against
     each other, as in scikit-learn's ``partial_fit`` estimators."""
     weight = weight / weight.max()  # first: a mean of large weights could overflow
-    return weight / weight.mean()
+    if terms is None:
+        return weight / weight.mean()
+    return weight / np.average(weight, weights=terms)
 
 
 def _warn_of_simultaneous_steps(sequences: list[np.ndarray], time_column: int, cell: str) -> None:
@@ -678,7 +682,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         self._check_target_steps(y, sequences)
         weight = self._sample_weight(y, given_weight)
         if not incremental:  # a fit's loss is the weighted mean: only the ratios count
-            weight = _relative(weight)
+            weight = _relative(weight, self._output_steps.loss_terms(y))
         else:
             # Kept as given, and trained in float32.
             _check_float32_weights(weight, getattr(self, "class_weight", None))
@@ -878,10 +882,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "sample_weight 0: its loss is 0 at every epoch. Give them weight, change "
                 "validation_fraction, or set early_stopping=False."
             )
-        # Weights of mean 1 over the split: the validation loss, the batches' mean of the
-        # weighted losses, is then the weighted mean over the held-out sequences.
-        valid.sample_weight = torch.as_tensor(_relative(held), dtype=torch.float32, device=device)
-        return full.subset(train_index), valid
+        # Weights of mean 1 per loss term over each split: each split's loss, the batches'
+        # mean of the weighted losses, is then the weighted mean over its sequences.
+        train = full.subset(train_index)
+        for part, index in ((train, train_index), (valid, valid_index)):
+            terms = self._output_steps.loss_terms([y[i] for i in index])
+            part.sample_weight = torch.as_tensor(
+                _relative(weight[index], terms), dtype=torch.float32, device=device
+            )
+        return train, valid
 
     def _check_optimizer_cell(self) -> None:
         """Refuse the simplex method with a cell that has no temporal gradients."""

@@ -87,6 +87,13 @@ class OutputSteps:
             return np.isfinite(outputs).reshape(len(outputs), -1).all(axis=1)
         return np.array([np.isfinite(output).all() for output in outputs], dtype=bool)
 
+    def loss_terms(self, targets: Any) -> np.ndarray | None:
+        """Each sequence's count of loss terms, from its ``targets``: its steps at every
+        step; None for one term each."""
+        if not self.every_step:
+            return None
+        return np.array([len(target) for target in targets], dtype=np.float64)
+
     def check_finite(self, outputs: Any) -> None:
         """Refuse non-finite outputs as predictions (see ``check_finite_outputs``)."""
         if not self.every_step:

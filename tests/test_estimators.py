@@ -256,6 +256,28 @@ def test_zero_sample_weight_equals_leaving_the_samples_out(task):
     np.testing.assert_allclose(weighted.predict_proba(X), left_out.predict_proba(X), atol=1e-4)
 
 
+def test_each_split_of_a_weighted_fit_reports_its_weighted_mean_loss(task):
+    """With a held-out split, the training loss is the weighted mean over the training
+    sequences (weights once kept the scale of the whole data's mean: 0.713 against
+    0.675 here). A step size of 1e-9 leaves the network as initialized."""
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import train_test_split
+    from sklearn_rnn._estimators import _Seeds
+
+    X, y = task
+    weight = np.linspace(0.1, 3.0, len(X)) ** 2
+    model = RNNClassifier(
+        hidden_size=4, max_iter=1, batch_size=len(X), optimizer="sgd", learning_rate=1e-9, alpha=0.0,
+        label_smoothing=0.0, early_stopping=True, validation_fraction=0.5, random_state=0,
+    )
+    with convergence_warning_allowed():
+        model.fit(X, y, sample_weight=weight)
+    train, held = train_test_split(np.arange(len(X)), test_size=0.5, random_state=_Seeds.draw(0).split, stratify=y)
+    for rows, loss in ((train, model.loss_curve_[0]), (held, model.net_.history[0, "valid_loss"])):
+        proba = model.predict_proba([X[i] for i in rows])
+        assert loss == pytest.approx(log_loss(y[rows], proba, sample_weight=weight[rows]), rel=1e-5)
+
+
 # --------------------------------------------------------------- bad input
 BAD_X = [
     ([], ValueError, "X is empty: expected at least one sequence"),

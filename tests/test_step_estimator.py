@@ -11,9 +11,10 @@ import pytest
 import torch
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, train_test_split
 
 from sklearn_rnn import RNNClassifier, RNNStepClassifier, load
+from sklearn_rnn._estimators import _Seeds
 from sklearn_rnn.diagnostics import temporal_gradient_norms
 
 
@@ -137,6 +138,29 @@ def test_sample_weight_weights_a_sequences_steps(task, fitted):
     mixed = fitted.nll_per_step(X[:2], y[:2])
     n1, n2 = len(X[0]), len(X[1])
     assert mixed == pytest.approx((one * n1 + two * n2) / (n1 + n2))
+
+
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_fit_minimizes_the_weighted_nll_per_step(task, early_stopping):
+    """``fit``'s loss with sample weights is the weighted NLL per step that
+    ``nll_per_step`` reports: scaled per loss term, not per sequence (weights of
+    ``1 / T`` once gave a first-epoch loss of 0.42 where the weighted NLL was 0.69).
+    A step size of 1e-9 leaves the network as initialized, so the first epoch's
+    losses are the weighted NLL of that network on each split."""
+    (X, y), _ = task
+    weight = np.array([1.0 / len(x) for x in X])
+    model = RNNStepClassifier(
+        hidden_size=4, max_iter=1, batch_size=len(X), optimizer="sgd", learning_rate=1e-9,
+        alpha=0.0, early_stopping=early_stopping, validation_fraction=0.5, random_state=0,
+    )
+    quiet_fit(model, X, y, sample_weight=weight)
+    train = np.arange(len(X))
+    if early_stopping:  # the split fit draws from random_state=0
+        train, held = train_test_split(train, test_size=0.5, random_state=_Seeds.draw(0).split)
+        expected = model.nll_per_step([X[i] for i in held], [y[i] for i in held], sample_weight=weight[held])
+        assert model.net_.history[0, "valid_loss"] == pytest.approx(expected, rel=1e-5)
+    expected = model.nll_per_step([X[i] for i in train], [y[i] for i in train], sample_weight=weight[train])
+    assert model.loss_curve_[0] == pytest.approx(expected, rel=1e-5)
 
 
 # --------------------------------------------------------------------- shapes

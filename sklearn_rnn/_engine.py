@@ -584,6 +584,21 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
     return pairs
 
 
+def _check_scorers_take_steps(pairs: list[tuple[str, Callback]], owner: str) -> None:
+    """Refuse a scorer given by name (or skorch's default, the net's ``score``) to an
+    estimator with an output at every step: scikit-learn's scorers take one target per
+    sequence and would fail after the first epoch on the per-step targets."""
+    for name, callback in pairs:
+        if isinstance(callback, EpochScoring) and not callable(callback.scoring):
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {name!r} is an EpochScoring of "
+                f"scoring={callback.scoring!r}: scikit-learn's scorers take one target per "
+                f"sequence, but {owner} has a target at every step, so it would fail after "
+                "the first epoch. Pass a callable, called as scoring(net, X, y) with the "
+                "epoch's cached outputs: net.forward(X), a tensor, and y are padded to (n, T, k)."
+            )
+
+
 def _check_nothing_watches_validation(
     pairs: list[tuple[str, Callback]], owner: str, incremental: bool
 ) -> None:
@@ -692,6 +707,7 @@ def configure(
     tol: float,
     user_callbacks: Any,
     verbose: int,
+    every_step: bool = False,
 ) -> None:
     """Set the engine's callbacks for a training call, in the order they must run.
 
@@ -702,6 +718,8 @@ def configure(
     """
     progress = bool(verbose) and _is_terminal(sys.stderr)
     pairs = check_user_callbacks(user_callbacks, owner)
+    if every_step:
+        _check_scorers_take_steps(pairs, owner)
     if not stopping:
         _check_nothing_watches_validation(pairs, owner, incremental)
     spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,

@@ -1236,6 +1236,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             tol=self._resolved_tol(),
             user_callbacks=self.callbacks,
             verbose=self.verbose,
+            every_step=self._output_steps.every_step,
         )
         net.output_steps = self._output_steps
         net.precision = self.precision

@@ -147,9 +147,10 @@ class RNNStepClassifier(BaseRNN):
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
         (which ends training as the built-in rule does), an
-        :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
-        for a scorer by name; a callable may turn caching off, and is then called with
-        ``y=None``) or a logger. Training uses deep copies, so the objects given here
+        :class:`~skorch.callbacks.EpochScoring` of a callable ``scoring(net, X, y)``,
+        where ``net.forward(X)`` (a tensor) and ``y`` are the outputs and targets padded
+        to ``(n, T, k)`` (a scorer by name takes one target per sequence and is refused) or a
+        logger. Training uses deep copies, so the objects given here
         are never changed; they are made when the network is built and again when the
         training settings change (a stream of ``partial_fit`` calls, or warm-started
         fits, keep them with their state). Every training call starts at

@@ -422,3 +422,23 @@ def test_the_net_s_outputs_at_every_step_follow_the_dataset_s_order():
     for logits, x, proba in zip(outputs, X, model.predict_proba(X)):
         np.testing.assert_allclose(1 / (1 + np.exp(-logits[: len(x), 0])), np.asarray(proba)[:, -1], atol=1e-5)
         assert np.isnan(logits[len(x):]).all()  # past its last step
+
+
+def test_a_scorer_by_name_is_refused_and_a_callable_scores_each_epoch(task):
+    """scikit-learn's scorers take one target per sequence; given by name, they failed
+    after the first epoch on the per-step targets ('unknown is not supported')."""
+    from skorch.callbacks import EpochScoring
+
+    (X, y), _ = task
+    kwargs = dict(hidden_size=4, max_iter=2, early_stopping=True, random_state=0)
+    by_name = RNNStepClassifier(callbacks=[("acc", EpochScoring("accuracy"))], **kwargs)
+    with pytest.raises(ValueError, match="scoring='accuracy': scikit-learn's scorers take one target per sequence"):
+        by_name.fit(X[:40], y[:40])
+
+    def mean_output(net, X, y):
+        outputs = net.forward(X)
+        assert outputs.shape == y.shape  # both padded to (n, T, k)
+        return float(outputs.mean())
+
+    model = quiet_fit(RNNStepClassifier(callbacks=[("mean", EpochScoring(mean_output, name="mean"))], **kwargs), X[:40], y[:40])
+    assert np.isfinite(model.net_.history[:, "mean"]).all()

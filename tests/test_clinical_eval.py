@@ -14,8 +14,11 @@ import pytest  # noqa: E402
 from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import GridSearchCV  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import FunctionTransformer  # noqa: E402
 
-from sklearn_rnn import RNNClassifier  # noqa: E402
+from sklearn_rnn import RNNClassifier, RNNStepClassifier  # noqa: E402
 from sklearn_rnn.clinical import (  # noqa: E402
     PBCStudy,
     PooledCVResult,
@@ -104,6 +107,17 @@ def test_errors_say_what_to_fix():
     with pytest.raises(ValueError, match="pos_label=5 is not a class"):
         pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], LABELS, n_splits=2,
                               pos_label=5)
+
+
+@pytest.mark.parametrize("wrap", [lambda m: m, lambda m: make_pipeline(FunctionTransformer(), m),
+                                  lambda m: GridSearchCV(m, {"hidden_size": [2]})])
+def test_an_estimator_that_predicts_at_every_step_is_refused_by_name(wrap):
+    """A bare numpy error ('inhomogeneous shape') came from the per-step predictions."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 1)) for _ in range(8)]
+    y = [(x > 0).astype(float) for x in X]
+    with pytest.raises(TypeError, match="one probability per sequence; RNNStepClassifier predicts at every step"):
+        pooled_cross_validate(wrap(RNNStepClassifier(max_iter=1)), X, y, n_splits=2)
 
 
 def test_sequences_and_parallel_folds_give_the_same_result():

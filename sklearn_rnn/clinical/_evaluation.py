@@ -337,6 +337,8 @@ def pooled_cross_validate(
     ValueError
         ``y`` without exactly two classes, a class with fewer than ``n_splits``
         samples, or a threshold outside [0, 1].
+    TypeError
+        An estimator that predicts at every step (:class:`~sklearn_rnn.RNNStepClassifier`).
 
     Examples
     --------
@@ -355,6 +357,7 @@ def pooled_cross_validate(
     >>> sorted(result.summary())
     ['mean_fold_auc', 'pooled_auc', 'pooled_auc_std', 'precision', 'recall', 'specificity', 'threshold']
     """
+    _check_one_output_per_sequence(estimator)
     labels, pos_label = _binary_labels(y, pos_label)
     _check_params(labels, n_splits, n_repeats, threshold)
     X = by_instance(X, y)  # a panel has a row per step
@@ -413,6 +416,21 @@ def _fit_predict(
                 torch.set_num_threads(threads)
     column = list(model.classes_).index(pos_label)
     return np.asarray(probabilities[:, column], dtype=np.float64)
+
+
+def _check_one_output_per_sequence(estimator: Any) -> None:
+    """Refuse an estimator (alone, a pipeline's last step, or wrapped by a search)
+    that predicts at every step: the pooled scores are one probability per sequence."""
+    final = estimator
+    while hasattr(final, "steps") or hasattr(final, "estimator"):
+        final = final.steps[-1][1] if hasattr(final, "steps") else final.estimator
+    if getattr(getattr(final, "_output_steps", None), "every_step", False):
+        raise TypeError(
+            f"pooled_cross_validate scores one probability per sequence; "
+            f"{type(final).__name__} predicts at every step. Use RNNClassifier for a "
+            "label per sequence, or score per-step predictions with nll_per_step on "
+            "each fold of sklearn.model_selection.cross_validate."
+        )
 
 
 def _binary_labels(y: Any, pos_label: Any) -> tuple[NDArray[np.int64], Any]:

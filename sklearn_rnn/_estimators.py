@@ -141,6 +141,16 @@ def _relative(weight: np.ndarray, terms: np.ndarray | None = None) -> np.ndarray
     return weight / np.average(weight, weights=terms)
 
 
+def _wrong_outputs(given: int, fitted: int, per: str) -> str:
+    """The message for targets of ``given`` outputs (``per`` step, or "") where the
+    fitted model has ``fitted``: in scoring, ``partial_fit`` or a warm fit alike."""
+    return (
+        f"y has {given} outputs{per}, but the fitted model has {fitted}: scoring it and "
+        f"training it further (partial_fit, warm_start=True) take targets of {fitted} "
+        f"outputs. Pass those, or fit a new model on {given} (warm_start=False)."
+    )
+
+
 def _warn_of_simultaneous_steps(sequences: list[np.ndarray], time_column: int, cell: str) -> None:
     """Warn when steps share the time of the step before: a cell that moves its state by
     ``1 - exp(-rate * gap)`` does not move it at all at a gap of 0, so such a step's
@@ -3136,10 +3146,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
             self._y_mean = mean
             self._y_scale = np.where(std > 0, std, 1.0)
         elif outputs.shape[1] != self.n_outputs_:
-            raise ValueError(
-                f"y has {outputs.shape[1]} outputs, but the fitted model has "
-                f"{self.n_outputs_}; refit with warm_start=False."
-            )
+            raise ValueError(_wrong_outputs(outputs.shape[1], self.n_outputs_, ""))
         with np.errstate(over="ignore", invalid="ignore"):
             standardized = (outputs - self._y_mean) / self._y_scale
             if not np.isfinite(standardized).all():  # the difference overflowed

@@ -9,7 +9,7 @@ import torch
 from sklearn.base import _fit_context
 from sklearn.utils.validation import check_is_fitted
 
-from ._estimators import BaseRNN
+from ._estimators import BaseRNN, _wrong_outputs
 from ._inference import EVERY_STEP, OutputSteps
 from .sequences import FlatSequences
 from .sequences._validation import numpy_readable
@@ -297,10 +297,7 @@ class RNNStepClassifier(BaseRNN):
             self.n_outputs_ = width
             self._y_ndim = first_ndim
         elif width != self.n_outputs_:
-            raise ValueError(
-                f"y has {width} outputs per step, but the fitted model has {self.n_outputs_}; "
-                "refit with warm_start=False."
-            )
+            raise ValueError(_wrong_outputs(width, self.n_outputs_, " per step"))
         return targets
 
     def _check_target_steps(self, y: list[np.ndarray], sequences: list[np.ndarray]) -> None:

@@ -278,6 +278,17 @@ def test_each_split_of_a_weighted_fit_reports_its_weighted_mean_loss(task):
         assert loss == pytest.approx(log_loss(y[rows], proba, sample_weight=weight[rows]), rel=1e-5)
 
 
+def test_a_regressor_names_the_fitted_outputs_when_trained_further_on_others(task):
+    X, _ = task
+    y = np.column_stack([[x[:, 0].sum() for x in X], [len(x) for x in X]]).astype(float)
+    with convergence_warning_allowed():
+        model = RNNRegressor(hidden_size=4, max_iter=1, random_state=0).fit(X, y)
+    for call in (model.partial_fit, model.set_params(warm_start=True).fit):
+        with pytest.raises(ValueError, match=r"y has 1 outputs, but the fitted model has 2: .* Pass those, "
+                                             r"or fit a new model on 1 \(warm_start=False\)"):
+            call(X, y[:, 0])
+
+
 # --------------------------------------------------------------- bad input
 BAD_X = [
     ([], ValueError, "X is empty: expected at least one sequence"),

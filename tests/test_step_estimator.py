@@ -271,8 +271,12 @@ def test_error_on_wrong_number_of_sequences_and_outputs_after_fit():
     with pytest.raises(ValueError, match="y has 2 entries, but X has 3 sequences"):
         RNNStepClassifier(max_iter=1).fit(X, y[:2])
     model = quiet_fit(RNNStepClassifier(hidden_size=2, max_iter=1, random_state=0), X, y)
-    with pytest.raises(ValueError, match="y has 3 outputs per step, but the fitted model has 2"):
-        model.partial_fit(X, [np.zeros((len(x), 3)) for x in X])
+    wide = [np.zeros((len(x), 3)) for x in X]
+    # Once told to 'refit with warm_start=False', which does not apply to scoring.
+    for call in (model.partial_fit, model.score, model.nll_per_step):
+        with pytest.raises(ValueError, match=r"y has 3 outputs per step, but the fitted model has 2: scoring it "
+                                             r"and training it further .* Pass those, or fit a new model on 3"):
+            call(X, wide)
 
 
 # ------------------------------------------------- scikit-learn conventions

@@ -141,6 +141,11 @@ def _relative(weight: np.ndarray, terms: np.ndarray | None = None) -> np.ndarray
     return weight / np.average(weight, weights=terms)
 
 
+#: What the stopping rule's monitored records are called in messages.
+_LOSS_NAMES = {"valid_loss": "validation loss", "train_loss": "training loss",
+               "train_objective": "training objective (the loss plus the L2 penalty)"}
+
+
 def _wrong_outputs(given: int, fitted: int, per: str) -> str:
     """The message for targets of ``given`` outputs (``per`` step, or "") where the
     fitted model has ``fitted``: in scoring, ``partial_fit`` or a warm fit alike."""
@@ -1324,6 +1329,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self.best_validation_loss_ = None
             self.best_validation_score_ = None
             self._best_epoch = None
+        stop = dict(self.net_.callbacks_).get("stop")
+        if (not incremental and self.n_iter_ and getattr(stop, "kept_start_", False)
+                and stop.best_epoch_ == epochs_before + 1):
+            start = "the network as initialized" if not epochs_before else "the weights it started from"
+            warn(
+                f"{type(self).__name__}: none of the {self.n_iter_} epochs lowered the "
+                f"{_LOSS_NAMES[self._monitored_training_loss()]} below that of the weights "
+                f"training started from, so it keeps those: the model is {start}. "
+                "Lower learning_rate, or set a clip_threshold.",
+                ConvergenceWarning,
+            )
         if not incremental and self.n_iter_ >= self.max_iter:
             # Warn only when the monitored loss was still falling as a trend, not when it
             # fluctuated around a level (mini-batch noise keeps setting new bests).
@@ -1331,8 +1347,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             curve = [float(value) for value in history[-self.n_iter_ :, key]]
             improving, fall = still_improving(curve, self.n_iter_no_change, self._resolved_tol())
             if improving:
-                name = {"valid_loss": "validation loss", "train_loss": "training loss",
-                        "train_objective": "training objective (the loss plus the L2 penalty)"}[key]
+                name = _LOSS_NAMES[key]
                 warn(
                     f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
                     f"converging: the {name} was still improving ({fall}). Increase max_iter"

@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import torch
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
@@ -59,3 +60,37 @@ def test_rule_on_curves():
     assert not still_improving([0.69], 10, 3e-3)[0]  # one epoch: nothing to tell
     falling, words = still_improving(np.linspace(1.0, 0.5, 30), 10, 1e-4)
     assert falling and "over the last 10 epochs" in words
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_fit_that_keeps_the_weights_it_started_from_says_so(warm):
+    """Plain SGD at a step size of 50 throws the loss far up in its first epoch and
+    never brings it back below the start; the stopping rule rightly keeps the weights
+    training started from, which used to be returned without a word (accuracy 0.53,
+    n_iter_ 30, no warning)."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(t), 2)) for t in rng.integers(3, 12, size=60)]
+    y = np.array([int(x[0, 0] > 0) for x in X])
+    kwargs = dict(hidden_size=8, optimizer="sgd", clip_threshold=None, max_iter=30, early_stopping=False,
+                  random_state=0, warm_start=warm)
+    model = RNNClassifier(**kwargs)
+    if warm:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.set_params(learning_rate=0.01, max_iter=3).fit(X, y)
+        model.set_params(learning_rate=50.0, max_iter=30)
+    start = {name: value.clone() for name, value in model.module_.state_dict().items()} if warm else None
+    expected = "the weights it started from" if warm else "the network as initialized"
+    with pytest.warns(ConvergenceWarning, match=f"none of the 30 epochs lowered the training loss.*model is {expected}"):
+        model.set_params(learning_rate=50.0).fit(X, y)
+    if warm:  # the earlier fit's weights, as the message says
+        for name, value in model.module_.state_dict().items():
+            assert torch.equal(value, start[name]), name
+
+
+def test_a_fit_that_learns_gives_no_such_warning():
+    X, y = readme_task()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        RNNClassifier(hidden_size=8, max_iter=3, early_stopping=False, random_state=0).fit(X, y)
+    assert not [w for w in caught if "lowered the" in str(w.message)]

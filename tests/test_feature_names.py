@@ -305,3 +305,51 @@ def test_the_scaler_returns_frames_for_frames_and_keeps_every_container():
     # Trailing all-NaN steps are padding: dropped, and the frame's index cut with them.
     padded = pd.concat([named[0], pd.DataFrame(np.nan, index=[50], columns=["day", "a", "b"])])
     assert scaler.transform([padded])[0].index.tolist() == named[0].index.tolist()
+
+
+def test_the_scaler_on_a_sequence_column_names_that_column_for_column_transformer():
+    # On a ColumnTransformer's column of sequences, get_feature_names_out gave the
+    # features of a step (x0, x1, x2, or the cells' names) and refused the column's
+    # name, so ColumnTransformer.get_feature_names_out and set_output("pandas") failed.
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = data(n=30)
+    age = np.linspace(40.0, 80.0, 30)
+    table = pd.DataFrame({"visits": sequence_column(X)[:, 0], "age": age})
+    scaler = SequenceStandardScaler().fit(table[["visits"]])
+    assert scaler.n_features_in_ == 3  # the features of a step, which transform checks
+    assert scaler.get_feature_names_out().tolist() == ["visits"]
+    assert scaler.get_feature_names_out(["visits"]).tolist() == ["visits"]
+    with pytest.raises(ValueError, match=r"one sequence column .*its name 'visits'.*got \['age'\]"):
+        scaler.get_feature_names_out(["age"])
+    with pytest.raises(ValueError, match="one sequence column"):
+        scaler.get_feature_names_out(["x0", "x1", "x2"])
+    # Cells that name their features keep them as feature_names_in_; the output is the column.
+    named = pd.DataFrame({"visits": sequence_column(frames(X))[:, 0]})
+    on_named = SequenceStandardScaler().fit(named)
+    assert on_named.feature_names_in_.tolist() == NAMES
+    assert on_named.get_feature_names_out().tolist() == ["visits"]
+    # An unnamed column is 'x0' and takes the name a composite gives it; sequences in a
+    # list keep one name per feature.
+    on_array = SequenceStandardScaler().fit(sequence_column(X))
+    assert on_array.get_feature_names_out().tolist() == ["x0"]
+    assert on_array.get_feature_names_out(["x4"]).tolist() == ["x4"]
+    assert SequenceStandardScaler().fit(frames(X)).get_feature_names_out().tolist() == NAMES
+    assert SequenceStandardScaler().fit(X).get_feature_names_out().tolist() == ["x0", "x1", "x2"]
+
+    def columns():
+        return ColumnTransformer([("seq", SequenceStandardScaler(), ["visits"]), ("num", StandardScaler(), ["age"])])
+
+    assert columns().fit(table).get_feature_names_out().tolist() == ["seq__visits", "num__age"]
+    out = columns().set_output(transform="pandas").fit_transform(table)
+    assert out.columns.tolist() == ["seq__visits", "num__age"] and out.index.equals(table.index)
+    np.testing.assert_allclose(out["seq__visits"][4], (X[4] - scaler.mean_) / scaler.scale_)
+    np.testing.assert_allclose(out["num__age"], (age - age.mean()) / age.std())
+    # ... and a classifier reads the column of scaled sequences after it.
+    for output in ("default", "pandas"):
+        pipe = make_pipeline(ColumnTransformer([("seq", SequenceStandardScaler(), ["visits"])]), model())
+        pipe.set_output(transform=output).fit(table, y)
+        direct = make_pipeline(SequenceStandardScaler(), model()).fit(X, y)
+        np.testing.assert_allclose(pipe.predict_proba(table), direct.predict_proba(X))
+        assert pipe.predict(table).shape == (30,)

@@ -10,7 +10,9 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils.validation import check_is_fitted
 
 from ._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature
+from ._panel import is_panel
 from ._validation import (
+    _column_cells,
     fitted_step_names,
     input_layout,
     restore_layout,
@@ -83,6 +85,14 @@ class SequenceStandardScaler(
         Names of the features seen in fit, when they are all strings: the columns of
         a DataFrame table, or of the DataFrames that held the sequences; ``transform``
         then refuses other names, or the same in another order.
+
+    Notes
+    -----
+    On a sequence column (see :func:`~sklearn_rnn.sequences.sequence_column`), such as
+    the column of sequences a :class:`~sklearn.compose.ColumnTransformer` hands it, the
+    output is that one column: :meth:`get_feature_names_out` names it (its name in a
+    DataFrame, else ``'x0'``), while ``n_features_in_`` and ``feature_names_in_`` count
+    and name the features of a step, which ``transform`` checks.
 
     Examples
     --------
@@ -173,12 +183,66 @@ class SequenceStandardScaler(
         """
         with staging(self) as work:  # a rejected refit leaves the fitted scaler as it was
             steps = np.concatenate(validate_sequences(work, X, reset=True), axis=0)  # (N, d)
+            # A sequence column (a ColumnTransformer's column of sequences) goes out as
+            # that one column: get_feature_names_out names it, as composites ask.
+            work._fitted_on_column = _column_cells(X) is not None and not is_panel(X)
+            name = X.columns[0] if hasattr(X, "columns") else getattr(X, "name", None)
+            work._sequence_column = name if work._fitted_on_column and isinstance(name, str) else None
             work._time_column = _resolve_time_feature(
                 self.time_feature, steps.shape[1], fitted_step_names(work),
                 table=work._fitted_layout == "table",
             )
             work.mean_, work.scale_ = work._location_and_scale(steps)
         return self
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of the output features: those of the input, one to one.
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            Names of the input features, checked as scikit-learn checks them; by
+            default ``feature_names_in_``, else ``x0``, ``x1``, ... For a sequence
+            column (one-column DataFrame, Series or ``(n, 1)`` object array of
+            sequences), the one name of that column: by default its name in fit
+            (``'x0'`` without one), the name that
+            :class:`~sklearn.compose.ColumnTransformer` passes.
+
+        Returns
+        -------
+        ndarray of str objects
+            One name for a sequence column (the output is that column of sequences),
+            otherwise one per feature.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from sklearn_rnn import SequenceStandardScaler
+        >>> from sklearn_rnn.sequences import sequence_column
+        >>> X = [np.zeros((3, 2)), np.ones((1, 2))]
+        >>> SequenceStandardScaler().fit(X).get_feature_names_out().tolist()
+        ['x0', 'x1']
+        >>> visits = pd.DataFrame({"visits": sequence_column(X)[:, 0]})
+        >>> SequenceStandardScaler().fit(visits).get_feature_names_out().tolist()
+        ['visits']
+        """
+        check_is_fitted(self)
+        if not getattr(self, "_fitted_on_column", False):  # False in older pickles
+            return super().get_feature_names_out(input_features)
+        name = self._sequence_column
+        if input_features is None:
+            return np.array([name if name is not None else "x0"], dtype=object)
+        given = np.asarray(input_features, dtype=object).ravel()
+        if len(given) != 1 or (name is not None and given[0] != name):
+            expected, fix = ((f"its name {name!r}", f"pass [{name!r}]") if name is not None
+                             else ("one name", "pass one name"))
+            raise ValueError(
+                f"input_features should name the one sequence column {type(self).__name__} was "
+                f"fitted on ({expected}): its output is that column of sequences; got "
+                f"{given.tolist()}. Leave input_features out, or {fix}."
+            )
+        return given
 
     def _location_and_scale(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """What standardizes ``steps`` ``(N, d)``: the mean and standard deviation of each

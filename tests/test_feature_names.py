@@ -14,6 +14,7 @@ from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 
 from sklearn_rnn import RNNClassifier, RNNStepClassifier, SequenceStandardScaler
+from sklearn_rnn.clinical import VisitFeatures
 from sklearn_rnn.sequences import sequence_column
 from sklearn_rnn.sequences._validation import step_feature_names
 
@@ -330,11 +331,14 @@ def test_the_scaler_on_a_sequence_column_names_that_column_for_column_transforme
     on_named = SequenceStandardScaler().fit(named)
     assert on_named.feature_names_in_.tolist() == NAMES
     assert on_named.get_feature_names_out().tolist() == ["visits"]
-    # An unnamed column is 'x0' and takes the name a composite gives it; sequences in a
-    # list keep one name per feature.
+    # An unnamed column takes the name a composite gives it, and by default names the
+    # features of a step, which a next step such as VisitFeatures reads; sequences in
+    # a list keep one name per feature.
     on_array = SequenceStandardScaler().fit(sequence_column(X))
-    assert on_array.get_feature_names_out().tolist() == ["x0"]
+    assert on_array.get_feature_names_out().tolist() == ["x0", "x1", "x2"]
     assert on_array.get_feature_names_out(["x4"]).tolist() == ["x4"]
+    visits = make_pipeline(SequenceStandardScaler(), VisitFeatures()).fit(sequence_column(X))
+    assert visits.get_feature_names_out()[:3].tolist() == ["last_x0", "last_x1", "last_x2"]
     assert SequenceStandardScaler().fit(frames(X)).get_feature_names_out().tolist() == NAMES
     assert SequenceStandardScaler().fit(X).get_feature_names_out().tolist() == ["x0", "x1", "x2"]
 

@@ -91,7 +91,7 @@ class SequenceStandardScaler(
     On a sequence column (see :func:`~sklearn_rnn.sequences.sequence_column`), such as
     the column of sequences a :class:`~sklearn.compose.ColumnTransformer` hands it, the
     output is that one column: :meth:`get_feature_names_out` names it (its name in a
-    DataFrame, else ``'x0'``), while ``n_features_in_`` and ``feature_names_in_`` count
+    DataFrame, or the one name a composite passes), while ``n_features_in_`` and ``feature_names_in_`` count
     and name the features of a step, which ``transform`` checks.
 
     Examples
@@ -204,15 +204,15 @@ class SequenceStandardScaler(
             Names of the input features, checked as scikit-learn checks them; by
             default ``feature_names_in_``, else ``x0``, ``x1``, ... For a sequence
             column (one-column DataFrame, Series or ``(n, 1)`` object array of
-            sequences), the one name of that column: by default its name in fit
-            (``'x0'`` without one), the name that
-            :class:`~sklearn.compose.ColumnTransformer` passes.
+            sequences), the one name of that column, such as the name that
+            :class:`~sklearn.compose.ColumnTransformer` passes; by default its name in
+            fit (a column without a name gives the features of a step, as a list does).
 
         Returns
         -------
         ndarray of str objects
-            One name for a sequence column (the output is that column of sequences),
-            otherwise one per feature.
+            One name for a named or named-in-the-call sequence column (the output is
+            that column of sequences), otherwise one per feature.
 
         Examples
         --------
@@ -232,7 +232,9 @@ class SequenceStandardScaler(
             return super().get_feature_names_out(input_features)
         name = self._sequence_column
         if input_features is None:
-            return np.array([name if name is not None else "x0"], dtype=object)
+            if name is None:  # an unnamed column: what a next step such as VisitFeatures reads
+                return super().get_feature_names_out()
+            return np.array([name], dtype=object)
         given = np.asarray(input_features, dtype=object).ravel()
         if len(given) != 1 or (name is not None and given[0] != name):
             expected, fix = ((f"its name {name!r}", f"pass [{name!r}]") if name is not None

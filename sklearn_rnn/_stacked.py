@@ -59,7 +59,6 @@ import copy
 import logging
 import math
 import os
-import re
 import time
 import warnings
 from collections.abc import Sequence
@@ -120,6 +119,10 @@ class StackedMember:
     seconds : float
         Wall-clock time of the stacked training divided among the members trained
         together (set by :func:`train_stacked`).
+    outcomes : list of _Outcome
+        What its training ended with that its own ``fit`` warns of (a divergence, the
+        starting weights kept, ``max_iter`` reached), as facts (set by
+        :func:`train_stacked`, which summarizes them).
 
     Examples
     --------
@@ -132,11 +135,46 @@ class StackedMember:
     train: Any
     valid: Any = None
     seconds: float = 0.0
+    outcomes: list[_Outcome] = field(default_factory=list)
     # Training state, private to train_stacked.
     _epoch_losses: list[float] = field(default_factory=list)
     _epoch_objectives: list[float] = field(default_factory=list)
     _epoch_sizes: list[int] = field(default_factory=list)
-    _diverged: str | None = None
+    # What became non-finite in this epoch, and its value (None for the weights).
+    _diverged: tuple[str, float | None] | None = None
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """A member's training outcome that its own ``fit`` warns of, as facts.
+
+    Attributes
+    ----------
+    estimator : str
+        The estimator's class name.
+    cause : {'diverged', 'kept_start', 'max_iter'}
+        A divergence, the weights training started from kept by the stopping rule,
+        or ``max_iter`` reached while the monitored loss still improved.
+    detail : tuple
+        What outcomes of one cause differ in: what became non-finite and its value
+        (``('training loss', 'nan')``, ``('weights', None)``); the monitored loss
+        (``('train_loss',)``); ``max_iter`` and the monitored loss.
+    epoch : int
+        The epoch a divergence came in; else the epochs trained.
+    message : str
+        The warning the member's own ``fit`` gives.
+    """
+
+    estimator: str
+    cause: str
+    detail: tuple
+    epoch: int
+    message: str
+
+    @property
+    def kind(self) -> tuple:
+        """What the outcomes counted in one summary share."""
+        return (self.estimator, self.cause, self.detail)
 
 
 def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
@@ -230,10 +268,10 @@ def train_stacked(
     chunks of at most ``max_stacked`` networks.
     When this returns, each member's estimator is fitted: its network holds the
     trained (or, with early stopping, the best epoch's) weights and ``n_iter_``,
-    ``loss_curve_``, ``validation_scores_`` are set as ``fit`` sets them. Warnings a
-    member's ``fit`` would give (``max_iter`` reached, divergence) are summarized in one
-    warning per cause, which counts the networks (and names their epochs where they
-    diverged in different ones).
+    ``loss_curve_``, ``validation_scores_`` are set as ``fit`` sets them. The warnings a
+    member's ``fit`` would give (a divergence, the starting weights kept, ``max_iter``
+    reached) are kept as facts in ``member.outcomes`` and summarized in one warning per
+    cause, which counts the networks (and names their epochs where they differ).
 
     Parameters
     ----------
@@ -291,22 +329,24 @@ def train_stacked(
         outcomes = [_train_chunk(chunk, caller) for chunk in chunks]
     else:
         outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk, caller) for chunk in chunks)
-    caught: list[tuple[type[Warning], str]] = []
-    for chunk, (estimators, seconds, recorded) in zip(chunks, outcomes):
-        caught.extend(recorded)
-        for member, estimator in zip(chunk, estimators):
+    others: list[tuple[type[Warning], str]] = []
+    for chunk, (estimators, seconds, facts, recorded) in zip(chunks, outcomes):
+        others.extend(recorded)
+        for member, estimator, member_facts in zip(chunk, estimators, facts):
             member.estimator = estimator
             member.seconds = seconds / len(chunk)
-    _summarize_warnings(caught, len(members), stacklevel + 2)
+            member.outcomes = member_facts
+    _summarize_warnings(members, others, stacklevel + 2)
 
 
 def _train_chunk(
     chunk: list[StackedMember], caller: int
-) -> tuple[list[Any], float, list[tuple[type[Warning], str]]]:
-    """Train one chunk; return its estimators, the seconds it took, and the warnings it
-    gave: the package's training warnings, gathered in this thread's context (no
-    process-wide state, which searches in threads would undo for one another), and in a
-    worker process, which runs one task at a time, every warning."""
+) -> tuple[list[Any], float, list[list[_Outcome]], list[tuple[type[Warning], str]]]:
+    """Train one chunk; return its estimators, the seconds it took, each member's
+    :class:`_Outcome` list, and the other warnings it gave: the package's training
+    warnings, gathered in this thread's context (no process-wide state, which searches
+    in threads would undo for one another), and in a worker process, which runs one
+    task at a time, every warning."""
     hidden_size = chunk[0].estimator.hidden_size  # one architecture per chunk
     sequences = sum(member.estimator.batch_size for member in chunk)
     began = time.perf_counter()
@@ -321,7 +361,7 @@ def _train_chunk(
     seconds = time.perf_counter() - began
     messages = gathered + [(message.category, str(message.message)) for message in recorded or []]
     estimators = [member.estimator for member in chunk]
-    return estimators, seconds, messages
+    return estimators, seconds, [member.outcomes for member in chunk], messages
 
 
 def _architecture(member: StackedMember) -> tuple:
@@ -341,36 +381,71 @@ def _label_smoothing(net: Any) -> float | None:
     return getattr(net.criterion_, "label_smoothing", None)
 
 
-def _summarize_warnings(caught: list[tuple[type[Warning], str]], n_members: int, stacklevel: int) -> None:
-    """One warning per kind: the members' ConvergenceWarnings counted per cause
-    (``max_iter`` reached, per its value; a divergence, per what diverged, whatever its
-    epoch), under the first one's text, with the epochs where they differ; ``stacklevel``
-    as for :func:`warnings.warn` called here."""
-    by_kind: dict[tuple[type[Warning], str], list[str]] = {}
-    for category, text in caught:
-        key = (category, _cause(text) if category is ConvergenceWarning else text)
-        by_kind.setdefault(key, []).append(text)
-    for (category, _), texts in by_kind.items():
-        if category is not ConvergenceWarning:
-            warnings.warn(texts[0], category, stacklevel=stacklevel)
-            continue
-        count = f"{len(texts)} of {n_members} stacked networks"
-        epochs = sorted({int(found.group(1)) for found in map(_DIVERGED_IN.search, texts) if found})
-        if len(epochs) > 1:  # each network's own epoch, not the first one's for all
-            count += f", in epochs {', '.join(map(str, epochs))}; the first"
-        warnings.warn(f"{count}: {texts[0]}", ConvergenceWarning, stacklevel=stacklevel)
+def _summarize_warnings(
+    members: Sequence[StackedMember], others: list[tuple[type[Warning], str]], stacklevel: int
+) -> None:
+    """One warning per kind: the members' outcomes counted per :attr:`_Outcome.kind`
+    (``max_iter`` reached, per its value and monitored loss; a divergence, per what
+    diverged, whatever its epoch), under the text of the one of the earliest epoch,
+    with the epochs where they differ; every other warning once. ``stacklevel`` as for
+    :func:`warnings.warn` called here."""
+    for category, text in dict.fromkeys(others):
+        warnings.warn(text, category, stacklevel=stacklevel)
+    by_kind: dict[tuple, list[_Outcome]] = {}
+    for member in members:
+        for outcome in member.outcomes:
+            by_kind.setdefault(outcome.kind, []).append(outcome)
+    for group in by_kind.values():
+        first = min(group, key=lambda outcome: outcome.epoch)
+        count = f"{len(group)} of {len(members)} stacked networks"
+        epochs = sorted({outcome.epoch for outcome in group})
+        if len(epochs) > 1 and first.cause in _EPOCHS:  # each network's own, not the first one's for all
+            count += f", {_EPOCHS[first.cause].format(', '.join(map(str, epochs)))}; the first"
+        warnings.warn(f"{count}: {first.message}", ConvergenceWarning, stacklevel=stacklevel)
 
 
-#: The epoch of a divergence's warning (:meth:`_Stack._warn_diverged`), before what it keeps.
-_DIVERGED_IN = re.compile(r"\bepoch (\d+)\b(?=.*, so training stopped)")
+#: How a summary names its networks' epochs where they differ, per cause.
+_EPOCHS = {"diverged": "in epochs {}", "kept_start": "after {} epochs"}
 
 
-def _cause(text: str) -> str:
-    """What a member's ConvergenceWarning counts under: the class and ``max_iter`` of
-    one that reached it; what diverged, without its epoch, for a divergence."""
-    if ", so training stopped" not in text:  # max_iter reached
-        return text.split(":")[0]
-    return re.sub(r"\bepoch \d+\b", "epoch", text.split(", so training stopped")[0])
+def _divergence(member: StackedMember, epoch: int) -> _Outcome:
+    """The member's divergence in ``epoch`` (:attr:`StackedMember._diverged`) and the
+    warning its own fit gives of it."""
+    what, value = member._diverged
+    if what == "weights":
+        sentence = f"the weights became non-finite in epoch {epoch}"
+    elif what == "training loss":
+        sentence = f"the training loss became {value} in epoch {epoch}"
+    else:  # the validation loss or score
+        sentence = non_finite_validation(
+            epoch, *(value if what == name else None for name in ("validation loss", "validation score"))
+        )
+    finished = epoch - 1
+    kept = "the initial weights are kept" if not finished else f"the weights of epoch {finished} are kept"
+    name = type(member.estimator).__name__
+    message = (
+        f"{name}: {sentence}, so training stopped and {kept}. Lower learning_rate, set a "
+        "clip_threshold, or scale the inputs (e.g. with SequenceStandardScaler)."
+    )
+    return _Outcome(name, "diverged", (what, None if value is None else str(value)), epoch, message)
+
+
+def _stopping_outcomes(
+    estimator: Any, stopper: SkorchEarlyStopping | None, gathered: list[tuple[type[Warning], str]]
+) -> list[_Outcome]:
+    """The ConvergenceWarnings ``gathered`` from a member's ``_record_history`` after its
+    training, as outcomes whose facts come from its stopping rule and ``n_iter_``: the
+    weights training started from kept (warned first), then ``max_iter`` reached (warned
+    only while the monitored loss still improved, so only with a warning to carry)."""
+    texts = [text for category, text in gathered if category is ConvergenceWarning]
+    name, epochs = type(estimator).__name__, int(estimator.n_iter_)
+    monitor = getattr(stopper, "monitor", None)
+    causes = []
+    if epochs and getattr(stopper, "kept_start_", False) and stopper.best_epoch_ == 1:
+        causes.append(("kept_start", (monitor,)))
+    if epochs >= estimator.max_iter:
+        causes.append(("max_iter", (int(estimator.max_iter), monitor)))
+    return [_Outcome(name, cause, detail, epochs, text) for (cause, detail), text in zip(causes, texts)]
 
 
 #: What :func:`_architecture` compares, in its order (named in :class:`StackedStream`'s refusal).
@@ -564,7 +639,7 @@ class StackedStream:
         for row, (member, net) in enumerate(zip(stack.members, nets)):
             epoch = len(net.history) + 1
             if member._diverged is None and not finite[row]:
-                member._diverged = "the weights became non-finite in epoch {epoch}"
+                member._diverged = ("weights", None)
             if member._diverged is not None:
                 # partial_fit's training guard: the call is undone, the weights and the
                 # optimizer's state are those it started from.
@@ -574,7 +649,7 @@ class StackedStream:
                         value[row] = state_before[key][row]
                 if optimizers_before is not None:
                     net.optimizer_.load_state_dict(optimizers_before[row])
-                stack._warn_diverged(member, epoch)
+                warn(_divergence(member, epoch).message, ConvergenceWarning, stacklevel=2)
                 continue
             losses[row] = self._record(member, seconds)
             self._epochs[row] = len(net.history)
@@ -751,6 +826,7 @@ class _Stack:
     def train(self) -> None:
         for member, stopper in zip(self.members, self.stoppers):
             member.estimator.net_.history.clear()
+            member.outcomes = []
             if stopper is not None:
                 stopper.on_train_begin(member.estimator.net_)
         epoch = 0
@@ -760,8 +836,14 @@ class _Stack:
             self._train_epoch()
             stopped = self._end_epoch(epoch, snapshot)
             self._drop(stopped)
-        for member in self.members:
-            member.estimator._record_history(0, incremental=False)
+        for member, stopper in zip(self.members, self.stoppers):
+            with gathered_warnings() as gathered:
+                member.estimator._record_history(0, incremental=False)
+            member.outcomes.extend(_stopping_outcomes(member.estimator, stopper, gathered))
+            carried = {outcome.message for outcome in member.outcomes}
+            for category, text in gathered:
+                if text not in carried:
+                    warn(text, category)
 
     def _train_epoch(self) -> None:
         live = [self.members[index] for index in self.live]
@@ -782,7 +864,7 @@ class _Stack:
                 # The data loss, as a fit's training guard reads it: an L2 penalty past the
                 # float32 range (weights above about 1e19) does not stop its fit.
                 if not math.isfinite(loss):
-                    member._diverged = f"the training loss became {loss} in epoch {{epoch}}"
+                    member._diverged = ("training loss", loss)
                     continue
                 member._epoch_objectives.append(objective)
                 member._epoch_losses.append(loss)
@@ -972,12 +1054,16 @@ class _Stack:
         for row, member in enumerate(live):
             net = member.estimator.net_
             if member._diverged is None and not finite_rows[row]:
-                member._diverged = f"the weights became non-finite in epoch {epoch}"
+                member._diverged = ("weights", None)
             if member._diverged is None and valid[row] is not None:  # as a fit's training guard
-                member._diverged = non_finite_validation(epoch, *valid[row])
+                member._diverged = next(
+                    ((what, value) for what, value in zip(("validation loss", "validation score"), valid[row])
+                     if value is not None and not math.isfinite(value)),
+                    None,
+                )
             if member._diverged is not None:
                 self._write(row, member, snapshot)  # the last finished epoch
-                self._warn_diverged(member, epoch)
+                member.outcomes.append(_divergence(member, epoch))
                 stopped.append(row)
                 continue
             _record_epoch(member, epoch)
@@ -1002,17 +1088,6 @@ class _Stack:
             if stopper is not None and len(net.history):
                 stopper.on_train_end(net, X=live[row].train)
         return stopped
-
-    def _warn_diverged(self, member: StackedMember, epoch: int) -> None:
-        finished = epoch - 1
-        kept = "the initial weights are kept" if not finished else f"the weights of epoch {finished} are kept"
-        warn(
-            f"{type(member.estimator).__name__}: {member._diverged.format(epoch=epoch)}, so "
-            f"training stopped and {kept}. Lower learning_rate, set a clip_threshold, or "
-            "scale the inputs (e.g. with SequenceStandardScaler).",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
 
     def _write(self, row: int, member: StackedMember, source: dict[str, torch.Tensor]) -> None:
         """Copy network ``row``'s parameters from the stack into its own module."""

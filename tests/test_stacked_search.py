@@ -1,6 +1,7 @@
 """The stacked trainer and RNNGridSearchCV: each stacked network is the network its own fit trains."""
 
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -786,9 +787,12 @@ def test_divergence_is_judged_on_the_data_loss_as_a_fit_judges_it():
         np.testing.assert_allclose(stacked.loss_curve_, alone.loss_curve_, rtol=1e-5)
         if diverged is None:  # the penalized objective overflowed, the data loss did not
             assert np.isinf(alone.net_.history[-1, "train_objective"]) and np.isfinite(alone.loss_curve_).all()
-            assert not ours and not theirs
-        else:
-            assert len(ours) == len(theirs) == 1 and diverged in ours[0] and diverged in theirs[0]
+            # No divergence; both keep the initial weights, whose objective no epoch lowered.
+            assert len(ours) == len(theirs) == 1 and ours[0] == f"1 of 1 stacked networks: {theirs[0]}"
+            assert "none of the 6 epochs lowered the training objective" in theirs[0]
+        else:  # and the stopping rule keeps the initial weights, which the first epoch did not improve on
+            assert len(ours) == len(theirs) == 2 and diverged in ours[0] and diverged in theirs[0]
+            assert ours[1] == f"1 of 1 stacked networks: {theirs[1]}"
 
 
 def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
@@ -806,7 +810,7 @@ def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
         train_stacked(members)
     assert [member.estimator.n_iter_ for member in members] == [1, 2, 2, 3, 6]
     summaries = sorted(str(w.message) for w in caught if w.category is ConvergenceWarning)
-    assert len(summaries) == 3
+    assert len(summaries) == 4
     assert summaries[0].startswith("1 of 5 stacked networks: RNNClassifier reached max_iter=6")
     assert summaries[1].startswith(
         "2 of 5 stacked networks, in epochs 2, 3; the first: RNNClassifier: the weights became non-finite in "
@@ -814,6 +818,47 @@ def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
     assert summaries[2].startswith(
         "2 of 5 stacked networks, in epochs 3, 4; the first: RNNClassifier: the training loss became nan in "
         "epoch 3, so training stopped and the weights of epoch 2 are kept")
+    # The diverged networks' stopping rules keep their initial weights, each after its own epochs.
+    assert summaries[3].startswith(
+        "4 of 5 stacked networks, after 1, 2, 3 epochs; the first: RNNClassifier: none of the 1 epochs lowered")
+
+
+def test_the_summary_groups_the_networks_on_their_facts_not_on_their_messages(monkeypatch):
+    # The summary parsed the networks' warnings with regular expressions: a reworded
+    # message changed its counts, and networks that reached max_iter with different
+    # monitored losses were counted under the first one's text ("2 of 5 ... the training
+    # objective was still improving" for a network without L2 penalty, whose training
+    # loss was).
+    import sklearn_rnn._estimators as estimators
+
+    reworded = estimators.warn
+    monkeypatch.setattr(estimators, "warn",
+                        lambda message, *args, **kwargs: reworded(message.replace(":", " -"), *args, **kwargs))
+    X, y = visits(20)
+    members = []
+    for learning_rate, alpha in [(1e12, 1.0), (1e8, 1.0), (1e10, 1.0), (0.05, 1.0), (0.05, 0.0)]:
+        model = explicit(learning_rate=learning_rate, alpha=alpha, clip_threshold=None, max_iter=6, tol=0,
+                         n_iter_no_change=100)
+        members.append(StackedMember(model, *model._prepare(X, y, None, incremental=False)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train_stacked(members)
+    assert [[(outcome.cause, outcome.epoch) for outcome in member.outcomes] for member in members] == [
+        [("diverged", 2), ("kept_start", 1)], [("diverged", 3), ("kept_start", 2)],
+        [("diverged", 3), ("kept_start", 2)], [("max_iter", 6)], [("max_iter", 6)],
+    ]
+    summaries = sorted(str(w.message) for w in caught if w.category is ConvergenceWarning)
+    counted = [int(summary.split(" of 5 stacked networks")[0]) for summary in summaries]
+    kinds = Counter(outcome.kind for member in members for outcome in member.outcomes)
+    assert sorted(counted) == sorted(kinds.values()) == [1, 1, 1, 2, 3]
+    assert summaries[0].startswith("1 of 5 stacked networks: RNNClassifier reached max_iter=6 epochs without "
+                                   "converging - the training loss was still improving")
+    assert summaries[1].startswith("1 of 5 stacked networks: RNNClassifier reached max_iter=6 epochs without "
+                                   "converging - the training objective")
+    assert summaries[2].startswith("1 of 5 stacked networks: RNNClassifier: the training loss became nan in epoch 3")
+    assert summaries[3].startswith(
+        "2 of 5 stacked networks, in epochs 2, 3; the first: RNNClassifier: the weights became non-finite in epoch 2")
+    assert summaries[4].startswith("3 of 5 stacked networks, after 1, 2 epochs; the first: RNNClassifier - none of")
 
 
 def test_a_sampler_put_in_a_scikit_learn_pipeline_by_the_grid_scores_error_score_as_in_grid_search_cv():

@@ -408,9 +408,10 @@ def _summarize_warnings(
 _EPOCHS = {"diverged": "in epochs {}", "kept_start": "after {} epochs"}
 
 
-def _divergence(member: StackedMember, epoch: int) -> _Outcome:
+def _divergence(member: StackedMember, epoch: int, *, restores_best: bool) -> _Outcome:
     """The member's divergence in ``epoch`` (:attr:`StackedMember._diverged`) and the
-    warning its own fit gives of it."""
+    warning its own ``fit`` (``restores_best``: its stopping rule then keeps the best
+    epoch's weights) or ``partial_fit`` gives of it."""
     what, value = member._diverged
     if what == "weights":
         sentence = f"the weights became non-finite in epoch {epoch}"
@@ -421,7 +422,12 @@ def _divergence(member: StackedMember, epoch: int) -> _Outcome:
             epoch, *(value if what == name else None for name in ("validation loss", "validation score"))
         )
     finished = epoch - 1
-    kept = "the initial weights are kept" if not finished else f"the weights of epoch {finished} are kept"
+    if not finished:
+        kept = "the initial weights are kept"
+    elif restores_best:
+        kept = f"training ends as after epoch {finished}, with the weights of the best epoch so far"
+    else:
+        kept = f"the weights of epoch {finished} are kept"
     name = type(member.estimator).__name__
     message = (
         f"{name}: {sentence}, so training stopped and {kept}. Lower learning_rate, set a "
@@ -649,7 +655,7 @@ class StackedStream:
                         value[row] = state_before[key][row]
                 if optimizers_before is not None:
                     net.optimizer_.load_state_dict(optimizers_before[row])
-                warn(_divergence(member, epoch).message, ConvergenceWarning, stacklevel=2)
+                warn(_divergence(member, epoch, restores_best=False).message, ConvergenceWarning, stacklevel=2)
                 continue
             losses[row] = self._record(member, seconds)
             self._epochs[row] = len(net.history)
@@ -1063,7 +1069,7 @@ class _Stack:
                 )
             if member._diverged is not None:
                 self._write(row, member, snapshot)  # the last finished epoch
-                member.outcomes.append(_divergence(member, epoch))
+                member.outcomes.append(_divergence(member, epoch, restores_best=True))
                 stopped.append(row)
                 continue
             _record_epoch(member, epoch)

@@ -790,9 +790,10 @@ def test_divergence_is_judged_on_the_data_loss_as_a_fit_judges_it():
             # No divergence; both keep the initial weights, whose objective no epoch lowered.
             assert len(ours) == len(theirs) == 1 and ours[0] == f"1 of 1 stacked networks: {theirs[0]}"
             assert "none of the 6 epochs lowered the training objective" in theirs[0]
-        else:  # and the stopping rule keeps the initial weights, which the first epoch did not improve on
-            assert len(ours) == len(theirs) == 2 and diverged in ours[0] and diverged in theirs[0]
-            assert ours[1] == f"1 of 1 stacked networks: {theirs[1]}"
+        else:  # the same words as the fit's (the stack said "the weights of epoch 1 are kept", which
+            # its stopping rule then replaced with the initial weights, as the second warning says)
+            assert len(ours) == len(theirs) == 2 and diverged in theirs[0]
+            assert ours == [f"1 of 1 stacked networks: {message}" for message in theirs]
 
 
 def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
@@ -814,10 +815,10 @@ def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
     assert summaries[0].startswith("1 of 5 stacked networks: RNNClassifier reached max_iter=6")
     assert summaries[1].startswith(
         "2 of 5 stacked networks, in epochs 2, 3; the first: RNNClassifier: the weights became non-finite in "
-        "epoch 2, so training stopped and the weights of epoch 1 are kept")
+        "epoch 2, so training stopped and training ends as after epoch 1, with the weights of the best epoch so far")
     assert summaries[2].startswith(
         "2 of 5 stacked networks, in epochs 3, 4; the first: RNNClassifier: the training loss became nan in "
-        "epoch 3, so training stopped and the weights of epoch 2 are kept")
+        "epoch 3, so training stopped and training ends as after epoch 2, with the weights of the best epoch so far")
     # The diverged networks' stopping rules keep their initial weights, each after its own epochs.
     assert summaries[3].startswith(
         "4 of 5 stacked networks, after 1, 2, 3 epochs; the first: RNNClassifier: none of the 1 epochs lowered")

@@ -23,6 +23,7 @@ import copy
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._gathered import warn
 
-__all__ = ["EarlyStopping", "GradientClipping", "TrainingGuard", "non_finite_validation"]
+__all__ = [
+    "EarlyStopping", "GradientClipping", "TrainingGuard", "TrainingOutcome", "diverged_warning",
+    "non_finite_validation",
+]
 
 
 class TrainingGuard(Callback):
@@ -152,20 +156,9 @@ class TrainingGuard(Callback):
         ):
             self.interrupted_ = True
             return
-        if not self._finished_epochs:
-            kept = "the initial weights are kept"
-        elif self.restores_best:
-            kept = (
-                f"training ends as after epoch {self._finished_epochs}, with the weights "
-                "of the best epoch so far"
-            )
-        else:
-            kept = f"the weights of epoch {self._finished_epochs} are kept"
         if self.diverged_ is not None:
             warn(
-                f"{self.owner}: {self.diverged_}, so training stopped and {kept}. Lower "
-                "learning_rate, set a clip_threshold, or scale the inputs (e.g. with "
-                "SequenceStandardScaler).",
+                diverged_warning(self.owner, self.diverged_, self._finished_epochs, self.restores_best),
                 ConvergenceWarning,
                 stacklevel=2,
             )
@@ -173,7 +166,7 @@ class TrainingGuard(Callback):
             self.interrupted_ = True
             warn(
                 f"{self.owner}: training was interrupted during epoch "
-                f"{self._finished_epochs + 1}; {kept}.",
+                f"{self._finished_epochs + 1}; {_kept(self._finished_epochs, self.restores_best)}.",
                 UserWarning,
                 stacklevel=2,
             )
@@ -347,6 +340,72 @@ class EarlyStopping(_SkorchEarlyStopping):
                 f"loss {min(start_loss, end_loss):.4g}, against {max(start_loss, end_loss):.4g} "
                 f"at its {other})."
             )
+
+
+def _kept(finished: int, restores_best: bool) -> str:
+    """Which weights training that ended after ``finished`` epochs of the call keeps."""
+    if not finished:
+        return "the initial weights are kept"
+    if restores_best:
+        return f"training ends as after epoch {finished}, with the weights of the best epoch so far"
+    return f"the weights of epoch {finished} are kept"
+
+
+def diverged_warning(owner: str, what: str, finished: int, restores_best: bool) -> str:
+    """The warning of a divergence: ``what`` became non-finite (a clause naming the
+    epoch) after ``finished`` epochs, and which weights are kept (the best epoch's,
+    where ``restores_best``, as a stopping rule restores them; else the last epoch's).
+
+    Examples
+    --------
+    >>> diverged_warning("RNNClassifier", "the weights became non-finite in epoch 3", 2, False)[:88]
+    'RNNClassifier: the weights became non-finite in epoch 3, so training stopped and the wei'
+    """
+    return (
+        f"{owner}: {what}, so training stopped and {_kept(finished, restores_best)}. Lower "
+        "learning_rate, set a clip_threshold, or scale the inputs (e.g. with "
+        "SequenceStandardScaler)."
+    )
+
+
+@dataclass(frozen=True)
+class TrainingOutcome:
+    """An outcome of training that ``fit`` warns of, as facts, so that many networks
+    trained together (:func:`~sklearn_rnn._stacked.train_stacked`) can be summarized by
+    cause rather than by the wording of their warnings.
+
+    Attributes
+    ----------
+    estimator : str
+        The estimator's class name.
+    cause : {'diverged', 'kept_start', 'max_iter'}
+        A divergence, the weights training started from kept by the stopping rule,
+        or ``max_iter`` reached while the monitored loss still improved.
+    detail : tuple
+        What outcomes of one cause differ in: what became non-finite and its value
+        (``('training loss', 'nan')``, ``('weights', None)``); the monitored loss
+        (``('train_loss',)``); ``max_iter`` and the monitored loss.
+    epoch : int
+        The epoch a divergence came in; else the epochs trained.
+    message : str
+        The warning ``fit`` gives.
+
+    Examples
+    --------
+    >>> TrainingOutcome("RNNClassifier", "max_iter", (30, "valid_loss"), 30, "...").kind
+    ('RNNClassifier', 'max_iter', (30, 'valid_loss'))
+    """
+
+    estimator: str
+    cause: str
+    detail: tuple
+    epoch: int
+    message: str
+
+    @property
+    def kind(self) -> tuple:
+        """What the outcomes counted in one summary share."""
+        return (self.estimator, self.cause, self.detail)
 
 
 def _epoch_tables(net: Any) -> list[PrintLog]:

@@ -25,7 +25,7 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ._callbacks import still_improving
+from ._callbacks import TrainingOutcome, still_improving
 from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, configure,
                       make_grad_scaler,
                       make_net, mark_callbacks_current)
@@ -662,7 +662,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     )
                 # Its warnings too: one raised as an error (warnings.simplefilter("error"))
                 # fails the call, which then leaves the estimator as it was.
-                work._record_history(epochs_before, incremental=incremental)
+                for outcome in work._record_history(epochs_before, incremental=incremental):
+                    warn(outcome.message, ConvergenceWarning)
             except BaseException:
                 if rollback is not None:
                     rollback.restore(net)  # the weights, history and dropout generators
@@ -1297,7 +1298,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         counts = getattr(self.net_.optimizer_, "branch_counts", None)
         return None if counts is None else dict(counts)
 
-    def _record_history(self, epochs_before: int, *, incremental: bool) -> None:
+    def _record_history(self, epochs_before: int, *, incremental: bool) -> list[TrainingOutcome]:
+        """Set ``n_iter_``, ``loss_curve_`` and the validation attributes from the
+        history of a training call that began after ``epochs_before`` epochs; return
+        what its ``fit`` warns of (the weights it started from kept, ``max_iter``
+        reached while still improving), for the caller to warn or summarize."""
+        outcomes: list[TrainingOutcome] = []
         history = self.net_.history
         self.n_iter_ = len(history) if incremental else len(history) - epochs_before
         previous = getattr(self, "loss_curve_", None)
@@ -1333,13 +1339,14 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if (not incremental and self.n_iter_ and getattr(stop, "kept_start_", False)
                 and stop.best_epoch_ == epochs_before + 1):
             start = "the network as initialized" if not epochs_before else "the weights it started from"
-            warn(
+            monitor = self._monitored_training_loss()
+            outcomes.append(TrainingOutcome(
+                type(self).__name__, "kept_start", (monitor,), self.n_iter_,
                 f"{type(self).__name__}: none of the {self.n_iter_} epochs lowered the "
-                f"{_LOSS_NAMES[self._monitored_training_loss()]} below that of the weights "
-                f"training started from, so it keeps those: the model is {start}. "
-                "Lower learning_rate, or set a clip_threshold.",
-                ConvergenceWarning,
-            )
+                f"{_LOSS_NAMES[monitor]} below that of the weights training started from, so "
+                f"it keeps those: the model is {start}. Lower learning_rate, or set a "
+                "clip_threshold.",
+            ))
         if not incremental and self.n_iter_ >= self.max_iter:
             # Warn only when the monitored loss was still falling as a trend, not when it
             # fluctuated around a level (mini-batch noise keeps setting new bests).
@@ -1347,13 +1354,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             curve = [float(value) for value in history[-self.n_iter_ :, key]]
             improving, fall = still_improving(curve, self.n_iter_no_change, self._resolved_tol())
             if improving:
-                name = _LOSS_NAMES[key]
-                warn(
+                outcomes.append(TrainingOutcome(
+                    type(self).__name__, "max_iter", (int(self.max_iter), key), self.n_iter_,
                     f"{type(self).__name__} reached max_iter={self.max_iter} epochs without "
-                    f"converging: the {name} was still improving ({fall}). Increase max_iter"
-                    + (" or tol." if self._early_stopping else ", or set early_stopping=True."),
-                    ConvergenceWarning,
-                )
+                    f"converging: the {_LOSS_NAMES[key]} was still improving ({fall}). Increase "
+                    "max_iter" + (" or tol." if self._early_stopping else ", or set early_stopping=True."),
+                ))
+        return outcomes
 
     def _check_precision(self, device: torch.device) -> None:
         if self.precision == "float16" and device.type != "cuda":

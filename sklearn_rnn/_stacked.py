@@ -80,7 +80,8 @@ from sklearn.exceptions import ConvergenceWarning
 from joblib import Parallel, delayed, effective_n_jobs
 from torch.func import functional_call, vmap
 
-from ._callbacks import TrainingGuard, _copied, non_finite_validation, score_weights
+from ._callbacks import (TrainingGuard, TrainingOutcome, _copied, diverged_warning, non_finite_validation,
+                         score_weights)
 from ._gathered import gathered_warnings, warn
 from ._parallel import fitting_threads
 from .nn import NetworkStates
@@ -119,7 +120,7 @@ class StackedMember:
     seconds : float
         Wall-clock time of the stacked training divided among the members trained
         together (set by :func:`train_stacked`).
-    outcomes : list of _Outcome
+    outcomes : list of TrainingOutcome
         What its training ended with that its own ``fit`` warns of (a divergence, the
         starting weights kept, ``max_iter`` reached), as facts (set by
         :func:`train_stacked`, which summarizes them).
@@ -135,46 +136,13 @@ class StackedMember:
     train: Any
     valid: Any = None
     seconds: float = 0.0
-    outcomes: list[_Outcome] = field(default_factory=list)
+    outcomes: list[TrainingOutcome] = field(default_factory=list)
     # Training state, private to train_stacked.
     _epoch_losses: list[float] = field(default_factory=list)
     _epoch_objectives: list[float] = field(default_factory=list)
     _epoch_sizes: list[int] = field(default_factory=list)
     # What became non-finite in this epoch, and its value (None for the weights).
     _diverged: tuple[str, float | None] | None = None
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """A member's training outcome that its own ``fit`` warns of, as facts.
-
-    Attributes
-    ----------
-    estimator : str
-        The estimator's class name.
-    cause : {'diverged', 'kept_start', 'max_iter'}
-        A divergence, the weights training started from kept by the stopping rule,
-        or ``max_iter`` reached while the monitored loss still improved.
-    detail : tuple
-        What outcomes of one cause differ in: what became non-finite and its value
-        (``('training loss', 'nan')``, ``('weights', None)``); the monitored loss
-        (``('train_loss',)``); ``max_iter`` and the monitored loss.
-    epoch : int
-        The epoch a divergence came in; else the epochs trained.
-    message : str
-        The warning the member's own ``fit`` gives.
-    """
-
-    estimator: str
-    cause: str
-    detail: tuple
-    epoch: int
-    message: str
-
-    @property
-    def kind(self) -> tuple:
-        """What the outcomes counted in one summary share."""
-        return (self.estimator, self.cause, self.detail)
 
 
 def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
@@ -341,9 +309,9 @@ def train_stacked(
 
 def _train_chunk(
     chunk: list[StackedMember], caller: int
-) -> tuple[list[Any], float, list[list[_Outcome]], list[tuple[type[Warning], str]]]:
+) -> tuple[list[Any], float, list[list[TrainingOutcome]], list[tuple[type[Warning], str]]]:
     """Train one chunk; return its estimators, the seconds it took, each member's
-    :class:`_Outcome` list, and the other warnings it gave: the package's training
+    :class:`TrainingOutcome` list, and the other warnings it gave: the package's training
     warnings, gathered in this thread's context (no process-wide state, which searches
     in threads would undo for one another), and in a worker process, which runs one
     task at a time, every warning."""
@@ -384,14 +352,14 @@ def _label_smoothing(net: Any) -> float | None:
 def _summarize_warnings(
     members: Sequence[StackedMember], others: list[tuple[type[Warning], str]], stacklevel: int
 ) -> None:
-    """One warning per kind: the members' outcomes counted per :attr:`_Outcome.kind`
+    """One warning per kind: the members' outcomes counted per :attr:`TrainingOutcome.kind`
     (``max_iter`` reached, per its value and monitored loss; a divergence, per what
     diverged, whatever its epoch), under the text of the one of the earliest epoch,
     with the epochs where they differ; every other warning once. ``stacklevel`` as for
     :func:`warnings.warn` called here."""
     for category, text in dict.fromkeys(others):
         warnings.warn(text, category, stacklevel=stacklevel)
-    by_kind: dict[tuple, list[_Outcome]] = {}
+    by_kind: dict[tuple, list[TrainingOutcome]] = {}
     for member in members:
         for outcome in member.outcomes:
             by_kind.setdefault(outcome.kind, []).append(outcome)
@@ -408,7 +376,7 @@ def _summarize_warnings(
 _EPOCHS = {"diverged": "in epochs {}", "kept_start": "after {} epochs"}
 
 
-def _divergence(member: StackedMember, epoch: int, *, restores_best: bool) -> _Outcome:
+def _divergence(member: StackedMember, epoch: int, *, restores_best: bool) -> TrainingOutcome:
     """The member's divergence in ``epoch`` (:attr:`StackedMember._diverged`) and the
     warning its own ``fit`` (``restores_best``: its stopping rule then keeps the best
     epoch's weights) or ``partial_fit`` gives of it."""
@@ -421,37 +389,9 @@ def _divergence(member: StackedMember, epoch: int, *, restores_best: bool) -> _O
         sentence = non_finite_validation(
             epoch, *(value if what == name else None for name in ("validation loss", "validation score"))
         )
-    finished = epoch - 1
-    if not finished:
-        kept = "the initial weights are kept"
-    elif restores_best:
-        kept = f"training ends as after epoch {finished}, with the weights of the best epoch so far"
-    else:
-        kept = f"the weights of epoch {finished} are kept"
     name = type(member.estimator).__name__
-    message = (
-        f"{name}: {sentence}, so training stopped and {kept}. Lower learning_rate, set a "
-        "clip_threshold, or scale the inputs (e.g. with SequenceStandardScaler)."
-    )
-    return _Outcome(name, "diverged", (what, None if value is None else str(value)), epoch, message)
-
-
-def _stopping_outcomes(
-    estimator: Any, stopper: SkorchEarlyStopping | None, gathered: list[tuple[type[Warning], str]]
-) -> list[_Outcome]:
-    """The ConvergenceWarnings ``gathered`` from a member's ``_record_history`` after its
-    training, as outcomes whose facts come from its stopping rule and ``n_iter_``: the
-    weights training started from kept (warned first), then ``max_iter`` reached (warned
-    only while the monitored loss still improved, so only with a warning to carry)."""
-    texts = [text for category, text in gathered if category is ConvergenceWarning]
-    name, epochs = type(estimator).__name__, int(estimator.n_iter_)
-    monitor = getattr(stopper, "monitor", None)
-    causes = []
-    if epochs and getattr(stopper, "kept_start_", False) and stopper.best_epoch_ == 1:
-        causes.append(("kept_start", (monitor,)))
-    if epochs >= estimator.max_iter:
-        causes.append(("max_iter", (int(estimator.max_iter), monitor)))
-    return [_Outcome(name, cause, detail, epochs, text) for (cause, detail), text in zip(causes, texts)]
+    message = diverged_warning(name, sentence, epoch - 1, restores_best)
+    return TrainingOutcome(name, "diverged", (what, None if value is None else str(value)), epoch, message)
 
 
 #: What :func:`_architecture` compares, in its order (named in :class:`StackedStream`'s refusal).
@@ -842,14 +782,8 @@ class _Stack:
             self._train_epoch()
             stopped = self._end_epoch(epoch, snapshot)
             self._drop(stopped)
-        for member, stopper in zip(self.members, self.stoppers):
-            with gathered_warnings() as gathered:
-                member.estimator._record_history(0, incremental=False)
-            member.outcomes.extend(_stopping_outcomes(member.estimator, stopper, gathered))
-            carried = {outcome.message for outcome in member.outcomes}
-            for category, text in gathered:
-                if text not in carried:
-                    warn(text, category)
+        for member in self.members:
+            member.outcomes.extend(member.estimator._record_history(0, incremental=False))
 
     def _train_epoch(self) -> None:
         live = [self.members[index] for index in self.live]

@@ -824,17 +824,13 @@ def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
         "4 of 5 stacked networks, after 1, 2, 3 epochs; the first: RNNClassifier: none of the 1 epochs lowered")
 
 
-def test_the_summary_groups_the_networks_on_their_facts_not_on_their_messages(monkeypatch):
+def test_the_summary_groups_the_networks_on_their_facts_not_on_their_messages():
     # The summary parsed the networks' warnings with regular expressions: a reworded
     # message changed its counts, and networks that reached max_iter with different
     # monitored losses were counted under the first one's text ("2 of 5 ... the training
     # objective was still improving" for a network without L2 penalty, whose training
-    # loss was).
-    import sklearn_rnn._estimators as estimators
-
-    reworded = estimators.warn
-    monkeypatch.setattr(estimators, "warn",
-                        lambda message, *args, **kwargs: reworded(message.replace(":", " -"), *args, **kwargs))
+    # loss was). The outcomes now come as facts from where they are found, and the
+    # summary's counts are the members' counts of each kind.
     X, y = visits(20)
     members = []
     for learning_rate, alpha in [(1e12, 1.0), (1e8, 1.0), (1e10, 1.0), (0.05, 1.0), (0.05, 0.0)]:
@@ -853,13 +849,13 @@ def test_the_summary_groups_the_networks_on_their_facts_not_on_their_messages(mo
     kinds = Counter(outcome.kind for member in members for outcome in member.outcomes)
     assert sorted(counted) == sorted(kinds.values()) == [1, 1, 1, 2, 3]
     assert summaries[0].startswith("1 of 5 stacked networks: RNNClassifier reached max_iter=6 epochs without "
-                                   "converging - the training loss was still improving")
+                                   "converging: the training loss was still improving")
     assert summaries[1].startswith("1 of 5 stacked networks: RNNClassifier reached max_iter=6 epochs without "
-                                   "converging - the training objective")
+                                   "converging: the training objective")
     assert summaries[2].startswith("1 of 5 stacked networks: RNNClassifier: the training loss became nan in epoch 3")
     assert summaries[3].startswith(
         "2 of 5 stacked networks, in epochs 2, 3; the first: RNNClassifier: the weights became non-finite in epoch 2")
-    assert summaries[4].startswith("3 of 5 stacked networks, after 1, 2 epochs; the first: RNNClassifier - none of")
+    assert summaries[4].startswith("3 of 5 stacked networks, after 1, 2 epochs; the first: RNNClassifier: none of")
 
 
 def test_a_sampler_put_in_a_scikit_learn_pipeline_by_the_grid_scores_error_score_as_in_grid_search_cv():

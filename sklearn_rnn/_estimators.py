@@ -2452,6 +2452,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
     count up to it) and, as at the end of training, keeps the best epoch's weights.
+    Where no epoch lowered the training loss below that of the weights training
+    started from, ``fit`` keeps those and says so with a ``ConvergenceWarning``.
     ``fit`` and ``partial_fit`` are transactional: a call that
     is rejected or fails, or is interrupted before its first epoch finishes (the
     interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),
@@ -3085,6 +3087,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
     count up to it) and, as at the end of training, keeps the best epoch's weights.
+    Where no epoch lowered the training loss below that of the weights training
+    started from, ``fit`` keeps those and says so with a ``ConvergenceWarning``.
     ``fit`` and ``partial_fit`` are transactional: a call that
     is rejected or fails, or is interrupted before its first epoch finishes (the
     interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),

@@ -705,7 +705,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if reset:
             self._frame = self._resolved_frame(sequences)
         raw, sequences = sequences, frame_sequences(sequences, self._frame)
-        self._early_stopping = not incremental and self._resolved_early_stopping(y)
+        self._early_stopping = not incremental and self._resolved_early_stopping(y, weight)
         seeds = _Seeds.draw(self.random_state)
         device = self._resolve_device()
         self._check_precision(device)
@@ -876,28 +876,22 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         full = SequenceDataset(data, targets, weights)
         if incremental or not self._early_stopping:
             return full, None
-        stratify = y if isinstance(self, ClassifierMixin) else None
-        check_holdout(len(y), self.validation_fraction, stratify, min_held_out=self._min_held_out)
+        # Held out from the sequences that weigh: one of weight 0 (say, one a bagging draw
+        # left out, as BaggingClassifier passes its draws as counts) is no evidence, and
+        # trains with the rest, where its loss counts for nothing.
+        weighed = np.flatnonzero(weight > 0)
+        stratify = np.asarray(y)[weighed] if isinstance(self, ClassifierMixin) else None
+        check_holdout(len(weighed), self.validation_fraction, stratify, min_held_out=self._min_held_out,
+                      weightless=len(y) - len(weighed))
         train_index, valid_index = train_test_split(
-            np.arange(len(y)),
+            weighed,
             test_size=self.validation_fraction,
             random_state=seeds.split,
             stratify=stratify,
         )
+        if len(weighed) < len(y):
+            train_index = np.concatenate([train_index, np.flatnonzero(weight == 0)])
         valid = full.subset(valid_index)
-        held = weight[valid_index]
-        empty = [name for name, part in (("held-out validation", held), ("training", weight[train_index]))
-                 if not part.any()]
-        if empty and self.early_stopping == "auto":  # not asked for: train on everything instead
-            self._early_stopping = False
-            return full, None
-        if empty:
-            raise ValueError(
-                f"The {empty[0]} split of validation_fraction={self.validation_fraction} "
-                f"({len(held)} of {len(y)} sequences held out) holds only sequences of "
-                "sample_weight 0: its loss is 0 at every epoch. Give them weight, change "
-                "validation_fraction, or set early_stopping=False."
-            )
         # Weights of mean 1 per loss term over each split: each split's loss, the batches'
         # mean of the weighted losses, is then the weighted mean over its sequences.
         train = full.subset(train_index)
@@ -1174,17 +1168,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         median = float(np.median([len(sequence) for sequence in sequences]))
         return AUTO_CONV_POOL if median >= AUTO_CONV_POOL_MIN_STEPS else 1
 
-    def _resolved_early_stopping(self, y: Any) -> bool:
+    def _resolved_early_stopping(self, y: Any, weight: np.ndarray) -> bool:
         """``early_stopping``, with 'auto' read as True from ``AUTO_HOLDOUT_MIN``
-        sequences on when the held-out split is possible (not with 'simplex', the
-        thesis' configuration), False otherwise."""
+        sequences of positive ``weight`` on when the held-out split of them is possible
+        (not with 'simplex', the thesis' configuration), False otherwise."""
         if self.early_stopping != "auto":
             return bool(self.early_stopping)
-        if self._thesis_auto or self.optimizer == "simplex" or len(y) < AUTO_HOLDOUT_MIN:
+        weighed = np.flatnonzero(weight > 0)
+        if self._thesis_auto or self.optimizer == "simplex" or len(weighed) < AUTO_HOLDOUT_MIN:
             return False
-        stratify = y if isinstance(self, ClassifierMixin) else None
+        stratify = np.asarray(y)[weighed] if isinstance(self, ClassifierMixin) else None
         try:
-            check_holdout(len(y), self.validation_fraction, stratify, min_held_out=self._min_held_out)
+            check_holdout(len(weighed), self.validation_fraction, stratify, min_held_out=self._min_held_out)
         except ValueError:
             return False
         return True
@@ -2285,11 +2280,12 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         ``3 * n_iter_no_change`` epochs, so training runs at least
         ``4 * n_iter_no_change`` epochs (or ``max_iter``): a loss may stay flat for a
         while before the network learns what lies far back. 'auto'
-        holds out from 200 training sequences on (when the stratified split is
-        possible; not with ``optimizer='simplex'``), and watches the training loss
+        holds out from 200 training sequences of positive ``sample_weight`` on (when
+        the stratified split is possible; not with ``optimizer='simplex'``), and watches the training loss
         below that.
     validation_fraction : float, default=0.1
-        Share of the data held out for early stopping.
+        Share of the data held out for early stopping, drawn from the sequences of
+        positive ``sample_weight`` (those of weight 0 train with the rest).
     n_iter_no_change : int, default=10
         Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
         epochs.
@@ -2952,7 +2948,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         only after ``3 * n_iter_no_change`` epochs. 'auto' holds out from 200 training
         sequences on (see :class:`RNNClassifier`).
     validation_fraction : float, default=0.1
-        Share of the data held out for early stopping.
+        Share of the data held out for early stopping, drawn from the sequences of
+        positive ``sample_weight`` (those of weight 0 train with the rest).
     n_iter_no_change : int, default=10
         Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
         epochs.

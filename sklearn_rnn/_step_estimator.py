@@ -105,7 +105,8 @@ class RNNStepClassifier(BaseRNN):
         over all the held-out steps, which weighs a long sequence's steps as much as a
         short one's. The patience is counted after ``3 * n_iter_no_change`` epochs.
     validation_fraction : float, default=0.1
-        Share of the sequences held out for early stopping.
+        Share of the sequences held out for early stopping, drawn from those of
+        positive ``sample_weight`` (those of weight 0 train with the rest).
     n_iter_no_change : int, default=10
         Patience, in epochs.
     tol : float or 'auto', default='auto'

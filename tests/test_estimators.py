@@ -605,7 +605,7 @@ def test_a_class_weight_dict_serves_batches_without_some_classes():
 def test_automatic_early_stopping_trains_on_everything_when_its_split_has_no_weight():
     # 'auto' holds out from 200 sequences on; a split drawn with only weight-0 sequences
     # refused the fit for some seeds, telling a user who never asked for early stopping to
-    # turn it off; a training split of weight 0 trained on nothing without a word.
+    # turn it off. Sequences of weight 0 do not count towards the 200.
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(3, 1)) for _ in range(220)]
     y = np.array([int(x.sum() > 0) for x in X])
@@ -615,23 +615,35 @@ def test_automatic_early_stopping_trains_on_everything_when_its_split_has_no_wei
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model = RNNClassifier(hidden_size=3, max_iter=2, random_state=seed).fit(X, y, sample_weight=weight)
-        assert model._early_stopping in (True, False) and len(model.loss_curve_) == 2
-    from sklearn.model_selection import train_test_split
+        assert model._early_stopping is False and len(model.loss_curve_) == 2
 
-    from sklearn_rnn._estimators import _Seeds
 
-    Xs, ys = X[:40], y[:40]
-    _, held = train_test_split(np.arange(40), test_size=0.25, random_state=_Seeds.draw(0).split, stratify=ys)
-    only_held = np.zeros(40)
-    only_held[held] = 1.0  # the training split weighs nothing
-    explicit = RNNClassifier(hidden_size=3, max_iter=2, early_stopping=True, validation_fraction=0.25, random_state=0)
-    with pytest.raises(ValueError, match="The training split .* holds only sequences of sample_weight 0"):
-        explicit.fit(Xs, ys, sample_weight=only_held)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        automatic = RNNClassifier(hidden_size=3, max_iter=2, validation_fraction=0.25, random_state=0).fit(
-            X[:180] + Xs * 1, np.r_[y[:180], ys], sample_weight=np.r_[np.zeros(180), only_held])
-    assert len(automatic.loss_curve_) == 2
+def test_the_held_out_split_is_drawn_from_the_sequences_that_weigh():
+    """A held-out split of only weight-0 sequences was refused ("holds only sequences of
+    sample_weight 0"), and one that held some validated on fewer sequences than
+    validation_fraction says. BaggingClassifier passes its draws as counts, so about a
+    third of the sequences came with weight 0: bagging an early-stopped network failed
+    for some seeds, blaming weights the user never passed."""
+    from sklearn.ensemble import BaggingClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 1)) for _ in range(40)]
+    y = np.array([int(x.sum() > 0) for x in X])
+    weight = np.where(np.arange(40) % 3 == 0, 0.0, rng.uniform(0.5, 2.0, size=40))
+    model = RNNClassifier(hidden_size=3, max_iter=2, early_stopping=True, validation_fraction=0.25, random_state=0)
+    for seed in range(5):
+        model.set_params(random_state=seed)
+        train, valid = model._prepare(X, y, weight, incremental=False)
+        positive = int((weight > 0).sum())
+        assert len(valid) == int(np.ceil(0.25 * positive)) and len(train) + len(valid) == 40
+        assert bool((valid.sample_weight > 0).all())
+    bagged = BaggingClassifier(clone(model), n_estimators=6, random_state=0)
+    with convergence_warning_allowed():
+        bagged.fit(sequence_column(X), y)
+    assert bagged.predict_proba(sequence_column(X)).shape == (40, 2)
+    with pytest.raises(ValueError, match=r"of 1 sequence .*the ones of positive sample_weight \(39 of weight 0 "
+                                         r"train with them\): expected at least 1 left for training"):
+        model.fit(X, y, sample_weight=np.r_[1.0, np.zeros(39)])
 
 
 def test_a_regressor_s_held_out_split_of_one_sequence_is_refused():
@@ -654,7 +666,8 @@ def test_a_regressor_s_held_out_split_of_one_sequence_is_refused():
 def test_validation_scores_weigh_the_held_out_sequences_as_the_validation_loss_does(Estimator):
     # They were unweighted while the loss and score() read the weights: with half the
     # held-out sequences mislabelled at weight 0, best_validation_score_ was 0.475 where
-    # the weighted score of the same predictions was 0.571.
+    # the weighted score of the same predictions was 0.571 (weight 0.05 here: the held-out
+    # split is drawn from sequences of positive weight).
     from sklearn.model_selection import train_test_split
 
     from sklearn_rnn._estimators import _Seeds
@@ -662,9 +675,9 @@ def test_validation_scores_weigh_the_held_out_sequences_as_the_validation_loss_d
     rng = np.random.default_rng(1)
     X = [rng.normal(size=(rng.integers(2, 8), 2)) for _ in range(80)]
     clean = np.array([x[:, 0].sum() for x in X])
-    weight = np.tile([1.0, 0.0], 40)
+    weight = np.tile([1.0, 0.05], 40)
     y = (clean > 0).astype(int) if Estimator is RNNClassifier else clean
-    y = np.where(weight == 0, 1 - y, y) if Estimator is RNNClassifier else np.where(weight == 0, -5 * y, y)
+    y = np.where(weight < 1, 1 - y, y) if Estimator is RNNClassifier else np.where(weight < 1, -5 * y, y)
     model = Estimator(hidden_size=6, max_iter=3, early_stopping=True, validation_fraction=0.5,
                       n_iter_no_change=100, random_state=0).fit(X, y, sample_weight=weight)
     stratify = y if Estimator is RNNClassifier else None

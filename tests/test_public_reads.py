@@ -96,7 +96,3 @@ def test_the_validation_loss_of_a_weighted_fit_is_the_weighted_mean_over_the_hel
     losses = -np.log(proba[np.arange(len(held)), y[held]])
     expected = np.sum(weight[held] * losses) / np.sum(weight[held])
     assert clf.best_validation_loss_ == pytest.approx(expected, rel=on_device(1e-5, 1e-3))
-    with pytest.raises(ValueError, match="holds only sequences of sample_weight 0"):
-        weight[held] = 0.0
-        _fit(RNNClassifier(hidden_size=4, max_iter=1, early_stopping=True, validation_fraction=0.25,
-                           random_state=0), X, y, sample_weight=weight)

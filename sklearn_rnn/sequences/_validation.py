@@ -1050,7 +1050,8 @@ def check_float32_range(values: Any, lengths: Any) -> None:
 
 
 def check_holdout(
-    n_samples: int, validation_fraction: float, labels: Any = None, *, min_held_out: int = 1
+    n_samples: int, validation_fraction: float, labels: Any = None, *, min_held_out: int = 1,
+    weightless: int = 0,
 ) -> None:
     """Check that early stopping can hold out ``validation_fraction`` of the samples.
 
@@ -1066,6 +1067,9 @@ def check_holdout(
         Class of each sample, for a stratified split.
     min_held_out : int, default=1
         The fewest held-out samples the validation score is defined on (2 for R2).
+    weightless : int, default=0
+        Samples of weight 0 besides the ``n_samples``, which the split leaves out
+        (named in the message).
 
     Raises
     ------
@@ -1088,6 +1092,8 @@ def check_holdout(
         f"{n_samples} sequence{'' if n_samples == 1 else 's'} ({n_valid} for validation, "
         f"{n_train} for training)"
     )
+    if weightless:
+        held_out += f", the ones of positive sample_weight ({weightless} of weight 0 train with them)"
     fix = "Pass more sequences, change validation_fraction, or set early_stopping=False."
     if n_train < 1:
         raise ValueError(f"{held_out}: expected at least 1 left for training. {fix}")

@@ -876,21 +876,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         full = SequenceDataset(data, targets, weights)
         if incremental or not self._early_stopping:
             return full, None
-        # Held out from the sequences that weigh: one of weight 0 (say, one a bagging draw
-        # left out, as BaggingClassifier passes its draws as counts) is no evidence, and
-        # trains with the rest, where its loss counts for nothing.
-        weighed = np.flatnonzero(weight > 0)
-        stratify = np.asarray(y)[weighed] if isinstance(self, ClassifierMixin) else None
-        check_holdout(len(weighed), self.validation_fraction, stratify, min_held_out=self._min_held_out,
-                      weightless=len(y) - len(weighed))
+        pool, trains_only, stratify = self._holdout_pool(y, weight)
+        check_holdout(len(pool), self.validation_fraction, stratify, min_held_out=self._min_held_out,
+                      weightless=len(trains_only))
         train_index, valid_index = train_test_split(
-            weighed,
+            pool,
             test_size=self.validation_fraction,
             random_state=seeds.split,
             stratify=stratify,
         )
-        if len(weighed) < len(y):
-            train_index = np.concatenate([train_index, np.flatnonzero(weight == 0)])
+        if len(trains_only):
+            train_index = np.concatenate([train_index, trains_only])
         valid = full.subset(valid_index)
         # Weights of mean 1 per loss term over each split: each split's loss, the batches'
         # mean of the weighted losses, is then the weighted mean over its sequences.
@@ -1168,18 +1164,37 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         median = float(np.median([len(sequence) for sequence in sequences]))
         return AUTO_CONV_POOL if median >= AUTO_CONV_POOL_MIN_STEPS else 1
 
+    def _holdout_pool(self, y: Any, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The sequences early stopping holds out from, those that only train, and the
+        pool's labels to stratify by (None for a regressor).
+
+        Held out from the sequences that weigh: one of weight 0 (say, one a bagging draw
+        left out, as BaggingClassifier passes its draws as counts) is no evidence, and
+        trains with the rest, where its loss counts for nothing. Where some weigh 0, a
+        class that the weights keep one sequence of (a draw that picked one of a rare
+        class's) cannot be split either, and trains too.
+        """
+        pool, trains_only = np.flatnonzero(weight > 0), np.flatnonzero(weight == 0)
+        if not isinstance(self, ClassifierMixin):
+            return pool, trains_only, None
+        labels = np.asarray(y)[pool]
+        classes, counts = np.unique(labels, return_counts=True)
+        if len(trains_only) and (counts < 2).any() and (counts >= 2).any():
+            lone = np.isin(labels, classes[counts < 2])
+            pool, trains_only, labels = pool[~lone], np.concatenate([trains_only, pool[lone]]), labels[~lone]
+        return pool, trains_only, labels
+
     def _resolved_early_stopping(self, y: Any, weight: np.ndarray) -> bool:
         """``early_stopping``, with 'auto' read as True from ``AUTO_HOLDOUT_MIN``
         sequences of positive ``weight`` on when the held-out split of them is possible
         (not with 'simplex', the thesis' configuration), False otherwise."""
         if self.early_stopping != "auto":
             return bool(self.early_stopping)
-        weighed = np.flatnonzero(weight > 0)
-        if self._thesis_auto or self.optimizer == "simplex" or len(weighed) < AUTO_HOLDOUT_MIN:
+        pool, _, stratify = self._holdout_pool(y, weight)
+        if self._thesis_auto or self.optimizer == "simplex" or len(pool) < AUTO_HOLDOUT_MIN:
             return False
-        stratify = np.asarray(y)[weighed] if isinstance(self, ClassifierMixin) else None
         try:
-            check_holdout(len(weighed), self.validation_fraction, stratify, min_held_out=self._min_held_out)
+            check_holdout(len(pool), self.validation_fraction, stratify, min_held_out=self._min_held_out)
         except ValueError:
             return False
         return True

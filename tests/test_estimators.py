@@ -641,9 +641,32 @@ def test_the_held_out_split_is_drawn_from_the_sequences_that_weigh():
     with convergence_warning_allowed():
         bagged.fit(sequence_column(X), y)
     assert bagged.predict_proba(sequence_column(X)).shape == (40, 2)
-    with pytest.raises(ValueError, match=r"of 1 sequence .*the ones of positive sample_weight \(39 of weight 0 "
-                                         r"train with them\): expected at least 1 left for training"):
+    with pytest.raises(ValueError, match=r"of 1 sequence .*the ones of positive sample_weight \(39 of weight 0, or "
+                                         r"alone in their class among those, train with them\): expected at least 1"):
         model.fit(X, y, sample_weight=np.r_[1.0, np.zeros(39)])
+
+
+@pytest.mark.parametrize("early_stopping", [True, "auto"])
+def test_a_class_the_weights_keep_one_sequence_of_trains_and_the_rest_is_held_out(early_stopping):
+    """A bagging draw that keeps one sequence of a rare class (3 of 220 here) left the
+    stratified hold-out of the weighted sequences impossible: fits of BaggingClassifier
+    failed for some seeds ("class counts {0: 127, 1: 1}"), or 'auto' silently trained
+    without early stopping. The lone sequence now trains; a fit without weight-0
+    sequences is refused as before, as stratification needs two of each class."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 5)), 1)) for _ in range(220)]
+    y = np.zeros(220, dtype=int)
+    y[:3] = 1
+    weight = np.ones(220)
+    weight[1:3] = 0.0  # the draw kept one of the three
+    weight[100:110] = 0.0
+    model = RNNClassifier(hidden_size=3, max_iter=2, early_stopping=early_stopping, random_state=0)
+    train, valid = model._prepare(X, y, weight, incremental=False)
+    assert model._early_stopping and len(train) + len(valid) == 220
+    assert bool((valid.sample_weight > 0).all()) and not bool((valid.y == 1).any())
+    lonely = np.r_[1.0, np.ones(219)]
+    with pytest.raises(ValueError, match="expected at least 2 sequences of each class"):
+        RNNClassifier(early_stopping=True).fit(X[2:], y[2:], sample_weight=lonely[2:])
 
 
 def test_a_regressor_s_held_out_split_of_one_sequence_is_refused():

@@ -1068,8 +1068,8 @@ def check_holdout(
     min_held_out : int, default=1
         The fewest held-out samples the validation score is defined on (2 for R2).
     weightless : int, default=0
-        Samples of weight 0 besides the ``n_samples``, which the split leaves out
-        (named in the message).
+        Samples besides the ``n_samples`` that the split leaves to training (of weight
+        0, or alone in their class among those that weigh), named in the message.
 
     Raises
     ------
@@ -1093,7 +1093,8 @@ def check_holdout(
         f"{n_train} for training)"
     )
     if weightless:
-        held_out += f", the ones of positive sample_weight ({weightless} of weight 0 train with them)"
+        held_out += (f", the ones of positive sample_weight ({weightless} of weight 0, or alone in "
+                     "their class among those, train with them)")
     fix = "Pass more sequences, change validation_fraction, or set early_stopping=False."
     if n_train < 1:
         raise ValueError(f"{held_out}: expected at least 1 left for training. {fix}")

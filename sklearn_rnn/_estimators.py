@@ -21,7 +21,6 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state, column_or_1d
 from sklearn.utils._metadata_requests import SIMPLE_METHODS
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -2334,7 +2333,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     class_weight : dict, 'balanced' or None, default=None
         Weights of the classes in the loss, multiplied with ``sample_weight``.
         'balanced' weighs the classes of the data ``fit`` is given (inversely to their
-        frequency); ``partial_fit`` refuses it (each call's data would be balanced on
+        frequency, counted with ``sample_weight``); ``partial_fit`` refuses it (each call's data would be balanced on
         its own): give it a dict computed over all the data.
     balanced_batches : bool, default=False
         Train on mini-batches that hold ``batch_size // n_classes`` sequences of every
@@ -2693,14 +2692,19 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             # Labels that are no class are ignored, as scikit-learn ignores them: a dict
             # made for all the data serves every cross-validation fold. Classes left out
             # weigh 1, whichever classes this y holds (a partial_fit batch may lack some:
-            # compute_sample_weight refused a dict naming a class absent from its y).
+            # scikit-learn's compute_sample_weight refuses a dict naming a class absent from its y).
             per_class = np.ones(len(self.classes_))
             for label, value in class_weight.items():
                 if label in known:
                     per_class[np.flatnonzero(self.classes_ == label)[0]] = value
             factor = per_class[y]
-        else:  # 'balanced': from the classes of this y
-            factor = compute_sample_weight(class_weight, y)
+        else:  # 'balanced': inversely to each class's total weight in this y, as
+            # scikit-learn counts it (bagging's draws come as count weights)
+            totals = np.bincount(y, weights=sample_weight, minlength=len(self.classes_))
+            present = totals > 0
+            per_class = np.ones(len(self.classes_))
+            per_class[present] = totals.sum() / (present.sum() * totals[present])
+            factor = per_class[y]
         with np.errstate(over="ignore"):  # checked below
             weight = sample_weight * factor
         if not np.isfinite(weight).all():

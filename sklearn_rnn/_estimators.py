@@ -585,6 +585,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """Check per-step targets against the steps of ``X`` (nothing to check when
         there is one target per sequence)."""
 
+    @staticmethod
+    def _target_ndim(y: Any) -> int:
+        """The number of dimensions of ``y`` (checked), which predictions follow."""
+        return np.ndim(y)
+
 
     # ------------------------------------------------------------- training
     @_fit_context(prefer_skip_nested_validation=True)
@@ -693,7 +698,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self._check_continuation()
         sequences = self._validate_sequences(X, reset=reset)
         given_weight = self._check_sample_weight(sample_weight, len(sequences), X)
-        y = self._check_y(y, X, len(sequences), reset=reset, classes=classes, weight=given_weight)
+        given_y, y = y, self._check_y(y, X, len(sequences), reset=reset, classes=classes, weight=given_weight)
+        if not (reset or incremental) and hasattr(self, "_y_ndim"):
+            self._y_ndim = self._target_ndim(given_y)  # a warm refit's predictions take its y's shape
         self._check_target_steps(y, sequences)
         weight = self._sample_weight(y, given_weight)
         if not incremental:  # a fit's loss is the weighted mean: only the ratios count

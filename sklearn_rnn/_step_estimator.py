@@ -301,6 +301,11 @@ class RNNStepClassifier(BaseRNN):
             raise ValueError(_wrong_outputs(width, self.n_outputs_, " per step"))
         return targets
 
+    @staticmethod
+    def _target_ndim(y: Any) -> int:
+        """The number of dimensions of the first sequence's targets (checked)."""
+        return np.ndim(next(iter(np.asarray(y) if type(y).__name__ == "DataFrame" else y)))
+
     def _check_target_steps(self, y: list[np.ndarray], sequences: list[np.ndarray]) -> None:
         for index, (target, sequence) in enumerate(zip(y, sequences)):
             if len(target) != len(sequence):

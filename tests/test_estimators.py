@@ -289,6 +289,17 @@ def test_a_regressor_names_the_fitted_outputs_when_trained_further_on_others(tas
             call(X, y[:, 0])
 
 
+def test_a_warm_regressor_refit_predicts_in_the_shape_of_its_own_targets(task):
+    # A refit on (n,) targets after (n, 1) ones kept predicting (n, 1), and the reverse.
+    X, _ = task
+    y = np.array([x[:, 0].sum() for x in X])
+    model = RNNRegressor(hidden_size=4, max_iter=1, warm_start=True, random_state=0)
+    for targets, shape in ((y[:, None], (len(X), 1)), (y, (len(X),)), (y[:, None], (len(X), 1))):
+        with convergence_warning_allowed():
+            model.fit(X, targets)
+        assert model.predict(X).shape == shape
+
+
 # --------------------------------------------------------------- bad input
 BAD_X = [
     ([], ValueError, "X is empty: expected at least one sequence"),

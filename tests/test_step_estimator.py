@@ -446,3 +446,16 @@ def test_a_scorer_by_name_is_refused_and_a_callable_scores_each_epoch(task):
 
     model = quiet_fit(RNNStepClassifier(callbacks=[("mean", EpochScoring(mean_output, name="mean"))], **kwargs), X[:40], y[:40])
     assert np.isfinite(model.net_.history[:, "mean"]).all()
+
+
+def test_a_warm_refit_predicts_in_the_shape_of_its_own_targets():
+    """A warm refit on (T,) targets after (T, 1) ones kept predicting (T, 1), though
+    predictions take the shape of y in fit; scoring leaves the shape alone."""
+    X, y = _small()
+    column = [np.asarray(target)[:, :1] for target in y]
+    model = quiet_fit(RNNStepClassifier(hidden_size=2, max_iter=1, warm_start=True, random_state=0), X, column)
+    assert model.predict(X)[0].shape == (len(X[0]), 1)
+    quiet_fit(model, X, [target.ravel() for target in column])
+    assert model.predict(X)[0].shape == (len(X[0]),)
+    model.score(X, column)
+    assert model.predict(X)[0].shape == (len(X[0]),)

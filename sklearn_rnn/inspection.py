@@ -142,6 +142,12 @@ def _scoring_setup(
     names = step_feature_names(X)
     check_targets_follow_instances(X, y)  # as fit and score: a Series in another order
     y = np.asarray(y)
+    if isinstance(scoring, (list, tuple, set, dict)):
+        raise ValueError(
+            f"scoring={scoring!r} names several metrics; the importances are the change of "
+            "one score. Pass one metric (a name or a callable), and call the function once "
+            "per metric."
+        )
     scorer = check_scoring(estimator, scoring=scoring)
 
     def score(changed: list[NDArray[np.float64]]) -> float:
@@ -179,7 +185,8 @@ def sequence_permutation_importance(
     y : array-like of shape (n_samples,)
         Their targets.
     scoring : str or callable, optional
-        A scikit-learn scorer; the estimator's ``score`` by default.
+        One scikit-learn scorer (several are refused: call once per metric); the
+        estimator's ``score`` by default.
     n_repeats : int, default=5
         Permutations per feature.
     random_state : int, RandomState instance or None, default=None
@@ -255,7 +262,8 @@ def visit_importance(
     y : array-like of shape (n_samples,)
         Their targets.
     scoring : str or callable, optional
-        A scikit-learn scorer; the estimator's ``score`` by default.
+        One scikit-learn scorer (several are refused: call once per metric); the
+        estimator's ``score`` by default.
     max_visits : int, default=10
         Visits looked at, from the last.
     n_repeats : int, default=5

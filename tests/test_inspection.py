@@ -426,3 +426,13 @@ def test_a_search_without_refit_and_several_rows_of_a_table_are_refused_with_the
     column = table.to_numpy()[0][:, None]  # one sequence of 6 steps, as predict takes it in a list
     np.testing.assert_array_equal(integrated_gradients(model, column).attributions,
                                   integrated_gradients(model, table.iloc[[0]]).attributions)
+
+
+@pytest.mark.parametrize("scoring", [["accuracy", "roc_auc"], ("accuracy",), {"acc": "accuracy"}])
+def test_several_metrics_are_refused_with_what_to_do(fitted, scoring):
+    # check_scoring made a multi-metric scorer whose dict reached float(): a bare
+    # "float() argument must be ... not 'dict'".
+    model, X, y = fitted
+    for importance in (sequence_permutation_importance, visit_importance):
+        with pytest.raises(ValueError, match="names several metrics; the importances are the change of one score"):
+            importance(model, X[:20], y[:20], scoring=scoring, n_repeats=1)

@@ -1486,9 +1486,16 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight", copy=True
         )
         if weight.ndim != 1 or weight.shape[0] != n_samples:
+            resampled = (
+                " If a sampler (an imbalanced-learn step with fit_resample) runs before this "
+                "estimator in a pipeline, it changed the number of sequences and left the "
+                "weights without theirs: weigh the classes with the sampler or with "
+                "class_weight instead of sample_weight."
+                if weight.ndim == 1 else ""
+            )
             raise ValueError(
                 f"sample_weight has shape {weight.shape}: expected ({n_samples},), one "
-                "weight per sequence of X."
+                f"weight per sequence of X.{resampled}"
             )
         if (weight < 0).any():
             raise ValueError(

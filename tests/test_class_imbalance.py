@@ -9,6 +9,7 @@ import pytest
 import torch
 from imblearn.over_sampling import RandomOverSampler
 from imblearn.pipeline import make_pipeline as make_imblearn_pipeline
+from imblearn.under_sampling import RandomUnderSampler
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_rnn import RNNClassifier, SequenceStandardScaler
@@ -106,6 +107,17 @@ def test_imbalanced_learn_sampler_pipeline_with_time_gaps():
         pipeline.fit(sequence_column(X), y)
     assert pipeline.predict_proba(sequence_column(X)).shape == (90, 2)
     assert pipeline[-1].n_features_in_ == 2
+
+
+def test_sample_weight_left_behind_by_a_sampler_says_why_it_no_longer_fits():
+    # The sampler changes the number of sequences; the weights reach the estimator as given.
+    X, y = rare_positives()
+    pipeline = make_imblearn_pipeline(
+        RandomUnderSampler(random_state=0), RNNClassifier(hidden_size=4, max_iter=2)
+    )
+    with pytest.raises(ValueError, match=r"shape \(90,\): expected \(20,\).*a sampler .*"
+                       r"changed the number of sequences.*class_weight instead"):
+        pipeline.fit(sequence_column(X), y, rnnclassifier__sample_weight=np.ones(90))
 
 
 def test_partial_fit_refuses_balanced_class_weights_with_the_fix():

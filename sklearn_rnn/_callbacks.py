@@ -36,7 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._gathered import warn
 
 __all__ = [
-    "EarlyStopping", "GradientClipping", "TrainingGuard", "TrainingOutcome", "diverged_warning",
+    "Divergence", "EarlyStopping", "GradientClipping", "TrainingGuard", "TrainingOutcome",
     "non_finite_validation",
 ]
 
@@ -63,8 +63,8 @@ class TrainingGuard(Callback):
 
     Attributes
     ----------
-    diverged_ : str or None
-        What diverged in the last training call (a sentence), or None.
+    diverged_ : Divergence or None
+        What diverged in the last training call, or None.
     interrupted_ : bool
         Whether the last training call was interrupted in the middle of an epoch.
 
@@ -97,7 +97,7 @@ class TrainingGuard(Callback):
         self.restores_best = restores_best
 
     def initialize(self) -> TrainingGuard:
-        self.diverged_: str | None = None
+        self.diverged_: Divergence | None = None
         self.interrupted_ = False
         self._finished_epochs = self._call_start = 0
         self._snapshot: dict[str, Any] | None = None
@@ -123,18 +123,16 @@ class TrainingGuard(Callback):
         self._batch += 1
         loss = net.history[-1, "batches", -1, "train_loss"]  # already a Python float
         if not math.isfinite(loss):
-            self.diverged_ = (
-                f"the training loss became {loss} in epoch {len(net.history)}, batch {self._batch}"
-            )
+            self.diverged_ = Divergence("training loss", loss, len(net.history), self._batch)
             raise KeyboardInterrupt  # skorch's way to end its fit loop
 
     def on_epoch_end(self, net: Any, **kwargs: Any) -> None:
         loss = net.history[-1, "train_loss"]
         row = net.history[-1]
         if not math.isfinite(loss):
-            self.diverged_ = f"the training loss of epoch {len(net.history)} is {loss}"
+            self.diverged_ = Divergence("training loss", loss, len(net.history))
         elif not _finite_parameters(net.module_):
-            self.diverged_ = f"the weights became non-finite in epoch {len(net.history)}"
+            self.diverged_ = Divergence("weights", None, len(net.history))
         else:
             self.diverged_ = non_finite_validation(
                 len(net.history), row.get("valid_loss"), row.get("valid_score"))
@@ -157,11 +155,8 @@ class TrainingGuard(Callback):
             self.interrupted_ = True
             return
         if self.diverged_ is not None:
-            warn(
-                diverged_warning(self.owner, self.diverged_, self._finished_epochs, self.restores_best),
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+            warn(self.diverged_.outcome(self.owner, self.restores_best).message, ConvergenceWarning,
+                 stacklevel=2)
         else:
             self.interrupted_ = True
             warn(
@@ -351,21 +346,57 @@ def _kept(finished: int, restores_best: bool) -> str:
     return f"the weights of epoch {finished} are kept"
 
 
-def diverged_warning(owner: str, what: str, finished: int, restores_best: bool) -> str:
-    """The warning of a divergence: ``what`` became non-finite (a clause naming the
-    epoch) after ``finished`` epochs, and which weights are kept (the best epoch's,
-    where ``restores_best``, as a stopping rule restores them; else the last epoch's).
+@dataclass(frozen=True)
+class Divergence:
+    """What became non-finite in training, and when: the facts a divergence warning
+    states, whether a fit's :class:`TrainingGuard` or the stacked trainer saw it.
+
+    Attributes
+    ----------
+    what : {'training loss', 'weights', 'validation loss', 'validation score'}
+        What became non-finite.
+    value : float or None
+        Its value (None for the weights).
+    epoch : int
+        The epoch it came in, counted over the network's whole history.
+    batch : int or None, default=None
+        The training batch of the epoch whose loss it was (None: the epoch's).
 
     Examples
     --------
-    >>> diverged_warning("RNNClassifier", "the weights became non-finite in epoch 3", 2, False)[:88]
+    >>> from sklearn_rnn._callbacks import Divergence
+    >>> Divergence("training loss", float("inf"), 3, batch=2).sentence()
+    'the training loss became inf in epoch 3, batch 2'
+    >>> Divergence("weights", None, 3).outcome("RNNClassifier", False).message[:88]
     'RNNClassifier: the weights became non-finite in epoch 3, so training stopped and the wei'
     """
-    return (
-        f"{owner}: {what}, so training stopped and {_kept(finished, restores_best)}. Lower "
-        "learning_rate, set a clip_threshold, or scale the inputs (e.g. with "
-        "SequenceStandardScaler)."
-    )
+
+    what: str
+    value: float | None
+    epoch: int
+    batch: int | None = None
+
+    def sentence(self) -> str:
+        """The clause a warning starts with."""
+        if self.what == "weights":
+            return f"the weights became non-finite in epoch {self.epoch}"
+        if self.what == "training loss":
+            where = f", batch {self.batch}" if self.batch is not None else ""
+            return f"the training loss became {self.value} in epoch {self.epoch}{where}"
+        return (f"the {self.what} of epoch {self.epoch} is {self.value} (the network's outputs "
+                "on the held-out sequences are not finite)")
+
+    def outcome(self, owner: str, restores_best: bool) -> TrainingOutcome:
+        """The outcome ``owner``'s training warns of: it stops after the epoch before this
+        one, with the best epoch's weights where ``restores_best`` (a stopping rule then
+        restores them), else with the last finished epoch's."""
+        message = (
+            f"{owner}: {self.sentence()}, so training stopped and "
+            f"{_kept(self.epoch - 1, restores_best)}. Lower learning_rate, set a "
+            "clip_threshold, or scale the inputs (e.g. with SequenceStandardScaler)."
+        )
+        value = None if self.value is None else str(self.value)
+        return TrainingOutcome(owner, "diverged", (self.what, value), self.epoch, message)
 
 
 @dataclass(frozen=True)
@@ -598,18 +629,17 @@ def _restore(net: Any, snapshot: dict[str, Any] | None) -> None:
     net.optimizer_.load_state_dict(snapshot["optimizer"])
 
 
-def non_finite_validation(epoch: int, loss: float | None, score: float | None) -> str | None:
-    """A divergence's sentence for an epoch whose validation loss or score (None: not
-    recorded) is not a number, which no other epoch's compares with; None otherwise.
+def non_finite_validation(epoch: int, loss: float | None, score: float | None) -> Divergence | None:
+    """The divergence of an epoch whose validation loss or score (None: not recorded) is
+    not a number, which no other epoch's compares with; None otherwise.
 
     >>> from sklearn_rnn._callbacks import non_finite_validation
-    >>> non_finite_validation(3, 0.5, float("nan"))[:37]
+    >>> non_finite_validation(3, 0.5, float("nan")).sentence()[:37]
     'the validation score of epoch 3 is na'
     """
     for name, value in (("validation loss", loss), ("validation score", score)):
         if value is not None and not math.isfinite(value):
-            return (f"the {name} of epoch {epoch} is {value} (the network's outputs on the "
-                    "held-out sequences are not finite)")
+            return Divergence(name, value, epoch)
     return None
 
 

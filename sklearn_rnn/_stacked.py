@@ -80,7 +80,7 @@ from sklearn.exceptions import ConvergenceWarning
 from joblib import Parallel, delayed, effective_n_jobs
 from torch.func import functional_call, vmap
 
-from ._callbacks import (TrainingGuard, TrainingOutcome, _copied, diverged_warning, non_finite_validation,
+from ._callbacks import (Divergence, TrainingGuard, TrainingOutcome, _copied, non_finite_validation,
                          score_weights)
 from ._gathered import gathered_warnings, warn
 from ._parallel import fitting_threads
@@ -141,8 +141,8 @@ class StackedMember:
     _epoch_losses: list[float] = field(default_factory=list)
     _epoch_objectives: list[float] = field(default_factory=list)
     _epoch_sizes: list[int] = field(default_factory=list)
-    # What became non-finite in this epoch, and its value (None for the weights).
-    _diverged: tuple[str, float | None] | None = None
+    # What became non-finite in this epoch.
+    _diverged: Divergence | None = None
 
 
 def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
@@ -376,24 +376,6 @@ def _summarize_warnings(
 _EPOCHS = {"diverged": "in epochs {}", "kept_start": "after {} epochs"}
 
 
-def _divergence(member: StackedMember, epoch: int, *, restores_best: bool) -> TrainingOutcome:
-    """The member's divergence in ``epoch`` (:attr:`StackedMember._diverged`) and the
-    warning its own ``fit`` (``restores_best``: its stopping rule then keeps the best
-    epoch's weights) or ``partial_fit`` gives of it."""
-    what, value = member._diverged
-    if what == "weights":
-        sentence = f"the weights became non-finite in epoch {epoch}"
-    elif what == "training loss":
-        sentence = f"the training loss became {value} in epoch {epoch}"
-    else:  # the validation loss or score
-        sentence = non_finite_validation(
-            epoch, *(value if what == name else None for name in ("validation loss", "validation score"))
-        )
-    name = type(member.estimator).__name__
-    message = diverged_warning(name, sentence, epoch - 1, restores_best)
-    return TrainingOutcome(name, "diverged", (what, None if value is None else str(value)), epoch, message)
-
-
 #: What :func:`_architecture` compares, in its order (named in :class:`StackedStream`'s refusal).
 _ARCHITECTURE_FIELDS = (
     "estimator class", "optimizer", "loss", "cell", "bidirectional", "parameter shapes", "network",
@@ -585,7 +567,7 @@ class StackedStream:
         for row, (member, net) in enumerate(zip(stack.members, nets)):
             epoch = len(net.history) + 1
             if member._diverged is None and not finite[row]:
-                member._diverged = ("weights", None)
+                member._diverged = Divergence("weights", None, epoch)
             if member._diverged is not None:
                 # partial_fit's training guard: the call is undone, the weights and the
                 # optimizer's state are those it started from.
@@ -595,7 +577,8 @@ class StackedStream:
                         value[row] = state_before[key][row]
                 if optimizers_before is not None:
                     net.optimizer_.load_state_dict(optimizers_before[row])
-                warn(_divergence(member, epoch, restores_best=False).message, ConvergenceWarning, stacklevel=2)
+                outcome = member._diverged.outcome(type(member.estimator).__name__, False)
+                warn(outcome.message, ConvergenceWarning, stacklevel=2)
                 continue
             losses[row] = self._record(member, seconds)
             self._epochs[row] = len(net.history)
@@ -804,7 +787,8 @@ class _Stack:
                 # The data loss, as a fit's training guard reads it: an L2 penalty past the
                 # float32 range (weights above about 1e19) does not stop its fit.
                 if not math.isfinite(loss):
-                    member._diverged = ("training loss", loss)
+                    epoch = len(member.estimator.net_.history) + 1  # this epoch is recorded at its end
+                    member._diverged = Divergence("training loss", loss, epoch, batch=step + 1)
                     continue
                 member._epoch_objectives.append(objective)
                 member._epoch_losses.append(loss)
@@ -994,16 +978,12 @@ class _Stack:
         for row, member in enumerate(live):
             net = member.estimator.net_
             if member._diverged is None and not finite_rows[row]:
-                member._diverged = ("weights", None)
+                member._diverged = Divergence("weights", None, epoch)
             if member._diverged is None and valid[row] is not None:  # as a fit's training guard
-                member._diverged = next(
-                    ((what, value) for what, value in zip(("validation loss", "validation score"), valid[row])
-                     if value is not None and not math.isfinite(value)),
-                    None,
-                )
+                member._diverged = non_finite_validation(epoch, *valid[row])
             if member._diverged is not None:
                 self._write(row, member, snapshot)  # the last finished epoch
-                member.outcomes.append(_divergence(member, epoch, restores_best=True))
+                member.outcomes.append(member._diverged.outcome(type(member.estimator).__name__, True))
                 stopped.append(row)
                 continue
             _record_epoch(member, epoch)

@@ -796,6 +796,25 @@ def test_divergence_is_judged_on_the_data_loss_as_a_fit_judges_it():
             assert ours == [f"1 of 1 stacked networks: {message}" for message in theirs]
 
 
+def test_a_stacked_network_whose_training_loss_diverges_words_it_as_its_fit_does():
+    # The stack left out the batch whose loss was lost ("in epoch 3, so training
+    # stopped"), which the fit's training guard names.
+    X, y = visits(20)
+    model = explicit(learning_rate=1e10, clip_threshold=None, max_iter=6, tol=0, n_iter_no_change=100)
+    stacked, alone = clone(model), clone(model)
+    member = StackedMember(stacked, *stacked._prepare(X, y, None, incremental=False))
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        train_stacked([member])
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        alone.fit(X, y)
+    ours, theirs = [str(w.message) for w in ours], [str(w.message) for w in theirs]
+    assert "the training loss became nan in epoch 3, batch 2, so training stopped" in theirs[0]
+    assert stacked.n_iter_ == alone.n_iter_ == 2
+    assert ours == [f"1 of 1 stacked networks: {message}" for message in theirs]
+
+
 def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
     # Every divergence was counted under the first network's text (the key was the
     # class name): networks whose weights overflowed in epochs 2 and 3 and whose loss was
@@ -818,7 +837,7 @@ def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():
         "epoch 2, so training stopped and training ends as after epoch 1, with the weights of the best epoch so far")
     assert summaries[2].startswith(
         "2 of 5 stacked networks, in epochs 3, 4; the first: RNNClassifier: the training loss became nan in "
-        "epoch 3, so training stopped and training ends as after epoch 2, with the weights of the best epoch so far")
+        "epoch 3, batch 2, so training stopped and training ends as after epoch 2, with the weights of the best epoch so far")
     # The diverged networks' stopping rules keep their initial weights, each after its own epochs.
     assert summaries[3].startswith(
         "4 of 5 stacked networks, after 1, 2, 3 epochs; the first: RNNClassifier: none of the 1 epochs lowered")

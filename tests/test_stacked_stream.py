@@ -150,12 +150,14 @@ def test_a_diverging_estimator_is_undone_as_partial_fit_undoes_it(optimizer):
             twin.partial_fit(*second)
     before = [[p.detach().clone() for p in model.module_.parameters()] for model in models]
     batches = [batch(rng) for _ in models]
-    with pytest.warns(ConvergenceWarning, match="the training loss became inf"):
+    with pytest.warns(ConvergenceWarning, match="the training loss became inf") as own:
         twin.partial_fit(*batches[1])  # its own partial_fit undoes the call
     stream = StackedStream(models)
-    with pytest.warns(ConvergenceWarning, match="RNNClassifier: the training loss became inf in epoch 3, so "
-                      "training stopped and the weights of epoch 2 are kept"):
+    with pytest.warns(ConvergenceWarning, match="RNNClassifier: the training loss became inf in epoch 3, "
+                      "batch 1, so training stopped and the weights of epoch 2 are kept") as stacked:
         losses = stream.update(batches)
+    # Worded as its own partial_fit words it (the stream left out the batch).
+    assert [str(w.message) for w in stacked] == [str(w.message) for w in own]
     stream.write_back()
     assert np.isnan(losses[1]) and np.isfinite(losses[[0, 2]]).all()
     assert [model.n_iter_ for model in models] == [3, 2, 3] and twin.n_iter_ == 2

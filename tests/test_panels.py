@@ -572,3 +572,22 @@ def test_sktime_s_wide_table_of_several_channels_is_refused_with_the_reshape():
     # One channel is a table of univariate sequences, as before.
     univariate = wide[[f"dim_0__{t}" for t in range(4)]]
     assert [x.shape for x in check_sequences(univariate)] == [(4, 1)] * 6
+
+
+def test_a_sequence_column_of_a_panel_checks_the_targets_it_will_be_paired_with():
+    # The column drops the instance labels, and samplers pair by position: targets
+    # sorted by instance went on to another patient's sequence without a word.
+    from sklearn_rnn.sequences import sequence_column
+
+    table, death = visits()
+    panel = table.set_index(["patient", "day"])
+    instances = panel.index.unique(level=0)
+    sorted_targets = pd.Series(death).sort_index()
+    with pytest.raises(ValueError, match=r"y is indexed by the panel's instances, but in "
+                                         r"another order .*y.loc\[X.index.unique\(level=0\)\]"):
+        sequence_column(panel, sorted_targets)
+    column = sequence_column(panel, sorted_targets.loc[instances])
+    assert len(column) == len(instances)
+    for row, instance in enumerate(instances):
+        np.testing.assert_array_equal(column[row, 0].to_numpy(), panel.loc[instance].sort_index().to_numpy())
+    sequence_column(panel, sorted_targets.to_numpy())  # positions, unchecked, as fit

@@ -26,6 +26,7 @@ from sklearn.utils.validation import validate_data
 from ._panel import (
     check_not_long_table,
     check_numeric_columns,
+    check_targets_follow_instances,
     frame_values,
     is_frame,
     is_panel,
@@ -224,7 +225,7 @@ def _column_cells(X: Any) -> list[Any] | None:
     return None
 
 
-def sequence_column(sequences: Any) -> np.ndarray:
+def sequence_column(sequences: Any, y: Any = None) -> np.ndarray:
     """Wrap sequences as a column: an ``(n, 1)`` object array holding one sequence a cell.
 
     Tools that insist on a 2D array, such as imbalanced-learn's samplers
@@ -234,10 +235,18 @@ def sequence_column(sequences: Any) -> np.ndarray:
     synthesize new samples by interpolating numeric features (SMOTE and its variants)
     cannot apply to sequences and fail on it.
 
+    The column keeps the sequences' order but not a panel's instance labels, so nothing
+    downstream (a sampler, a pipeline, the estimator) can check that targets keyed by
+    instance follow that order. Pass them as ``y`` to have them checked here.
+
     Parameters
     ----------
     sequences : sequences in any accepted form
         See :func:`check_sequences`.
+    y : array-like, optional
+        The targets that will be paired with the column, checked only: a pandas Series
+        or DataFrame indexed by a panel's instances in another order than the panel's is
+        refused, as ``fit(panel, y)`` refuses it.
 
     Returns
     -------
@@ -245,6 +254,11 @@ def sequence_column(sequences: Any) -> np.ndarray:
         Each cell a validated float64 ``(T_i, d)`` array, or, where the sequences name
         their features (DataFrames, a panel), a DataFrame with those columns, so that an
         estimator fitted on the column keeps and checks the names.
+
+    Raises
+    ------
+    ValueError
+        ``y`` is indexed by the panel's instances in another order.
 
     Examples
     --------
@@ -254,6 +268,7 @@ def sequence_column(sequences: Any) -> np.ndarray:
     >>> column.shape, column[1, 0].shape
     ((2, 1), (1, 2))
     """
+    check_targets_follow_instances(sequences, y)
     checked = check_sequences(sequences)
     names = step_feature_names(sequences)
     column = np.empty((len(checked), 1), dtype=object)

@@ -77,13 +77,47 @@ def _final_step(estimator: Any) -> tuple[Any, Any]:
 
 def _time_column(estimator: Any, n_features: int, names: Any) -> int | None:
     """The time column of ``X`` (``n_features`` per step, named ``names`` or None): the
-    final estimator's ``time_feature``, an index or one of the names."""
+    final estimator's ``time_feature``, an index or one of the names; for a meta-estimator
+    (VotingClassifier, CalibratedClassifierCV, ...), that of the networks inside it, which
+    must agree."""
     model = _final_step(estimator)[1]
+    if not hasattr(model, "time_feature") and hasattr(model, "get_params"):
+        return _nested_time_column(model, n_features, names)
     time_feature = getattr(model, "time_feature", None)
     fitted = getattr(getattr(model, "_encoder", None), "time_feature", None)
     if names is None and isinstance(time_feature, str) and fitted is not None:
         return int(fitted)  # a name fitted on frames, given arrays: the column fit found, as predict reads
     return _resolve_time_feature(time_feature, n_features, names)
+
+
+def _nested_time_column(model: Any, n_features: int, names: Any) -> int | None:
+    """The time column that the networks inside a meta-estimator read, from their nested
+    parameters (``..._time_feature``); refused where they read different columns, or
+    name it and ``X`` has no names."""
+    found = {key: value for key, value in model.get_params(deep=True).items()
+             if key.endswith("__time_feature") and value is not None}
+    kind = type(model).__name__
+    way_out = (
+        "or inspect one fitted network inside it, e.g. voting.estimators_[i] of a "
+        "VotingClassifier or calibrated.calibrated_classifiers_[i].estimator of a "
+        "CalibratedClassifierCV"
+    )
+    if names is None and any(isinstance(value, str) for value in found.values()):
+        raise ValueError(
+            f"the networks inside {kind} name their time column ({found}), but X came "
+            "without column names, so the column cannot be found to permute it through its "
+            "gaps: pass X as DataFrames with that column, as the networks were fitted, "
+            f"{way_out}."
+        )
+    columns = {key: _resolve_time_feature(value, n_features, names) for key, value in found.items()}
+    if len(set(columns.values())) > 1:
+        raise ValueError(
+            f"the networks inside {kind} read different time columns ({found}): the "
+            "importances permute the time column through its gaps, so that times keep "
+            "increasing, and every other column as values, which needs one time column for "
+            f"all of them. Give the networks the same time_feature, {way_out}."
+        )
+    return next(iter(columns.values()), None)
 
 
 def _aligned_positions(lengths: NDArray[np.intp]) -> list[tuple[NDArray[np.intp], NDArray[np.intp]]]:
@@ -172,14 +206,17 @@ def sequence_permutation_importance(
     Sequences are aligned at their last step; at every step back from the end, the
     feature's values are permuted among the sequences that have that step, which keeps
     each step's distribution and breaks the link between the feature and the target.
-    The time column (``time_feature`` of the estimator, or of a pipeline's last step)
-    is permuted through its gaps, so times keep increasing within each sequence.
+    The time column (``time_feature`` of the estimator, of a pipeline's last step, or
+    of the networks inside a meta-estimator) is permuted through its gaps, so times
+    keep increasing within each sequence.
 
     Parameters
     ----------
-    estimator : fitted estimator, Pipeline or search
-        An ``RNNClassifier`` or ``RNNRegressor``, a pipeline ending in one, or a fitted
-        search (its ``best_estimator_``).
+    estimator : fitted estimator, Pipeline, search or meta-estimator
+        An ``RNNClassifier`` or ``RNNRegressor``, a pipeline ending in one, a fitted
+        search (its ``best_estimator_``), or a meta-estimator over such networks (a
+        ``VotingClassifier``, a ``CalibratedClassifierCV``, ...; alone or as a pipeline's
+        last step), whose networks must then read the same time column.
     X : sequences in any accepted form
         Held-out sequences, ideally.
     y : array-like of shape (n_samples,)
@@ -253,9 +290,11 @@ def visit_importance(
 
     Parameters
     ----------
-    estimator : fitted estimator, Pipeline or search
-        An ``RNNClassifier`` or ``RNNRegressor``, a pipeline ending in one, or a fitted
-        search (its ``best_estimator_``).
+    estimator : fitted estimator, Pipeline, search or meta-estimator
+        An ``RNNClassifier`` or ``RNNRegressor``, a pipeline ending in one, a fitted
+        search (its ``best_estimator_``), or a meta-estimator over such networks (a
+        ``VotingClassifier``, a ``CalibratedClassifierCV``, ...; alone or as a pipeline's
+        last step), whose networks must then read the same time column.
     X : sequences in any accepted form
         The visit histories to score (held-out data), as the estimator's ``predict``
         takes them, the time column included.

@@ -436,3 +436,75 @@ def test_several_metrics_are_refused_with_what_to_do(fitted, scoring):
     for importance in (sequence_permutation_importance, visit_importance):
         with pytest.raises(ValueError, match="names several metrics; the importances are the change of one score"):
             importance(model, X[:20], y[:20], scoring=scoring, n_repeats=1)
+
+
+# ------------------------------------------------ networks wrapped in other meta-estimators
+def timed_task(n=30, seed=0):
+    """Sequences of a time column (0) and two values; the target is the sign of the last value 1."""
+    rng = np.random.default_rng(seed)
+    X = [np.c_[np.cumsum(rng.uniform(0.5, 2, k)), rng.normal(size=(k, 2))] for k in rng.integers(3, 7, n)]
+    return X, np.array([int(x[-1, 1] > 0) for x in X])
+
+
+def wrapped_network(wrapper, time_features=(0, 0)):
+    """An RNNClassifier (two where they vote) in ``wrapper``, unfitted."""
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.ensemble import VotingClassifier
+
+    rnns = [RNNClassifier(time_feature=t, hidden_size=4, max_iter=3, random_state=i)
+            for i, t in enumerate(time_features)]
+    if wrapper == "calibrated":
+        return CalibratedClassifierCV(rnns[0], cv=2)
+    voting = VotingClassifier([("rnn", rnns[0]), ("other", rnns[1])], voting="soft")
+    return make_pipeline(SequenceStandardScaler(), voting) if wrapper == "pipeline ending in voting" else voting
+
+
+@pytest.mark.parametrize("wrapper", ["voting", "calibrated", "pipeline ending in voting"])
+def test_importances_find_the_time_column_of_networks_inside_a_meta_estimator(wrapper):
+    # Only the final estimator's own time_feature was read, which a VotingClassifier or a
+    # CalibratedClassifierCV has not: its time column was permuted as plain values, and the
+    # networks inside refused the permuted sequences ("times that decrease").
+    X, y = timed_task()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = wrapped_network(wrapper).fit(X, y)
+    seen = []
+
+    def scoring(estimator, X_scored, y_scored):
+        seen.append([x[:, 0].copy() for x in X_scored])
+        return estimator.score(X_scored, y_scored)
+
+    result = sequence_permutation_importance(model, X, y, scoring=scoring, n_repeats=2, random_state=0)
+    assert np.isfinite(result.importances).all()
+    times = [x[:, 0] for x in X]
+    assert all(np.all(np.diff(t) >= 0) for given in seen for t in given)  # times keep increasing
+    assert any(not np.array_equal(t, original) for given in seen for t, original in zip(given, times))
+    seen.clear()
+    result = visit_importance(model, X, y, scoring=scoring, max_visits=3, n_repeats=2, random_state=0)
+    assert np.isfinite(result.importances).all()
+    assert len(seen) == 1 + 3 * 2  # the baseline, then every visit and repeat
+    for given in seen:  # the time column stays in place
+        for t, original in zip(given, times):
+            np.testing.assert_array_equal(t, original)
+
+
+def test_networks_inside_a_meta_estimator_that_read_different_time_columns_are_refused():
+    import pandas as pd
+
+    X, y = timed_task()
+    X = [np.c_[x, 2 * x[:, 0]] for x in X]  # a second increasing column, 3
+    frames = [pd.DataFrame(x, columns=["day", "a", "b", "twice"]) for x in X]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        disagreeing = wrapped_network("voting", time_features=(0, 3)).fit(X, y)
+        same = wrapped_network("voting", time_features=("day", -4)).fit(frames, y)  # one column, two ways
+    for function in (sequence_permutation_importance, visit_importance):
+        with pytest.raises(ValueError, match=r"inside VotingClassifier read different time columns "
+                                             r"\(\{'rnn__time_feature': 0, 'other__time_feature': 3\}\).*"
+                                             r"same time_feature, or inspect one fitted network.*estimators_\[i\]"):
+            function(disagreeing, X, y, n_repeats=1)
+        assert np.isfinite(function(same, frames, y, n_repeats=1, random_state=0).importances[:3]).all()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # arrays for networks fitted on named frames
+            with pytest.raises(ValueError, match=r"name their time column .*without column names.*DataFrames"):
+                function(same, X, y, n_repeats=1)

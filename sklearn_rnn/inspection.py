@@ -30,7 +30,7 @@ from sklearn.metrics import check_scoring
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._estimators import frame_sequences
+from ._estimators import BaseRNN, frame_sequences
 from .sequences import check_sequences
 from .sequences._encoding import _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances, is_panel
@@ -392,7 +392,10 @@ def integrated_gradients(
         An ``RNNClassifier`` or ``RNNRegressor`` (or a fitted search: its
         ``best_estimator_``), or a pipeline whose last step is
         one and whose other steps transform each step's features one to one (such as
-        :class:`~sklearn_rnn.SequenceStandardScaler`).
+        :class:`~sklearn_rnn.SequenceStandardScaler`). A meta-estimator that combines
+        networks (``VotingClassifier``, ``CalibratedClassifierCV``, ...) is refused:
+        explain one fitted network inside it, e.g. ``voting.estimators_[i]`` or
+        ``calibrated.calibrated_classifiers_[i].estimator``.
     sequence : array-like of shape (T, n_features)
         One sequence, as given to ``predict``: an array, a DataFrame, one instance of a
         panel (``X.loc[[instance]]``, read in the order of its time level, as
@@ -435,6 +438,16 @@ def integrated_gradients(
         raise ValueError(f"n_steps must be a positive integer; got {n_steps!r}.")
     _check_one_sequence(sequence)
     preprocess, model = _final_step(estimator)
+    if not isinstance(model, BaseRNN):
+        raise TypeError(
+            "integrated_gradients attributes the output of one RNNClassifier or RNNRegressor "
+            f"(alone, as a pipeline's last step or as a search's best_estimator_); got "
+            f"{type(model).__name__}, whose output is no one network's (a meta-estimator "
+            "such as VotingClassifier or CalibratedClassifierCV combines several). Explain a "
+            "fitted network inside it, e.g. voting.estimators_[i] or "
+            "calibrated.calibrated_classifiers_[i].estimator (after a pipeline's other "
+            "steps: make_pipeline(pipeline[:-1], network))."
+        )
     check_is_fitted(model)
     given: Any = _as_given(model, sequence)  # a frame's names are checked as in predict
     original = check_sequences(given)[0]

@@ -508,3 +508,22 @@ def test_networks_inside_a_meta_estimator_that_read_different_time_columns_are_r
             warnings.simplefilter("ignore", UserWarning)  # arrays for networks fitted on named frames
             with pytest.raises(ValueError, match=r"name their time column .*without column names.*DataFrames"):
                 function(same, X, y, n_repeats=1)
+
+
+@pytest.mark.parametrize("wrapper", ["calibrated", "pipeline ending in voting"])
+def test_integrated_gradients_refuses_a_meta_estimator_by_name_and_explains_a_network_inside_it(wrapper):
+    # It failed with "'CalibratedClassifierCV' object has no attribute '_validate_sequences'":
+    # the attributions are those of one network's output, which a meta-estimator combines.
+    X, y = timed_task()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = wrapped_network(wrapper).fit(X, y)
+    kind = "CalibratedClassifierCV" if wrapper == "calibrated" else "VotingClassifier"
+    with pytest.raises(TypeError, match=rf"one RNNClassifier or RNNRegressor.*got {kind}.*"
+                                        r"estimators_\[i\].*calibrated_classifiers_\[i\]\.estimator"):
+        integrated_gradients(model, X[0])
+    if wrapper == "calibrated":
+        network = model.calibrated_classifiers_[0].estimator
+    else:
+        network = make_pipeline(model[0], model[-1].estimators_[0])
+    assert integrated_gradients(network, X[0]).attributions.shape == X[0].shape  # the way out

@@ -770,9 +770,13 @@ def test_an_exploding_gradient_takes_the_clipped_step_as_its_own_fit_does():
 def test_divergence_is_judged_on_the_data_loss_as_a_fit_judges_it():
     # The stack stopped a network when its loss plus L2 penalty left the float32 range
     # (weights above about 1e19), as "the training loss became inf", though the data loss
-    # was finite and its own fit goes on; and it skipped that step.
+    # was finite and its own fit goes on; and it skipped that step. A lost training loss
+    # was worded without the batch ("in epoch 3, so training stopped"), which a fit names.
     X, y = visits(20)
-    for learning_rate, diverged in [(1e4, None), (1e12, "the weights became non-finite in epoch 2")]:
+    for learning_rate, diverged, epochs in [
+        (1e4, None, 6), (1e12, "the weights became non-finite in epoch 2", 1),
+        (1e10, "the training loss became nan in epoch 3, batch 2, so training stopped", 2),
+    ]:
         model = explicit(learning_rate=learning_rate, clip_threshold=None, max_iter=6, tol=0, n_iter_no_change=100)
         stacked, alone = clone(model), clone(model)
         member = StackedMember(stacked, *stacked._prepare(X, y, None, incremental=False))
@@ -783,7 +787,7 @@ def test_divergence_is_judged_on_the_data_loss_as_a_fit_judges_it():
             warnings.simplefilter("always")
             alone.fit(X, y)
         ours, theirs = [str(w.message) for w in ours], [str(w.message) for w in theirs]
-        assert stacked.n_iter_ == alone.n_iter_ == (6 if diverged is None else 1)
+        assert stacked.n_iter_ == alone.n_iter_ == epochs
         np.testing.assert_allclose(stacked.loss_curve_, alone.loss_curve_, rtol=1e-5)
         if diverged is None:  # the penalized objective overflowed, the data loss did not
             assert np.isinf(alone.net_.history[-1, "train_objective"]) and np.isfinite(alone.loss_curve_).all()
@@ -794,25 +798,6 @@ def test_divergence_is_judged_on_the_data_loss_as_a_fit_judges_it():
             # its stopping rule then replaced with the initial weights, as the second warning says)
             assert len(ours) == len(theirs) == 2 and diverged in theirs[0]
             assert ours == [f"1 of 1 stacked networks: {message}" for message in theirs]
-
-
-def test_a_stacked_network_whose_training_loss_diverges_words_it_as_its_fit_does():
-    # The stack left out the batch whose loss was lost ("in epoch 3, so training
-    # stopped"), which the fit's training guard names.
-    X, y = visits(20)
-    model = explicit(learning_rate=1e10, clip_threshold=None, max_iter=6, tol=0, n_iter_no_change=100)
-    stacked, alone = clone(model), clone(model)
-    member = StackedMember(stacked, *stacked._prepare(X, y, None, incremental=False))
-    with warnings.catch_warnings(record=True) as ours:
-        warnings.simplefilter("always")
-        train_stacked([member])
-    with warnings.catch_warnings(record=True) as theirs:
-        warnings.simplefilter("always")
-        alone.fit(X, y)
-    ours, theirs = [str(w.message) for w in ours], [str(w.message) for w in theirs]
-    assert "the training loss became nan in epoch 3, batch 2, so training stopped" in theirs[0]
-    assert stacked.n_iter_ == alone.n_iter_ == 2
-    assert ours == [f"1 of 1 stacked networks: {message}" for message in theirs]
 
 
 def test_the_divergence_summary_counts_each_cause_and_names_every_epoch():

@@ -380,7 +380,9 @@ def _choose_directions(
         (combination * gradient).sum(1),
     ])  # (3, M): ||grad||, ||g||, g . grad
     stats = on_device.tolist()
-    if any(math.isinf(value) for row in stats for value in row):
+    # Squares or products of finite entries past the dtype's range: an infinite norm, and
+    # an infinite or NaN (inf + -inf) inner product, whichever the combination's scale.
+    if not all(math.isfinite(value) for row in stats for value in row):
         on_device, stats = _rescued_statistics(gradient, combination, on_device, sizes)
     branches: list[Branch] = []
     cosines = []
@@ -456,23 +458,25 @@ def _rescued_statistics(
     gradient: torch.Tensor, combination: torch.Tensor, on_device: torch.Tensor, sizes: Sequence[int] | None
 ) -> tuple[torch.Tensor, list[list[float]]]:
     """The ``(3, M)`` statistics of :func:`_choose_directions` (``||grad||``, ``||g||``,
-    ``g . grad``), the overflowed ones recomputed on rows divided by their largest
+    ``g . grad``), the non-finite ones recomputed on rows divided by their largest
     magnitude (squares or products of finite entries past the dtype's range: an
-    exploding gradient): the norms on the device, where the candidate divides them, and
+    exploding gradient; an inner product whose terms overflow with both signs is
+    ``inf - inf``, NaN): the norms on the device, where the candidate divides them, and
     the products on the host in float64, where the two scales' product fits. Also their
-    host values, as lists."""
+    host values, as lists. A row with an infinite or NaN entry keeps a non-finite value
+    (its largest magnitude is not finite, and it is not divided)."""
     gradient_scale, combination_scale = _row_scales(gradient), _row_scales(combination)  # (M,) each
     gradient_unit, combination_unit = gradient / gradient_scale[:, None], combination / combination_scale[:, None]
     on_device = torch.stack([
-        torch.where(torch.isinf(on_device[0]), _row_norms(gradient_unit, sizes) * gradient_scale, on_device[0]),
-        torch.where(torch.isinf(on_device[1]), _row_norms(combination_unit, sizes) * combination_scale, on_device[1]),
+        torch.where(torch.isfinite(on_device[0]), on_device[0], _row_norms(gradient_unit, sizes) * gradient_scale),
+        torch.where(torch.isfinite(on_device[1]), on_device[1], _row_norms(combination_unit, sizes) * combination_scale),
         on_device[2],
     ])
     unit_dot = (gradient_unit * combination_unit).sum(1)  # (M,)
     gradient_norm, combined_norm, dots, unit_dots, scales_a, scales_b = torch.cat(
         [on_device, torch.stack([unit_dot, gradient_scale, combination_scale])]
     ).tolist()
-    dots = [unit * a * b if math.isinf(dot) else dot for dot, unit, a, b in zip(dots, unit_dots, scales_a, scales_b)]
+    dots = [dot if math.isfinite(dot) else unit * a * b for dot, unit, a, b in zip(dots, unit_dots, scales_a, scales_b)]
     return on_device, [gradient_norm, combined_norm, dots]
 
 

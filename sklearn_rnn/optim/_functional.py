@@ -10,8 +10,10 @@ what unit tests check by hand on tiny tensors.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Real
 from typing import Any, Literal, NamedTuple
 
@@ -46,6 +48,30 @@ BRANCHES: tuple[str, ...] = ("simplex", "descent_fallback", "switched", "skipped
 
 Branch = Literal["simplex", "descent_fallback", "switched", "skipped"]
 WeightRule = Literal["exp", "dirichlet", "uniform"]
+
+# Set while the simplex rule asks for per-step norms: they come back as computed, not
+# finite where squares of finite entries overflowed, and the rule reads whether any is
+# with the branch's inputs (:func:`_choose_directions`), not in one more read on the host.
+_rescue_deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("_rescue_deferred", default=False)
+
+
+@contextlib.contextmanager
+def _deferred_rescue() -> Iterator[None]:
+    """Per-step norms computed in this block are not checked for overflowed squares
+    (:func:`_overflowed`): no value is read on the host."""
+    token = _rescue_deferred.set(True)
+    try:
+        yield
+    finally:
+        _rescue_deferred.reset(token)
+
+
+def _overflowed(norms: torch.Tensor) -> bool:
+    """Whether some per-step norm is not finite, to be recomputed without overflow
+    (infinite where squares overflowed; NaN where the Gram method's products did, with
+    both signs): one value read on the host; False, without reading, under
+    :func:`_deferred_rescue`."""
+    return not _rescue_deferred.get() and not bool(torch.isfinite(norms).all())
 
 
 class Direction(NamedTuple):
@@ -83,7 +109,11 @@ def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
     """One norm per step over the concatenation of all parameter blocks.
 
     The squares are summed in the blocks' dtype, at least float32: in float16 the square
-    of any entry below about 2.4e-4 is zero, and a small step's norm would vanish.
+    of any entry below about 2.4e-4 is zero, and a small step's norm would vanish. Where
+    the squares of finite entries overflow (above about 1.8e19 in float32: an exploding
+    gradient), the step's norm is recomputed on its entries divided by their largest
+    magnitude, so that it is infinite only where an entry is (or where the norm itself
+    is past the dtype's range), and its step is normalized as any other.
 
     Parameters
     ----------
@@ -108,7 +138,11 @@ def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
     squares = [
         block.reshape(block.shape[0], -1).to(_working_dtype(block.dtype)).square().sum(1) for block in temporal
     ]  # (T,) each
-    return torch.stack(squares).sum(0).sqrt()  # (T,)
+    norms = torch.stack(squares).sum(0).sqrt()  # (T,)
+    if not _overflowed(norms):
+        return norms
+    flat = torch.cat([block.reshape(block.shape[0], -1).to(norms.dtype) for block in temporal], dim=1)  # (T, P)
+    return _rescued_row_norms(flat, norms, None)
 
 
 def normalization_factors(norms: torch.Tensor, *, eps: float | torch.Tensor = NORM_EPS) -> torch.Tensor:
@@ -357,6 +391,7 @@ def _choose_directions(
     combination: torch.Tensor,
     switch_threshold: Sequence[float | None],
     sizes: Sequence[int] | None = None,
+    recombine: tuple[torch.Tensor, Callable[[], torch.Tensor]] | None = None,
 ) -> _Directions:
     """:func:`choose_direction` for ``M`` models at once, on flat ``(M, P)`` tensors.
 
@@ -367,6 +402,10 @@ def _choose_directions(
     :func:`_row_norms` of ``gradient`` (it has decided on it already); ``switch_threshold``
     holds each model's ``psi`` (None: never switch); ``sizes``, the parameter blocks
     along ``P``, makes the combination's norm that of :func:`_row_norms` too.
+    ``recombine``, ``(overflowed, redo)``: ``overflowed`` ``(M,)`` flags the models some of
+    whose per-step norms were not finite when the combination was formed (read on the host
+    with the statistics); if any is, ``redo()`` forms the combination again (from norms
+    recomputed without overflow).
 
     Everything is computed in the gradient's dtype, at least float32 (float16 squares
     and products underflow), and only the directions are cast to the gradient's dtype.
@@ -374,12 +413,26 @@ def _choose_directions(
     dtype = gradient.dtype
     work = _working_dtype(dtype)
     gradient, gradient_norm, combination = gradient.to(work), gradient_norm.to(work), combination.to(work)
-    on_device = torch.stack([
-        gradient_norm,
-        _row_norms(combination, sizes),
-        (combination * gradient).sum(1),
-    ])  # (3, M): ||grad||, ||g||, g . grad
-    stats = on_device.tolist()
+
+    def statistics(flags: list[torch.Tensor]) -> torch.Tensor:
+        return torch.stack([
+            gradient_norm,
+            _row_norms(combination, sizes),
+            (combination * gradient).sum(1),
+            *flags,
+        ])  # (3, M): ||grad||, ||g||, g . grad; a row more per flag
+
+    if recombine is None:
+        on_device = statistics([])
+        stats = on_device.tolist()
+    else:
+        on_device = statistics([recombine[0].to(work)])
+        *stats, overflowed = on_device.tolist()
+        on_device = on_device[:3]
+        if any(overflowed):
+            combination = recombine[1]().to(work)
+            on_device = statistics([])
+            stats = on_device.tolist()
     # Squares or products of finite entries past the dtype's range: an infinite norm, and
     # an infinite or NaN (inf + -inf) inner product, whichever the combination's scale.
     if not all(math.isfinite(value) for row in stats for value in row):
@@ -660,12 +713,22 @@ def _simplex_rules(
     if not needed:
         gradient_norm, values = _read_row_norms(wide, gradient_norm, sizes)
         needed = any(_needs_combination(norm, psi) for norm, psi in zip(values, switch_threshold))
+    recombine = None
     if needed:
-        coefficients = beta * normalization_factors(norms(), eps=eps)  # (M, T)
-        combination = combine(coefficients)  # (M, P)
+        # Without a read on the host: a step norm whose squares overflowed comes back
+        # infinite (or NaN), and its step unnormalized; whether any did is read with the
+        # branch's inputs, and then the combination is formed again from norms recomputed
+        # without overflow (``norms()`` outside the block recomputes them).
+        with _deferred_rescue():
+            norms_as_computed = norms()  # (M, T)
+        combination = combine(beta * normalization_factors(norms_as_computed, eps=eps))  # (M, P)
+        recombine = (
+            ~torch.isfinite(norms_as_computed).all(1),  # (M,)
+            lambda: combine(beta * normalization_factors(norms(), eps=eps)),
+        )
     else:
         combination = torch.zeros_like(gradient)  # not looked at
-    return _choose_directions(gradient, gradient_norm, combination, switch_threshold, sizes)
+    return _choose_directions(gradient, gradient_norm, combination, switch_threshold, sizes, recombine)
 
 
 def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:

@@ -42,7 +42,7 @@ import torch
 from ..nn._network import NetworkStates, RecurrentNetwork, as_lengths
 from ..nn.cells import Cell, LayerStates, cell_names
 from ._adapter import RecurrentAdapter
-from ._functional import _norm, _working_dtype
+from ._functional import _norm, _overflowed, _rescue_deferred, _working_dtype
 
 __all__ = ["TemporalGradients", "temporal_gradients"]
 
@@ -194,6 +194,7 @@ class TemporalGradients:
         self.loss = loss
         self._layers = layers
         self._norms: dict[str, torch.Tensor] = {}
+        self._computed_norms: dict[str, torch.Tensor] = {}  # before any rescue from overflow
         _materialize_cheap(layers)
         self.gradient = self.combine(None)
 
@@ -219,7 +220,11 @@ class TemporalGradients:
         ``batch * (2H + d)``, no ``(H, H)`` block per step); ``'auto'`` picks the
         cheaper. The result is cached. The squares are summed in the parameters' dtype,
         at least float32 (in float16 a step whose gradient's norm is below about 2.4e-4
-        would get norm 0).
+        would get norm 0). Where they overflow (a step's entries above about 1.8e19 in
+        float32: an exploding gradient), that step's norm is recomputed in float64 on
+        deltas divided by their largest magnitude: a norm is not finite only where an
+        entry is not (or past the dtype's range). Whether any overflowed is one value
+        read on the host (on a GPU, a wait for the device).
 
         Parameters
         ----------
@@ -234,10 +239,15 @@ class TemporalGradients:
         if method not in ("auto", "direct", "gram"):
             raise ValueError(f"method must be 'auto', 'direct' or 'gram'; got {method!r}.")
         if method not in self._norms:
-            squares = self._zeros(_working_dtype(self.gradient[0].dtype))
-            for layer in self._layers:
-                _scatter_add(squares, layer.rows, _layer_squares(layer, method))
-            self._norms[method] = squares.sqrt()  # (T,)
+            if method not in self._computed_norms:
+                squares = self._zeros(_working_dtype(self.gradient[0].dtype))
+                for layer in self._layers:
+                    _scatter_add(squares, layer.rows, _layer_squares(layer, method))
+                self._computed_norms[method] = squares.sqrt()  # (T,)
+            norms = self._computed_norms[method]
+            if _rescue_deferred.get():
+                return norms  # the simplex rule checks them with the branch's inputs
+            self._norms[method] = _rescued_norms(self._layers, norms, method) if _overflowed(norms) else norms
         return self._norms[method]
 
     def combine(self, coefficients: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
@@ -986,6 +996,40 @@ def _gram_squares(layer: _Layer) -> torch.Tensor:
     return torch.cat(pieces)
 
 
+def _rescued_norms(layers: Sequence[_Layer], norms: torch.Tensor, method: NormMethod) -> torch.Tensor:
+    """``norms``, the per-step norms of ``layers`` ``(steps,)``, with the non-finite ones
+    recomputed without overflow (infinite where squares overflowed, NaN where the Gram
+    method's products did with both signs): in float64, on each row's deltas (and kept
+    per-row gradients) divided by their largest magnitude, the rows of a step then
+    weighted by their magnitude relative to the step's largest. Finite where every entry
+    is and the norm is within the dtype's range; a step with an infinite or NaN entry
+    keeps a non-finite norm. The finite norms are returned as they are."""
+    device = norms.device
+    scales = []
+    for layer in layers:
+        largest = layer.delta.abs().amax((1, 2)).double()  # (S,)
+        scales.append(torch.where(torch.isfinite(largest) & (largest > 0), largest, torch.ones_like(largest)))
+    common = torch.zeros(norms.shape[0], dtype=torch.float64, device=device)  # (T,): each step's largest
+    for layer, scale in zip(layers, scales):
+        common.scatter_reduce_(0, _rows(layer, device), scale, "amax")
+    squares = torch.zeros_like(common)  # (T,)
+    for layer, scale in zip(layers, scales):
+        blocks = tuple(
+            _Block(b.index, None if b.inputs is None else b.inputs.double(), b.offset) for b in layer.blocks
+        )
+        outer = None
+        if layer.outer is not None:
+            outer = tuple(
+                o.double() / scale[b.offset :].view(-1, *[1] * (o.ndim - 1))
+                for b, o in zip(layer.blocks, layer.outer)
+            )
+        wide = _Layer(layer.delta.double() / scale[:, None, None], layer.rows, blocks, outer)
+        relative = scale / common[_rows(layer, device)]  # (S,): at most 1
+        _scatter_add(squares, layer.rows, _layer_squares(wide, method) * relative.square())
+    rescued = (squares.sqrt() * common).to(norms.dtype)
+    return torch.where(torch.isfinite(norms), norms, rescued)
+
+
 def _scatter_add(target: torch.Tensor, rows: torch.Tensor | None, values: torch.Tensor) -> None:
     if rows is None:
         target += values
@@ -1043,12 +1087,16 @@ class _StackedTemporalGradients:
         self.gradient = self.combine(None)
 
     def norms(self) -> torch.Tensor:
-        """Norm of each network's step gradient over all its blocks, ``(models, steps)``."""
+        """Norm of each network's step gradient over all its blocks, ``(models, steps)``;
+        where the squares overflow, recomputed as :meth:`TemporalGradients.norms` does."""
         reference = self._layers[0].delta
         squares = reference.new_zeros(self.models * self.steps, dtype=_working_dtype(reference.dtype))  # (M T,)
         for layer in self._layers:
             _scatter_add(squares, layer.rows, _layer_squares(layer, "auto"))
-        return squares.sqrt().view(self.models, self.steps)
+        norms = squares.sqrt()  # (M T,)
+        if _overflowed(norms):
+            norms = _rescued_norms(self._layers, norms, "auto")
+        return norms.view(self.models, self.steps)
 
     def combine(self, coefficients: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
         """``sum_t c_{m,t} G_{m,t}`` for every network ``m``; None weights every step by one.

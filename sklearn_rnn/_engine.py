@@ -599,6 +599,24 @@ def _check_scorers_take_steps(pairs: list[tuple[str, Callback]], owner: str) -> 
             )
 
 
+def _check_nothing_edits_gradients(pairs: list[tuple[str, Callback]], owner: str) -> None:
+    """Refuse, under the simplex method, a user's callback whose class acts on the
+    gradients (overrides ``on_grad_computed``, as skorch's ``GradientNormClipping``
+    does): the engine runs it, but :class:`~sklearn_rnn.optim.SimplexSGD` steps from the
+    temporal gradients computed before it, and never reads ``.grad``, so what it does
+    there would be silently ignored."""
+    for name, callback in pairs:
+        if type(callback).on_grad_computed is not Callback.on_grad_computed:
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {name!r} ({type(callback).__name__}) acts on the "
+                "gradients in on_grad_computed, but optimizer='simplex' builds its step from the "
+                "per-step (temporal) gradients, computed before the callback runs, and never reads "
+                ".grad: what the callback does there would be silently ignored. Clip the simplex "
+                "step with clip_threshold (the step rule of the thesis, eq. 3.6), or use "
+                "optimizer='sgd' or 'adam', whose steps read the .grad the callback leaves."
+            )
+
+
 def _check_nothing_watches_validation(
     pairs: list[tuple[str, Callback]], owner: str, incremental: bool
 ) -> None:
@@ -718,6 +736,8 @@ def configure(
     """
     progress = bool(verbose) and _is_terminal(sys.stderr)
     pairs = check_user_callbacks(user_callbacks, owner)
+    if isinstance(net.optimizer, type) and issubclass(net.optimizer, SimplexSGD):
+        _check_nothing_edits_gradients(pairs, owner)
     if every_step:
         _check_scorers_take_steps(pairs, owner)
     if not stopping:

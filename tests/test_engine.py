@@ -632,3 +632,38 @@ def test_a_named_callback_s_parameters_are_set_and_searched_as_in_skorch():
     assert mixed.callbacks[0][1].kwargs["gamma"] == 0.9 and mixed.callbacks[1] is bare
     with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
         clone(model).set_params(callbacks__lr__nope=1)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_simplex_refuses_a_callback_that_acts_on_the_gradients():
+    """The engine notifies on_grad_computed, but SimplexSGD steps from the temporal
+    gradients computed before it: a GradientNormClipping's edit of .grad was silently
+    ignored (the weights came out the same as without it). Such a callback is refused up
+    front, naming the way out; with 'sgd' it clips, and callbacks that leave the
+    gradients alone (and the engine's own) train with 'simplex'."""
+    from skorch.callbacks import GradientNormClipping
+
+    X, y = _data()
+    clip = [("gclip", GradientNormClipping(gradient_clip_value=1e-9))]
+
+    class GradientLogger(Callback):  # acts on the gradients as far as the engine can tell
+        def on_grad_computed(self, net, named_parameters, **kwargs):
+            pass
+
+    for callbacks in (clip, [("log", GradientLogger())]):
+        model = RNNClassifier(optimizer="simplex", hidden_size=4, max_iter=2, random_state=0,
+                              callbacks=callbacks)
+        with pytest.raises(ValueError, match=r"callback '(gclip|log)' \((GradientNormClipping|GradientLogger)\) "
+                                             r"acts on the gradients.*clip_threshold.*optimizer='sgd' or 'adam'"):
+            model.fit(X, y)
+        fitted = RNNClassifier(optimizer="simplex", hidden_size=4, max_iter=2, random_state=0).fit(X, y)
+        with pytest.raises(ValueError, match="acts on the gradients"):
+            fitted.set_params(callbacks=callbacks).partial_fit(X, y)
+
+    def weights(**params):
+        model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0, **params).fit(X, y)
+        return torch.cat([p.detach().flatten() for p in model.net_.module_.parameters()])
+
+    assert not torch.equal(weights(optimizer="sgd"), weights(optimizer="sgd", callbacks=clip))
+    schedule = [("lr", LRScheduler(policy="StepLR", step_size=1, gamma=0.5))]
+    assert not torch.equal(weights(optimizer="simplex"), weights(optimizer="simplex", callbacks=schedule))

@@ -613,7 +613,9 @@ def _check_nothing_edits_gradients(pairs: list[tuple[str, Callback]], owner: str
                 "per-step (temporal) gradients, computed before the callback runs, and never reads "
                 ".grad: what the callback does there would be silently ignored. Clip the simplex "
                 "step with clip_threshold (the step rule of the thesis, eq. 3.6), or use "
-                "optimizer='sgd' or 'adam', whose steps read the .grad the callback leaves."
+                "optimizer='sgd' or 'adam', whose steps read the .grad the callback leaves. A "
+                "callback that only reads the gradients can read them in on_batch_end, where "
+                ".grad holds the batch's gradient."
             )
 
 

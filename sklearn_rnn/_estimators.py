@@ -2424,7 +2424,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         it as a classifier of those indices). The names 'clip', 'valid_score',
         'train_objective', 'guard', 'stop' and 'progress' are the engine's own.
         ``set_params(callbacks__<name>__<parameter>=...)`` sets one callback's
-        parameter, as skorch does (a grid searches over it). A model with callbacks is
+        parameter, as skorch does (a grid searches over it). With
+        ``optimizer='simplex'``, a callback that acts on the gradients (overrides
+        ``on_grad_computed``, as :class:`~skorch.callbacks.GradientNormClipping` does)
+        is refused: the simplex step is built from the per-step gradients, so clip it
+        with ``clip_threshold``. A model with callbacks is
         not saved by :meth:`save` (they are code); use pickle or joblib for it.
 
     Attributes
@@ -3065,9 +3069,12 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         the targets' variance; ``r2`` is the same in either unit). The names 'clip',
         'valid_score', 'train_objective', 'guard', 'stop' and 'progress' are the
         engine's own. ``set_params(callbacks__<name>__<parameter>=...)`` sets one
-        callback's parameter, as skorch does (a grid searches over it). A model with
-        callbacks is not saved by :meth:`save` (they are code); use pickle or joblib for
-        it.
+        callback's parameter, as skorch does (a grid searches over it). With
+        ``optimizer='simplex'``, a callback that acts on the gradients (overrides
+        ``on_grad_computed``, as :class:`~skorch.callbacks.GradientNormClipping` does)
+        is refused: the simplex step is built from the per-step gradients, so clip it
+        with ``clip_threshold``. A model with callbacks is not saved by :meth:`save`
+        (they are code); use pickle or joblib for it.
 
     Attributes
     ----------

@@ -654,7 +654,8 @@ def test_simplex_refuses_a_callback_that_acts_on_the_gradients():
         model = RNNClassifier(optimizer="simplex", hidden_size=4, max_iter=2, random_state=0,
                               callbacks=callbacks)
         with pytest.raises(ValueError, match=r"callback '(gclip|log)' \((GradientNormClipping|GradientLogger)\) "
-                                             r"acts on the gradients.*clip_threshold.*optimizer='sgd' or 'adam'"):
+                                             r"acts on the gradients.*clip_threshold.*optimizer='sgd' or 'adam'.*"
+                                             r"read them in on_batch_end"):
             model.fit(X, y)
         fitted = RNNClassifier(optimizer="simplex", hidden_size=4, max_iter=2, random_state=0).fit(X, y)
         with pytest.raises(ValueError, match="acts on the gradients"):
@@ -667,3 +668,18 @@ def test_simplex_refuses_a_callback_that_acts_on_the_gradients():
     assert not torch.equal(weights(optimizer="sgd"), weights(optimizer="sgd", callbacks=clip))
     schedule = [("lr", LRScheduler(policy="StepLR", step_size=1, gamma=0.5))]
     assert not torch.equal(weights(optimizer="simplex"), weights(optimizer="simplex", callbacks=schedule))
+
+    class GradientReader(Callback):  # where the message sends a callback that only reads
+        def initialize(self):
+            self.norms_ = []
+            return self
+
+        def on_batch_end(self, net, training=False, **kwargs):
+            if training:
+                self.norms_.append(sum(float(p.grad.square().sum()) for p in net.module_.parameters()
+                                      if p.grad is not None) ** 0.5)
+
+    model = RNNClassifier(optimizer="simplex", hidden_size=4, max_iter=2, random_state=0,
+                          callbacks=[("read", GradientReader())]).fit(X, y)
+    norms = dict(model.net_.callbacks_)["read"].norms_
+    assert len(norms) >= 2 and all(norm > 0 for norm in norms)

@@ -281,3 +281,35 @@ def test_a_fused_cell_defined_here_gets_temporal_gradients_and_the_simplex_optim
         assert clf.score(X, y) > 0.9 and clf.branch_counts_["simplex"] > 0
     finally:
         unregister_cell("tanh_orthogonal")
+
+
+def test_copies_run_the_cell_the_network_was_built_with():
+    # Only pickles look a cell up by name: a deep copy (which predict makes on every
+    # call) keeps the object, so unregistering or re-registering the name changes nothing.
+    import copy
+    import pickle
+
+    X, y = sum_task(n=24)
+    register_cell(ElmanCell("mine", nonlinearity="relu"))
+    try:
+        net = RecurrentNetwork(2, 3, 1, cell="mine", generator=torch.Generator().manual_seed(0))
+        with convergence_warning_allowed():
+            clf = RNNClassifier(cell="mine", hidden_size=4, max_iter=3, random_state=0).fit(X, y)
+        proba = clf.predict_proba(X[:4])
+    finally:
+        unregister_cell("mine")
+    x, lengths = torch.randn(2, 3, 2, generator=torch.Generator().manual_seed(1)), torch.tensor([3, 1])
+    expected = net(x, lengths)
+    twin = copy.deepcopy(net)  # the name is no longer registered
+    assert twin._cell is net._cell and copy.copy(net._cell) is net._cell
+    torch.testing.assert_close(twin(x, lengths), expected)
+    np.testing.assert_array_equal(clf.predict_proba(X[:4]), proba)
+    with pytest.raises(ValueError, match="got 'mine'"):
+        pickle.loads(pickle.dumps(net))  # a pickle names the cell
+    register_cell(ElmanCell("mine", nonlinearity="tanh"))  # the same name, another cell
+    try:
+        assert copy.deepcopy(net)._cell.nonlinearity == "relu"
+        np.testing.assert_array_equal(clf.predict_proba(X[:4]), proba)
+        assert pickle.loads(pickle.dumps(net))._cell.nonlinearity == "tanh"
+    finally:
+        unregister_cell("mine")

@@ -102,7 +102,9 @@ class Cell(ABC):
     it builds a layer's recurrence module, initializes it, runs it, and says what it
     supports. The network (:class:`~sklearn_rnn.nn.RecurrentNetwork`), the temporal
     gradients, the plain-PyTorch adapter and the estimators read these attributes and
-    call these methods; none of them branches on a cell's name.
+    call these methods; none of them branches on a cell's name. A copy of a cell (and
+    so of a network) is the cell itself; a pickle names it, and loads the cell
+    registered under that name.
 
     Subclass it for a recurrence written in tensor operations (as the time-aware
     'decay' cell is), or :class:`FusedCell` for one of PyTorch's fused kernels, then
@@ -188,6 +190,15 @@ class Cell(ABC):
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Pickled by name, as a class is: a network unpickles with the registered cell.
         return get_cell, (self.name,)
+
+    def __copy__(self) -> Cell:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Cell:
+        # A stateless description, shared by every network of the cell: a copy of a
+        # network (an estimator's predict makes one) runs the cell its original runs,
+        # whatever the registry holds now.
+        return self
 
     @abstractmethod
     def make_recurrence(

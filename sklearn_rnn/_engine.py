@@ -403,8 +403,12 @@ class SequenceNet(NeuralNet):
     ) -> torch.Tensor:
         loss = self.output_steps.loss(self.criterion_, y_pred, y_true, X)
         if training and self.minimizes_objective:
-            # alpha / (2 n) * ||W||^2 over weight matrices (not biases, not decay rates).
-            matrices = [p for p in self.module_.parameters() if p.requires_grad and p.ndim >= 2]
+            # alpha / (2 n) * ||W||^2 over weight matrices (not biases, not decay rates,
+            # not the learned initial states: a vector per layer, stored as rows).
+            matrices = [
+                p for name, p in self.module_.named_parameters()
+                if p.requires_grad and p.ndim >= 2 and not name.startswith("initial_")
+            ]
             self.data_loss_ = loss.detach()  # reported as train_loss
             loss = loss + 0.5 * self.l2_penalty * sum(p.square().sum() for p in matrices)
         return loss

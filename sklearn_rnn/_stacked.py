@@ -721,7 +721,10 @@ class _Stack:
             [torch.cat([p[name].detach().reshape(-1) for name in self.names]) for p in parameters]
         )  # (M, P)
         self.params = self._views(self.flat)  # name -> (M, *shape)
-        self.matrices = [name for name in self.names if self.params[name].ndim >= 3]
+        # The weight matrices, as fit penalizes them (not the learned initial states).
+        self.matrices = [
+            name for name in self.names if self.params[name].ndim >= 3 and not name.startswith("initial_")
+        ]
         self.criterion = nets[0].criterion_
         self.rule = _update_rule(nets)
         self.state: dict[str, torch.Tensor] = {}

@@ -917,3 +917,27 @@ def test_the_verbose_log_gives_the_jobs_that_train(caplog):
     assert expected[0].endswith(" 2 job(s)") and not expected[1].endswith(" -1 job(s)")
     logged = [record.getMessage() for record in caplog.records if record.name == "sklearn_rnn.model_selection"]
     assert [message[-len(text):] for message, text in zip(logged, expected)] == expected and len(logged) == 2
+
+
+@pytest.mark.parametrize("cell", ["tanh", "lstm"])
+def test_alpha_leaves_the_learned_initial_states_out_in_fit_and_in_the_stack(cell):
+    # alpha penalizes the weight matrices only: a learned initial state is a vector per
+    # layer (stored as rows, like a matrix), and the fit and the stack both leave it out.
+    from sklearn_rnn._stacked import _Stack
+
+    X, y = visits(30)
+    model = explicit(cell=cell, num_layers=2, hidden_init="learned", alpha=10.0)
+    member = StackedMember(model, *model._prepare(X, y, None, incremental=False))
+    net = model.net_
+    module = net.module_
+    names = ["initial_hidden", "initial_cell"] if cell == "lstm" else ["initial_hidden"]
+    with torch.no_grad():
+        for name in names:
+            getattr(module, name).fill_(3.0)  # far from the zeros they start at
+    weights = [p for name, p in module.named_parameters() if p.requires_grad and p.ndim >= 2 and name not in names]
+    expected = 0.5 * net.l2_penalty * float(sum(p.detach().double().square().sum() for p in weights))
+    y_pred, y_true = torch.zeros(4, 2), torch.tensor([0, 1, 1, 0])
+    penalty = net.get_loss(y_pred, y_true, training=True).detach() - net.data_loss_
+    assert float(penalty) == pytest.approx(expected, rel=1e-5)
+    stack = _Stack([member])  # a copy of the module's values, initial states included
+    assert float(stack._penalty(stack.params)[0]) == pytest.approx(expected, rel=1e-5)

@@ -262,3 +262,15 @@ def test_bfloat16_lstm_on_the_cpu_trains_where_onednn_runs_it_and_is_refused_els
             model.fit(X, y)
         assert not hasattr(model, "net_")
     fit_quietly(clone(model).set_params(cell="gru"), X, y)  # the other cells run either way
+
+
+@pytest.mark.parametrize("cell", ["tanh", "gru", "lstm"])
+def test_the_bfloat16_probe_leaves_the_global_generator_as_it_was(cell):
+    # The first bfloat16 fit on a CPU asks the fused kernel once per process; the probe
+    # module it builds drew its initial weights from torch's global generator.
+    from sklearn_rnn.nn.cells._base import _fused_runs_bfloat16_on_cpu
+
+    _fused_runs_bfloat16_on_cpu.cache_clear()  # as in a new process
+    state = torch.get_rng_state()
+    get_cell(cell).runs_bfloat16_on_cpu()
+    assert torch.equal(torch.get_rng_state(), state)

@@ -510,7 +510,8 @@ class Cell(ABC):
 @functools.cache
 def _fused_runs_bfloat16_on_cpu(module: type[nn.RNNBase]) -> bool:
     """See :meth:`FusedCell.runs_bfloat16_on_cpu`."""
-    recurrence = module(1, 1, batch_first=True)
+    with torch.random.fork_rng(devices=[]):  # its initial weights leave the global generator as it was
+        recurrence = module(1, 1, batch_first=True)
     try:
         with torch.autocast("cpu", dtype=torch.bfloat16):
             output, _ = recurrence(torch.zeros(1, 2, 1))

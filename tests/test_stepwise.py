@@ -317,3 +317,32 @@ def test_second_derivatives_through_forward_states_point_to_the_module_s_forward
     output, _ = module(x)
     (grad,) = torch.autograd.grad(output.sum(), x, create_graph=True)
     assert grad.requires_grad
+
+
+@pytest.mark.parametrize("cell", ["tanh", "relu", "gru", "lstm"])
+def test_forward_mode_derivatives_run_the_fused_kernel_and_forward_states_names_the_way_out(cell):
+    # Forward-mode AD through net(x, lengths) failed on a CPU for the cells that train
+    # step by step ("You must implement the jvp function"), in eval mode too: their
+    # hand-written pass has no jvp. Under a dual level they now run the fused kernel, as
+    # under torch.func; forward_states, which must run that pass, refuses with the way out.
+    import torch.autograd.forward_ad as fwAD
+
+    from sklearn_rnn.nn import get_cell
+
+    net = RecurrentNetwork(2, 3, 1, cell=cell, num_layers=2, hidden_init="learned",
+                           generator=torch.Generator().manual_seed(0)).double()
+    generator = torch.Generator().manual_seed(1)
+    x, tangent = (torch.randn(3, 5, 2, dtype=torch.float64, generator=generator) for _ in range(2))
+    lengths = torch.tensor([5, 1, 3])
+    jacobian = torch.autograd.functional.jacobian(lambda v: net(v, lengths), x)  # (3, 1, 3, 5, 2)
+    expected = (jacobian * tangent).sum(dim=(2, 3, 4))  # J v, by reverse mode
+    for training in (True, False):
+        net.train(training)
+        with fwAD.dual_level():
+            output = net(fwAD.make_dual(x, tangent), lengths)
+            torch.testing.assert_close(fwAD.unpack_dual(output).tangent, expected)
+    assert get_cell(cell).temporal_gradients  # forward_states runs the step loop on a CPU
+    with fwAD.dual_level(), pytest.raises(
+        RuntimeError, match=rf"forward-mode derivative \(jvp\) of .* cell '{cell}'.*module's own forward pass"
+    ):
+        net.forward_states(fwAD.make_dual(x, tangent), lengths)

@@ -34,7 +34,14 @@ import torch
 from torch import nn
 
 from ..init import spectral_radius_
-from ._stepwise import Record, RecurrentWeights, functorch_transforms_active, once_differentiable_error
+from ._stepwise import (
+    Record,
+    RecurrentWeights,
+    forward_ad_active,
+    functorch_transforms_active,
+    has_tangent,
+    once_differentiable_error,
+)
 
 __all__ = [
     "CELLS",
@@ -148,7 +155,9 @@ class Cell(ABC):
         that is the faster of the two (see :meth:`FusedCell.forward`). That backward
         pass is differentiable once: for second derivatives through a layer (a gradient
         penalty, a Hessian), set it to False on the registered cell,
-        ``get_cell('gru').trains_stepwise = False``.
+        ``get_cell('gru').trains_stepwise = False``. Under a :mod:`torch.func` transform
+        or a forward-mode AD level (:mod:`torch.autograd.forward_ad`) the layer runs the
+        fused kernel by itself.
 
     Examples
     --------
@@ -895,6 +904,8 @@ def _stepwise_training(z: torch.Tensor) -> bool:
         return False
     if functorch_transforms_active():  # torch.func (jacrev, grad, vmap) runs no autograd.Function
         return False  # without a setup_context; the fused kernel has PyTorch's own rules
+    if forward_ad_active():  # forward-mode AD: the hand-written pass has no jvp, the kernel has
+        return False
     return not autocast_on("cpu")
 
 
@@ -1009,6 +1020,8 @@ def stepwise_recurrence(
         )
     if functorch_transforms_active():  # its autograd.Functions have no setup_context
         raise once_differentiable_error(cell, "apply a torch.func transform to")
+    if has_tangent(projected, weight_hh, bias_hh, *initial):  # its autograd.Functions have no jvp
+        raise once_differentiable_error(cell, "compute a forward-mode derivative (jvp) of")
     dtype = weight_hh.dtype
     h0 = initial[0].to(dtype) if initial else None
     c0 = initial[1].to(dtype) if len(initial) > 1 else None

@@ -29,9 +29,10 @@ and never pays for ``sum_t delta_t h_(t-1)^T``, which the temporal gradients com
 step by step anyway; a full ``backward()`` still fills ``W_hh.grad``.
 
 The hand-written backward passes are differentiable once (:func:`differentiable_once`):
-recording their gradients (``create_graph=True``, as second derivatives need) or running
-them under a :mod:`torch.func` transform fails with an error that names the cell and the
-way out (:func:`once_differentiable_error`): differentiating the module's own forward
+recording their gradients (``create_graph=True``, as second derivatives need), running
+them under a :mod:`torch.func` transform or pushing forward-mode tangents through them
+(:mod:`torch.autograd.forward_ad`) fails with an error that names the cell and the way
+out (:func:`once_differentiable_error`): differentiating the module's own forward
 pass rather than ``forward_states``, with the cell trained on the fused kernel
 (``trains_stepwise = False``).
 """
@@ -116,6 +117,20 @@ def functorch_transforms_active() -> bool:
     return bool(active()) if active is not None else False
 
 
+def forward_ad_active() -> bool:
+    """Whether a forward-mode AD level (:func:`torch.autograd.forward_ad.dual_level`) is
+    open (False where PyTorch cannot say)."""
+    return getattr(torch.autograd.forward_ad, "_current_level", -1) >= 0
+
+
+def has_tangent(*tensors: torch.Tensor | None) -> bool:
+    """Whether any of ``tensors`` carries a forward-mode tangent (a dual tensor)."""
+    if not forward_ad_active():
+        return False
+    unpack = torch.autograd.forward_ad.unpack_dual
+    return any(tensor is not None and unpack(tensor).tangent is not None for tensor in tensors)
+
+
 def _batched(grads: tuple[Any, ...]) -> bool:
     """Whether gradients come batched by a vmap (torch.autograd.functional.jacobian with
     ``vectorize=True`` batches the backward pass with PyTorch's older vmap); False where
@@ -179,19 +194,20 @@ def once_differentiable_error(cell: Any, what: str) -> RuntimeError:
     name = cell.name
     training = (
         " and when a network trains on a CPU. For second derivatives (a gradient penalty, "
-        "Hessians) or vectorized Jacobians, differentiate the module's own forward pass "
-        "(net(x, lengths)), not forward_states; for sklearn_rnn's networks on a CPU, also "
-        "run the cell on PyTorch's fused kernel: "
+        "Hessians), vectorized Jacobians or forward-mode derivatives, differentiate the "
+        "module's own forward pass (net(x, lengths)), not forward_states; for sklearn_rnn's "
+        "networks on a CPU, also run the cell on PyTorch's fused kernel: "
         f"sklearn_rnn.nn.get_cell({name!r}).trains_stepwise = False."
         if cell.trains_stepwise else
-        ". For second derivatives (a gradient penalty, Hessians) or vectorized Jacobians, "
-        "differentiate the module's own forward pass (net(x, lengths)), not "
-        "forward_states, which runs PyTorch's fused kernel."
+        ". For second derivatives (a gradient penalty, Hessians), vectorized Jacobians or "
+        "forward-mode derivatives, differentiate the module's own forward pass "
+        "(net(x, lengths)), not forward_states, which runs PyTorch's fused kernel."
     )
     return RuntimeError(
         f"Cannot {what} the step-by-step recurrence of cell {name!r}: its hand-written "
-        "backward pass is differentiable once (no create_graph=True) and not vectorized "
-        "(no torch.func, no jacobian(vectorize=True)). That recurrence runs in "
+        "backward pass is differentiable once (no create_graph=True), not vectorized "
+        "(no torch.func, no jacobian(vectorize=True)) and has no forward mode (no "
+        "torch.autograd.forward_ad). That recurrence runs in "
         f"forward_states on a CPU (temporal gradients need it){training}"
     )
 

@@ -1138,7 +1138,8 @@ def register_cell(cell: Cell) -> Cell:
     Parameters
     ----------
     cell : Cell
-        An instance; its :attr:`~Cell.name` must be new.
+        An instance; its :attr:`~Cell.name` must be new, and not 'auto' (the
+        estimators' choice of a cell).
 
     Returns
     -------
@@ -1159,7 +1160,12 @@ def register_cell(cell: Cell) -> Cell:
         raise TypeError(f"register_cell expects a sklearn_rnn.nn.Cell instance; got {type(cell).__name__}.")
     if not cell.name or not isinstance(cell.name, str):
         raise ValueError(f"a cell needs a non-empty str name; got {cell.name!r}.")
-    if cell.name in CELLS or cell.name == "auto":
+    if cell.name == "auto":
+        raise ValueError(
+            "a cell cannot be named 'auto': the estimators read cell='auto' as their choice "
+            "among the registered cells (by the time feature and the optimizer); choose another name."
+        )
+    if cell.name in CELLS:
         raise ValueError(
             f"a cell named {cell.name!r} is already registered ({CELLS.get(cell.name)!r}); "
             "choose another name, or unregister_cell it first."

@@ -307,3 +307,24 @@ def test_large_batches_convolve_per_width_with_the_same_features(pool, monkeypat
     torch.testing.assert_close(per_width, windows, rtol=0, atol=1e-12)
     per_width.sum().backward()  # trains too
     assert all(c.weight.grad is not None for c in stage.convolutions)
+
+
+def test_the_network_takes_its_kernel_widths_as_any_sequence_as_the_stage_does():
+    # ConvStage took np.array([3, 5]); the network tested the array's truth value and
+    # raised numpy's "The truth value of an array with more than one element is ambiguous".
+    widths = np.array([3, 5])
+    assert ConvStage(2, widths, 4).kernel_sizes == (3, 5)
+    x, lengths = torch.randn(3, 6, 2, generator=torch.Generator().manual_seed(1)), torch.tensor([6, 4, 1])
+    outputs = []
+    for kernels in (widths, [3, 5], (3, 5), np.arange(3, 6, 2)):
+        net = RecurrentNetwork(2, 3, 1, conv_kernels=kernels, conv_channels=2, conv_pool=2,
+                               generator=torch.Generator().manual_seed(0))
+        assert net.conv.kernel_sizes == (3, 5) and all(type(size) is int for size in net.conv.kernel_sizes)
+        outputs.append(net(x, lengths))
+    for output in outputs[1:]:
+        torch.testing.assert_close(output, outputs[0], rtol=0, atol=0)
+    # The refusals read an array as they read a tuple.
+    with pytest.raises(ValueError, match="conv_kernels is empty"):
+        RecurrentNetwork(2, 3, 1, conv_kernels=np.array([], dtype=int), conv_pool=2)
+    with pytest.raises(ValueError, match=r"use conv_kernels=\(\) with this cell"):
+        RecurrentNetwork(2, 3, 1, cell="decay", gap_channel=0, conv_kernels=widths)

@@ -246,6 +246,10 @@ class RecurrentNetwork(nn.Module):
             )
         _check_channels(spec, input_size, gap_channel, n_masked)
         gap_channel, n_masked = (None if gap_channel is None else int(gap_channel)), int(n_masked)
+        if conv_kernels is None:
+            conv_kernels = ()
+        if not isinstance(conv_kernels, (str, bytes)):  # ConvStage refuses a str, naming it
+            conv_kernels = tuple(conv_kernels)  # any sequence, as ConvStage takes it: a numpy array too
         if conv_kernels and spec.needs_gaps:
             raise ValueError(
                 f"cell={cell!r} reads the raw inputs and the time between steps, which a "

@@ -2327,8 +2327,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         in test accuracy). It is 1e-4 with ``time_feature`` and with
         ``optimizer='simplex'``.
     alpha : float or 'auto', default='auto'
-        Strength of the L2 penalty on the weight matrices (not biases or decay
-        rates): ``alpha / (2 n_samples) * ||W||^2`` is added to the mean training loss,
+        Strength of the L2 penalty on the weight matrices (not biases, decay rates
+        or learned initial states): ``alpha / (2 n_samples) * ||W||^2`` is added to the mean training loss,
         ``n_samples`` the sequences a training call trains on, so its weight against
         the data shrinks as the data grows (``alpha / n_samples`` is 0.05 at
         ``alpha=10`` for 200 sequences, 0.001 for 10,000; scikit-learn's MLP divides
@@ -2996,8 +2996,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         untimed sequences with the 'adam' or 'sgd' optimizer and 1e-4 with
         ``time_feature`` and with ``optimizer='simplex'`` (see :class:`RNNClassifier`).
     alpha : float or 'auto', default='auto'
-        Strength of the L2 penalty on the weight matrices (not biases or decay
-        rates): ``alpha / (2 n_samples) * ||W||^2`` is added to the mean training loss,
+        Strength of the L2 penalty on the weight matrices (not biases, decay rates
+        or learned initial states): ``alpha / (2 n_samples) * ||W||^2`` is added to the mean training loss,
         ``n_samples`` the sequences a training call trains on, so its weight against
         the data shrinks as the data grows (``alpha / n_samples`` is 0.05 at
         ``alpha=10`` for 200 sequences, 0.001 for 10,000; scikit-learn's MLP divides

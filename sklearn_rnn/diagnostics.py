@@ -121,7 +121,9 @@ def temporal_gradient_norms(
         With an estimator: targets as given to ``fit`` (labels, values). With a
         network: class indices (integers) of shape ``(n_sequences,)``, or values of
         shape ``(n_sequences,)`` or ``(n_sequences, n_outputs)``; with
-        ``every_step=True`` one per step, ``(n_sequences, n_steps[, n_outputs])``.
+        ``every_step=True`` one per step, ``(n_sequences, n_steps[, n_outputs])``, whose
+        padded steps the default loss does not read (they may hold NaN, or -100 as
+        PyTorch's ``ignore_index``).
     lengths : tensor or ndarray of shape (n_sequences,), optional
         Valid steps of each sequence; all ``n_steps`` when None.
     loss : callable, optional
@@ -216,7 +218,7 @@ def temporal_gradient_norms(
     if y.ndim == 0 or y.shape[0] != batch:
         raise ValueError(f"y must have one target per sequence ({batch}); got shape {tuple(y.shape)}.")
     if loss is None:
-        _check_default_targets(y, int(model.readout.out_features), every_step, steps)
+        _check_default_targets(y, int(model.readout.out_features), every_step, steps, lengths)
         loss = _default_loss(y, lengths, every_step)
     # Dropout off, so that the same call gives the same answer; the mode is restored.
     was_training = model.training
@@ -329,10 +331,13 @@ def plot_temporal_gradient_norms(
     return axes if cosines else axes[0]
 
 
-def _check_default_targets(y: torch.Tensor, outputs: int, every_step: bool, steps: int) -> None:
+def _check_default_targets(
+    y: torch.Tensor, outputs: int, every_step: bool, steps: int, lengths: torch.Tensor
+) -> None:
     """Refuse targets the default loss cannot read against ``outputs`` network outputs:
-    class indices in ``[0, outputs)`` of shape ``(n,)`` (``(n, steps)`` at every step),
-    or values of shape ``(n,)`` or ``(n, outputs)`` (after ``steps`` at every step)."""
+    class indices in ``[0, outputs)`` of shape ``(n,)`` (``(n, steps)`` at every step, the
+    range checked at the valid steps of ``lengths`` alone), or values of shape ``(n,)``
+    or ``(n, outputs)`` (after ``steps`` at every step)."""
     lead = (y.shape[0], steps) if every_step else (y.shape[0],)
     if not torch.is_floating_point(y):
         if tuple(y.shape) != lead:
@@ -341,9 +346,12 @@ def _check_default_targets(y: torch.Tensor, outputs: int, every_step: bool, step
                 f"{'step' if every_step else 'sequence'}; got {tuple(y.shape)}. Give values as floats "
                 "for a regression loss, or pass loss=."
             )
+        if every_step:  # padded steps are not read: -100 (PyTorch's ignore_index) is padding too
+            y = y[torch.arange(steps, device=y.device)[None, :] < lengths[:, None]]
         if len(y) and (int(y.min()) < 0 or int(y.max()) >= outputs):
             raise ValueError(
-                f"y holds class indices from {int(y.min())} to {int(y.max())}, but the network has "
+                f"y holds class indices from {int(y.min())} to {int(y.max())}"
+                f"{' at the valid steps' if every_step else ''}, but the network has "
                 f"{outputs} outputs: expected indices in [0, {outputs - 1}]. Encode the labels "
                 "as 0..k-1 (sklearn.preprocessing.LabelEncoder), or give float values for a "
                 "regression loss."
@@ -361,10 +369,17 @@ def _check_default_targets(y: torch.Tensor, outputs: int, every_step: bool, step
 def _default_loss(
     y: torch.Tensor, lengths: torch.Tensor, every_step: bool
 ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """Cross-entropy for integer targets, half the squared error otherwise; padding ignored."""
+    """Cross-entropy for integer targets, half the squared error otherwise; padding ignored,
+    whatever the padded steps' targets hold."""
     classification = not torch.is_floating_point(y)
 
     def loss(outputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if every_step:
+            valid = torch.arange(outputs.shape[1], device=outputs.device)[None, :] < lengths[:, None]  # (n, T)
+            # A padded step's target is set to 0 before the loss: its zero weight would not
+            # cancel a NaN (NaN * 0 is NaN, in the loss and in its gradient), nor would
+            # cross_entropy take a class index such as -100.
+            target = target.masked_fill(~valid.reshape(valid.shape + (1,) * (target.ndim - 2)), 0)
         if classification:
             flat = outputs.reshape(-1, outputs.shape[-1])  # (N, k)
             per_item = F.cross_entropy(flat, target.reshape(-1).long(), reduction="none")  # (N,)
@@ -373,8 +388,7 @@ def _default_loss(
             per_item = 0.5 * (outputs - target).square().reshape(-1, outputs.shape[-1]).sum(1)  # (N,)
         if not every_step:
             return per_item.mean()
-        steps = outputs.shape[1]
-        mask = (torch.arange(steps, device=outputs.device)[None, :] < lengths[:, None]).reshape(-1)  # (N,)
+        mask = valid.reshape(-1)  # (N,)
         return (per_item * mask).sum() / mask.sum()
 
     return loss

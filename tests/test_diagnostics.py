@@ -294,3 +294,25 @@ def test_class_indices_of_any_integer_or_bool_dtype_give_the_int64_result():
     flags = np.array([True, False, True, True, False])
     assert temporal_gradient_norms(two, X, flags).loss == pytest.approx(
         temporal_gradient_norms(two, X, flags.astype(np.int64)).loss, rel=1e-12)
+
+
+def test_every_step_padded_targets_may_hold_nan_or_ignore_index():
+    # NaN-padded values gave NaN for the loss and every norm (NaN * 0 is NaN), and
+    # class indices padded with -100 were refused by the LabelEncoder message.
+    x, lengths, gen = batch()
+    padded = torch.arange(9)[None, :] >= lengths[:, None]
+    values = torch.randn(12, 9, 3, generator=gen)
+    classes = torch.randint(0, 3, (12, 9), generator=gen)
+    net = network()
+    for y, padding in ((values, float("nan")), (classes, -100)):
+        clean = temporal_gradient_norms(net, x, y, lengths=lengths, every_step=True)
+        marked = temporal_gradient_norms(net, x, y.masked_fill(padded[..., None] if y.ndim == 3 else padded,
+                                                                padding), lengths=lengths, every_step=True)
+        assert np.isfinite(marked.loss) and np.isfinite(marked.norms).all()
+        assert marked.loss == pytest.approx(clean.loss, rel=1e-6)
+        np.testing.assert_allclose(marked.norms, clean.norms, rtol=1e-6)
+        assert marked.gradient_norm == pytest.approx(clean.gradient_norm, rel=1e-6)
+    bad = classes.masked_fill(~padded, 0)
+    bad[0, 0] = -100  # a valid step: refused, and named as such
+    with pytest.raises(ValueError, match=r"class indices from -100 to 0 at the valid steps"):
+        temporal_gradient_norms(net, x, bad, lengths=lengths, every_step=True)

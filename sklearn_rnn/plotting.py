@@ -21,7 +21,10 @@ def plot_training_history(estimator: Any, ax: Any = None) -> Any:
     log-likelihood per step for :class:`~sklearn_rnn.RNNStepClassifier`) is drawn on
     a second y axis sharing the epochs, and a star and a dotted vertical line mark the
     best epoch: the one whose weights the estimator kept, chosen by the validation
-    loss (so the star need not sit on the highest score).
+    loss (so the star need not sit on the highest score). The epochs run from 0.5 to
+    the last epoch + 0.5; on axes that already show something, or share their x axis
+    with axes that do (``plt.subplots(..., sharex=True)``), the x limits are widened to
+    them, never cut, so that each panel shows all of its history.
 
     Parameters
     ----------
@@ -77,6 +80,9 @@ def plot_training_history(estimator: Any, ax: Any = None) -> Any:
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots()
+    # Axes that share the epochs with drawn ones (plt.subplots(..., sharex=True)) share
+    # their limits too: these are widened to this history's epochs, never cut to them.
+    shown = any(other.has_data() for other in ax.get_shared_x_axes().get_siblings(ax))
     (loss_line,) = ax.plot(epochs, loss_curve, color="C0", label="training loss")
     ax.set_xlabel("epoch")
     ax.set_ylabel("training loss")
@@ -107,7 +113,10 @@ def plot_training_history(estimator: Any, ax: Any = None) -> Any:
                 label=f"best epoch ({best})",
             )
             handles.append(best_marker)
-    ax.set_xlim(0.5, max(len(loss_curve), 1) + 0.5)
+    low, high = 0.5, max(len(loss_curve), 1) + 0.5
+    if shown:
+        low, high = min(low, ax.get_xlim()[0]), max(high, ax.get_xlim()[1])
+    ax.set_xlim(low, high)
     ax.legend(handles=handles, loc="best")
     ax.set_title(f"Training history of {type(model).__name__}")
     return ax

@@ -177,3 +177,18 @@ def test_unfitted_and_history_less_estimators_are_refused():
     search.fit(rng.normal(size=(20, 2)), np.arange(20) % 2)
     with pytest.raises(TypeError, match="fitted with refit=False.*refit=True"):
         plot_training_history(search)
+
+
+def test_axes_sharing_their_epochs_show_every_history_whole():
+    # As the gallery example draws them: the last call set the x limits of every axes
+    # of the sharex group, and cut the earlier, longer histories to its own epochs.
+    X, y = _data()
+    long = _fit(RNNClassifier(hidden_size=4, max_iter=8, early_stopping=True, random_state=0), X, y)
+    short = _fit(RNNClassifier(hidden_size=4, max_iter=3, random_state=0), X, y)
+    for models in ((long, short), (short, long)):
+        _, axes = plt.subplots(2, 1, sharex=True)
+        for ax, model in zip(axes, models):
+            plot_training_history(model, ax=ax)
+        for ax in axes:
+            assert ax.get_xlim() == (0.5, len(long.loss_curve_) + 0.5)
+    assert plot_training_history(short).get_xlim() == (0.5, 3.5)  # alone, its own epochs

@@ -2667,10 +2667,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         if unseen.any():
             raise ValueError(
                 f"y holds labels {np.unique(y[unseen]).tolist()} that are not among the "
-                f"fitted classes_ = {self.classes_.tolist()}, and a continued fit "
-                "(partial_fit, or fit with warm_start=True) keeps its classes: name every "
-                "label in `classes` on the first call to partial_fit, or fit from scratch "
-                "(warm_start=False)."
+                f"fitted classes_ = {self.classes_.tolist()}: the model reads only the labels "
+                "it was fitted on. Pass targets among them; to train on other labels, fit "
+                "from scratch (warm_start=False), or name every label in `classes` on the "
+                "first call to partial_fit."
             )
         return index
 

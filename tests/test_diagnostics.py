@@ -316,3 +316,25 @@ def test_every_step_padded_targets_may_hold_nan_or_ignore_index():
     bad[0, 0] = -100  # a valid step: refused, and named as such
     with pytest.raises(ValueError, match=r"class indices from -100 to 0 at the valid steps"):
         temporal_gradient_norms(net, x, bad, lengths=lengths, every_step=True)
+
+
+def test_an_unknown_label_is_refused_in_words_for_the_measurement():
+    # The message was written for a continued fit alone: it blamed partial_fit and
+    # warm_start, which a measurement on new targets neither uses nor can use.
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(n), 2)) for n in rng.integers(3, 9, size=20)]
+    y = np.where([x[:, 0].sum() > 0 for x in X], "pos", "neg")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = RNNClassifier(hidden_size=4, max_iter=2, readout="last", conv_kernels=None, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"labels \['Pos'\] that are not among the fitted classes_ = "
+                                         r"\['neg', 'pos'\]: the model reads only the labels it was fitted "
+                                         r"on\. Pass targets among them") as refused:
+        temporal_gradient_norms(clf, X, np.where(y == "pos", "Pos", y))
+    assert "continued fit" not in str(refused.value)

@@ -244,7 +244,7 @@ def temporal_gradient_norms(
 
 
 def plot_temporal_gradient_norms(
-    results: TemporalGradientNorms | Mapping[str, TemporalGradientNorms],
+    results: TemporalGradientNorms | Mapping[Any, TemporalGradientNorms],
     *,
     cosines: bool = False,
     ax: Axes | Sequence[Axes] | None = None,
@@ -258,12 +258,14 @@ def plot_temporal_gradient_norms(
 
     Parameters
     ----------
-    results : TemporalGradientNorms or mapping of str to TemporalGradientNorms
-        What to draw; a mapping's keys label the lines.
+    results : TemporalGradientNorms or mapping of labels to TemporalGradientNorms
+        What to draw; a mapping's keys label the lines (as ``str(key)``: names, or
+        numbers such as the updates trained, ``{0: before, 300: after}``).
     cosines : bool, default=False
         Also draw each step's cosine with the full gradient, in a second panel below.
     ax : matplotlib Axes, or a pair of them with ``cosines=True``, optional
-        Where to draw; a new figure when None.
+        Where to draw, top first (an array of any shape, such as a column of
+        ``plt.subplots(2, 1, squeeze=False)``, is read in order); a new figure when None.
     title : str, optional
         Title of the (top) panel.
 
@@ -296,27 +298,34 @@ def plot_temporal_gradient_norms(
 
     if isinstance(results, TemporalGradientNorms):
         results = {"": results}
-    if not results or not all(isinstance(r, TemporalGradientNorms) for r in results.values()):
+    if (not isinstance(results, Mapping) or not results
+            or not all(isinstance(r, TemporalGradientNorms) for r in results.values())):
+        got, empty = type(results).__name__, hasattr(results, "__len__") and len(results) == 0
+        if isinstance(results, Mapping) and results:
+            got += " holding " + ", ".join(sorted({type(r).__name__ for r in results.values()}))
         raise TypeError(
             "results must be a TemporalGradientNorms or a non-empty mapping of labels to "
-            "them (from temporal_gradient_norms)."
+            f"them (from temporal_gradient_norms); got {'an empty' if empty else 'a'} {got}."
+            + (" Give each result a label: {label: result, ...}, or dict(enumerate(results))."
+               if isinstance(results, (list, tuple)) else "")
         )
+    labels = {key: str(key) for key in results}  # a key 0 labels its line too
     panels = 2 if cosines else 1
     if ax is None:
         _, axes = plt.subplots(panels, 1, sharex=True, squeeze=False, figsize=(6, 3 * panels))
         axes = axes[:, 0]
     else:
-        axes = np.atleast_1d(np.asarray(ax, dtype=object))
+        axes = np.asarray(ax, dtype=object).ravel()
         if len(axes) != panels:
             raise ValueError(
                 f"ax must hold {panels} Axes (norms{', cosines' if cosines else ''}); got {len(axes)}."
             )
-    for label, result in results.items():
+    for key, result in results.items():
         # Zero norms (steps no sequence reaches) cannot be drawn on a log scale.
         norms = np.where(result.norms > 0, result.norms, np.nan)
-        axes[0].plot(result.steps, norms, label=label or None)
+        axes[0].plot(result.steps, norms, label=labels[key] or None)
         if cosines:
-            axes[1].plot(result.steps, result.cosines, label=label or None)
+            axes[1].plot(result.steps, result.cosines, label=labels[key] or None)
     axes[0].set_yscale("log")
     axes[0].set_ylabel("temporal gradient norm")
     if title:
@@ -324,9 +333,10 @@ def plot_temporal_gradient_norms(
     if cosines:
         axes[1].set_ylabel("cosine with the gradient")
         axes[1].set_ylim(-1.05, 1.05)
-    first = next(iter(results.values()))
-    axes[-1].set_xlabel("step (the loss is at the last)" if first.alignment == "last" else "step")
-    if any(results):
+    # Steps before the loss only when every line is aligned on it.
+    last = all(result.alignment == "last" for result in results.values())
+    axes[-1].set_xlabel("step (the loss is at the last)" if last else "step")
+    if any(labels.values()):
         axes[0].legend(fontsize="small")
     return axes if cosines else axes[0]
 

@@ -338,3 +338,30 @@ def test_an_unknown_label_is_refused_in_words_for_the_measurement():
                                          r"on\. Pass targets among them") as refused:
         temporal_gradient_norms(clf, X, np.where(y == "pos", "Pos", y))
     assert "continued fit" not in str(refused.value)
+
+
+def test_plot_labels_any_key_and_mixed_alignments_and_reads_any_shape_of_axes():
+    # A key 0 lost its label (and alone, the legend); results at every step beside
+    # last-step ones got the last-step x label; a list raised AttributeError on
+    # .values(); a (2, 1) array of axes passed the count and failed on .plot.
+    x, lengths, gen = batch()
+    y = torch.randint(0, 3, (12,), generator=gen)
+    last = temporal_gradient_norms(network(), x, y, lengths=lengths)
+    every = temporal_gradient_norms(network(), x, torch.randint(0, 3, (12, 9), generator=gen),
+                                    lengths=lengths, every_step=True)
+    ax = plot_temporal_gradient_norms({0: last, 300: last})
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["0", "300"]
+    assert [text.get_text() for text in plot_temporal_gradient_norms({0: last}).get_legend().get_texts()] == ["0"]
+    assert plot_temporal_gradient_norms({"last": last}).get_xlabel() == "step (the loss is at the last)"
+    assert plot_temporal_gradient_norms({"last": last, "every step": every}).get_xlabel() == "step"
+    assert plot_temporal_gradient_norms({"every step": every, "last": last}).get_xlabel() == "step"
+    with pytest.raises(TypeError, match=r"mapping of labels to them .*got a list\. Give each result a "
+                                        r"label: \{label: result, \.\.\.\}, or dict\(enumerate\(results\)\)"):
+        plot_temporal_gradient_norms([last, every])
+    _, column = plt.subplots(2, 1, squeeze=False)
+    returned = plot_temporal_gradient_norms(last, cosines=True, ax=column)
+    assert returned[0] is column[0, 0] and returned[1] is column[1, 0]
+    np.testing.assert_allclose(column[1, 0].get_lines()[0].get_ydata(), last.cosines)
+    with pytest.raises(ValueError, match="ax must hold 2 Axes"):
+        plot_temporal_gradient_norms(last, cosines=True, ax=plt.subplots(2, 2)[1])
+    plt.close("all")

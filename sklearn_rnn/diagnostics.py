@@ -205,6 +205,12 @@ def temporal_gradient_norms(
             f"shape {tuple(X.shape)}."
         )
     batch, steps, _ = X.shape
+    if batch == 0 or steps == 0:
+        raise ValueError(
+            f"X holds no {'sequence' if batch == 0 else 'step'}: got shape {tuple(X.shape)}. "
+            "Temporal gradients are measured on a batch of at least one sequence of at least "
+            "one step."
+        )
     if lengths is None:
         lengths = torch.full((batch,), steps, device=X.device)
     lengths = torch.as_tensor(lengths)

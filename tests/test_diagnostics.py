@@ -365,3 +365,12 @@ def test_plot_labels_any_key_and_mixed_alignments_and_reads_any_shape_of_axes():
     with pytest.raises(ValueError, match="ax must hold 2 Axes"):
         plot_temporal_gradient_norms(last, cosines=True, ax=plt.subplots(2, 2)[1])
     plt.close("all")
+
+
+def test_an_empty_batch_is_refused_by_what_it_lacks():
+    # No sequence raised IndexError ("index 0 is out of bounds for dimension 1").
+    net = network()
+    with pytest.raises(ValueError, match=r"X holds no sequence: got shape \(0, 9, 3\)\. .*at least one sequence"):
+        temporal_gradient_norms(net, torch.zeros(0, 9, 3), torch.zeros(0, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"X holds no step: got shape \(2, 0, 3\)"):
+        temporal_gradient_norms(net, torch.zeros(2, 0, 3), torch.tensor([0, 1]))

@@ -374,3 +374,27 @@ def test_an_empty_batch_is_refused_by_what_it_lacks():
         temporal_gradient_norms(net, torch.zeros(0, 9, 3), torch.zeros(0, dtype=torch.long))
     with pytest.raises(ValueError, match=r"X holds no step: got shape \(2, 0, 3\)"):
         temporal_gradient_norms(net, torch.zeros(2, 0, 3), torch.tensor([0, 1]))
+
+
+def test_the_guides_diagnostic_batches_have_the_one_length_they_state():
+    # The pages said "100 sequences of 100 to 109 steps": the generators draw one
+    # length a call unless variable_length=True, so every sequence had the same one.
+    import json
+    import re
+    from pathlib import Path
+
+    from sklearn_rnn.datasets import make_temporal_order
+
+    root = Path(__file__).resolve().parents[1]
+    method = (root / "docs" / "user_guide" / "method.rst").read_text()
+    stated = re.search(r"# 100 sequences of one length, drawn between 100 and 109 \((\d+) here", method)
+    assert stated and "make_temporal_order(100, 100, random_state=0)" in method[stated.end():]
+    X, _ = make_temporal_order(100, 100, random_state=0)
+    assert {len(x) for x in X} == {int(stated.group(1))}
+    experiments = (root / "docs" / "user_guide" / "experiments.rst").read_text()
+    stated = re.search(r"100 sequences of one length,\s+drawn between 100 and 109 \((\d+) for seed 1\)",
+                       experiments)
+    assert stated and "100 to 109" not in experiments + method
+    snapshots = json.loads((root / "experiments" / "results" / "figures_3.json").read_text())["snapshots"]
+    assert {len(s["steps"]) for s in snapshots} == {int(stated.group(1))}
+    assert {c for s in snapshots for c in s["counts"]} == {100}  # every sequence at every step

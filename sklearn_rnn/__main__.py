@@ -166,8 +166,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse output files that could not be written, before the study runs (so that
-    its results are not lost): a missing folder, a folder given as the file, or a plot
-    format matplotlib does not write."""
+    its results are not lost): a missing folder, a folder given as the file, the same
+    file twice (by any path), or a plot format matplotlib does not write."""
     for option, path in (("--plot", args.plot), ("--save-intervals", args.save_intervals)):
         if path == "":
             parser.error(f"{option} was given an empty file name: give the file to write, or "
@@ -186,9 +186,15 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
         except OSError as error:
             parser.error(f"{option} {path}: no file can be written in {folder} ({error.strerror}; "
                          "checked before the study runs, so that its results are not lost).")
-    if args.plot and args.save_intervals and os.path.abspath(args.plot) == os.path.abspath(args.save_intervals):
-        parser.error(f"--plot and --save-intervals name the same file ({args.plot}): the figure "
-                     "would overwrite the intervals. Give two file names.")
+    # The same file by another path too: through a link (realpath), or a hard link (samefile).
+    if args.plot and args.save_intervals and (
+        os.path.realpath(args.plot) == os.path.realpath(args.save_intervals)
+        or (os.path.exists(args.plot) and os.path.exists(args.save_intervals)
+            and os.path.samefile(args.plot, args.save_intervals))
+    ):
+        parser.error(f"--plot {args.plot} and --save-intervals {args.save_intervals} name the same "
+                     f"file ({os.path.realpath(args.plot)}): the figure would overwrite the intervals. "
+                     "Give two file names.")
     if args.plot:
         try:
             from matplotlib.figure import Figure

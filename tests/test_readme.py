@@ -49,3 +49,34 @@ def test_the_docs_landing_page_shows_the_readme_example():
     end = next(i for i, line in enumerate(body) if line.strip() and not line.startswith("   "))
     shown = textwrap.dedent("".join(body[:end])).rstrip("\n") + "\n"
     assert shown == ten_lines()
+
+
+def _refusal(capsys, plot=None, save_intervals=None):
+    """What the main job's early check of its output paths says (never the study: a
+    path it accepts returns None here, where main would run the study for minutes)."""
+    import argparse
+
+    from sklearn_rnn.__main__ import _check_output_paths
+
+    parser = argparse.ArgumentParser(prog="python -m sklearn_rnn")
+    try:
+        _check_output_paths(parser, argparse.Namespace(plot=plot, save_intervals=save_intervals))
+    except SystemExit as stop:
+        assert stop.code == 2
+        return capsys.readouterr().err
+    return None
+
+
+def test_the_main_job_refuses_the_same_file_named_through_a_link(tmp_path, capsys):
+    # Paths were compared by abspath, which follows no link: the study ran, the CSV was
+    # written, and the figure then overwrote it.
+    import os
+
+    (tmp_path / "link").symlink_to(tmp_path, target_is_directory=True)
+    err = _refusal(capsys, plot=str(tmp_path / "link" / "same.png"), save_intervals=str(tmp_path / "same.png"))
+    assert err is not None and "and --save-intervals" in err and "name the same file" in err
+    (tmp_path / "intervals.csv").write_text("")
+    os.link(tmp_path / "intervals.csv", tmp_path / "figure.png")  # a hard link: one file, two names
+    err = _refusal(capsys, plot=str(tmp_path / "figure.png"), save_intervals=str(tmp_path / "intervals.csv"))
+    assert err is not None and "name the same file" in err
+    assert _refusal(capsys, plot=str(tmp_path / "link" / "a.png"), save_intervals=str(tmp_path / "a.csv")) is None

@@ -166,8 +166,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse output files that could not be written, before the study runs (so that
-    its results are not lost): a missing folder, a folder given as the file, the same
-    file twice (by any path), or a plot format matplotlib does not write."""
+    its results are not lost): a missing folder (or a file where a folder should be), a
+    folder given as the file, the same file twice (by any path), or a plot format
+    matplotlib does not write."""
     for option, path in (("--plot", args.plot), ("--save-intervals", args.save_intervals)):
         if path == "":
             parser.error(f"{option} was given an empty file name: give the file to write, or "
@@ -178,6 +179,13 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
         if os.path.isdir(path) or path.endswith(os.sep):
             parser.error(f"{option} {path}: expected a file name, got a folder.")
         if not os.path.isdir(folder):
+            above = folder  # the nearest part of the path that exists: a file blocks it
+            while not os.path.exists(above) and os.path.dirname(above) != above:
+                above = os.path.dirname(above)
+            if os.path.exists(above) and not os.path.isdir(above):
+                parser.error(f"{option} {path}: {above} is a file, not a folder, so no file can be "
+                             "written in it (checked before the study runs, so that its results "
+                             "are not lost). Give a file name in an existing folder.")
             parser.error(f"{option} {path}: the folder {folder} does not exist (checked before "
                          "the study runs, so that its results are not lost).")
         try:  # a folder without write permission, or one that holds no files (/proc)

@@ -80,3 +80,14 @@ def test_the_main_job_refuses_the_same_file_named_through_a_link(tmp_path, capsy
     err = _refusal(capsys, plot=str(tmp_path / "figure.png"), save_intervals=str(tmp_path / "intervals.csv"))
     assert err is not None and "name the same file" in err
     assert _refusal(capsys, plot=str(tmp_path / "link" / "a.png"), save_intervals=str(tmp_path / "a.csv")) is None
+
+
+def test_the_main_job_says_when_a_file_stands_where_the_folder_should_be(tmp_path, capsys):
+    # It said the folder "does not exist", while it was there as a file.
+    (tmp_path / "afile").write_text("")
+    for option, path in (("--plot", tmp_path / "afile" / "pbc.png"),
+                         ("--save-intervals", tmp_path / "afile" / "sub" / "pbc.csv")):
+        err = _refusal(capsys, **{option.lstrip("-").replace("-", "_"): str(path)})
+        assert f"{option} {path}: {tmp_path / 'afile'} is a file, not a folder" in err
+        assert "does not exist" not in err
+    assert "the folder" in _refusal(capsys, plot=str(tmp_path / "none" / "pbc.png"))  # really missing

@@ -352,3 +352,17 @@ def test_load_pbc_cohort_takes_the_log_of_features_only_and_of_each_once():
     for logged, plain in zip(default.sequences, raw.sequences, strict=True):
         np.testing.assert_allclose(logged[:, 1], np.log(plain[:, 1]))
         np.testing.assert_array_equal(logged[:, 2], plain[:, 2])
+
+
+@pytest.mark.parametrize("name", ["event_time", "end_time"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf])
+def test_an_infinite_per_patient_time_is_refused_naming_the_patient(visits, name, value):
+    # "No event" coded as +inf made patient 2 a positive keeping all its visits, -inf
+    # made it positive_at_first_visit, and end_time=+inf kept every visit of a negative.
+    table = visits.drop(columns="sdi")
+    times = {"event_time": dict(EVENT_TIMES), "end_time": {5: 3.0}}
+    times[name][2] = value
+    with pytest.raises(ValueError, match=rf"{name} of patient 2 is {value}: give a finite time .* or NaN \(or no entry\)"):
+        _build(table, **times)
+    times[name][2] = NAN  # NaN keeps meaning none: the reference cohort
+    _check_reference_cohort(_build(table, **times))

@@ -155,6 +155,14 @@ def _per_patient(
     if series.index.has_duplicates:
         raise ValueError(f"{name} has repeated patient ids; give one time per patient.")
     values = _times_like_visits(series, name, time_column)
+    infinite = np.isinf(values.to_numpy(dtype=np.float64))
+    if infinite.any():  # inf is not "none": +inf made a positive, or kept every visit
+        patient = values.index[infinite][0]
+        none = "no event" if name == "event_time" else "an end at the last visit"
+        raise ValueError(
+            f"{name} of patient {_scalar(patient)!r} is {values[patient]}: give a finite time "
+            f"in the unit of the time column, or NaN (or no entry) for {none}."
+        )
     found = values.reindex(ids)
     if values.notna().any() and found.isna().all():
         raise ValueError(
@@ -271,13 +279,14 @@ def build_cohort(
         present; NaN counts as absent. Exactly one of ``event_column`` and
         ``event_time`` must be given.
     event_time : mapping or pandas.Series, default=None
-        Patient id -> time of the event; patients absent or NaN had none. Dates
+        Patient id -> time of the event; patients absent or NaN had none (an
+        infinite time is refused: code "no event" as NaN, not inf). Dates
         (durations) where the time column holds dates (durations), numbers in its
         unit otherwise.
     end_time : mapping or pandas.Series, default=None
         Patient id -> end of follow-up of negatives (e.g. the censoring time),
         not earlier than their last visit (a ValueError otherwise); absent or
-        NaN means the last visit. Ignored for positives.
+        NaN means the last visit (an infinite time is refused). Ignored for positives.
     upper_span : float
         Prediction horizon: minimum time between the cut visit and the end of
         follow-up (or the event, with ``positive_cut="upper_span"``).

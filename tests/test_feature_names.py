@@ -357,3 +357,37 @@ def test_the_scaler_on_a_sequence_column_names_that_column_for_column_transforme
         direct = make_pipeline(SequenceStandardScaler(), model()).fit(X, y)
         np.testing.assert_allclose(pipe.predict_proba(table), direct.predict_proba(X))
         assert pipe.predict(table).shape == (30,)
+
+
+def test_visit_features_on_a_series_or_an_array_column_take_the_name_a_composite_passes():
+    # A ColumnTransformer with the column spec "visits" hands VisitFeatures a Series, and
+    # one over sequence_column(X) names its column x0: get_feature_names_out refused that
+    # one name (advising to "name fit's input (3 names)" though it was one column), so
+    # ColumnTransformer.get_feature_names_out and set_output("pandas") failed.
+    from sklearn.compose import ColumnTransformer
+
+    X = [np.c_[np.arange(len(x), dtype=float), x[:, 1:]] for x in data(n=12)[0]]  # time first
+    age = np.linspace(40.0, 80.0, 12)
+    table = pd.DataFrame({"visits": sequence_column(X)[:, 0], "age": age})
+    expected = VisitFeatures(time_feature=0).fit(X).get_feature_names_out().tolist()
+    assert expected[:2] == ["last_x1", "last_x2"] and expected[-2:] == ["n_visits", "span"]
+    columns = ColumnTransformer([("v", VisitFeatures(time_feature=0), "visits")], remainder="passthrough")
+    assert columns.fit(table).get_feature_names_out().tolist() == [f"v__{n}" for n in expected] + ["remainder__age"]
+    out = columns.set_output(transform="pandas").fit_transform(table)
+    assert out.columns.tolist() == [f"v__{n}" for n in expected] + ["remainder__age"]
+    np.testing.assert_array_equal(out.iloc[:, :-1].to_numpy(), VisitFeatures(time_feature=0).fit_transform(X))
+    on_array = ColumnTransformer([("v", VisitFeatures(time_feature=0), [0])]).fit(sequence_column(X))
+    assert on_array.get_feature_names_out().tolist() == [f"v__{n}" for n in expected]
+    # A named column takes its name only; an unnamed one any one name. Other names are
+    # refused with what fit was given: one sequence column, not a visit's 3 columns.
+    on_series = VisitFeatures(time_feature=0).fit(table["visits"])
+    assert on_series.get_feature_names_out().tolist() == expected
+    assert on_series.get_feature_names_out(["visits"]).tolist() == expected
+    with pytest.raises(ValueError, match=r"or name the one sequence column fit was given \(its name 'visits'\); got \['age'\]"):
+        on_series.get_feature_names_out(["age"])
+    unnamed = VisitFeatures(time_feature=0).fit(sequence_column(X))
+    assert unnamed.get_feature_names_out(["x0"]).tolist() == expected
+    with pytest.raises(ValueError, match=r"the one sequence column fit was given \(one name\); got \['a', 'b'\]"):
+        unnamed.get_feature_names_out(["a", "b"])
+    with pytest.raises(ValueError, match=r"as seen in fit \(3 names\); got \['a', 'b'\]\. Leave"):
+        VisitFeatures(time_feature=0).fit(X).get_feature_names_out(["a", "b"])

@@ -91,10 +91,12 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         self._validate_params()
         with staging(self) as work:  # a rejected refit changes nothing
             sequences = validate_sequences(work, X, reset=True)
-            # A one-column frame of sequences (a ColumnTransformer's column): its name is
-            # what composites give get_feature_names_out.
-            column = _column_cells(X) is not None and not is_panel(X) and hasattr(X, "columns")
-            work._sequence_column = str(X.columns[0]) if column else None
+            # A sequence column (a ColumnTransformer's column: a one-column frame, a Series
+            # or an (n, 1) object array): its name, or the one name a composite passes for
+            # an unnamed one, is what composites give get_feature_names_out.
+            work._fitted_on_column = _column_cells(X) is not None and not is_panel(X)
+            name = X.columns[0] if hasattr(X, "columns") else getattr(X, "name", None)
+            work._sequence_column = name if work._fitted_on_column and isinstance(name, str) else None
             time = work._time_index()  # an unknown or out-of-range time column is refused here
             if time is not None:
                 check_times(sequences, time)  # as the estimators refuse them
@@ -137,7 +139,11 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         input_features : array-like of str, optional
             Names of the columns of a visit, the time column included; by default
             ``feature_names_in_`` where the sequences were DataFrames, otherwise
-            ``x0``, ``x1``, ...
+            ``x0``, ``x1``, ... The names of fit's input, as composites pass them,
+            give the default names: the columns of a 2D table, or the one name of a
+            sequence column (one-column DataFrame, Series or ``(n, 1)`` object array of
+            sequences, such as :class:`~sklearn.compose.ColumnTransformer` passes): its
+            name in fit, or any one name for a column without one.
 
         Returns
         -------
@@ -165,9 +171,13 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         table_names = width != self.n_features_in_ and len(given) == self.n_features_in_ and (
             names_in is None or given == [str(name) for name in names_in]
         )
-        if table_names or given == [getattr(self, "_sequence_column", None)]:
-            # The names of fit's input (a table's columns, a sequence column's name), as
-            # scikit-learn's composites pass them: a visit's columns are named as in fit.
+        on_column = getattr(self, "_fitted_on_column", False)  # False in older pickles
+        column = getattr(self, "_sequence_column", None)
+        unnamed_column = on_column and column is None and len(given) == 1 and width != 1
+        if table_names or given == [column] or unnamed_column:
+            # The names of fit's input (a table's columns, a sequence column's name, or the
+            # one name a composite gives an unnamed column), as scikit-learn's composites
+            # pass them: a visit's columns are named as in fit.
             return self._step_names(None)
         if len(given) != width or (fitted is not None and given != list(fitted)):
             expected = list(fitted) if fitted is not None else f"{width} names"
@@ -176,10 +186,17 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
                     f"input_features is not equal to feature_names_in_ ({list(names_in)}), "
                     f"the columns of fit's input; got {given}."
                 )
+            if on_column:  # fit's input was one column, whatever the width of a visit
+                alternative = (f", or name the one sequence column fit was given "
+                               f"({f'its name {column!r}' if column is not None else 'one name'})")
+            elif width != self.n_features_in_:  # a table: a column per time step
+                alternative = f", or name fit's input ({self.n_features_in_} names)"
+            else:
+                alternative = ""
             raise ValueError(
                 f"input_features should have length equal to the {width} columns of a visit "
-                f"and name them as seen in fit ({expected}), or name fit's input "
-                f"({self.n_features_in_} names); got {given}."
+                f"and name them as seen in fit ({expected}){alternative}; got {given}. "
+                "Leave input_features out for the default names."
             )
         return given
 

@@ -13,23 +13,26 @@ precision-recall curves. Every model is a public estimator in a pipeline.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, ParameterGrid, StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from .._estimators import RNNClassifier
 from ..datasets import load_pbcseq
+from .._stacked import check_stackable
 from ..model_selection import RNNGridSearchCV
+from ..nn.cells import get_cell
 from ..sequences import SequenceStandardScaler
 from ._cohort import Cohort, build_cohort
 from ._evaluation import PooledCVResult, auc_intervals, pooled_cross_validate
@@ -345,17 +348,24 @@ class PBCStudy:
         Returns
         -------
         StudyResult
+
+        Raises
+        ------
+        ValueError or TypeError
+            Naming the setting, when one is invalid: every setting is checked (and every
+            cohort loaded) before any model is fitted.
         """
         start = time.perf_counter()
-        models = study_models(self.random_state, **self.rnn_params)
+        models, main_cohort, grid_cohorts = self._check_settings()
         scores: list[dict[str, Any]] = []
         main_results: dict[str, PooledCVResult] = {}
         main = self._table(
-            [self.main_setting], self.n_repeats, models, scores, "main", on_row, main_results,
-            on_model,
+            [self.main_setting], [main_cohort], self.n_repeats, models, scores, "main", on_row,
+            main_results, on_model,
         )
         grid = self._table(
-            self.grid, self.grid_repeats, models, scores, "grid", on_row, None, on_model
+            list(self.grid), grid_cohorts, self.grid_repeats, models, scores, "grid", on_row,
+            None, on_model,
         )
         ranked = grid if len(grid) else main
         best = ranked.loc[ranked["RNN time gaps"].idxmax()]
@@ -387,9 +397,85 @@ class PBCStudy:
             seconds=time.perf_counter() - start,
         )
 
+    def _check_settings(self) -> tuple[dict[str, Pipeline], Cohort, list[Cohort]]:
+        """Refuse invalid settings, naming them, before any model is fitted (an error
+        in the grid or the nested search came after minutes of work); return the models
+        and the cohorts of ``main_setting`` and of ``grid``."""
+        for name in ("n_repeats", "grid_repeats", "n_splits"):
+            value, low = getattr(self, name), 2 if name == "n_splits" else 1
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
+                raise ValueError(f"PBCStudy.{name} must be an int >= {low}; got {value!r}.")
+        threshold = self.threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
+            raise ValueError(f"PBCStudy.threshold must be a probability in [0, 1]; got {threshold!r}.")
+        if self.n_jobs is not None and (
+            isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, Integral) or self.n_jobs == 0
+        ):
+            raise ValueError(
+                f"PBCStudy.n_jobs must be None or a nonzero int (-1: all cores); got {self.n_jobs!r}."
+            )
+        cohorts = []
+        settings = [("main_setting", self.main_setting)]
+        settings += [(f"grid[{i}]", setting) for i, setting in enumerate(self.grid)]
+        for label, setting in settings:
+            try:
+                if isinstance(setting, str) or len(setting) != 3:
+                    raise ValueError(f"expected 3 values; got {setting!r}")
+                cohort = load_pbc_cohort(*setting)
+            except (TypeError, ValueError) as error:
+                raise ValueError(
+                    f"PBCStudy.{label}={setting!r} must be (upper_span, lower_span, min_visits), "
+                    f"spans in years, e.g. (1, 1, 2): {error}"
+                ) from error
+            smallest = min(cohort.summary["positives"], cohort.summary["negatives"])
+            if smallest < self.n_splits:
+                raise ValueError(
+                    f"PBCStudy.n_splits={self.n_splits} is more than the {smallest} patients of "
+                    f"the smaller class of the cohort PBCStudy.{label}={setting!r}: every "
+                    f"stratified fold needs both classes. Lower n_splits to at most {smallest}, "
+                    "or leave that cohort out."
+                )
+            cohorts.append(cohort)
+        try:
+            models = study_models(self.random_state, **self.rnn_params)
+            for name, model in models.items():
+                rnn = model[-1]
+                if isinstance(rnn, RNNClassifier):
+                    rnn._validate_params()  # an invalid value, as fit refuses it
+                    rnn._check_optimizer_cell()
+                    if rnn.time_feature is None and get_cell(rnn._resolved_cell()).needs_gaps:
+                        raise ValueError(
+                            f"cell={rnn.cell!r} reads the time between visits, which the model "
+                            f"{name!r} is not given: leave cell out ('auto' picks it per "
+                            "model), or give one that does not read the time, e.g. 'gru'."
+                        )
+        except (TypeError, ValueError) as error:
+            raise (ValueError if isinstance(error, ValueError) else TypeError)(
+                f"PBCStudy.rnn_params={self.rnn_params!r} must be parameters of RNNClassifier "
+                f"and their values: {error}"
+            ) from error
+        rnn = models["RNN time gaps"]
+        step = rnn.steps[-1][0]
+        try:
+            if not isinstance(self.search_grid, Mapping):
+                raise TypeError(f"got a {type(self.search_grid).__name__}")
+            for params in ParameterGrid(self.search_grid):  # every setting of the nested search
+                candidate = clone(rnn).set_params(**{f"{step}__{k}": v for k, v in params.items()})
+                candidate[-1]._validate_params()
+                candidate[-1]._check_optimizer_cell()
+                check_stackable(candidate[-1])  # RNNGridSearchCV trains them together
+        except (TypeError, ValueError) as error:
+            on = " (on the RNN with PBCStudy.rnn_params)" if self.rnn_params else ""
+            raise (ValueError if isinstance(error, ValueError) else TypeError)(
+                f"PBCStudy.search_grid={self.search_grid!r} must map parameters of RNNClassifier "
+                f"to lists of values the nested search can train together{on}: {error}"
+            ) from error
+        return models, cohorts[0], cohorts[1:]
+
     def _table(
         self,
         settings: Sequence[tuple[float, float, int]],
+        cohorts: Sequence[Cohort],
         n_repeats: int,
         models: dict[str, Any],
         scores: list[dict[str, Any]],
@@ -399,8 +485,7 @@ class PBCStudy:
         on_model: Callable[[str, str], None] | None = None,
     ) -> pd.DataFrame:
         rows = []
-        for setting in settings:
-            cohort = load_pbc_cohort(*setting)
+        for setting, cohort in zip(settings, cohorts, strict=True):
             row: dict[str, Any] = dict(zip(SETTING_COLUMNS, setting, strict=True))
             row.update(positives=cohort.summary["positives"], negatives=cohort.summary["negatives"])
             for name, model in models.items():

@@ -366,3 +366,29 @@ def test_an_infinite_per_patient_time_is_refused_naming_the_patient(visits, name
         _build(table, **times)
     times[name][2] = NAN  # NaN keeps meaning none: the reference cohort
     _check_reference_cohort(_build(table, **times))
+
+
+def test_load_pbc_cohort_refuses_sex_with_code_that_builds_the_cohort_with_it():
+    # features=[..., "sex"] passed on build_cohort's advice: encode `table` with
+    # pandas.get_dummies (a table the caller never holds) or leave it out with
+    # feature_columns= (not an argument of load_pbc_cohort).
+    from sklearn_rnn.clinical import load_pbc_cohort
+
+    with pytest.raises(ValueError, match=r"features names \['sex'\], which hold text categories") as refused:
+        load_pbc_cohort(1, 2, 3, features=["age", "sex", "bili"])
+    message = str(refused.value)
+    assert "Leave it out of features" in message
+    assert "feature_columns=[" not in message.split("\n")[0] and "get_dummies" not in message
+    # The code it gives runs, and builds load_pbc_cohort's cohort with sex as a 0/1 column.
+    code = "\n".join(line[4:] for line in message.split("\n")[1:])
+    namespace: dict = {}
+    exec(code, namespace)
+    with_sex = namespace["cohort"]
+    without = load_pbc_cohort(1, 2, 3, features=["age", "bili"])
+    assert with_sex.feature_names == ["day", "age", "male", "bili"]
+    np.testing.assert_array_equal(with_sex.ids, without.ids)
+    np.testing.assert_array_equal(with_sex.y, without.y)
+    for sequence, expected in zip(with_sex.sequences, without.sequences, strict=True):
+        np.testing.assert_array_equal(np.delete(sequence, 2, axis=1), expected)
+        assert set(np.unique(sequence[:, 2])) <= {0.0, 1.0}
+    assert any(sequence[0, 2] == 1.0 for sequence in with_sex.sequences)

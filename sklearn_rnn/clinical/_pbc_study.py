@@ -93,7 +93,9 @@ def load_pbc_cohort(
     min_visits : int, default=2
         Minimum number of kept visits.
     features : str or sequence of str, default=FEATURES
-        Columns of :func:`~sklearn_rnn.datasets.load_pbcseq` used as features.
+        Numeric columns of :func:`~sklearn_rnn.datasets.load_pbcseq` used as features
+        (``sex``, its one text column, is refused with the code of this cohort with
+        ``sex`` as a 0/1 column, built by :func:`~sklearn_rnn.clinical.build_cohort`).
     log_features : str or sequence of str, default=LOG_FEATURES
         Features replaced by their natural logarithm (right-skewed labs), each named
         in ``features``, numeric and positive wherever it is observed (the default
@@ -154,6 +156,15 @@ def load_pbc_cohort(
                 "Leave it out of log_features."
             )
         table[name] = np.log(table[name])
+    text = [name for name in features if not pd.api.types.is_numeric_dtype(table[name])]
+    if text:  # build_cohort's advice (encode `table`, feature_columns=) is not for this caller
+        raise ValueError(
+            f"features names {text}, which hold text categories ({table[text[0]].dtype}): "
+            f"load_pbc_cohort reads numeric columns only. Leave {'them' if len(text) > 1 else 'it'} "
+            "out of features, or build the cohort with build_cohort on load_pbcseq() with sex "
+            "as a number (1 for male), as load_pbc_cohort would:\n"
+            + _encoded_sex_code(features, log_features, upper_span, lower_span, min_visits)
+        )
     per_patient = table.groupby("id")[["futime", "status"]].first()
     return build_cohort(
         table,
@@ -166,6 +177,29 @@ def load_pbc_cohort(
         lower_span=lower_span * YEAR,
         min_visits=min_visits,
         positive_cut="upper_span",
+    )
+
+
+def _encoded_sex_code(
+    features: list[str], log_features: list[str], upper_span: float, lower_span: float, min_visits: int
+) -> str:
+    """The code of :func:`load_pbc_cohort`'s cohort with ``sex`` as a 0/1 ``male`` column."""
+    columns = ["male" if name == "sex" else name for name in features]
+    encode = ", ".join(
+        ["male=lambda t: (t['sex'] == 'm').astype(float)"]
+        + [f"{name}=lambda t: np.log(t[{name!r}])" for name in log_features]
+    )
+    return (
+        "    import numpy as np\n"
+        "    from sklearn_rnn.clinical import build_cohort\n"
+        "    from sklearn_rnn.datasets import load_pbcseq\n"
+        f"    pbc = load_pbcseq().query('status != 1').assign({encode})\n"
+        "    per_patient = pbc.groupby('id')[['futime', 'status']].first()\n"
+        "    cohort = build_cohort(\n"
+        f"        pbc, id_column='id', time_column='day', feature_columns={columns!r},\n"
+        "        event_time=per_patient.query('status == 2')['futime'], end_time=per_patient['futime'],\n"
+        f"        upper_span={upper_span * YEAR!r}, lower_span={lower_span * YEAR!r}, "
+        f"min_visits={min_visits!r}, positive_cut='upper_span')"
     )
 
 

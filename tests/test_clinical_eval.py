@@ -387,8 +387,6 @@ def test_visit_features_in_scikit_learn_composites_name_and_index_their_output()
         ({"search_grid": {"dropout": [0.2]}}, ValueError, r"PBCStudy.search_grid=.*cannot be stacked"),
         ({"rnn_params": {"hiden_size": 2}}, TypeError, r"PBCStudy.rnn_params=.*unexpected keyword argument 'hiden_size'"),
         ({"rnn_params": {"hidden_size": 0}}, ValueError, r"PBCStudy.rnn_params=.*'hidden_size' parameter"),
-        ({"rnn_params": {"cell": "decay"}}, ValueError,
-         r"PBCStudy.rnn_params=.*cell='decay' reads the time between visits, which the model 'RNN no time'"),
     ],
 )
 def test_the_study_refuses_its_settings_before_fitting_any_model(monkeypatch, settings, error, match):

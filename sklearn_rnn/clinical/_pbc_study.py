@@ -21,18 +21,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
-from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, ParameterGrid, StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from .._estimators import RNNClassifier
-from ..datasets import load_pbcseq
 from .._stacked import check_stackable
+from ..datasets import load_pbcseq
 from ..model_selection import RNNGridSearchCV
-from ..nn.cells import get_cell
 from ..sequences import SequenceStandardScaler
 from ._cohort import Cohort, build_cohort
 from ._evaluation import PooledCVResult, auc_intervals, pooled_cross_validate
@@ -472,17 +471,11 @@ class PBCStudy:
             cohorts.append(cohort)
         try:
             models = study_models(self.random_state, **self.rnn_params)
-            for name, model in models.items():
+            for model in models.values():
                 rnn = model[-1]
                 if isinstance(rnn, RNNClassifier):
                     rnn._validate_params()  # an invalid value, as fit refuses it
                     rnn._check_optimizer_cell()
-                    if rnn.time_feature is None and get_cell(rnn._resolved_cell()).needs_gaps:
-                        raise ValueError(
-                            f"cell={rnn.cell!r} reads the time between visits, which the model "
-                            f"{name!r} is not given: leave cell out ('auto' picks it per "
-                            "model), or give one that does not read the time, e.g. 'gru'."
-                        )
         except (TypeError, ValueError) as error:
             raise (ValueError if isinstance(error, ValueError) else TypeError)(
                 f"PBCStudy.rnn_params={self.rnn_params!r} must be parameters of RNNClassifier "

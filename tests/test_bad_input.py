@@ -191,6 +191,10 @@ FIT_CASES = [
      fit_classifier(pd.DataFrame(np.zeros((12, 10)), columns=[f"dim_{c}__{t}" for c in range(2) for t in range(5)])),
      ValueError, ["wide table of a multivariate panel ('pd-wide')", "2 channels ('dim_0', 'dim_1') of 5 time points",
                   "X.to_numpy().reshape(len(X), 2, -1).transpose(0, 2, 1)", "return_type='pd-multiindex'"]),
+    # A ragged list in a dict was made an array to count its dimensions: numpy's
+    # "inhomogeneous shape" ValueError instead of this message.
+    ("X dict of a ragged list", fit_classifier({"x": [np.zeros((2, 1)), np.zeros((3, 1))]}), TypeError,
+     ["expected X to hold sequences", "got dict", "list(X.values())"]),
 ]
 
 
@@ -636,3 +640,21 @@ def test_numpy_dates_in_an_object_array_or_a_list_are_refused_as_dates():
         RNNRegressor(max_iter=1).fit([dates, dates], [0.0, 1.0])
     with pytest.raises(TypeError, match=r"holds dates or durations \(datetime64\[D\]\)"):
         RNNRegressor(max_iter=1).fit([[[np.datetime64("2020-01-01")]], [[np.datetime64("2020-01-02")]]], [0.0, 1.0])
+
+
+def test_one_step_sequences_numpy_cannot_stack_are_warned_of_and_fitted():
+    # The one-step warning made X an array to describe its shape: a ragged list that
+    # trimming leaves one step each failed with numpy's "inhomogeneous shape" error, and
+    # tensors that need grad with torch's "Can't call numpy() on Tensor that requires grad".
+    import torch
+
+    ragged_then_trimmed = [np.array([[1.0, 2.0], [np.nan, np.nan]]), np.array([[3.0, 1.0]]), np.array([[0.5, 0.2]])]
+    needing_grad = [torch.randn(1, 2, requires_grad=True) for _ in range(3)]
+    for X in (ragged_then_trimmed, needing_grad):
+        for fit in (lambda: RNNRegressor(**TINY).fit(X, [1.0, 2.0, 3.0]), lambda: SequenceStandardScaler().fit(X)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                with pytest.warns(UserWarning, match=r"X holds 3 sequences: every sequence .* is one step of 2 features"):
+                    fit()
+    with pytest.warns(UserWarning, match=r"X has shape \(3, 1, 2\): every sequence"):  # a padded X keeps its shape
+        SequenceStandardScaler().fit(torch.randn(3, 1, 2, requires_grad=True))

@@ -113,10 +113,11 @@ def _check_equal_rows(X: list[Any] | tuple[Any, ...]) -> None:
 def _check_container(X: Any) -> None:
     not_array_like = not (hasattr(X, "__array__") or hasattr(X, "__len__"))
     if isinstance(X, (str, bytes, dict, set, frozenset, np.generic)) or not_array_like:
-        if isinstance(X, dict) and any(np.ndim(value) == 3 for value in X.values()):
+        # The values' own ndim: np.ndim would build an array of a ragged list to count it.
+        if isinstance(X, dict) and any(getattr(value, "ndim", None) == 3 for value in X.values()):
             # A dict of a model's inputs, as skorch passes them to forward.
-            padded = next(key for key, value in X.items() if np.ndim(value) == 3)
-            lengths = next((key for key, value in X.items() if np.ndim(value) == 1), None)
+            padded = next(key for key, value in X.items() if getattr(value, "ndim", None) == 3)
+            lengths = next((key for key, value in X.items() if getattr(value, "ndim", None) == 1), None)
             fix = (f"It looks like a model's inputs: pass the sequences themselves, e.g. the padded "
                    f"array X[{padded!r}] (NaN after each end, or zero padding is read as data)"
                    + (f", or it cut to each length: [x[:n] for x, n in zip(X[{padded!r}], "
@@ -451,7 +452,11 @@ def _warn_of_one_step_sequences(estimator: Any, sequences: list[np.ndarray], X: 
     of one feature, ``(n, 1, 1)``, are what the docs advise for single values.)"""
     if any(len(sequence) != 1 for sequence in sequences):
         return
-    shape = f"X has shape {tuple(np.shape(X))}" if np.ndim(X) == 3 else f"X holds {len(sequences)} sequences"
+    # X's own shape, if it has one: converting X to read it fails on a ragged list that
+    # trimming made one step each, and on tensors that need grad.
+    shape = getattr(X, "shape", None)
+    shape = (f"X has shape {tuple(shape)}" if shape is not None and len(shape) == 3
+             else f"X holds {len(sequences)} sequences")
     width = sequences[0].shape[1]
     warnings.warn(
         f"{shape}: every sequence {type(estimator).__name__} is fitted on is one step of "

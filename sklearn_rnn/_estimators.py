@@ -2188,7 +2188,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         the network reads the gap since the previous step and the time since the
         sequence's first step, both divided by the median gap of the training
         sequences, so the time unit does not matter (see
-        :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
+        :class:`~sklearn_rnn.sequences.InputEncoder`); training data with no
+        positive gap (every sequence one step long, or times that only repeat) leave
+        the gaps unscaled, with a warning, and the unit then matters. Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
     frame : int or 'auto', default='auto'
@@ -2758,8 +2760,12 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).
 
         The first call builds the network and needs every label in ``classes``; later
-        calls continue from the current weights. Stopping rules and early stopping do
-        not apply: the caller decides when to stop, e.g. when feeding fresh batches
+        calls continue from the current weights. The first call also fixes the input
+        encoding (see :class:`~sklearn_rnn.sequences.InputEncoder`) from its ``X``: the
+        fill values of missing values, whether mask channels are used, the time scale
+        of a ``time_feature`` (give it sequences of two or more steps at different
+        times) and the statistics of ``instance_norm``. Stopping rules and early
+        stopping do not apply: the caller decides when to stop, e.g. when feeding fresh batches
         from a generator and checking a validation error every few hundred updates.
 
         Parameters
@@ -2891,7 +2897,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         the network reads the gap since the previous step and the time since the
         sequence's first step, both divided by the median gap of the training
         sequences, so the time unit does not matter (see
-        :class:`~sklearn_rnn.sequences.InputEncoder`). Times must be
+        :class:`~sklearn_rnn.sequences.InputEncoder`); training data with no
+        positive gap (every sequence one step long, or times that only repeat) leave
+        the gaps unscaled, with a warning, and the unit then matters. Times must be
         non-decreasing within each sequence and never missing. None: the steps are
         taken as evenly spaced.
     frame : int or 'auto', default='auto'
@@ -3244,8 +3252,12 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).
 
         The first call builds the network (and fixes the target standardization from
-        its ``y``); later calls continue from the current weights. Stopping rules and
-        early stopping do not apply.
+        its ``y``); later calls continue from the current weights. The first call also
+        fixes the input encoding (see :class:`~sklearn_rnn.sequences.InputEncoder`)
+        from its ``X``: the fill values of missing values, whether mask channels are
+        used, the time scale of a ``time_feature`` (give it sequences of two or more
+        steps at different times) and the statistics of ``instance_norm``. Stopping
+        rules and early stopping do not apply.
 
         Parameters
         ----------

@@ -383,7 +383,11 @@ class RNNStepClassifier(BaseRNN):
         """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).
 
         The first call builds the network (``k`` is taken from its ``y``); later calls
-        continue from the current weights. Stopping rules do not apply.
+        continue from the current weights. The first call also fixes the input
+        encoding (see :class:`~sklearn_rnn.sequences.InputEncoder`) from its ``X``: the
+        fill values of missing values, whether mask channels are used and the time
+        scale of a ``time_feature`` (give it sequences of two or more steps at
+        different times). Stopping rules do not apply.
 
         Parameters
         ----------

@@ -294,3 +294,27 @@ def test_times_are_checked_within_sequences_only_and_the_first_bad_step_is_named
                     if fault == "decrease" else f"sequence {index} of X has no time at step {step} ")
         with pytest.raises(ValueError, match=expected):
             check_times(broken, 0)
+
+
+def test_training_data_without_a_positive_gap_is_warned_of():
+    """With no positive gap to learn it from, the time scale stays 1 and later gaps
+    reached the network in the column's own unit: a partial_fit stream started on
+    single-visit sequences in days and in years gave different models without a word."""
+    X, y = visits(8)
+    single_visits = [x[:1] for x in X]
+    message = r"no positive gap .* reach the network unscaled, in the time column's own unit.*two or more steps"
+    for first_call in (lambda model: model.partial_fit(single_visits, y, classes=[0, 1]),
+                       lambda model: fit(model, single_visits, y)):  # then predicting on longer ones
+        model = RNNClassifier(time_feature=0, **SMALL)
+        with pytest.warns(UserWarning, match=message):
+            first_call(model)
+        assert model._encoder.time_scale == 1.0
+    with pytest.warns(UserWarning, match=message):
+        RNNRegressor(time_feature=0, **SMALL).partial_fit(single_visits, y.astype(float))
+    at_one_time = [np.column_stack([np.full(3, 5.0), np.ones((3, 1))])]
+    with pytest.warns(UserWarning, match=message):
+        assert InputEncoder.fit(at_one_time, time_feature=0).time_scale == 1.0  # repeated times alike
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # a positive gap anywhere: the scale is learned, quietly
+        InputEncoder.fit(single_visits + X[:1], time_feature=0)
+        InputEncoder.fit(single_visits)  # no time column: nothing to scale

@@ -36,7 +36,10 @@ class InputEncoder:
     statistic in the same unit makes the encoding unit-free (days, years or
     standardized times give the same channels), keeps a gap of 0 meaning "at the same
     time" (what a decay with the gap needs) and puts a typical gap at 1. Raw time
-    stamps are never given to the network: they have an arbitrary origin.
+    stamps are never given to the network: they have an arbitrary origin. Training
+    sequences with no positive gap (each one step long, or times that only repeat)
+    give no scale to learn: ``time_scale`` is then 1, with a warning, and gaps met
+    later are read in the time column's own unit.
 
     Value channels listed in ``scaled`` are read **per sequence**: each sequence's values
     of such a channel are centred on their own mean and divided by their own standard
@@ -63,7 +66,8 @@ class InputEncoder:
     time_feature : int or None, default=None
         Index of the time column in the raw sequences (non-negative).
     time_scale : float, default=1.0
-        Unit of the time channels, in the unit of the time column.
+        Unit of the time channels, in the unit of the time column (1.0 when the
+        training sequences had no positive gap).
     scaled : sequence of int, default=()
         Value channels (indices among the ``n_values`` value channels) read per
         sequence.
@@ -176,6 +180,8 @@ class InputEncoder:
             positive = gaps[gaps > 0]  # not the zeros of first steps
             # No positive gap (single steps, or repeated times): any scale gives 0 gaps.
             time_scale = float(np.median(positive)) if positive.size else 1.0
+            if not positive.size:
+                _warn_of_no_time_scale(time_feature)
         steps = _values(np.concatenate(sequences, axis=0), time_feature)  # (N, n_values)
         scaled = tuple(int(channel) for channel in scaled)
         bad = [channel for channel in scaled if not 0 <= channel < steps.shape[1]]
@@ -492,6 +498,22 @@ def _resolve_time_feature(
             "index of the column that holds each step's time stamp, or None."
         )
     return int(time_feature) % n_features
+
+
+def _warn_of_no_time_scale(time_feature: int) -> None:
+    """Warn that the time scale is 1 for want of a positive gap to learn it from: the
+    gaps met after fit are then read in the time column's own unit."""
+    warnings.warn(
+        f"The time column (feature {time_feature}) has no positive gap between consecutive "
+        "steps of the training sequences (each is one step long, or its times repeat), so "
+        "no time scale can be learned and time_scale is 1: gaps met later (in a later "
+        "partial_fit call, a warm_start fit, or at prediction) reach the network unscaled, "
+        "in the time column's own unit, and that unit then changes the model (days and "
+        "years no longer give the same predictions). Make the first training call hold "
+        "sequences of two or more steps at different times: the encoding is fixed by it.",
+        UserWarning,
+        stacklevel=3,  # InputEncoder.fit's caller
+    )
 
 
 def check_times(

@@ -2315,7 +2315,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         below that.
     validation_fraction : float, default=0.1
         Share of the data held out for early stopping, drawn from the sequences of
-        positive ``sample_weight`` (those of weight 0 train with the rest).
+        positive ``sample_weight`` (those of weight 0 train with the rest). The input
+        encoding is fitted on all of ``X``, the held-out sequences included: the fill
+        values of missing values, the time scale, the ``instance_norm`` statistics and
+        the 'auto' settings read from ``X``, such as ``frame`` and ``instance_norm``
+        (no label reaches them).
     n_iter_no_change : int, default=10
         Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
         epochs.
@@ -2994,7 +2998,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         sequences on (see :class:`RNNClassifier`).
     validation_fraction : float, default=0.1
         Share of the data held out for early stopping, drawn from the sequences of
-        positive ``sample_weight`` (those of weight 0 train with the rest).
+        positive ``sample_weight`` (those of weight 0 train with the rest). The input
+        encoding is fitted on all of ``X``, the held-out sequences included: the fill
+        values of missing values, the time scale, the ``instance_norm`` statistics and
+        the 'auto' settings read from ``X``, such as ``frame`` and ``instance_norm``
+        (no label reaches them).
     n_iter_no_change : int, default=10
         Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
         epochs.

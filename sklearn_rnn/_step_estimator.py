@@ -106,7 +106,9 @@ class RNNStepClassifier(BaseRNN):
         short one's. The patience is counted after ``3 * n_iter_no_change`` epochs.
     validation_fraction : float, default=0.1
         Share of the sequences held out for early stopping, drawn from those of
-        positive ``sample_weight`` (those of weight 0 train with the rest).
+        positive ``sample_weight`` (those of weight 0 train with the rest). The input
+        encoding (fill values, time scale) is fitted on all of ``X``, the held-out
+        sequences included (no label reaches it).
     n_iter_no_change : int, default=10
         Patience, in epochs.
     tol : float or 'auto', default='auto'

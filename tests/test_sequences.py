@@ -505,3 +505,22 @@ def test_the_scaler_keeps_the_width_of_a_table_given_as_a_list_of_rows():
         pipeline.fit(rows, [0, 1, 0, 1])
     assert pipeline[-1].n_features_in_ == 4
     assert pipeline.predict([[1.0, 2.0, 3.0, 4.0], [3.0, 4.0, nan, nan]]).shape == (2,)
+
+
+def test_the_encoding_statistics_include_the_held_out_sequences_and_the_docs_say_so():
+    # The fill values ("the training mean") were fitted on all of fit's X, the sequences
+    # early_stopping holds out included, while the docs spoke only of training data.
+    from sklearn_rnn import RNNRegressor, RNNStepClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 1)) for _ in range(40)]
+    for x in X:
+        x[0] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = RNNClassifier(hidden_size=2, max_iter=1, random_state=0, early_stopping=True).fit(X, [0, 1] * 20)
+    assert model.validation_scores_  # sequences were held out
+    np.testing.assert_allclose(model._encoder.fill_values, [np.nanmean(np.concatenate(X))])
+    for documented in (RNNClassifier, RNNRegressor, RNNStepClassifier, InputEncoder):
+        text = " ".join(documented.__doc__.split())
+        assert "held-out sequences included" in text or "holds out included" in text, documented.__name__

@@ -61,6 +61,8 @@ class InputEncoder:
         Features per step of the raw sequences, the time column included.
     fill_values : ndarray of shape (n_values,)
         Training mean of each value feature (time column excluded) over observed steps.
+        The estimators fit the encoder on all of ``fit``'s ``X``, the sequences that
+        ``early_stopping`` holds out included (their labels reach no statistic).
     use_mask : bool
         Append mask channels.
     time_feature : int or None, default=None

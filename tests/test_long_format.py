@@ -294,3 +294,12 @@ def test_repeated_pairs_of_a_melted_table_name_the_pivot():
     X, ids = from_long_format(wide, id_column="case_id", time_column="reading_id")
     np.testing.assert_allclose(np.stack(X)[:, :, 1:], values)
     assert ids.tolist() == [0, 1, 2]
+
+
+def test_a_repeated_time_is_named_with_every_digit_it_needs():
+    # :g wrote epoch seconds 1700000010 as 1.7e+09, the same as any time of that year.
+    table = pd.DataFrame({"id": [1, 1, 1], "t": [1700000005.0, 1700000010.0, 1700000010.0], "x": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match=r"e\.g\. id 1 at time 1700000010\.0\. Aggregate"):
+        from_long_format(table, id_column="id", time_column="t")
+    with pytest.raises(ValueError, match=r"e\.g\. id 1 at time 2\.5\. Aggregate"):  # short where short is exact
+        from_long_format(table.assign(t=[1.0, 2.5, 2.5]), id_column="id", time_column="t")

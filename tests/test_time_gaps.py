@@ -318,3 +318,14 @@ def test_training_data_without_a_positive_gap_is_warned_of():
         warnings.simplefilter("error", UserWarning)  # a positive gap anywhere: the scale is learned, quietly
         InputEncoder.fit(single_visits + X[:1], time_feature=0)
         InputEncoder.fit(single_visits)  # no time column: nothing to scale
+
+
+def test_decreasing_times_are_named_with_every_digit_they_need():
+    # :g wrote 1700000005 after 1700000010 as "1.7e+09 after 1.7e+09": equal, in words.
+    from sklearn_rnn.sequences._encoding import check_times
+
+    for sequence, shown in [(np.array([[1700000010.0, 1.0], [1700000005.0, 2.0]]), r"1700000005\.0 after 1700000010\.0"),
+                            (np.array([[1700000010, 1], [1700000005, 2]], dtype=np.uint64), "1700000005 after 1700000010"),
+                            (np.array([[5.0, 1.0], [4.5, 2.0]]), r"4\.5 after 5\)")]:
+        with pytest.raises(ValueError, match=rf"decrease at step 1 \({shown}"):
+            check_times([sequence], 0)

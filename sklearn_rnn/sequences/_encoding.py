@@ -12,7 +12,7 @@ import torch
 from sklearn.utils._param_validation import Interval
 
 from ._batching import FlatSequences
-from ._validation import joined_steps
+from ._validation import joined_steps, number_text
 
 __all__ = ["InputEncoder", "check_times"]
 
@@ -577,7 +577,7 @@ def check_times(
         row, index, step = first(decreasing)  # the step whose time is lower
         raise ValueError(
             f"sequence {index} of X has times that decrease at step {step} "
-            f"({times[row]:g} after {times[row - 1]:g}) in column "
+            f"({number_text(times[row])} after {number_text(times[row - 1])}) in column "
             f"time_feature={time_feature}: expected non-decreasing times within each "
             "sequence. Sort each sequence's steps by time. (These are the values the "
             "estimator received: a scaler before it in a pipeline changes them, not "

@@ -16,6 +16,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ._panel import complex_hint, frame_values, label_columns, pivot_call, real_column
+from ._validation import number_text
 
 __all__ = ["from_long_format", "to_long_format"]
 
@@ -329,7 +330,7 @@ def from_long_format(
     if duplicates == "raise" and same.any():
         first = int(np.flatnonzero(same)[0])
         at = _scalar(table[time_column].iloc[order[first]])  # as given, not as float64
-        at = f"{at:g}" if isinstance(at, float) else str(at)
+        at = number_text(at) if isinstance(at, float) else str(at)
         raise ValueError(
             f"{int(same.sum())} row(s) repeat an existing ({id_column!r}, {time_column!r}) pair, "
             f"e.g. id {_scalar(ids[codes[first]])!r} at time {at}. Aggregate them first "

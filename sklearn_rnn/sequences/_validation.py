@@ -211,6 +211,25 @@ def _short_repr(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def number_text(value: Any) -> str:
+    """A number as ``:g`` writes it where that reads back as the same value, else in
+    full: epoch seconds such as 1700000010 and 1700000005 are both ``1.7e+09`` to ``:g``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._validation import number_text
+    >>> number_text(4.0), number_text(np.float64(1700000010.0)), number_text(np.int64(1700000005))
+    ('4', '1700000010.0', '1700000005')
+    """
+    short = f"{value:g}"
+    try:
+        exact = type(value)(short) == value
+    except (TypeError, ValueError):  # an int type refuses '1.7e+09'
+        exact = False
+    return short if exact else str(value)
+
+
 def _column_cells(X: Any) -> list[Any] | None:
     """The sequences of a sequence column ((n, 1) object array, Series or one-column frame)."""
     if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 2 and X.shape[1] == 1:

@@ -303,3 +303,30 @@ def test_a_repeated_time_is_named_with_every_digit_it_needs():
         from_long_format(table, id_column="id", time_column="t")
     with pytest.raises(ValueError, match=r"e\.g\. id 1 at time 2\.5\. Aggregate"):  # short where short is exact
         from_long_format(table.assign(t=[1.0, 2.5, 2.5]), id_column="id", time_column="t")
+
+
+def test_dates_a_scalar_feature_columns_and_an_object_time_of_numbers_get_the_right_advice():
+    # Date and duration features were told to one-hot encode (a column per date), an int
+    # feature_columns failed with "'int' object is not iterable", and an object time
+    # column of numbers was told to "Convert text dates".
+    table = pd.DataFrame({"id": [1, 1], "day": [0, 1], "x": [1.0, 2.0],
+                          "diagnosed": pd.to_datetime(["2020-01-01"] * 2), "since": pd.to_timedelta([3, 4], unit="D")})
+    with pytest.raises(TypeError, match=r"convert them to numbers first\. Dates and durations \(diagnosed, since\) "
+                                        r"become numbers of days.*pd\.Timedelta\(days=1\)") as error:
+        from_long_format(table, id_column="id", time_column="day")
+    assert "get_dummies" not in str(error.value)
+    with pytest.raises(TypeError, match=r"get_dummies\(table, columns=\['ward'\].*Dates and durations \(since\)"):
+        from_long_format(table.assign(ward=["a", "b"]), id_column="id", time_column="day",
+                         feature_columns=["x", "ward", "since"])
+    numbered = pd.DataFrame({0: ["a", "a", "b"], 1: [0, 1, 0], 2: [1.0, 2.0, 3.0], 3: [4.0, 5.0, 6.0]})
+    with pytest.raises(TypeError, match=r"feature_columns must be a list of column names .*got int 2\. "
+                                        r"For one column, pass feature_columns=\[2\]\."):
+        from_long_format(numbered, id_column=0, time_column=1, feature_columns=2)
+    X, _ = from_long_format(numbered, id_column=0, time_column=1, feature_columns=[2])  # the fix works
+    np.testing.assert_array_equal(X[0], [[0.0, 1.0], [1.0, 2.0]])
+    as_objects = pd.DataFrame({"id": [1, 1, 1], "day": np.array([2, 1, 3], dtype=object), "x": [1.0, 2.0, 3.0]})
+    with pytest.raises(TypeError, match=r"got dtype object\. It holds numbers .*pandas\.to_numeric\(table\[col\]\)"):
+        from_long_format(as_objects, id_column="id", time_column="day")
+    as_text = as_objects.assign(day=["2024-01-02", "2024-01-01", "2024-01-03"])
+    with pytest.raises(TypeError, match=r"Convert text dates first"):  # text dates keep their advice
+        from_long_format(as_text, id_column="id", time_column="day")

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._panel import complex_hint, frame_values, label_columns, pivot_call, real_column
+from ._panel import complex_hint, frame_values, holds_numbers, label_columns, pivot_call, real_column
 from ._validation import number_text
 
 __all__ = ["from_long_format", "to_long_format"]
@@ -78,6 +78,12 @@ def _resolve_features(
         skip = {id_column, time_column, *exclude}
         features = [c for c in table.columns if c not in skip]
     else:
+        if not isinstance(feature_columns, str) and not hasattr(feature_columns, "__iter__"):
+            raise TypeError(
+                f"feature_columns must be a list of column names (or one name as a str); got "
+                f"{type(feature_columns).__name__} {feature_columns!r}. For one column, pass "
+                f"feature_columns=[{feature_columns!r}]."
+            )
         features = [feature_columns] if isinstance(feature_columns, str) else list(feature_columns)
         _check_columns(table, features, "feature_columns")
         clash = [c for c in features if c in (id_column, time_column)]
@@ -92,10 +98,18 @@ def _resolve_features(
     non_numeric = [c for c in features if not real_column(table, c, table[c].dtype)]
     if non_numeric:
         dtypes = {c: str(table[c].dtype) for c in non_numeric}
+        # Dates and durations become counts of a unit; one-hot columns would be one a date.
+        dates = [c for c in non_numeric if pd.api.types.is_datetime64_any_dtype(table[c].dtype)
+                 or pd.api.types.is_timedelta64_dtype(table[c].dtype)]
+        others = [c for c in non_numeric if c not in dates]
         raise TypeError(
             f"feature columns must hold real numbers; got columns {dtypes}. "
-            "Leave them out with feature_columns=[...] or encode them first, e.g. "
-            f"pandas.get_dummies(table, columns={non_numeric}, dtype=float)."
+            "Leave them out with feature_columns=[...] or "
+            + (f"encode them first, e.g. pandas.get_dummies(table, columns={others}, dtype=float)."
+               if others else "convert them to numbers first.")
+            + (f" Dates and durations ({', '.join(map(str, dates))}) become numbers of days, e.g. "
+               "(column - column.min()) / pd.Timedelta(days=1) for dates, column / "
+               "pd.Timedelta(days=1) for durations (fractions of a day kept)." if dates else "")
             + complex_hint(table, non_numeric)
         )
     return features
@@ -154,6 +168,9 @@ def _numeric_time(
             f"date), datetime or timedelta; got dtype {column.dtype}. "
             + ("Convert the periods to dates first, e.g. table[col].dt.to_timestamp()."
                if isinstance(column.dtype, pd.PeriodDtype) else
+               "It holds numbers in an object column: convert them to numbers first, e.g. "
+               "pandas.to_numeric(table[col])."
+               if holds_numbers(table, time_column, column.dtype) else
                "Convert text dates first, e.g. pandas.to_datetime(table[col]).")
         )
     else:

@@ -180,3 +180,15 @@ def test_a_model_read_per_sequence_saves_and_loads_and_a_forged_statistic_is_ref
         save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(forged_header)})
         with pytest.raises(ValueError, match="encoder"):
             sklearn_rnn.load(forged)
+
+
+def test_a_channel_never_observed_in_training_is_read_per_sequence_without_a_stray_warning():
+    # Its pooled standard deviation came from np.nanstd over nothing: numpy's "Degrees of
+    # freedom <= 0 for slice" RuntimeWarning at every such fit.
+    X = [np.array([[1.0, np.nan], [2.0, np.nan]]), np.array([[3.0, np.nan]])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoder = InputEncoder.fit(X, scaled=[0, 1])
+        encoded = encoder.encode_arrays(X)
+    assert encoder.scale_floor[1] == 1e-8  # a spread of 1 for the channel with none
+    assert np.all(np.concatenate(encoded)[:, [1, 3]] == 0.0)  # its value and its mask: nothing seen

@@ -196,7 +196,7 @@ class InputEncoder:
         if scaled:
             lengths = np.array([len(sequence) for sequence in sequences])
             level, spread = _sequence_moments(steps[:, scaled], lengths)  # (n, n_scaled) each
-            pooled = np.nanstd(steps[:, scaled], axis=0)
+            pooled = _over_observed(np.nanstd, steps[:, scaled])  # NaN, read as 1, for a channel never observed
             encoder.scale_floor = 1e-8 * np.where(pooled > 0, pooled, 1.0)
             encoder.level_stats = _center_and_spread(level)
             encoder.log_scale_stats = _center_and_spread(np.log(np.maximum(spread, encoder.scale_floor)))

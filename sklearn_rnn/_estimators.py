@@ -1568,7 +1568,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         path : str or path-like
             The file to write, e.g. ``'model.safetensors'``; replaced if it exists. The
             file is written whole or not at all: should writing fail (a full disk, no
-            permission), a file already there is left as it was.
+            permission), a file already there is left as it was. What is not a regular
+            file (a device such as ``/dev/null``, a FIFO), or a file mounted over the
+            path, is written through in place as ``open(path, 'wb')`` would, without
+            that guarantee.
 
         Examples
         --------

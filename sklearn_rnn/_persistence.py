@@ -36,10 +36,12 @@ a fixed list of kinds; nothing in the file names a function to call.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
 import os
+import stat
 from collections.abc import Callable
 from typing import Any
 
@@ -323,7 +325,12 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     estimator : RNNClassifier, RNNRegressor, RNNStepClassifier or a subclass
         A fitted estimator.
     path : str or path-like
-        The file to write (conventionally ``*.safetensors``); replaced if it exists.
+        The file to write (conventionally ``*.safetensors``); replaced in one step if it
+        exists. What is not a regular file (a device such as ``/dev/null``, a FIFO) is
+        written through as ``open(path, 'wb')`` would, never replaced; so is a file
+        mounted over ``path`` (a container's volume file), which no rename can replace:
+        the atomic replace is then not possible, and a failed write may leave such a
+        file cut short.
 
     Raises
     ------
@@ -334,7 +341,8 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
         safetensors refused the file (a header above its 100 MB).
     OSError
         The file could not be written (no permission, a full disk); a file already at
-        ``path`` is then left as it was: a model file is written whole or not at all.
+        ``path`` is then left as it was: a model file is written whole or not at all
+        (except where it is written in place, see ``path``).
     TypeError
         A parameter or state field holds a value this format cannot store, or the
         class could not be found when loading (the message names it); pickle such a
@@ -390,12 +398,21 @@ def _write_whole(path: str, data: bytes) -> None:
     a failed write (a full disk, a quota, an interrupt) leaves an existing file as it
     was. Through a symbolic link the link's target is replaced; the file gets the mode
     of the one it replaces, else the mode the umask gives a new file.
+
+    A target that is not a regular file (a device such as ``/dev/null``, a FIFO) is
+    written through, as ``open(path, 'wb')`` would, never replaced; so is a file that
+    cannot be replaced (a file mounted over the path: ``EBUSY``, or ``EXDEV``), which a
+    failed write may then leave cut short.
     """
     target = os.path.realpath(path)
     try:
-        mode = os.stat(target).st_mode & 0o7777
+        status = os.stat(target)
     except FileNotFoundError:
-        mode = None
+        status = None
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        _write_in_place(path, target, data)
+        return
+    mode = None if status is None else status.st_mode & 0o7777
     folder, name = os.path.split(target)
     temporary = os.path.join(folder, f".{name}.{os.getpid()}.{id(data):x}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
@@ -418,11 +435,30 @@ def _write_whole(path: str, data: bytes) -> None:
             os.unlink(temporary)
         except OSError:
             pass
+        if isinstance(error, OSError) and error.errno in (errno.EBUSY, errno.EXDEV) and status is not None:
+            # A file mounted over the path (a container's volume file) cannot be
+            # replaced by a rename: write it in place, as pickle or open() would.
+            _write_in_place(path, target, data)
+            return
         if isinstance(error, OSError):
             raise type(error)(
                 error.errno, f"cannot write {path!r}: {error.strerror}; nothing was changed there"
             ) from None
         raise
+
+
+def _write_in_place(path: str, target: str, data: bytes) -> None:
+    """Write ``data`` through the existing ``target``, as ``open(path, 'wb')`` does."""
+    try:
+        with open(target, "wb") as file:
+            file.write(data)
+            file.flush()
+            if stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                os.fsync(file.fileno())
+    except OSError as error:
+        raise type(error)(
+            error.errno, f"cannot write {path!r} in place: {error.strerror or error}"
+        ) from None
 
 
 def _header(estimator: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:

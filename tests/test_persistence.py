@@ -492,3 +492,47 @@ def test_metadata_routing_requests_survive_a_model_file(tmp_path):
         with safe_open(tmp_path / "plain.safetensors", "pt") as file:
             assert "metadata_requests" not in json.loads(file.metadata()["sklearn_rnn"])["state"]
     assert not STATE_SCHEMA["metadata_requests"][1]({"fit": {"sample_weight": 3}})  # a forged request
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs as on POSIX")
+def test_save_writes_through_what_is_not_a_regular_file_and_in_place_where_no_rename_replaces(
+    classifier, tmp_path, monkeypatch
+):
+    # save put a regular file in place of whatever was at the path: a device such as
+    # /dev/null became a file, a FIFO's reader got nothing; and a file mounted over the
+    # path (a container's volume file: the rename fails with EBUSY) could not be saved.
+    import errno
+    import stat
+
+    import sklearn_rnn._persistence as persistence
+
+    model, X, _ = classifier
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, so that a writer can open it
+    try:
+        model.save(fifo)
+        received = b""
+        while chunk := os.read(reader, 1 << 20):
+            received += chunk
+    except BlockingIOError:  # the FIFO was replaced: nothing ever came through it
+        pass
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced by a file"
+    (tmp_path / "received.safetensors").write_bytes(received)
+    np.testing.assert_array_equal(load(tmp_path / "received.safetensors").predict_proba(X), model.predict_proba(X))
+
+    mounted = tmp_path / "mounted.safetensors"
+    mounted.write_bytes(b"an older model")
+    inode = mounted.stat().st_ino
+
+    def busy(source, destination):  # what rename(2) says of a mount point
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(persistence.os, "replace", busy)
+    model.save(mounted)
+    monkeypatch.undo()
+    assert mounted.stat().st_ino == inode  # written in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mounted.safetensors", "pipe", "received.safetensors"]
+    np.testing.assert_array_equal(load(mounted).predict_proba(X), model.predict_proba(X))

@@ -1770,6 +1770,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         accepted = set(cls._get_param_names())
         older = {name: value for name, value in cls._params_of_older_files.items() if name in accepted}
         estimator = cls(**{**older, **params})
+        if isinstance(getattr(estimator, "cell", None), str):  # a cell of the user's, not registered?
+            try:
+                get_cell(estimator._resolved_cell())
+            except ValueError:
+                raise ValueError(
+                    f"{where} holds a model of cell {estimator.cell!r}, which is not registered in "
+                    f"this session (the cells are {sorted(CellNames())}): import the module that "
+                    "registers it (with sklearn_rnn.nn.register_cell) before loading."
+                ) from None
         estimator._validate_params()
         for attribute, field in _OPTIONAL_STATE.items():
             if field in state:

@@ -569,7 +569,9 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> Any:
         The file is not a model file of format version 2 (files of version 1, written
         before the digest covered the header, are refused: they cannot be verified),
         was damaged or edited, is inconsistent, names a class that is not defined in
-        this session, or holds another estimator than ``expected``.
+        this session or a cell that is not registered in it (import the module that
+        calls ``sklearn_rnn.nn.register_cell`` first), or holds another estimator
+        than ``expected``.
 
     Examples
     --------

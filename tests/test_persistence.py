@@ -536,3 +536,30 @@ def test_save_writes_through_what_is_not_a_regular_file_and_in_place_where_no_re
     assert mounted.stat().st_ino == inode  # written in place
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mounted.safetensors", "pipe", "received.safetensors"]
     np.testing.assert_array_equal(load(mounted).predict_proba(X), model.predict_proba(X))
+
+
+def test_a_model_of_a_cell_not_registered_in_this_session_says_to_import_its_module(tmp_path):
+    # The file, or the pickle, was called inconsistent ("Save the model again") when the
+    # session that loads it had not registered the user's cell the model is built of.
+    from sklearn_rnn.nn import register_cell, unregister_cell
+    from sklearn_rnn.nn.cells import ElmanCell
+
+    X, y = ragged(16), np.arange(16) % 2
+    register_cell(ElmanCell("persisted_relu", nonlinearity="relu"))
+    try:
+        model = fit(RNNClassifier(cell="persisted_relu", **TINY), X, y)
+        model.save(tmp_path / "model.safetensors")
+        pickled = pickle.dumps(model)
+    finally:
+        unregister_cell("persisted_relu")
+    unknown = "cell 'persisted_relu', which is not registered in this session.*import the module.*register_cell"
+    with pytest.raises(ValueError, match="model.safetensors' holds a model of " + unknown) as refused:
+        load(tmp_path / "model.safetensors")
+    assert "inconsistent" not in str(refused.value)
+    with pytest.raises(ValueError, match="a stored estimator holds a model of " + unknown):
+        pickle.loads(pickled)
+    register_cell(ElmanCell("persisted_relu", nonlinearity="relu"))
+    try:
+        np.testing.assert_array_equal(load(tmp_path / "model.safetensors").predict_proba(X), model.predict_proba(X))
+    finally:
+        unregister_cell("persisted_relu")

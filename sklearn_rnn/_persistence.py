@@ -349,8 +349,10 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
         model instead.
     FileNotFoundError
         The folder of ``path`` does not exist.
+    NotADirectoryError
+        A folder of ``path`` is a file.
     IsADirectoryError
-        ``path`` is a folder.
+        ``path`` is a folder, or ends in a separator (as ``open`` refuses it).
 
     Examples
     --------
@@ -370,6 +372,14 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
+        blocking = folder  # the nearest existing path above: a file where a folder should be?
+        while not os.path.exists(blocking) and os.path.dirname(blocking) != blocking:
+            blocking = os.path.dirname(blocking)
+        if os.path.exists(blocking) and not os.path.isdir(blocking):
+            raise NotADirectoryError(
+                f"cannot write {path!r}: {blocking!r} is a file, not a folder. Save to a path "
+                "whose folders are folders, or move that file away first."
+            )
         raise FileNotFoundError(
             f"cannot write {path!r}: its folder {folder!r} does not exist. Create it first, "
             "e.g. os.makedirs(folder, exist_ok=True), or save to an existing folder."
@@ -378,6 +388,12 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
         raise IsADirectoryError(
             f"cannot write {path!r}: it is a folder. Give a file name inside it, e.g. "
             f"os.path.join({path!r}, 'model.safetensors')."
+        )
+    if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
+        raise IsADirectoryError(  # as open(path, 'wb') does
+            f"cannot write {path!r}: a path that ends in a separator names a folder. Give "
+            f"the file's name without it, {path.rstrip(os.sep + (os.altsep or ''))!r}, or a file "
+            "name inside that folder."
         )
     text = json.dumps(header)
     try:
@@ -409,19 +425,26 @@ def _write_whole(path: str, data: bytes) -> None:
         status = os.stat(target)
     except FileNotFoundError:
         status = None
+    except OSError as error:  # a name too long, a loop of links
+        raise type(error)(error.errno, f"cannot write {path!r}: {error.strerror}") from None
     if status is not None and not stat.S_ISREG(status.st_mode):
         _write_in_place(path, target, data)
         return
     mode = None if status is None else status.st_mode & 0o7777
-    folder, name = os.path.split(target)
-    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{id(data):x}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    try:
-        descriptor = os.open(temporary, flags, 0o666)  # the umask applies
-    except OSError as error:
-        raise type(error)(
-            error.errno, f"cannot write {path!r}: creating a file in its folder failed ({error.strerror})"
-        ) from None
+    for attempt in range(100):
+        # A short name of its own, so that any name the target may have (up to the
+        # file system's 255 bytes) can be saved; O_EXCL: never a file already there.
+        temporary = os.path.join(os.path.dirname(target), f".sklearn_rnn-{os.urandom(8).hex()}.tmp")
+        try:
+            descriptor = os.open(temporary, flags, 0o666)  # the umask applies
+            break
+        except OSError as error:
+            if isinstance(error, FileExistsError) and attempt < 99:
+                continue
+            raise type(error)(
+                error.errno, f"cannot write {path!r}: creating a file in its folder failed ({error.strerror})"
+            ) from None
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
@@ -572,6 +595,10 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> Any:
         this session or a cell that is not registered in it (import the module that
         calls ``sklearn_rnn.nn.register_cell`` first), or holds another estimator
         than ``expected``.
+    FileNotFoundError
+        No file is at ``path``.
+    IsADirectoryError
+        ``path`` is a folder.
 
     Examples
     --------
@@ -689,6 +716,11 @@ def _read(path: str | os.PathLike, where: str) -> tuple[dict[str, Any], dict[str
         "pickle or joblib file loads with pickle.load or joblib.load (only from a trusted "
         "source: loading a pickle runs code)."
     )
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"cannot load {where}: it is a folder. Give the path of a model file inside it, "
+            f"e.g. os.path.join({where}, 'model.safetensors')."
+        )
     try:
         with safe_open(os.fspath(path), framework="pt", device="cpu") as handle:
             metadata = handle.metadata() or {}

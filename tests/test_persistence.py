@@ -563,3 +563,27 @@ def test_a_model_of_a_cell_not_registered_in_this_session_says_to_import_its_mod
         np.testing.assert_array_equal(load(tmp_path / "model.safetensors").predict_proba(X), model.predict_proba(X))
     finally:
         unregister_cell("persisted_relu")
+
+
+def test_save_and_load_name_what_is_wrong_with_a_path_and_save_takes_every_name_open_takes(classifier, tmp_path):
+    # save("models/") wrote a file named models, where open() refuses such a path; a
+    # file in place of a folder was reported as a folder that does not exist; names of
+    # 230 to 255 bytes failed ("File name too long") for the temporary file's longer
+    # name; and load(folder) said "not a readable model file (No such device)".
+    model, X, _ = classifier
+    with pytest.raises(IsADirectoryError, match="ends in a separator names a folder.*'.*models'"):
+        model.save(str(tmp_path / "models") + os.sep)
+    (tmp_path / "afile").write_bytes(b"not a folder")
+    (tmp_path / "afile.safetensors").write_bytes(b"an older model")
+    with pytest.raises(IsADirectoryError, match="ends in a separator"):
+        model.save(str(tmp_path / "afile.safetensors") + os.sep)
+    assert (tmp_path / "afile.safetensors").read_bytes() == b"an older model"
+    for path in (tmp_path / "afile" / "x.safetensors", tmp_path / "afile" / "sub" / "x.safetensors"):
+        with pytest.raises(NotADirectoryError, match=r"afile' is a file, not a folder"):
+            model.save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "afile.safetensors"]
+    longest = tmp_path / ("m" * (255 - len(".safetensors")) + ".safetensors")
+    model.save(longest)
+    np.testing.assert_array_equal(load(longest).predict_proba(X), model.predict_proba(X))
+    with pytest.raises(IsADirectoryError, match="cannot load .* it is a folder.*model.safetensors"):
+        load(tmp_path)

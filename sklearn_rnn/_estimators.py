@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import math
 import os
+import re
 from abc import ABCMeta, abstractmethod
 import warnings
 from numbers import Integral, Real
@@ -2097,14 +2099,17 @@ def _load_network_state(
     optimizer_state: dict[int, dict[str, Any]] = {}
     for key, tensor in tensors.items():
         if key.startswith("optimizer."):
-            index, name = key[len("optimizer."):].split(".", 1)
-            optimizer_state.setdefault(int(index), {})[name] = tensor  # load_state_dict places it
+            index, name = _optimizer_key(key[len("optimizer."):], f"tensor {key!r}", where)
+            optimizer_state.setdefault(index, {})[name] = tensor  # load_state_dict places it
     for key, value in state["optimizer"]["state"].items():
-        index, name = key.split(".", 1)
-        optimizer_state.setdefault(int(index), {})[name] = value
+        index, name = _optimizer_key(key, f"optimizer state {key!r}", where)
+        optimizer_state.setdefault(index, {})[name] = value
     n_params = sum(len(group["params"]) for group in net.optimizer_.param_groups)
     if any(index not in range(n_params) for index in optimizer_state):
         raise ValueError(f"{where} holds optimizer state for parameters the network does not have.")
+    if isinstance(net.optimizer_, torch.optim.Adam):
+        for index, entry in sorted(optimizer_state.items()):
+            _check_adam_entry(index, entry, where)
     for index, entry in optimizer_state.items():
         for name, value in entry.items():
             if isinstance(value, torch.Tensor) and name != "step":
@@ -2139,6 +2144,39 @@ def _load_network_state(
             where_to = key[len("rng.dropout."):]
             if where_to == "cpu" or (where_to.startswith("cuda") and torch.cuda.is_available()):
                 module.dropout_generator(where_to).set_state(tensor)
+
+
+def _optimizer_key(key: str, what: str, where: str) -> tuple[int, str]:
+    """The parameter index and entry name of an optimizer state key, ``'<index>.<name>'``."""
+    match = re.fullmatch(r"(0|[1-9][0-9]*)\.(\w+)", key, flags=re.ASCII)
+    if match is None:
+        raise ValueError(
+            f"{where} holds {what}, which does not name a parameter's optimizer state: expected "
+            "'<parameter index>.<name>', such as '0.exp_avg'. The file is inconsistent; save the "
+            "model again."
+        )
+    return int(match[1]), match[2]
+
+
+def _check_adam_entry(index: int, entry: dict[str, Any], where: str) -> None:
+    """Refuse Adam state of a parameter that Adam's next step could not use."""
+    missing = sorted({"step", "exp_avg", "exp_avg_sq"} - set(entry))
+    step = entry.get("step")
+    if isinstance(step, torch.Tensor):
+        step = step.item() if step.numel() == 1 else None
+    if missing:
+        problem = f"lacks {missing}"
+    elif not all(isinstance(entry[name], torch.Tensor) for name in ("exp_avg", "exp_avg_sq")):
+        problem = "holds a moment (exp_avg, exp_avg_sq) that is not a tensor"
+    elif isinstance(step, bool) or not isinstance(step, (int, float)) or not 0 <= step < math.inf:
+        problem = f"holds step = {entry['step']!r:.60}, not a count of steps"
+    else:
+        return
+    raise ValueError(
+        f"{where} holds Adam's state of parameter {index}, which {problem} (Adam keeps step, "
+        "exp_avg and exp_avg_sq for every parameter it has stepped). The file is "
+        "inconsistent; save the model again."
+    )
 
 
 def _nth_parameter(optimizer: torch.optim.Optimizer, index: int) -> torch.Tensor:

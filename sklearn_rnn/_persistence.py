@@ -231,7 +231,8 @@ STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
                 "the epoch an int, the *_best flags booleans)"),
     "optimizer": (True, _optimizer, "the optimizer's kind and numeric state"),
     "grad_scaler": (True, _optional(_grad_scaler), "GradScaler.state_dict() or null"),
-    "dropout_seed": (True, _is_int, "an int"),
+    "dropout_seed": (True, lambda v: _is_int(v) and 0 <= v < 2**63,
+                     "an int from 0 to 2**63 - 1 (the seed of the dropout masks)"),
     "device": (True, lambda v: isinstance(v, str), "a device name"),
     "extra": (True, lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
               "a mapping of attribute names to values"),
@@ -751,7 +752,7 @@ def _check_header(text: Any, tensors: dict[str, torch.Tensor], where: str) -> di
             "method of an sklearn_rnn estimator."
         )
     version = header.get("format_version")
-    if version == 1:
+    if _is_int(version) and version == 1:  # not True, which equals 1
         raise ValueError(
             f"{where} is a model file of format version 1, whose digest covered only the "
             "tensors, so its header cannot be verified; this sklearn_rnn reads format "

@@ -1106,3 +1106,49 @@ def test_a_forged_history_of_text_losses_is_refused_on_load(tmp_path):
     write_file(tmp_path / "forged.safetensors", header, tensors, resign=True)
     with pytest.raises(ValueError, match="fitted state 'history'.*losses and scores that training reads numbers"):
         sklearn_rnn.load(tmp_path / "forged.safetensors")
+
+
+def test_forged_optimizer_state_dropout_seed_and_format_version_are_refused_on_load(tmp_path):
+    # Each loaded (digest recomputed after the edit) and then failed raw in partial_fit
+    # ("Overflow when unpacking long long", KeyError: 'exp_avg'), or failed raw on load
+    # ("not enough values to unpack", "invalid literal for int()"); format_version true
+    # was read as format version 1.
+    X = ragged(12)
+    y = np.arange(12) % 2
+    model = quiet_fit(RNNClassifier(hidden_size=4, max_iter=2, random_state=0, dropout=0.2, num_layers=2), X, y)
+    model.save(tmp_path / "m.safetensors")
+    header, tensors = read_file(tmp_path / "m.safetensors")
+    assert "optimizer.0.exp_avg" in tensors and "rng.dropout.cpu" in tensors  # Adam's moments, dropout masks
+
+    def optimizer_numbers(h):  # the optimizer's numeric state: {"kind": "dict", "pairs": [...]}
+        optimizer = dict(h["state"]["optimizer"]["pairs"])
+        return optimizer["state"]["pairs"]
+
+    inconsistent = r"The file is inconsistent; save the model again"
+    forgeries = [
+        (lambda h, t: (h["state"].update(dropout_seed=2**80), t.pop("rng.dropout.cpu")),
+         r"'dropout_seed' = 1208925819614629174706176: expected an int from 0 to 2\*\*63 - 1.*" + inconsistent),
+        (lambda h, t: h["state"].update(dropout_seed=-1), r"'dropout_seed' = -1: expected an int from 0"),
+        (lambda h, t: t.pop("optimizer.0.exp_avg"),
+         r"Adam's state of parameter 0, which lacks \['exp_avg'\].*" + inconsistent),
+        (lambda h, t: (t.pop("optimizer.1.step"), t.pop("optimizer.1.exp_avg_sq")),
+         r"parameter 1, which lacks \['exp_avg_sq', 'step'\]"),
+        (lambda h, t: t.update({"optimizer.0.step": torch.zeros(2)}), r"parameter 0, which holds step = tensor"),
+        (lambda h, t: optimizer_numbers(h).append(["lr", 1.0]),
+         r"optimizer state 'lr', which does not name a parameter's optimizer state.*'0.exp_avg'.*" + inconsistent),
+        (lambda h, t: t.update({"optimizer.x.exp_avg": torch.zeros(1)}),
+         r"tensor 'optimizer.x.exp_avg', which does not name.*" + inconsistent),
+        (lambda h, t: h.update(format_version=True), r"format version True, .*reads version 2: the file is damaged"),
+    ]
+    for edit, message in forgeries:
+        forged_header, forged_tensors = json.loads(json.dumps(header)), dict(tensors)
+        edit(forged_header, forged_tensors)
+        write_file(tmp_path / "forged.safetensors", forged_header, forged_tensors, resign=True)
+        with pytest.raises(ValueError, match=message):
+            sklearn_rnn.load(tmp_path / "forged.safetensors")
+    # The unedited file still loads and trains on.
+    write_file(tmp_path / "forged.safetensors", header, tensors, resign=True)
+    loaded = sklearn_rnn.load(tmp_path / "forged.safetensors")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        loaded.partial_fit(X, y)

@@ -950,7 +950,7 @@ class _Stack:
             gradient,
             [int(steps[row]) for row in rows],
             total,
-            lambda: temporal.norms()[index],
+            lambda rescue: temporal.norms(rescue)[index],
             combine,
             dtype=gradient.dtype,
             weights=[opt.weights for opt in optimizers],

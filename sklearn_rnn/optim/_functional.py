@@ -10,10 +10,8 @@ what unit tests check by hand on tiny tensors.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from numbers import Real
 from typing import Any, Literal, NamedTuple
 
@@ -49,29 +47,11 @@ BRANCHES: tuple[str, ...] = ("simplex", "descent_fallback", "switched", "skipped
 Branch = Literal["simplex", "descent_fallback", "switched", "skipped"]
 WeightRule = Literal["exp", "dirichlet", "uniform"]
 
-# Set while the simplex rule asks for per-step norms: they come back as computed, not
-# finite where squares of finite entries overflowed, and the rule reads whether any is
-# with the branch's inputs (:func:`_choose_directions`), not in one more read on the host.
-_rescue_deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("_rescue_deferred", default=False)
-
-
-@contextlib.contextmanager
-def _deferred_rescue() -> Iterator[None]:
-    """Per-step norms computed in this block are not checked for overflowed squares
-    (:func:`_overflowed`): no value is read on the host."""
-    token = _rescue_deferred.set(True)
-    try:
-        yield
-    finally:
-        _rescue_deferred.reset(token)
-
-
 def _overflowed(norms: torch.Tensor) -> bool:
     """Whether some per-step norm is not finite, to be recomputed without overflow
     (infinite where squares overflowed; NaN where the Gram method's products did, with
-    both signs): one value read on the host; False, without reading, under
-    :func:`_deferred_rescue`."""
-    return not _rescue_deferred.get() and not bool(torch.isfinite(norms).all())
+    both signs): one value read on the host."""
+    return not bool(torch.isfinite(norms).all())
 
 
 class Direction(NamedTuple):
@@ -135,11 +115,17 @@ def step_norms(temporal: Sequence[torch.Tensor]) -> torch.Tensor:
     tensor([5., 0.])
     """
     _check_steps(temporal)
+    return _step_norms(temporal, rescue=True)
+
+
+def _step_norms(temporal: Sequence[torch.Tensor], *, rescue: bool) -> torch.Tensor:
+    """:func:`step_norms`; with ``rescue=False`` as computed, without reading on the host
+    whether squares overflowed (then a norm is infinite or NaN)."""
     squares = [
         block.reshape(block.shape[0], -1).to(_working_dtype(block.dtype)).square().sum(1) for block in temporal
     ]  # (T,) each
     norms = torch.stack(squares).sum(0).sqrt()  # (T,)
-    if not _overflowed(norms):
+    if not rescue or not _overflowed(norms):
         return norms
     flat = torch.cat([block.reshape(block.shape[0], -1).to(norms.dtype) for block in temporal], dim=1)  # (T, P)
     return _rescued_row_norms(flat, norms, None)
@@ -612,7 +598,7 @@ def simplex_direction(
     return _simplex_rule(
         gradient,
         temporal[0].shape[0],
-        lambda: step_norms(temporal),
+        lambda rescue: _step_norms(temporal, rescue=rescue),
         lambda coefficients: combine_temporal_gradients(temporal, coefficients),
         dtype=temporal[0].dtype,
         weights=weights,
@@ -625,7 +611,7 @@ def simplex_direction(
 def _simplex_rule(
     gradient: Sequence[torch.Tensor],
     steps: int,
-    norms: Callable[[], torch.Tensor],
+    norms: Callable[[bool], torch.Tensor],
     combine: Callable[[torch.Tensor], Sequence[torch.Tensor]],
     *,
     dtype: torch.dtype,
@@ -640,7 +626,8 @@ def _simplex_rule(
     functions of materialized per-step gradients, :class:`SimplexSGD` those of
     :class:`TemporalGradients`, which never materializes them. The weights are drawn
     first, on every branch, so that the random stream does not depend on the branch;
-    ``norms`` and ``combine`` are only called when the combination is needed.
+    ``norms(rescue)`` gives the per-step norms (see :func:`_simplex_rules`); ``norms`` and
+    ``combine`` are only called when the combination is needed.
     """
     flat_gradient = _flatten(gradient)  # (1, P)
     sizes = [block.numel() for block in gradient]
@@ -652,7 +639,7 @@ def _simplex_rule(
         flat_gradient,
         [steps],
         steps,
-        lambda: norms()[None],
+        lambda rescue: norms(rescue)[None],
         combine_flat,
         dtype=dtype,
         weights=[weights],
@@ -668,7 +655,7 @@ def _simplex_rules(
     gradient: torch.Tensor,
     steps: Sequence[int],
     total_steps: int,
-    norms: Callable[[], torch.Tensor],
+    norms: Callable[[bool], torch.Tensor],
     combine: Callable[[torch.Tensor], torch.Tensor],
     *,
     dtype: torch.dtype,
@@ -680,7 +667,9 @@ def _simplex_rules(
 ) -> _Directions:
     """Algorithm 3.2's direction for ``M`` models at once: the one assembly of eq. 3.3-3.5.
 
-    ``gradient`` is ``(M, P)``; ``norms()`` gives the per-step norms ``(M, total_steps)``
+    ``gradient`` is ``(M, P)``; ``norms(rescue)`` gives the per-step norms ``(M, total_steps)``
+    (with ``rescue=False`` as computed, infinite or NaN where squares overflowed, without
+    reading anything on the host; with ``rescue=True`` recomputed there without overflow)
     and ``combine(c)`` the combinations ``(M, P)`` for coefficients ``(M, total_steps)``.
     Model ``m`` draws ``steps[m]`` convex weights from ``generators[m]`` with rule
     ``weights[m]`` (first, on every branch, so that its random stream does not depend on
@@ -718,13 +707,12 @@ def _simplex_rules(
         # Without a read on the host: a step norm whose squares overflowed comes back
         # infinite (or NaN), and its step unnormalized; whether any did is read with the
         # branch's inputs, and then the combination is formed again from norms recomputed
-        # without overflow (``norms()`` outside the block recomputes them).
-        with _deferred_rescue():
-            norms_as_computed = norms()  # (M, T)
+        # without overflow.
+        norms_as_computed = norms(False)  # (M, T)
         combination = combine(beta * normalization_factors(norms_as_computed, eps=eps))  # (M, P)
         recombine = (
             ~torch.isfinite(norms_as_computed).all(1),  # (M,)
-            lambda: combine(beta * normalization_factors(norms(), eps=eps)),
+            lambda: combine(beta * normalization_factors(norms(True), eps=eps)),
         )
     else:
         combination = torch.zeros_like(gradient)  # not looked at

@@ -184,7 +184,7 @@ class SimplexSGD(_StepRuleOptimizer):
         chosen = _simplex_rule(
             temporal.gradient,
             temporal.steps,
-            temporal.norms,
+            lambda rescue: temporal._step_norms(rescue=rescue),
             temporal.combine,
             dtype=reference.dtype,
             weights=self.weights,

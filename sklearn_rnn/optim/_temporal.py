@@ -42,7 +42,7 @@ import torch
 from ..nn._network import NetworkStates, RecurrentNetwork, as_lengths
 from ..nn.cells import Cell, LayerStates, cell_names
 from ._adapter import RecurrentAdapter
-from ._functional import _norm, _overflowed, _rescue_deferred, _working_dtype
+from ._functional import _norm, _overflowed, _working_dtype
 
 __all__ = ["TemporalGradients", "temporal_gradients"]
 
@@ -238,6 +238,11 @@ class TemporalGradients:
         """
         if method not in ("auto", "direct", "gram"):
             raise ValueError(f"method must be 'auto', 'direct' or 'gram'; got {method!r}.")
+        return self._step_norms(method, rescue=True)
+
+    def _step_norms(self, method: NormMethod = "auto", *, rescue: bool) -> torch.Tensor:
+        """:meth:`norms`; with ``rescue=False`` as computed, without reading on the host
+        whether squares overflowed (the simplex rule checks that with the branch's inputs)."""
         if method not in self._norms:
             if method not in self._computed_norms:
                 squares = self._zeros(_working_dtype(self.gradient[0].dtype))
@@ -245,8 +250,8 @@ class TemporalGradients:
                     _scatter_add(squares, layer.rows, _layer_squares(layer, method))
                 self._computed_norms[method] = squares.sqrt()  # (T,)
             norms = self._computed_norms[method]
-            if _rescue_deferred.get():
-                return norms  # the simplex rule checks them with the branch's inputs
+            if not rescue:
+                return norms
             self._norms[method] = _rescued_norms(self._layers, norms, method) if _overflowed(norms) else norms
         return self._norms[method]
 
@@ -1086,15 +1091,16 @@ class _StackedTemporalGradients:
         _materialize_cheap(layers)
         self.gradient = self.combine(None)
 
-    def norms(self) -> torch.Tensor:
+    def norms(self, rescue: bool = True) -> torch.Tensor:
         """Norm of each network's step gradient over all its blocks, ``(models, steps)``;
-        where the squares overflow, recomputed as :meth:`TemporalGradients.norms` does."""
+        where the squares overflow, recomputed as :meth:`TemporalGradients.norms` does
+        (``rescue=False``: as computed, without reading on the host whether they did)."""
         reference = self._layers[0].delta
         squares = reference.new_zeros(self.models * self.steps, dtype=_working_dtype(reference.dtype))  # (M T,)
         for layer in self._layers:
             _scatter_add(squares, layer.rows, _layer_squares(layer, "auto"))
         norms = squares.sqrt()  # (M T,)
-        if _overflowed(norms):
+        if rescue and _overflowed(norms):
             norms = _rescued_norms(self._layers, norms, "auto")
         return norms.view(self.models, self.steps)
 

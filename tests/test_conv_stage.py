@@ -328,3 +328,13 @@ def test_the_network_takes_its_kernel_widths_as_any_sequence_as_the_stage_does()
         RecurrentNetwork(2, 3, 1, conv_kernels=np.array([], dtype=int), conv_pool=2)
     with pytest.raises(ValueError, match=r"use conv_kernels=\(\) with this cell"):
         RecurrentNetwork(2, 3, 1, cell="decay", gap_channel=0, conv_kernels=widths)
+
+
+@pytest.mark.parametrize("kernels", [3, np.int64(3), np.array(3)])
+def test_a_lone_width_is_refused_as_not_a_sequence_by_the_stage_and_the_network(kernels):
+    # A bare int raised TypeError "'int' object is not iterable" from tuple(); the
+    # estimators refuse it by their parameter constraints.
+    with pytest.raises(ValueError, match=r"kernel_sizes must be a sequence of kernel widths.*\(3,\) for one"):
+        ConvStage(2, kernels, 4)
+    with pytest.raises(ValueError, match=r"conv_kernels must be a sequence of kernel widths.*\(3,\) for one"):
+        RecurrentNetwork(2, 3, 1, conv_kernels=kernels)

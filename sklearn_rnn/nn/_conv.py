@@ -21,6 +21,18 @@ __all__ = ["ConvStage"]
 WINDOW_LIMIT = 2**24
 
 
+def _widths(kernel_sizes: Sequence[int], name: str) -> tuple:
+    """The values of ``kernel_sizes`` as a tuple (any sequence: a numpy array too),
+    refusing a lone width, which is no sequence, under the parameter's ``name``."""
+    try:
+        return tuple(kernel_sizes)
+    except TypeError:  # 3, np.int64(3), np.array(3): "'int' object is not iterable"
+        raise ValueError(
+            f"{name} must be a sequence of kernel widths, such as (3, 9), or (3,) for one "
+            f"width; got {kernel_sizes!r}, which is not a sequence: put a lone width in a tuple."
+        ) from None
+
+
 class ConvStage(nn.Module):
     """Convolutions over time of several widths, side by side, before the first layer.
 
@@ -95,7 +107,7 @@ class ConvStage(nn.Module):
         device: str | None = None,
     ) -> None:
         super().__init__()
-        given = tuple(kernel_sizes) if not isinstance(kernel_sizes, (str, bytes)) else (kernel_sizes,)
+        given = _widths(kernel_sizes, "kernel_sizes") if not isinstance(kernel_sizes, (str, bytes)) else (kernel_sizes,)
         if not all(_is_int(value) for value in (*given, channels, pool)):  # 2.7 read as 2, '35' as (3, 5)
             raise ValueError(
                 "a convolutional stage's kernel widths, channels and pooling window are whole "

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._conv import ConvStage
+from ._conv import ConvStage, _widths
 from .cells import Cell, LayerStates, get_cell, normal_, uniform_
 from .cells._base import _is_int, autocast_on
 from .init import _check_radius
@@ -249,7 +249,7 @@ class RecurrentNetwork(nn.Module):
         if conv_kernels is None:
             conv_kernels = ()
         if not isinstance(conv_kernels, (str, bytes)):  # ConvStage refuses a str, naming it
-            conv_kernels = tuple(conv_kernels)  # any sequence, as ConvStage takes it: a numpy array too
+            conv_kernels = _widths(conv_kernels, "conv_kernels")  # any sequence, as ConvStage takes it
         if conv_kernels and spec.needs_gaps:
             raise ValueError(
                 f"cell={cell!r} reads the raw inputs and the time between steps, which a "

@@ -129,3 +129,36 @@ def test_float64_step_norms_past_the_squares_range_and_infinite_entries():
         norms = broken.norms(method)
         assert not math.isfinite(norms[-1]), method
         torch.testing.assert_close(norms[:-1], reference.norms()[:-1] * 1e160, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("cell", ["tanh", "gru", "lstm"])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_parameter_norms_scale_with_the_loss_past_the_squares_range(monkeypatch, cell, chunked):
+    """Each parameter's per-step norms of the loss times 1e25 are 1e25 times those of the
+    loss, as the per-step norms over all parameters are: their float32 squares overflowed
+    and the norms came out infinite. They are recomputed as norms() recomputes its own,
+    and still add up, squared, to those norms; an infinite entry keeps its step's norms
+    infinite, the other steps' as they were."""
+    if chunked:
+        monkeypatch.setattr(_temporal, "_CHUNK_ELEMENTS", 4)  # nothing kept: norms by chunks
+    _, reference = scaled_temporal_gradients(1.0, cell=cell)
+    _, scaled = scaled_temporal_gradients(1e25, cell=cell)
+    expected = reference.parameter_norms()
+    norms = scaled.parameter_norms()
+    assert list(norms) == list(expected) == list(scaled.names)
+    for name, value in norms.items():
+        assert value.dtype == torch.float32 and bool(torch.isfinite(value).all()), name
+        torch.testing.assert_close(value, expected[name] * 1e25, rtol=1e-5, atol=0, msg=name)
+    together = torch.stack([value.double() / 1e25 for value in norms.values()]).square().sum(0).sqrt()
+    torch.testing.assert_close(together.float(), reference.norms(), rtol=1e-5, atol=0)
+    delta = scaled._layers[0].delta.clone()
+    delta[-1, 0, 0] = math.inf  # the last aligned step of the first layer
+    layers = (_temporal._Layer(delta, None, scaled._layers[0].blocks), *scaled._layers[1:])
+    broken = _temporal.TemporalGradients(
+        parameters=scaled.parameters, names=scaled.names, layers=layers, steps=scaled.steps,
+        alignment=scaled.alignment, counts=scaled.counts, loss=scaled.loss,
+    ).parameter_norms()
+    for block in scaled._layers[0].blocks:
+        name = scaled.names[block.index]
+        assert not math.isfinite(broken[name][-1]), name
+        torch.testing.assert_close(broken[name][:-1], expected[name][:-1] * 1e25, rtol=1e-5, atol=0, msg=name)

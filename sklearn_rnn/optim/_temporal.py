@@ -252,7 +252,10 @@ class TemporalGradients:
             norms = self._computed_norms[method]
             if not rescue:
                 return norms
-            self._norms[method] = _rescued_norms(self._layers, norms, method) if _overflowed(norms) else norms
+            self._norms[method] = (
+                _rescued_norms(self._layers, norms, lambda wide: _layer_squares(wide, method))
+                if _overflowed(norms) else norms
+            )
         return self._norms[method]
 
     def combine(self, coefficients: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
@@ -353,6 +356,11 @@ class TemporalGradients:
     def parameter_norms(self) -> dict[str, torch.Tensor]:
         """Per-step norm of each parameter's temporal gradient separately.
 
+        Where the squares overflow (an exploding gradient), a layer's norms are
+        recomputed as :meth:`norms` recomputes its own: a norm is not finite only where
+        an entry is not (or past the dtype's range). Whether any overflowed is one value
+        read on the host per layer.
+
         Returns
         -------
         dict of str to torch.Tensor of shape (steps,)
@@ -361,10 +369,14 @@ class TemporalGradients:
         """
         result: dict[str, torch.Tensor] = {}
         for layer in self._layers:
-            for block, squares in zip(layer.blocks, _block_squares(layer)):
-                full = self._zeros(squares.dtype)
-                _scatter_add(full, layer.rows, squares)
-                result[self.names[block.index]] = full.sqrt()
+            squares = torch.stack(_block_squares(layer), 1)  # (S, blocks)
+            full = squares.new_zeros(self.steps, squares.shape[1])  # (T, blocks)
+            _scatter_add(full, layer.rows, squares)
+            norms = full.sqrt()
+            if _overflowed(norms):  # recomputed as norms() does, block by block
+                norms = _rescued_norms([layer], norms, lambda wide: torch.stack(_block_squares(wide), 1))
+            for block, block_norms in zip(layer.blocks, norms.unbind(1)):
+                result[self.names[block.index]] = block_norms
         return {name: result[name] for name in self.names}
 
     def _zeros(self, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -1001,10 +1013,14 @@ def _gram_squares(layer: _Layer) -> torch.Tensor:
     return torch.cat(pieces)
 
 
-def _rescued_norms(layers: Sequence[_Layer], norms: torch.Tensor, method: NormMethod) -> torch.Tensor:
-    """``norms``, the per-step norms of ``layers`` ``(steps,)``, with the non-finite ones
-    recomputed without overflow (infinite where squares overflowed, NaN where the Gram
-    method's products did with both signs): in float64, on each row's deltas (and kept
+def _rescued_norms(
+    layers: Sequence[_Layer], norms: torch.Tensor, squares_of: Callable[[_Layer], torch.Tensor]
+) -> torch.Tensor:
+    """``norms``, the per-step norms of ``layers`` ``(steps,)`` (or ``(steps, k)``: ``k``
+    norms per step, such as one per block), with the non-finite ones recomputed without
+    overflow (infinite where squares overflowed, NaN where the Gram method's products did
+    with both signs): in float64, by ``squares_of`` (a layer's squared norms per row,
+    ``(S,)`` or ``(S, k)``, as ``norms`` reads them) on each row's deltas (and kept
     per-row gradients) divided by their largest magnitude, the rows of a step then
     weighted by their magnitude relative to the step's largest. Finite where every entry
     is and the norm is within the dtype's range; a step with an infinite or NaN entry
@@ -1017,7 +1033,8 @@ def _rescued_norms(layers: Sequence[_Layer], norms: torch.Tensor, method: NormMe
     common = torch.zeros(norms.shape[0], dtype=torch.float64, device=device)  # (T,): each step's largest
     for layer, scale in zip(layers, scales):
         common.scatter_reduce_(0, _rows(layer, device), scale, "amax")
-    squares = torch.zeros_like(common)  # (T,)
+    squares = torch.zeros(norms.shape, dtype=torch.float64, device=device)  # (T,) or (T, k)
+    trailing = [1] * (norms.ndim - 1)  # a step's weight over its k norms
     for layer, scale in zip(layers, scales):
         blocks = tuple(
             _Block(b.index, None if b.inputs is None else b.inputs.double(), b.offset) for b in layer.blocks
@@ -1030,8 +1047,8 @@ def _rescued_norms(layers: Sequence[_Layer], norms: torch.Tensor, method: NormMe
             )
         wide = _Layer(layer.delta.double() / scale[:, None, None], layer.rows, blocks, outer)
         relative = scale / common[_rows(layer, device)]  # (S,): at most 1
-        _scatter_add(squares, layer.rows, _layer_squares(wide, method) * relative.square())
-    rescued = (squares.sqrt() * common).to(norms.dtype)
+        _scatter_add(squares, layer.rows, squares_of(wide) * relative.square().view(-1, *trailing))
+    rescued = (squares.sqrt() * common.view(-1, *trailing)).to(norms.dtype)
     return torch.where(torch.isfinite(norms), norms, rescued)
 
 
@@ -1101,7 +1118,7 @@ class _StackedTemporalGradients:
             _scatter_add(squares, layer.rows, _layer_squares(layer, "auto"))
         norms = squares.sqrt()  # (M T,)
         if rescue and _overflowed(norms):
-            norms = _rescued_norms(self._layers, norms, "auto")
+            norms = _rescued_norms(self._layers, norms, lambda wide: _layer_squares(wide, "auto"))
         return norms.view(self.models, self.steps)
 
     def combine(self, coefficients: torch.Tensor | None) -> tuple[torch.Tensor, ...]:

@@ -330,3 +330,15 @@ def test_dates_a_scalar_feature_columns_and_an_object_time_of_numbers_get_the_ri
     as_text = as_objects.assign(day=["2024-01-02", "2024-01-01", "2024-01-03"])
     with pytest.raises(TypeError, match=r"Convert text dates first"):  # text dates keep their advice
         from_long_format(as_text, id_column="id", time_column="day")
+
+
+@pytest.mark.parametrize("flags", [[False, True, False], pd.array([False, True, False], dtype="boolean"),
+                                   np.array([False, True, False], dtype=object)])
+def test_a_boolean_time_column_is_told_it_holds_booleans(flags):
+    # It was told to "Convert text dates", or, in an object column, to convert its
+    # "numbers" with pandas.to_numeric, which gives booleans again.
+    table = pd.DataFrame({"id": [1, 1, 2], "flag": flags, "x": [1.0, 2.0, 3.0]})
+    expected = r"It holds booleans \(True/False\), which do not say when .*the rows' times as time_column"
+    with pytest.raises(TypeError, match=r"time column 'flag' must be numeric .* " + expected) as error:
+        from_long_format(table, id_column="id", time_column="flag")
+    assert "text dates" not in str(error.value) and "to_numeric" not in str(error.value)

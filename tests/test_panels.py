@@ -591,3 +591,12 @@ def test_a_sequence_column_of_a_panel_checks_the_targets_it_will_be_paired_with(
     for row, instance in enumerate(instances):
         np.testing.assert_array_equal(column[row, 0].to_numpy(), panel.loc[instance].sort_index().to_numpy())
     sequence_column(panel, sorted_targets.to_numpy())  # positions, unchecked, as fit
+
+
+def test_a_panel_whose_time_level_is_boolean_is_told_it_holds_booleans():
+    # It was told to convert text dates with pandas.to_datetime or numbers with to_numeric.
+    table = pd.DataFrame({"patient": ["a", "a", "b"], "late": [False, True, False], "bili": [1.0, 2.0, 3.0]})
+    with pytest.raises(TypeError, match=r"time level \('late'\) must be numeric, .*got dtype bool\. It holds "
+                                        r"booleans \(True/False\), which do not say when") as error:
+        check_sequences(table.set_index(["patient", "late"]))
+    assert "text dates" not in str(error.value) and "to_numeric" not in str(error.value)

@@ -166,7 +166,10 @@ def _numeric_time(
         raise TypeError(
             f"time column {time_column!r} must be numeric (e.g. days since a reference "
             f"date), datetime or timedelta; got dtype {column.dtype}. "
-            + ("Convert the periods to dates first, e.g. table[col].dt.to_timestamp()."
+            + ("It holds booleans (True/False), which do not say when a row was observed: "
+               "pass the column of the rows' times as time_column (numbers, dates or durations)."
+               if pd.api.types.infer_dtype(column, skipna=True) == "boolean" else
+               "Convert the periods to dates first, e.g. table[col].dt.to_timestamp()."
                if isinstance(column.dtype, pd.PeriodDtype) else
                "It holds numbers in an object column: convert them to numbers first, e.g. "
                "pandas.to_numeric(table[col])."

@@ -217,9 +217,13 @@ def _check_panel(X: Any) -> None:
     if not ordered:  # text sorts as text: "10" before "2"
         raise TypeError(
             f"the panel's time level ({index.names[1]!r}) must be numeric, datetime, "
-            f"timedelta or period, which orders the steps; got dtype {times.dtype}. Convert it first, "
-            "e.g. X.set_axis(X.index.set_levels(pandas.to_datetime(X.index.levels[1]), "
-            "level=1)) for text dates, or pandas.to_numeric for numbers written as text."
+            f"timedelta or period, which orders the steps; got dtype {times.dtype}. "
+            + ("It holds booleans (True/False), which do not say when a step was observed: "
+               "make the steps' times the index's second level, after the instances."
+               if kinds.infer_dtype(times, skipna=True) == "boolean" else
+               "Convert it first, e.g. X.set_axis(X.index.set_levels(pandas.to_datetime("
+               "X.index.levels[1]), level=1)) for text dates, or pandas.to_numeric for "
+               "numbers written as text.")
         )
 
 

@@ -1557,7 +1557,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return self._encode_targets(y, reset=reset, classes=classes, weight=weight)
 
     # ----------------------------------------------------------- persistence
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | bytes | os.PathLike) -> None:
         """Write the fitted model to ``path`` in a format that runs no code on load.
 
         A safetensors file: the weights and the optimizer's state as tensors, the
@@ -1567,7 +1567,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
         Parameters
         ----------
-        path : str or path-like
+        path : str, bytes or path-like
             The file to write, e.g. ``'model.safetensors'``; replaced if it exists. The
             file is written whole or not at all: should writing fail (a full disk, no
             permission), a file already there is left as it was. What is not a regular
@@ -1592,12 +1592,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         save_model(self, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> BaseRNN:
+    def load(cls, path: str | bytes | os.PathLike) -> BaseRNN:
         """Read a model written by :meth:`save`; never runs code from the file.
 
         Parameters
         ----------
-        path : str or path-like
+        path : str, bytes or path-like
             A file written by :meth:`save`.
 
         Returns

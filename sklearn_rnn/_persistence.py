@@ -318,14 +318,14 @@ def _check_savable_class(cls: type) -> str:
 
 
 # ------------------------------------------------------------------ saving
-def save(estimator: Any, path: str | os.PathLike) -> None:
+def save(estimator: Any, path: str | bytes | os.PathLike) -> None:
     """Write a fitted estimator to ``path`` (see :func:`load`).
 
     Parameters
     ----------
     estimator : RNNClassifier, RNNRegressor, RNNStepClassifier or a subclass
         A fitted estimator.
-    path : str or path-like
+    path : str, bytes or path-like
         The file to write (conventionally ``*.safetensors``); replaced in one step if it
         exists. What is not a regular file (a device such as ``/dev/null``, a FIFO) is
         written through as ``open(path, 'wb')`` would, never replaced; so is a file
@@ -370,7 +370,7 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     ['model.safetensors']
     """
     header, tensors = _header(estimator)
-    path = os.fspath(path)
+    path = os.fsdecode(path)  # a bytes path as the str that open() reads it as
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         blocking = folder  # the nearest existing path above: a file where a folder should be?
@@ -564,7 +564,7 @@ def from_portable(portable: Any, *, expected: type | None = None, cls: type | No
 
 
 # ----------------------------------------------------------------- loading
-def load(path: str | os.PathLike, *, expected: type | None = None) -> Any:
+def load(path: str | bytes | os.PathLike, *, expected: type | None = None) -> Any:
     """Read an estimator written by :meth:`~sklearn_rnn.RNNClassifier.save`.
 
     Loading parses JSON and copies tensor bytes; it never runs code from the file.
@@ -574,7 +574,7 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> Any:
 
     Parameters
     ----------
-    path : str or path-like
+    path : str, bytes or path-like
         A file written by ``save``.
     expected : type, optional
         Raise unless the stored estimator is an instance of this class.
@@ -616,7 +616,8 @@ def load(path: str | os.PathLike, *, expected: type | None = None) -> Any:
     >>> type(loaded).__name__, loaded.classes_.tolist()
     ('RNNClassifier', ['down', 'up'])
     """
-    where = repr(os.fspath(path))
+    path = os.fsdecode(path)  # a bytes path as the str that open() reads it as
+    where = repr(path)
     header, tensors = _read(path, where)
     return _restore(header, tensors, expected, where)
 
@@ -711,7 +712,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _read(path: str | os.PathLike, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     not_a_model = (
         "expected a model file written by the save method of an sklearn_rnn estimator. A "
         "pickle or joblib file loads with pickle.load or joblib.load (only from a trusted "

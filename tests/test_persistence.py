@@ -587,3 +587,22 @@ def test_save_and_load_name_what_is_wrong_with_a_path_and_save_takes_every_name_
     np.testing.assert_array_equal(load(longest).predict_proba(X), model.predict_proba(X))
     with pytest.raises(IsADirectoryError, match="cannot load .* it is a folder.*model.safetensors"):
         load(tmp_path)
+
+
+def test_save_and_load_take_a_bytes_path_as_open_does(classifier, tmp_path):
+    # save(b"...") failed with "endswith first arg must be bytes or a tuple of bytes, not
+    # str", and load(b"...") called it "not a readable model file" ("'bytes' object is not
+    # an instance of 'str'"), where open() and os.fspath take a bytes path as a str one.
+    model, X, _ = classifier
+    path = os.fsencode(tmp_path / "model.safetensors")
+    model.save(path)
+    assert [p.name for p in tmp_path.iterdir()] == ["model.safetensors"]
+    for loaded in (load(path), RNNClassifier.load(path)):
+        np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    with pytest.raises(IsADirectoryError, match="ends in a separator"):  # its checks read the path as a str
+        model.save(os.fsencode(tmp_path / "models") + os.sep.encode())
+    with pytest.raises(IsADirectoryError, match="cannot load .* it is a folder"):
+        load(os.fsencode(tmp_path))
+    with pytest.raises(ValueError, match=r"'.*not_a_model\.safetensors' is not a readable model file"):
+        (tmp_path / "not_a_model.safetensors").write_bytes(b"text")
+        load(os.fsencode(tmp_path / "not_a_model.safetensors"))

@@ -37,7 +37,7 @@ from ._inference import LAST_STEP, OutputSteps, run_network
 from .nn import RecurrentNetwork
 from .nn._network import HIDDEN_INITS, READOUTS
 from .nn.cells import CellNames, cell_names, get_cell, resolve_cell
-from .optim import ClippedSGD, SimplexSGD
+from .optim import BRANCHES, ClippedSGD, SimplexSGD
 from ._parallel import with_fit_threads
 from ._persistence import from_portable, to_portable
 from ._persistence import load as load_model
@@ -2110,6 +2110,8 @@ def _load_network_state(
     if isinstance(net.optimizer_, torch.optim.Adam):
         for index, entry in sorted(optimizer_state.items()):
             _check_adam_entry(index, entry, where)
+    elif isinstance(net.optimizer_, (ClippedSGD, SimplexSGD)):
+        _check_step_rule_state(net.optimizer_, optimizer_state, state["optimizer"], where)
     for index, entry in optimizer_state.items():
         for name, value in entry.items():
             if isinstance(value, torch.Tensor) and name != "step":
@@ -2176,6 +2178,40 @@ def _check_adam_entry(index: int, entry: dict[str, Any], where: str) -> None:
         f"{where} holds Adam's state of parameter {index}, which {problem} (Adam keeps step, "
         "exp_avg and exp_avg_sq for every parameter it has stepped). The file is "
         "inconsistent; save the model again."
+    )
+
+
+def _check_step_rule_state(
+    optimizer: ClippedSGD | SimplexSGD, entries: dict[int, dict[str, Any]], saved: dict[str, Any], where: str
+) -> None:
+    """Refuse state of the 'sgd' or 'simplex' optimizer that is not what it keeps: counts
+    of its steps (skipped_steps; branch_counts, one per branch), none per parameter."""
+    simplex = isinstance(optimizer, SimplexSGD)
+    if simplex:
+        counts, wanted = saved["branch_counts"] or {}, list(BRANCHES)
+        keeps = f"the state of its generator and branch_counts, a count of the updates of each branch {wanted}"
+    else:
+        skipped = saved["skipped_steps"]
+        counts, wanted = {} if skipped is None else {"skipped_steps": skipped}, ["skipped_steps"]
+        keeps = "skipped_steps, a count of the steps it skipped"
+    missing = [name for name in wanted if name not in counts]
+    unknown = sorted(set(counts) - set(wanted))
+    negative = [f"{name} = {value}" for name, value in counts.items() if value < 0]
+    if entries:
+        index = min(entries)
+        problem = f"has state for parameter {index} ({', '.join(sorted(entries[index]))})"
+    elif missing:
+        problem = f"lacks {missing}"
+    elif unknown:
+        problem = f"counts {unknown}, which are not among {wanted}"
+    elif negative:
+        problem = f"holds a negative count: {', '.join(negative)}"
+    else:
+        return
+    name = "simplex" if simplex else "sgd"
+    raise ValueError(
+        f"{where} holds the {name!r} optimizer's state, which {problem} (it keeps {keeps}, and "
+        "no state per parameter). The file is inconsistent; save the model again."
     )
 
 

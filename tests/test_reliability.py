@@ -1152,3 +1152,64 @@ def test_forged_optimizer_state_dropout_seed_and_format_version_are_refused_on_l
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         loaded.partial_fit(X, y)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "simplex"])
+def test_incomplete_sgd_and_simplex_state_is_refused_on_load(tmp_path, optimizer):
+    # Adam's state was checked for completeness; these loaded (digest recomputed after
+    # the edit) and trained on with counts set to zero, negative or of unknown branches,
+    # or with Adam's moments that neither optimizer keeps.
+    X = ragged(12)
+    y = np.arange(12) % 2
+    model = quiet_fit(RNNClassifier(hidden_size=4, max_iter=2, random_state=0, optimizer=optimizer), X, y)
+    model.save(tmp_path / "m.safetensors")
+    header, tensors = read_file(tmp_path / "m.safetensors")
+    assert not any(key.startswith("optimizer.") for key in tensors)  # no state per parameter
+
+    def set_field(h, name, value):  # the optimizer's state: {"kind": "dict", "pairs": [[name, value], ...]}
+        next(pair for pair in h["state"]["optimizer"]["pairs"] if pair[0] == name)[1] = value
+
+    def counts(*pairs):
+        return {"kind": "dict", "pairs": [list(pair) for pair in pairs]}
+
+    inconsistent = r"The file is inconsistent; save the model again"
+    moment = torch.zeros_like(model.net_.optimizer_.param_groups[0]["params"][0])
+    forgeries = [
+        (lambda h, t: t.update({"optimizer.0.exp_avg": moment}),
+         rf"holds the '{optimizer}' optimizer's state, which has state for parameter 0 \(exp_avg\).*"
+         r"no state per parameter\).*" + inconsistent),
+    ]
+    if optimizer == "sgd":
+        forgeries += [
+            (lambda h, t: set_field(h, "skipped_steps", None),
+             r"the 'sgd' optimizer's state, which lacks \['skipped_steps'\] \(it keeps skipped_steps, a count.*"
+             + inconsistent),
+            (lambda h, t: set_field(h, "skipped_steps", -5), r"which holds a negative count: skipped_steps = -5"),
+        ]
+    else:
+        forgeries += [
+            (lambda h, t: set_field(h, "branch_counts", counts(("simplex", 2))),
+             r"the 'simplex' optimizer's state, which lacks \['descent_fallback', 'switched', 'skipped'\] "
+             r"\(it keeps the state of its generator and branch_counts, a count.*" + inconsistent),
+            (lambda h, t: set_field(h, "branch_counts", counts(("simplex", 2), ("descent_fallback", 0),
+                                                              ("switched", 0), ("skipped", 0), ("bogus", 1))),
+             r"which counts \['bogus'\], which are not among"),
+            (lambda h, t: set_field(h, "branch_counts", counts(("simplex", -2), ("descent_fallback", 0),
+                                                              ("switched", 0), ("skipped", 0))),
+             r"which holds a negative count: simplex = -2"),
+        ]
+    for edit, message in forgeries:
+        forged_header, forged_tensors = json.loads(json.dumps(header)), dict(tensors)
+        edit(forged_header, forged_tensors)
+        write_file(tmp_path / "forged.safetensors", forged_header, forged_tensors, resign=True)
+        with pytest.raises(ValueError, match=message):
+            sklearn_rnn.load(tmp_path / "forged.safetensors")
+    # The unedited file still loads, with its counts, and trains on.
+    write_file(tmp_path / "forged.safetensors", header, tensors, resign=True)
+    loaded = sklearn_rnn.load(tmp_path / "forged.safetensors")
+    assert loaded.branch_counts_ == model.branch_counts_
+    skipped = [getattr(m.net_.optimizer_, "skipped_steps", None) for m in (loaded, model)]
+    assert skipped[0] == skipped[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        loaded.partial_fit(X, y)

@@ -148,6 +148,41 @@ def test_outdated_or_damaged_cache_is_rebuilt(tmp_path, few_chorales):
     assert len(again.train) == 2
 
 
+def _damage(path, how):
+    """Damage a cache file as a bad sector or a bad copy would, keeping its zip layout."""
+    import struct
+    import zipfile
+
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        first = archive.infolist()[0]
+        directory = archive.start_dir
+    if how == "deflate":  # the first member's compressed data: zlib.error
+        header = first.header_offset
+        name_length, extra_length = struct.unpack("<HH", data[header + 26 : header + 30])
+        start = header + 30 + name_length + extra_length
+        data[start : start + 4] = b"\xff" * 4  # block type 3, which deflate reserves
+    else:  # flag bit 5 in the central directory: NotImplementedError
+        data[directory + 8] |= 0x20
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["deflate", "flags"])
+def test_a_cache_damaged_anywhere_is_rebuilt(tmp_path, few_chorales, how):
+    # A damaged member raised zlib.error, a damaged flag field NotImplementedError,
+    # neither of which the loader caught: the bare error, with no word of the cache.
+    path = tmp_path / _music._CACHE_NAME
+    built = load_bach_chorales(data_home=tmp_path)
+    _damage(path, how)
+    few_chorales.clear()
+    with pytest.warns(UserWarning, match="ignoring the unreadable cache .* rebuilding it"):
+        again = load_bach_chorales(data_home=tmp_path)
+    assert len(few_chorales) == 5  # rebuilt
+    for roll, rebuilt in zip(built.train, again.train):
+        np.testing.assert_array_equal(rebuilt, roll)
+    assert _music._read_cache(path) is not None  # and the new cache reads
+
+
 def test_data_home_from_argument_or_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SKLEARN_RNN_DATA", str(tmp_path / "from_env"))
     assert get_data_home() == tmp_path / "from_env"

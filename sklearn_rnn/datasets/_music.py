@@ -6,7 +6,6 @@ import logging
 import math
 import os
 import warnings
-import zipfile
 from collections.abc import Callable, Iterable
 from numbers import Real
 from pathlib import Path
@@ -239,16 +238,24 @@ _CACHE_ARRAYS = frozenset({"names", "counts", "steps", "notes", "lengths", "dupl
 
 
 def _read_cache(path: Path) -> dict[str, np.ndarray] | None:
-    """The cached arrays, or None when the file is missing, damaged or outdated."""
+    """The cached arrays, or None when the file is missing, damaged or outdated.
+
+    Any error while reading counts as damage (a damaged file raises, among others,
+    ``zipfile.BadZipFile``, ``zlib.error``, ``EOFError``, ``NotImplementedError`` for
+    a damaged flag, ``ValueError`` for a damaged array header): the cache is rebuilt.
+    """
     if not path.exists():
         return None
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {key: archive[key] for key in archive.files}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-        warnings.warn(f"ignoring the unreadable cache {path} ({error}); rebuilding it.")
+        version = int(arrays.get("version", -1))
+    except Exception as error:  # whatever it is, the cache cannot be read: rebuild it
+        warnings.warn(
+            f"ignoring the unreadable cache {path} ({type(error).__name__}: {error}); rebuilding it."
+        )
         return None
-    if int(arrays.get("version", -1)) != _CACHE_VERSION:
+    if version != _CACHE_VERSION:
         return None
     missing = sorted(_CACHE_ARRAYS - set(arrays))
     if missing:  # the right version, but not all of it (an interrupted write, an edit)

@@ -183,6 +183,42 @@ def test_a_cache_damaged_anywhere_is_rebuilt(tmp_path, few_chorales, how):
     assert _music._read_cache(path) is not None  # and the new cache reads
 
 
+def test_threads_that_build_the_cache_at_once_all_get_the_data(tmp_path, monkeypatch):
+    # Every thread wrote <cache>.<pid>.part: the first replace moved it, and the
+    # others, after a whole build, failed with FileNotFoundError on theirs.
+    import threading
+
+    arrays = _music._build(FEW[:2], music21)
+    monkeypatch.setattr(_music, "_chorale_names", lambda m21: FEW[:2])
+    monkeypatch.setattr(_music, "_build", lambda names, m21: dict(arrays))  # parse once only
+    together = threading.Barrier(3, timeout=30)
+    savez = np.savez_compressed
+
+    def savez_then_wait(*args, **kwargs):  # every build has written before any replaces
+        savez(*args, **kwargs)
+        together.wait()
+
+    monkeypatch.setattr(np, "savez_compressed", savez_then_wait)
+    results, errors = [], []
+
+    def load():
+        try:
+            results.append(load_bach_chorales(data_home=tmp_path))
+        except Exception as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=load) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(results) == 3
+    for data in results:
+        assert sorted(data.names_train + data.names_validation + data.names_test) == FEW[:2]
+    assert [path.name for path in tmp_path.iterdir()] == [_music._CACHE_NAME]  # no leftovers
+    assert _music._read_cache(tmp_path / _music._CACHE_NAME)["names"].tolist() == FEW[:2]
+
+
 def test_data_home_from_argument_or_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SKLEARN_RNN_DATA", str(tmp_path / "from_env"))
     assert get_data_home() == tmp_path / "from_env"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import math
 import os
@@ -14,6 +15,8 @@ from typing import Any
 import numpy as np
 from sklearn.utils import Bunch
 from tqdm.auto import tqdm
+
+from .._persistence import _write_whole
 
 __all__ = ["get_data_home", "load_bach_chorales", "piano_roll"]
 
@@ -265,11 +268,12 @@ def _read_cache(path: Path) -> dict[str, np.ndarray] | None:
 
 
 def _write_cache(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    # Written to a temporary file first, so that an interrupted build leaves no half file.
-    partial = path.with_name(path.name + f".{os.getpid()}.part")
-    with open(partial, "wb") as handle:
-        np.savez_compressed(handle, **arrays)
-    os.replace(partial, path)
+    # Written whole or not at all: through a temporary file of each call's own, which
+    # then replaces the cache in one step, so that an interrupted build leaves no half
+    # file and builds in several threads or processes at once do not share a file.
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    _write_whole(os.fspath(path), buffer.getvalue())
 
 
 def _split(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

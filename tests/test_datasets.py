@@ -202,6 +202,29 @@ def test_bad_sizes_raise(kwargs, error, match):
         make_addition(**kwargs)
 
 
+@pytest.mark.parametrize("make", ALL_MAKERS)
+@pytest.mark.parametrize("integer", [np.uint64, np.int64, np.uint8])
+def test_numpy_integer_sizes_give_what_ints_give(make, integer):
+    # np.uint64 passed the checks, then made an index of uint64 rows and int64
+    # positions, which numpy casts to float64: IndexError.
+    expected_X, expected_y = make(3, 20, random_state=0)
+    X, y = make(integer(3), integer(20), random_state=0)
+    assert len(X) == 3
+    for x, expected in zip(X, expected_X):
+        np.testing.assert_array_equal(x, expected)
+    np.testing.assert_array_equal(y, expected_y)
+    assert y.dtype == expected_y.dtype
+
+
+def test_numpy_integer_symbol_count_gives_what_an_int_gives():
+    # np.uint64(3) - 1 counted the digits with numpy's unsigned arithmetic:
+    # "ValueError: Maximum allowed size exceeded".
+    expected = make_temporal_order(50, 20, n_symbols=3, random_state=0)[1]
+    for integer in (np.uint64, np.int64):
+        y = make_temporal_order(50, 20, n_symbols=integer(3), random_state=0)[1]
+        np.testing.assert_array_equal(y, expected)
+
+
 def test_temporal_order_bad_symbols():
     with pytest.raises(ValueError, match="n_symbols must be 2"):
         make_temporal_order(5, 10, n_symbols=4)

@@ -66,8 +66,12 @@ def _as_generator(random_state: RandomStateLike) -> np.random.Generator:
     )
 
 
-def _check_sizes(n_samples: int, length: int, min_length: int) -> None:
-    """Validate ``n_samples`` and ``length`` with errors that say how to fix them."""
+def _check_sizes(n_samples: int, length: int, min_length: int) -> tuple[int, int]:
+    """Validate ``n_samples`` and ``length`` with errors that say how to fix them.
+
+    Returns them as Python ints: a NumPy unsigned int would make index arrays that
+    NumPy casts to float when mixed with signed ones.
+    """
     for name, value, low in (("n_samples", n_samples, 1), ("length", length, min_length)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{name} must be an int; got {type(value).__name__} ({value!r}).")
@@ -80,6 +84,7 @@ def _check_sizes(n_samples: int, length: int, min_length: int) -> None:
                     else "Ask for one sample or more."
                 )
             )
+    return int(n_samples), int(length)
 
 
 def _draw_lengths(
@@ -134,7 +139,7 @@ def _two_value_task(
 
     Returns the container and the two marked values ``a`` and ``b``.
     """
-    _check_sizes(n_samples, length, 2)
+    n_samples, length = _check_sizes(n_samples, length, 2)
     rng = _as_generator(random_state)
     lengths = _draw_lengths(rng, n_samples, length, variable_length)
     t_max = int(lengths.max())
@@ -348,7 +353,8 @@ def make_temporal_order(
     """
     if n_symbols not in (2, 3) or not isinstance(n_symbols, (int, np.integer)) or isinstance(n_symbols, bool):
         raise ValueError(f"n_symbols must be 2 (4 classes) or 3 (8 classes); got {n_symbols!r}.")
-    _check_sizes(n_samples, length, n_symbols)
+    n_symbols = int(n_symbols)
+    n_samples, length = _check_sizes(n_samples, length, n_symbols)
     rng = _as_generator(random_state)
     lengths = _draw_lengths(rng, n_samples, length, variable_length)
     t_max = int(lengths.max())

@@ -264,8 +264,21 @@ def test_piano_roll_says_what_it_takes():
     from sklearn_rnn.datasets import piano_roll
 
     for step in ("1", None, True, 0):
-        with pytest.raises(ValueError, match="step must be a positive number of quarter notes"):
+        with pytest.raises(ValueError, match="step must be a positive, finite number of quarter notes"):
             piano_roll(music21.stream.Stream(), step=step)
     with pytest.raises(TypeError, match="got Note. Put a single note in a stream"):
         piano_roll(music21.note.Note("C4"))
     assert piano_roll(music21.stream.Stream([music21.note.Note("C4")])).shape == (1, 88)
+
+
+def test_piano_roll_refuses_an_infinite_step_or_one_too_coarse_for_a_note():
+    # step=inf passed the check and gave an empty roll, shape (0, 88); so did a finite
+    # step beyond 1e9 times the note, which the grid's tolerance read as between steps.
+    part = music21.stream.Stream([music21.note.Note("C4", quarterLength=2)])
+    assert midi_of(piano_roll(part, step=4.0), 0) == [60]  # a coarser grid than the note
+    for step in (float("inf"), np.float64("inf"), float("nan")):
+        with pytest.raises(ValueError, match=r"step must be a positive, finite number .*; got "):
+            piano_roll(part, step=step)
+    with pytest.raises(ValueError, match=r"step=1e\+300 is too coarse for C4 at offset 0, which lasts 2 quarter"):
+        piano_roll(part, step=1e300)
+    assert piano_roll(part, step=1e8).shape == (1, 88)  # coarse, but every note is seen

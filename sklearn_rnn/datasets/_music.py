@@ -41,6 +41,11 @@ SPLIT_FRACTIONS = (0.6, 0.2, 0.2)
 _CACHE_VERSION = 1
 _CACHE_NAME = f"bach_chorales_v{_CACHE_VERSION}.npz"
 
+#: Tolerance of the grid, in steps: a note time within it of a grid time is on it (it
+#: absorbs the rounding of offsets such as triplets' thirds), so the grid cannot see a
+#: note that lasts no more than this fraction of a step.
+_GRID_TOLERANCE = 1e-9
+
 _MUSIC21_MISSING = (
     "{what} needs the optional dependency music21, which is not installed. Install it "
     "with `pip install music21` (or `pip install sklearn-rnn[music]`); the chorales come "
@@ -109,9 +114,17 @@ def _sounding_notes(stream: Any, step: float) -> tuple[np.ndarray, np.ndarray, i
         duration = float(element.quarterLength)
         if duration <= 0:
             continue  # grace notes
+        if duration / step <= _GRID_TOLERANCE:  # even one that starts on the grid is lost
+            pitches = ", ".join(pitch.nameWithOctave for pitch in element.pitches) or "a note"
+            raise ValueError(
+                f"step={step!r} is too coarse for {pitches} at offset {offset:g}, which lasts "
+                f"{duration:g} quarter notes: the grid cannot see a note shorter than "
+                f"{_GRID_TOLERANCE:g} of a step. Pass a step of a few quarter notes at most "
+                "(1.0 is one per quarter note)."
+            )
         end = max(end, offset + duration)
-        first = math.ceil(offset / step - 1e-9)
-        last = math.ceil((offset + duration) / step - 1e-9)  # exclusive
+        first = math.ceil(offset / step - _GRID_TOLERANCE)
+        last = math.ceil((offset + duration) / step - _GRID_TOLERANCE)  # exclusive
         if last <= first:
             continue  # shorter than the grid, between two grid points
         for pitch in element.pitches:
@@ -124,7 +137,7 @@ def _sounding_notes(stream: Any, step: float) -> tuple[np.ndarray, np.ndarray, i
                 )
             steps.append(np.arange(first, last, dtype=np.int32))
             notes.append(np.full(last - first, midi - LOWEST_NOTE, dtype=np.int8))
-    n_steps = math.ceil(end / step - 1e-9)
+    n_steps = math.ceil(end / step - _GRID_TOLERANCE)
     if not steps:
         return np.zeros(0, np.int32), np.zeros(0, np.int8), n_steps
     return np.concatenate(steps), np.concatenate(notes), n_steps
@@ -165,7 +178,9 @@ def piano_roll(stream: Any, *, step: float = 1.0) -> np.ndarray:
     ImportError
         music21 is not installed (with what to install).
     ValueError
-        ``step`` is not positive, or a pitch lies outside A0-C8.
+        ``step`` is not a positive, finite number; a note lasts no more than a
+        billionth of ``step`` (too short for the grid to see, even on a grid time); or
+        a pitch lies outside A0-C8.
 
     Examples
     --------
@@ -181,8 +196,10 @@ def piano_roll(stream: Any, *, step: float = 1.0) -> np.ndarray:
     [(0, 60), (0, 64), (1, 60), (1, 64), (2, 67)]
     """
     music21 = _import_music21("piano_roll")
-    if isinstance(step, bool) or not isinstance(step, Real) or not step > 0:
-        raise ValueError(f"step must be a positive number of quarter notes (such as 0.5); got {step!r}.")
+    if isinstance(step, bool) or not isinstance(step, Real) or not 0 < step < math.inf:
+        raise ValueError(
+            f"step must be a positive, finite number of quarter notes (such as 0.5); got {step!r}."
+        )
     if not isinstance(stream, music21.stream.Stream):
         raise TypeError(
             f"stream must be a music21 stream (a score, a part, or music21.stream.Stream of "

@@ -88,6 +88,25 @@ def test_marker_positions_follow_the_original_code(make):
     assert abs(np.mean(firsts) - 4.75) < 0.3
 
 
+def test_docstrings_give_the_marker_intervals_the_code_draws():
+    # They said [0, L/10), [L/10, L/2) and [L/2, 3L/4), which the code's floors differ
+    # from: for L = 25 the second marker can be at 2 (< 2.5) and never at 12.
+    from sklearn_rnn.datasets import _synthetic
+
+    X, _ = make_addition(2000, 25, random_state=1)
+    assert len(X[0]) == 25
+    markers = np.array([_marker_positions(x) for x in X])
+    assert set(markers[:, 0]) == set(range(0, 25 // 10))
+    assert set(markers[:, 1]) == set(range(25 // 10, 25 // 2))
+    intervals = "``[0, floor(L/10))``", "``[floor(L/10), floor(L/2))``"
+    for obj in (_synthetic, *ALL_MAKERS):
+        text = " ".join(obj.__doc__.split())
+        assert all(interval in text for interval in intervals), obj.__name__
+        assert "L/10)" not in text.replace("floor(L/10)", ""), obj.__name__
+    text = " ".join(make_temporal_order.__doc__.split())
+    assert "``[floor(L/2), floor(3L/4))``" in text and "3L/4)`" not in text.replace("floor(3L/4)", "")
+
+
 @pytest.mark.parametrize("make", TWO_VALUE_MAKERS)
 def test_minimal_length_two_puts_markers_on_both_steps(make):
     X, _ = make(10, 2, random_state=0)

@@ -6,8 +6,11 @@ its appendix where the two disagree:
 * the actual length is ``L = length + randint(floor(length / 10))``, drawn once
   per call (the original shared it across a batch), or once per sequence with
   ``variable_length=True``;
-* the first marker lies in ``[0, L/10)`` and the second in ``[L/10, L/2)``
-  (the appendix says ``[0.4 L, 0.5 L]``; the code did not);
+* the first marker lies in ``[0, floor(L/10))`` and the second in
+  ``[floor(L/10), floor(L/2))``, positions counted from 0 (the appendix says
+  ``[0.4 L, 0.5 L]``; the code did not); in short sequences an interval is pushed
+  to start after the previous one and to hold at least one position, so for
+  ``L < 10`` the first marker is at step 0;
 * the values of the addition and multiplication tasks are drawn from ``U[0, 1)``.
 
 Every generator returns ``(X, y)`` where ``X`` is the package's sequence
@@ -165,8 +168,10 @@ def make_addition(
     """Generate the addition task: average the two marked values.
 
     Each step holds ``[marker, value]`` with ``value ~ U[0, 1)``; the marker
-    is 1 at exactly two steps, the first in ``[0, L/10)`` and the second in
-    ``[L/10, L/2)``. The target is ``(a + b) / 2`` of the two marked values.
+    is 1 at exactly two steps, the first in ``[0, floor(L/10))`` and the second in
+    ``[floor(L/10), floor(L/2))`` (steps counted from 0; for ``L < 10`` the first is
+    at step 0 and the second in ``[1, max(floor(L/2), 2))``). The target is
+    ``(a + b) / 2`` of the two marked values.
     A prediction counts as correct when it is within 0.04 of the target (see
     :func:`task_error`).
 
@@ -215,8 +220,8 @@ def make_multiplication(
     """Generate the multiplication task: multiply the two marked values.
 
     Same inputs as :func:`make_addition` (``[marker, value]``, values
-    ``U[0, 1)``, markers in ``[0, L/10)`` and ``[L/10, L/2)``); the target
-    is ``a * b``. Success uses the same 0.04 tolerance.
+    ``U[0, 1)``, markers in ``[0, floor(L/10))`` and ``[floor(L/10), floor(L/2))``);
+    the target is ``a * b``. Success uses the same 0.04 tolerance.
 
     Parameters
     ----------
@@ -260,8 +265,8 @@ def make_xor(
     """Generate the XOR task: exclusive or of the two marked binary values.
 
     Same layout as :func:`make_addition` (``[marker, value]``, markers in
-    ``[0, L/10)`` and ``[L/10, L/2)``), but every value is 0 or 1 and the
-    target is ``a XOR b``.
+    ``[0, floor(L/10))`` and ``[floor(L/10), floor(L/2))``), but every value is 0 or
+    1 and the target is ``a XOR b``.
 
     Parameters
     ----------
@@ -315,8 +320,11 @@ def make_temporal_order(
     the first marker being the most significant digit: with two symbols the
     classes 0, 1, 2, 3 are ``XX, XY, YX, YY``.
 
-    Markers lie in ``[0, L/10)``, ``[L/10, L/2)`` and, for the three-symbol
-    variant of Hochreiter & Schmidhuber (1997) only, ``[L/2, 3L/4)``.
+    Markers lie in ``[0, floor(L/10))``, ``[floor(L/10), floor(L/2))`` and, for the
+    three-symbol variant of Hochreiter & Schmidhuber (1997) only,
+    ``[floor(L/2), floor(3L/4))`` (steps counted from 0). In short sequences an
+    interval is pushed to start after the previous one and to hold at least one
+    step, so the markers stay distinct: for ``L < 10`` the first is at step 0.
 
     Parameters
     ----------

@@ -395,3 +395,24 @@ def test_synthetic_tasks_refuse_what_they_silently_read(call, error, match):
     # tolerance of 0 counting every prediction wrong; one score per sample read by argmax.
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("make", ALL_MAKERS)
+@pytest.mark.parametrize("flag", ["no", 1, 0, None])
+def test_variable_length_must_be_a_bool(make, flag):
+    # Any truthy value drew a length per sequence: variable_length="no" did.
+    expected = rf"variable_length must be True or False .*; got {type(flag).__name__}"
+    with pytest.raises(TypeError, match=expected):
+        make(5, 100, variable_length=flag, random_state=0)
+    X, _ = make(50, 100, variable_length=np.bool_(True), random_state=0)  # numpy's bool is one
+    assert len({len(x) for x in X}) > 1
+
+
+@pytest.mark.parametrize("tolerance", [True, np.bool_(True), "0.04", None])
+def test_task_error_tolerance_must_be_a_number(tolerance):
+    # True was read as 1.0 (predictions off by 0.9 counted right); a string raised
+    # "'>' not supported between instances of 'str' and 'int'".
+    expected = rf"tolerance must be a positive number .*; got {type(tolerance).__name__}"
+    with pytest.raises(TypeError, match=expected):
+        task_error("addition", [0.5, 0.5], [1.4, 0.9], tolerance=tolerance)
+    assert task_error("addition", [0.5], [0.5], tolerance=np.float32(0.04)) == 0.0

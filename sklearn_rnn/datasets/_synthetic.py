@@ -19,6 +19,7 @@ container: a list of 2D float64 arrays of shape ``(T_i, d)``.
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Literal
 
 import numpy as np
@@ -97,6 +98,12 @@ def _draw_lengths(
 
     For ``length < 10`` the extra term is 0 (there is nothing to draw from).
     """
+    if not isinstance(variable_length, (bool, np.bool_)):
+        raise TypeError(
+            "variable_length must be True or False (True: every sequence draws its own "
+            f"length; False: one length per call); got {type(variable_length).__name__} "
+            f"({variable_length!r})."
+        )
     extra_high = max(length // 10, 1)
     size = n_samples if variable_length else 1
     extra = rng.integers(0, extra_high, size=size)
@@ -418,6 +425,12 @@ def task_error(
     """
     if task not in _TASKS:
         raise ValueError(f"task must be one of {_TASKS}; got {task!r}.")
+    if isinstance(tolerance, (bool, np.bool_)) or not isinstance(tolerance, Real):
+        raise TypeError(
+            "tolerance must be a positive number (0.04 in the thesis), the distance from the "
+            f"target below which a prediction counts as right; got {type(tolerance).__name__} "
+            f"({tolerance!r}). Pass a float such as 0.04."
+        )
     if not tolerance > 0:
         raise ValueError(f"tolerance must be positive (0.04 in the thesis); got {tolerance!r}.")
     truth = np.asarray(y_true)

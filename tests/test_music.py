@@ -282,3 +282,18 @@ def test_piano_roll_refuses_an_infinite_step_or_one_too_coarse_for_a_note():
     with pytest.raises(ValueError, match=r"step=1e\+300 is too coarse for C4 at offset 0, which lasts 2 quarter"):
         piano_roll(part, step=1e300)
     assert piano_roll(part, step=1e8).shape == (1, 88)  # coarse, but every note is seen
+
+
+def test_a_quarter_tone_goes_to_the_key_above_whatever_its_parity():
+    # round() took halves to the even MIDI number: C quarter-sharp went down to C, C#
+    # quarter-sharp up to D; and 108.5 was in range while 20.5 was not.
+    def key_of(ps):
+        pitched = music21.note.Note()
+        pitched.pitch.ps = ps
+        return midi_of(piano_roll(music21.stream.Stream([pitched])), 0)
+
+    assert [key_of(ps) for ps in (60.5, 61.5, 62.5, 63.5)] == [[61], [62], [63], [64]]
+    assert [key_of(ps) for ps in (60.25, 60.75, 61.0)] == [[60], [61], [61]]  # the nearest key
+    assert key_of(20.5) == [21]  # halfway from G#0 to A0: the piano's lowest key
+    with pytest.raises(ValueError, match=r"\(MIDI 109\) .* outside the piano's range"):
+        key_of(108.5)  # halfway from C8 up: no key there

@@ -128,7 +128,7 @@ def _sounding_notes(stream: Any, step: float) -> tuple[np.ndarray, np.ndarray, i
         if last <= first:
             continue  # shorter than the grid, between two grid points
         for pitch in element.pitches:
-            midi = int(round(pitch.ps))
+            midi = math.floor(pitch.ps + 0.5)  # the nearest key; halfway, the one above
             if not LOWEST_NOTE <= midi <= HIGHEST_NOTE:
                 raise ValueError(
                     f"{pitch.nameWithOctave} (MIDI {midi}) at offset {offset:g} is outside the "
@@ -158,7 +158,10 @@ def piano_roll(stream: Any, *, step: float = 1.0) -> np.ndarray:
     before it and has not ended. Chords count every pitch; all parts are merged;
     a held or tied note and a repeated one look the same; a note shorter than
     ``step`` that falls between two grid times is not seen; grace notes never are.
-    Rests leave rows of zeros. The roll ends at the last note's end.
+    Rests leave rows of zeros. The roll ends at the last note's end. A pitch
+    between two keys (a microtone) goes to the nearest key, and one halfway
+    between them (a quarter tone) to the key above: C quarter-sharp (MIDI 60.5) to
+    C#4, C# quarter-sharp (61.5) to D4.
 
     Parameters
     ----------

@@ -230,6 +230,20 @@ def test_data_home_from_argument_or_environment(tmp_path, monkeypatch):
     assert get_data_home() == tmp_path / "home" / "sklearn_rnn_data"
 
 
+def test_a_data_home_that_is_a_file_is_refused_as_such(tmp_path, monkeypatch):
+    # mkdir said only "FileExistsError: [Errno 17] File exists: 'notes.txt'".
+    notes = tmp_path / "notes.txt"
+    notes.write_text("a file, not a folder")
+    with pytest.raises(NotADirectoryError, match=r"data_home .*notes\.txt'.* is a file, not a folder.*pass "):
+        load_bach_chorales(data_home=notes)
+    with pytest.raises(NotADirectoryError, match=r"notes\.txt' is a file, not a folder"):
+        get_data_home(notes / "cache")  # a folder under it: NotADirectoryError, no word of the file
+    monkeypatch.setenv("SKLEARN_RNN_DATA", str(notes))
+    with pytest.raises(NotADirectoryError, match=r"\$SKLEARN_RNN_DATA .* is a file.*set SKLEARN_RNN_DATA"):
+        get_data_home()
+    assert notes.read_text() == "a file, not a folder"
+
+
 def test_split_is_fixed_and_covers_everything():
     train, valid, test = _music._split(351)
     assert (len(train), len(valid), len(test)) == (211, 70, 70)

@@ -72,6 +72,11 @@ def get_data_home(data_home: str | os.PathLike | None = None) -> Path:
     pathlib.Path
         The folder, which exists on return.
 
+    Raises
+    ------
+    NotADirectoryError
+        The path, or a folder above it, is a file (the message names it).
+
     Examples
     --------
     >>> import tempfile
@@ -82,11 +87,22 @@ def get_data_home(data_home: str | os.PathLike | None = None) -> Path:
     ...     print(home.name, home.is_dir())
     cache True
     """
+    source = "data_home"
     if data_home is None:
         # An empty variable (SKLEARN_RNN_DATA=${CACHE:-}) counts as unset, not as the current folder.
+        source = f"${DATA_HOME_ENV}" if os.environ.get(DATA_HOME_ENV) else "the default data home"
         data_home = os.environ.get(DATA_HOME_ENV) or os.path.join("~", "sklearn_rnn_data")
     path = Path(os.path.expanduser(os.fspath(data_home)))
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a file where a folder should be
+        blocking = next((above for above in (path, *path.parents) if os.path.lexists(above)), path)
+        raise NotADirectoryError(
+            f"{source} {str(path)!r} cannot hold the cache: {str(blocking)!r} is "
+            + ("a file, not a folder" if blocking.is_file() else "not a folder")
+            + f". The cache needs a folder: pass a folder's path as data_home, or set {DATA_HOME_ENV} "
+            "to one (or move that file away)."
+        ) from None
     return path
 
 
@@ -368,6 +384,8 @@ def load_bach_chorales(
     ImportError
         The cache does not exist yet and music21 is not installed (the message says
         what to install).
+    NotADirectoryError
+        The data home, or a folder above it, is a file.
 
     Notes
     -----

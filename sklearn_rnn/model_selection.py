@@ -24,7 +24,7 @@ from sklearn.utils.validation import _num_samples
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._estimators import BaseRNN
-from .sequences._panel import by_instance
+from .sequences._panel import by_instance, check_targets_follow_instances
 from ._stacked import MAX_STACKED, StackedMember, check_stackable, train_stacked
 
 __all__ = ["RNNGridSearchCV"]
@@ -207,7 +207,8 @@ class RNNGridSearchCV(BaseSearchCV):
             A panel (an (instance, time) MultiIndex frame) is split by instance.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         groups : array-like of shape (n_samples,), optional
-            Group labels for a group splitter.
+            Group labels for a group splitter, one per sequence (a panel's in the order
+            of its instances, as y).
         **params
             ``sample_weight`` (``<step>__sample_weight`` for a pipeline's estimator):
             each network trains on its split's weights, and the refit on all of them,
@@ -256,6 +257,7 @@ class RNNGridSearchCV(BaseSearchCV):
                 invalid[i] = error  # its networks fail in _prepare and score error_score, as GridSearchCV's
                 continue
             check_stackable(rnn)
+        check_targets_follow_instances(X, groups, name="groups")  # as y (by_instance) and the weights
         given, X = X, by_instance(X, y)  # a panel's rows are steps, which splitters would count
         X, y, groups = indexable(X, y, groups)
         if weight is not None:  # checked once, a scalar spread over the samples, as fit does

@@ -518,6 +518,37 @@ def test_a_panel_is_searched_by_instance_and_the_names_reach_the_search():
     np.testing.assert_array_equal(from_panel.predict_proba(panel), from_frames.predict_proba(frames))
 
 
+def test_groups_indexed_by_a_panels_instances_in_another_order_are_refused():
+    # groups went to the splitter by position: a Series of sites sorted by instance, as
+    # groupby gives it, put each site in test and train folds of GroupKFold without a word.
+    import pandas as pd
+    from sklearn.model_selection import GroupKFold
+
+    X, y = visits(24)
+    ids = [f"p{i:02d}" for i in np.random.default_rng(0).permutation(24)]
+    panel = pd.concat({i: pd.DataFrame(x, columns=["day", "bili"]) for i, x in zip(ids, X)},
+                      names=["patient", "step"])
+    site = pd.Series({i: int(i[1:]) // 6 for i in ids})  # in the panel's order
+    folds = []
+
+    class Spy(GroupKFold):
+        def split(self, X_, y_=None, groups=None):
+            for train, test in super().split(X_, y_, groups):
+                folds.append((set(site.iloc[train]), set(site.iloc[test])))
+                yield train, test
+
+    search = RNNGridSearchCV(explicit(time_feature="day", max_iter=1), {"spectral_radius": [0.9]},
+                             cv=Spy(4), refit=False)
+    with pytest.raises(ValueError, match=r"groups is indexed by the panel's instances, but in another "
+                                         r"order.*other instances' groups.*groups\.loc\[X\.index\.unique\(level=0\)\]"):
+        search.fit(panel, y, groups=site.sort_index())
+    assert not folds  # refused before any split
+    search.fit(panel, y, groups=site)
+    assert len(folds) == 4
+    for train_sites, test_sites in folds:
+        assert len(test_sites) == 1 and not train_sites & test_sites
+
+
 @pytest.mark.parametrize("options", [
     {"scoring": ["accuracy", "roc_auc"]}, {"scoring": {"acc": "accuracy"}, "refit": "acc"},
     {"refit": lambda results: 0},

@@ -243,7 +243,8 @@ def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
         Only a pandas object whose index holds exactly the panel's instances is checked
         (not pandas' default index, which counts positions).
     name : str, default='y'
-        What ``y`` is, for the message (``'sample_weight'`` for weights, checked alike).
+        What ``y`` is, for the message (``'sample_weight'`` for weights, ``'groups'`` for
+        a splitter's groups, checked alike).
 
     Raises
     ------
@@ -272,7 +273,7 @@ def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
     instances = X.index.unique(level=0)
     if len(index) != len(instances) or index.equals(instances) or not index.isin(instances).all():
         return
-    what = "targets" if name == "y" else "weights"
+    what = {"y": "targets", "sample_weight": "weights"}.get(name, name)
     raise ValueError(
         f"{name} is indexed by the panel's instances, but in another order ({name} starts "
         f"with {list(index[:3])}, X's instances with {list(instances[:3])}): scikit-learn "

@@ -329,7 +329,10 @@ class RNNGridSearchCV(BaseSearchCV):
         self.n_splits_ = n_splits
         if self.refit:
             began = time.perf_counter()
-            self.best_estimator_ = self._candidate(self.best_params_).fit(X, y, **params)
+            # Set before the fit, as GridSearchCV sets it: a refit that raises leaves an
+            # unfitted model, not the fitted one of an earlier search.
+            self.best_estimator_ = self._candidate(self.best_params_)
+            self.best_estimator_.fit(X, y, **params)
             self.refit_time_ = time.perf_counter() - began
             if hasattr(self.best_estimator_, "feature_names_in_"):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_

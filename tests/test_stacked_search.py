@@ -303,6 +303,25 @@ def test_search_without_refit_has_no_predict():
         search.predict(X)
 
 
+def test_a_failed_refit_leaves_no_model_of_an_earlier_search():
+    # The earlier search's fitted best_estimator_ survived a refit that raised, and
+    # predict used it beside the new best_params_; GridSearchCV's raises NotFittedError.
+    from sklearn.exceptions import NotFittedError
+    from sklearn.model_selection import KFold
+
+    X, y = visits(30)
+    search = RNNGridSearchCV(explicit(max_iter=2), {"spectral_radius": [0.9, 1.2]}, cv=3).fit(X, y)
+    first = search.best_estimator_
+    search.set_params(param_grid={"spectral_radius": [0.5, 2.0]}, cv=list(KFold(3).split(X)))
+    decreasing = np.array([[5.0, 0.1], [1.0, 0.2]])  # in no split: only the refit reads it
+    with pytest.raises(ValueError, match="decrease"):
+        search.fit(X + [decreasing], np.r_[y, 0])
+    assert search.best_params_ == {"spectral_radius": 0.5}
+    assert search.best_estimator_ is not first
+    with pytest.raises(NotFittedError):
+        search.predict_proba(X[:2])
+
+
 @pytest.mark.parametrize(
     "changes, match",
     [

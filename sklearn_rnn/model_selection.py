@@ -450,20 +450,24 @@ def _fit_steps(model: Any, X: Any, y: Any, weight: Any) -> tuple[Any, Any]:
     """Fit a pipeline's steps before its estimator on ``(X, y)``, as the pipeline's own
     ``fit`` would, and return what reaches the estimator: transformers transform X, an
     imbalanced-learn sampler (``fit_resample``) resamples X and y; 'passthrough' and
-    None pass. A bare estimator gets ``(X, y)`` as they are."""
+    None pass. A bare estimator gets ``(X, y)`` as they are. The sample weights
+    ``weight`` reach the estimator as they came, as the pipeline passes them: a sampler
+    that changes the number of sequences is refused."""
     if not isinstance(model, Pipeline):
         return X, y
     for name, step in model.steps[:-1]:
         if step is None or step == "passthrough":
             continue
         if hasattr(step, "fit_resample"):
-            if weight is not None:
-                raise ValueError(
-                    f"the pipeline's step {name!r} resamples the training sequences, which "
-                    "leaves sample_weight without its sequences: weigh the classes with the "
-                    "sampler or with class_weight instead of sample_weight."
-                )
+            given = _num_samples(X)
             X, y = step.fit_resample(X, y)
+            if weight is not None and _num_samples(X) != given:
+                raise ValueError(
+                    f"the pipeline's step {name!r} resamples the training sequences ({given} "
+                    f"came, {_num_samples(X)} left), which leaves sample_weight without its "
+                    "sequences: weigh the classes with the sampler or with class_weight "
+                    "instead of sample_weight."
+                )
         else:
             X = step.fit_transform(X, y)
     return X, y

@@ -649,6 +649,31 @@ def test_pipelines_with_a_sampler_or_of_one_step_search_as_in_grid_search_cv():
         weighted.fit(X, y, rnnclassifier__sample_weight=np.ones(30))
 
 
+def test_a_sampler_that_keeps_every_sequence_takes_sample_weights_as_in_grid_search_cv():
+    # Any sampler with sample weights failed every network, even one that keeps every
+    # sequence in its place; imbalanced-learn's pipeline under GridSearchCV fits it.
+    from imblearn import FunctionSampler
+    from imblearn.pipeline import make_pipeline as make_imblearn_pipeline
+
+    from sklearn_rnn.sequences import sequence_column
+
+    X, y = visits(30)
+    weight = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+
+    def clip(X_, y_):  # cleans the values, keeps the sequences
+        clipped = np.empty_like(X_)
+        for i, x in enumerate(X_[:, 0]):
+            clipped[i, 0] = np.clip(x, -2.0, None)
+        return clipped, y_
+
+    pipeline = make_imblearn_pipeline(FunctionSampler(func=clip, validate=False), explicit(max_iter=2))
+    grid = {"rnnclassifier__spectral_radius": [0.9, 1.2]}
+    fit_params = {"rnnclassifier__sample_weight": weight}
+    ours = RNNGridSearchCV(pipeline, grid, cv=3).fit(sequence_column(X), y, **fit_params)
+    theirs = GridSearchCV(pipeline, grid, cv=3).fit(sequence_column(X), y, **fit_params)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)
+
+
 def test_weighted_scores_follow_the_installed_grid_search_cv():
     # scikit-learn 1.7 and later give a bare estimator's sample_weight to the scorer;
     # the stacked search scored unweighted, and the best setting could differ.

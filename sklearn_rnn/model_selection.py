@@ -223,7 +223,7 @@ class RNNGridSearchCV(BaseSearchCV):
         """
         _final_rnn(self.estimator)  # the type errors before any work
         _check_steps(self.estimator)  # a pipeline its own fit refuses, whatever the grid sets
-        if isinstance(self.scoring, (list, tuple, set, dict)) or not isinstance(self.refit, bool):
+        if isinstance(self.scoring, (list, tuple, set, dict)) or not isinstance(self.refit, (bool, np.bool_)):
             raise ValueError(
                 f"RNNGridSearchCV scores one metric and refits the best by it (scoring="
                 f"{self.scoring!r}, refit={self.refit!r}): give scoring one scorer and refit "

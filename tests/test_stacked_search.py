@@ -580,6 +580,15 @@ def test_several_metrics_are_refused_in_a_line_that_names_gridsearchcv(options):
     assert len(str(raised.value)) < 400
 
 
+@pytest.mark.parametrize("refit", [np.True_, np.False_])
+def test_a_numpy_boolean_refit_is_read_as_a_boolean_as_in_grid_search_cv(refit):
+    # Its parameter check took np.True_ and np.False_, and fit refused them as a refit by
+    # name, asking for "True or False".
+    X, y = visits(20)
+    search = RNNGridSearchCV(explicit(max_iter=2), {"spectral_radius": [0.9, 1.2]}, cv=2, refit=refit).fit(X, y)
+    assert hasattr(search, "best_estimator_") == bool(refit)
+
+
 def test_a_search_where_every_network_fails_is_an_error_and_train_scores_fail_alone():
     X, y = visits(24)
     one_class = np.zeros(24, int)

@@ -230,6 +230,11 @@ class RNNGridSearchCV(BaseSearchCV):
                 "True or False, or search several metrics with "
                 "sklearn.model_selection.GridSearchCV."
             )
+        if y is None:  # as the estimator's own fit refuses it, before any split
+            raise ValueError(
+                f"{type(_final_rnn(self.estimator)).__name__} requires y to be passed, but the "
+                "target y is None: pass one target per sequence to RNNGridSearchCV.fit."
+            )
         given_params = sorted(key for key, value in params.items() if value is not None)  # None: not given
         if given_params and _routing_enabled():
             raise ValueError(

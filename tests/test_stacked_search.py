@@ -428,6 +428,20 @@ def test_refuses_other_estimators():
         RNNGridSearchCV(LogisticRegression(), {"C": [1.0]}).fit(np.ones((20, 2)), y)
 
 
+def test_a_missing_y_is_refused_before_any_work():
+    # fit(X, None) split the data and failed while preparing the first network:
+    # "'NoneType' object is not subscriptable".
+    from sklearn.model_selection import KFold
+
+    class NoSplit(KFold):
+        def split(self, X_, y_=None, groups=None):
+            raise AssertionError("split the data without y")
+
+    X, _ = visits(20)
+    with pytest.raises(ValueError, match=r"RNNClassifier requires y to be passed, but the target y is None"):
+        RNNGridSearchCV(explicit(max_iter=2), {"spectral_radius": [0.9]}, cv=NoSplit(2)).fit(X, None)
+
+
 def test_divergence_is_reported_and_leaves_finite_weights():
     X, y = visits(40)
     model = explicit(optimizer="sgd", learning_rate=1e6, clip_threshold=None, max_iter=5)

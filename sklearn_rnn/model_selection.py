@@ -269,6 +269,12 @@ class RNNGridSearchCV(BaseSearchCV):
             weight = _final_rnn(self.estimator)._check_sample_weight(weight, _num_samples(X), given)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         splits = list(cv.split(X, y, groups))
+        if not splits:  # as GridSearchCV: no fit was performed, and none failed
+            raise ValueError(
+                f"cv={self.cv!r} gave no (train, test) split, so there is nothing to fit or "
+                "score: expected at least one. Give a splitter or an iterable that yields "
+                "(train, test) index pairs (a PredefinedSplit needs a test fold other than -1)."
+            )
         scorer = check_scoring(self.estimator, self.scoring)
         failures: dict[tuple[int, int], str] = {}
         models, members, prepare_seconds = self._prepare(X, y, weight, candidates, splits, failures, invalid)

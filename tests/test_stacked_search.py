@@ -626,6 +626,18 @@ def test_a_search_where_every_network_fails_is_an_error_and_train_scores_fail_al
     assert np.isnan(search.cv_results_["mean_train_score"]).all()
 
 
+@pytest.mark.parametrize("cv", ["empty list", "predefined split without a test fold"])
+def test_a_cv_without_splits_is_refused_as_such(cv):
+    # It was reported as "All the 0 networks failed ... the model is likely misconfigured".
+    from sklearn.model_selection import PredefinedSplit
+
+    X, y = visits(20)
+    cv = [] if cv == "empty list" else PredefinedSplit([-1] * 20)
+    with pytest.raises(ValueError, match=r"(?s)cv=.* gave no \(train, test\) split") as raised:
+        RNNGridSearchCV(explicit(max_iter=2), {"spectral_radius": [0.9, 1.2]}, cv=cv).fit(X, y)
+    assert "failed" not in str(raised.value)
+
+
 def test_a_scalar_sample_weight_and_the_warnings_point_at_the_callers_line():
     # A scalar weight failed every network ("'float' object is not subscriptable"), and
     # the warnings named scikit-learn's wrapper as their place.

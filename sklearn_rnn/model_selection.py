@@ -103,7 +103,7 @@ class RNNGridSearchCV(BaseSearchCV):
         ``rank_test_score``, ``mean_fit_time``, ``std_fit_time``, ``mean_score_time``,
         ``std_score_time`` (and the train scores with ``return_train_score``). A
         network's fit time is its share of its stack's training time plus its own
-        preparation.
+        preparation; its score time, that of its test scoring, as in GridSearchCV.
     best_estimator_ : estimator
         The best setting refitted on all the data (with ``refit``).
     best_score_ : float
@@ -306,18 +306,19 @@ class RNNGridSearchCV(BaseSearchCV):
         for (i, k), model in models.items():
             fit_time[i, k] = members[i, k].seconds + prepare_seconds[i, k]
             train_index, test_index = splits[k]
-            began = time.perf_counter()
             kinds = [("test", test, test_index)]
             if self.return_train_score:
                 kinds.append(("train", train, train_index))
             for kind, scores, index in kinds:
+                began = time.perf_counter()
                 try:
                     score_weight = {} if not weighted_scores else {"sample_weight": _safe_indexing(weight, index)}
                     value = scorer(model, _safe_indexing(X, index), _safe_indexing(y, index), **score_weight)
                 except Exception as error:
                     value = self._failed(failures, candidates, i, k, f"{kind} scoring", error)
                 scores[i, k] = _one_number(value, self.scoring)
-            score_time[i, k] = time.perf_counter() - began
+                if kind == "test":  # as GridSearchCV times it: the test scoring alone
+                    score_time[i, k] = time.perf_counter() - began
         for i, k in failures:
             if (i, k) not in models:  # its fit failed: no score of either kind
                 test[i, k] = train[i, k] = self.error_score

@@ -783,6 +783,23 @@ def test_non_finite_mean_train_scores_are_warned_of_as_test_scores_are():
     assert search.cv_results_["mean_test_score"].tolist() == [0.5]
 
 
+def test_the_score_time_is_the_test_scoring_s_as_in_grid_search_cv():
+    # With return_train_score, the train scoring was timed into score_time too;
+    # GridSearchCV's score_time is the test scoring's.
+    import time
+
+    X, y = visits(20)
+
+    def slow_on_train(estimator, X_, y_):  # the 15-sequence training parts are slow, the tests not
+        if len(y_) > 10:
+            time.sleep(0.3)
+        return 0.5
+
+    search = RNNGridSearchCV(explicit(max_iter=1), {"spectral_radius": [0.9]}, cv=4, scoring=slow_on_train,
+                             return_train_score=True, refit=False).fit(X, y)
+    assert search.cv_results_["mean_score_time"][0] < 0.15
+
+
 # ------------------------------------------------ an outside review of the stack (session 31)
 def test_a_grid_setting_that_its_fit_refuses_scores_error_score_as_in_grid_search_cv():
     # optimizer='simplex' with the 'decay' cell refused the whole search (naming

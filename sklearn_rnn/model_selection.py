@@ -381,15 +381,18 @@ class RNNGridSearchCV(BaseSearchCV):
 
     def _failed(self, failures: dict, candidates: list[dict], i: int, k: int,
                 stage: str, error: Exception) -> float:
-        """Record the failure of setting ``i`` on split ``k`` and return its score,
-        ``error_score``; or raise it (error_score='raise')."""
+        """Record the failure of setting ``i`` on split ``k`` (after any earlier one of
+        the same network) and return its score, ``error_score``; or raise it
+        (error_score='raise')."""
         where = f"setting {candidates[i]} on split {k} ({stage})"
         if self.error_score == "raise":
             if hasattr(error, "add_note"):  # Python 3.11 on
                 error.add_note(f"RNNGridSearchCV: {where}; error_score=np.nan scores such a "
                                "network instead of stopping the search.")
             raise error
-        failures[i, k] = f"{where}: {type(error).__name__}: {error}"
+        failure = f"{where}: {type(error).__name__}: {error}"
+        # One network, every failure named: its test scoring's stays beside its train scoring's.
+        failures[i, k] = f"{failures[i, k]}\n{failure}" if (i, k) in failures else failure
         return float(self.error_score)
 
     def _warn_of_failures(self, failures: dict, total: int) -> None:

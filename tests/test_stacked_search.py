@@ -535,6 +535,25 @@ def test_a_failing_split_scores_error_score_and_is_named():
     assert (search.cv_results_["split1_test_score"] == -1.0).all()
 
 
+def test_a_network_whose_test_and_train_scoring_fail_is_named_with_both():
+    # The train scoring's failure replaced the test scoring's in the summary, which then
+    # gave the wrong reason for the NaN test score.
+    X, y = visits(20)
+
+    def scorer(estimator, X_, y_):
+        if estimator.spectral_radius == 0.9:
+            raise ValueError(f"cannot score {len(X_)} sequences")
+        return 0.5
+
+    search = RNNGridSearchCV(explicit(max_iter=1), {"spectral_radius": [0.9, 1.2]}, cv=2, scoring=scorer,
+                             return_train_score=True, refit=False)
+    with pytest.warns(FitFailedWarning, match=r"(?s)2 of the 4 networks failed.*"
+                                              r"split 0 \(test scoring\).*split 0 \(train scoring\).*"
+                                              r"split 1 \(test scoring\).*split 1 \(train scoring\)"):
+        search.fit(X, y)
+    assert np.isnan(search.cv_results_["split0_test_score"][0])
+
+
 def test_a_panel_is_searched_by_instance_and_the_names_reach_the_search():
     import pandas as pd
 

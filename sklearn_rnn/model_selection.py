@@ -24,7 +24,7 @@ from sklearn.utils.validation import _num_samples
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._estimators import BaseRNN
-from .sequences._panel import by_instance, check_targets_follow_instances
+from .sequences._panel import by_instance, check_targets_follow_instances, is_panel
 from ._stacked import MAX_STACKED, StackedMember, check_stackable, train_stacked
 
 __all__ = ["RNNGridSearchCV"]
@@ -264,6 +264,8 @@ class RNNGridSearchCV(BaseSearchCV):
             check_stackable(rnn)
         check_targets_follow_instances(X, groups, name="groups")  # as y (by_instance) and the weights
         given, X = X, by_instance(X, y)  # a panel's rows are steps, which splitters would count
+        for name, values in (("y", y), ("groups", groups)):
+            _check_per_instance(given, len(X), values, name)  # before indexable's bare message
         X, y, groups = indexable(X, y, groups)
         if weight is not None:  # checked once, a scalar spread over the samples, as fit does
             weight = _final_rnn(self.estimator)._check_sample_weight(weight, _num_samples(X), given)
@@ -520,6 +522,20 @@ def _final_rnn(estimator: Any) -> BaseRNN:
             "sklearn.model_selection.GridSearchCV for other estimators."
         )
     return final
+
+
+def _check_per_instance(X: Any, n_instances: int, values: Any, name: str) -> None:
+    """Refuse ``y`` or ``groups`` (``name``) of a panel ``X`` of ``n_instances``
+    instances that do not hold one entry per instance, as a column of the panel, one
+    entry per row, does not."""
+    if values is None or not is_panel(X) or _num_samples(values) == n_instances:
+        return
+    raise ValueError(
+        f"{name} has {_num_samples(values)} entries, but the panel X has {n_instances} "
+        f"instances: a panel is split by instance, so {name} holds one entry per instance, "
+        "in the order of X.index.unique(level=0). For a column of the panel, one entry per "
+        f"row, take each instance's first: {name}.groupby(level=0, sort=False).first()."
+    )
 
 
 def _results(

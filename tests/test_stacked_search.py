@@ -601,6 +601,27 @@ def test_groups_indexed_by_a_panels_instances_in_another_order_are_refused():
         assert len(test_sites) == 1 and not train_sites & test_sites
 
 
+def test_per_row_targets_or_groups_of_a_panel_are_refused_by_name():
+    # A panel is split by instance; a per-row y or groups (a column of the panel) got
+    # scikit-learn's bare "inconsistent numbers of samples: [24, 24, 112]".
+    import pandas as pd
+    from sklearn.model_selection import GroupKFold
+
+    X, y = visits(24)
+    panel = pd.concat({f"p{i:02d}": pd.DataFrame(x, columns=["day", "bili"]) for i, x in enumerate(X)},
+                      names=["patient", "step"])
+    rows = len(panel)
+    site = pd.Series([int(i[1:]) // 6 for i in panel.index.get_level_values(0)], index=panel.index)
+    search = RNNGridSearchCV(explicit(time_feature="day", max_iter=1), {"spectral_radius": [0.9]},
+                             cv=GroupKFold(4), refit=False)
+    with pytest.raises(ValueError, match=rf"groups has {rows} entries, but the panel X has 24 instances.*one entry "
+                                         r"per instance.*groups\.groupby\(level=0, sort=False\)\.first\(\)"):
+        search.fit(panel, y, groups=site)
+    with pytest.raises(ValueError, match=rf"y has {rows} entries, but the panel X has 24 instances"):
+        search.fit(panel, panel["bili"].gt(0).astype(int))
+    search.fit(panel, y, groups=site.groupby(level=0, sort=False).first())  # the advice given
+
+
 @pytest.mark.parametrize("options", [
     {"scoring": ["accuracy", "roc_auc"]}, {"scoring": {"acc": "accuracy"}, "refit": "acc"},
     {"refit": lambda results: 0},

@@ -378,6 +378,30 @@ def test_sktimes_nested_format_is_refused_with_the_conversion():
     model().fit(converted, y)
 
 
+def test_a_column_of_sequences_held_as_nested_lists_is_read_as_the_sequences():
+    # A Series, one-column frame or (n, 1) object array whose cells are (T_i, d) nested
+    # lists, as read_json or read_parquet give them back, was refused as sktime's nested
+    # format, with a fix that transposed every sequence of a Series (iterating a Series
+    # yields its cells); a one-column frame at predict got the (m, 1) ambiguity message.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 3)) for n in (4, 4, 6, 3, 5, 4)]
+    y = np.arange(6) % 2
+    nested = pd.Series([x.tolist() for x in X])
+    column = np.empty((6, 1), dtype=object)
+    for row, cell in enumerate(nested):
+        column[row, 0] = cell
+    fitted = model().fit(X, y)
+    for given in (nested, nested.to_frame("seq"), column):
+        assert [x.tolist() for x in check_sequences(given)] == [x.tolist() for x in X]
+        np.testing.assert_array_equal(fitted.predict_proba(given), fitted.predict_proba(X))
+        assert model().fit(given, y).n_features_in_ == 3
+    # A cell that is no (T_i, d) sequence is named; no fix joins a column's cells as channels.
+    for odd in (pd.Series([X[0], np.zeros((2, 2, 3))]), pd.Series([X[0], [1.0, 2.0]])):
+        with pytest.raises((TypeError, ValueError), match="sequence 1 of X has shape") as error:
+            check_sequences(odd)
+        assert "column_stack" not in str(error.value)
+
+
 def test_per_step_targets_of_another_instance_are_refused():
     # groupby(level=0) sorts the instances (a, b, c) while the panel keeps them as they
     # come (c, a, b): a's targets trained against c's steps without a word.

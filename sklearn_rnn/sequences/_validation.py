@@ -231,7 +231,10 @@ def number_text(value: Any) -> str:
 
 
 def _column_cells(X: Any) -> list[Any] | None:
-    """The sequences of a sequence column ((n, 1) object array, Series or one-column frame)."""
+    """The sequences of a sequence column ((n, 1) object array, Series or one-column frame)
+    whose cells are 2D: arrays, frames or nested lists (as ``read_json`` and
+    ``read_parquet`` give a column of sequences back). One such cell makes it a column of
+    sequences, so that a cell of another shape is refused by its position."""
     if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 2 and X.shape[1] == 1:
         cells = list(X[:, 0])
     elif type(X).__name__ == "Series" and getattr(X, "dtype", None) == object:
@@ -240,7 +243,7 @@ def _column_cells(X: Any) -> list[Any] | None:
         cells = list(X.iloc[:, 0])
     else:
         return None
-    if cells and all(getattr(cell, "ndim", None) == 2 for cell in cells):
+    if any(_is_two_dimensional(cell) for cell in cells):
         return cells
     return None
 

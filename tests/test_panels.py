@@ -195,6 +195,22 @@ def test_tables_of_sequences_still_pass():
     assert model.predict(table).shape == (20,)
 
 
+@pytest.mark.parametrize("stem", ["case_count_w", "user_logins_w", "engine_temp_t", "series_"])
+def test_a_wide_table_whose_numbered_steps_start_with_an_id_word_is_read_as_one(stem):
+    # Weekly counts in columns case_count_w0 ... case_count_w7 repeat values in every
+    # column, and were refused as a long table whose id column was 'case_count_w0', in
+    # fit, predict and the scaler: columns named alike but for a number are steps.
+    rng = np.random.default_rng(0)
+    counts = pd.DataFrame(rng.poisson(3, size=(20, 8)).astype(float), columns=[f"{stem}{i}" for i in range(8)])
+    y = np.arange(20) % 2
+    fitted = model().fit(counts, y)
+    assert fitted.n_features_in_ == 8 and fitted.predict(counts).shape == (20,)
+    assert SequenceStandardScaler().fit_transform(counts).shape == (20, 8)
+    # An id column beside them is still one.
+    with pytest.raises(ValueError, match="column 'case' repeats ids"):
+        check_sequences(counts.assign(case=np.repeat(np.arange(5), 4)))
+
+
 def test_frames_with_pandas_missing_values_read_them_as_missing():
     # Nullable columns (Int64, boolean) mark a missing value with pd.NA, which numpy
     # cannot convert: read as NaN, a missing value, as the panel path reads it.

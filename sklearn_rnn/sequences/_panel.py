@@ -16,6 +16,7 @@ recognizes such tables and refuses them with the route that works,
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from numbers import Real
 from typing import Any
@@ -33,6 +34,7 @@ ID_NAMES = (
 )
 
 _NAME_PART = re.compile(r"[^a-z0-9]+")
+_NUMBER = re.compile(r"\d+")
 _WIDE_NAME = re.compile(r"(.+)__(\d+)")  # sktime's 'pd-wide' columns: <channel>__<time>
 _CAMEL_CASE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -552,13 +554,25 @@ def _looks_like_id(name: Any) -> bool:
     return bool(parts) and (parts[-1] in ID_NAMES or parts[0] in ID_NAMES)
 
 
+def _id_like_columns(columns: Any) -> list[Any]:
+    """The columns named like an id column (:func:`_looks_like_id`), less those named
+    as the steps of a wide table are: alike but for their numbers (``case_count_w0``,
+    ``case_count_w1``, ...), which a long table's one id column is not."""
+    stems = [_NUMBER.sub("#", name) if isinstance(name, str) and _NUMBER.search(name) else None
+             for name in columns]
+    counts = Counter(stem for stem in stems if stem is not None)
+    return [name for name, stem in zip(columns, stems)
+            if _looks_like_id(name) and not (stem is not None and counts[stem] > 1)]
+
+
 def check_not_long_table(X: Any) -> None:
     """Refuse a long table (one row per visit) passed where a table of sequences belongs.
 
     A 2D DataFrame is read as one univariate sequence per row. A frame whose rows are
     visits instead, recognized by an id column with repeated values (a column named
-    like ``id``, ``patient_id`` or ``subject``), a repeated row index, or a date or
-    duration column, raises a ValueError naming
+    like ``id``, ``patient_id`` or ``subject``, and not numbered alike other columns, as
+    the steps ``case_w0``, ``case_w1``, ... of a wide table are), a repeated row index,
+    or a date or duration column, raises a ValueError naming
     :func:`~sklearn_rnn.sequences.from_long_format` and the panel form; a melted table
     (columns id, time, one naming the variable and one holding its value, as sktime's
     ``pd-long``) is told to pivot instead, one column per variable. A table whose columns
@@ -599,12 +613,13 @@ def check_not_long_table(X: Any) -> None:
     import pandas as pd
 
     reason, way_out = None, "X.to_numpy()"
+    ids = set(_id_like_columns(X.columns))
     for name in X.columns:
         column = X[name]
         if pd.api.types.is_datetime64_any_dtype(column) or pd.api.types.is_timedelta64_dtype(column):
             reason = f"column {name!r} holds dates or durations ({column.dtype})"
             break
-        if _looks_like_id(name) and column.duplicated().any():
+        if name in ids and column.duplicated().any():
             repeated = column[column.duplicated()].iloc[0]
             count = int((column == repeated).sum())
             reason = (
@@ -688,7 +703,7 @@ def _melted_pivot(X: Any) -> str:
     recognized by (id, time) pairs that repeat once per variable. Else an empty string."""
     if X.shape[1] != 4 or X.columns.has_duplicates:
         return ""
-    ids = [name for name in X.columns if _looks_like_id(name) and X[name].duplicated().any()]
+    ids = [name for name in _id_like_columns(X.columns) if X[name].duplicated().any()]
     labels = label_columns(X, skip=ids[:1])
     if not ids or len(labels) != 1:
         return ""

@@ -414,6 +414,34 @@ def _first_text(values: Any) -> str | None:
     return None
 
 
+def _check_one_target_per_sequence(y: Any, estimator: Any) -> None:
+    """Refuse targets given as one array per sequence, of different lengths (per-step
+    targets, or an array among labels): numpy's conversion says only that the shape is
+    inhomogeneous. Equal lengths are a 2D ``y``, which the estimators explain."""
+    if getattr(y, "dtype", object) != object or type(y).__name__ == "DataFrame":
+        return  # numbers (an array, a Series), or a table of outputs
+    sized = [hasattr(target, "__len__") and not isinstance(target, (str, bytes))
+             and getattr(target, "ndim", 1) != 0 for target in y]  # a 0-d array is one value
+    if not any(sized):
+        return
+    lengths = [len(target) if is_sized else 1 for target, is_sized in zip(y, sized)]
+    if all(sized) and len(set(lengths)) == 1:
+        return
+    name = type(estimator).__name__
+    shown = ", ".join(map(str, lengths[:6])) + (", ..." if len(lengths) > 6 else "")
+    if isinstance(estimator, ClassifierMixin):
+        fix = ("For binary labels at every step, use RNNStepClassifier (y a list of one (T_i, k) "
+               "array per sequence); else pass one label per sequence, y of shape (n_samples,).")
+    else:
+        fix = ("Pass one value per sequence, or the same number of outputs for each, y of shape "
+               "(n_samples,) or (n_samples, n_outputs); for binary labels at every step, use "
+               "RNNStepClassifier.")
+    raise ValueError(
+        f"y holds one array per sequence (lengths {shown}): {name} takes one target per "
+        f"sequence. {fix}"
+    )
+
+
 def _shuffle_generator(seed: int) -> np.random.Generator:
     """``numpy.random.default_rng(seed)``, the same stream, without hashing the seed
     again: a streaming ``partial_fit`` starts its shuffling stream afresh every call."""
@@ -1554,6 +1582,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         if self._output_steps.every_step:
             check_step_targets_follow_steps(X, y)
+        else:
+            _check_one_target_per_sequence(y, self)
         return self._encode_targets(y, reset=reset, classes=classes, weight=weight)
 
     # ----------------------------------------------------------- persistence
@@ -2713,7 +2743,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             # checks cost a streaming partial_fit about 0.1 ms).
             try:
                 shape = y.shape if hasattr(y, "shape") else np.shape(y)
-            except ValueError:  # ragged: column_or_1d says so
+            except ValueError:  # ragged: _check_y has refused arrays per sequence already
                 shape = ()
             if len(shape) == 2 and shape[1] > 1:
                 raise ValueError(

@@ -598,6 +598,25 @@ def test_a_classifier_given_several_labels_per_sequence_is_pointed_to_multioutpu
         RNNClassifier(max_iter=1).fit(X, np.c_[y, 1 - y])
 
 
+@pytest.mark.parametrize("estimator", [RNNClassifier, RNNRegressor])
+def test_per_step_targets_of_different_lengths_are_refused_as_such(estimator):
+    # One (T_i,) array of targets per sequence, in a list, tuple, object array or Series,
+    # failed with numpy's "inhomogeneous shape" (or scikit-learn's "Unknown label type").
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 2)) for n in (3, 7, 5, 4, 6, 2)]
+    targets = [(x[:, 0] > 0).astype(int) for x in X]
+    column = np.empty(6, dtype=object)
+    column[:] = targets
+    for y in (targets, tuple(targets), [t.tolist() for t in targets], column, pd.Series(targets)):
+        with pytest.raises(ValueError, match=r"y holds one array per sequence \(lengths 3, 7, 5, 4, 6, 2\): "
+                                             f"{estimator.__name__} takes one target per sequence.*RNNStepClassifier"):
+            estimator(max_iter=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"lengths 1, 1, 5, 1, 1, 1\)"):  # one array among labels
+        estimator(max_iter=1).fit(X, [1, 0, targets[2], 1, 0, 1])
+
+
 def test_a_long_table_under_other_id_names_is_refused_or_hinted():
     # An id column named 'participant' or 'unit' (C-MAPSS) went through: with one target
     # per row the fit trained on 20 "sequences" of (id, time, s1, s2); with one per id

@@ -264,6 +264,27 @@ def test_frames_and_panels_with_columns_that_are_not_numbers_are_refused_by_name
     assert model().fit(numeric, [0, 1, 0, 1]).feature_names_in_.tolist() == ["bili"]
 
 
+def test_a_table_with_a_text_column_is_told_to_drop_it_by_name_or_convert_a_long_table():
+    # A label left in a table of sequences got "could not be read as numbers ... Encode
+    # categorical or text values as numbers first", which would make it one more step of
+    # every sequence; a long table with text ids under an unknown name got the same.
+    rng = np.random.default_rng(0)
+    y = np.arange(6) % 2
+    table = pd.DataFrame(rng.normal(size=(6, 4)), columns=["t0", "t1", "t2", "t3"])
+    labelled = table.assign(outcome=np.where(y, "dead", "alive"))
+    with pytest.raises(TypeError, match=r"its columns \{'outcome': '(object|str)'\} are not real numbers.*"
+                                        r"its columns the steps.*X\.drop\(columns=\['outcome'\]\)"):
+        model().fit(labelled, y)
+    fitted = model().fit(table, y)
+    with pytest.raises(TypeError, match=r"X\.drop\(columns=\['outcome'\]\)"):
+        fitted.predict(labelled.drop(columns="t3"))
+    visits = pd.DataFrame({"animal": ["A1", "A1", "A2", "A2", "A3", "A3"], "day": [0, 9, 0, 4, 0, 7],
+                           "hr": rng.normal(size=6)})
+    with pytest.raises(TypeError, match=r"\{'animal': '(object|str)'\}.*If column 'animal' names the instance.*"
+                                        r"from_long_format\(X, id_column='animal', time_column=\.\.\.\)"):
+        model().fit(visits, [0, 1, 0])
+
+
 def test_the_hint_for_a_date_column_keeps_fractions_of_a_day():
     # The hint was (column - column.min()).dt.days: readings 6 hours apart all got time 0.
     when = pd.Series(pd.date_range("2024-03-01", periods=4, freq="6h"))

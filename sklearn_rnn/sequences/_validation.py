@@ -31,6 +31,7 @@ from ._panel import (
     is_frame,
     is_panel,
     panel_to_sequences,
+    real_column,
     sequences_to_panel,
 )
 
@@ -165,7 +166,45 @@ def check_numeric_table(X: Any) -> None:
         return
     _check_not_nested(X, array)
     if array.dtype.kind not in "biufc":  # complex: scikit-learn's message
-        _as_float_array(array, where="X")
+        try:
+            _as_float_array(array, where="X")
+        except TypeError as error:
+            if is_frame(X):
+                _refuse_text_columns(X, error)
+            raise
+
+
+def _refuse_text_columns(X: Any, error: TypeError) -> None:
+    """Refuse a DataFrame read as a table whose columns are not all numbers (``error``:
+    the conversion's), naming them: a label or an id left in it is no step, and encoded
+    as numbers it would be read as one. A column whose text repeats may be a long
+    table's ids."""
+    text = {}
+    for position, (name, dtype) in enumerate(X.dtypes.items()):
+        if real_column(X, name, dtype):
+            continue
+        try:
+            np.asarray(X.iloc[:, position], dtype=np.float64)
+        except (TypeError, ValueError):
+            text[name] = position
+    if not text:
+        return
+    repeated = next((name for name, position in text.items() if X.iloc[:, position].duplicated().any()), None)
+    hint = (
+        f" If column {repeated!r} names the instance of each row (its values repeat, as the ids "
+        "of a long table's visits do), convert X with sklearn_rnn.sequences.from_long_format("
+        f"X, id_column={repeated!r}, time_column=...), or index it by (instance, time), "
+        f"X.set_index([{repeated!r}, time_column])."
+        if repeated is not None else ""
+    )
+    shown = {str(name): str(X.dtypes.iloc[position]) for name, position in text.items()}
+    raise TypeError(
+        f"X could not be read as numbers: its columns {shown} are not real numbers. A table "
+        "is read as one univariate sequence per row, its columns the steps, and a label or "
+        f"an id left in it is no step: drop such columns, X.drop(columns={list(text)!r}) "
+        "(encoded as numbers, they would be read as steps). Encode categorical or text "
+        f"values as numbers only where they are steps.{hint}"
+    ) from error
 
 
 def _check_not_nested(X: Any, array: Any = None) -> None:
@@ -745,8 +784,7 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
     if layout == "table":
         if not allow_table:
             raise ValueError(_table_not_allowed_message(X))
-        check_not_long_table(X)
-        _check_not_nested(X)
+        check_numeric_table(X)  # a long table, nested cells, text columns named
         table = _as_float_array(X, where="X")
         if table.ndim != 2:
             raise ValueError(_dimension_message(table.ndim, X))

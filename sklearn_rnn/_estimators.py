@@ -47,7 +47,9 @@ from .sequences import InputEncoder, SequenceDataset, check_float32_range
 from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature, check_times
 from .sequences._panel import check_step_targets_follow_steps, check_targets_follow_instances, long_table_hint
 from .sequences._validation import (
+    _refuse_dates,
     check_holdout,
+    dates_dtype,
     fitted_step_names,
     joined_steps,
     numpy_readable,
@@ -3298,6 +3300,15 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     def _encode_targets(
         self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None
     ) -> np.ndarray:
+        dates = dates_dtype(y)
+        if dates is not None:
+            _refuse_dates("y", dates, fix=(
+                "Convert them to numbers in a unit of your choice, e.g. days: np.asarray(y, "
+                "dtype='timedelta64[ns]') / np.timedelta64(1, 'D') for durations, "
+                "(np.asarray(y, dtype='datetime64[ns]') - origin) / np.timedelta64(1, 'D') for "
+                "dates, with origin a fixed date such as np.datetime64('2000-01-01'); "
+                "predictions then come in that unit."
+            ))
         try:
             y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y",
                             ensure_all_finite=False)

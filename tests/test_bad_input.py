@@ -617,6 +617,28 @@ def test_per_step_targets_of_different_lengths_are_refused_as_such(estimator):
         estimator(max_iter=1).fit(X, [1, 0, targets[2], 1, 0, 1])
 
 
+def test_a_regressor_refuses_date_and_duration_targets_as_x_refuses_them():
+    # They were fitted as counts of their dtype's unit: the same durations of 1 to 4 days
+    # trained as 1 to 4, or as 8.64e10 to 3.5e11 (pandas' timedelta64[us]), by the unit alone.
+    import datetime
+
+    import pandas as pd
+
+    X = [np.ones((2, 1)) * i for i in range(4)]
+    days = np.array([1, 2, 3, 4])
+    durations = pd.to_timedelta(days, unit="D")
+    for y in (durations, pd.Series(durations), pd.DataFrame({"stay": durations}), days.astype("timedelta64[D]"),
+              np.datetime64("2024-01-01") + days.astype("timedelta64[D]"),
+              pd.Series(pd.date_range("2024-01-01", periods=4, tz="UTC")),
+              [np.timedelta64(int(n), "D") for n in days], [datetime.timedelta(days=int(n)) for n in days]):
+        with pytest.raises(TypeError, match=r"y holds dates or durations \(.+\): expected numbers.*"
+                                            r"np.asarray\(y, dtype='timedelta64\[ns\]'\) / np.timedelta64\(1, 'D'\) "
+                                            r"for durations"):
+            RNNRegressor(max_iter=1).fit(X, y)
+    in_days = RNNRegressor(max_iter=1).fit(X, np.asarray(durations, dtype="timedelta64[ns]") / np.timedelta64(1, "D"))
+    assert in_days._y_mean.tolist() == [2.5]
+
+
 def test_a_long_table_under_other_id_names_is_refused_or_hinted():
     # An id column named 'participant' or 'unit' (C-MAPSS) went through: with one target
     # per row the fit trained on 20 "sequences" of (id, time, s1, s2); with one per id

@@ -9,6 +9,7 @@ are padding there too).
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import math
 import operator
@@ -1001,15 +1002,53 @@ def _unmasked(value: Any) -> Any:
         return value.data
 
 
-def _refuse_dates(where: str, dtype: Any) -> None:
+def _refuse_dates(where: str, dtype: Any, fix: str | None = None) -> None:
+    """Refuse dates or durations in ``where`` (of ``dtype``), with ``fix`` (by default
+    the way to convert the values of sequences)."""
+    if fix is None:
+        fix = ("Convert them, e.g. to days since the first: (x - x.min()) / np.timedelta64(1, "
+               "'D'), or build the sequences with sklearn_rnn.sequences.from_long_format, which "
+               "turns dates into days.")
     raise TypeError(
         f"{where} holds dates or durations ({dtype}): expected numbers (read "
         "as they are, they would count the array's own unit: days since 1970 for "
-        "datetime64[D], nanoseconds for timedelta64[ns]). Convert them, e.g. to days "
-        "since the first: (x - x.min()) / np.timedelta64(1, 'D'), or build the "
-        "sequences with sklearn_rnn.sequences.from_long_format, which turns dates "
-        "into days."
+        f"datetime64[D], nanoseconds for timedelta64[ns]). {fix}"
     )
+
+
+def dates_dtype(values: Any) -> Any:
+    """The dtype of the dates or durations that ``values`` (an array-like, a Series or a
+    DataFrame) holds, or None when it holds none. NumPy's and pandas' ``datetime64`` and
+    ``timedelta64``, and dates or durations as objects (``np.datetime64``, ``datetime``,
+    ``timedelta``, pandas' ``Timestamp`` and ``Timedelta``), which a cast to float would
+    turn into counts of their unit or refuse with a bare message.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._validation import dates_dtype
+    >>> dates_dtype(np.arange(3).astype("timedelta64[D]")), dates_dtype([1.0, 2.0])
+    (dtype('<m8[D]'), None)
+    """
+    if is_frame(values):
+        return next((dtype for dtype in values.dtypes if getattr(dtype, "kind", None) in ("M", "m")), None)
+    dtype = getattr(values, "dtype", None)
+    if dtype is None:  # a list or tuple: the type numpy reads its values as
+        try:
+            dtype = np.asarray(values).dtype
+        except (TypeError, ValueError):
+            return None
+    if getattr(dtype, "kind", None) in ("M", "m"):
+        return dtype
+    if dtype != object:
+        return None
+    try:
+        cells = np.asarray(values, dtype=object).ravel()
+    except (TypeError, ValueError):
+        return None
+    if any(isinstance(cell, (np.datetime64, np.timedelta64, datetime.date, datetime.timedelta)) for cell in cells):
+        return "dates or durations in an object array"
+    return None
 
 
 def _as_float_array(value: Any, *, where: str) -> np.ndarray:

@@ -70,6 +70,9 @@ FIT_CASES = [
     ("X dict", fit_classifier({"a": X_OK[0]}), TypeError, ["got dict", "list(X.values())"]),
     ("X generator", lambda: RNNClassifier(**TINY).fit(generator_of_sequences(), Y_CLASS), TypeError,
      ["got generator", "e.g. list(X)"]),
+    # A dict's view (d.values()) was let through as a table, and told to encode text as numbers.
+    ("X dict values", fit_classifier(dict(enumerate(X_OK)).values()), TypeError,
+     ["expected X to hold sequences", "got dict_values", "e.g. list(X)"]),
     ("X number", fit_classifier(3.0), TypeError, ["expected X to hold sequences", "got float 3.0"]),
     # --- X: shapes
     ("series as (channels, timepoints), aeon's layout",
@@ -243,6 +246,8 @@ def test_table_fitted_model_checks_columns(table_regressor):
 def test_prediction_input_is_validated_like_fit_input(fitted_classifier):
     with pytest.raises(TypeError, match="expected X to hold sequences"):
         fitted_classifier.predict(None)
+    with pytest.raises(TypeError, match=r"got dict_values .*e\.g\. list\(X\)"):
+        fitted_classifier.predict({"p1": X_OK[0], "p2": X_OK[1]}.values())
     with pytest.raises(ValueError, match="sequence 1 of X has no valid step"):
         fitted_classifier.predict([np.zeros((2, 2)), np.full((2, 2), np.nan)])
     with pytest.raises(ValueError, match="sequence 0 of X holds an infinite value"):

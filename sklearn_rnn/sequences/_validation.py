@@ -15,7 +15,7 @@ import math
 import operator
 import warnings
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MappingView, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -67,7 +67,7 @@ def input_layout(X: Any) -> Layout:
     ------
     TypeError
         ``X`` is no container of sequences at all: None, a number, a string, a
-        mapping, a set or an iterator.
+        mapping or a view of one (``d.values()``), a set or an iterator.
 
     Examples
     --------
@@ -114,7 +114,7 @@ def _check_equal_rows(X: list[Any] | tuple[Any, ...]) -> None:
 
 def _check_container(X: Any) -> None:
     not_array_like = not (hasattr(X, "__array__") or hasattr(X, "__len__"))
-    if isinstance(X, (str, bytes, dict, set, frozenset, np.generic)) or not_array_like:
+    if isinstance(X, (str, bytes, dict, set, frozenset, MappingView, np.generic)) or not_array_like:
         # The values' own ndim: np.ndim would build an array of a ragged list to count it.
         if isinstance(X, dict) and any(getattr(value, "ndim", None) == 3 for value in X.values()):
             # A dict of a model's inputs, as skorch passes them to forward.

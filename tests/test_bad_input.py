@@ -238,6 +238,20 @@ def test_prediction_with_another_feature_count(fitted_classifier):
 def test_table_fitted_model_checks_columns(table_regressor):
     with pytest.raises(ValueError, match="X has 5 features, but RNNRegressor is expecting 6"):
         table_regressor.predict(np.zeros((3, 5)))
+    # scikit-learn's message alone gave no way to series of another length.
+    rows = np.random.default_rng(0).normal(size=(3, 8))
+    with pytest.raises(ValueError, match=r"expecting 6 features as input\. A table's columns are the steps.*"
+                                         r"\[np\.reshape\(row, \(-1, 1\)\) for row in np\.asarray\(X\)\]\.") as longer:
+        table_regressor.predict(rows)
+    assert "pad" not in str(longer.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # fitted with names, given none
+        assert table_regressor.predict([np.reshape(row, (-1, 1)) for row in np.asarray(rows)]).shape == (3,)
+        with pytest.raises(ValueError, match=r"or pad shorter rows with NaN to 6 columns"):
+            table_regressor.predict(rows[:, :4])
+        padded = np.c_[rows[:, :4], np.full((3, 2), np.nan)]
+        np.testing.assert_array_equal(table_regressor.predict(padded),
+                                      table_regressor.predict([row[:4, None] for row in rows]))
     renamed = pd.DataFrame(np.zeros((3, 6)), columns=list("uvwxyz"))
     with pytest.raises(ValueError, match="feature names"):
         table_regressor.predict(renamed)

@@ -466,9 +466,15 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
         elif isinstance(X, (list, tuple)) or (isinstance(X, np.ndarray) and X.dtype == object):
             read = _pandas_missing_as_nan(X)  # rows, or an object array, holding pd.NA
             X = X if read is None else read
-        X = validate_data(
-            estimator, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=1,
-        )
+        try:
+            X = validate_data(
+                estimator, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=1,
+            )
+        except ValueError as error:
+            hint = "" if reset else _table_width_hint(X, estimator.n_features_in_)
+            if not hint:
+                raise
+            raise ValueError(f"{error}{hint}") from error
     sequences = check_sequences(X)
     n_step_features = sequences[0].shape[1]
     if reset:
@@ -505,6 +511,22 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
         _warn_of_unobserved_features(estimator, sequences)
         _warn_of_one_step_sequences(estimator, sequences, X)
     return sequences
+
+
+def _table_width_hint(X: Any, expected: int) -> str:
+    """The ways to series of another length for a table ``X`` whose width is not the
+    ``expected`` one of the table a model was fitted on (empty when it is)."""
+    try:
+        shape = np.shape(X)
+    except ValueError:  # rows of different lengths
+        return ""
+    if len(shape) != 2 or shape[1] == expected:
+        return ""
+    pad = (f", or pad shorter rows with NaN to {expected} columns (trailing NaNs are padding)"
+           if shape[1] < expected else "")
+    return (f" A table's columns are the steps of its univariate sequences, {expected} as in "
+            "fit: pass sequences of another length as a list of (T_i, 1) arrays, e.g. "
+            f"[np.reshape(row, (-1, 1)) for row in np.asarray(X)]{pad}.")
 
 
 def _warn_of_one_step_sequences(estimator: Any, sequences: list[np.ndarray], X: Any) -> None:

@@ -572,7 +572,31 @@ def _as_given(model: Any, sequence: Any) -> Any:
             )
     if is_panel(sequence):  # one instance's rows: read as predict reads them, in time order
         return sequence
+    _check_not_flat(model, sequence)
     return [sequence]
+
+
+def _check_not_flat(model: Any, sequence: Any) -> None:
+    """Refuse a 1D array for a model of several features per step, fitted on sequences:
+    wrapped as ``[sequence]`` it would be a one-row table, refused in a table's terms.
+    (For one feature per step it is the sequence's one column, read as such.)"""
+    features = getattr(model, "_n_step_features", None) or model.n_features_in_
+    ndim = getattr(sequence, "ndim", None)
+    if ndim is None:
+        try:
+            ndim = np.ndim(sequence)
+        except ValueError:  # ragged rows: refused as a sequence would be
+            return
+    if ndim != 1 or features == 1:
+        return
+    count = len(sequence)
+    step = (f"; if they are one step's features, np.reshape(x, (1, -1))"
+            if count == features else "")
+    raise ValueError(
+        f"integrated_gradients explains one sequence, a (T, {features}) array or frame for "
+        f"this {type(model).__name__}; got a one-dimensional {type(sequence).__name__} of "
+        f"{count} values. Pass the sequence with its {features} features at each step{step}."
+    )
 
 
 def _attributed_output(

@@ -220,6 +220,28 @@ def test_a_panel_or_a_column_of_several_sequences_is_refused_and_one_instance_ex
     np.testing.assert_array_equal(one.attributions, as_frame.attributions)
 
 
+def test_a_one_dimensional_array_is_refused_as_one_sequence_of_several_features():
+    # It was wrapped as a one-row table and refused with "X has 1 features per step ...
+    # A 2D table is read as univariate sequences, one column a step".
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 3)) for n in (3, 7, 5, 4, 6, 2)]
+    y = np.array([0, 1, 0, 1, 0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=3, max_iter=2, random_state=0).fit(X, y)
+        univariate = RNNClassifier(hidden_size=3, max_iter=2, random_state=0).fit([x[:, :1] for x in X], y)
+    with pytest.raises(ValueError, match=r"explains one sequence, a \(T, 3\) array or frame for this "
+                                         r"RNNClassifier; got a one-dimensional ndarray of 7 values") as error:
+        integrated_gradients(model, X[1][:, 0])
+    assert "table" not in str(error.value)
+    with pytest.raises(ValueError, match=r"if they are one step's features, np\.reshape\(x, \(1, -1\)\)"):
+        integrated_gradients(model, X[1][0])
+    assert integrated_gradients(model, np.reshape(X[1][0], (1, -1))).attributions.shape == (1, 3)
+    # A model of one feature per step reads a 1D array as its sequence, as before.
+    np.testing.assert_array_equal(integrated_gradients(univariate, X[1][:, 0]).attributions,
+                                  integrated_gradients(univariate, X[1][:, :1]).attributions)
+
+
 def test_a_model_fitted_on_a_table_explains_a_row_given_as_a_series_an_array_or_a_one_row_table():
     import pandas as pd
 

@@ -227,9 +227,13 @@ def from_long_format(
 
     Rows are grouped by ``id_column``; each group becomes one sequence whose
     rows are sorted by ``time_column`` (stable: rows with the same time keep
-    their table order). Each sequence holds the time column FIRST (index 0,
-    pass ``time_feature=0`` to the estimators) followed by the feature
-    columns, as float64. Missing values stay NaN.
+    their table order). Each sequence holds the time column FIRST (index 0)
+    followed by the feature columns, as float64. Missing values stay NaN.
+
+    The estimators read that column as the times only when told so: pass
+    ``time_feature=0`` to them (or the time column's name with ``as_frame=True``),
+    e.g. ``RNNClassifier(time_feature=0)``. Without it nothing warns: the times are
+    read as an ordinary feature, in their raw units, and the steps as evenly spaced.
 
     Parameters
     ----------

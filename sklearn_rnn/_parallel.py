@@ -218,7 +218,8 @@ def fit_threads(hidden_size: int, batch_size: int) -> int | None:
     chosen = _chosen.get()
     if chosen is not None:
         return chosen or None
-    return 1 if batch_size * hidden_size**2 < SMALL_WORK else None
+    # In Python ints: NumPy int32 sizes wrapped to a negative product, "small".
+    return 1 if int(batch_size) * int(hidden_size) ** 2 < SMALL_WORK else None
 
 
 @contextlib.contextmanager

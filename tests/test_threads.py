@@ -93,6 +93,18 @@ def test_large_networks_keep_torchs_setting():
         assert fit_threads(hidden_size=50, batch_size=32) == 3
 
 
+def test_numpy_int32_sizes_do_not_overflow_the_small_work_test():
+    # batch_size * hidden_size**2 was computed in the sizes' own dtype: in int32 (a grid of
+    # np.arange(..., dtype=np.int32), NumPy 1.x on Windows) the product wrapped to a
+    # negative number, "small", so a large network ran on one thread, with NumPy's
+    # overflow RuntimeWarning (an error under -W error).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fit_threads(hidden_size=np.int32(4096), batch_size=np.int32(256)) is None
+        assert fit_threads(hidden_size=np.int64(2**20), batch_size=np.int64(2**30)) is None
+        assert fit_threads(hidden_size=np.int32(50), batch_size=np.int32(32)) == 1
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
 def test_bad_thread_counts_are_refused(bad):
     with pytest.raises(ValueError, match="positive integer or None"):

@@ -49,6 +49,7 @@ from typing import Any, TypeVar
 import torch
 
 __all__ = [
+    "MAX_THREADS",
     "SMALL_WORK",
     "fit_threads",
     "fitting_threads",
@@ -63,6 +64,9 @@ __all__ = [
 #: 256, 2**26). The bound is exclusive (the docs: up to 511 units at batch 256), so that
 #: last measured size and larger networks keep torch's own setting.
 SMALL_WORK = 2**26
+
+#: The most intra-op threads :func:`torch.set_num_threads` takes (a C ``int``).
+MAX_THREADS = 2**31 - 1
 
 # The importing thread reads its count now. A thread's first reading takes the count
 # last set anywhere in the process, so a main thread that set its count (say 2) without
@@ -164,7 +168,8 @@ def torch_threads(n_threads: int | None) -> Iterator[None]:
     Parameters
     ----------
     n_threads : int or None
-        Intra-op threads (at least 1), or None for torch's current setting.
+        Intra-op threads (from 1 to ``2**31 - 1``, the most
+        :func:`torch.set_num_threads` takes), or None for torch's current setting.
 
     Yields
     ------
@@ -184,6 +189,12 @@ def torch_threads(n_threads: int | None) -> Iterator[None]:
         raise ValueError(
             f"n_threads must be a positive integer or None (torch's own setting); got "
             f"{n_threads!r}."
+        )
+    if n_threads is not None and n_threads > MAX_THREADS:
+        raise ValueError(
+            f"n_threads must be at most {MAX_THREADS} (a C int), the most "
+            f"torch.set_num_threads takes; got {n_threads!r}. Pass the threads to use, e.g. "
+            "joblib.cpu_count(), or None for torch's own setting."
         )
     token = _chosen.set(int(n_threads) if n_threads is not None else 0)  # numpy ints too
     try:

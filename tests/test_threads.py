@@ -112,6 +112,16 @@ def test_bad_thread_counts_are_refused(bad):
             pass
 
 
+@pytest.mark.parametrize("too_many", [2**31, np.int64(2**40), 2**63])
+def test_thread_counts_torch_cannot_take_are_refused_on_entering(too_many):
+    # Accepted, they failed at the first fit with torch's "Overflow when unpacking long".
+    with pytest.raises(ValueError, match=r"at most 2147483647 .*torch.set_num_threads.* got "):
+        with torch_threads(too_many):
+            pass
+    with torch_threads(2**31 - 1):  # torch's bound itself is taken
+        assert fit_threads(hidden_size=50, batch_size=32) == 2**31 - 1
+
+
 def test_stacked_training_follows_the_thread_rule_of_fit(two_threads, monkeypatch):
     # RNNGridSearchCV and StackedStream trained on torch's own setting, ignoring the
     # one-thread default and torch_threads(n).

@@ -17,6 +17,8 @@ The share is:
   'multiprocessing' backend sets no variable, and its workers keep torch's own count;
 - in a Dask worker without that variable: ``cpu_count // nthreads`` of the worker, which
   also caps the variable (a worker in the caller's process reads the user's own);
+  ``cpu_count`` is :func:`joblib.cpu_count`, the CPUs the process may use (its CPU
+  affinity and container quotas), as Dask sizes ``nthreads``;
 - in a task *thread* sharing its process with other tasks (joblib's 'threading'
   backend): 1.
 
@@ -98,7 +100,9 @@ def worker_thread_budget() -> int | None:
     environment = _environment_threads()
     worker = _dask_worker()
     if worker is not None:
-        share = max(1, (os.cpu_count() or 1) // max(1, int(worker.state.nthreads)))
+        from joblib import cpu_count  # the CPUs this process may use (affinity, quotas)
+
+        share = max(1, cpu_count() // max(1, int(worker.state.nthreads)))
         # The variable as Dask's nanny sets it for a worker process, within the share: a
         # worker in the caller's process (Client(processes=False)) reads the user's own,
         # often every core, which each of its threads would take.

@@ -72,8 +72,8 @@ def test_budget_in_pools(monkeypatch):
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(_parallel, "_dask_worker", lambda: FakeWorker())
-    assert worker_thread_budget() == max(1, (os.cpu_count() or 1) // 4)
-    share = max(1, (os.cpu_count() or 1) // 4)
+    assert worker_thread_budget() == max(1, joblib.cpu_count() // 4)
+    share = max(1, joblib.cpu_count() // 4)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what Dask's nanny sets for a worker process
     assert worker_thread_budget() == 1
     # A worker in the caller's process reads the user's own variable, often every core:
@@ -81,12 +81,27 @@ def test_budget_in_pools(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", str(4 * share))
     assert worker_thread_budget() == share
     monkeypatch.setenv("OMP_NUM_THREADS", "lots")  # unreadable: ignored
-    assert worker_thread_budget() == max(1, (os.cpu_count() or 1) // 4)
+    assert worker_thread_budget() == max(1, joblib.cpu_count() // 4)
     monkeypatch.setattr(_parallel, "_dask_worker", lambda: None)
     # A joblib task running in a thread of this process gets one thread.
     with joblib.parallel_config(backend="threading"):
         budgets = joblib.Parallel(n_jobs=2)(joblib.delayed(worker_thread_budget)() for _ in range(2))
     assert budgets == [1, 1]
+
+
+def test_a_dask_worker_s_share_counts_the_cpus_this_process_may_use(monkeypatch):
+    # os.cpu_count() counts the host's cores, ignoring CPU affinity and cgroup quotas: in a
+    # container limited to 4 CPUs of a 64-core host, a worker of 4 threads gave each task
+    # 16 threads. joblib.cpu_count(), as Dask's own CPU_COUNT, counts what may be used.
+    class FakeWorker:
+        class state:
+            nthreads = 1
+
+    usable = joblib.cpu_count()
+    monkeypatch.setattr(os, "cpu_count", lambda: 4096 * usable)  # the host, far beyond them
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(_parallel, "_dask_worker", lambda: FakeWorker())
+    assert worker_thread_budget() == joblib.cpu_count() == usable
 
 
 def test_threading_backend_fits_use_one_thread_each():

@@ -49,6 +49,7 @@ from numbers import Integral
 from typing import Any, TypeVar
 
 import torch
+from sklearn import config_context, get_config
 
 __all__ = [
     "MAX_THREADS",
@@ -80,6 +81,7 @@ _chosen: contextvars.ContextVar[int | None] = contextvars.ContextVar(
 )
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+_Result = TypeVar("_Result")
 
 
 def worker_thread_budget() -> int | None:
@@ -335,3 +337,41 @@ def with_fit_threads(method: _Method) -> _Method:
             return method(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def with_callers_context(function: Callable[..., _Result]) -> Callable[..., _Result]:
+    """``function``, to run as a task of a pool under this thread's scikit-learn config.
+
+    The config is kept per thread, so a task in a pool's thread or worker process would
+    otherwise run on the defaults. The warning filters are left alone:
+    :func:`sklearn.utils.parallel.delayed` enters ``warnings.catch_warnings`` in every
+    task, which swaps process-wide state that tasks in threads undo for one another.
+
+    Parameters
+    ----------
+    function : callable
+        A function of the module's top level (a worker process imports it).
+
+    Returns
+    -------
+    callable
+        ``function``, called with the same arguments under the config of the thread
+        that called this; it pickles as ``function`` does.
+
+    Examples
+    --------
+    >>> import sklearn
+    >>> from sklearn_rnn._parallel import with_callers_context
+    >>> with sklearn.config_context(assume_finite=True):
+    ...     task = with_callers_context(sklearn.get_config)
+    >>> task()["assume_finite"], sklearn.get_config()["assume_finite"]
+    (True, False)
+    """
+    return functools.partial(_in_context, get_config(), function)
+
+
+def _in_context(
+    config: dict[str, Any], function: Callable[..., _Result], *args: Any, **kwargs: Any
+) -> _Result:
+    with config_context(**config):
+        return function(*args, **kwargs)

@@ -83,7 +83,7 @@ from torch.func import functional_call, vmap
 from ._callbacks import (Divergence, TrainingGuard, TrainingOutcome, _copied, non_finite_validation,
                          score_weights)
 from ._gathered import gathered_warnings, warn
-from ._parallel import fitting_threads
+from ._parallel import fitting_threads, with_callers_context
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
 from .optim import ClippedSGD, SimplexSGD, clipped_step_size
@@ -296,7 +296,8 @@ def train_stacked(
     if jobs == 1:
         outcomes = [_train_chunk(chunk, caller) for chunk in chunks]
     else:
-        outcomes = Parallel(n_jobs=jobs)(delayed(_train_chunk)(chunk, caller) for chunk in chunks)
+        task = delayed(with_callers_context(_train_chunk))  # here: joblib also dispatches from its threads
+        outcomes = Parallel(n_jobs=jobs)(task(chunk, caller) for chunk in chunks)
     others: list[tuple[type[Warning], str]] = []
     for chunk, (estimators, seconds, facts, recorded) in zip(chunks, outcomes):
         others.extend(recorded)

@@ -134,6 +134,51 @@ def test_sequences_and_parallel_folds_give_the_same_result():
     assert serial.fit_seconds > 0
 
 
+class ProbeWarning(UserWarning):
+    pass
+
+
+class ConfigProbe(ClassifierMixin, BaseEstimator):
+    """A 'classifier' whose probability of class 1 is 1.0 where scikit-learn's
+    assume_finite was on in its fit, and that warns there with ``warn=True``."""
+
+    def __init__(self, warn=False):
+        self.warn = warn
+
+    def fit(self, X, y):
+        import sklearn
+
+        if self.warn:
+            warnings.warn("a fold's warning", ProbeWarning)
+        self.classes_ = np.unique(y)
+        self.flag_ = float(sklearn.get_config()["assume_finite"])
+        return self
+
+    def predict_proba(self, X):
+        return np.column_stack([np.full(len(X), 1 - self.flag_), np.full(len(X), self.flag_)])
+
+
+@pytest.mark.parametrize("backend", ["threading", "loky"])
+def test_parallel_folds_keep_the_callers_scikit_learn_config_and_warning_filters(backend):
+    # Plain joblib carried neither into its tasks, unlike scikit-learn's own
+    # cross-validation: the config is thread-local (lost in threads too), and loky's
+    # workers start with default warning filters, so n_jobs=2 behaved unlike n_jobs=1.
+    import joblib
+    import sklearn
+
+    X, y = SCORES[:, None], LABELS
+    with joblib.parallel_config(backend=backend), sklearn.config_context(assume_finite=True):
+        for n_jobs in (1, 2):
+            result = pooled_cross_validate(ConfigProbe(), X, y, n_splits=2, random_state=0,
+                                           n_jobs=n_jobs)
+            assert set(result.y_score.ravel()) == {1.0}, n_jobs
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", ProbeWarning)
+                with pytest.raises(ProbeWarning, match="a fold's warning"):
+                    pooled_cross_validate(ConfigProbe(warn=True), X, y, n_splits=2, random_state=0,
+                                          n_jobs=n_jobs)
+
+
 def test_plots_return_axes():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 2))

@@ -124,6 +124,31 @@ def test_process_workers_share_the_cpu():
     assert float(os.getpid()) not in per_fit(result, "pid")
 
 
+def test_a_stacked_search_s_jobs_keep_the_callers_scikit_learn_config(monkeypatch):
+    # train_stacked ran its chunks with plain joblib, which does not carry scikit-learn's
+    # thread-local config into its tasks (threads included), as scikit-learn's searches do.
+    import sklearn
+
+    from sklearn_rnn import RNNGridSearchCV, _stacked
+
+    seen = []
+    train_chunk = _stacked._train_chunk
+
+    def recording(*args):
+        seen.append(sklearn.get_config()["assume_finite"])
+        return train_chunk(*args)
+
+    monkeypatch.setattr(_stacked, "_train_chunk", recording)
+    X, y = task()
+    search = RNNGridSearchCV(RNNClassifier(hidden_size=4, max_iter=1, random_state=0),
+                             {"spectral_radius": [0.8, 1.2]}, cv=2, n_jobs=2, refit=False)
+    with warnings.catch_warnings(), joblib.parallel_config(backend="threading"):
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with sklearn.config_context(assume_finite=True):
+            search.fit(X, y)
+    assert len(seen) == 2 and set(seen) == {True}
+
+
 # ------------------------------------------------------------------ files
 def test_estimators_write_no_files(tmp_path, monkeypatch):
     work, temporary = tmp_path / "work", tmp_path / "tmp"

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from joblib import Parallel, delayed
 from numpy.typing import NDArray
 from sklearn.base import clone
 from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.model_selection import RepeatedStratifiedKFold
 from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils.parallel import Parallel, delayed  # the caller's config and warning filters
 
 from .._parallel import _task_share
 from ..sequences._panel import by_instance

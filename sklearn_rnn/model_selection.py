@@ -168,7 +168,9 @@ class RNNGridSearchCV(BaseSearchCV):
         "error_score": [StrOptions({"raise"}), Real],
         "return_train_score": ["boolean"],
         "max_stacked": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [Integral, None],
+        # joblib's -1 (every core), -2 ..., or a count; 0 has no meaning.
+        "n_jobs": [Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left"),
+                   None],
         "verbose": ["verbose"],
     }
 

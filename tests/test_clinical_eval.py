@@ -107,6 +107,14 @@ def test_errors_say_what_to_fix():
     with pytest.raises(ValueError, match="pos_label=5 is not a class"):
         pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], LABELS, n_splits=2,
                               pos_label=5)
+    # 0 got joblib's bare "n_jobs == 0 in Parallel has no meaning"; 1.5 ran unchecked.
+    ScoreIsColumnZero.fits = 0
+    for n_jobs in (0, 1.5, True, "2"):
+        with pytest.raises(ValueError, match=r"^n_jobs must be None or a nonzero int \(-1: all "
+                                             rf"cores\); got {n_jobs!r}\.$"):
+            pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], LABELS, n_splits=2,
+                                  n_jobs=n_jobs)
+    assert ScoreIsColumnZero.fits == 0  # refused before any fold was fitted
 
 
 @pytest.mark.parametrize("wrap", [lambda m: m, lambda m: make_pipeline(FunctionTransformer(), m),

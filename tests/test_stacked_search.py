@@ -294,6 +294,25 @@ def test_two_jobs_train_the_same_networks():
     np.testing.assert_allclose(one.cv_results_["mean_test_score"], two.cv_results_["mean_test_score"])
 
 
+@pytest.mark.parametrize("n_jobs", [0, 1.5])
+def test_n_jobs_without_meaning_is_refused_before_any_network_is_built(n_jobs, monkeypatch):
+    # 0 passed the check and was refused by joblib ("n_jobs == 0 in Parallel has no
+    # meaning"), naming no parameter, after every network had been built.
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    import sklearn_rnn.model_selection as model_selection
+
+    def prepare(*args, **kwargs):
+        raise AssertionError("the networks were built before n_jobs was checked")
+
+    monkeypatch.setattr(model_selection.RNNGridSearchCV, "_prepare", prepare)
+    X, y = visits(20)
+    search = RNNGridSearchCV(explicit(max_iter=1), {"spectral_radius": [0.9, 1.2]}, cv=2, n_jobs=n_jobs)
+    with pytest.raises(InvalidParameterError, match=rf"'n_jobs' parameter of RNNGridSearchCV must be .*"
+                                                    rf"\[1, inf\) or None. Got {n_jobs!r} instead"):
+        search.fit(X, y)
+
+
 def test_search_without_refit_has_no_predict():
     X, y = visits(30)
     search = RNNGridSearchCV(explicit(max_iter=2), {"spectral_radius": [1.0]}, cv=2, refit=False).fit(X, y)

@@ -336,7 +336,7 @@ def pooled_cross_validate(
     ------
     ValueError
         ``y`` without exactly two classes, a class with fewer than ``n_splits``
-        samples, or a threshold outside [0, 1].
+        samples, a threshold outside [0, 1], or ``n_jobs`` 0 or not an int.
     TypeError
         An estimator that predicts at every step (:class:`~sklearn_rnn.RNNStepClassifier`).
 
@@ -360,6 +360,7 @@ def pooled_cross_validate(
     _check_one_output_per_sequence(estimator)
     labels, pos_label = _binary_labels(y, pos_label)
     _check_params(labels, n_splits, n_repeats, threshold)
+    _check_n_jobs(n_jobs)
     X = by_instance(X, y)  # a panel has a row per step
     n_samples = len(labels)
     if _num_samples(X) != n_samples:
@@ -467,6 +468,14 @@ def _check_params(labels: NDArray[np.int64], n_splits: Any, n_repeats: Any, thre
         )
     if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
         raise ValueError(f"threshold must be a probability in [0, 1]; got {threshold!r}.")
+
+
+def _check_n_jobs(n_jobs: Any, name: str = "n_jobs") -> None:
+    """Refuse an ``n_jobs`` joblib gives no meaning (0) or does not take, by ``name``."""
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0
+    ):
+        raise ValueError(f"{name} must be None or a nonzero int (-1: all cores); got {n_jobs!r}.")
 
 
 def _num_samples(X: Any) -> int:

@@ -34,7 +34,7 @@ from ..datasets import load_pbcseq
 from ..model_selection import RNNGridSearchCV
 from ..sequences import SequenceStandardScaler
 from ._cohort import Cohort, build_cohort
-from ._evaluation import PooledCVResult, auc_intervals, pooled_cross_validate
+from ._evaluation import PooledCVResult, _check_n_jobs, auc_intervals, pooled_cross_validate
 from ._features import VisitFeatures
 
 __all__ = ["PBCStudy", "StudyResult", "load_pbc_cohort", "study_models"]
@@ -441,12 +441,7 @@ class PBCStudy:
         threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
             raise ValueError(f"PBCStudy.threshold must be a probability in [0, 1]; got {threshold!r}.")
-        if self.n_jobs is not None and (
-            isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, Integral) or self.n_jobs == 0
-        ):
-            raise ValueError(
-                f"PBCStudy.n_jobs must be None or a nonzero int (-1: all cores); got {self.n_jobs!r}."
-            )
+        _check_n_jobs(self.n_jobs, "PBCStudy.n_jobs")
         cohorts = []
         settings = [("main_setting", self.main_setting)]
         settings += [(f"grid[{i}]", setting) for i, setting in enumerate(self.grid)]

@@ -167,9 +167,23 @@ def torch_threads(n_threads: int | None) -> Iterator[None]:
     (see :data:`SMALL_WORK`), a larger one on torch's own setting
     (:func:`torch.get_num_threads`); either way the caller's setting is restored
     afterwards. Inside this context every fit, ``partial_fit`` and prediction of this
-    thread uses ``n_threads`` instead, or torch's own setting with ``None``. Inside a
-    task of a joblib or Dask pool the task's share of the CPU still caps the count, so
-    a grid search with ``n_jobs`` keeps one thread per worker on a full machine.
+    thread uses ``n_threads`` instead, or torch's own setting with ``None``, and so do
+    those of the package's own pools started in it: the stacks of
+    :class:`~sklearn_rnn.RNNGridSearchCV` and the folds of
+    :func:`~sklearn_rnn.clinical.pooled_cross_validate` (so
+    :class:`~sklearn_rnn.clinical.PBCStudy`) with ``n_jobs``. Inside a task of a joblib
+    or Dask pool the task's share of the CPU still caps the count, so a grid search with
+    ``n_jobs`` keeps one thread per worker on a full machine.
+
+    Pools the package does not run start their tasks without the choice, which a
+    worker process or a pool's thread does not inherit: scikit-learn's
+    ``GridSearchCV`` or ``cross_val_score`` with ``n_jobs`` above 1, a
+    ``joblib.Parallel`` of your own. Their fits take the default count, within the
+    task's share. To choose it there, enter ``torch_threads`` inside the task (in the
+    function the pool runs); or fit the search with ``n_jobs=1`` inside this context;
+    or give joblib's worker processes more threads with
+    ``joblib.parallel_config(inner_max_num_threads=n)``, which a larger network takes
+    (a small one still runs on one).
 
     Parameters
     ----------
@@ -340,12 +354,15 @@ def with_fit_threads(method: _Method) -> _Method:
 
 
 def with_callers_context(function: Callable[..., _Result]) -> Callable[..., _Result]:
-    """``function``, to run as a task of a pool under this thread's scikit-learn config.
+    """``function``, to run as a task of a pool under this thread's scikit-learn config
+    and :func:`torch_threads` choice.
 
-    The config is kept per thread, so a task in a pool's thread or worker process would
-    otherwise run on the defaults. The warning filters are left alone:
-    :func:`sklearn.utils.parallel.delayed` enters ``warnings.catch_warnings`` in every
-    task, which swaps process-wide state that tasks in threads undo for one another.
+    Both are kept per thread (the config thread-local, the choice in a context
+    variable), so a task in a pool's thread or worker process would otherwise run on
+    the defaults. The warning filters are left
+    alone: :func:`sklearn.utils.parallel.delayed` enters ``warnings.catch_warnings`` in
+    every task, which swaps process-wide state that tasks in threads undo for one
+    another.
 
     Parameters
     ----------
@@ -355,8 +372,8 @@ def with_callers_context(function: Callable[..., _Result]) -> Callable[..., _Res
     Returns
     -------
     callable
-        ``function``, called with the same arguments under the config of the thread
-        that called this; it pickles as ``function`` does.
+        ``function``, called with the same arguments under the config and the thread
+        count chosen in the thread that called this; it pickles as ``function`` does.
 
     Examples
     --------
@@ -367,11 +384,19 @@ def with_callers_context(function: Callable[..., _Result]) -> Callable[..., _Res
     >>> task()["assume_finite"], sklearn.get_config()["assume_finite"]
     (True, False)
     """
-    return functools.partial(_in_context, get_config(), function)
+    return functools.partial(_in_context, get_config(), _chosen.get(), function)
 
 
 def _in_context(
-    config: dict[str, Any], function: Callable[..., _Result], *args: Any, **kwargs: Any
+    config: dict[str, Any],
+    chosen: int | None,
+    function: Callable[..., _Result],
+    *args: Any,
+    **kwargs: Any,
 ) -> _Result:
-    with config_context(**config):
-        return function(*args, **kwargs)
+    token = _chosen.set(chosen)
+    try:
+        with config_context(**config):
+            return function(*args, **kwargs)
+    finally:
+        _chosen.reset(token)

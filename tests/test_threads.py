@@ -236,12 +236,12 @@ def fresh_thread():
 """
 
 
-def _run_fresh(code):
+def _run_fresh(code, **variables):
     import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES} | variables
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                           check=True).stdout.split()
 
@@ -266,6 +266,33 @@ print(before, torch.get_num_threads(), fresh_thread())
     if before == "1":
         pytest.skip("torch runs one thread here: a lowered count cannot be told from it")
     assert main == fresh == before
+
+
+def test_the_package_s_own_pools_carry_torch_threads_into_their_worker_processes():
+    # The choice is a context variable, which loky's workers did not inherit: with
+    # torch_threads(2) and a share of 2 per worker, every fit there ran on 1 thread.
+    script = _DATA + """
+import os
+from sklearn_rnn import RNNClassifier, RNNGridSearchCV, torch_threads
+from sklearn_rnn.clinical import pooled_cross_validate
+CALLER = os.getpid()
+class Probe(RNNClassifier):
+    def _record_history(self, *args, **kwargs):  # inside the fit's (or the stack's) thread rule
+        self.threads_ = torch.get_num_threads() + 10 * (os.getpid() != CALLER)
+        return super()._record_history(*args, **kwargs)
+    def predict_proba(self, X):
+        return np.tile([0.0, self.threads_ / 100], (len(X), 1))
+def threads(estimator, X, y):
+    return float(estimator.threads_)
+probe = Probe(hidden_size=4, max_iter=1, random_state=0)
+with torch_threads(2):
+    folds = pooled_cross_validate(probe, X, yc, n_splits=2, random_state=0, n_jobs=2).y_score
+    search = RNNGridSearchCV(probe, {"spectral_radius": [0.8, 1.2]}, cv=2, n_jobs=2, scoring=threads,
+                             refit=False).fit(X, yc)
+print(*sorted({round(100 * score) for score in folds.ravel()}), *sorted(set(search.cv_results_["mean_test_score"])))
+"""
+    # A share of 2 threads per worker process, whatever the machine's cores.
+    assert _run_fresh(script, OMP_NUM_THREADS="2") == ["12", "12.0"]  # 11 and 11.0 before
 
 
 def test_a_fit_in_a_background_thread_leaves_the_main_thread_s_own_setting():

@@ -26,7 +26,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold
 from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils.parallel import Parallel, delayed  # the caller's config and warning filters
 
-from .._parallel import _task_share
+from .._parallel import _task_share, with_callers_context
 from ..sequences._panel import by_instance
 
 __all__ = ["PooledCVResult", "auc_intervals", "pooled_cross_validate"]
@@ -320,7 +320,8 @@ def pooled_cross_validate(
     n_jobs : int, optional
         Folds fitted in parallel (joblib; -1 for every core). Each parallel fit runs
         torch on one thread, so that ``n_jobs`` fits share the cores instead of
-        oversubscribing them.
+        oversubscribing them; a :func:`~sklearn_rnn.torch_threads` block around the
+        call chooses another count, within each task's share of the CPU.
     on_fold : callable, optional
         Called as ``on_fold(done, total)`` each time a fold's fit and prediction
         finish (in order), e.g. to show progress.
@@ -374,9 +375,9 @@ def pooled_cross_validate(
     y_fit = np.asarray(y)
     parallel = n_jobs not in (None, 1)
     start = time.perf_counter()
+    task = delayed(with_callers_context(_fit_predict))  # a torch_threads choice too
     tasks = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(_fit_predict)(estimator, X, y_fit, train, test, pos_label, parallel)
-        for train, test in splits
+        task(estimator, X, y_fit, train, test, pos_label, parallel) for train, test in splits
     )
     scores = []
     for score in tasks:

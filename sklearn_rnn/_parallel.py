@@ -24,9 +24,10 @@ The share is:
 
 A worker process keeps the lowered count after the task (it runs one task at a time,
 and the next needs the same). A task thread sharing its process (joblib's threading
-backend, Dask's worker threads) puts it back when its task ends: torch's count is per
-thread, but a thread's first reading takes the count last set anywhere in the process,
-and a search in threads left its caller on one thread.
+backend, Dask's worker threads) puts its own count back when its fit ends. torch's
+count is per thread, but a thread's first reading takes the count last set anywhere in
+the process, so the last task to end also leaves that count as it was before the tasks
+lowered it (a search in threads left its caller, and threads started later, on one).
 
 Outside pools, the networks these estimators train are usually small: a step multiplies
 a batch of 32 by a 50 x 50 matrix, work that takes longer to split across threads than
@@ -299,17 +300,23 @@ def fitting_threads(hidden_size: int, batch_size: int) -> Iterator[None]:
 #: thread count before the first of them lowered it.
 _shared_tasks: dict[str, int] = {"running": 0, "before": 0}
 _shared_lock = threading.Lock()
+#: ``late``: whether this thread's first task began while another held the count lowered.
+_task_thread = threading.local()
 
 
 @contextlib.contextmanager
 def _task_share() -> Iterator[None]:
     """:func:`limit_torch_threads` for a block: a worker process keeps the lowered
     count (it runs one task at a time); a task thread sharing this process (joblib's
-    threading backend, Dask's worker threads) puts its count back when its task ends:
-    its own where it had set one above the task's share, else the count from before
-    the first running task lowered it. torch's count is per thread, but a thread's
-    first reading takes the count last set anywhere in the process, so a search in
-    threads left its caller on one thread."""
+    threading backend, Dask's worker threads) puts its own count back when the block
+    ends: its reading at the start, within a nested block the outer block's count.
+
+    torch's count is per thread, but a thread's first reading takes the count last set
+    anywhere in the process: a search in threads left its caller, and threads started
+    later, on one thread. So the last running block leaves that count as it was before
+    the first running block lowered it; the reading of a thread whose first block
+    began while another held the count lowered (it may be that count) is never taken
+    for the count from before."""
     # Dask's worker threads too: an in-process cluster (Client(processes=False)) runs
     # them in the caller's process, which the lowered count otherwise stayed with.
     share = worker_thread_budget()
@@ -319,7 +326,9 @@ def _task_share() -> Iterator[None]:
         return
     own = torch.get_num_threads()
     with _shared_lock:
-        if not _shared_tasks["running"]:
+        if not hasattr(_task_thread, "late"):
+            _task_thread.late = _shared_tasks["running"] > 0
+        if not _shared_tasks["running"] and not _task_thread.late:
             _shared_tasks["before"] = own
         _shared_tasks["running"] += 1
         limit_torch_threads()
@@ -327,14 +336,19 @@ def _task_share() -> Iterator[None]:
         yield
     finally:
         with _shared_lock:
-            # Back to the thread's own count where it read one above the task's share
-            # (a user's task that set it); else to the count before the first running
-            # task lowered it. A reading at or below the share is not the thread's own:
-            # while another task runs, a fresh thread's first reading is the last count
-            # set in the process, the lowered one, which it kept and, first in the next
-            # call, passed on to the caller.
-            torch.set_num_threads(own if own > share else _shared_tasks["before"])
+            torch.set_num_threads(own)  # this thread's count as the block found it
             _shared_tasks["running"] -= 1
+            before = _shared_tasks["before"]
+            if not _shared_tasks["running"] and before and own != before:
+                _set_for_new_threads(before)
+
+
+def _set_for_new_threads(count: int) -> None:
+    """Make ``count`` what a thread's first reading takes, leaving this thread's count:
+    :func:`torch.set_num_threads` sets both, so it runs in a thread of its own."""
+    setter = threading.Thread(target=torch.set_num_threads, args=(count,), daemon=True)
+    setter.start()
+    setter.join()
 
 
 def with_fit_threads(method: _Method) -> _Method:

@@ -311,6 +311,70 @@ print(during, torch.get_num_threads())
     assert _run_fresh(script) == ["2", "2"]
 
 
+def test_a_task_that_limits_itself_keeps_its_count_through_a_fit_beside_another_task():
+    # A count at or below the share was taken for another task's lowered count, not the
+    # thread's own: a task that set 1 came out of its fit on the count from before the
+    # pool (2), while another task held the count lowered.
+    script = _DATA + """
+import joblib
+from sklearn_rnn import RNNRegressor
+inside, done = threading.Event(), threading.Event()
+class Holds(RNNRegressor):
+    def _record_history(self, *args, **kwargs):  # inside the fit, the count lowered
+        inside.set(); done.wait(60)
+        return super()._record_history(*args, **kwargs)
+def holding():
+    Holds(hidden_size=4, max_iter=1).fit(X, y)
+    return torch.get_num_threads()
+def limited():
+    inside.wait(60)
+    torch.set_num_threads(1)  # the task limits itself, as joblib advises for threads
+    RNNRegressor(hidden_size=4, max_iter=1).fit(X, y)
+    count = torch.get_num_threads()
+    done.set()
+    return count
+before = torch.get_num_threads()
+with joblib.parallel_config(backend="threading"):
+    after = joblib.Parallel(n_jobs=2)(joblib.delayed(task)() for task in (holding, limited))
+print(before, *after, torch.get_num_threads(), fresh_thread())
+"""
+    before, *after = _run_fresh(script)
+    if before == "1":
+        pytest.skip("torch runs one thread here: a lowered count cannot be told from it")
+    assert after == [before, "1", before, before]  # the limited task came out on 2 before
+
+
+def test_a_fold_s_torch_steps_run_on_its_one_thread_after_the_fit(two_threads):
+    # pooled_cross_validate's task holds its thread at 1; the fit inside it put the count
+    # from before the pool back when it returned, so the prediction's steps ran on 2.
+    import joblib
+    from sklearn.base import BaseEstimator, TransformerMixin
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_rnn.clinical import pooled_cross_validate
+
+    seen = []
+
+    class TorchStep(TransformerMixin, BaseEstimator):
+        def fit(self, X, y=None):
+            seen.append(("fit", torch.get_num_threads()))
+            return self
+
+        def transform(self, X):
+            seen.append(("transform", torch.get_num_threads()))
+            return X
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = make_pipeline(TorchStep(), RNNClassifier(hidden_size=4, max_iter=1))
+    with warnings.catch_warnings(), joblib.parallel_config(backend="threading"):
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pooled_cross_validate(model, X, y, n_splits=2, n_jobs=2, random_state=0)
+    assert sorted(set(seen)) == [("fit", 1), ("transform", 1)]  # and ("transform", 2) before
+    assert torch.get_num_threads() == 2
+
+
 def test_numpy_integer_sizes_get_the_thread_rule(two_threads, threads_seen):
     # isinstance(np.int64(8), int) is False: the fit ran on every core, unlimited in a pool.
     X, y = readme_task()

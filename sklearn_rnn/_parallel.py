@@ -186,6 +186,12 @@ def torch_threads(n_threads: int | None) -> Iterator[None]:
     ``joblib.parallel_config(inner_max_num_threads=n)``, which a larger network takes
     (a small one still runs on one).
 
+    torch keeps the count per thread, and a thread's first torch call takes the count
+    last set anywhere in the process: a thread whose first torch call falls inside
+    another thread's fit starts on that fit's count, one for a small network, and keeps
+    it. Such a thread should call ``torch.get_num_threads()`` and then
+    ``torch.set_num_threads(n)`` when it starts.
+
     Parameters
     ----------
     n_threads : int or None

@@ -82,6 +82,7 @@ from torch.func import functional_call, vmap
 
 from ._callbacks import (Divergence, TrainingGuard, TrainingOutcome, _copied, non_finite_validation,
                          score_weights)
+from ._engine import TrainingSettings
 from ._gathered import gathered_warnings, warn
 from ._parallel import fitting_threads, with_callers_context
 from .nn import NetworkStates
@@ -405,7 +406,9 @@ class StackedStream:
 
     A batch that makes an estimator's loss or weights non-finite is undone for that
     estimator, with a :class:`~sklearn.exceptions.ConvergenceWarning`, as its own
-    ``partial_fit`` undoes it; the other estimators' updates stand.
+    ``partial_fit`` undoes it; the other estimators' updates stand. An update that is
+    refused, fails or is interrupted (Ctrl-C) before its epoch ends leaves the stack
+    and every estimator as they were, as ``partial_fit`` does.
 
     The stack runs on the threads ``partial_fit`` would choose for the work of all its
     networks' batches together (one for small networks; :func:`sklearn_rnn.torch_threads`
@@ -520,48 +523,61 @@ class StackedStream:
                     "estimator otherwise, and build a new StackedStream afterwards."
                 )
         datasets = []
-        # Each estimator is prepared on a staging copy, kept only when every batch passes:
-        # a refused batch leaves every estimator as it was, its random_state generator too.
-        with contextlib.ExitStack() as undo:
-            works = [undo.enter_context(staging(estimator)) for estimator in self.estimators]
-            for index, (work, batch) in enumerate(zip(works, batches)):
-                if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
-                    raise ValueError(
-                        f"batch {index} must be a tuple (X, y) or (X, y, sample_weight); got "
-                        f"{type(batch).__name__}{'' if not hasattr(batch, '__len__') else f' of length {len(batch)}'}."
-                    )
-                X, y, weight = (*batch, None) if len(batch) == 2 else batch
-                # Everything partial_fit checks and sets before it trains: validation, the
-                # encoding, the training settings of the call (shuffling stream, L2 coefficient).
-                train, _ = work._prepare(X, y, weight, incremental=True)
-                datasets.append(train)
-            # One criterion runs the stack: a label_smoothing set on one estimator since the
-            # stream was built (which _prepare gave its criterion) would be trained with
-            # estimator 0's.
-            smoothing = [_label_smoothing(work.net_) for work in works]
-            if len(set(smoothing)) > 1:
-                index = next(k for k, value in enumerate(smoothing) if value != smoothing[0])
-                raise ValueError(
-                    f"the estimators of one stream share one loss, but estimator {index} now has "
-                    f"label_smoothing={smoothing[index]} against estimator 0's {smoothing[0]}: set the "
-                    "same label_smoothing on every estimator of the stream, or stream them separately."
-                )
         nets = [estimator.net_ for estimator in self.estimators]
-        for member, data in zip(stack.members, datasets):
-            member.train = data
-            member._diverged = None
-        stack.train_pool = _Pool(datasets)
-        stack.l2 = torch.tensor([net.l2_penalty for net in nets], device=stack.device)
-        stack.rule = _update_rule(nets)  # the settings of this call, as partial_fit applies them
-        before = stack.flat.clone()
-        state_before = {key: value.clone() for key, value in stack.state.items()}
-        simplex = stack.rule.kind == "simplex"
-        optimizers_before = [_copied(net.optimizer_.state_dict()) for net in nets] if simplex else None
-        began = time.perf_counter()
-        # The thread rule of partial_fit, for the work of a stacked step.
-        sequences = sum(estimator.batch_size for estimator in self.estimators)
-        with fitting_threads(self.estimators[0].hidden_size, sequences):
-            stack._train_epoch()
+        # The settings a call gives each network (step size, L2 coefficient, shuffling
+        # stream, ...), put back when it is refused or fails, as partial_fit puts them back.
+        settings = [TrainingSettings(net) for net in nets]
+        try:
+            # Each estimator is prepared on a staging copy, kept only when every batch
+            # passes and the epoch trains: a refused batch or an interrupted epoch leaves
+            # every estimator as it was, its random_state generator too.
+            with contextlib.ExitStack() as undo:
+                works = [undo.enter_context(staging(estimator)) for estimator in self.estimators]
+                for index, (work, batch) in enumerate(zip(works, batches)):
+                    if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
+                        length = f" of length {len(batch)}" if hasattr(batch, "__len__") else ""
+                        raise ValueError(
+                            f"batch {index} must be a tuple (X, y) or (X, y, sample_weight); got "
+                            f"{type(batch).__name__}{length}."
+                        )
+                    X, y, weight = (*batch, None) if len(batch) == 2 else batch
+                    # Everything partial_fit checks and sets before it trains: validation, the
+                    # encoding, the training settings of the call (shuffling stream, L2 coefficient).
+                    train, _ = work._prepare(X, y, weight, incremental=True)
+                    datasets.append(train)
+                # One criterion runs the stack: a label_smoothing set on one estimator since the
+                # stream was built (which _prepare gave its criterion) would be trained with
+                # estimator 0's.
+                smoothing = [_label_smoothing(work.net_) for work in works]
+                if len(set(smoothing)) > 1:
+                    index = next(k for k, value in enumerate(smoothing) if value != smoothing[0])
+                    raise ValueError(
+                        f"the estimators of one stream share one loss, but estimator {index} now has "
+                        f"label_smoothing={smoothing[index]} against estimator 0's {smoothing[0]}: set the "
+                        "same label_smoothing on every estimator of the stream, or stream them separately."
+                    )
+                for member, data in zip(stack.members, datasets):
+                    member.train = data
+                    member._diverged = None
+                stack.train_pool = _Pool(datasets)
+                stack.l2 = torch.tensor([net.l2_penalty for net in nets], device=stack.device)
+                stack.rule = _update_rule(nets)  # the settings of this call, as partial_fit applies them
+                start = _StackState(stack, nets)
+                began = time.perf_counter()
+                # The thread rule of partial_fit, for the work of a stacked step.
+                sequences = sum(estimator.batch_size for estimator in self.estimators)
+                with fitting_threads(self.estimators[0].hidden_size, sequences):
+                    try:
+                        stack._train_epoch()
+                    except BaseException:
+                        # An interrupt or an error before the epoch ends: nothing of the
+                        # call is kept, as partial_fit keeps nothing of an unfinished epoch.
+                        start.restore(stack, nets, range(len(nets)))
+                        raise
+        except BaseException:
+            for net, saved in zip(nets, settings):
+                saved.restore(net)
+            raise
         seconds = (time.perf_counter() - began) / len(nets)
         finite = torch.isfinite(stack.flat).all(1).tolist()
         losses = np.full(len(nets), np.nan)
@@ -572,12 +588,7 @@ class StackedStream:
             if member._diverged is not None:
                 # partial_fit's training guard: the call is undone, the weights and the
                 # optimizer's state are those it started from.
-                with torch.no_grad():
-                    stack.flat[row] = before[row]
-                    for key, value in stack.state.items():
-                        value[row] = state_before[key][row]
-                if optimizers_before is not None:
-                    net.optimizer_.load_state_dict(optimizers_before[row])
+                start.restore(stack, nets, [row])
                 outcome = member._diverged.outcome(type(member.estimator).__name__, False)
                 warn(outcome.message, ConvergenceWarning, stacklevel=2)
                 continue
@@ -661,6 +672,30 @@ class StackedStream:
                     "exp_avg": moments["exp_avg"][name][0].clone(),
                     "exp_avg_sq": moments["exp_avg_sq"][name][0].clone(),
                 }
+
+
+class _StackState:
+    """What an update of a :class:`StackedStream` changes of its stack and of the
+    networks' optimizers, taken before the update's epoch: the stacked weights, Adam's
+    moments and step counts, and the simplex optimizers' random streams and branch
+    counts, which the stack steps in place. :meth:`restore` puts back the rows whose
+    update is undone."""
+
+    def __init__(self, stack: _Stack, nets: list[Any]) -> None:
+        self.flat = stack.flat.clone()
+        self.state = {key: value.clone() for key, value in stack.state.items()}
+        simplex = stack.rule.kind == "simplex"
+        self.optimizers = [_copied(net.optimizer_.state_dict()) for net in nets] if simplex else None
+
+    def restore(self, stack: _Stack, nets: list[Any], rows: Sequence[int]) -> None:
+        with torch.no_grad():
+            for row in rows:
+                stack.flat[row] = self.flat[row]
+                for key, value in stack.state.items():
+                    value[row] = self.state[key][row]
+        if self.optimizers is not None:
+            for row in rows:
+                nets[row].optimizer_.load_state_dict(self.optimizers[row])
 
 
 def _record_epoch(member: StackedMember, epoch: int, seconds: float | None = None) -> None:

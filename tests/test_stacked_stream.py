@@ -363,3 +363,55 @@ def test_an_adam_stream_written_back_on_cuda_trains_on_alone():
         assert steps and all(step.device == next(model.module_.parameters()).device for step in steps)
         model.partial_fit(*batch(rng))
         assert np.isfinite(model.loss_curve_[-1])
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "simplex", "adam"])
+def test_an_update_interrupted_mid_epoch_leaves_every_estimator_as_it_was(optimizer, monkeypatch):
+    # A Ctrl-C on the call's second update step left the first step in the stack (and
+    # Adam's moments, the simplex streams and branch counts advanced): the next update
+    # went on from weights that no series of partial_fit calls gives (by 3e-2).
+    def run(interrupted):
+        rng = np.random.default_rng(0)
+        models = thesis_models(optimizer, batch_size=4)[:2]
+        for model, seed in zip(models, (0, 1)):
+            model.set_params(random_state=np.random.RandomState(seed))
+        fitted(models)
+        stream = StackedStream(models)
+        batches = [batch(rng, 16) for _ in models]  # four update steps each
+        if interrupted:
+            lr = [model.net_.optimizer_.param_groups[0]["lr"] for model in models]
+            weights = [[p.detach().clone() for p in model.module_.parameters()] for model in models]
+            update, calls = _Stack._update, []
+
+            def ctrl_c(self, *args):
+                calls.append(1)
+                if len(calls) == 2:
+                    raise KeyboardInterrupt
+                return update(self, *args)
+
+            with monkeypatch.context() as patch:
+                patch.setattr(_Stack, "_update", ctrl_c)
+                models[1].set_params(learning_rate=0.3)  # this call's setting, put back with it
+                with pytest.raises(KeyboardInterrupt):
+                    stream.update(batches)
+                models[1].set_params(learning_rate=0.1)
+            assert [model.n_iter_ for model in models] == [1, 1]
+            assert [model.net_.optimizer_.param_groups[0]["lr"] for model in models] == lr
+            for model, old in zip(stream.write_back(), weights):
+                assert all(torch.equal(p, q) for p, q in zip(model.module_.parameters(), old))
+        stream.update(batches)
+        return stream.write_back()
+
+    for clean, after in zip(run(False), run(True)):
+        assert clean.n_iter_ == after.n_iter_ == 2
+        assert largest_difference(clean, after) == 0.0
+        assert clean.random_state.get_state()[2] == after.random_state.get_state()[2]
+        opt_a, opt_b = clean.net_.optimizer_, after.net_.optimizer_
+        if optimizer == "simplex":
+            assert torch.equal(opt_a.generator.get_state(), opt_b.generator.get_state())
+            assert opt_a.branch_counts == opt_b.branch_counts
+        if optimizer == "adam":
+            for p, q in zip(clean.module_.parameters(), after.module_.parameters()):
+                if p in opt_a.state:
+                    assert float(opt_a.state[p]["step"]) == float(opt_b.state[q]["step"]) == 6  # 2 + 4 steps
+                    assert torch.equal(opt_a.state[p]["exp_avg_sq"], opt_b.state[q]["exp_avg_sq"])

@@ -504,6 +504,14 @@ class StackedStream:
         losses : ndarray of shape (n_estimators,)
             Each estimator's training loss of this call (the new ``loss_curve_``
             entry), NaN where the call was undone (a non-finite loss or weights).
+
+        Raises
+        ------
+        ValueError
+            A batch that its estimator's ``partial_fit`` refuses, a setting changed since
+            the stream was built that ``partial_fit`` or the stack cannot train (see
+            :func:`check_stackable`), or an estimator trained outside the stream; the
+            stack and every estimator are left as they were.
         """
         if isinstance(batches, (str, bytes)) or not hasattr(batches, "__len__") or len(batches) != len(
             self.estimators
@@ -541,6 +549,9 @@ class StackedStream:
                             f"{type(batch).__name__}{length}."
                         )
                     X, y, weight = (*batch, None) if len(batch) == 2 else batch
+                    # What partial_fit refuses and the stack cannot train, in the settings
+                    # as they are now (set_params since the stream was built).
+                    check_stackable(work, streaming=True)
                     # Everything partial_fit checks and sets before it trains: validation, the
                     # encoding, the training settings of the call (shuffling stream, L2 coefficient).
                     train, _ = work._prepare(X, y, weight, incremental=True)

@@ -7,9 +7,10 @@ import pytest
 import torch
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
+from skorch.callbacks import PrintLog
 
 from sklearn_rnn import RNNClassifier, RNNRegressor
-from sklearn_rnn._stacked import StackedStream, _Stack
+from sklearn_rnn._stacked import StackedStream, _Stack, check_stackable
 
 CLASSES = np.arange(4)
 
@@ -286,6 +287,32 @@ def test_refuses_a_label_smoothing_changed_on_one_estimator_of_the_stream():
     with pytest.raises(ValueError, match=r"estimator 1 now has label_smoothing=0.3 against estimator 0's 0.1"):
         stream.update([batch(rng) for _ in models])
     models[1].set_params(label_smoothing=0.1)  # the same value again: the stream goes on
+    assert np.isfinite(stream.update([batch(rng) for _ in models])).all()
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(class_weight="balanced"), r"class_weight='balanced' balances the classes of the data fit sees whole"),
+    (dict(callbacks=[("print", PrintLog())]), r"callbacks=.* cannot be stacked: the stacked trainer runs none"),
+    (dict(precision="bfloat16"), r"precision='bfloat16'\) cannot be stacked: mixed precision is not stacked"),
+])
+def test_refuses_a_setting_changed_since_the_stream_was_built_that_cannot_be_stacked(change, match):
+    # Checked only when the stream was built: 'balanced' batches were balanced one by one,
+    # callbacks skipped without a word, bfloat16 trained in float32.
+    models = fitted(thesis_models("sgd"))
+    stream = StackedStream(models)
+    weights = [p.detach().clone() for p in models[1].module_.parameters()]
+    before = {key: models[1].get_params()[key] for key in change}
+    models[1].set_params(**change)
+    with pytest.raises(ValueError, match=match) as refused:
+        check_stackable(models[1], streaming=True)
+    rng = np.random.default_rng(5)
+    with pytest.raises(ValueError, match=match) as updated:
+        stream.update([batch(rng) for _ in models])
+    assert str(updated.value) == str(refused.value)
+    stream.write_back()
+    assert [model.n_iter_ for model in models] == [1, 1, 1]
+    assert all(torch.equal(p, q) for p, q in zip(models[1].module_.parameters(), weights))
+    models[1].set_params(**before)  # set back: the stream goes on
     assert np.isfinite(stream.update([batch(rng) for _ in models])).all()
 
 

@@ -467,7 +467,8 @@ def _check_steps(model: Any) -> None:
 
 def _fit_steps(model: Any, X: Any, y: Any, weight: Any) -> tuple[Any, Any]:
     """Fit a pipeline's steps before its estimator on ``(X, y)``, as the pipeline's own
-    ``fit`` would, and return what reaches the estimator: transformers transform X, an
+    ``fit`` would, and return what reaches the estimator: transformers transform X
+    (``fit_transform``, or ``fit`` then ``transform`` for one without it), an
     imbalanced-learn sampler (``fit_resample``) resamples X and y; 'passthrough' and
     None pass. A bare estimator gets ``(X, y)`` as they are. The sample weights
     ``weight`` reach the estimator as they came, as the pipeline passes them: a sampler
@@ -487,8 +488,10 @@ def _fit_steps(model: Any, X: Any, y: Any, weight: Any) -> tuple[Any, Any]:
                     "sequences: weigh the classes with the sampler or with class_weight "
                     "instead of sample_weight."
                 )
-        else:
+        elif hasattr(step, "fit_transform"):
             X = step.fit_transform(X, y)
+        else:  # a transformer with fit and transform only, which Pipeline fits as such
+            X = step.fit(X, y).transform(X)
     return X, y
 
 

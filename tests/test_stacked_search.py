@@ -6,7 +6,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -765,6 +765,30 @@ def test_a_sampler_that_keeps_every_sequence_takes_sample_weights_as_in_grid_sea
     fit_params = {"rnnclassifier__sample_weight": weight}
     ours = RNNGridSearchCV(pipeline, grid, cv=3).fit(sequence_column(X), y, **fit_params)
     theirs = GridSearchCV(pipeline, grid, cv=3).fit(sequence_column(X), y, **fit_params)
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)
+
+
+class _Shifted(BaseEstimator):
+    """A transformer with fit and transform but no fit_transform, which Pipeline takes."""
+
+    def fit(self, X, y=None):
+        self.shift_ = 1.0
+        return self
+
+    def transform(self, X):
+        return [np.asarray(x, dtype=float) + [0.0, self.shift_] for x in X]
+
+
+def test_a_pipeline_step_without_fit_transform_is_fitted_then_transforms_as_in_grid_search_cv():
+    # Every network failed in preparation ("'_Shifted' object has no attribute
+    # 'fit_transform'"), so the search raised where GridSearchCV searches.
+    X, y = visits(40)
+    pipeline = make_pipeline(_Shifted(), explicit(max_iter=2))
+    grid = {"rnnclassifier__spectral_radius": [0.9, 1.2]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ours = RNNGridSearchCV(pipeline, grid, cv=2).fit(X, y)
+        theirs = GridSearchCV(pipeline, grid, cv=2).fit(X, y)
     np.testing.assert_allclose(ours.cv_results_["mean_test_score"], theirs.cv_results_["mean_test_score"], atol=1e-6)
 
 

@@ -486,7 +486,9 @@ class StackedStream:
         self._stack = _Stack(members)
         if self._stack.rule.kind == "adam":
             self._read_adam_state()
-        self._epochs = [len(estimator.net_.history) for estimator in self.estimators]
+        # What the stream leaves each estimator with: its network, and its epochs.
+        self._nets = [estimator.net_ for estimator in self.estimators]
+        self._epochs = [len(net.history) for net in self._nets]
 
     def update(self, batches: Sequence[Sequence[Any]]) -> np.ndarray:
         """One ``partial_fit`` of every estimator, each on its own batch, stacked.
@@ -523,13 +525,18 @@ class StackedStream:
             )
         stack = self._stack
         for index, estimator in enumerate(self.estimators):
-            if len(estimator.net_.history) != self._epochs[index]:
-                raise ValueError(
-                    f"estimator {index} was trained outside this stream (its history has "
-                    f"{len(estimator.net_.history)} epochs, the stream left it with {self._epochs[index]}); "
-                    "its weights in the stack are stale. Call write_back before training an "
-                    "estimator otherwise, and build a new StackedStream afterwards."
-                )
+            net = estimator.net_
+            if net is not self._nets[index]:
+                how = "its network is not the one the stream was built on: fit builds a new one"
+            elif len(net.history) != self._epochs[index]:
+                how = f"its history has {len(net.history)} epochs, the stream left it with {self._epochs[index]}"
+            else:
+                continue
+            raise ValueError(
+                f"estimator {index} was trained outside this stream ({how}); its weights in the "
+                "stack are stale. Call write_back before training an estimator otherwise, and "
+                "build a new StackedStream afterwards."
+            )
         datasets = []
         nets = [estimator.net_ for estimator in self.estimators]
         # The settings a call gives each network (step size, L2 coefficient, shuffling

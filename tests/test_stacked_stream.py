@@ -335,6 +335,26 @@ def test_refuses_batches_that_do_not_fit_the_stream():
         stream.update([batch(rng) for _ in models])
 
 
+def test_refuses_an_estimator_fitted_outside_the_stream_with_as_many_epochs():
+    # fit built a new network whose history was as long as the one the stream left: the
+    # update trained the stale stacked weights, recorded in the new history, and
+    # write_back copied them over the fit's.
+    models = fitted(thesis_models("sgd", max_iter=2, early_stopping=False)[:2])
+    stream = StackedStream(models)
+    rng = np.random.default_rng(5)
+    stream.update([batch(rng) for _ in models])
+    stream.write_back()
+    with pytest.warns(ConvergenceWarning, match="reached max_iter=2"):
+        models[0].fit(*batch(rng, 32))  # two epochs, as the stream left it
+    assert len(models[0].net_.history) == 2
+    weights = [p.detach().clone() for p in models[0].module_.parameters()]
+    with pytest.raises(ValueError, match=r"estimator 0 was trained outside this stream \(its network is not the "
+                       r"one the stream was built on: fit builds a new one\); its weights in the stack are stale"):
+        stream.update([batch(rng) for _ in models])
+    assert all(torch.equal(p, q) for p, q in zip(models[0].module_.parameters(), weights))
+    assert models[0].n_iter_ == 2 and models[1].n_iter_ == 2
+
+
 def test_a_refused_update_leaves_every_estimator_as_it_was():
     # Estimator 0 was prepared (drawing from its RandomState) before estimator 1's batch
     # was refused: its later training differed from an untouched stream's by 1.6e-3.

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import logging
 import math
 import os
@@ -476,12 +477,16 @@ class StackedStream:
         for index, architecture in enumerate(architectures):
             if architecture != architectures[0]:
                 field_index = next(k for k, (a, b) in enumerate(zip(architecture, architectures[0])) if a != b)
+                field, value, reference = (_ARCHITECTURE_FIELDS[field_index], architecture[field_index],
+                                           architectures[0][field_index])
+                if field == "parameter shapes":
+                    difference = _shape_difference(value, reference, index)
+                else:
+                    difference = f"{_shown(value)} against {_shown(reference)}"
                 raise ValueError(
                     f"the estimators of one stream must share their architecture; estimator {index} "
-                    f"differs from estimator 0 in its {_ARCHITECTURE_FIELDS[field_index]} "
-                    f"({_shown(architecture[field_index])} against "
-                    f"{_shown(architectures[0][field_index])}). Stream each architecture in a "
-                    "StackedStream of its own."
+                    f"differs from estimator 0 in its {field} ({difference}). Stream each "
+                    "architecture in a StackedStream of its own."
                 )
         self._stack = _Stack(members)
         if self._stack.rule.kind == "adam":
@@ -747,6 +752,24 @@ def _shown(value: Any) -> str:
         return value.__name__
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _shape_difference(
+    shapes: tuple[tuple[str, tuple[int, ...]], ...], reference: tuple[tuple[str, tuple[int, ...]], ...], index: int
+) -> str:
+    """The first parameter whose shape differs between network ``index``'s parameter
+    shapes and network 0's (the (name, shape) pairs of :func:`_architecture`), or that
+    one of them lacks, as :class:`StackedStream`'s refusal names it."""
+    mine, theirs = dict(shapes), dict(reference)
+    for pairs in itertools.zip_longest(shapes, reference):
+        for name, _ in filter(None, pairs):
+            if name not in theirs:
+                return f"{name} {mine[name]}: in estimator {index} only"
+            if name not in mine:
+                return f"{name} {theirs[name]}: in estimator 0 only"
+            if mine[name] != theirs[name]:
+                return f"{name}: {mine[name]} against {theirs[name]}"
+    return f"{_shown(shapes)} against {_shown(reference)}"  # the same shapes in another order
 
 
 class _Stack:

@@ -1,5 +1,6 @@
 """StackedStream: every estimator of a stream stacked is the estimator its own partial_fit calls train."""
 
+import re
 import warnings
 
 import numpy as np
@@ -277,6 +278,22 @@ def fitted(models, seed=0):
 def test_refuses_estimators_it_cannot_stream_together(make, match):
     with pytest.raises(ValueError, match=match):
         StackedStream(make())
+
+
+@pytest.mark.parametrize("changes, second, first", [
+    (dict(readout="pool"), "readout.weight: (4, 18) against (4, 6)", "readout.weight: (4, 6) against (4, 18)"),
+    (dict(num_layers=2), "upper_layers.0.input_projection.weight (6, 6): in estimator 1 only",
+     "upper_layers.0.input_projection.weight (6, 6): in estimator 0 only"),
+    (dict(hidden_init="learned"), "initial_hidden (1, 6): in estimator 1 only",
+     "initial_hidden (1, 6): in estimator 0 only"),
+])
+def test_an_architecture_refusal_names_the_first_parameter_whose_shape_differs(changes, second, first):
+    # The shapes were shown cut at 117 characters, before the first that differs: both
+    # sides of the message read the same.
+    for models, difference in [(thesis_models("sgd")[:1] + thesis_models("sgd", **changes)[:1], second),
+                               (thesis_models("sgd", **changes)[:1] + thesis_models("sgd")[:1], first)]:
+        with pytest.raises(ValueError, match=re.escape(f"in its parameter shapes ({difference}). Stream")):
+            StackedStream(fitted(models))
 
 
 def test_refuses_a_label_smoothing_changed_on_one_estimator_of_the_stream():

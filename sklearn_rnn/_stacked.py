@@ -700,15 +700,15 @@ class StackedStream:
 class _StackState:
     """What an update of a :class:`StackedStream` changes of its stack and of the
     networks' optimizers, taken before the update's epoch: the stacked weights, Adam's
-    moments and step counts, and the simplex optimizers' random streams and branch
-    counts, which the stack steps in place. :meth:`restore` puts back the rows whose
-    update is undone."""
+    moments and step counts, the simplex optimizers' random streams and branch counts
+    and ClippedSGD's count of skipped steps, which the stack steps in place.
+    :meth:`restore` puts back the rows whose update is undone."""
 
     def __init__(self, stack: _Stack, nets: list[Any]) -> None:
         self.flat = stack.flat.clone()
         self.state = {key: value.clone() for key, value in stack.state.items()}
-        simplex = stack.rule.kind == "simplex"
-        self.optimizers = [_copied(net.optimizer_.state_dict()) for net in nets] if simplex else None
+        stepped = stack.rule.kind in ("simplex", "sgd")  # Adam's state is the stack's own
+        self.optimizers = [_copied(net.optimizer_.state_dict()) for net in nets] if stepped else None
 
     def restore(self, stack: _Stack, nets: list[Any], rows: Sequence[int]) -> None:
         with torch.no_grad():
@@ -1281,14 +1281,22 @@ class _UpdateRule:
 
     @torch.no_grad()
     def _sgd(self, stack: _Stack, grad: torch.Tensor, norms: list[float], active: torch.Tensor) -> None:
-        # Eq. 3.6 per model, by the package's own rule; a non-finite gradient is skipped
-        # (ClippedSGD's rule).
+        # Eq. 3.6 per model, by the package's own rule; a step whose gradient holds a NaN
+        # or an infinity is skipped and counted in the network's skipped_steps, as its
+        # ClippedSGD skips it (a step of 0 would write 0 * inf = NaN into its weights).
+        taken = [on and math.isfinite(norm) for norm, on in zip(norms, active.tolist())]
         steps = [
-            clipped_step_size(norm, s["lr"], s["clip_threshold"]) if on and math.isfinite(norm) else 0.0
-            for norm, s, on in zip(norms, self.settings, active.tolist())
+            clipped_step_size(norm, s["lr"], s["clip_threshold"]) if take else 0.0
+            for norm, s, take in zip(norms, self.settings, taken)
         ]
         alpha = torch.tensor(steps, device=stack.device)  # (M,)
-        stack.flat.sub_(alpha[:, None] * grad)
+        update = alpha[:, None] * grad
+        skipped = [row for row, (on, take) in enumerate(zip(active.tolist(), taken)) if on and not take]
+        if skipped:
+            for row in skipped:
+                stack.members[stack.live[row]].estimator.net_.optimizer_.skipped_steps += 1
+            update = torch.where(torch.tensor(taken, device=stack.device)[:, None], update, 0.0)
+        stack.flat.sub_(update)
 
     @torch.no_grad()
     def _adam(self, stack: _Stack, grad: torch.Tensor, norms: torch.Tensor, active: torch.Tensor) -> None:

@@ -198,6 +198,48 @@ def test_an_exploding_gradient_takes_the_clipped_step_as_partial_fit_does():
     assert largest_difference(model, twin) < 1e-6
 
 
+def test_a_non_finite_gradient_is_skipped_and_counted_as_clipped_sgd_skips_it(monkeypatch):
+    # The stack's step of 0 for such a network wrote 0 * inf = NaN into its weights; the
+    # update was then undone as a divergence, where ClippedSGD skips the step, counts it
+    # in skipped_steps and goes on.
+    models = fitted(thesis_models("sgd")[:2])
+    twin = clone(models[0])
+    fitted([twin])
+    stack = StackedStream(models)._stack
+    before = stack.flat.clone()
+    grad = torch.full_like(stack.flat, 0.01)
+    grad[0, 0] = float("inf")
+    stack.rule.apply(stack, grad, torch.tensor([True, True]))
+    assert torch.equal(stack.flat[0], before[0]) and not torch.equal(stack.flat[1], before[1])
+    assert [model.net_.optimizer_.skipped_steps for model in models] == [1, 0]
+    # The same gradient through its own ClippedSGD.
+    parameters = [p for p in twin.module_.parameters() if p.requires_grad]
+    for p, g in zip(parameters, torch.split(grad[0], [p.numel() for p in parameters])):
+        p.grad = g.view_as(p).clone()
+    twin.net_.optimizer_.step()
+    assert twin.net_.optimizer_.skipped_steps == 1 and largest_difference(twin, models[0]) == 0.0
+
+    # In a stream: network 0's every step is skipped, its epoch recorded, the other trains.
+    models = fitted(thesis_models("sgd")[:2])
+    stream = StackedStream(models)
+    weights = [p.detach().clone() for p in models[0].module_.parameters()]
+    apply = type(stream._stack.rule).apply
+
+    def overflowing(self, stack, grad, active):
+        grad[0, 0] = float("inf")
+        apply(self, stack, grad, active)
+
+    monkeypatch.setattr(type(stream._stack.rule), "apply", overflowing)
+    rng = np.random.default_rng(7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        losses = stream.update([batch(rng, 16) for _ in models])  # two steps each
+    stream.write_back()
+    assert np.isfinite(losses).all() and [model.n_iter_ for model in models] == [2, 2]
+    assert all(torch.equal(p, q) for p, q in zip(models[0].module_.parameters(), weights))
+    assert [model.net_.optimizer_.skipped_steps for model in models] == [2, 0]
+
+
 def test_weights_that_become_non_finite_are_undone_with_the_optimizer_state(monkeypatch):
     """A step that leaves non-finite weights (with a finite loss) is undone with the
     optimizer's random stream and branch counts, as partial_fit's guard restores them."""

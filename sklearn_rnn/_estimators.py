@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
@@ -448,6 +449,21 @@ def _shuffle_generator(seed: int) -> np.random.Generator:
     """``numpy.random.default_rng(seed)``, the same stream, without hashing the seed
     again: a streaming ``partial_fit`` starts its shuffling stream afresh every call."""
     return np.random.Generator(np.random.PCG64(_seed_sequence(seed)))
+
+
+def _partial_fit_context(partial_fit: Any) -> Any:
+    """scikit-learn's ``_fit_context`` for ``partial_fit``, which validates the
+    parameters of a fitted estimator too (see :meth:`BaseRNN._validate_continued_params`):
+    scikit-learn validates them on the first call only, so a value set since
+    (``set_params(learning_rate=-0.5)``) was trained with."""
+    fitting = _fit_context(prefer_skip_nested_validation=True)(partial_fit)
+
+    @functools.wraps(partial_fit)
+    def wrapper(self: BaseRNN, *args: Any, **kwargs: Any) -> Any:
+        self._validate_continued_params()
+        return fitting(self, *args, **kwargs)
+
+    return wrapper
 
 
 class BaseRNN(BaseEstimator, metaclass=ABCMeta):
@@ -1439,6 +1455,21 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         if self.device == "auto":
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
         return torch.device(self.device)
+
+    def _validate_continued_params(self) -> None:
+        """Validate the parameters of a fitted estimator as ``fit`` validates them,
+        before continued training (``partial_fit``, a
+        :class:`~sklearn_rnn._stacked.StackedStream` update), unless scikit-learn's
+        ``skip_parameter_validation`` is set. A stream of calls validates once per
+        change: values that are the very objects that passed last time pass again."""
+        if not hasattr(self, "net_") or get_config()["skip_parameter_validation"]:
+            return  # a first call is validated by _fit_context, as fit is
+        values = tuple(getattr(self, name) for name in self._parameter_constraints)
+        passed = getattr(self, "_validated_params", ())
+        if len(passed) == len(values) and all(a is b for a, b in zip(passed, values)):
+            return
+        self._validate_params()
+        self._validated_params = values
 
     def _check_streamable(self) -> None:
         """Refuse what a stream of ``partial_fit`` calls cannot honour: a 'balanced'
@@ -2875,7 +2906,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         if net.initialized_:  # continued training takes the current label_smoothing
             net.criterion_.label_smoothing = self._resolved_label_smoothing()
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @_partial_fit_context
     def partial_fit(
         self, X: Any, y: Any, classes: Any = None, sample_weight: Any = None
     ) -> RNNClassifier:
@@ -3382,7 +3413,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
 
     _min_held_out = 2  # R2 of one target is undefined (NaN), which read as a divergence
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @_partial_fit_context
     def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RNNRegressor:
         """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).
 

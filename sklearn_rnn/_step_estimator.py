@@ -6,10 +6,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.base import _fit_context
 from sklearn.utils.validation import check_is_fitted
 
-from ._estimators import BaseRNN, _wrong_outputs
+from ._estimators import BaseRNN, _partial_fit_context, _wrong_outputs
 from ._inference import EVERY_STEP, OutputSteps
 from .sequences import FlatSequences
 from .sequences._validation import numpy_readable
@@ -380,7 +379,7 @@ class RNNStepClassifier(BaseRNN):
         """
         return super().fit(X, y, sample_weight)
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @_partial_fit_context
     def partial_fit(self, X: Any, y: Any, sample_weight: Any = None) -> RNNStepClassifier:
         """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).
 

@@ -467,6 +467,28 @@ def test_partial_fit_accepts_its_classes_again_in_any_order_and_type(task):
         clf.partial_fit(X, y, classes=[0, 1, 2])
 
 
+@pytest.mark.parametrize("estimator", [RNNClassifier, RNNRegressor])
+def test_partial_fit_on_a_fitted_estimator_validates_its_parameters_as_fit_does(task, estimator):
+    # scikit-learn validates partial_fit's parameters on the first call only: a value set
+    # since was trained with (the optimizer's step size became -0.5).
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = task
+    model = estimator(hidden_size=3, optimizer="sgd", random_state=0)
+    model.partial_fit(X, y, **({"classes": [0, 1]} if estimator is RNNClassifier else {}))
+    weights = [p.detach().clone() for p in model.module_.parameters()]
+    model.set_params(learning_rate=-0.5)
+    with pytest.raises(InvalidParameterError) as refused_by_fit:
+        clone(model).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="The 'learning_rate' parameter") as refused:
+        model.partial_fit(X, y)
+    assert str(refused.value) == str(refused_by_fit.value)
+    assert model.n_iter_ == 1 and model.net_.optimizer_.param_groups[0]["lr"] > 0
+    assert all(torch.equal(p, q) for p, q in zip(model.module_.parameters(), weights))
+    model.set_params(learning_rate=0.05)  # a valid value again: the stream goes on
+    assert model.partial_fit(X, y).n_iter_ == 2
+
+
 def test_partial_fit_regressor_continues_from_current_weights(task):
     X, _ = task
     y = np.array([x[:, 0].sum() for x in X])

@@ -375,6 +375,18 @@ def test_refuses_a_setting_changed_since_the_stream_was_built_that_cannot_be_sta
     assert np.isfinite(stream.update([batch(rng) for _ in models])).all()
 
 
+def test_refuses_a_parameter_value_that_fit_refuses():
+    # Not validated, as partial_fit was not: the stream trained with a step size of -0.5.
+    models = fitted(thesis_models("sgd"))
+    stream = StackedStream(models)
+    models[1].set_params(learning_rate=-0.5)
+    with pytest.raises(ValueError, match=r"The 'learning_rate' parameter of RNNClassifier must be a float "
+                       r"in the range \(0.0, inf\).* Got -0.5 instead."):
+        stream.update([batch(np.random.default_rng(5)) for _ in models])
+    assert [model.n_iter_ for model in models] == [1, 1, 1]
+    assert models[1].net_.optimizer_.param_groups[0]["lr"] == 0.1
+
+
 def test_refuses_batches_that_do_not_fit_the_stream():
     models = fitted(thesis_models("sgd"))
     stream = StackedStream(models)

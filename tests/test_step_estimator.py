@@ -339,6 +339,18 @@ def test_seeded_fits_are_identical_and_partial_fit_continues(task):
     assert model.nll_per_step(X, y) < first and model.n_iter_ == 6
 
 
+def test_partial_fit_on_a_fitted_estimator_validates_its_parameters_as_fit_does(task):
+    # scikit-learn validates partial_fit's parameters on the first call only.
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    (X, y), _ = task
+    model = RNNStepClassifier(hidden_size=4, random_state=0).partial_fit(X, y)
+    model.set_params(batch_size=0)
+    with pytest.raises(InvalidParameterError, match="The 'batch_size' parameter of RNNStepClassifier"):
+        model.partial_fit(X, y)
+    assert model.n_iter_ == 1
+
+
 def test_gradient_diagnostics_put_the_loss_at_every_step(fitted, task):
     _, (X, y) = task
     stats = temporal_gradient_norms(fitted, X[:10], y[:10])

@@ -62,7 +62,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,7 +249,8 @@ def train_stacked(
         Prepared estimators (see :class:`StackedMember`) that pass
         :func:`check_stackable`.
     max_stacked : int, default=64
-        Networks trained together at most; bounds memory.
+        Networks trained together at most; bounds the memory of the stacked tensors
+        (the members, with their data, are the caller's).
     n_jobs : int or None, default=None
         Chunks trained at the same time in joblib worker processes; each group is then
         cut into at least ``n_jobs`` chunks. With more than one job, ``member.estimator``
@@ -283,31 +284,95 @@ def train_stacked(
     >>> [member.estimator.n_iter_ for member in members]
     [3, 3]
     """
-    if max_stacked < 1:
-        raise ValueError(f"max_stacked must be a positive int; got {max_stacked!r}.")
-    jobs = effective_n_jobs(n_jobs)
-    groups: dict[tuple, list[StackedMember]] = {}
-    for member in members:
+    trainer = _ChunkTrainer(max_stacked, n_jobs)
+    for member in members:  # every member checked before any trains
         check_stackable(member.estimator)
-        groups.setdefault(_architecture(member), []).append(member)
-    chunks = []
-    for group in groups.values():
-        size = min(max_stacked, -(-len(group) // jobs))
-        chunks.extend(group[start : start + size] for start in range(0, len(group), size))
-    caller = os.getpid()
-    if jobs == 1:
-        outcomes = [_train_chunk(chunk, caller) for chunk in chunks]
-    else:
-        task = delayed(with_callers_context(_train_chunk))  # here: joblib also dispatches from its threads
-        outcomes = Parallel(n_jobs=jobs)(task(chunk, caller) for chunk in chunks)
-    others: list[tuple[type[Warning], str]] = []
-    for chunk, (estimators, seconds, facts, recorded) in zip(chunks, outcomes):
-        others.extend(recorded)
-        for member, estimator, member_facts in zip(chunk, estimators, facts):
-            member.estimator = estimator
-            member.seconds = seconds / len(chunk)
-            member.outcomes = member_facts
-    _summarize_warnings(members, others, stacklevel + 2)
+    for member in members:
+        trainer.add(member)
+    trainer.finish(stacklevel + 1)
+
+
+class _ChunkTrainer:
+    """Prepared members trained in chunks as they come: what :func:`train_stacked` does
+    with its members, for a caller that prepares them one by one (the grid search,
+    which keeps no more than a chunk's networks and data prepared at once).
+
+    The chunks are :func:`train_stacked`'s: the members grouped by architecture, each
+    group, in the order its members came, cut into chunks of ``min(max_stacked,
+    ceil(len(group) / n_jobs))`` networks. A group that reaches ``max_stacked * n_jobs``
+    members is cut into chunks of ``max_stacked`` whatever comes later, so that each
+    time it holds that many, they are trained (``n_jobs`` chunks at the same time); a
+    smaller group waits for :meth:`finish`, which trains what is left and summarizes
+    the warnings of them all.
+
+    Parameters
+    ----------
+    max_stacked : int
+        Networks trained together at most.
+    n_jobs : int or None
+        As for :func:`train_stacked`.
+    trained : callable, optional
+        Called with each chunk (a list of StackedMember) once it is trained, before the
+        trainer lets go of it.
+    """
+
+    def __init__(
+        self, max_stacked: int, n_jobs: int | None, trained: Callable[[list[StackedMember]], None] | None = None
+    ) -> None:
+        if max_stacked < 1:
+            raise ValueError(f"max_stacked must be a positive int; got {max_stacked!r}.")
+        self.max_stacked = max_stacked
+        self.jobs = effective_n_jobs(n_jobs)
+        self.trained = trained
+        self.caller = os.getpid()
+        # The members not trained yet, per architecture, with their place among all members.
+        self.groups: dict[tuple, list[tuple[int, StackedMember]]] = {}
+        self.whole: set[tuple] = set()  # the architectures cut into chunks of max_stacked
+        self.outcomes: list[list[TrainingOutcome]] = []  # every member's, in their order
+        self.others: list[tuple[type[Warning], str]] = []
+
+    def add(self, member: StackedMember) -> None:
+        """Take a prepared member; train its group's chunks once their size is known."""
+        check_stackable(member.estimator)
+        architecture = _architecture(member)
+        group = self.groups.setdefault(architecture, [])
+        group.append((len(self.outcomes), member))
+        self.outcomes.append([])
+        if len(group) == self.max_stacked * self.jobs:
+            self.whole.add(architecture)
+            self._train([group[start : start + self.max_stacked] for start in range(0, len(group), self.max_stacked)])
+            group.clear()
+
+    def finish(self, stacklevel: int = 1) -> None:
+        """Train the members left and summarize the warnings of all (``stacklevel`` as
+        for :func:`warnings.warn` called in the caller's place)."""
+        chunks = []
+        for architecture, group in self.groups.items():
+            if not group:
+                continue
+            size = self.max_stacked
+            if architecture not in self.whole:
+                size = min(self.max_stacked, -(-len(group) // self.jobs))
+            chunks.extend(group[start : start + size] for start in range(0, len(group), size))
+        self.groups.clear()
+        self._train(chunks)
+        _summarize_warnings(self.outcomes, self.others, stacklevel + 2)
+
+    def _train(self, chunks: list[list[tuple[int, StackedMember]]]) -> None:
+        members = [[member for _, member in chunk] for chunk in chunks]
+        if self.jobs == 1:
+            outcomes = [_train_chunk(chunk, self.caller) for chunk in members]
+        else:
+            task = delayed(with_callers_context(_train_chunk))  # here: joblib also dispatches from its threads
+            outcomes = Parallel(n_jobs=self.jobs)(task(chunk, self.caller) for chunk in members)
+        for chunk, (estimators, seconds, facts, recorded) in zip(chunks, outcomes):
+            self.others.extend(recorded)
+            for (position, member), estimator, member_facts in zip(chunk, estimators, facts):
+                member.estimator = estimator
+                member.seconds = seconds / len(chunk)
+                member.outcomes = self.outcomes[position] = member_facts
+            if self.trained is not None:
+                self.trained([member for _, member in chunk])
 
 
 def _train_chunk(
@@ -353,22 +418,22 @@ def _label_smoothing(net: Any) -> float | None:
 
 
 def _summarize_warnings(
-    members: Sequence[StackedMember], others: list[tuple[type[Warning], str]], stacklevel: int
+    outcomes: Sequence[list[TrainingOutcome]], others: list[tuple[type[Warning], str]], stacklevel: int
 ) -> None:
-    """One warning per kind: the members' outcomes counted per :attr:`TrainingOutcome.kind`
-    (``max_iter`` reached, per its value and monitored loss; a divergence, per what
-    diverged, whatever its epoch), under the text of the one of the earliest epoch,
-    with the epochs where they differ; every other warning once. ``stacklevel`` as for
-    :func:`warnings.warn` called here."""
+    """One warning per kind: the members' outcomes (a list per member) counted per
+    :attr:`TrainingOutcome.kind` (``max_iter`` reached, per its value and monitored
+    loss; a divergence, per what diverged, whatever its epoch), under the text of the
+    one of the earliest epoch, with the epochs where they differ; every other warning
+    once. ``stacklevel`` as for :func:`warnings.warn` called here."""
     for category, text in dict.fromkeys(others):
         warnings.warn(text, category, stacklevel=stacklevel)
     by_kind: dict[tuple, list[TrainingOutcome]] = {}
-    for member in members:
-        for outcome in member.outcomes:
+    for member_outcomes in outcomes:
+        for outcome in member_outcomes:
             by_kind.setdefault(outcome.kind, []).append(outcome)
     for group in by_kind.values():
         first = min(group, key=lambda outcome: outcome.epoch)
-        count = f"{len(group)} of {len(members)} stacked networks"
+        count = f"{len(group)} of {len(outcomes)} stacked networks"
         epochs = sorted({outcome.epoch for outcome in group})
         if len(epochs) > 1 and first.cause in _EPOCHS:  # each network's own, not the first one's for all
             count += f", {_EPOCHS[first.cause].format(', '.join(map(str, epochs)))}; the first"

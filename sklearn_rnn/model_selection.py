@@ -6,6 +6,7 @@ import contextlib
 import logging
 import time
 import warnings
+from collections.abc import Iterator
 from numbers import Integral, Real
 from typing import Any
 
@@ -25,7 +26,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._estimators import BaseRNN
 from .sequences._panel import by_instance, check_targets_follow_instances, is_panel
-from ._stacked import MAX_STACKED, StackedMember, check_stackable, train_stacked
+from ._stacked import MAX_STACKED, StackedMember, _ChunkTrainer, check_stackable
 
 __all__ = ["RNNGridSearchCV"]
 
@@ -86,7 +87,11 @@ class RNNGridSearchCV(BaseSearchCV):
         Also score every network on its training split.
     max_stacked : int, default=64
         Networks trained together at most; larger grids are trained in chunks of this
-        many, which bounds memory.
+        many. The networks are prepared one by one (each with its own encoded copy of
+        its training split), a chunk is trained as soon as it is complete, and its
+        networks are let go once scored, which bounds memory: at most this many
+        networks of each architecture of the grid are held at once (``n_jobs`` times
+        as many with several jobs).
     n_jobs : int or None, default=None
         Stacks trained at the same time, in joblib worker processes: the networks are
         cut into at least ``n_jobs`` stacks. With 2 on a 2-core machine, two stacks of
@@ -281,51 +286,61 @@ class RNNGridSearchCV(BaseSearchCV):
             )
         scorer = check_scoring(self.estimator, self.scoring)
         failures: dict[tuple[int, int], str] = {}
-        models, members, prepare_seconds = self._prepare(X, y, weight, candidates, splits, failures, invalid)
-        if not members:  # as GridSearchCV: a search with nothing trained is an error
+        n_splits = len(splits)
+        test = np.full((len(candidates), n_splits), np.nan)
+        train = np.full_like(test, np.nan)
+        fit_time, score_time = np.zeros_like(test), np.zeros_like(test)
+        scored = np.zeros(test.shape, dtype=bool)
+        weighted_scores = self._scores_weighted(params)
+        if self.verbose:
+            logger.info(
+                "RNNGridSearchCV: %d settings x %d splits = %d networks, stacks of at most %d, %s job(s)",
+                len(candidates), n_splits, (len(candidates) - len(invalid)) * n_splits, self.max_stacked,
+                effective_n_jobs(self.n_jobs),  # as train_stacked counts them: -1, a backend's
+            )
+        # Each network is prepared, trained in its chunk and scored, then let go with its
+        # data: at most a chunk's networks (n_jobs chunks' with more jobs) are held at once
+        # per architecture, and the chunks are those train_stacked cuts from all of them.
+        prepared: dict[StackedMember, tuple[int, int, Any, float]] = {}
+
+        def score(chunk: list[StackedMember]) -> None:
+            for member in chunk:
+                i, k, model, prepare_seconds = prepared.pop(member)
+                trained = member.estimator  # worker processes send back copies
+                if isinstance(model, Pipeline):
+                    model.steps[-1] = (model.steps[-1][0], trained)
+                else:
+                    model = trained
+                fit_time[i, k] = member.seconds + prepare_seconds
+                train_index, test_index = splits[k]
+                kinds = [("test", test, test_index)]
+                if self.return_train_score:
+                    kinds.append(("train", train, train_index))
+                for kind, scores, index in kinds:
+                    began = time.perf_counter()
+                    try:
+                        score_weight = {} if not weighted_scores else {"sample_weight": _safe_indexing(weight, index)}
+                        value = scorer(model, _safe_indexing(X, index), _safe_indexing(y, index), **score_weight)
+                    except Exception as error:
+                        value = self._failed(failures, candidates, i, k, f"{kind} scoring", error)
+                    scores[i, k] = _one_number(value, self.scoring)
+                    if kind == "test":  # as GridSearchCV times it: the test scoring alone
+                        score_time[i, k] = time.perf_counter() - began
+                scored[i, k] = True
+                member.train = member.valid = None
+
+        trainer = _ChunkTrainer(self.max_stacked, self.n_jobs, trained=score)
+        for i, k, model, member, prepare_seconds in self._prepare(X, y, weight, candidates, splits, failures, invalid):
+            prepared[member] = (i, k, model, prepare_seconds)
+            trainer.add(member)
+        if not trainer.outcomes:  # as GridSearchCV: a search with nothing trained is an error
             raise ValueError(
                 f"All the {len(failures)} networks failed, so the search has nothing to "
                 "score; the model is likely misconfigured (error_score='raise' raises the "
                 "first). The failures:\n" + "\n".join(failures.values())
             )
-        if self.verbose:
-            logger.info(
-                "RNNGridSearchCV: %d settings x %d splits = %d networks, stacks of at most %d, %s job(s)",
-                len(candidates), len(splits), len(members), self.max_stacked,
-                effective_n_jobs(self.n_jobs),  # as train_stacked counts them: -1, a backend's
-            )
-        train_stacked(list(members.values()), max_stacked=self.max_stacked, n_jobs=self.n_jobs,
-                      stacklevel=3)  # the caller of fit, past scikit-learn's _fit_context
-        for key, model in list(models.items()):  # worker processes send back copies
-            trained = members[key].estimator
-            if isinstance(model, Pipeline):
-                model.steps[-1] = (model.steps[-1][0], trained)
-            else:
-                models[key] = trained
-        n_splits = len(splits)
-        test = np.full((len(candidates), n_splits), np.nan)
-        train = np.full_like(test, np.nan)
-        weighted_scores = self._scores_weighted(params)
-        fit_time, score_time = np.zeros_like(test), np.zeros_like(test)
-        for (i, k), model in models.items():
-            fit_time[i, k] = members[i, k].seconds + prepare_seconds[i, k]
-            train_index, test_index = splits[k]
-            kinds = [("test", test, test_index)]
-            if self.return_train_score:
-                kinds.append(("train", train, train_index))
-            for kind, scores, index in kinds:
-                began = time.perf_counter()
-                try:
-                    score_weight = {} if not weighted_scores else {"sample_weight": _safe_indexing(weight, index)}
-                    value = scorer(model, _safe_indexing(X, index), _safe_indexing(y, index), **score_weight)
-                except Exception as error:
-                    value = self._failed(failures, candidates, i, k, f"{kind} scoring", error)
-                scores[i, k] = _one_number(value, self.scoring)
-                if kind == "test":  # as GridSearchCV times it: the test scoring alone
-                    score_time[i, k] = time.perf_counter() - began
-        for i, k in failures:
-            if (i, k) not in models:  # its fit failed: no score of either kind
-                test[i, k] = train[i, k] = self.error_score
+        trainer.finish(stacklevel=3)  # the caller of fit, past scikit-learn's _fit_context
+        test[~scored] = train[~scored] = self.error_score  # its fit failed: no score of either kind
         self._warn_of_failures(failures, len(candidates) * n_splits)
         self.cv_results_ = _results(candidates, test, train if self.return_train_score else None,
                                     fit_time, score_time)
@@ -412,12 +427,11 @@ class RNNGridSearchCV(BaseSearchCV):
     def _prepare(
         self, X: Any, y: Any, weight: Any, candidates: list[dict],
         splits: list[tuple[np.ndarray, np.ndarray]], failures: dict, invalid: dict[int, Exception],
-    ) -> tuple[dict[tuple[int, int], Any], dict[tuple[int, int], StackedMember], np.ndarray]:
-        """Clone, set and prepare one estimator per (setting, split), as its fit would; a
-        setting of ``invalid`` values fails on every split."""
-        models: dict[tuple[int, int], Any] = {}
-        members: dict[tuple[int, int], StackedMember] = {}
-        seconds = np.zeros((len(candidates), len(splits)))
+    ) -> Iterator[tuple[int, int, Any, StackedMember, float]]:
+        """Clone, set and prepare one estimator per (setting, split), as its fit would, one
+        at a time as they are asked for: the setting, the split, the model (a pipeline or
+        the estimator), its member and the seconds it took. A setting of ``invalid``
+        values fails on every split."""
         for i, params in enumerate(candidates):
             for k, (train_index, _) in enumerate(splits):
                 if i in invalid:  # refused by fit's checks before any work
@@ -434,10 +448,7 @@ class RNNGridSearchCV(BaseSearchCV):
                 except Exception as error:
                     self._failed(failures, candidates, i, k, "fit", error)
                     continue
-                members[i, k] = StackedMember(rnn, train, valid)
-                models[i, k] = model
-                seconds[i, k] = time.perf_counter() - began
-        return models, members, seconds
+                yield i, k, model, StackedMember(rnn, train, valid), time.perf_counter() - began
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()

@@ -313,6 +313,50 @@ def test_n_jobs_without_meaning_is_refused_before_any_network_is_built(n_jobs, m
         search.fit(X, y)
 
 
+@pytest.mark.parametrize("n_jobs, grid, chunks, bound", [
+    (None, {"spectral_radius": [0.8, 0.9, 1.0, 1.1, 1.2, 1.3]}, [4, 4, 4, 4, 2], 4),
+    (2, {"spectral_radius": [0.8, 0.9, 1.0, 1.1, 1.2, 1.3]}, [4, 4, 4, 4, 2], 8),  # two chunks at a time
+    (2, {"spectral_radius": [0.8, 0.9]}, [3, 3], 6),  # at least n_jobs chunks
+    # Two architectures in turn: at most max_stacked of each.
+    (None, {"alpha": [0.0, 1.0, 2.0], "hidden_size": [4, 6]}, [4, 4, 4, 4, 1, 1], 8),
+])
+def test_a_search_holds_at_most_max_stacked_prepared_networks_at_a_time(n_jobs, grid, chunks, bound, monkeypatch):
+    # Every (setting, split) network was prepared, with its own encoded copy of its
+    # training and validation split, before the first one trained: memory grew with the
+    # grid whatever max_stacked said (650 MB for 48 settings x 4 splits of 400 sequences
+    # of 300 steps, max_stacked=1). The chunks are those train_stacked cuts.
+    import gc
+
+    from joblib import parallel_backend
+
+    from sklearn_rnn._stacked import _Stack
+    from sklearn_rnn.sequences import SequenceDataset
+
+    def prepared():  # networks with their data, and encoded datasets (training + validation)
+        gc.collect()
+        objects = gc.get_objects()
+        return (sum(type(o) is StackedMember and o.train is not None for o in objects),
+                sum(type(o) is SequenceDataset for o in objects) / 2)
+
+    X, y = visits(60)
+    trained, held = [], []
+    stack = _Stack.__init__
+    before = prepared()  # whatever other tests left
+
+    def counting(self, members):
+        held.extend(now - then for now, then in zip(prepared(), before))
+        trained.append(len(members))
+        stack(self, members)
+
+    monkeypatch.setattr(_Stack, "__init__", counting)
+    model = explicit(max_iter=2, early_stopping=True, validation_fraction=0.2)
+    with warnings.catch_warnings(), parallel_backend("threading", n_jobs=n_jobs or 1):
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        RNNGridSearchCV(model, grid, cv=3, max_stacked=4, n_jobs=n_jobs, refit=False).fit(X, y)
+    assert sorted(trained, reverse=True) == chunks
+    assert max(held) <= bound
+
+
 def test_search_without_refit_has_no_predict():
     X, y = visits(30)
     search = RNNGridSearchCV(explicit(max_iter=2), {"spectral_radius": [1.0]}, cv=2, refit=False).fit(X, y)
@@ -825,11 +869,11 @@ def test_a_scikit_learn_pipeline_holding_a_sampler_is_refused_before_any_trainin
     from imblearn.under_sampling import RandomUnderSampler
     from sklearn.pipeline import Pipeline
 
-    from sklearn_rnn import model_selection
+    from sklearn_rnn import _stacked
 
     X, y = visits(30)
     trained = []
-    monkeypatch.setattr(model_selection, "train_stacked", lambda *a, **k: trained.append(1))
+    monkeypatch.setattr(_stacked, "_train_chunk", lambda *a, **k: trained.append(1))
     pipeline = Pipeline([("sampler", RandomUnderSampler(random_state=0)), ("rnn", explicit())])
     for refit in (True, False):
         with pytest.raises(TypeError, match=r"intermediate steps should be transformers.*\['sampler'\] resample.*"

@@ -1460,16 +1460,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """Validate the parameters of a fitted estimator as ``fit`` validates them,
         before continued training (``partial_fit``, a
         :class:`~sklearn_rnn._stacked.StackedStream` update), unless scikit-learn's
-        ``skip_parameter_validation`` is set. A stream of calls validates once per
-        change: values that are the very objects that passed last time pass again."""
+        ``skip_parameter_validation`` is set. Every call validates (a fraction of a
+        millisecond); nothing is kept on the estimator, whose attributes model files
+        and clones must know."""
         if not hasattr(self, "net_") or get_config()["skip_parameter_validation"]:
             return  # a first call is validated by _fit_context, as fit is
-        values = tuple(getattr(self, name) for name in self._parameter_constraints)
-        passed = getattr(self, "_validated_params", ())
-        if len(passed) == len(values) and all(a is b for a, b in zip(passed, values)):
-            return
         self._validate_params()
-        self._validated_params = values
 
     def _check_streamable(self) -> None:
         """Refuse what a stream of ``partial_fit`` calls cannot honour: a 'balanced'

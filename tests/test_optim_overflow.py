@@ -111,6 +111,17 @@ def test_temporal_gradient_norms_scale_with_the_loss_past_the_squares_range(monk
     assert float(torch.nn.functional.cosine_similarity(steps[0], steps[1], dim=0)) == pytest.approx(1.0, abs=1e-5)
 
 
+def with_an_infinite_delta(temporal):
+    """``temporal`` with one delta infinite: the last aligned step of the first layer."""
+    delta = temporal._layers[0].delta.clone()
+    delta[-1, 0, 0] = math.inf
+    layers = (_temporal._Layer(delta, None, temporal._layers[0].blocks), *temporal._layers[1:])
+    return _temporal.TemporalGradients(
+        parameters=temporal.parameters, names=temporal.names, layers=layers, steps=temporal.steps,
+        alignment=temporal.alignment, counts=temporal.counts, loss=temporal.loss,
+    )
+
+
 def test_float64_step_norms_past_the_squares_range_and_infinite_entries():
     """In float64 the squares overflow past about 1.3e154: the norms are recomputed on
     deltas divided by their largest magnitude. An infinite delta keeps its step's norm
@@ -118,13 +129,7 @@ def test_float64_step_norms_past_the_squares_range_and_infinite_entries():
     _, reference = scaled_temporal_gradients(1.0, dtype=torch.float64)
     _, scaled = scaled_temporal_gradients(1e160, dtype=torch.float64)
     torch.testing.assert_close(scaled.norms(), reference.norms() * 1e160, rtol=1e-12, atol=0)
-    delta = scaled._layers[0].delta.clone()
-    delta[-1, 0, 0] = math.inf  # the last aligned step of the first layer
-    layers = (_temporal._Layer(delta, None, scaled._layers[0].blocks), *scaled._layers[1:])
-    broken = _temporal.TemporalGradients(
-        parameters=scaled.parameters, names=scaled.names, layers=layers, steps=scaled.steps,
-        alignment=scaled.alignment, counts=scaled.counts, loss=scaled.loss,
-    )
+    broken = with_an_infinite_delta(scaled)
     for method in ("direct", "gram"):
         norms = broken.norms(method)
         assert not math.isfinite(norms[-1]), method
@@ -151,13 +156,7 @@ def test_parameter_norms_scale_with_the_loss_past_the_squares_range(monkeypatch,
         torch.testing.assert_close(value, expected[name] * 1e25, rtol=1e-5, atol=0, msg=name)
     together = torch.stack([value.double() / 1e25 for value in norms.values()]).square().sum(0).sqrt()
     torch.testing.assert_close(together.float(), reference.norms(), rtol=1e-5, atol=0)
-    delta = scaled._layers[0].delta.clone()
-    delta[-1, 0, 0] = math.inf  # the last aligned step of the first layer
-    layers = (_temporal._Layer(delta, None, scaled._layers[0].blocks), *scaled._layers[1:])
-    broken = _temporal.TemporalGradients(
-        parameters=scaled.parameters, names=scaled.names, layers=layers, steps=scaled.steps,
-        alignment=scaled.alignment, counts=scaled.counts, loss=scaled.loss,
-    ).parameter_norms()
+    broken = with_an_infinite_delta(scaled).parameter_norms()
     for block in scaled._layers[0].blocks:
         name = scaled.names[block.index]
         assert not math.isfinite(broken[name][-1]), name

@@ -60,6 +60,17 @@ def write_file(path, header, tensors, *, resign=False):
     save_file(tensors, str(path), metadata={"sklearn_rnn": json.dumps(header)})
 
 
+def assert_forgeries_refused(path, header, tensors, forgeries):
+    """Each ``(edit, message)``: the file edited by ``edit(header, tensors)``, its digest
+    recomputed, is refused by load with a ValueError matching ``message``."""
+    for edit, message in forgeries:
+        forged_header, forged_tensors = json.loads(json.dumps(header)), dict(tensors)
+        edit(forged_header, forged_tensors)
+        write_file(path, forged_header, forged_tensors, resign=True)
+        with pytest.raises(ValueError, match=message):
+            sklearn_rnn.load(path)
+
+
 def fitted_state(model):
     """Everything a refit could corrupt: predictions and fitted attributes."""
     return {
@@ -1140,12 +1151,7 @@ def test_forged_optimizer_state_dropout_seed_and_format_version_are_refused_on_l
          r"tensor 'optimizer.x.exp_avg', which does not name.*" + inconsistent),
         (lambda h, t: h.update(format_version=True), r"format version True, .*reads version 2: the file is damaged"),
     ]
-    for edit, message in forgeries:
-        forged_header, forged_tensors = json.loads(json.dumps(header)), dict(tensors)
-        edit(forged_header, forged_tensors)
-        write_file(tmp_path / "forged.safetensors", forged_header, forged_tensors, resign=True)
-        with pytest.raises(ValueError, match=message):
-            sklearn_rnn.load(tmp_path / "forged.safetensors")
+    assert_forgeries_refused(tmp_path / "forged.safetensors", header, tensors, forgeries)
     # The unedited file still loads and trains on.
     write_file(tmp_path / "forged.safetensors", header, tensors, resign=True)
     loaded = sklearn_rnn.load(tmp_path / "forged.safetensors")
@@ -1198,12 +1204,7 @@ def test_incomplete_sgd_and_simplex_state_is_refused_on_load(tmp_path, optimizer
                                                               ("switched", 0), ("skipped", 0))),
              r"which holds a negative count: simplex = -2"),
         ]
-    for edit, message in forgeries:
-        forged_header, forged_tensors = json.loads(json.dumps(header)), dict(tensors)
-        edit(forged_header, forged_tensors)
-        write_file(tmp_path / "forged.safetensors", forged_header, forged_tensors, resign=True)
-        with pytest.raises(ValueError, match=message):
-            sklearn_rnn.load(tmp_path / "forged.safetensors")
+    assert_forgeries_refused(tmp_path / "forged.safetensors", header, tensors, forgeries)
     # The unedited file still loads, with its counts, and trains on.
     write_file(tmp_path / "forged.safetensors", header, tensors, resign=True)
     loaded = sklearn_rnn.load(tmp_path / "forged.safetensors")

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from sklearn import get_config
+from sklearn import config_context, get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
@@ -452,16 +452,18 @@ def _shuffle_generator(seed: int) -> np.random.Generator:
 
 
 def _partial_fit_context(partial_fit: Any) -> Any:
-    """scikit-learn's ``_fit_context`` for ``partial_fit``, which validates the
-    parameters of a fitted estimator too (see :meth:`BaseRNN._validate_continued_params`):
+    """scikit-learn's ``_fit_context(prefer_skip_nested_validation=True)`` for
+    ``partial_fit``, except that the parameters of a fitted estimator are validated too:
     scikit-learn validates them on the first call only, so a value set since
-    (``set_params(learning_rate=-0.5)``) was trained with."""
-    fitting = _fit_context(prefer_skip_nested_validation=True)(partial_fit)
+    (``set_params(learning_rate=-0.5)``) was trained with. One wrapper, as scikit-learn's,
+    so that warnings' stack levels reach the caller as fit's do."""
 
     @functools.wraps(partial_fit)
     def wrapper(self: BaseRNN, *args: Any, **kwargs: Any) -> Any:
-        self._validate_continued_params()
-        return fitting(self, *args, **kwargs)
+        if not get_config()["skip_parameter_validation"]:
+            self._validate_params()
+        with config_context(skip_parameter_validation=True):  # nested estimators' checks
+            return partial_fit(self, *args, **kwargs)
 
     return wrapper
 

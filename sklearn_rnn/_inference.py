@@ -122,7 +122,10 @@ class OutputSteps:
         per_step = criterion(y_pred, y_true).sum(dim=-1)  # (B, T)
         lengths = X["lengths"].to(per_step.device)
         valid = torch.arange(per_step.shape[1], device=per_step.device) < lengths[:, None]
-        weighted = per_step * valid * X["sample_weight"].to(per_step.dtype)[:, None]  # (B, T)
+        # Selected, not multiplied by the mask: a padded step's loss that is not finite
+        # (an output read from an overflowed state) would make 0 * inf NaN.
+        valid_loss = torch.where(valid, per_step, 0.0)  # (B, T)
+        weighted = valid_loss * X["sample_weight"].to(per_step.dtype)[:, None]  # (B, T)
         return weighted.sum() / valid.sum()
 
 

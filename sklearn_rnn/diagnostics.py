@@ -405,6 +405,7 @@ def _default_loss(
         if not every_step:
             return per_item.mean()
         mask = valid.reshape(-1)  # (N,)
-        return (per_item * mask).sum() / mask.sum()
+        # Selected, not multiplied: a padded step's output that is not finite gives NaN times 0.
+        return torch.where(mask, per_item, 0.0).sum() / mask.sum()
 
     return loss

@@ -45,6 +45,8 @@ def test_is_pytorchs_cell(cell):
     # The network reads padded steps as zeros (padding never reaches an output).
     valid = (torch.arange(x.shape[1]) < lengths[:, None])[..., None]
     expected, _ = reference(x * valid)
+    if cell == "relu":  # whose state is not bounded: it stops at each sequence's end
+        expected = expected.masked_fill(~valid, 0.0)
     states = net.forward_states(x, lengths, every_step=True)
     torch.testing.assert_close(states.hidden, expected, rtol=0, atol=1e-12)
     torch.testing.assert_close(net(x, lengths, every_step=True), net.readout(expected), rtol=0, atol=1e-12)
@@ -419,3 +421,88 @@ def test_simplex_sgd_names_the_identity_weights_an_attribute_unfreeze_made_train
     with pytest.raises(ValueError, match=r"Not covered by the temporal gradients: a tensor of shape \(3, 4\) "
                                          r"that is not the network's\. Build"):
         SimplexSGD([*net.parameters(), extra], lr=0.1).step(tg)
+
+
+def _overflowing_relu(**kwargs):
+    """A 'relu' network whose first layer's state grows by at least 1.5 at every step of
+    zero input (a positive bias and recurrent matrix; every input weight -1, so that
+    inputs of ones keep the state at zero): run past a short sequence's end, its state
+    overflows float32 within 250 steps of padding and float64 within 2,000."""
+    net = network("relu", spectral_radius=1.5, **kwargs)
+    with torch.no_grad():
+        for index, (_, projection, recurrence) in enumerate(net.stack() + net.reverse_stack()):
+            first = index in (0, net.num_layers)
+            projection.bias.fill_(0.5 if first else -0.5)
+            projection.weight.fill_(-1.0)
+            recurrence.weight_hh_l0.abs_()
+    return net
+
+
+def _overflows(net, steps, dtype):
+    """Whether the first layer's state, run over ``steps`` zero inputs, overflows."""
+    with torch.no_grad():
+        zeros = torch.zeros(1, steps, 3, dtype=dtype)
+        return not bool(net.recurrence(net.input_projection(zeros))[0].isfinite().all())
+
+
+def _outputs_and_gradients(net, x, lengths, every_step, states):
+    net.zero_grad()
+    if states:
+        outputs = net.forward_states(x, lengths, every_step=every_step).outputs
+    else:
+        outputs = net(x, lengths, every_step=every_step)
+    if every_step:  # only the valid steps' outputs count, as in the every-step loss
+        valid = torch.arange(x.shape[1]) < torch.as_tensor(lengths)[:, None]
+        outputs = outputs[valid]
+    outputs.square().sum().backward()
+    return outputs.detach(), [p.grad.clone() for p in net.parameters() if p.grad is not None]
+
+
+@pytest.mark.parametrize(
+    "build, run",
+    [
+        (dict(readout="pool"), "train"),
+        (dict(readout="pool", num_layers=2), "train"),
+        (dict(readout="pool", bidirectional=True), "train"),
+        (dict(readout="last"), "every_step"),
+        (dict(readout="last", num_layers=2), "states"),
+        (dict(readout="pool", num_layers=2), "vectorizable"),
+        (dict(readout="pool", bidirectional=True), "fused"),
+        (dict(readout="last"), "fused every_step"),
+    ],
+)
+def test_a_relu_state_is_stopped_at_each_sequences_end(build, run, monkeypatch):
+    """Padding a short sequence to a long batch mate's length neither makes its outputs
+    nor the batch's gradients NaN: the gradients are those of each sequence alone."""
+    from sklearn_rnn.nn import get_cell
+
+    net = _overflowing_relu(**build)
+    if "fused" in run:  # PyTorch's kernel under autograd (as on a GPU), not the CPU's loop
+        monkeypatch.setattr(get_cell("relu"), "trains_stepwise", False)
+    net.vectorizable = run == "vectorizable"
+    every_step, states = "every_step" in run, run == "states"
+    x = torch.ones(2, 600, 3)  # the long sequence: its state stays at zero
+    x[0, :5] = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    lengths = torch.tensor([5, 600])
+    assert _overflows(net, 600, torch.float32)
+    together, gradients = _outputs_and_gradients(net, x, lengths, every_step, states)
+    assert all(bool(g.isfinite().all()) for g in gradients), "a gradient is not finite"
+    short, short_gradients = _outputs_and_gradients(net, x[:1, :5], lengths[:1], every_step, states)
+    long, long_gradients = _outputs_and_gradients(net, x[1:], lengths[1:], every_step, states)
+    torch.testing.assert_close(together, torch.cat([short, long]), rtol=1e-4, atol=1e-5)
+    for got, *alone in zip(gradients, short_gradients, long_gradients):
+        torch.testing.assert_close(got, sum(alone), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("build", [dict(readout="pool"), dict(readout="last", num_layers=2),
+                                   dict(readout="pool", bidirectional=True)])
+def test_a_relu_prediction_does_not_depend_on_a_batch_mate_whose_padding_overflows(build):
+    net = _overflowing_relu(**build).double().eval()
+    x = torch.ones(2, 3000, 3, dtype=torch.float64)
+    x[0, :5] = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    lengths = torch.tensor([5, 3000])
+    with torch.no_grad():
+        together = net(x, lengths)
+        alone = net(x[:1, :5], lengths[:1])
+    assert _overflows(net, 3000, torch.float64)
+    torch.testing.assert_close(together[:1], alone, rtol=0, atol=1e-12)

@@ -89,6 +89,21 @@ def test_every_step_ignores_padded_targets():
     assert clean.parameter_norms["W_out"].min() > 0  # a readout at every step
 
 
+
+@pytest.mark.parametrize("classification", [False, True])
+def test_the_default_every_step_loss_selects_the_valid_steps(classification):
+    """An output at a padded step that is not finite (an overflowed state) leaves the
+    default per-step loss as it is: selected away, not multiplied by zero."""
+    from sklearn_rnn.diagnostics import _default_loss
+
+    lengths = torch.tensor([4, 2])
+    outputs = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(0))
+    y = torch.zeros(2, 4, dtype=torch.long) if classification else torch.zeros(2, 4, 3)
+    loss = _default_loss(y, lengths, every_step=True)
+    expected = loss(outputs, y)
+    outputs[1, 2:] = float("inf")
+    assert float(loss(outputs, y)) == float(expected)
+
 def test_custom_loss():
     x, lengths, gen = batch()
     y = torch.randint(0, 3, (12,), generator=gen)

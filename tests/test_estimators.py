@@ -756,3 +756,27 @@ def test_class_and_sample_weights_whose_product_overflows_are_refused():
     model = RNNClassifier(hidden_size=3, max_iter=2, class_weight={1: 1e300}, random_state=0)
     with pytest.raises(ValueError, match=r"times the sample weights overflows .*scale one of them down"):
         model.fit(X, y, sample_weight=np.full(20, 1e10))
+
+
+def test_a_relu_model_predicts_and_trains_alike_whatever_shares_the_batch():
+    """A short sequence padded to a long batch mate's length: the state of a 'relu' cell
+    run on over that padding overflowed, which made the short sequence's prediction
+    "not finite" and the batch's training loss NaN (a divergence that did not happen)."""
+    rng = np.random.default_rng(0)
+    X = [np.abs(rng.normal(size=(int(rng.integers(5, 15)), 1))) for _ in range(20)]
+    y = np.array([x.sum() for x in X])
+    with convergence_warning_allowed():
+        model = RNNRegressor(hidden_size=4, max_iter=1, random_state=0, cell="relu", readout="pool",
+                             conv_kernels=None, instance_norm=False, device="cpu").fit(X, y)
+    with torch.no_grad():  # a state that grows over zero inputs (the padding), and stays
+        net = model.module_  # at zero over large inputs (the long sequence)
+        net.input_projection.weight.fill_(-1.0)
+        net.input_projection.bias.fill_(0.5)
+        net.recurrence.weight_hh_l0.abs_()
+    short, long = X[0], np.full((5000, 1), 50.0)
+    alone = np.concatenate([model.predict([short]), model.predict([long])])
+    np.testing.assert_allclose(model.predict([short, long]), alone, rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*became nan")
+        model.partial_fit([short, long[:800]], [y[0], 0.0])
+    assert np.isfinite(model.loss_curve_[-1])

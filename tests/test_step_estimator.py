@@ -129,6 +129,21 @@ def test_loss_is_the_nll_per_step_and_ignores_padding():
     assert float(loss) == pytest.approx(expected, rel=1e-6)
 
 
+
+@pytest.mark.parametrize("padding", [float("inf"), float("nan")])
+def test_the_every_step_loss_selects_the_valid_steps_whatever_the_padding_holds(padding):
+    """A padded step's per-step loss is selected away, not multiplied by zero: an output
+    there that overflowed made the batch's loss NaN."""
+    from sklearn_rnn._inference import EVERY_STEP
+
+    criterion = torch.nn.MSELoss(reduction="none")
+    y_pred = torch.randn(2, 4, 1, generator=torch.Generator().manual_seed(0))
+    y_true = torch.zeros(2, 4, 1)
+    inputs = {"lengths": torch.tensor([4, 2]), "sample_weight": torch.tensor([1.0, 2.0])}
+    expected = EVERY_STEP.loss(criterion, y_pred, y_true, inputs)
+    y_pred[1, 2:] = padding
+    assert float(EVERY_STEP.loss(criterion, y_pred, y_true, inputs)) == float(expected)
+
 def test_sample_weight_weights_a_sequences_steps(task, fitted):
     _, (X, y) = task
     one = fitted.nll_per_step(X[:1], y[:1])

@@ -346,3 +346,25 @@ def test_forward_mode_derivatives_run_the_fused_kernel_and_forward_states_names_
         RuntimeError, match=rf"forward-mode derivative \(jvp\) of .* cell '{cell}'.*module's own forward pass"
     ):
         net.forward_states(fwAD.make_dual(x, tangent), lengths)
+
+
+@pytest.mark.parametrize("nonlinearity", ["tanh", "relu"])
+def test_given_lengths_the_elman_recurrence_stops_each_state_at_its_end(nonlinearity):
+    """Zeros at the padded steps, and the gradients of each sequence run alone."""
+    gen = torch.Generator().manual_seed(0)
+    projected = torch.randn(3, 7, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    weight = (torch.randn(4, 4, generator=gen, dtype=torch.float64) * 0.8).requires_grad_()
+    lengths = torch.tensor([7, 3, 1])
+    u, hidden, _ = stepwise_recurrence(nonlinearity, projected, weight, None, (), lengths=lengths)
+    padded = torch.arange(7)[None, :] >= lengths[:, None]
+    assert bool((hidden[padded] == 0).all())
+    hidden.sum().backward()  # padded steps included: their states depend on nothing
+    alone_projected, alone_weight = torch.zeros_like(projected), torch.zeros_like(weight)
+    for row, length in enumerate(lengths.tolist()):
+        part = projected[row : row + 1, :length].detach().requires_grad_()
+        _, states, _ = stepwise_recurrence(nonlinearity, part, weight, None, ())
+        grad_part, grad_weight = torch.autograd.grad(states.sum(), (part, weight))
+        alone_projected[row, :length] = grad_part[0]
+        alone_weight += grad_weight
+    torch.testing.assert_close(projected.grad, alone_projected)
+    torch.testing.assert_close(weight.grad, alone_weight)

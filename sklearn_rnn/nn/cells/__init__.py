@@ -12,7 +12,8 @@ stacked grid search (``step``, run by ``forward_vectorizable``), what temporal g
 (``recurrent_deltas``, ``gate_recurrent_delta``), whether it reads time gaps
 (``needs_gaps``), supports temporal gradients and so the simplex optimizer
 (``temporal_gradients``), a learned initial state (``learned_initial``), the stacked
-grid search (``stackable``), and what the estimators' 'auto' settings mean for it
+grid search (``stackable``), whether its state stays bounded over padding or must stop
+at each sequence's end (``bounded_state``), and what the estimators' 'auto' settings mean for it
 (``default_spectral_radius``, ``default_alpha``). The network, the temporal gradients,
 :class:`~sklearn_rnn.optim.RecurrentAdapter` and the estimators ask the cell; none of
 them branches on its name.

@@ -53,6 +53,8 @@ class ElmanCell(FusedCell):
         self.torch_mode = f"RNN_{nonlinearity.upper()}"
         self.module_options = {"nonlinearity": nonlinearity}
         self.kernel = torch.rnn_relu if nonlinearity == "relu" else torch.rnn_tanh
+        # tanh keeps the state in [-1, 1]; relu lets it grow by W_rec's spectral radius per step.
+        self.bounded_state = nonlinearity == "tanh"
 
     def stepwise(  # noqa: D102
         self,
@@ -78,7 +80,12 @@ class ElmanCell(FusedCell):
 
 
 class _Elman(torch.autograd.Function):
-    """``h_t = f(u_t + W h_{t-1})``; the backward's delta is ``f'(a_t) dL/dh_t``."""
+    """``h_t = f(u_t + W h_{t-1})``; the backward's delta is ``f'(a_t) dL/dh_t``.
+
+    With ``record.padded`` (a cell without a bounded state, given lengths), each
+    sequence's state stops at its end: ``h_t = 0`` at its padded steps, whose deltas are
+    then zero too.
+    """
 
     @staticmethod
     def forward(
@@ -90,10 +97,13 @@ class _Elman(torch.autograd.Function):
             states = u.new_empty(steps, batch, hidden)
             h = u.new_zeros(batch, hidden) if h0 is None else h0
             weight_t = weight.T
-            for u_t, state in zip(inputs.unbind(0), states.unbind(0)):  # views made at once
+            padded, stop = record.padded, record.stop
+            for t, (u_t, state) in enumerate(zip(inputs.unbind(0), states.unbind(0))):  # views made at once
                 torch.addmm(u_t, h, weight_t, out=state)
                 h = state.relu_() if relu else tanh_(state)
-        ctx.relu, ctx.cell = relu, record.cell
+                if padded is not None and t >= stop:  # selected, not multiplied: never 0 * inf
+                    h.masked_fill_(padded[t], 0.0)
+        ctx.relu, ctx.cell, ctx.padded, ctx.stop = relu, record.cell, padded, stop
         ctx.save_for_backward(states, weight)
         record.states, record.first = states, h0
         return states.transpose(0, 1)  # (B, T, H)
@@ -118,6 +128,9 @@ class _Elman(torch.autograd.Function):
                     torch.ops.aten.threshold_backward.grad_input(total, hs[t], 0, grad_input=deltas[t])
                 else:
                     torch.ops.aten.tanh_backward.grad_input(total, hs[t], grad_input=deltas[t])
+                # A stopped state depends on nothing; relu's derivative at its zero already says so.
+                if ctx.padded is not None and not ctx.relu and t >= ctx.stop:
+                    deltas[t].masked_fill_(ctx.padded[t], 0.0)
             grad_h0 = delta[0] @ weight if ctx.needs_input_grad[2] else None
         return delta.transpose(0, 1), None, grad_h0, None, None
 

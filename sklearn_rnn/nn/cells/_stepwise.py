@@ -47,7 +47,7 @@ import torch
 
 __all__ = [
     "CHUNK", "ONE", "TWO", "Record", "RecurrentWeights", "chunks", "differentiable_once", "once_differentiable_error",
-    "previous", "shifted", "tanh_", "tanh_of_doubled_", "time_major",
+    "padded_steps", "previous", "shifted", "tanh_", "tanh_of_doubled_", "time_major",
 ]
 
 #: Steps whose derivative factors the backward passes compute at once: enough for
@@ -73,13 +73,46 @@ class Record:
         turns ``dL/du`` into the recurrent part's delta).
     """
 
-    __slots__ = ("cell", "first", "resets", "states")
+    __slots__ = ("cell", "first", "padded", "resets", "states", "stop")
 
     def __init__(self, cell: Any) -> None:
         self.cell = cell
         self.states: torch.Tensor | None = None  # (T, B, H): h_t
         self.first: torch.Tensor | None = None  # (B, H): h_0, None for zero
         self.resets: torch.Tensor | None = None  # (T, B, H): the GRU's r_t
+        # Where a cell without a bounded state stops it (``stepwise_recurrence(lengths=)``):
+        # True at padded steps, (T, B, 1), from step ``stop`` (the shortest length) on.
+        self.padded: torch.Tensor | None = None
+        self.stop = 0
+
+
+def padded_steps(lengths: torch.Tensor, steps: int, device: torch.device) -> torch.Tensor:
+    """``(T, B, 1)``, True at each sequence's padded steps: time-major, as the loops over
+    steps read them.
+
+    Parameters
+    ----------
+    lengths : torch.Tensor of shape (batch,)
+        Valid steps of each sequence.
+    steps : int
+        The padded length.
+    device : torch.device
+        Where the mask is made.
+
+    Returns
+    -------
+    torch.Tensor of bool
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_rnn.nn.cells._stepwise import padded_steps
+    >>> padded_steps(torch.tensor([3, 1]), 3, torch.device("cpu"))[..., 0]
+    tensor([[False, False],
+            [False,  True],
+            [False,  True]])
+    """
+    return (torch.arange(steps, device=device)[:, None] >= lengths.to(device)[None, :])[..., None]
 
 
 def time_major(tensor: torch.Tensor) -> torch.Tensor:

@@ -1527,7 +1527,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             order, values, _ = run_network(network, dataset, batch_size=int(self.batch_size), steps=steps,
                                            max_padding=PREDICT_MAX_PADDING)
             steps.place(outputs, start + order, values)
-        steps.check_finite(outputs)
+        steps.check_finite(outputs, bounded_state=all(cell.bounded_state for cell, _, _ in network.stack()))
         return outputs
 
     # ------------------------------------------------------------ validation

@@ -94,12 +94,12 @@ class OutputSteps:
             return None
         return np.array([len(target) for target in targets], dtype=np.float64)
 
-    def check_finite(self, outputs: Any) -> None:
+    def check_finite(self, outputs: Any, *, bounded_state: bool = True) -> None:
         """Refuse non-finite outputs as predictions (see ``check_finite_outputs``)."""
         if not self.every_step:
-            check_finite_outputs(outputs)
+            check_finite_outputs(outputs, bounded_state=bounded_state)
             return
-        check_finite_outputs(np.where(self.finite(outputs), 0.0, np.nan)[:, None])
+        check_finite_outputs(np.where(self.finite(outputs), 0.0, np.nan)[:, None], bounded_state=bounded_state)
 
     def loss(
         self,
@@ -216,21 +216,27 @@ def run_network(
     return np.concatenate(order), steps.join(parts), y_out
 
 
-def check_finite_outputs(outputs: Any) -> None:
+def check_finite_outputs(outputs: Any, *, bounded_state: bool = True) -> None:
     """Refuse to return non-finite network outputs as predictions.
 
-    The guard keeps the weights finite; a non-finite output then comes from the input
-    (values so large, or sequences so long with a 'relu' cell, that the hidden state
-    overflows even in float64).
+    The guard keeps the weights finite, and no sequence's padding reaches its outputs;
+    a non-finite output then comes from the sequence itself: values so large that they
+    overflow where the network reads them (the input projection or convolutional stage),
+    even in float64, or, for a cell whose state is not bounded ('relu'), a sequence so
+    long that the state overflows.
 
     Parameters
     ----------
     outputs : ndarray of shape (n_samples, n_outputs)
+    bounded_state : bool, default=True
+        Whether every layer's cell keeps its state bounded
+        (:attr:`~sklearn_rnn.nn.Cell.bounded_state`): then only the input values can
+        have overflowed, and the message gives no advice about the cell.
 
     Raises
     ------
     ValueError
-        Naming the sequences and the fix.
+        Naming the sequences, the cause and the fix.
 
     Examples
     --------
@@ -247,9 +253,14 @@ def check_finite_outputs(outputs: Any) -> None:
         return
     bad = np.flatnonzero(~finite)
     plural = "s" if len(bad) > 1 else ""
+    cause = "their values overflowed where the network reads them (its input projection or convolutional stage)"
+    fix = ""
+    if not bounded_state:  # the cell advice only where the state itself can overflow
+        cause += ", or the network's state, which is not bounded, overflowed over their steps"
+        fix = (", and prefer a cell whose state is bounded (cell='tanh' or 'gru') or a smaller "
+               "spectral_radius for long sequences")
     raise ValueError(
         f"the network's outputs for {len(bad)} sequence{plural} (first: sequence {bad[0]} "
-        "of X) are not finite: the hidden state overflowed. Expected inputs on the scale "
-        "of the training data: scale them (e.g. with SequenceStandardScaler), and prefer "
-        "cell='tanh' or a smaller spectral_radius for long sequences."
+        f"of X) are not finite: {cause}, even in float64. Expected inputs on the scale of "
+        f"the training data: scale them (e.g. with SequenceStandardScaler){fix}."
     )

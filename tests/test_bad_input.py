@@ -280,7 +280,25 @@ def test_overflowing_outputs_are_an_error_not_nan():
     huge = [np.full((50, 1), 1e300)]
     with pytest.raises(ValueError) as error_info:
         reg.predict(huge)
-    check_message(error_info, ["outputs for 1 sequence (first: sequence 0 of X) are not finite", "scale them"])
+    check_message(error_info, ["outputs for 1 sequence (first: sequence 0 of X) are not finite", "scale them",
+                               "state, which is not bounded, overflowed", "smaller spectral_radius"])
+
+
+def test_overflowing_outputs_of_a_bounded_cell_blame_the_input_stage_not_the_state():
+    """A GRU's state cannot overflow: the values overflowed where the network reads X,
+    and neither cell='tanh' nor a smaller spectral_radius ('auto', unused) would help."""
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(length, 2)) for length in range(18, 58)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg = RNNRegressor(hidden_size=4, max_iter=1, random_state=0, instance_norm=False,
+                           conv_kernels=(9,)).fit(X, rng.normal(size=40))
+    assert reg._resolved_cell() == "gru"
+    with pytest.raises(ValueError) as error_info:
+        reg.predict([np.full((20, 2), 1.7e308)])
+    check_message(error_info, ["outputs for 1 sequence (first: sequence 0 of X) are not finite",
+                               "overflowed where the network reads them", "scale them"])
+    assert "spectral_radius" not in str(error_info.value) and "cell=" not in str(error_info.value)
 
 
 def test_save_into_a_missing_folder_says_so(tmp_path):

@@ -23,7 +23,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state, column_or_1d
 from sklearn.utils._metadata_requests import SIMPLE_METHODS
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -1507,6 +1507,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         round differently for different batch shapes).
         """
         check_is_fitted(self)
+        # Read below: a value set after fit gets fit's check, not int()'s errors.
+        validate_parameter_constraints({"batch_size": self._parameter_constraints["batch_size"]},
+                                       {"batch_size": self.batch_size}, caller_name=type(self).__name__)
         self._check_default_dtype()
         sequences = self._validate_sequences(X, reset=False)
         if self._encoder.time_feature is not None:

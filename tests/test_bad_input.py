@@ -8,6 +8,7 @@ spectral radius, another feature count at prediction, 'cuda' without a GPU), whi
 not repeated here.
 """
 
+import copy
 import inspect
 import re
 import warnings
@@ -15,6 +16,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 
@@ -267,6 +269,20 @@ def test_prediction_input_is_validated_like_fit_input(fitted_classifier):
     with pytest.raises(ValueError, match="sequence 0 of X holds an infinite value"):
         fitted_classifier.predict_log_proba([np.array([[np.inf, 0.0]])])
 
+
+
+@pytest.mark.parametrize("batch_size", ["auto", None, float("inf"), 0, 2.5])
+def test_a_batch_size_set_after_fit_is_checked_by_prediction_as_fit_checks_it(fitted_classifier, batch_size):
+    """Prediction reads batch_size: a value fit would refuse gets fit's error there, not
+    int()'s ValueError, TypeError or OverflowError (and 0 no longer passes)."""
+    model = clone(fitted_classifier).set_params(batch_size=batch_size)
+    with pytest.raises(InvalidParameterError) as fit_error:
+        model.fit(X_OK, Y_CLASS)
+    model = copy.deepcopy(fitted_classifier).set_params(batch_size=batch_size)
+    for method in (model.predict, model.predict_proba):
+        with pytest.raises(InvalidParameterError) as error_info:
+            method(X_OK)
+        assert str(error_info.value) == str(fit_error.value)
 
 def test_overflowing_outputs_are_an_error_not_nan():
     # An expanding relu network on huge inputs: the float64 hidden state overflows.

@@ -1523,10 +1523,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         steps = self._output_steps
         outputs = steps.allocate(len(sequences), self._n_outputs)
         # Encoded in chunks of about PREDICT_CHUNK_VALUES values (a longer sequence alone):
-        # memory beyond the validated input stays bounded.
+        # memory beyond the validated input stays bounded. Missing values are warned of
+        # once for all of X, not once per chunk.
+        self._encoder.warn_of_missing(sequences)
         for start, stop in _chunks([sequence.size for sequence in sequences], PREDICT_CHUNK_VALUES):
             chunk = sequences[start:stop]
-            dataset = SequenceDataset(self._encoder.encode(chunk, dtype=torch.float64, device=device))
+            dataset = SequenceDataset(self._encoder.encode(chunk, dtype=torch.float64, device=device,
+                                                           warn_missing=False))
             order, values, _ = run_network(network, dataset, batch_size=int(self.batch_size), steps=steps,
                                            max_padding=PREDICT_MAX_PADDING)
             steps.place(outputs, start + order, values)

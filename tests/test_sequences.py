@@ -83,6 +83,24 @@ def test_missing_values_after_a_fit_without_any_are_filled_with_a_warning():
         masked.predict(holed)  # nor with masks
 
 
+
+def test_a_prediction_in_chunks_warns_of_unmasked_missing_values_once(monkeypatch):
+    """Prediction encodes X in chunks; each chunk holding a NaN repeated the warning."""
+    import sklearn_rnn._estimators as estimators
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(5, 2)) for _ in range(40)]
+    clf = RNNClassifier(hidden_size=3, max_iter=1, random_state=0).partial_fit(X, np.arange(40) % 2, classes=[0, 1])
+    holed = [x.copy() for x in X]
+    for x in holed[::7]:  # in several chunks
+        x[2, 1] = np.nan
+    monkeypatch.setattr(estimators, "PREDICT_CHUNK_VALUES", 20)  # two sequences a chunk
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.predict(holed)
+    messages = [str(w.message) for w in caught if "missing values (NaN)" in str(w.message)]
+    assert len(messages) == 1, messages
+
 def test_input_is_never_modified_and_output_is_a_copy():
     original = [s.copy() for s in RAGGED]
     result = check_sequences(RAGGED)

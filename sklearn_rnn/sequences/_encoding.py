@@ -301,6 +301,7 @@ class InputEncoder:
         *,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
+        warn_missing: bool = True,
     ) -> FlatSequences:
         """Encode into :class:`FlatSequences` on ``device``.
 
@@ -309,27 +310,42 @@ class InputEncoder:
         sequences : list of ndarray of shape (T_i, n_features)
         dtype : torch.dtype, default=torch.float32
         device : torch.device or str, default='cpu'
+        warn_missing : bool, default=True
+            Warn when ``sequences`` hold missing values but the encoder has no mask
+            channels. False for a caller that encodes its data in parts and has warned
+            once for all of them (:meth:`warn_of_missing`).
 
         Returns
         -------
         FlatSequences
         """
         raw, lengths, shared = joined_steps(sequences)  # checked sequences: not joined again
-        steps = self._encode_steps(sequences, raw, lengths)
+        steps = self._encode_steps(sequences, raw, lengths, warn_missing=warn_missing)
         values = torch.as_tensor(steps, dtype=dtype, device=device)
         if shared and steps is raw and values.device.type == "cpu" and values.dtype == torch.float64:
             values = values.clone()  # not the sequences' own memory
         return FlatSequences(values, torch.as_tensor(lengths, device=device))
 
+    def warn_of_missing(self, sequences: list[np.ndarray]) -> None:
+        """Warn, once for all ``sequences``, that they hold missing values which the
+        encoder fills without mask channels (what :meth:`encode` warns of each time).
+
+        Parameters
+        ----------
+        sequences : list of ndarray of shape (T_i, n_features)
+        """
+        if not self.use_mask and any(np.isnan(_values(sequence, self.time_feature)).any() for sequence in sequences):
+            _warn_of_unmasked_missing(stacklevel=2)
+
     def _encode_steps(
-        self, sequences: list[np.ndarray], raw: np.ndarray, lengths: np.ndarray
+        self, sequences: list[np.ndarray], raw: np.ndarray, lengths: np.ndarray, *, warn_missing: bool = True
     ) -> np.ndarray:
         """Encode ``raw``, the ``(N, n_features)`` steps of ``sequences`` joined."""
         values = _values(raw, self.time_feature)  # (N, n_values)
         statistics = None
         if self.scaled:
             values, statistics = self._per_sequence(values, lengths)
-        values = self._fill(values, lengths)  # (N, n_values [+ masks])
+        values = self._fill(values, lengths, warn_missing=warn_missing)  # (N, n_values [+ masks])
         if statistics is not None:
             values = np.hstack([values, np.repeat(statistics, lengths, axis=0)])
         if self.time_feature is None:
@@ -354,20 +370,12 @@ class InputEncoder:
         ])
         return values, np.nan_to_num(statistics, nan=0.0)
 
-    def _fill(self, steps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    def _fill(self, steps: np.ndarray, lengths: np.ndarray, *, warn_missing: bool = True) -> np.ndarray:
         observed = ~np.isnan(steps)  # (N, n_values)
         if observed.all():
             return steps if not self.use_mask else np.hstack([steps, observed.astype(float)])
-        if not self.use_mask:
-            warnings.warn(
-                "X holds missing values (NaN), but the training data had none, so the model "
-                "has no mask channels: they are filled (the last observed value of the "
-                "feature, else its training mean) and the network cannot tell them from "
-                "measured values. For masks, fit on training data with missing values (a "
-                "stream of partial_fit calls decides on its first batch).",
-                UserWarning,
-                stacklevel=2,
-            )
+        if not self.use_mask and warn_missing:
+            _warn_of_unmasked_missing(stacklevel=2)
         starts = np.repeat(np.cumsum(lengths) - lengths, lengths)  # (N,) first row of each step's sequence
         rows = np.arange(len(steps))[:, None]
         last_seen = np.maximum.accumulate(np.where(observed, rows, -1), axis=0)  # (N, n_values)
@@ -500,6 +508,20 @@ def _resolve_time_feature(
             "index of the column that holds each step's time stamp, or None."
         )
     return int(time_feature) % n_features
+
+
+def _warn_of_unmasked_missing(stacklevel: int) -> None:
+    """Missing values met by an encoder without mask channels: they are filled unmarked
+    (``stacklevel`` as for :func:`warnings.warn` called where this is called)."""
+    warnings.warn(
+        "X holds missing values (NaN), but the training data had none, so the model "
+        "has no mask channels: they are filled (the last observed value of the "
+        "feature, else its training mean) and the network cannot tell them from "
+        "measured values. For masks, fit on training data with missing values (a "
+        "stream of partial_fit calls decides on its first batch).",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def _warn_of_no_time_scale(time_feature: int) -> None:

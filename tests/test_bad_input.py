@@ -602,6 +602,40 @@ def test_torch_tensors_are_read_as_their_values_in_every_input():
         RNNStepClassifier(**params).fit(X, [grad(s) for s in steps]).predict_proba(X[:2])[0], expected)
 
 
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage")
+@pytest.mark.parametrize("layout", ["strided", "jagged"])
+def test_a_torch_nested_tensor_is_read_as_the_sequences_it_holds(layout):
+    # PyTorch's own ragged batch was refused as "could not be read as numbers (Internal
+    # error: NestedTensorImpl doesn't support sizes. Please file an issue.)", with advice
+    # about categorical values.
+    import torch
+
+    from sklearn_rnn import RNNStepClassifier
+    from sklearn_rnn.sequences import check_sequences
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(1, 10)), 2)) for _ in range(20)]
+    y = np.arange(20) % 2
+    layout = getattr(torch, layout)
+    nested = torch.nested.nested_tensor([torch.tensor(x, requires_grad=True) for x in X], layout=layout)
+    for got, expected in zip(check_sequences(nested), X, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    params = dict(hidden_size=4, max_iter=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(**params).fit(X, y)
+        np.testing.assert_array_equal(RNNClassifier(**params).fit(nested, y).predict_proba(X), model.predict_proba(X))
+    np.testing.assert_array_equal(model.predict_proba(nested), model.predict_proba(X))
+    steps = [(x[:, :1] > 0).astype(np.float32) for x in X]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        step_model = RNNStepClassifier(**params).fit(X, steps)
+        nested_steps = torch.nested.nested_tensor([torch.tensor(s) for s in steps], layout=layout)
+        refit = RNNStepClassifier(**params).fit(nested, nested_steps)
+    for got, expected in zip(refit.predict_proba(nested), step_model.predict_proba(X), strict=True):
+        np.testing.assert_array_equal(got, expected)
+
 def test_a_packed_sequence_an_empty_panel_and_one_column_for_id_and_time_are_refused_as_such():
     # A PackedSequence (a tuple of four tensors) was read as four sequences ("sequence 1 of
     # X has shape (4,)"); an empty panel was "sequence 0 of X has no valid step"; the same

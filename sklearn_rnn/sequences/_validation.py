@@ -803,6 +803,7 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
             "X is a torch PackedSequence: expected sequences, a list of (T_i, d) tensors or "
             "arrays. Unpack it first: torch.nn.utils.rnn.unpack_sequence(X)."
         )
+    X = numpy_readable(X)  # a torch nested tensor: the list of its sequences
     layout = input_layout(X)
     if layout == "table":
         if not allow_table:
@@ -1000,12 +1001,19 @@ def _check_one(sample: Any, index: int) -> np.ndarray:
 def numpy_readable(value: Any) -> Any:
     """``value``, or a torch tensor as numpy can read it: detached from autograd, on the
     CPU, and bfloat16 (which numpy lacks) as float32, which holds every bfloat16 value.
+    A nested tensor, PyTorch's ragged batch (which numpy cannot read as a whole), comes
+    back as the list of the tensors it holds, each readable.
 
     >>> import torch
     >>> numpy_readable(torch.ones(2, dtype=torch.bfloat16, requires_grad=True)).dtype
     torch.float32
+    >>> nested = torch.nested.nested_tensor([torch.ones(3, 2), torch.ones(1, 2)], layout=torch.jagged)
+    >>> [part.shape for part in numpy_readable(nested)]
+    [torch.Size([3, 2]), torch.Size([1, 2])]
     """
     if type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach"):
+        if getattr(value, "is_nested", False) is True:
+            return [numpy_readable(part) for part in value.unbind()]
         value = value.detach().cpu()
         if str(value.dtype) == "torch.bfloat16":
             value = value.float()

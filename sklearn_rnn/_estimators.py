@@ -460,8 +460,7 @@ def _partial_fit_context(partial_fit: Any) -> Any:
 
     @functools.wraps(partial_fit)
     def wrapper(self: BaseRNN, *args: Any, **kwargs: Any) -> Any:
-        if not get_config()["skip_parameter_validation"]:
-            self._validate_params()
+        self._validate_params_unless_skipped()
         with config_context(skip_parameter_validation=True):  # nested estimators' checks
             return partial_fit(self, *args, **kwargs)
 
@@ -1458,16 +1457,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
         return torch.device(self.device)
 
-    def _validate_continued_params(self) -> None:
-        """Validate the parameters of a fitted estimator as ``fit`` validates them,
-        before continued training (``partial_fit``, a
-        :class:`~sklearn_rnn._stacked.StackedStream` update), unless scikit-learn's
-        ``skip_parameter_validation`` is set. Every call validates (a fraction of a
-        millisecond); nothing is kept on the estimator, whose attributes model files
+    def _validate_params_unless_skipped(self) -> None:
+        """Validate the parameters as ``fit`` validates them, unless scikit-learn's
+        ``skip_parameter_validation`` is set: before every ``partial_fit`` call and
+        every :class:`~sklearn_rnn._stacked.StackedStream` update, since a fitted
+        estimator's parameters may have been set since. Every call validates (a fraction
+        of a millisecond); nothing is kept on the estimator, whose attributes model files
         and clones must know."""
-        if not hasattr(self, "net_") or get_config()["skip_parameter_validation"]:
-            return  # a first call is validated by _fit_context, as fit is
-        self._validate_params()
+        if not get_config()["skip_parameter_validation"]:
+            self._validate_params()
 
     def _check_streamable(self) -> None:
         """Refuse what a stream of ``partial_fit`` calls cannot honour: a 'balanced'

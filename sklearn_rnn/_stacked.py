@@ -628,7 +628,7 @@ class StackedStream:
                     X, y, weight = (*batch, None) if len(batch) == 2 else batch
                     # What partial_fit refuses and the stack cannot train, in the settings
                     # as they are now (set_params since the stream was built).
-                    work._validate_continued_params()
+                    work._validate_params_unless_skipped()
                     check_stackable(work, streaming=True)
                     # Everything partial_fit checks and sets before it trains: validation, the
                     # encoding, the training settings of the call (shuffling stream, L2 coefficient).

@@ -3481,6 +3481,13 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         """
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
+        if hasattr(self, "n_outputs_"):
+            try:
+                width = np.asarray(y, dtype=float).reshape(_n_targets(y), -1).shape[1]
+            except (TypeError, ValueError):
+                width = self.n_outputs_  # not numbers: r2_score's own checks say so
+            if width != self.n_outputs_:
+                raise ValueError(_wrong_outputs(width, self.n_outputs_, ""))
         if sample_weight is not None:
             sample_weight = self._check_sample_weight(sample_weight, _n_targets(y), X)
         return super().score(X, y, sample_weight=sample_weight)

@@ -283,10 +283,12 @@ def test_a_regressor_names_the_fitted_outputs_when_trained_further_on_others(tas
     y = np.column_stack([[x[:, 0].sum() for x in X], [len(x) for x in X]]).astype(float)
     with convergence_warning_allowed():
         model = RNNRegressor(hidden_size=4, max_iter=1, random_state=0).fit(X, y)
-    for call in (model.partial_fit, model.set_params(warm_start=True).fit):
+    for call in (model.score, model.partial_fit, model.set_params(warm_start=True).fit):
         with pytest.raises(ValueError, match=r"y has 1 outputs, but the fitted model has 2: .* Pass those, "
                                              r"or fit a new model on 1 \(warm_start=False\)"):
             call(X, y[:, 0])
+    with pytest.raises(ValueError, match=r"y has 4 outputs, but the fitted model has 2"):
+        model.score(X, np.column_stack([y, y]))  # was r2_score's "different number of output (4!=2)"
 
 
 def test_a_warm_regressor_refit_predicts_in_the_shape_of_its_own_targets(task):

@@ -341,7 +341,8 @@ def save(estimator: Any, path: str | bytes | os.PathLike) -> None:
         Parameters that shape the network were changed since it was fitted; or
         safetensors refused the file (a header above its 100 MB).
     OSError
-        The file could not be written (no permission, a full disk); a file already at
+        The file could not be written (no permission, a full disk, a read-only file
+        already at ``path``, which save does not replace); a file already at
         ``path`` is then left as it was: a model file is written whole or not at all
         (except where it is written in place, see ``path``).
     TypeError
@@ -414,7 +415,9 @@ def _write_whole(path: str, data: bytes) -> None:
     The bytes go to a new file beside the target, which then replaces it in one step, so
     a failed write (a full disk, a quota, an interrupt) leaves an existing file as it
     was. Through a symbolic link the link's target is replaced; the file gets the mode
-    of the one it replaces, else the mode the umask gives a new file.
+    of the one it replaces, else the mode the umask gives a new file. A file without
+    write permission (for this user, or for anyone: even an administrator's save keeps
+    a file marked read-only) is refused, not replaced.
 
     A target that is not a regular file (a device such as ``/dev/null``, a FIFO) is
     written through, as ``open(path, 'wb')`` would, never replaced; so is a file that
@@ -432,6 +435,14 @@ def _write_whole(path: str, data: bytes) -> None:
         _write_in_place(path, target, data)
         return
     mode = None if status is None else status.st_mode & 0o7777
+    if mode is not None and (not mode & 0o222 or not os.access(target, os.W_OK)):
+        # A rename would replace a file that open(path, 'wb') may not write: keep it.
+        raise PermissionError(
+            errno.EACCES,
+            f"cannot write {path!r}: the file there is read-only (mode {mode:o}), and save "
+            "does not replace a file it may not write; nothing was changed there. Save to "
+            "another path, or make the file writable first (chmod u+w)",
+        )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for attempt in range(100):
         # A short name of its own, so that any name the target may have (up to the

@@ -470,6 +470,23 @@ def test_a_saved_file_takes_the_umask_s_mode_keeps_a_replaced_file_s_and_writes_
         os.umask(umask)
 
 
+@pytest.mark.skipif(os.name != "posix", reason="file modes as on POSIX")
+def test_a_read_only_model_file_is_not_replaced(classifier, tmp_path):
+    # The new file's rename replaced a file marked read-only, which open(path, 'wb')
+    # would not have written.
+    model, X, _ = classifier
+    path = tmp_path / "kept.safetensors"
+    path.write_bytes(b"an earlier model")
+    path.chmod(0o444)
+    with pytest.raises(PermissionError, match=r"kept.safetensors.*read-only \(mode 444\).*nothing was "
+                                              r"changed there. Save to another path, or make the file writable"):
+        model.save(path)
+    assert path.read_bytes() == b"an earlier model" and [p.name for p in tmp_path.iterdir()] == [path.name]
+    path.chmod(0o644)
+    model.save(path)
+    np.testing.assert_array_equal(load(path).predict_proba(X), model.predict_proba(X))
+
+
 def test_metadata_routing_requests_survive_a_model_file(tmp_path):
     # They were dropped silently: the loaded model's fit no longer asked for sample_weight,
     # and cross_validate(..., params={"sample_weight": w}) failed on it.

@@ -542,3 +542,34 @@ def test_the_encoding_statistics_include_the_held_out_sequences_and_the_docs_say
     for documented in (RNNClassifier, RNNRegressor, RNNStepClassifier, InputEncoder):
         text = " ".join(documented.__doc__.split())
         assert "held-out sequences included" in text or "holds out included" in text, documented.__name__
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage")
+@pytest.mark.parametrize("layout", ["strided", "jagged"])
+def test_the_scaler_transforms_a_torch_nested_tensor_as_the_list_it_holds(layout):
+    # fit and the estimators read a nested tensor as its list of sequences, but transform,
+    # fit_transform and inverse_transform read its shape: "NestedTensorImpl doesn't support
+    # sizes" (strided), "ge: relation is indeterminate" (jagged); so a Pipeline(scaler,
+    # RNN) could not fit one.
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_rnn import RNNRegressor
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(n), 2)) for n in rng.integers(2, 6, size=12)]
+    nested = torch.nested.nested_tensor([torch.tensor(x) for x in X], layout=getattr(torch, layout))
+    scaler = SequenceStandardScaler().fit(X)
+    expected = scaler.transform(X)
+    for out in (scaler.transform(nested), SequenceStandardScaler().fit_transform(nested)):
+        assert isinstance(out, list)
+        for got, want in zip(out, expected, strict=True):
+            np.testing.assert_allclose(got, want, atol=1e-12)
+    back = scaler.inverse_transform(torch.nested.nested_tensor([torch.tensor(z) for z in expected], layout=getattr(torch, layout)))
+    for got, want in zip(back, X, strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    y = rng.normal(size=12)
+    params = dict(hidden_size=4, max_iter=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipeline = make_pipeline(SequenceStandardScaler(), RNNRegressor(**params)).fit(nested, y)
+        np.testing.assert_allclose(pipeline.predict(nested), make_pipeline(SequenceStandardScaler(), RNNRegressor(**params)).fit(X, y).predict(X))

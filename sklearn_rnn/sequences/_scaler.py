@@ -15,6 +15,7 @@ from ._validation import (
     _column_cells,
     fitted_step_names,
     input_layout,
+    numpy_readable,
     restore_layout,
     staging,
     validate_sequences,
@@ -329,6 +330,7 @@ class SequenceStandardScaler(
             return self._apply(X, lambda steps: steps * self.scale_ + self.mean_)
 
     def _apply(self, X: Any, function: Any) -> Any:
+        X = numpy_readable(X)  # a torch nested tensor: the list of the sequences it holds
         sequences = validate_sequences(self, X, reset=False)
         return restore_layout([function(s) for s in sequences], input_layout(X), X)
 

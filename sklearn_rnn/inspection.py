@@ -79,10 +79,12 @@ def _time_column(estimator: Any, n_features: int, names: Any) -> int | None:
     """The time column of ``X`` (``n_features`` per step, named ``names`` or None): the
     final estimator's ``time_feature``, an index or one of the names; for a meta-estimator
     (VotingClassifier, CalibratedClassifierCV, ...), that of the networks inside it, which
-    must agree."""
-    model = _final_step(estimator)[1]
+    must agree; for a pipeline whose last step reads none (the LogisticRegression after
+    ``VisitFeatures(time_feature=0)``), that of its steps, which must agree too."""
+    preprocess, model = _final_step(estimator)
     if not hasattr(model, "time_feature") and hasattr(model, "get_params"):
-        return _nested_time_column(model, n_features, names)
+        within = model if preprocess is None else _refitted(estimator, "to inspect")
+        return _nested_time_column(within, n_features, names)
     time_feature = getattr(model, "time_feature", None)
     fitted = getattr(getattr(model, "_encoder", None), "time_feature", None)
     if names is None and isinstance(time_feature, str) and fitted is not None:
@@ -91,31 +93,32 @@ def _time_column(estimator: Any, n_features: int, names: Any) -> int | None:
 
 
 def _nested_time_column(model: Any, n_features: int, names: Any) -> int | None:
-    """The time column that the networks inside a meta-estimator read, from their nested
-    parameters (``..._time_feature``); refused where they read different columns, or
-    name it and ``X`` has no names."""
+    """The time column that the networks inside a meta-estimator, or the steps of a
+    pipeline, read, from their nested parameters (``..._time_feature``); refused where
+    they read different columns, or name it and ``X`` has no names."""
     found = {key: value for key, value in model.get_params(deep=True).items()
              if key.endswith("__time_feature") and value is not None}
     kind = type(model).__name__
-    way_out = (
-        "or inspect one fitted network inside it, e.g. voting.estimators_[i] of a "
+    inside_a_step = hasattr(model, "steps") and all(key.count("__") == 1 for key in found)
+    way_out = "" if inside_a_step else (
+        ", or inspect one fitted network inside it, e.g. voting.estimators_[i] of a "
         "VotingClassifier or calibrated.calibrated_classifiers_[i].estimator of a "
         "CalibratedClassifierCV"
     )
     if names is None and any(isinstance(value, str) for value in found.values()):
         raise ValueError(
-            f"the networks inside {kind} name their time column ({found}), but X came "
+            f"the estimators inside {kind} name their time column ({found}), but X came "
             "without column names, so the column cannot be found to permute it through its "
-            "gaps: pass X as DataFrames with that column, as the networks were fitted, "
+            "gaps: pass X as DataFrames with that column, as they were fitted"
             f"{way_out}."
         )
     columns = {key: _resolve_time_feature(value, n_features, names) for key, value in found.items()}
     if len(set(columns.values())) > 1:
         raise ValueError(
-            f"the networks inside {kind} read different time columns ({found}): the "
+            f"the estimators inside {kind} read different time columns ({found}): the "
             "importances permute the time column through its gaps, so that times keep "
             "increasing, and every other column as values, which needs one time column for "
-            f"all of them. Give the networks the same time_feature, {way_out}."
+            f"all of them. Give them the same time_feature{way_out}."
         )
     return next(iter(columns.values()), None)
 
@@ -206,9 +209,10 @@ def sequence_permutation_importance(
     Sequences are aligned at their last step; at every step back from the end, the
     feature's values are permuted among the sequences that have that step, which keeps
     each step's distribution and breaks the link between the feature and the target.
-    The time column (``time_feature`` of the estimator, of a pipeline's last step, or
-    of the networks inside a meta-estimator) is permuted through its gaps, so times
-    keep increasing within each sequence.
+    The time column (``time_feature`` of the estimator, of a pipeline's last step, of
+    the networks inside a meta-estimator, or of the steps before a last step that reads
+    none, such as ``VisitFeatures``) is permuted through its gaps, so times keep
+    increasing within each sequence.
 
     Parameters
     ----------
@@ -216,7 +220,8 @@ def sequence_permutation_importance(
         An ``RNNClassifier`` or ``RNNRegressor``, a pipeline ending in one, a fitted
         search (its ``best_estimator_``), or a meta-estimator over such networks (a
         ``VotingClassifier``, a ``CalibratedClassifierCV``, ...; alone or as a pipeline's
-        last step), whose networks must then read the same time column.
+        last step), whose networks must then read the same time column; or a baseline
+        pipeline such as ``VisitFeatures(time_feature=0)`` and a ``LogisticRegression``.
     X : sequences in any accepted form
         Held-out sequences, ideally.
     y : array-like of shape (n_samples,)
@@ -294,7 +299,8 @@ def visit_importance(
         An ``RNNClassifier`` or ``RNNRegressor``, a pipeline ending in one, a fitted
         search (its ``best_estimator_``), or a meta-estimator over such networks (a
         ``VotingClassifier``, a ``CalibratedClassifierCV``, ...; alone or as a pipeline's
-        last step), whose networks must then read the same time column.
+        last step), whose networks must then read the same time column; or a baseline
+        pipeline such as ``VisitFeatures(time_feature=0)`` and a ``LogisticRegression``.
     X : sequences in any accepted form
         The visit histories to score (held-out data), as the estimator's ``predict``
         takes them, the time column included.

@@ -490,6 +490,28 @@ def test_importances_find_the_time_column_of_networks_inside_a_meta_estimator(wr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = wrapped_network(wrapper).fit(X, y)
+    assert_the_time_column_is_kept(model, X, y)
+
+
+@pytest.mark.parametrize("features", ["last", "summary"])
+def test_importances_find_the_time_column_of_a_baseline_pipeline_before_its_last_step(features):
+    # Pipeline(VisitFeatures(time_feature=0), LogisticRegression), the clinical guide's
+    # baseline: only the last step was searched, which reads no time column, so the times
+    # were permuted as values (and exchanged by visit_importance), and VisitFeatures
+    # refused them: "times that decrease ... Sort each sequence's steps by time".
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_rnn.clinical import VisitFeatures
+
+    X, y = timed_task()
+    model = make_pipeline(VisitFeatures(features, time_feature=0), SimpleImputer(), LogisticRegression()).fit(X, y)
+    assert_the_time_column_is_kept(model, X, y)
+
+
+def assert_the_time_column_is_kept(model, X, y):
+    """Both importances of ``model`` on ``timed_task``'s ``X, y``: the time column (0)
+    permuted through its gaps, or left in place by visit_importance."""
     seen = []
 
     def scoring(estimator, X_scored, y_scored):

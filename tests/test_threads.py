@@ -478,6 +478,30 @@ def test_a_stacked_search_gathers_its_warnings_without_the_process_wide_state(en
     assert entered_catch_warnings == [] and warnings.filters == filters
 
 
+def test_the_scaler_inverse_takes_names_on_one_side_without_the_process_wide_state(entered_catch_warnings):
+    # inverse_transform silenced scikit-learn's "X does not have valid feature names"
+    # inside catch_warnings: in threads, an "ignore feature names" filter was left for the
+    # whole process (every estimator's warning silenced), and the warning got out anyway.
+    import pandas as pd
+
+    from sklearn_rnn import SequenceStandardScaler
+
+    rng = np.random.default_rng(0)
+    frames = [pd.DataFrame(rng.normal(size=(int(n), 2)), columns=["a", "b"]) for n in (3, 5)]
+    arrays = [frame.to_numpy() for frame in frames]
+    table = pd.DataFrame(rng.normal(size=(4, 3)), columns=["t0", "t1", "t2"])
+    filters = list(warnings.filters)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # names on one side only: no warning, as in a single thread
+        for fitted_on, given in ((frames, arrays), (arrays, frames), (table, table.to_numpy()), (table.to_numpy(), table)):
+            scaler = SequenceStandardScaler().fit(fitted_on)
+            scaled = SequenceStandardScaler().fit(given).transform(given)  # the same values, in given's form
+            back = scaler.inverse_transform(scaled)
+            np.testing.assert_allclose(np.concatenate(back) if isinstance(back, list) else back,
+                                       np.concatenate(given) if isinstance(given, list) else given)
+    assert entered_catch_warnings == [] and warnings.filters == filters
+
+
 def test_a_pool_task_that_set_its_own_count_keeps_it_after_a_fit():
     # After the fix of a thread handing on a lowered count, every task thread left with
     # the count of whichever task began first: a task that set 4 ended on another's 3.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -323,15 +322,12 @@ class SequenceStandardScaler(
                 "cannot be undone. Keep the original sequences, or use per_sequence=False "
                 "(one mean and scale per feature, learned in fit) to invert."
             )
-        with warnings.catch_warnings():
-            # Names on one side only: a network's output, say, comes without them.
-            warnings.filterwarnings("ignore", message="X (does not have valid|has) feature names",
-                                    category=UserWarning)
-            return self._apply(X, lambda steps: steps * self.scale_ + self.mean_)
+        # Names on one side only: a network's output, say, comes without them.
+        return self._apply(X, lambda steps: steps * self.scale_ + self.mean_, one_sided_names=True)
 
-    def _apply(self, X: Any, function: Any) -> Any:
+    def _apply(self, X: Any, function: Any, *, one_sided_names: bool = False) -> Any:
         X = numpy_readable(X)  # a torch nested tensor: the list of the sequences it holds
-        sequences = validate_sequences(self, X, reset=False)
+        sequences = validate_sequences(self, X, reset=False, one_sided_names=one_sided_names)
         return restore_layout([function(s) for s in sequences], input_layout(X), X)
 
     def __sklearn_tags__(self):  # noqa: D105

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from numpy.typing import NDArray
+from sklearn.utils import check_array
 from sklearn.utils.validation import validate_data
 
 from ._panel import (
@@ -416,7 +417,9 @@ def frames_like(sequences: list[np.ndarray], X: Any, names: NDArray[np.object_])
     return _like_samples(sequences, X)
 
 
-def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarray]:
+def validate_sequences(
+    estimator: Any, X: Any, *, reset: bool, one_sided_names: bool = False
+) -> list[np.ndarray]:
     """Validate ``X`` for an estimator's ``fit`` (``reset=True``) or a later call.
 
     The one validation of the package's estimators and of
@@ -435,6 +438,12 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
     X : sequences in any accepted form
     reset : bool
         Whether this is ``fit``.
+    one_sided_names : bool, default=False
+        In a later call, take features named on one side only (in ``fit`` or in ``X``)
+        without scikit-learn's warning, as ``inverse_transform`` takes a network's
+        unnamed output; names on both sides must still match. The warning is not
+        raised, rather than caught: catching it swaps the process-wide warning state,
+        which calls in threads undo for one another.
 
     Returns
     -------
@@ -467,9 +476,16 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
             read = _pandas_missing_as_nan(X)  # rows, or an object array, holding pd.NA
             X = X if read is None else read
         try:
-            X = validate_data(
-                estimator, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=1,
-            )
+            if one_sided_names and not reset and _named_on_one_side(estimator, X):
+                # scikit-learn's validate_data, but for its warning of the names: the
+                # values alone, then the width against fit's names, as for sequences
+                X = check_array(X, estimator=estimator, input_name="X", dtype=np.float64,
+                                ensure_all_finite="allow-nan", ensure_min_samples=1)
+                check_step_feature_names(estimator, X, X.shape[1], reset=False, one_sided=True)
+            else:
+                X = validate_data(
+                    estimator, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=1,
+                )
         except ValueError as error:
             hint = "" if reset else _table_width_hint(X, estimator.n_features_in_)
             if not hint:
@@ -506,11 +522,21 @@ def validate_sequences(estimator: Any, X: Any, *, reset: bool) -> list[np.ndarra
     # The features of sequences are their steps' columns, named where DataFrames hold them.
     read_as_sequences = layout != "table" if reset else not fitted_on_table
     if read_as_sequences:
-        check_step_feature_names(estimator, X, n_step_features, reset=reset)
+        check_step_feature_names(estimator, X, n_step_features, reset=reset, one_sided=one_sided_names)
     if reset and n_step_features > 1:
         _warn_of_unobserved_features(estimator, sequences)
         _warn_of_one_step_sequences(estimator, sequences, X)
     return sequences
+
+
+def _named_on_one_side(estimator: Any, table: Any) -> bool:
+    """Whether the columns of ``table`` are named (all strings) where the estimator was
+    fitted without names, or unnamed where it was fitted with them. (A mix of names is
+    neither: scikit-learn refuses it.)"""
+    strings = [isinstance(name, str) for name in getattr(table, "columns", [])]
+    if any(strings) and not all(strings):
+        return False
+    return bool(strings) != hasattr(estimator, "feature_names_in_")
 
 
 def _table_width_hint(X: Any, expected: int) -> str:
@@ -710,14 +736,16 @@ def _string_names(sample: Any) -> NDArray[np.object_] | None:
     return None
 
 
-def check_step_feature_names(estimator: Any, X: Any, n_features: int, *, reset: bool) -> None:
+def check_step_feature_names(
+    estimator: Any, X: Any, n_features: int, *, reset: bool, one_sided: bool = False
+) -> None:
     """Record or check an estimator's ``feature_names_in_`` from the step features of ``X``.
 
     scikit-learn's own rules for a table's columns, applied to the names that
     :func:`step_feature_names` reads: with ``reset=True``, ``n_features_in_`` becomes
     ``n_features`` and ``feature_names_in_`` the names (removed when there are none);
     otherwise names that differ from those of fit raise a ``ValueError``, and names
-    present on one side only warn.
+    present on one side only warn (unless ``one_sided``).
 
     Parameters
     ----------
@@ -730,6 +758,9 @@ def check_step_feature_names(estimator: Any, X: Any, n_features: int, *, reset: 
         Features per step.
     reset : bool
         Whether this is ``fit`` (record) or a later call (check).
+    one_sided : bool, default=False
+        In a later call, take names present on one side only without the warning: the
+        features read as those of ``fit`` (of its width).
 
     Examples
     --------
@@ -745,6 +776,9 @@ def check_step_feature_names(estimator: Any, X: Any, n_features: int, *, reset: 
     ValueError: The feature names should match those that were passed during fit....
     """
     names = step_feature_names(X)
+    fitted = getattr(estimator, "feature_names_in_", None)
+    if one_sided and not reset and (names is None) != (fitted is None):
+        names = fitted if fitted is not None and len(fitted) == n_features else None
     if names is None:
         proxy: Any = np.empty((0, n_features))
     else:

@@ -479,22 +479,25 @@ def integrated_gradients(
         last = baseline[-1, : encoder.n_values].reshape(frame, -1)
         last[filled:] = last[filled - 1]
         baseline[-1, : encoder.n_values] = last.ravel()
-    network = copy.deepcopy(model.module_).double().train(False).cpu()
-    output_of, target = _attributed_output(model, target, network, encoded)
-    alphas = (np.arange(n_steps) + 0.5) / n_steps
-    # The path's points in chunks of about PATH_CHUNK_STEPS steps in all: the backward
-    # pass keeps every point's states, so memory stays bounded on long sequences.
-    per_chunk = max(1, PATH_CHUNK_STEPS // len(encoded))
-    total = np.zeros_like(encoded)
-    for start in range(0, n_steps, per_chunk):
-        chunk = alphas[start : start + per_chunk]
-        path = torch.as_tensor(
-            baseline[None] + chunk[:, None, None] * (encoded - baseline)[None], dtype=torch.float64
-        ).requires_grad_(True)  # (points, T, n_inputs)
-        lengths = torch.full((len(chunk),), len(encoded), dtype=torch.int64)
-        outputs = output_of(network(path, lengths))  # (points,)
-        (gradients,) = torch.autograd.grad(outputs.sum(), path)
-        total += gradients.sum(dim=0).numpy()
+    # The path is differentiated also where the caller turned gradients off, as predict
+    # runs there (the network copy too: made in inference mode, it could not be).
+    with torch.inference_mode(False), torch.enable_grad():
+        network = copy.deepcopy(model.module_).double().train(False).cpu()
+        output_of, target = _attributed_output(model, target, network, encoded)
+        alphas = (np.arange(n_steps) + 0.5) / n_steps
+        # The path's points in chunks of about PATH_CHUNK_STEPS steps in all: the backward
+        # pass keeps every point's states, so memory stays bounded on long sequences.
+        per_chunk = max(1, PATH_CHUNK_STEPS // len(encoded))
+        total = np.zeros_like(encoded)
+        for start in range(0, n_steps, per_chunk):
+            chunk = alphas[start : start + per_chunk]
+            path = torch.as_tensor(
+                baseline[None] + chunk[:, None, None] * (encoded - baseline)[None], dtype=torch.float64
+            ).requires_grad_(True)  # (points, T, n_inputs)
+            lengths = torch.full((len(chunk),), len(encoded), dtype=torch.int64)
+            outputs = output_of(network(path, lengths))  # (points,)
+            (gradients,) = torch.autograd.grad(outputs.sum(), path)
+            total += gradients.sum(dim=0).numpy()
     channels = total / n_steps * (encoded - baseline)  # (T, n_inputs)
     attributions = np.zeros_like(raw)
     value_features = [j for j in range(raw.shape[1]) if j != encoder.time_feature]

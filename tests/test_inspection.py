@@ -342,6 +342,19 @@ def test_integrated_gradients_runs_its_path_in_chunks_with_the_same_attributions
     np.testing.assert_allclose(chunked.attributions, whole.attributions, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_integrated_gradients_differentiates_inside_no_grad_and_inference_mode(fitted, mode):
+    # predict works there, but the path was differentiated without grad mode: "element 0
+    # of tensors does not require grad and does not have a grad_fn".
+    model, X, _ = fitted
+    expected = integrated_gradients(model, X[0], n_steps=20)
+    with getattr(torch, mode)():
+        result = integrated_gradients(model, X[0], n_steps=20)
+        assert not torch.is_grad_enabled()  # left as it was
+    np.testing.assert_array_equal(result.attributions, expected.attributions)
+    assert (result.output, result.baseline_output) == (expected.output, expected.baseline_output)
+
+
 def test_importances_of_a_model_fitted_with_a_named_time_column_take_arrays_as_predict_does():
     # The name was looked up among the arrays' (missing) column names: refused, with
     # advice to refit with time_feature=0, while predict and integrated_gradients read them.

@@ -34,7 +34,7 @@ from ._estimators import BaseRNN, frame_sequences
 from .sequences import check_sequences
 from .sequences._encoding import _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances, is_panel
-from .sequences._validation import _column_cells, frames_like, step_feature_names
+from .sequences._validation import _column_cells, frames_like, numpy_readable, step_feature_names
 
 __all__ = [
     "integrated_gradients",
@@ -534,6 +534,7 @@ def _label(value: Any) -> str:
 
 def _check_one_sequence(sequence: Any) -> None:
     """Refuse several sequences where one is explained."""
+    sequence = numpy_readable(sequence)  # a torch nested tensor: the list of sequences it holds
     first = "[0]"  # how the first sequence is read from what was given
     if isinstance(sequence, (list, tuple)) and sequence and all(np.ndim(item) >= 2 for item in sequence):
         count = len(sequence)

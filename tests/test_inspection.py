@@ -220,6 +220,26 @@ def test_a_panel_or_a_column_of_several_sequences_is_refused_and_one_instance_ex
     np.testing.assert_array_equal(one.attributions, as_frame.attributions)
 
 
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage")
+@pytest.mark.parametrize("layout", ["strided", "jagged"])
+def test_a_torch_nested_tensor_is_refused_as_sequences_with_the_one_to_pass(layout):
+    # A strided one failed with PyTorch's "Internal error: NestedTensorImpl doesn't support
+    # sizes. Please file an issue." where a jagged one was told to pass one sequence.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(k), 2)) for k in rng.integers(2, 6, size=20)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNRegressor(hidden_size=4, max_iter=2, random_state=0).fit(X, np.arange(20.0))
+    nested = torch.nested.nested_tensor([torch.tensor(x) for x in X], layout=getattr(torch, layout))
+    with pytest.raises(ValueError, match=r"got 20 sequences. Pass one of them, e\.g\. X\[0\]"):
+        integrated_gradients(model, nested)
+    one = torch.nested.nested_tensor([torch.tensor(X[0])], layout=getattr(torch, layout))
+    with pytest.raises(ValueError, match=r"a collection holding one sequence. Pass the sequence itself: sequence\[0\]"):
+        integrated_gradients(model, one)
+    np.testing.assert_array_equal(integrated_gradients(model, one[0]).attributions,
+                                  integrated_gradients(model, X[0]).attributions)
+
+
 def test_a_one_dimensional_array_is_refused_as_one_sequence_of_several_features():
     # It was wrapped as a one-row table and refused with "X has 1 features per step ...
     # A 2D table is read as univariate sequences, one column a step".

@@ -332,6 +332,31 @@ def test_dates_a_scalar_feature_columns_and_an_object_time_of_numbers_get_the_ri
         from_long_format(as_text, id_column="id", time_column="day")
 
 
+def test_numbers_held_as_decimal_or_text_are_told_to_go_through_pandas_to_numeric():
+    # A Decimal column (what pandas.read_sql gives for NUMERIC) or numbers read as text
+    # were told to one-hot encode (one column per distinct lab value) or, as times, to
+    # parse dates (pandas.to_datetime(["0", "30", "0"]) fails).
+    from decimal import Decimal
+
+    visits = pd.DataFrame({"patient": [1, 1, 2], "day": [0, 30, 0],
+                           "bili": [Decimal("1.5"), Decimal("2.0"), Decimal("0.7")]})
+    as_text = visits.assign(bili=["1.5", "2.0", "0.7"])
+    for table, held in ((visits, "Decimal values"), (as_text, "numbers written as text")):
+        with pytest.raises(TypeError, match=rf"\['bili'\] hold {held}.*"
+                                            r"table\[\['bili'\]\] = table\[\['bili'\]\]\.apply\(pandas\.to_numeric\)") as error:
+            from_long_format(table, id_column="patient", time_column="day")
+        assert "get_dummies" not in str(error.value)
+        converted = table.assign(bili=pd.to_numeric(table["bili"]))  # the advice works
+        np.testing.assert_array_equal(from_long_format(converted, id_column="patient", time_column="day")[0][0],
+                                      [[0.0, 1.5], [30.0, 2.0]])
+    with pytest.raises(TypeError, match=r"get_dummies\(table, columns=\['ward'\].*\['bili'\] hold Decimal values"):
+        from_long_format(visits.assign(ward=["a", "b", "a"]), id_column="patient", time_column="day")
+    for day, held in (([Decimal(0), Decimal(30), Decimal(0)], "Decimal values"), (["0", "30", "0"], "numbers written as text")):
+        with pytest.raises(TypeError, match=rf"It holds {held}.*pandas\.to_numeric\(table\[col\]\)") as error:
+            from_long_format(visits.assign(day=day, bili=1.0), id_column="patient", time_column="day")
+        assert "text dates" not in str(error.value)
+
+
 @pytest.mark.parametrize("flags", [[False, True, False], pd.array([False, True, False], dtype="boolean"),
                                    np.array([False, True, False], dtype=object)])
 def test_a_boolean_time_column_is_told_it_holds_booleans(flags):

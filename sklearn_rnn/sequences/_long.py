@@ -9,6 +9,7 @@ per sample, with NaN for missing values.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any, Literal
 
 import numpy as np
@@ -101,18 +102,47 @@ def _resolve_features(
         # Dates and durations become counts of a unit; one-hot columns would be one a date.
         dates = [c for c in non_numeric if pd.api.types.is_datetime64_any_dtype(table[c].dtype)
                  or pd.api.types.is_timedelta64_dtype(table[c].dtype)]
-        others = [c for c in non_numeric if c not in dates]
+        # Numbers as text or Decimal are converted by pandas.to_numeric, not one-hot encoded
+        # (that would be a column per distinct value).
+        held = {c: _numbers_as_text(table[c]) for c in non_numeric}
+        numbers = [c for c in non_numeric if held[c]]
+        others = [c for c in non_numeric if c not in dates and c not in numbers]
         raise TypeError(
             f"feature columns must hold real numbers; got columns {dtypes}. "
             "Leave them out with feature_columns=[...] or "
             + (f"encode them first, e.g. pandas.get_dummies(table, columns={others}, dtype=float)."
                if others else "convert them to numbers first.")
+            + (f" Columns {numbers} hold {' or '.join(sorted({held[c] for c in numbers}))}, which "
+               f"pandas.to_numeric reads: convert them, e.g. table[{numbers}] = "
+               f"table[{numbers}].apply(pandas.to_numeric)." if numbers else "")
             + (f" Dates and durations ({', '.join(map(str, dates))}) become numbers of days, e.g. "
                "(column - column.min()) / pd.Timedelta(days=1) for dates, column / "
                "pd.Timedelta(days=1) for durations (fractions of a day kept)." if dates else "")
             + complex_hint(table, non_numeric)
         )
     return features
+
+
+def _numbers_as_text(column: pd.Series) -> str:
+    """What ``column``, of text or object dtype, holds where :func:`pandas.to_numeric`
+    reads it as real numbers: ``Decimal`` values (as ``pandas.read_sql`` gives a NUMERIC
+    column), numbers written as text, or both; empty where it does not."""
+    if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
+        return ""
+    try:
+        numbers = pd.to_numeric(column)
+    except (TypeError, ValueError):  # text that is not a number: dates, categories
+        return ""
+    if (not pd.api.types.is_numeric_dtype(numbers.dtype) or pd.api.types.is_bool_dtype(numbers.dtype)
+            or pd.api.types.is_complex_dtype(numbers.dtype)):
+        return ""
+    cells = column.dropna()
+    kinds = []
+    if any(isinstance(cell, Decimal) for cell in cells):
+        kinds.append("Decimal values (as pandas.read_sql gives a NUMERIC column)")
+    if any(isinstance(cell, str) for cell in cells):
+        kinds.append("numbers written as text")
+    return " and ".join(kinds) or "numbers in an object column"
 
 
 def elapsed_time(values: pd.Series, origin: Any, unit: Any = "1D") -> NDArray[np.float64]:
@@ -174,6 +204,9 @@ def _numeric_time(
                "It holds numbers in an object column: convert them to numbers first, e.g. "
                "pandas.to_numeric(table[col])."
                if holds_numbers(table, time_column, column.dtype) else
+               f"It holds {_numbers_as_text(column)}: convert them to numbers first, e.g. "
+               "pandas.to_numeric(table[col])."
+               if _numbers_as_text(column) else
                "Convert text dates first, e.g. pandas.to_datetime(table[col]).")
         )
     else:

@@ -503,6 +503,23 @@ def test_the_scaler_keeps_features_whose_squares_pass_float64s_range():
     np.testing.assert_allclose(SequenceStandardScaler().fit(ordinary).scale_[0], np.sqrt(2 / 3), rtol=1e-15)
 
 
+def test_the_scaler_keeps_features_whose_sum_passes_float64s_range():
+    # Values near 1e307: the sum over the steps overflowed, mean_ became inf and every
+    # value -inf, with only numpy's RuntimeWarning (the squares were handled, not the sum).
+    X = [np.array([[1e307, 1.0], [3e307, 2.0]])] * 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaler = SequenceStandardScaler().fit(X)
+        np.testing.assert_allclose(scaler.mean_, [2e307, 1.5])
+        np.testing.assert_allclose(scaler.scale_, [1e307, 0.5])
+        np.testing.assert_allclose(scaler.transform(X)[0], [[-1.0, -1.0], [1.0, 1.0]], atol=1e-12)
+        large = [np.array([[1e308], [1.5e308]])]
+        own = SequenceStandardScaler(per_sequence=True).fit(large).transform(large)[0]
+        np.testing.assert_allclose(own.ravel(), [-1.0, 1.0], atol=1e-12)
+    ordinary = [np.random.default_rng(i).normal(size=(7, 2)) for i in range(10)]  # the same arithmetic as before
+    np.testing.assert_array_equal(SequenceStandardScaler().fit(ordinary).mean_, np.concatenate(ordinary).mean(axis=0))
+
+
 def test_the_scaler_keeps_the_width_of_a_table_given_as_a_list_of_rows():
     # Rows whose last step is NaN in every row: a list of rows came back narrower than it
     # went in (an array kept its width), so a pipeline's network was fitted on 3 of 4

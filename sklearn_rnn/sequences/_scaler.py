@@ -252,7 +252,13 @@ class SequenceStandardScaler(
         ``with_std`` ask (a constant or never observed feature is not scaled)."""
         observed = ~np.isnan(steps)
         counts = np.maximum(observed.sum(axis=0), 1)
-        mean = np.where(observed, steps, 0.0).sum(axis=0) / counts
+        values = np.where(observed, steps, 0.0)  # (N, d), finite
+        with np.errstate(over="ignore"):
+            mean = values.sum(axis=0) / counts
+        overflow = np.isinf(mean)
+        if overflow.any():  # a sum past float64's range (1e307 twenty times), though each value is finite
+            peak = np.abs(values[:, overflow]).max(axis=0)
+            mean[overflow] = peak * ((values[:, overflow] / peak).sum(axis=0) / counts[overflow])
         deviation = np.where(observed, steps - mean, 0.0)  # (N, d)
         with np.errstate(over="ignore"):
             std = np.sqrt((deviation**2).sum(axis=0) / counts)

@@ -623,6 +623,27 @@ def _check_nothing_edits_gradients(pairs: list[tuple[str, Callback]], owner: str
             )
 
 
+def _check_nothing_restores_weights(pairs: list[tuple[str, Callback]], owner: str) -> None:
+    """Refuse, in a training call that the stopping rule ends, a user's callback that
+    loads weights of its own when training ends (``load_best=True``: skorch's
+    ``EarlyStopping`` restores its best epoch's weights, its ``Checkpoint`` its best
+    checkpoint). It runs before the rule, which then kept, or judged as the last
+    epoch's, weights of another epoch: the model was not the network that
+    ``best_epoch_`` and the validation attributes describe."""
+    for name, callback in pairs:
+        if getattr(callback, "load_best", False):
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {name!r} ({type(callback).__name__}) has "
+                "load_best=True: it would load weights of its own choosing when training ends, "
+                f"behind {owner}'s stopping rule, which restores the best epoch of the loss it "
+                "watches itself, so the model would not be the epoch that best_epoch_ and the "
+                "validation scores describe. To let the callback only end training (the rule then "
+                "keeps its best epoch so far) or save checkpoints, set load_best=False; choose "
+                "what the rule watches and its patience with early_stopping (the validation "
+                "loss), n_iter_no_change and tol."
+            )
+
+
 def _check_nothing_watches_validation(
     pairs: list[tuple[str, Callback]], owner: str, incremental: bool
 ) -> None:
@@ -746,6 +767,8 @@ def configure(
         _check_nothing_edits_gradients(pairs, owner)
     if every_step:
         _check_scorers_take_steps(pairs, owner)
+    if not incremental:
+        _check_nothing_restores_weights(pairs, owner)
     if not stopping:
         _check_nothing_watches_validation(pairs, owner, incremental)
     spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,

@@ -2564,7 +2564,9 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         engine after its own (gradient clipping, the validation score, the training
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
-        (which ends training as the built-in rule does), an
+        (which ends training as the built-in rule does; leave its ``load_best`` False:
+        ``fit`` refuses a callback that loads weights of its own as training ends,
+        since the rule restores its best epoch itself), an
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
         for a scorer by name; a callable may turn caching off, and is then called with
         ``y=None``) or a logger. Training uses deep copies, so the objects given here
@@ -3218,7 +3220,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         engine after its own (gradient clipping, the validation score, the training
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
-        (which ends training as the built-in rule does), an
+        (which ends training as the built-in rule does; leave its ``load_best`` False:
+        ``fit`` refuses a callback that loads weights of its own as training ends,
+        since the rule restores its best epoch itself), an
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
         for a scorer by name; a callable may turn caching off, and is then called with
         ``y=None``) or a logger. Training uses deep copies, so the objects given here

@@ -148,7 +148,9 @@ class RNNStepClassifier(BaseRNN):
         engine after its own (gradient clipping, the validation score, the training
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
-        (which ends training as the built-in rule does), an
+        (which ends training as the built-in rule does; leave its ``load_best`` False:
+        ``fit`` refuses a callback that loads weights of its own as training ends,
+        since the rule restores its best epoch itself), an
         :class:`~skorch.callbacks.EpochScoring` of a callable ``scoring(net, X, y)``,
         where ``net.forward(X)`` (a tensor) and ``y`` are the outputs and targets padded
         to ``(n, T, k)`` (a scorer by name takes one target per sequence and is refused) or a

@@ -404,6 +404,31 @@ def test_a_users_callback_watching_validation_without_validation_data_is_refused
     assert model.n_iter_ == 2
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_users_callback_that_loads_its_best_weights_is_refused_where_the_stopping_rule_runs(tmp_path):
+    # A user's EarlyStopping(load_best=True) reloaded its own best weights at the end of
+    # training, before the stopping rule: the rule then kept (or judged as the last
+    # epoch's) weights of another epoch, and the model scored -0.674 on the held-out
+    # sequences, epoch 1's validation score, while best_epoch_ said 4 (-0.611).
+    X, y = _data()
+    steps = [(x[:, :1] > 0).astype(float) for x in X]
+    for callback in (EarlyStopping(monitor="train_loss", patience=100, load_best=True),
+                     Checkpoint(dirname=str(tmp_path), monitor="train_loss_best", load_best=True)):
+        for model, target in ((RNNStepClassifier(hidden_size=4, max_iter=3, early_stopping=True), steps),
+                              (RNNClassifier(hidden_size=4, max_iter=3), y)):
+            model.set_params(callbacks=[("mine", callback)], random_state=0)
+            with pytest.raises(ValueError, match="'mine' .* has load_best=True.*set load_best=False.*early_stopping"):
+                model.fit(X, target)
+            assert not hasattr(model, "net_")
+    # Without load_best it only ends training, and partial_fit runs no stopping rule.
+    callback = EarlyStopping(monitor="train_loss", patience=100, load_best=True)
+    RNNClassifier(hidden_size=4, callbacks=[("mine", callback)], random_state=0).partial_fit(X, y, classes=[0, 1])
+    callback.set_params(load_best=False)
+    model = RNNStepClassifier(hidden_size=4, max_iter=3, early_stopping=True, random_state=0,
+                              callbacks=[("mine", callback)]).fit(X, steps)
+    assert model.n_iter_ == 3
+
+
 def test_an_epoch_scoring_without_caching_is_refused_before_training():
     # skorch reads the targets of an uncached EpochScoring from its own Dataset type
     # only: the scorer got y=None and failed after the first epoch ("Expected

@@ -437,9 +437,71 @@ class SequenceClassifierNet(ClassifierMixin, SequenceNet):
 
 
 def _replaced(callback: Callback, kind: type[Callback]) -> Callback:
-    """skorch's default ``callback`` as an instance of ``kind``, a subclass of its
-    class, with the same parameters."""
-    return kind(**callback.get_params())
+    """``callback`` (skorch's default, or a copy of a user's) as an instance of ``kind``,
+    a subclass of its class, with the same parameters."""
+    return kind(**callback.get_params(deep=False))
+
+
+class StepEpochScoring(EpochScoring):
+    """skorch's :class:`~skorch.callbacks.EpochScoring`, for a network with an output
+    at every step: the batches it caches are joined as one ``(n, T, k)`` block, NaN
+    past each sequence's last step.
+
+    Each batch is padded to its own longest sequence (with targets of 0, and outputs
+    read from the state run on: neither is data), so skorch's joining of the batches an
+    epoch cached (``numpy.concatenate`` of the targets, ``torch.cat`` of the outputs)
+    failed as soon as the scored data spanned two batches. Here each cached batch is
+    set to NaN past each sequence's end and padded with NaN to the epoch's longest
+    sequence before skorch joins them: the scorer gets the outputs and the targets row
+    by row, in the order the epoch's batches ran. The engine gives a user's
+    ``EpochScoring`` of such a network this class (:func:`configure`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from types import SimpleNamespace
+    >>> from sklearn_rnn._engine import StepEpochScoring
+    >>> scoring = StepEpochScoring(lambda net, X, y: 0.0, on_train=True).initialize()
+    >>> net = SimpleNamespace(use_caching="auto")  # skorch's net setting
+    >>> for length, steps in ((3, 3), (1, 2)):  # two batches of one sequence, padded to 3 and 2 steps
+    ...     inputs, y = {"lengths": torch.tensor([length])}, torch.zeros(1, steps, 1)
+    ...     scoring.on_batch_end(net, (inputs, y), y_pred=torch.ones(1, steps, 1), training=True)
+    >>> _, y, y_pred = scoring.get_test_data(None, None, use_caching=True)
+    >>> y[:, :, 0].tolist(), torch.cat(y_pred)[:, :, 0].tolist()
+    ([[0.0, 0.0, 0.0], [0.0, nan, nan]], [[1.0, 1.0, 1.0], [1.0, nan, nan]])
+    """
+
+    def on_batch_end(
+        self, net: Any, batch: Any, y_pred: torch.Tensor, training: bool, **kwargs: Any
+    ) -> None:
+        cached = len(self.y_preds_)
+        super().on_batch_end(net, batch, y_pred=y_pred, training=training, **kwargs)
+        if len(self.y_preds_) == cached:  # the other data's batch, or no caching
+            return
+        inputs, y = batch
+        self.y_preds_[-1] = _past_ends(y_pred, inputs["lengths"])
+        if y is not None:  # cached with it
+            self.y_trues_[-1] = _past_ends(y, inputs["lengths"])
+
+    def get_test_data(self, dataset_train: Any, dataset_valid: Any, use_caching: bool) -> tuple[Any, Any, Any]:
+        if use_caching and self.y_preds_:
+            longest = max(part.shape[1] for part in self.y_preds_)
+            self.y_preds_ = [_padded_to(part, longest) for part in self.y_preds_]
+            self.y_trues_ = [_padded_to(part, longest) for part in self.y_trues_]
+        return super().get_test_data(dataset_train, dataset_valid, use_caching)
+
+
+def _past_ends(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """A ``(B, T, k)`` batch with NaN past each sequence's last step (outside the graph:
+    skorch's training step gives the outputs that its loss was computed from)."""
+    steps = torch.arange(values.shape[1], device=values.device)
+    valid = steps < lengths.to(values.device)[:, None]
+    return torch.where(valid[:, :, None], values.detach(), float("nan"))
+
+
+def _padded_to(values: torch.Tensor, steps: int) -> torch.Tensor:
+    """A ``(B, T, k)`` batch padded with NaN to ``steps`` steps."""
+    return torch.nn.functional.pad(values, (0, 0, 0, steps - values.shape[1]), value=float("nan"))
 
 
 class EpochMeanScoring(PassthroughScoring):
@@ -599,7 +661,8 @@ def _check_scorers_take_steps(pairs: list[tuple[str, Callback]], owner: str) -> 
                 f"scoring={callback.scoring!r}: scikit-learn's scorers take one target per "
                 f"sequence, but {owner} has a target at every step, so it would fail after "
                 "the first epoch. Pass a callable, called as scoring(net, X, y) with the "
-                "epoch's cached outputs: net.forward(X), a tensor, and y are padded to (n, T, k)."
+                "epoch's cached outputs: net.forward(X), a tensor, and y are padded with NaN to "
+                "(n, T, k) past each sequence's last step."
             )
 
 
@@ -793,7 +856,11 @@ def configure(
     # Before "stop" and the user's: an epoch is recorded as finished before a callback
     # ends training.
     callbacks.append(("guard", FitGuard(owner, restores_best=not incremental)))
-    callbacks.extend(_restarting(copy.deepcopy(pairs)))
+    user = _restarting(copy.deepcopy(pairs))
+    if every_step:  # a scorer's cached batches joined as one block
+        user = [(name, _replaced(callback, StepEpochScoring) if type(callback) is EpochScoring else callback)
+                for name, callback in user]
+    callbacks.extend(user)
     if not incremental:
         callbacks.append(
             (

@@ -152,13 +152,15 @@ class RNNStepClassifier(BaseRNN):
         ``fit`` refuses a callback that loads weights of its own as training ends,
         since the rule restores its best epoch itself), an
         :class:`~skorch.callbacks.EpochScoring` of a callable ``scoring(net, X, y)``,
-        where ``net.forward(X)`` (a tensor) and ``y`` are the outputs and targets padded
-        to ``(n, T, k)`` (a scorer by name takes one target per sequence and is refused) or a
-        logger. Training uses deep copies, so the objects given here
-        are never changed; they are made when the network is built and again when the
-        training settings change (a stream of ``partial_fit`` calls, or warm-started
-        fits, keep them with their state). Every training call starts at
-        ``learning_rate`` and runs the schedule of a
+        where ``net.forward(X)`` (a tensor) and ``y`` are the epoch's outputs and targets,
+        row by row, padded with NaN to ``(n, T, k)`` past each sequence's last step (a
+        scorer by name takes one target per sequence and is refused; with
+        ``use_caching=False``, ``y`` is None and ``net.forward(X)`` runs the network over
+        ``X`` again, in its order) or a logger. Training uses deep copies, so the
+        objects given here are never changed; they are made when the network is built
+        and again when the training settings change (a stream of ``partial_fit``
+        calls, or warm-started fits, keep them with their state). Every training call
+        starts at ``learning_rate`` and runs the schedule of a
         :class:`~skorch.callbacks.LRScheduler` from its start, as a first fit does
         (unless the callback names its own ``last_epoch``): what a scheduler did to the
         step size does not carry over to the next call (over a stream of ``partial_fit``

@@ -468,11 +468,45 @@ def test_a_scorer_by_name_is_refused_and_a_callable_scores_each_epoch(task):
 
     def mean_output(net, X, y):
         outputs = net.forward(X)
-        assert outputs.shape == y.shape  # both padded to (n, T, k)
-        return float(outputs.mean())
+        assert outputs.shape == y.shape  # both padded with NaN to (n, T, k)
+        return float(outputs.nanmean())
 
     model = quiet_fit(RNNStepClassifier(callbacks=[("mean", EpochScoring(mean_output, name="mean"))], **kwargs), X[:40], y[:40])
     assert np.isfinite(model.net_.history[:, "mean"]).all()
+
+
+@pytest.mark.parametrize("on_train", [True, False])
+def test_a_callable_epoch_scoring_gets_every_batch_padded_with_nan_to_the_longest_sequence(on_train):
+    """Each length bucket is padded to its own T: over more than one batch, skorch's
+    joining of the cached targets failed at the end of the first epoch ('all the input
+    array dimensions except for the concatenation axis must match exactly'). Padded with
+    NaN past each sequence's end, the outputs and targets are the scorer's to mask: on
+    the held-out sequences their NLL per step is the validation score."""
+    from skorch.callbacks import EpochScoring
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 2)) for n in rng.integers(1, 20, size=40)]
+    y = [(x[:, :1] > 0).astype(float) for x in X]
+    seen = []
+
+    def log_likelihood(net, X, y):
+        outputs = net.forward(X).numpy()
+        assert outputs.shape == y.shape and (np.isnan(outputs) == np.isnan(y)).all()
+        seen.append(sorted((~np.isnan(y[:, :, 0])).sum(axis=1)))
+        steps = ~np.isnan(y)
+        return -float(np.mean(np.logaddexp(0.0, outputs[steps]) - y[steps] * outputs[steps]))
+
+    scoring = EpochScoring(log_likelihood, on_train=on_train, name="ll", lower_is_better=False)
+    model = quiet_fit(RNNStepClassifier(hidden_size=4, max_iter=2, batch_size=8, early_stopping=True,
+                                        validation_fraction=0.5, random_state=0,
+                                        callbacks=[("ll", scoring)]), X, y)
+    history = model.net_.history
+    assert len(seen) == 2 and all(len(lengths) == 20 for lengths in seen)  # 3 batches of 8 or fewer
+    _, held_out = train_test_split(np.arange(40), test_size=0.5, random_state=_Seeds.draw(0).split)
+    lengths = sorted(len(X[i]) for i in (held_out if not on_train else np.setdiff1d(np.arange(40), held_out)))
+    assert seen[0] == lengths
+    if not on_train:  # the end-of-epoch weights on the held-out sequences
+        np.testing.assert_allclose(history[:, "ll"], history[:, "valid_score"], rtol=1e-5)
 
 
 def test_a_warm_refit_predicts_in_the_shape_of_its_own_targets():

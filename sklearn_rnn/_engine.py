@@ -608,6 +608,66 @@ def _restarting(pairs: list[tuple[str, Callback]]) -> list[tuple[str, Callback]]
     return pairs
 
 
+def copy_callback(name: str, callback: Callback, owner: str, memo: dict[int, Any] | None = None) -> Callback:
+    """A copy of the user's callback ``name`` for training (or for ``set_params``), so
+    that the object given is never changed.
+
+    A deep copy; when that fails, a copy whose attributes are deep copies, but for those
+    that cannot be copied (an open file, a lock, a ``SummaryWriter``: what a logger
+    holds), which it shares with the original. ``memo`` is :func:`copy.deepcopy`'s, one
+    for the callbacks copied together, so that what they share stays shared among the
+    copies (a ``LoadInitState`` reads its ``Checkpoint``).
+
+    Raises
+    ------
+    ValueError
+        When not even the callback itself can be copied, naming it and the fix.
+
+    Examples
+    --------
+    >>> import threading
+    >>> from skorch.callbacks import Callback
+    >>> from sklearn_rnn._engine import copy_callback
+    >>> class Log(Callback):
+    ...     def __init__(self, lock=None, notes=None):
+    ...         self.lock, self.notes = lock, notes
+    >>> log = Log(threading.Lock(), notes=[])  # a lock cannot be deep-copied
+    >>> twin = copy_callback("log", log, "RNNClassifier")
+    >>> twin.lock is log.lock, twin.notes is log.notes
+    (True, False)
+    """
+    memo = {} if memo is None else memo
+    saved = dict(memo)
+    try:
+        return copy.deepcopy(callback, memo)
+    except (TypeError, copy.Error):  # "cannot pickle '_io.TextIOWrapper' object"
+        _reset(memo, saved)  # what the failed copy left half made
+    try:
+        twin = copy.copy(callback)
+    except (TypeError, copy.Error) as error:
+        raise ValueError(
+            f"{owner}(callbacks=...) callback {name!r} ({type(callback).__name__}) cannot be "
+            f"copied ({error}): training runs a copy, so that the callback given is never "
+            "changed. Give the callback what it holds that cannot be copied (an open file, a "
+            "lock, a writer) in its initialize() or on_train_begin(), or through a function it "
+            "calls; or make it copyable (__copy__)."
+        ) from error
+    memo[id(callback)] = twin
+    for key, value in list(getattr(twin, "__dict__", {}).items()):
+        saved = dict(memo)
+        try:
+            setattr(twin, key, copy.deepcopy(value, memo))
+        except (TypeError, copy.Error):
+            _reset(memo, saved)  # shared with the original
+    return twin
+
+
+def _reset(memo: dict[int, Any], saved: dict[int, Any]) -> None:
+    """Put ``memo`` back as ``saved`` was, after a deep copy that failed."""
+    memo.clear()
+    memo.update(saved)
+
+
 def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback]]:
     """The ``callbacks`` parameter as a list of ``(name, skorch callback)`` pairs.
 
@@ -821,8 +881,8 @@ def configure(
 
     The callbacks are built (and skorch initializes them) only when what they are
     built from changed: a stream of ``partial_fit`` calls builds them once. Each is
-    fresh when built; the user's are deep copies of ``user_callbacks``, so that the
-    estimator's parameter is never changed by training.
+    fresh when built; the user's are copies of ``user_callbacks`` (:func:`copy_callback`),
+    so that the estimator's parameter is never changed by training.
     """
     progress = bool(verbose) and _is_terminal(sys.stderr)
     pairs = check_user_callbacks(user_callbacks, owner)
@@ -856,7 +916,8 @@ def configure(
     # Before "stop" and the user's: an epoch is recorded as finished before a callback
     # ends training.
     callbacks.append(("guard", FitGuard(owner, restores_best=not incremental)))
-    user = _restarting(copy.deepcopy(pairs))
+    memo: dict[int, Any] = {}  # one for all: what the callbacks share stays shared
+    user = _restarting([(name, copy_callback(name, callback, owner, memo)) for name, callback in pairs])
     if every_step:  # a scorer's cached batches joined as one block
         user = [(name, _replaced(callback, StepEpochScoring) if type(callback) is EpochScoring else callback)
                 for name, callback in user]

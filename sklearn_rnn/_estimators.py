@@ -29,8 +29,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._callbacks import TrainingOutcome, still_improving
 from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, configure,
-                      make_grad_scaler,
-                      make_net, mark_callbacks_current)
+                      copy_callback, make_grad_scaler, make_net, mark_callbacks_current)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._gathered import warn
@@ -2060,7 +2059,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                             f"callbacks__{name}=None takes that callback out, so its parameters "
                             f"{sorted(updates[name])} cannot be set too; drop one of the two."
                         )
-                    callback = _callback_with(callback, updates[name])
+                    callback = _callback_with(name, callback, updates[name], type(self).__name__)
                 if callback is not None:  # None takes it out, as in skorch
                     changed.append((name, callback))
             params["callbacks"] = changed
@@ -2289,9 +2288,9 @@ def _nth_parameter(optimizer: torch.optim.Optimizer, index: int) -> torch.Tensor
 _OPTIMIZER_NAMES: dict[type, str] = {ClippedSGD: "sgd", SimplexSGD: "simplex", torch.optim.Adam: "adam"}
 
 
-def _callback_with(callback: Any, parameters: dict[str, Any]) -> Any:
-    """A copy of a skorch callback with ``parameters`` set."""
-    changed = copy.deepcopy(callback)
+def _callback_with(name: str, callback: Any, parameters: dict[str, Any], owner: str) -> Any:
+    """A copy of the skorch callback ``name`` with ``parameters`` set."""
+    changed = copy_callback(name, callback, owner)
     changed.set_params(**parameters)
     return changed
 
@@ -2570,7 +2569,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
         for a scorer by name; a callable may turn caching off, and is then called with
         ``y=None``) or a logger. Training uses deep copies, so the objects given here
-        are never changed; they are made when the network is built and again when the
+        are never changed (what cannot be deep-copied, a logger's open file or lock,
+        is shared with the copy); they are made when the network is built and again when the
         training settings change (a stream of ``partial_fit`` calls, or warm-started
         fits, keep them with their state). Every training call starts at
         ``learning_rate`` and runs the schedule of a
@@ -3226,7 +3226,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
         for a scorer by name; a callable may turn caching off, and is then called with
         ``y=None``) or a logger. Training uses deep copies, so the objects given here
-        are never changed; they are made when the network is built and again when the
+        are never changed (what cannot be deep-copied, a logger's open file or lock,
+        is shared with the copy); they are made when the network is built and again when the
         training settings change (a stream of ``partial_fit`` calls, or warm-started
         fits, keep them with their state). Every training call starts at
         ``learning_rate`` and runs the schedule of a

@@ -157,7 +157,8 @@ class RNNStepClassifier(BaseRNN):
         scorer by name takes one target per sequence and is refused; with
         ``use_caching=False``, ``y`` is None and ``net.forward(X)`` runs the network over
         ``X`` again, in its order) or a logger. Training uses deep copies, so the
-        objects given here are never changed; they are made when the network is built
+        objects given here are never changed (what cannot be deep-copied, a logger's
+        open file or lock, is shared with the copy); they are made when the network is built
         and again when the training settings change (a stream of ``partial_fit``
         calls, or warm-started fits, keep them with their state). Every training call
         starts at ``learning_rate`` and runs the schedule of a

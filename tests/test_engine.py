@@ -475,6 +475,53 @@ def test_the_net_s_predictions_on_a_dataset_follow_the_dataset_s_order():
     np.testing.assert_allclose(model.net_.predict_proba(dataset), model.predict_proba(X), atol=on_device(1e-6, 1e-4))
 
 
+class FileLog(Callback):
+    """A logger: one line per epoch to a file it holds open, and a list of notes."""
+
+    def __init__(self, file=None, notes=None):
+        self.file = file
+        self.notes = notes
+
+    def initialize(self):
+        self.epochs_ = 0
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        self.epochs_ += 1
+        self.notes.append(self.epochs_)
+        self.file.write(f"{float(net.history[-1, 'train_loss'])!r}\n")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_callback_holding_an_open_file_trains_on_a_copy_that_shares_the_file(tmp_path):
+    # Training deep-copies the user's callbacks, and an open file (a lock, a SummaryWriter:
+    # what a logger holds) cannot be: fit failed with copy's bare "TypeError: cannot pickle
+    # '_io.TextIOWrapper' object", and so did set_params(callbacks__log__...).
+    X, y = _data()
+    with open(tmp_path / "log.txt", "w") as file:
+        logger = FileLog(file, notes=[])
+        model = RNNClassifier(hidden_size=4, max_iter=3, n_iter_no_change=100, random_state=0,
+                              callbacks=[("log", logger)]).fit(X, y)
+        fitted = dict(model.net_.callbacks_)["log"]
+        assert fitted is not logger and fitted.file is file  # the file shared, the rest copied
+        assert fitted.notes == [1, 2, 3] and logger.notes == [] and not hasattr(logger, "epochs_")
+        model.set_params(callbacks__log__notes=[0], warm_start=True).fit(X, y)
+        assert model.callbacks[0][1].file is file and dict(model.net_.callbacks_)["log"].notes == [0, 1, 2, 3]
+    lines = (tmp_path / "log.txt").read_text().split()
+    assert [float(line) for line in lines] == model.net_.history[:, "train_loss"]
+
+    class Unique(Callback):
+        def __copy__(self):
+            raise TypeError("one of a kind")
+
+        __deepcopy__ = lambda self, memo: self.__copy__()  # noqa: E731
+
+    model = RNNClassifier(hidden_size=4, max_iter=2, callbacks=[("mine", Unique())])
+    with pytest.raises(ValueError, match="'mine' \\(Unique\\) cannot be copied \\(one of a kind\\).*initialize"):
+        model.fit(X, y)
+    assert not hasattr(model, "net_")
+
+
 def test_callbacks_clone_and_refit_the_same():
     X, y = _data()
     model = RNNClassifier(hidden_size=4, max_iter=4, tol=0.0, random_state=0,

@@ -233,8 +233,11 @@ def test_a_failed_continued_call_leaves_the_networks_settings_as_they_were(data,
             def __deepcopy__(self, memo):
                 raise TypeError("cannot copy")
 
+            def __copy__(self):
+                raise TypeError("cannot copy")
+
         model.set_params(verbose=1, callbacks=[("bad", Uncopyable())])
-        with pytest.raises(TypeError, match="cannot copy"):
+        with pytest.raises(ValueError, match="cannot be copied \\(cannot copy\\)"):
             model.partial_fit(X, y)
     else:
         with pytest.raises(RuntimeError, match="boom"):

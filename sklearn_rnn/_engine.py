@@ -49,6 +49,7 @@ import torch
 from sklearn.base import ClassifierMixin
 from skorch import NeuralNet
 from skorch.callbacks import (
+    BatchScoring,
     Callback,
     EpochScoring,
     LRScheduler,
@@ -711,19 +712,32 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
 
 
 def _check_scorers_take_steps(pairs: list[tuple[str, Callback]], owner: str) -> None:
-    """Refuse a scorer given by name (or skorch's default, the net's ``score``) to an
-    estimator with an output at every step: scikit-learn's scorers take one target per
-    sequence and would fail after the first epoch on the per-step targets."""
+    """Refuse a scorer given by name (or skorch's default, the net's ``score``), of an
+    ``EpochScoring`` or a ``BatchScoring``, to an estimator with an output at every step:
+    scikit-learn's scorers take one target per sequence and would fail after the first
+    epoch (or batch) on the per-step targets."""
     for name, callback in pairs:
-        if isinstance(callback, EpochScoring) and not callable(callback.scoring):
+        if isinstance(callback, (EpochScoring, BatchScoring)) and not callable(callback.scoring):
+            kind, epoch = type(callback).__name__, isinstance(callback, EpochScoring)
+            how = (
+                "epoch's cached outputs: net.forward(X), a tensor, and y are padded with NaN to "
+                "(n, T, k) past each sequence's last step"
+                if epoch else
+                "outputs of each batch: net.forward(X), a tensor, and y are the batch's outputs "
+                "and targets, (B, T, k), each sequence's valid up to its length X['lengths']"
+            )
             raise ValueError(
-                f"{owner}(callbacks=...) callback {name!r} is an EpochScoring of "
+                f"{owner}(callbacks=...) callback {name!r} is {_article(kind)} {kind} of "
                 f"scoring={callback.scoring!r}: scikit-learn's scorers take one target per "
                 f"sequence, but {owner} has a target at every step, so it would fail after "
-                "the first epoch. Pass a callable, called as scoring(net, X, y) with the "
-                "epoch's cached outputs: net.forward(X), a tensor, and y are padded with NaN to "
-                "(n, T, k) past each sequence's last step."
+                f"the first {'epoch' if epoch else 'batch'}. Pass a callable, called as "
+                f"scoring(net, X, y) with the {how}."
             )
+
+
+def _article(word: str) -> str:
+    """'a' or 'an', as ``word`` is spoken."""
+    return "an" if word[:1].upper() in "AEIOU" else "a"
 
 
 def _check_nothing_edits_gradients(pairs: list[tuple[str, Callback]], owner: str) -> None:
@@ -774,8 +788,8 @@ def _check_nothing_watches_validation(
     skorch's default for its ``EarlyStopping``; 'valid_loss_best', its ``Checkpoint``'s)
     in a training call without validation data, where it would fail with a bare
     ``KeyError`` after the first epoch, and a scorer of the validation data (an
-    ``EpochScoring`` with ``on_train=False``, skorch's default), which would record
-    nothing."""
+    ``EpochScoring`` or ``BatchScoring`` with ``on_train=False``, skorch's default),
+    which would record nothing."""
     why, way = (
         ("partial_fit holds none out", "fit with early_stopping=True")
         if incremental else
@@ -790,7 +804,7 @@ def _check_nothing_watches_validation(
                 f"validation_fraction of the data, {way}; or have the callback watch the "
                 f"training loss (monitor={'train_' + monitor[len('valid_'):]!r})."
             )
-        if isinstance(callback, EpochScoring) and not callback.on_train:
+        if isinstance(callback, (EpochScoring, BatchScoring)) and not callback.on_train:
             raise ValueError(
                 f"{owner}(callbacks=...) callback {name!r} scores the validation data, but "
                 f"this training call has none ({why}): it would record nothing. To hold "

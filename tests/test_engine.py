@@ -14,8 +14,8 @@ import skorch
 import torch
 from sklearn.base import BaseEstimator, clone, is_classifier
 from skorch import NeuralNet
-from skorch.callbacks import (Callback, Checkpoint, EarlyStopping, EpochScoring, LRScheduler,
-                               PassthroughScoring, PrintLog)
+from skorch.callbacks import (BatchScoring, Callback, Checkpoint, EarlyStopping, EpochScoring,
+                               LRScheduler, PassthroughScoring, PrintLog)
 from skorch.history import History
 
 from _helpers import on_device
@@ -427,6 +427,28 @@ def test_a_users_callback_that_loads_its_best_weights_is_refused_where_the_stopp
     model = RNNStepClassifier(hidden_size=4, max_iter=3, early_stopping=True, random_state=0,
                               callbacks=[("mine", callback)]).fit(X, steps)
     assert model.n_iter_ == 3
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_batch_scoring_is_refused_where_an_epoch_scoring_is():
+    # The checks looked at EpochScoring only: BatchScoring('accuracy') on per-step targets
+    # failed in scikit-learn ('unknown is not supported'), and a BatchScoring of the
+    # validation data in a call without any silently recorded nothing.
+    X, y = _data()
+    steps = [(x[:, :1] > 0).astype(float) for x in X]
+    one = lambda net, X, y: 1.0  # noqa: E731
+    with pytest.raises(ValueError, match="'acc' is a BatchScoring of scoring='accuracy': scikit-learn's scorers "
+                                         "take one target per sequence.*Pass a callable.*X\\['lengths'\\]"):
+        RNNStepClassifier(hidden_size=3, max_iter=1, callbacks=[("acc", BatchScoring("accuracy", on_train=True))]).fit(X, steps)
+    for model, target in ((RNNClassifier(hidden_size=3, max_iter=1), y), (RNNStepClassifier(hidden_size=3, max_iter=1), steps)):
+        with pytest.raises(ValueError, match="'v' scores the validation data, but this training call has none.*on_train=True"):
+            model.set_params(callbacks=[("v", BatchScoring(one, name="v"))]).fit(X, target)
+        assert not hasattr(model, "net_")
+    # A callable, of the training data or with validation data, records its score.
+    model = RNNStepClassifier(hidden_size=3, max_iter=2, callbacks=[("v", BatchScoring(one, name="v", on_train=True))])
+    assert model.fit(X, steps).net_.history[:, "v"] == [1.0, 1.0]
+    model = RNNClassifier(hidden_size=3, max_iter=2, early_stopping=True, callbacks=[("v", BatchScoring(one, name="v"))])
+    assert model.fit(X, y).net_.history[:, "v"] == [1.0, 1.0]
 
 
 def test_an_epoch_scoring_without_caching_is_refused_before_training():

@@ -347,6 +347,7 @@ class RNNStepClassifier(BaseRNN):
         if sample_weight is None:
             total = sum(float(_bernoulli_nll(o, t).sum()) for o, t in zip(outputs, y_true))
             return -total / sum(len(t) for t in y_true)
+        sample_weight = np.asarray(sample_weight) / np.max(sample_weight)  # a large sum could overflow
         total = sum(float(w * _bernoulli_nll(o, t).sum()) for o, t, w in zip(outputs, y_true, sample_weight))
         return -total / float(sum(w * len(t) for t, w in zip(y_true, sample_weight)))
 
@@ -533,6 +534,7 @@ class RNNStepClassifier(BaseRNN):
         targets = self._check_y(y, X, len(sequences), reset=False)
         self._check_target_steps(targets, sequences)
         weight = self._check_sample_weight(sample_weight, len(sequences), X)
+        weight = weight / weight.max()  # a sum of large weights could overflow; only ratios count
         logits = self._forward(X)  # as given: the validated arrays have lost a frame's names
         totals = np.array([_bernoulli_nll(o, t).sum() for o, t in zip(logits, targets)])
         steps = np.array([len(t) for t in targets])

@@ -155,6 +155,20 @@ def test_sample_weight_weights_a_sequences_steps(task, fitted):
     assert mixed == pytest.approx((one * n1 + two * n2) / (n1 + n2))
 
 
+def test_large_sample_weights_score_as_their_ratios(task, fitted):
+    """The weighted sum of the steps overflowed to inf before that of the losses, so
+    weights of 1e307 scored 0.0, a perfect model's; fit already scaled them (only the
+    ratios count)."""
+    _, (X, y) = task
+    weight = np.array([1.0, 2.0, 3.0])
+    expected = fitted.nll_per_step(X[:3], y[:3], sample_weight=weight)
+    assert expected > 0
+    assert fitted.nll_per_step(X[:3], y[:3], sample_weight=weight * 1e307) == pytest.approx(expected, rel=1e-12)
+    assert fitted.score(X[:3], y[:3], sample_weight=weight * 1e307) == pytest.approx(-expected, rel=1e-12)
+    logits = fitted.decision_function(X[:3])  # the validation score, of the held-out sequences
+    assert RNNStepClassifier._validation_score(y[:3], logits, weight * 1e307) == pytest.approx(-expected, rel=1e-12)
+
+
 @pytest.mark.parametrize("early_stopping", [False, True])
 def test_fit_minimizes_the_weighted_nll_per_step(task, early_stopping):
     """``fit``'s loss with sample weights is the weighted NLL per step that

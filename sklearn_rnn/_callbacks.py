@@ -276,7 +276,9 @@ class EarlyStopping(_SkorchEarlyStopping):
                 self._epoch_start = end  # never changed in place: shared, not copied
 
     def on_train_end(self, net: Any, X: Any = None, **kwargs: Any) -> None:
-        if not len(net.history):
+        if len(net.history) <= self._epochs_before:
+            # No epoch of the call finished (its first diverged, or was interrupted): the
+            # weights it started from stay, as the training guard's warning says.
             return
         if len(net.history) > self._decided:
             # A finished epoch that a callback before the rule ended training in (a

@@ -91,6 +91,23 @@ def test_the_epoch_table_says_which_weights_are_kept_at_max_iter_too(capfd):
     assert capfd.readouterr().out.splitlines()[-1].startswith("Training reached max_iter=2 after epoch 5;")
 
 
+def test_no_line_names_a_kept_epoch_when_no_epoch_of_the_call_finished(capfd):
+    # A warm fit whose first epoch diverged printed "keeping the weights of epoch 0"
+    # (skorch's best_epoch_ before any epoch): there is no epoch 0, and the weights kept
+    # are those the call started from, as the divergence warning says.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(40)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    model = _fit(verbose=0, optimizer="sgd", clip_threshold=None, batch_size=4, warm_start=True)
+    before = model.predict_proba(X)
+    model.set_params(learning_rate=1e38, verbose=1)
+    with pytest.warns(ConvergenceWarning, match="became inf in epoch 3, batch"):
+        model.fit(X, y)
+    out = capfd.readouterr().out
+    assert model.n_iter_ == 0 and "epoch 0" not in out and "keeping" not in out
+    np.testing.assert_array_equal(model.predict_proba(X), before)
+
+
 def test_training_loss_is_reported_without_the_penalty():
     """With an L2 penalty (the 'decay' cell's default alpha), train_loss is the data
     loss, comparable with valid_loss; train_objective adds the penalty that was minimized."""

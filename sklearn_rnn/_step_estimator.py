@@ -289,6 +289,13 @@ class RNNStepClassifier(BaseRNN):
             outside = ~np.isin(target, (0.0, 1.0))
             if outside.any():
                 step, column = np.argwhere(outside)[0]
+                if np.isnan(target[step, column]):
+                    raise ValueError(
+                        f"y[{index}] holds NaN at step {step}, output {column}: a missing target "
+                        "is not supported (NaN pads a sequence only as trailing all-NaN rows, "
+                        "after its last observed step). Fill it with 0 or 1, or drop step "
+                        f"{step} from both X[{index}] and y[{index}]."
+                    )
                 raise ValueError(
                     f"y[{index}] holds {float(target[step, column])!r} at step {step}, output "
                     f"{column}: the targets must be 0 or 1 (a Bernoulli variable per output "

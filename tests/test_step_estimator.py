@@ -280,13 +280,25 @@ def test_error_on_differing_number_of_outputs():
         RNNStepClassifier(max_iter=1).fit(X, y)
 
 
-@pytest.mark.parametrize("bad", [0.5, 2.0, -1.0, np.nan])
+@pytest.mark.parametrize("bad", [0.5, 2.0, -1.0])
 def test_error_on_non_binary_targets(bad):
     X, y = _small()
     y[1] = y[1].copy()
     y[1][1, 0] = bad
     with pytest.raises(ValueError, match=r"y\[1\] holds .* at step 1, output 0: the targets must be 0 or 1"):
         RNNStepClassifier(max_iter=1).fit(X, y)
+
+
+def test_a_missing_target_before_a_sequences_end_is_refused_with_its_own_fix():
+    """A NaN target inside a sequence (a label unknown at that step) got the advice for
+    values other than 0 and 1, 'Threshold or binarize them first'."""
+    X, y = _small()
+    y[1] = y[1].copy()
+    y[1][1, 0] = np.nan
+    with pytest.raises(ValueError, match=r"y\[1\] holds NaN at step 1, output 0: a missing target.*trailing "
+                                         r"all-NaN rows.*Fill it with 0 or 1, or drop step 1 from both X\[1\] and y\[1\]") as error:
+        RNNStepClassifier(max_iter=1).fit(X, y)
+    assert "binarize" not in str(error.value)
 
 
 def test_error_on_one_target_per_sequence():

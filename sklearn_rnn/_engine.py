@@ -51,7 +51,9 @@ from skorch import NeuralNet
 from skorch.callbacks import (
     BatchScoring,
     Callback,
+    Checkpoint,
     EpochScoring,
+    LoadInitState,
     LRScheduler,
     PassthroughScoring,
     ProgressBar,
@@ -781,6 +783,34 @@ def _check_nothing_restores_weights(pairs: list[tuple[str, Callback]], owner: st
             )
 
 
+def _check_nothing_replaces_history(pairs: list[tuple[str, Callback]], owner: str) -> None:
+    """Refuse a user's callback that replaces the network's history with a checkpoint's:
+    skorch's ``LoadInitState`` as a training call begins, its ``Checkpoint`` with
+    ``load_best=True`` as one ends (in ``fit`` refused already, as any ``load_best``).
+    ``n_iter_``, ``loss_curve_`` and the stopping rule count the epochs of the history
+    against those it had before the call: a fit of one epoch after a checkpoint of three
+    reported ``n_iter_`` 4, and a stream of ``partial_fit`` calls stayed at its first."""
+    for name, callback in pairs:
+        if isinstance(callback, LoadInitState):
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {name!r} (LoadInitState) replaces the network's "
+                "weights, optimizer state and history with its checkpoint's as each training call "
+                "begins: n_iter_, loss_curve_ and the stopping rule would count the checkpoint's "
+                f"epochs as the call's, and the checkpoint holds the network without {owner}'s "
+                "encoding of the inputs. To resume training, keep the fitted estimator (pickle or "
+                "joblib, or save and sklearn_rnn.load) and continue it with warm_start=True or "
+                "partial_fit; a Checkpoint may still save the network as it trains."
+            )
+        if isinstance(callback, Checkpoint) and callback.load_best:
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {name!r} (Checkpoint) has load_best=True: it "
+                "loads its best checkpoint's weights and history in place of the network's as each "
+                "partial_fit call ends, so n_iter_ and loss_curve_ would not count the epochs "
+                "trained. To only save checkpoints, set load_best=False; to keep the best state of "
+                "a stream, keep a copy of the estimator (pickle or joblib) when its score improves."
+            )
+
+
 def _check_nothing_watches_validation(
     pairs: list[tuple[str, Callback]], owner: str, incremental: bool
 ) -> None:
@@ -906,6 +936,7 @@ def configure(
         _check_scorers_take_steps(pairs, owner)
     if not incremental:
         _check_nothing_restores_weights(pairs, owner)
+    _check_nothing_replaces_history(pairs, owner)
     if not stopping:
         _check_nothing_watches_validation(pairs, owner, incremental)
     spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,

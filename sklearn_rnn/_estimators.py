@@ -2562,8 +2562,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
         engine after its own (gradient clipping, the validation score, the training
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
-        :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
-        (which ends training as the built-in rule does; leave its ``load_best`` False:
+        :class:`~skorch.callbacks.Checkpoint` (which saves; to resume, continue the fitted
+        estimator with ``warm_start`` or ``partial_fit``: a
+        :class:`~skorch.callbacks.LoadInitState` is refused),
+        :class:`~skorch.callbacks.EarlyStopping` (which ends training as the built-in rule does; leave its ``load_best`` False:
         ``fit`` refuses a callback that loads weights of its own as training ends,
         since the rule restores its best epoch itself), an
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
@@ -3219,8 +3221,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
         engine after its own (gradient clipping, the validation score, the training
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
-        :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
-        (which ends training as the built-in rule does; leave its ``load_best`` False:
+        :class:`~skorch.callbacks.Checkpoint` (which saves; to resume, continue the fitted
+        estimator with ``warm_start`` or ``partial_fit``: a
+        :class:`~skorch.callbacks.LoadInitState` is refused),
+        :class:`~skorch.callbacks.EarlyStopping` (which ends training as the built-in rule does; leave its ``load_best`` False:
         ``fit`` refuses a callback that loads weights of its own as training ends,
         since the rule restores its best epoch itself), an
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``

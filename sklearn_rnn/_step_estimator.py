@@ -147,8 +147,10 @@ class RNNStepClassifier(BaseRNN):
         Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
         engine after its own (gradient clipping, the validation score, the training
         guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
-        :class:`~skorch.callbacks.Checkpoint`, :class:`~skorch.callbacks.EarlyStopping`
-        (which ends training as the built-in rule does; leave its ``load_best`` False:
+        :class:`~skorch.callbacks.Checkpoint` (which saves; to resume, continue the fitted
+        estimator with ``warm_start`` or ``partial_fit``: a
+        :class:`~skorch.callbacks.LoadInitState` is refused),
+        :class:`~skorch.callbacks.EarlyStopping` (which ends training as the built-in rule does; leave its ``load_best`` False:
         ``fit`` refuses a callback that loads weights of its own as training ends,
         since the rule restores its best epoch itself), an
         :class:`~skorch.callbacks.EpochScoring` of a callable ``scoring(net, X, y)``,

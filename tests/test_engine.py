@@ -15,7 +15,7 @@ import torch
 from sklearn.base import BaseEstimator, clone, is_classifier
 from skorch import NeuralNet
 from skorch.callbacks import (BatchScoring, Callback, Checkpoint, EarlyStopping, EpochScoring,
-                               LRScheduler, PassthroughScoring, PrintLog)
+                               LoadInitState, LRScheduler, PassthroughScoring, PrintLog)
 from skorch.history import History
 
 from _helpers import on_device
@@ -430,6 +430,29 @@ def test_a_users_callback_that_loads_its_best_weights_is_refused_where_the_stopp
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_callback_that_loads_a_checkpoint_s_history_is_refused(tmp_path):
+    # LoadInitState replaced the history as training began: a fit of max_iter=1 after a
+    # checkpoint of 3 epochs reported n_iter_ == 4, and the max_iter check read the
+    # checkpoint's epochs. A Checkpoint(load_best=True) loaded its history as each
+    # partial_fit call ended: after four calls n_iter_ was 1 and loss_curve_ the first.
+    X, y = _data()
+    checkpoint = Checkpoint(dirname=str(tmp_path), monitor="train_loss_best")
+    RNNClassifier(hidden_size=4, max_iter=3, random_state=0, callbacks=[("cp", checkpoint)]).fit(X, y)
+    model = RNNClassifier(hidden_size=4, max_iter=1, random_state=0, callbacks=[("load", LoadInitState(checkpoint))])
+    for train in (lambda: model.fit(X, y), lambda: model.partial_fit(X, y, classes=[0, 1])):
+        with pytest.raises(ValueError, match="'load' \\(LoadInitState\\) replaces the network's weights, optimizer "
+                                             "state and history.*warm_start=True or partial_fit"):
+            train()
+        assert not hasattr(model, "net_")
+    checkpoint.set_params(load_best=True)
+    model = RNNClassifier(hidden_size=4, random_state=0, callbacks=[("cp", checkpoint)])
+    with pytest.raises(ValueError, match="'cp' \\(Checkpoint\\) has load_best=True.*each partial_fit call.*"
+                                         "set load_best=False"):
+        model.partial_fit(X, y, classes=[0, 1])
+    assert not hasattr(model, "net_")
+
+
 def test_a_batch_scoring_is_refused_where_an_epoch_scoring_is():
     # The checks looked at EpochScoring only: BatchScoring('accuracy') on per-step targets
     # failed in scikit-learn ('unknown is not supported'), and a BatchScoring of the

@@ -314,3 +314,64 @@ def test_copies_run_the_cell_the_network_was_built_with():
         assert pickle.loads(pickle.dumps(net))._cell.nonlinearity == "tanh"
     finally:
         unregister_cell("mine")
+
+
+class NormedRecurrence(nn.Module):
+    """``h_t = gain * tanh(LayerNorm(u_t + W h_{t-1}))``: values set by its constructor
+    (a submodule's initialization, a parameter of ones, a constant buffer) and a draw
+    from the global generator (a linear submodule)."""
+
+    def __init__(self, hidden_size: int, *, device: torch.device | str | None = None) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.weight_hh = nn.Parameter(torch.empty(hidden_size, hidden_size, device=device))
+        self.norm = nn.LayerNorm(hidden_size, device=device)  # weight 1, bias 0
+        self.scale = nn.Parameter(torch.ones(hidden_size, device=device))
+        self.register_buffer("gain", torch.full((hidden_size,), 0.5, device=device))
+        self.mix = nn.Linear(hidden_size, hidden_size, device=device)  # drawn from the global generator
+
+    def forward(self, projected: torch.Tensor) -> torch.Tensor:
+        state, states = projected.new_zeros(projected.shape[0], self.hidden_size), []
+        for u in projected.unbind(1):
+            state = self.gain * torch.tanh(self.norm(u + state @ self.weight_hh.T) * self.scale)
+            states.append(self.mix(state))
+        return torch.stack(states, dim=1)  # (B, T, H)
+
+
+class NormedCell(LeakyCell):
+    name = "normed"
+
+    def make_recurrence(self, hidden_size, *, n_masked=0, device=None):
+        return NormedRecurrence(hidden_size, device=device)
+
+
+def test_what_a_cells_module_sets_in_its_constructor_survives_the_network(monkeypatch):
+    # The recurrence was built on the meta device and allocated uninitialized: its
+    # LayerNorm's weights, its parameter of ones and its buffer held whatever memory
+    # held (1e28, 3e-41, 0), and the outputs were NaN or 1e25, differently run by run.
+    register_cell(NormedCell())
+    try:
+        global_state = torch.get_rng_state()
+        x, lengths = torch.randn(3, 5, 2, generator=torch.Generator().manual_seed(1)), [5, 3, 1]
+        nets = [RecurrentNetwork(2, 3, 1, cell="normed", num_layers=2, bidirectional=True,
+                                 generator=torch.Generator().manual_seed(0)) for _ in range(2)]
+        # The constructor's draw came from the global generator, which is as it was.
+        assert torch.equal(torch.get_rng_state(), global_state)
+        with torch.device("meta"):  # built on the CPU whatever the default device
+            nets.append(RecurrentNetwork(2, 3, 1, cell="normed", num_layers=2, bidirectional=True,
+                                         generator=torch.Generator().manual_seed(0)))
+        for net in nets:
+            for _, _, recurrence in net.stack() + net.reverse_stack():
+                assert recurrence.gain.device.type == "cpu"
+                torch.testing.assert_close(recurrence.norm.weight, torch.ones(3), rtol=0, atol=0)
+                torch.testing.assert_close(recurrence.norm.bias, torch.zeros(3), rtol=0, atol=0)
+                torch.testing.assert_close(recurrence.scale, torch.ones(3), rtol=0, atol=0)
+                torch.testing.assert_close(recurrence.gain, torch.full((3,), 0.5), rtol=0, atol=0)
+                assert bool(recurrence.mix.weight.isfinite().all())
+                assert recurrence.mix.weight.abs().max() <= 1 / 3**0.5  # PyTorch's bound
+        outputs = [net(x, lengths) for net in nets]
+        assert bool(outputs[0].isfinite().all()) and bool((outputs[0].abs() < 1).all())
+        for other in outputs[1:]:
+            torch.testing.assert_close(other, outputs[0], rtol=0, atol=0)
+    finally:
+        unregister_cell("normed")

@@ -279,14 +279,15 @@ class RecurrentNetwork(nn.Module):
         self.hidden_init = hidden_init
         self.bidirectional = bool(bidirectional)
         directions = 2 if self.bidirectional else 1
-        # Built uninitialized (meta device, then allocated): reset_parameters draws
-        # every value from ``generator`` and leaves the global generator untouched.
+        # The network's own layers are built uninitialized (meta device, then allocated):
+        # reset_parameters draws every value from ``generator``. The cells' recurrences
+        # are built on the CPU (_recurrence), keeping what their constructors set.
         self.conv: ConvStage | None = None
         if conv_kernels:
             self.conv = ConvStage(input_size, conv_kernels, conv_channels, pool=conv_pool, device="meta")
             input_size = self.conv.output_size
         self.input_projection = nn.Linear(input_size, spec.gates * hidden_size, device="meta")
-        self.recurrence: nn.Module = spec.make_recurrence(hidden_size, n_masked=n_masked, device="meta")
+        self.recurrence: nn.Module = _recurrence(spec, hidden_size, n_masked)
         below = directions * hidden_size  # what a layer above the first reads
         self.upper_layers = nn.ModuleList(
             StackedLayer(self._upper_cell, below, hidden_size, device="meta") for _ in range(num_layers - 1)
@@ -307,7 +308,7 @@ class RecurrentNetwork(nn.Module):
                 self.initial_cell = nn.Parameter(torch.empty(rows, hidden_size, device="meta"))
         self.readout_mode = readout
         self.readout = nn.Linear(READOUTS[readout] * below, output_size, device="meta")
-        self.to_empty(device="cpu")  # keeps what make_recurrence froze (requires_grad)
+        _allocate(self)  # keeps what make_recurrence froze (requires_grad)
         self._dropout_seed = 0
         self._dropout_generators: dict[str, torch.Generator] = {}
         self.reset_parameters(generator)
@@ -803,7 +804,8 @@ class StackedLayer(nn.Module):
     hidden_size : int
         Recurrent units.
     device : torch.device or str, optional
-        Where to create the (uninitialized) parameters.
+        Where to create the (uninitialized) input projection; the recurrence is built
+        on the CPU with its constructor's values (:func:`_recurrence`).
 
     Examples
     --------
@@ -818,7 +820,29 @@ class StackedLayer(nn.Module):
     ) -> None:
         super().__init__()
         self.input_projection = nn.Linear(input_size, cell.gates * hidden_size, device=device)
-        self.recurrence = cell.make_recurrence(hidden_size, device=device)
+        self.recurrence = _recurrence(cell, hidden_size)
+
+
+def _recurrence(cell: Cell, hidden_size: int, n_masked: int = 0) -> nn.Module:
+    """``cell.make_recurrence`` on the CPU, whatever PyTorch's default device, with the
+    global generator left as it was.
+
+    Built on a real device, not uninitialized as the network's own layers are: what the
+    module's constructor sets (a submodule's initialization, a constant buffer) stands
+    wherever :meth:`Cell.reset_parameters` does not write, and a constructor that draws
+    (as :class:`torch.nn.RNN`'s does) draws from the global generator, which is then
+    restored. The built-in cells' ``reset_parameters`` write every value.
+    """
+    with torch.random.fork_rng(devices=[]), torch.device("cpu"):
+        return cell.make_recurrence(hidden_size, n_masked=n_masked, device="cpu")
+
+
+def _allocate(module: nn.Module) -> None:
+    """Allocate on the CPU, uninitialized, the tensors of ``module`` and its submodules
+    that were built on the meta device, keeping the others (and their values)."""
+    for sub in module.modules():
+        if any(tensor.is_meta for tensor in (*sub.parameters(recurse=False), *sub.buffers(recurse=False))):
+            sub.to_empty(device="cpu", recurse=False)
 
 
 def dropout(tensor: torch.Tensor, p: float, generator: torch.Generator) -> torch.Tensor:

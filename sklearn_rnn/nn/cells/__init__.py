@@ -37,6 +37,10 @@ How to add a cell
    it needs ``stepwise`` and, if its recurrent part is gated, ``gate_recurrent_delta``
    and ``recurrent_deltas``; with ``step``, one step in plain tensor operations, and
    ``stackable = True``, the stacked grid search trains it too).
+   The network builds the module of ``make_recurrence`` on the CPU, keeping what its
+   constructor sets, and leaves the input projection uninitialized: ``reset_parameters``
+   writes all of the projection and draws the recurrence's random values from its
+   ``generator``.
 2. Call ``register_cell(MyCell())`` at the end of that file.
 3. Import the file: for a cell shipped with the package, one line below; for your
    own, import your module before fitting. ``cell='my_cell'`` then works in

@@ -232,7 +232,10 @@ class Cell(ABC):
         n_masked : int, default=0
             Leading value channels of the network's inputs that have a mask channel.
         device : torch.device or str, optional
-            Where to create the (uninitialized) parameters.
+            Where to create the parameters. The network builds the module on the CPU
+            (and restores the global generator after it), then calls
+            :meth:`reset_parameters`: what the constructor sets (a submodule's own
+            initialization, a constant buffer) stands wherever that does not write.
 
         Returns
         -------
@@ -264,6 +267,13 @@ class Cell(ABC):
         generator: torch.Generator | None,
     ) -> None:
         """Initialize one layer: its input projection and its recurrence.
+
+        The network calls it once it has built the layer, and again for every new
+        draw (:meth:`~sklearn_rnn.nn.RecurrentNetwork.reset_parameters`). The
+        projection arrives uninitialized: write all of it. Write the recurrence's
+        values that a new draw should reset, the random ones from ``generator`` (draws
+        in the module's constructor come from the global generator, whatever the
+        seed); values its constructor set and this leaves alone are kept.
 
         Parameters
         ----------

@@ -375,3 +375,60 @@ def test_what_a_cells_module_sets_in_its_constructor_survives_the_network(monkey
             torch.testing.assert_close(other, outputs[0], rtol=0, atol=0)
     finally:
         unregister_cell("normed")
+
+
+class LeakyReluRecurrence(LeakyRecurrence):
+    """``h_t = (h_{t-1} + relu(u_t + W h_{t-1})) / 2``, stopped at each sequence's end."""
+
+    def forward(self, projected: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        state, states = projected.new_zeros(projected.shape[0], self.hidden_size), []
+        for t, u in enumerate(projected.unbind(1)):
+            state = 0.5 * state + 0.5 * torch.relu(u + state @ self.weight_hh.T)
+            if lengths is not None:
+                state = state.masked_fill((t >= lengths.to(state.device))[:, None], 0.0)
+            states.append(state)
+        return torch.stack(states, dim=1)  # (B, T, H)
+
+
+class LeakyReluCell(LeakyCell):
+    """A cell whose state is not bounded: it takes ``lengths=`` in forward_states alone."""
+
+    name = "leaky_relu"
+    bounded_state = False
+
+    def make_recurrence(self, hidden_size, *, n_masked=0, device=None):
+        return LeakyReluRecurrence(hidden_size, device=device)
+
+    def forward_states(self, projection, recurrence, z, initial, gaps, *, lengths=None):
+        projected = projection(z)  # (B, T, H)
+        return LayerStates(z, projected, recurrence(projected, lengths), ())
+
+
+def test_a_cell_whose_state_is_not_bounded_gets_lengths_through_the_default_forwards():
+    # The defaults of forward and the vectorizable forms took no lengths=, which the
+    # network passes such a cell: "Cell.forward() got an unexpected keyword argument
+    # 'lengths'" in net(x, lengths), fit and predict.
+    X, y = sum_task(n=24)
+    register_cell(LeakyReluCell())
+    try:
+        net = RecurrentNetwork(2, 4, 1, cell="leaky_relu", num_layers=2, bidirectional=True,
+                               generator=torch.Generator().manual_seed(0))
+        x, lengths = torch.randn(3, 5, 2, generator=torch.Generator().manual_seed(1)), torch.tensor([5, 3, 1])
+        alone = torch.cat([net(x[i : i + 1, :n], lengths[i : i + 1]) for i, n in enumerate(lengths.tolist())])
+        for vectorizable in (False, True):
+            net.vectorizable = vectorizable
+            torch.testing.assert_close(net(x, lengths), alone)
+            with torch.no_grad():
+                torch.testing.assert_close(net(x, lengths), alone)
+        one_way = RecurrentNetwork(2, 4, 1, cell="leaky_relu", num_layers=2, generator=torch.Generator().manual_seed(0))
+        for vectorizable in (False, True):
+            one_way.vectorizable = vectorizable
+            states = one_way.forward_states(x, lengths)
+            torch.testing.assert_close(states.outputs, one_way(x, lengths))
+            padded = torch.arange(5) >= lengths[:, None]  # (B, T)
+            assert not bool(states.hidden[padded].any())  # stopped: zeros after each end
+        with convergence_warning_allowed():
+            clf = RNNClassifier(cell="leaky_relu", hidden_size=4, max_iter=2, random_state=0).fit(X, y)
+        assert clf.predict_proba(X).shape == (24, 2)
+    finally:
+        unregister_cell("leaky_relu")

@@ -166,7 +166,9 @@ class Cell(ABC):
         1.2) overflows, and zero weights times ``inf`` make the batch's gradients NaN.
         The network passes such a cell (False) the batch's ``lengths=``, a keyword of its
         :meth:`forward`, :meth:`forward_states` and their vectorizable forms, which must
-        then stop each sequence's state at its end: zeros at its padded steps.
+        then stop each sequence's state at its end: zeros at its padded steps. The
+        defaults of the other three pass it on, so a :class:`Cell` written with the four
+        abstract methods takes it in :meth:`forward_states`.
 
     Examples
     --------
@@ -321,6 +323,8 @@ class Cell(ABC):
         z: torch.Tensor,
         initial: tuple[torch.Tensor, ...],
         gaps: torch.Tensor | None,
+        *,
+        lengths: torch.Tensor | None = None,
     ) -> LayerStates:
         """Run one layer and keep what temporal gradients read.
 
@@ -336,6 +340,11 @@ class Cell(ABC):
             ``(h_0,)`` or ``(h_0, c_0)``; ``()`` for zero.
         gaps : torch.Tensor of shape (batch, steps) or None
             Time since the previous step, for a cell that :attr:`needs_gaps`.
+        lengths : torch.Tensor of shape (batch,), optional
+            Valid steps of each sequence. The network passes them only to a cell
+            without a :attr:`bounded_state`, which must then stop each sequence's
+            state at its end: zeros at its padded steps (as the 'relu' cell does). A
+            cell whose state is bounded may leave the keyword out.
 
         Returns
         -------
@@ -349,6 +358,8 @@ class Cell(ABC):
         z: torch.Tensor,
         initial: tuple[torch.Tensor, ...],
         gaps: torch.Tensor | None,
+        *,
+        lengths: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Run one layer for its states only: ``(batch, steps, hidden_size)``.
 
@@ -356,14 +367,14 @@ class Cell(ABC):
 
         Parameters
         ----------
-        projection, recurrence, z, initial, gaps
+        projection, recurrence, z, initial, gaps, lengths
             As for :meth:`forward_states`.
 
         Returns
         -------
         torch.Tensor of shape (batch, steps, hidden_size)
         """
-        return self.forward_states(projection, recurrence, z, initial, gaps).hidden
+        return self.forward_states(projection, recurrence, z, initial, gaps, **_given(lengths)).hidden
 
     def forward_vectorizable(
         self,
@@ -372,6 +383,8 @@ class Cell(ABC):
         z: torch.Tensor,
         initial: tuple[torch.Tensor, ...],
         gaps: torch.Tensor | None,
+        *,
+        lengths: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The same layer as :meth:`forward`, in plain tensor operations that :func:`torch.func.vmap` vectorizes.
 
@@ -383,14 +396,14 @@ class Cell(ABC):
 
         Parameters
         ----------
-        projection, recurrence, z, initial, gaps
+        projection, recurrence, z, initial, gaps, lengths
             As for :meth:`forward_states`.
 
         Returns
         -------
         torch.Tensor of shape (batch, steps, hidden_size)
         """
-        return self.forward(projection, recurrence, z, initial, gaps)
+        return self.forward(projection, recurrence, z, initial, gaps, **_given(lengths))
 
     def forward_states_vectorizable(
         self,
@@ -399,6 +412,8 @@ class Cell(ABC):
         z: torch.Tensor,
         initial: tuple[torch.Tensor, ...],
         gaps: torch.Tensor | None,
+        *,
+        lengths: torch.Tensor | None = None,
     ) -> LayerStates:
         """:meth:`forward_states` in plain tensor operations (see :meth:`forward_vectorizable`).
 
@@ -409,14 +424,14 @@ class Cell(ABC):
 
         Parameters
         ----------
-        projection, recurrence, z, initial, gaps
+        projection, recurrence, z, initial, gaps, lengths
             As for :meth:`forward_states`.
 
         Returns
         -------
         LayerStates
         """
-        return self.forward_states(projection, recurrence, z, initial, gaps)
+        return self.forward_states(projection, recurrence, z, initial, gaps, **_given(lengths))
 
     # ------------------------------------------------------------ temporal gradients
     def stepwise(
@@ -1149,6 +1164,12 @@ def _zero_padding(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     About 8 us for a batch of 32 x 18 steps of one feature."""
     valid = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device)[:, None]  # (B, T)
     return x.masked_fill(~valid[..., None], 0.0)
+
+
+def _given(lengths: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    """The ``lengths=`` keyword to pass on where it was given: a cell whose state is
+    bounded is never given it, and its :meth:`Cell.forward_states` may not take it."""
+    return {} if lengths is None else {"lengths": lengths}
 
 
 def _is_int(value: object) -> bool:

@@ -561,16 +561,18 @@ def test_unsigned_lengths_give_the_temporal_gradients_of_int64_ones():
                 torch.testing.assert_close(got, expected)
 
 
-@pytest.mark.parametrize("cell", ["tanh", "gru", "lstm"])
+@pytest.mark.parametrize("cell", ["tanh", "relu", "gru", "lstm"])
 def test_an_empty_batch_has_zero_norms_and_a_simplex_step_that_moves_nothing(cell):
     # The network and temporal_gradients accept a batch of no sequences; then norms()
     # and SimplexSGD.step raised ZeroDivisionError (the Gram method's chunk of rows
-    # divided by batch * batch).
+    # divided by batch * batch). 'relu', which stops its state at each sequence's end,
+    # raised "min(): Expected reduction dim to be specified" on the empty lengths.
     from sklearn_rnn.optim import SimplexSGD
 
     net = make_net(cell)
     x, lengths = torch.randn(0, 4, INPUT, dtype=torch.float64), torch.zeros(0, dtype=torch.long)
     states = net.forward_states(x, lengths)
+    assert states.outputs.shape == net(x, lengths).shape == (0, OUTPUT)
     tg = temporal_gradients(net, states, states.outputs.sum(), lengths, accumulate_grad=False)
     for method in ("auto", "direct", "gram"):
         torch.testing.assert_close(tg.norms(method), torch.zeros(4, dtype=torch.float64))

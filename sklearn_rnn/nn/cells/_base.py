@@ -1117,7 +1117,7 @@ def stepwise_recurrence(
     if bias_hh is not None:
         bias_hh = bias_hh.to(dtype)
     record = Record(cell)
-    if lengths is not None:
+    if lengths is not None and lengths.numel():  # an empty batch has nothing to stop
         steps = projected.shape[1]
         record.stop = int(lengths.min())  # no step before the shortest sequence's end is padded
         if record.stop < steps:

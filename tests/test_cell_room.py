@@ -432,3 +432,42 @@ def test_a_cell_whose_state_is_not_bounded_gets_lengths_through_the_default_forw
         assert clf.predict_proba(X).shape == (24, 2)
     finally:
         unregister_cell("leaky_relu")
+
+
+def test_a_learned_initial_state_is_refused_where_the_upper_cell_keeps_other_states():
+    # The learned states were shaped by the first layer's cell and handed to every
+    # layer: the first forward failed on the upper cell ("initial must be () ... for
+    # cell='tanh'; got 2 tensor(s)", "lstm expects two hidden states").
+    from sklearn_rnn.nn.cells import LSTMCell
+
+    class LSTMUnderTanh(LSTMCell):
+        name, upper = "lstm_then_tanh", "tanh"
+
+    class TanhUnderLSTM(ElmanCell):
+        def __init__(self):
+            super().__init__("tanh_then_lstm", nonlinearity="tanh")
+            self.upper = "lstm"
+
+    class TanhUnderLeaky(ElmanCell):
+        def __init__(self):
+            super().__init__("tanh_then_leaky", nonlinearity="tanh")
+            self.upper = "leaky"
+
+    cells = [LSTMUnderTanh(), TanhUnderLSTM(), TanhUnderLeaky(), LeakyCell()]
+    for cell in cells:
+        register_cell(cell)
+    try:
+        x, lengths = torch.randn(3, 5, 2, generator=torch.Generator().manual_seed(1)), [5, 3, 1]
+        for name, first, upper in (("lstm_then_tanh", 2, 1), ("tanh_then_lstm", 1, 2)):
+            with pytest.raises(ValueError, match=(
+                rf"hidden_init='learned' learns .* cell='{name}' keeps \({first}\), but its upper cell "
+                rf"'{name.split('_')[-1]}', .* keeps {upper}; use hidden_init='zero', or num_layers=1")):
+                RecurrentNetwork(2, 4, 1, cell=name, num_layers=2, hidden_init="learned")
+            for build in (dict(num_layers=2), dict(hidden_init="learned", bidirectional=True)):
+                net = RecurrentNetwork(2, 4, 1, cell=name, **build)  # one cell's layers, or zero states
+                assert net(x, lengths).shape == (3, 1)
+        with pytest.raises(ValueError, match="run its upper cell 'leaky', whose state starts at zero"):
+            RecurrentNetwork(2, 4, 1, cell="tanh_then_leaky", num_layers=2, hidden_init="learned")
+    finally:
+        for cell in cells:
+            unregister_cell(cell.name)

@@ -230,8 +230,9 @@ class RecurrentNetwork(nn.Module):
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {list(READOUTS)}; got {readout!r}.")
         spec = get_cell(cell)
+        upper = spec if spec.upper is None else get_cell(spec.upper)
         _check_sizes(input_size, hidden_size, output_size)
-        _check_architecture(spec, num_layers, dropout, hidden_init)
+        _check_architecture(spec, upper, num_layers, dropout, hidden_init)
         if spectral_radius is not None:  # None: PyTorch's initialization
             _check_radius(spectral_radius, "spectral_radius")
         # numpy whole numbers (a grid over np.arange) as Python's, which torch's layers need
@@ -270,7 +271,7 @@ class RecurrentNetwork(nn.Module):
         self.cell = cell
         # The cell objects themselves: the network keeps working if the registry changes.
         self._cell: Cell = spec
-        self._upper_cell: Cell = spec if spec.upper is None else get_cell(spec.upper)
+        self._upper_cell: Cell = upper
         self.gap_channel = gap_channel
         self.spectral_radius = spectral_radius
         self.hidden_size = hidden_size
@@ -907,7 +908,9 @@ def _check_channels(cell: Cell, input_size: int, gap_channel: int | None, n_mask
         )
 
 
-def _check_architecture(cell: Cell, num_layers: int, dropout: float, hidden_init: str) -> None:
+def _check_architecture(cell: Cell, upper: Cell, num_layers: int, dropout: float, hidden_init: str) -> None:
+    """Refuse a depth, dropout or initial state the network cannot have; ``upper`` is
+    the cell of the layers above the first (``cell`` itself, or its :attr:`Cell.upper`)."""
     if not _is_int(num_layers) or num_layers < 1:
         raise ValueError(f"num_layers must be a positive int; got {num_layers!r}.")
     if not 0 <= dropout < 1:
@@ -921,3 +924,18 @@ def _check_architecture(cell: Cell, num_layers: int, dropout: float, hidden_init
             f"hidden_init='learned' is not available for cell={cell.name!r}, whose state starts "
             "at zero; use hidden_init='zero', or another cell."
         )
+    if hidden_init == "learned" and num_layers > 1:  # the layers above run the upper cell
+        if not upper.learned_initial:
+            raise ValueError(
+                f"hidden_init='learned' is not available for cell={cell.name!r} with "
+                f"num_layers={num_layers}: its layers above the first run its upper cell "
+                f"{upper.name!r}, whose state starts at zero; use hidden_init='zero', or "
+                "num_layers=1."
+            )
+        if upper.state_count != cell.state_count:
+            raise ValueError(
+                f"hidden_init='learned' learns as many initial state tensors for every layer "
+                f"as cell={cell.name!r} keeps ({cell.state_count}), but its upper cell "
+                f"{upper.name!r}, which the layers above the first run, keeps "
+                f"{upper.state_count}; use hidden_init='zero', or num_layers=1."
+            )

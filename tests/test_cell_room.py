@@ -471,3 +471,53 @@ def test_a_learned_initial_state_is_refused_where_the_upper_cell_keeps_other_sta
     finally:
         for cell in cells:
             unregister_cell(cell.name)
+
+
+def test_a_cell_that_breaks_the_contract_is_named_with_the_method_and_what_it_must_return():
+    # A plain tuple or a tensor from forward_states failed on "'tuple' object has no
+    # attribute 'hidden'", time-major states on an index (or not at all), and an upper
+    # cell that is not registered was blamed on the cell name passed.
+    def cell(name, forward_states=None, forward=None, upper=None):
+        attributes = {"name": name, "upper": upper}
+        if forward_states is not None:
+            attributes["forward_states"] = forward_states
+        if forward is not None:
+            attributes["forward"] = forward
+        return type("Broken", (LeakyCell,), attributes)()
+
+    def layer(self, projection, recurrence, z, initial, gaps):
+        projected = projection(z)
+        return LayerStates(z, projected, recurrence(projected), ())
+
+    broken = [
+        cell("as_tuple", forward_states=lambda *args: tuple(layer(*args))),
+        cell("as_tensor", forward_states=lambda *args: layer(*args).hidden),
+        cell("time_major", forward_states=lambda *args: layer(*args)._replace(hidden=layer(*args).hidden.transpose(0, 1))),
+        cell("too_wide", forward=lambda *args: layer(*args).hidden.repeat(1, 1, 2)),
+        cell("upper_unknown", upper="nonexistent"),
+    ]
+    for each in broken:
+        register_cell(each)
+    try:
+        x, lengths = torch.randn(3, 5, 2), torch.tensor([5, 3, 1])
+        contract = r"Broken.{} must return {} the layer's states, batch-first, \(batch, steps, hidden_size\) = \(3, 5, {}\); got {}"
+        states = "a LayerStates whose hidden is"
+        for name, method, what, got, error in (
+            ("as_tuple", "forward_states", states, "tuple", TypeError),
+            ("as_tensor", "forward_states", states, "Tensor", TypeError),
+            ("time_major", "forward_states", states, r"states of shape \(5, 3, 4\)", ValueError),
+            ("too_wide", "forward", "a tensor of", r"states of shape \(3, 5, 8\)", ValueError),
+        ):
+            net = RecurrentNetwork(2, 4, 1, cell=name, generator=torch.Generator().manual_seed(0))
+            runs = [net.forward_states] if method == "forward_states" else []
+            for run in (*runs, net):  # the default forward runs forward_states
+                size = "4" if run is not net or method == "forward" else "hidden_size"
+                with pytest.raises(error, match=f"cell='{name}': " + contract.format(method, what, size, got)):
+                    run(x, lengths)
+        with pytest.raises(ValueError, match=(
+            r"cell 'upper_unknown' has upper='nonexistent', which is not registered: register that cell "
+            r"first, or set upper to one of \[.*'tanh'.*\], or to None")):
+            RecurrentNetwork(2, 4, 1, cell="upper_unknown", num_layers=2)
+    finally:
+        for each in broken:
+            unregister_cell(each.name)

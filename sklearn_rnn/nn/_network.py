@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from ._conv import ConvStage, _widths
-from .cells import Cell, LayerStates, get_cell, normal_, uniform_
-from .cells._base import _is_int, _zero_padding, autocast_on
+from .cells import CELLS, Cell, LayerStates, get_cell, normal_, uniform_
+from .cells._base import _checked_hidden, _is_int, _zero_padding, autocast_on
 from .init import _check_radius
 
 __all__ = ["RecurrentNetwork", "NetworkStates"]
@@ -230,7 +230,7 @@ class RecurrentNetwork(nn.Module):
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {list(READOUTS)}; got {readout!r}.")
         spec = get_cell(cell)
-        upper = spec if spec.upper is None else get_cell(spec.upper)
+        upper = _upper(spec)
         _check_sizes(input_size, hidden_size, output_size)
         _check_architecture(spec, upper, num_layers, dropout, hidden_init)
         if spectral_radius is not None:  # None: PyTorch's initialization
@@ -476,8 +476,10 @@ class RecurrentNetwork(nn.Module):
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
-            run = cell.forward_states_vectorizable if self.vectorizable else cell.forward_states
-            layers.append(run(projection, recurrence, z, initial, gaps, **_stop(cell, lengths)))
+            method = "forward_states_vectorizable" if self.vectorizable else "forward_states"
+            layer = getattr(cell, method)(projection, recurrence, z, initial, gaps, **_stop(cell, lengths))
+            _checked_hidden(cell, method, layer, z, self.hidden_size)
+            layers.append(layer)
         hidden = layers[-1].hidden  # (B, T, H)
         read, outputs = self._read(hidden, lengths, every_step)
         first = layers[0]
@@ -510,17 +512,18 @@ class RecurrentNetwork(nn.Module):
         x, lengths, gaps = self._inputs(x, lengths)
         hidden = x
         reverse = self.reverse_stack()
+        method = "forward_vectorizable" if self.vectorizable else "forward"
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
-            run = cell.forward_vectorizable if self.vectorizable else cell.forward
-            hidden = run(projection, recurrence, z, initial, gaps, **_stop(cell, lengths))  # (B, T, H)
+            hidden = getattr(cell, method)(projection, recurrence, z, initial, gaps, **_stop(cell, lengths))
+            _checked_hidden(cell, method, hidden, z, self.hidden_size)  # (B, T, H)
             if reverse:
                 cell, projection, recurrence = reverse[index]
                 initial = self._initial(self.num_layers + index, x.shape[0])
-                run = cell.forward_vectorizable if self.vectorizable else cell.forward
-                backward = run(projection, recurrence, reverse_steps(z, lengths), initial, None,
-                               **_stop(cell, lengths))
+                backward = getattr(cell, method)(projection, recurrence, reverse_steps(z, lengths), initial, None,
+                                                 **_stop(cell, lengths))
+                _checked_hidden(cell, method, backward, z, self.hidden_size)
                 hidden = torch.cat([hidden, reverse_steps(backward, lengths)], dim=2)  # (B, T, 2H)
         return self._read(hidden, lengths, every_step)[1]
 
@@ -638,6 +641,21 @@ class RecurrentNetwork(nn.Module):
         if not self.training or self.dropout == 0:
             return tensor
         return dropout(tensor, self.dropout, self.dropout_generator(tensor.device))
+
+
+def _upper(cell: Cell) -> Cell:
+    """The cell of the layers above the first: the one :attr:`Cell.upper` names, or
+    ``cell`` itself."""
+    if cell.upper is None:
+        return cell
+    try:
+        return get_cell(cell.upper)
+    except ValueError:  # which blamed the name the user passed, not the attribute
+        raise ValueError(
+            f"cell {cell.name!r} has upper={cell.upper!r}, which is not registered: register "
+            f"that cell first, or set upper to one of {sorted(CELLS)}, or to None for layers "
+            f"of {cell.name!r} itself."
+        ) from None
 
 
 def _stop(cell: Cell, lengths: torch.Tensor) -> dict[str, torch.Tensor]:

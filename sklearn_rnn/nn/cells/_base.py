@@ -374,7 +374,8 @@ class Cell(ABC):
         -------
         torch.Tensor of shape (batch, steps, hidden_size)
         """
-        return self.forward_states(projection, recurrence, z, initial, gaps, **_given(lengths)).hidden
+        states = self.forward_states(projection, recurrence, z, initial, gaps, **_given(lengths))
+        return _checked_hidden(self, "forward_states", states, z)
 
     def forward_vectorizable(
         self,
@@ -1164,6 +1165,30 @@ def _zero_padding(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     About 8 us for a batch of 32 x 18 steps of one feature."""
     valid = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device)[:, None]  # (B, T)
     return x.masked_fill(~valid[..., None], 0.0)
+
+
+def _checked_hidden(
+    cell: Cell, method: str, result: object, z: torch.Tensor, hidden_size: int | None = None
+) -> torch.Tensor:
+    """The states ``(batch, steps, hidden_size)`` in what ``cell``'s ``method`` returned
+    for the layer inputs ``z`` (a :class:`LayerStates`' ``hidden`` for the methods of
+    the states, else the tensor itself), after checking that it keeps the contract: a
+    custom cell's slip failed later on a missing attribute or an index, or not at all
+    (time-major states of a batch as long as its steps). ``hidden_size`` None: any."""
+    states = "states" in method  # forward_states and its vectorizable form: a LayerStates
+    hidden = result.hidden if isinstance(result, LayerStates) else result
+    typed = states == isinstance(result, LayerStates) and isinstance(hidden, torch.Tensor)
+    if typed and hidden.ndim == 3 and hidden.shape[:2] == z.shape[:2] and hidden_size in (None, hidden.shape[2]):
+        return hidden
+    contract = (
+        f"cell={cell.name!r}: {type(cell).__name__}.{method} must return "
+        f"{'a LayerStates whose hidden is' if states else 'a tensor of'} the layer's states, batch-first, "
+        f"(batch, steps, hidden_size) = ({z.shape[0]}, {z.shape[1]}, {hidden_size or 'hidden_size'})"
+    )
+    if typed:
+        raise ValueError(f"{contract}; got states of shape {tuple(hidden.shape)}.")
+    got = type(result).__name__ if hidden is result else f"a LayerStates whose hidden is {type(hidden).__name__}"
+    raise TypeError(f"{contract}; got {got}.")
 
 
 def _given(lengths: torch.Tensor | None) -> dict[str, torch.Tensor]:

@@ -244,6 +244,28 @@ def test_errors_say_what_to_do():
         temporal_gradients(decay, states, states.outputs.sum(), lengths)
 
 
+def test_arguments_of_another_type_are_refused_by_name():
+    # An int seed reached torch.randn ("received an invalid combination of arguments"),
+    # dropout=None a comparison ("'<=' not supported between instances of 'int' and
+    # 'NoneType'"), and lengths=None torch.as_tensor ("Could not infer dtype of NoneType").
+    import numpy as np
+
+    with pytest.raises(TypeError, match=r"generator must be a CPU torch.Generator, such as "
+                                        r"torch.Generator\(\).manual_seed\(0\) .*; got 0 of type int"):
+        RecurrentNetwork(3, 5, 2, generator=0)
+    with pytest.raises(TypeError, match="generator must be a CPU torch.Generator"):
+        network("tanh").reset_parameters(7)
+    with pytest.raises(ValueError, match=r"dropout must be a probability in \[0, 1\); got None"):
+        network("gru", dropout=None)
+    assert network("gru", dropout=np.float32(0.25)).dropout == 0.25  # a numpy number is one
+    net = network("gru", dropout=0.5)
+    x, _ = batch(dtype=torch.float32)
+    for run in (net, net.forward_states):
+        with pytest.raises(ValueError, match=r"lengths must hold one integer length per sequence \(4\), each "
+                                             r"between 1 and the padded length 6; got None\. .*torch.full\(\(4,\), 6\)"):
+            run(x, None)
+
+
 def test_deepcopy_keeps_parameters_and_stream():
     net = network("lstm", num_layers=2, dropout=0.3)
     twin = copy.deepcopy(net)

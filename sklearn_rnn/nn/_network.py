@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Real
 from typing import NamedTuple
 
 import numpy as np
@@ -418,6 +419,7 @@ class RecurrentNetwork(nn.Module):
         generator : torch.Generator, optional
             Source of randomness (a CPU generator); the global one when None.
         """
+        _check_generator(generator)
         with torch.no_grad():
             for index, (cell, projection, recurrence) in enumerate(self.stack()):
                 cell.reset_parameters(
@@ -589,6 +591,13 @@ class RecurrentNetwork(nn.Module):
             raise ValueError(
                 f"x is {x.dtype}, but the network's weights are {weights}: pass "
                 f"x.to({weights}){convert}."
+            )
+        if lengths is None:  # torch.as_tensor said "Could not infer dtype of NoneType"
+            batch, steps = x.shape[:2]
+            raise ValueError(
+                f"lengths must hold one integer length per sequence ({batch}), each between 1 "
+                f"and the padded length {steps}; got None. For sequences that all fill the "
+                f"{steps} steps, pass torch.full(({batch},), {steps})."
             )
         lengths = as_lengths(lengths)
         if self.vectorizable or lengths.device.type != "cpu":
@@ -926,12 +935,25 @@ def _check_channels(cell: Cell, input_size: int, gap_channel: int | None, n_mask
         )
 
 
+def _check_generator(generator: object) -> None:
+    """Refuse a ``generator`` the initialization cannot draw from: it draws on the CPU
+    (an int seed reached ``torch.randn`` as "invalid combination of arguments")."""
+    if generator is None or (isinstance(generator, torch.Generator) and generator.device.type == "cpu"):
+        return
+    how = "such as torch.Generator().manual_seed(0) for reproducible weights, or None for the global one"
+    if isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a CPU torch.Generator (weights are drawn on the CPU), {how}; "
+                         f"got one on {generator.device}.")
+    raise TypeError(f"generator must be a CPU torch.Generator, {how}; got {generator!r} of type "
+                    f"{type(generator).__name__}.")
+
+
 def _check_architecture(cell: Cell, upper: Cell, num_layers: int, dropout: float, hidden_init: str) -> None:
     """Refuse a depth, dropout or initial state the network cannot have; ``upper`` is
     the cell of the layers above the first (``cell`` itself, or its :attr:`Cell.upper`)."""
     if not _is_int(num_layers) or num_layers < 1:
         raise ValueError(f"num_layers must be a positive int; got {num_layers!r}.")
-    if not 0 <= dropout < 1:
+    if not (isinstance(dropout, Real) and 0 <= dropout < 1):
         raise ValueError(
             f"dropout must be a probability in [0, 1); got {dropout!r}. Use 0 for no dropout."
         )

@@ -417,7 +417,7 @@ def test_sktimes_nested_format_is_refused_with_the_conversion():
 
 def test_a_column_of_sequences_held_as_nested_lists_is_read_as_the_sequences():
     # A Series, one-column frame or (n, 1) object array whose cells are (T_i, d) nested
-    # lists, as read_json or read_parquet give them back, was refused as sktime's nested
+    # lists, as read_json gives them back, was refused as sktime's nested
     # format, with a fix that transposed every sequence of a Series (iterating a Series
     # yields its cells); a one-column frame at predict got the (m, 1) ambiguity message.
     rng = np.random.default_rng(0)
@@ -437,6 +437,57 @@ def test_a_column_of_sequences_held_as_nested_lists_is_read_as_the_sequences():
         with pytest.raises((TypeError, ValueError), match="sequence 1 of X has shape") as error:
             check_sequences(odd)
         assert "column_stack" not in str(error.value)
+
+
+def parquet_cell(sequence):
+    """A (T_i, d) sequence as pandas.read_parquet gives a cell of nested lists back
+    (pyarrow's default numpy conversion): a 1D object array holding each step as a 1D
+    float array."""
+    cell = np.empty(len(sequence), dtype=object)
+    for step, row in enumerate(sequence):
+        cell[step] = np.asarray(row, dtype=np.float64)
+    return cell
+
+
+def test_a_column_of_sequences_read_back_by_read_parquet_is_read_as_the_sequences():
+    # read_parquet gives each cell of a column of sequences as a 1D object array of 1D
+    # steps: it was refused as "a column of 1D arrays" (univariate sequences), with a
+    # reshape as the fix that itself failed as "could not be read as numbers".
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 3)) for n in (4, 4, 6, 3, 5, 4)]
+    y = np.arange(6) % 2
+    cells = pd.Series([parquet_cell(x) for x in X], name="seq")
+    assert cells.iloc[0].dtype == object and cells.iloc[0].shape == (4,) and cells.iloc[0][0].shape == (3,)
+    column = np.empty((6, 1), dtype=object)
+    for row, cell in enumerate(cells):
+        column[row, 0] = cell
+    fitted = model().fit(X, y)
+    for given in (cells, cells.to_frame(), column, list(cells)):
+        assert [x.tolist() for x in check_sequences(given)] == [x.tolist() for x in X]
+        np.testing.assert_array_equal(fitted.predict_proba(given), fitted.predict_proba(X))
+        assert model().fit(given, y).n_features_in_ == 3
+    ragged = pd.Series([parquet_cell(X[0]), parquet_cell([[1.0, 2.0, 3.0], [4.0, 5.0]])])
+    with pytest.raises(ValueError, match=r"sequence 1 of X has steps of different widths \[2, 3\]"):
+        check_sequences(ragged)
+
+
+@pytest.mark.parametrize("dtype_backend", [None, "pyarrow"])
+def test_a_column_of_sequences_round_trips_through_parquet(tmp_path, dtype_backend):
+    # The real round trip (pyarrow is no dependency: skipped without it). With
+    # dtype_backend='pyarrow' the column is an ArrowDtype list<list<double>> Series,
+    # which was refused as "one-dimensional (Series of 6 values)".
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 3)) for n in (4, 4, 6, 3, 5, 4)]
+    y = np.arange(6) % 2
+    path = tmp_path / "sequences.parquet"
+    pd.DataFrame({"seq": [x.tolist() for x in X]}).to_parquet(path)
+    frame = pd.read_parquet(path, **({"dtype_backend": dtype_backend} if dtype_backend else {}))
+    fitted = model().fit(X, y)
+    for given in (frame, frame["seq"]):
+        assert [x.tolist() for x in check_sequences(given)] == [x.tolist() for x in X]
+        np.testing.assert_array_equal(fitted.predict_proba(given), fitted.predict_proba(X))
+        assert model().fit(given, y).n_features_in_ == 3
 
 
 def test_per_step_targets_of_another_instance_are_refused():

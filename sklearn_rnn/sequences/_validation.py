@@ -278,15 +278,22 @@ def _column_cells(X: Any) -> list[Any] | None:
     sequences, so that a cell of another shape is refused by its position."""
     if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 2 and X.shape[1] == 1:
         cells = list(X[:, 0])
-    elif type(X).__name__ == "Series" and getattr(X, "dtype", None) == object:
+    elif type(X).__name__ == "Series" and _holds_objects(X.dtype):
         cells = list(X)
-    elif type(X).__name__ == "DataFrame" and X.shape[1] == 1 and (X.dtypes == object).all():
+    elif type(X).__name__ == "DataFrame" and X.shape[1] == 1 and _holds_objects(X.dtypes.iloc[0]):
         cells = list(X.iloc[:, 0])
     else:
         return None
     if any(_is_two_dimensional(cell) for cell in cells):
         return cells
     return None
+
+
+def _holds_objects(dtype: Any) -> bool:
+    """Whether a pandas column of ``dtype`` holds Python objects: the object dtype, or an
+    ``ArrowDtype`` of nested lists (``read_parquet(..., dtype_backend='pyarrow')``),
+    whose cells are lists."""
+    return dtype == object or (type(dtype).__name__ == "ArrowDtype" and dtype.kind == "O")
 
 
 def sequence_column(sequences: Any, y: Any = None) -> np.ndarray:
@@ -789,11 +796,20 @@ def check_step_feature_names(
 
 
 def _is_two_dimensional(sample: Any) -> bool:
+    """Whether ``sample`` holds steps in rows: an array of 2 or more dimensions, or a
+    list, tuple or 1D object array (a cell of nested lists as ``read_parquet`` gives it
+    back) whose every element is a row."""
     return getattr(sample, "ndim", 0) >= 2 or (
-        isinstance(sample, (list, tuple))
+        (isinstance(sample, (list, tuple)) or _is_array_of_rows(sample))
         and len(sample) > 0
         and all(isinstance(row, (list, tuple, np.ndarray)) for row in sample)
     )
+
+
+def _is_array_of_rows(sample: Any) -> bool:
+    """Whether ``sample`` is a 1D object array, which may hold a sequence's steps as its
+    elements (pyarrow's numpy conversion of a list of lists)."""
+    return isinstance(sample, np.ndarray) and sample.dtype == object and sample.ndim == 1
 
 
 def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
@@ -1009,6 +1025,8 @@ def _check_one(sample: Any, index: int) -> np.ndarray:
     ):
         return sample  # the common case, without the checks' overhead
     where = f"sequence {index} of X"
+    if _is_array_of_rows(sample) and _is_two_dimensional(sample):
+        sample = list(sample)  # its steps, which numpy stacks as the rows of nested lists
     if is_frame(sample):  # named columns: refused by name, pandas' missing values as NaN
         check_numeric_columns(sample, where=where)
         sample = frame_values(sample)

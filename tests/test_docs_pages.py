@@ -61,3 +61,31 @@ def test_gallery_examples_have_a_quick_mode_and_a_title(script):
     assert text.lstrip().startswith(('"""', "'''", 'r"""')), (
         f"{script.name} needs a docstring: the gallery title"
     )
+
+
+def test_training_history_example_trains_one_network_by_three_optimizers(monkeypatch, capsys):
+    # examples/plot_training_history.py (and the README figure drawn from it) says three
+    # optimizers learn the task from the same spectral initialization, but left cell,
+    # readout and conv_kernels at 'auto', which resolve by optimizer: 'adam' and 'sgd'
+    # trained a GRU with the pooled readout, 'simplex' the thesis' tanh network.
+    pytest.importorskip("matplotlib")
+    import runpy
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv("SKLEARN_RNN_QUICK", "1")
+    script = GUIDE.parents[1] / "examples" / "plot_training_history.py"
+    models = runpy.run_path(str(script), run_name="__main__")["models"]
+    plt.close("all")
+    assert [model.optimizer for model in models.values()] == ["adam", "sgd", "simplex"]
+    networks = {
+        name: (model._resolved_cell(), model._resolved_spectral_radius(), model._resolved_readout(),
+               model.module_.conv is None, model._resolved_tol(),
+               {key: tuple(value.shape) for key, value in model.module_.state_dict().items()})
+        for name, model in models.items()
+    }
+    assert networks["adam"] == networks["sgd"] == networks["simplex"], networks
+    assert networks["adam"][:4] == ("tanh", 1.2, "last", True)

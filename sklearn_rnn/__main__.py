@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import io
 import os
 import re
+import stat
 import tempfile
 import textwrap
 import time
@@ -167,7 +169,8 @@ def main(argv: list[str] | None = None) -> None:
 def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse output files that could not be written, before the study runs (so that
     its results are not lost): a missing folder (or a file where a folder should be), a
-    folder given as the file, the same file twice (by any path), or a plot format
+    folder given as the file, a file that may not be written, a link into a missing
+    folder, a name too long, the same file twice (by any path), or a plot format
     matplotlib does not write."""
     for option, path in (("--plot", args.plot), ("--save-intervals", args.save_intervals)):
         if path == "":
@@ -194,6 +197,7 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
         except OSError as error:
             parser.error(f"{option} {path}: no file can be written in {folder} ({error.strerror}; "
                          "checked before the study runs, so that its results are not lost).")
+        _check_output_file(parser, option, path)
     # The same file by another path too: through a link (realpath), or a hard link (samefile).
     if args.plot and args.save_intervals and (
         os.path.realpath(args.plot) == os.path.realpath(args.save_intervals)
@@ -222,6 +226,37 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
         except Exception as error:  # noqa: BLE001 (matplotlib's backends raise what they like)
             parser.error(f"--plot {args.plot}: matplotlib cannot write {extension!r} files here "
                          f"({error}); choose another format, e.g. .png.")
+
+
+def _check_output_file(parser: argparse.ArgumentParser, option: str, path: str) -> None:
+    """Refuse an output file that its folder takes but the study could not write at its
+    end: an existing file without write permission (for this user, or for anyone: a file
+    marked read-only is kept, as a model's ``save`` keeps it), a link whose target cannot
+    be created (a link into a missing folder), or a name the file system refuses (too
+    long). A new file is tried by creating it and removing it again: nothing stays."""
+    checked = "checked before the study runs, so that its results are not lost"
+    if os.path.exists(path):  # through links: the file the study would write
+        mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode) and not mode & 0o222:
+            parser.error(f"{option} {path}: the file there is read-only (mode "
+                         f"{stat.S_IMODE(mode):o}; {checked}). Make it writable (chmod u+w "
+                         f"{path}) or give another file name.")
+        if not os.access(path, os.W_OK):
+            parser.error(f"{option} {path}: this user may not write the file there (mode "
+                         f"{stat.S_IMODE(mode):o}; {checked}). Make it writable (chmod u+w "
+                         f"{path}) or give another file name.")
+        return
+    target = os.path.realpath(path)  # a link to nothing: the file that writing creates
+    try:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except OSError as error:
+        link = os.path.islink(path)
+        fix = ("Give a shorter file name" if error.errno == errno.ENAMETOOLONG else
+               "Give a file name in an existing folder you may write in"
+               + (", or point the link at one" if link else ""))
+        parser.error(f"{option} {path}{f' (a link to {target})' if link else ''}: the file "
+                     f"cannot be created ({error.strerror}; {checked}). {fix}.")
+    os.remove(target)
 
 
 def _at_least(low: int, high: int | None = None) -> Any:

@@ -91,3 +91,39 @@ def test_the_main_job_says_when_a_file_stands_where_the_folder_should_be(tmp_pat
         assert f"{option} {path}: {tmp_path / 'afile'} is a file, not a folder" in err
         assert "does not exist" not in err
     assert "the folder" in _refusal(capsys, plot=str(tmp_path / "none" / "pbc.png"))  # really missing
+
+
+def test_the_main_job_refuses_an_output_file_it_could_not_write_before_it_runs(tmp_path, capsys, monkeypatch):
+    # Only the folder was checked: a read-only file, a link into a missing folder or a
+    # name too long for the file system passed, and the write failed after the study.
+    import os
+
+    locked = tmp_path / "locked.csv"
+    locked.write_text("kept")
+    locked.chmod(0o444)  # no write bit: refused even for an administrator, as save refuses it
+    err = _refusal(capsys, save_intervals=str(locked))
+    assert err is not None and f"--save-intervals {locked}: the file there is read-only (mode 444" in err
+    assert "chmod u+w" in err and locked.read_text() == "kept"
+    mine = tmp_path / "theirs.png"
+    mine.write_text("kept")
+    mine.chmod(0o644)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: str(path) != str(mine) and real_access(path, mode, **kw))
+    err = _refusal(capsys, plot=str(mine))
+    assert err is not None and f"--plot {mine}: this user may not write the file there (mode 644" in err
+    monkeypatch.undo()
+    (tmp_path / "dangling.csv").symlink_to(tmp_path / "missing" / "out.csv")
+    err = _refusal(capsys, save_intervals=str(tmp_path / "dangling.csv"))
+    missing = tmp_path / "missing" / "out.csv"
+    assert err is not None and f"(a link to {missing}): the file cannot be created" in err
+    long_name = tmp_path / ("x" * 300 + ".csv")
+    err = _refusal(capsys, save_intervals=str(long_name))
+    assert err is not None and "the file cannot be created (File name too long" in err
+    # What can be written passes, and the check leaves nothing behind: an existing file
+    # as it was, no new file, the target of a link to a missing file not created.
+    (tmp_path / "old.csv").write_text("kept")
+    (tmp_path / "to_new.png").symlink_to(tmp_path / "new_target.png")
+    assert _refusal(capsys, plot=str(tmp_path / "to_new.png"), save_intervals=str(tmp_path / "old.csv")) is None
+    assert _refusal(capsys, plot=str(tmp_path / "new.png"), save_intervals=str(tmp_path / "new.csv")) is None
+    assert (tmp_path / "old.csv").read_text() == "kept"
+    assert not any((tmp_path / name).exists() for name in ("new.png", "new.csv", "new_target.png"))

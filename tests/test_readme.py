@@ -127,3 +127,19 @@ def test_the_main_job_refuses_an_output_file_it_could_not_write_before_it_runs(t
     assert _refusal(capsys, plot=str(tmp_path / "new.png"), save_intervals=str(tmp_path / "new.csv")) is None
     assert (tmp_path / "old.csv").read_text() == "kept"
     assert not any((tmp_path / name).exists() for name in ("new.png", "new.csv", "new_target.png"))
+
+
+def test_the_readmes_nan_padding_pointer_pads_batch_first():
+    # It showed pad_sequence(..., padding_value=float("nan")), whose default result is
+    # time-major (T, n, d): prediction reads it as T sequences of n steps, silently.
+    import torch
+
+    from sklearn_rnn.sequences import check_sequences
+
+    calls = re.findall(r"`(pad_sequence\([^`]*\))`", (ROOT / "README.md").read_text())
+    assert calls
+    seqs = [torch.ones(n, 2) for n in (3, 5, 4)]
+    for call in calls:
+        assert "batch_first=True" in call, call
+        padded = eval(call, {"pad_sequence": torch.nn.utils.rnn.pad_sequence, "seqs": seqs})
+        assert [len(x) for x in check_sequences(padded)] == [3, 5, 4]

@@ -47,6 +47,7 @@ __all__ = [
     "RunSpec",
     "add_common_arguments",
     "branch_counts",
+    "check_merge_sources",
     "deadline_of",
     "final_runs",
     "load_records",
@@ -516,6 +517,13 @@ def run_all(
     return wanted
 
 
+def _merge_source(source: str | Path, name: str) -> Path:
+    """The results file that ``--merge source`` names: ``source`` itself, or the file
+    ``name`` in it when it is a folder."""
+    source = Path(source)
+    return source / name if source.is_dir() else source
+
+
 def merge_results(sources: Iterable[str | Path], path: str | Path) -> list[dict[str, Any]]:
     """Add the runs of other results files (e.g. one per seed, run in parallel processes
     with their own ``--out``) to ``path``; runs already there are kept, not duplicated.
@@ -532,9 +540,7 @@ def merge_results(sources: Iterable[str | Path], path: str | Path) -> list[dict[
         meta = {k: v for k, v in json.loads(path.read_text()).items() if k != "runs"}
     seen = {_spec_of(r).key() for r in records}
     for source in sources:
-        source = Path(source)
-        if source.is_dir():
-            source = source / path.name
+        source = _merge_source(source, path.name)
         if not source.exists():
             raise FileNotFoundError(f"no results file to merge at {source}.")
         if not meta:
@@ -545,6 +551,16 @@ def merge_results(sources: Iterable[str | Path], path: str | Path) -> list[dict[
                 seen.add(_spec_of(record).key())
     _write(path, meta, records)
     return records
+
+
+def check_merge_sources(parser: Any, sources: Iterable[str | Path] | None, name: str) -> None:
+    """Refuse through ``parser``, before anything runs, a ``--merge`` folder that holds no
+    results file ``name`` (a mistyped folder, or the output folder of another script),
+    or a file that does not exist."""
+    for source in sources or ():
+        if not _merge_source(source, name).exists():
+            parser.error(f"--merge {source}: no {name} there (expected the output folder of "
+                         f"an earlier run, or the {name} in it).")
 
 
 def add_common_arguments(parser: Any, default_out: str) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from experiments._stream import (
     RunSpec,
     add_common_arguments,
+    check_merge_sources,
     deadline_of,
     final_runs,
     load_records,
@@ -174,6 +175,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         + ", ".join(f"{k}:{v}" for k, v in FULL_CAPS.items()) + "; quick: 300)")
     parser.add_argument("--learning-rate", type=positive_float, default=0.05)
     args = parser.parse_args(argv)
+    check_merge_sources(parser, args.merge, RESULTS_NAME)
     out = output_folder(args, DEFAULT_OUT)
     path = out / RESULTS_NAME
     if args.merge:

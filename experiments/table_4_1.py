@@ -39,6 +39,7 @@ from typing import Any
 from experiments._stream import (
     RunSpec,
     add_common_arguments,
+    check_merge_sources,
     deadline_of,
     final_runs,
     load_records,
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--cell", default="tanh", choices=("tanh", "relu", "gru", "lstm"),
                         help="the estimators' cell (default: the thesis' tanh network)")
     args = parser.parse_args(argv)
+    check_merge_sources(parser, args.merge, RESULTS_NAME)
     out = output_folder(args, DEFAULT_OUT)
     path = out / RESULTS_NAME
     if args.merge:

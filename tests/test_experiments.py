@@ -414,3 +414,22 @@ def test_bad_numbers_are_refused_before_the_run(name, arguments, expected, tmp_p
 def test_figure_4_1_refuses_caps_below_one(tmp_path):
     with pytest.raises(SystemExit, match="--caps takes a length and a number of updates of at least 1"):
         _load("figure_4_1").main(["--quick", "--out", str(tmp_path), "--caps", "5:0"])
+
+
+@pytest.mark.parametrize("name", ["figure_4_1", "table_4_1"])
+def test_merge_from_a_folder_without_results_is_refused_before_the_run(name, tmp_path, capsys):
+    # A mistyped --merge folder ended the script in a FileNotFoundError traceback naming
+    # the folder, not the file looked for in it.
+    out = tmp_path / "out"
+    for source in (tmp_path / "typo_folder", tmp_path):  # missing, or there without the file
+        with pytest.raises(SystemExit) as stop:
+            _load(name).main(["--quick", "--out", str(out), "--merge", str(source)])
+        assert stop.value.code == 2
+        assert f"--merge {source}: no {name}.json there (expected the output folder of an earlier run" \
+            in capsys.readouterr().err
+        assert not out.exists()  # nothing written
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / f"{name}.json").write_text(json.dumps({"runs": []}))
+    with pytest.raises(SystemExit, match="--plot-only: no results at"):  # past the check
+        _load(name).main(["--quick", "--out", str(out), "--merge", str(good), "--plot-only"])

@@ -307,6 +307,50 @@ def test_dated_visits_take_dated_event_times_and_refuse_numbers():
         build_cohort(visits, event_time={1: (day0 + pd.Timedelta(days=1000)).tz_localize("UTC")}, **options)
 
 
+def _alone_and_together(table: pd.DataFrame, **options) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The decisions on patient 1 built with the whole table, and with its rows alone."""
+    options = dict(id_column="id", time_column="t", **options)
+    together = build_cohort(table, **options).patients.set_index("id")
+    alone = build_cohort(table[table["id"] == 1], **options).patients.set_index("id")
+    return together.loc[1, ["reason", "n_kept"]], alone.loc[1, ["reason", "n_kept"]]
+
+
+@pytest.mark.parametrize("kind", ["dates", "durations"])
+def test_a_dated_visit_exactly_a_span_away_is_on_the_documented_side(kind):
+    # The spans were compared in float days since the table's earliest visit: visits at
+    # 08:00 are at fractional days when another patient's earliest visit is at 00:00, and
+    # a visit exactly upper_span (lower_span) away fell outside by rounding. So patient 1
+    # was excluded with patient 2 in the table and included without it.
+    def times(*stamps: str) -> pd.Series:
+        dates = pd.Series(pd.to_datetime(list(stamps)))
+        return dates if kind == "dates" else dates - pd.Timestamp("2019-12-25 00:00")
+
+    upper = pd.DataFrame({  # patient 1: its first visit exactly 366 days before the last
+        "id": [1, 1, 1, 2, 2], "x": [1.0, 2, 3, 4, 5],
+        "t": times("2020-01-01 08:00", "2020-06-01 08:00", "2021-01-01 08:00",
+                   "2020-01-01 00:00", "2021-01-01 00:00")})
+    options = dict(event_time={}, lower_span=0, min_visits=1)
+    together, alone = _alone_and_together(upper, upper_span=366, **options)
+    assert together.tolist() == alone.tolist() == ["included", 1]
+    lower = pd.DataFrame({  # patient 1: two visits exactly 30 days apart
+        "id": [1, 1, 2], "x": [1.0, 2, 3],
+        "t": times("2020-01-11 00:01", "2020-02-10 00:01", "2020-01-01 00:00")})
+    together, alone = _alone_and_together(lower, upper_span=0, lower_span=30, min_visits=2,
+                                          event_time={})
+    assert together.tolist() == alone.tolist() == ["included", 2]
+    # A positive cut a year (365.25 days) before its death: its visit exactly a year
+    # before is kept.
+    death = times("2020-05-31 07:00")[0]
+    year = pd.DataFrame({
+        "id": [1, 1, 1, 2, 2], "x": [1.0, 2, 3, 4, 5],
+        "t": times("2019-01-15 01:00", "2019-06-01 01:00", "2020-01-01 01:00",
+                   "2019-01-01 00:00", "2019-06-01 00:00")})
+    together, alone = _alone_and_together(
+        year, event_time={1: death}, upper_span=365.25, lower_span=0, min_visits=2,
+        positive_cut="upper_span")
+    assert together.tolist() == alone.tolist() == ["included", 2]
+
+
 @pytest.mark.parametrize("name", ["event", "reason", "n_visits", "n_kept", "cut_time"])
 def test_an_id_column_named_as_a_decision_column_is_refused(visits, name):
     # The patients table got two columns of that name.

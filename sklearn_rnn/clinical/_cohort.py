@@ -18,9 +18,9 @@ from numpy.typing import NDArray
 from ..sequences._long import (
     _check_columns,
     _check_table,
+    _factorize_ids,
     _resolve_features,
     _scalar,
-    elapsed_time,
     from_long_format,
 )
 
@@ -92,10 +92,49 @@ class Cohort:
 
 #: The columns of ``Cohort.patients`` after the id column.
 _DECISIONS = ("event", "reason", "n_visits", "n_kept", "cut_time")
+#: Nanoseconds per day: the spans (in days) of dated visits, in their exact unit.
+_DAY_NS: int = pd.Timedelta(days=1).value
+
+
+def _is_dated(visits: pd.Series) -> bool:
+    """Whether the visit times are dates or durations (else numbers)."""
+    return pd.api.types.is_datetime64_any_dtype(visits) or pd.api.types.is_timedelta64_dtype(visits)
+
+
+def _nanoseconds(values: pd.Series, visits: pd.Series) -> NDArray[Any]:
+    """Dates as exact integer nanoseconds since the earliest of the ``visits``,
+    durations as integer nanoseconds; None where missing. The sequences' float days
+    round: compared in them, a visit exactly a span away fell on either side, as the
+    table's earliest visit (another patient's, often) had it."""
+    origin = visits.min() if pd.api.types.is_datetime64_any_dtype(visits) else None
+    elapsed = (values - origin if origin is not None else values).dt.as_unit("ns")
+    exact = elapsed.array.asi8.astype(object)
+    exact[elapsed.isna().to_numpy()] = None
+    return exact
+
+
+def _visit_times(
+    table: pd.DataFrame, id_column: Any, time_column: Any, sequences: list[NDArray[np.float64]]
+) -> list[NDArray[Any]]:
+    """Each sequence's visit times in exact units, as the rules compare them: the
+    sequences' own times where the time column holds numbers, integer nanoseconds
+    (see :func:`_nanoseconds`) where it holds dates or durations."""
+    column = table[time_column]
+    if not _is_dated(column):
+        return [sequence[:, 0] for sequence in sequences]
+    exact = _nanoseconds(column, column).astype(np.int64)
+    codes, _ = _factorize_ids(table[id_column])
+    order = np.lexsort((exact, codes))  # each patient's times sorted, as its sequence's
+    return np.split(exact[order], np.flatnonzero(np.diff(codes[order])) + 1)
+
+
+def _span(span: float, visits: pd.Series) -> Any:
+    """A span (in days for dates and durations) in the exact unit of the visit times."""
+    return int(round(span * _DAY_NS)) if _is_dated(visits) else span
 
 
 def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Series:
-    """``series`` as float times on the visits' scale (see :func:`_per_patient`)."""
+    """``series`` as times on the visits' exact scale (see :func:`_per_patient`)."""
     present = series.dropna()
     if pd.api.types.is_datetime64_any_dtype(visits):
         kind, convert = "dates", pd.to_datetime
@@ -130,22 +169,23 @@ def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Se
             f"the time column holds {kind}, so {name} must hold {kind} too: numbers would "
             "be read from another origin than the visits' (days since the earliest visit)."
         )
-    try:  # on the visits' scale, as from_long_format reads them (days since the earliest)
-        days = elapsed_time(convert(series), visits.min() if kind == "dates" else None)
+    try:  # on the visits' scale, as _visit_times reads them
+        exact = _nanoseconds(convert(series), visits)
     except (TypeError, ValueError) as exc:  # not dates, or time zones on one side only
         raise TypeError(
             f"{name} values must be {kind}, as the time column's, with the same time zone "
             f"(or none on both sides) ({exc})."
         ) from exc
-    return pd.Series(days, index=series.index)
+    return pd.Series(exact, index=series.index, dtype=object)
 
 
 def _per_patient(
     mapping: Any, name: str, ids: NDArray[Any], id_column: Any, time_column: pd.Series
-) -> NDArray[np.float64]:
-    """Look up a per-patient time ``mapping`` for each id; NaN where absent. Times are
-    read as the visits' are: numbers in its unit, or, where the visits are dated (or
-    timed by durations), dates (durations) turned into days since the earliest visit."""
+) -> NDArray[Any]:
+    """Look up a per-patient time ``mapping`` for each id; None where absent. Times are
+    read as the visits' are compared: numbers in its unit, or, where the visits are
+    dated (or timed by durations), dates (durations) turned into integer nanoseconds
+    since the earliest visit."""
     if not isinstance(mapping, (Mapping, pd.Series)):
         raise TypeError(
             f"{name} must be a mapping or pandas.Series from patient id to time; got "
@@ -155,7 +195,7 @@ def _per_patient(
     if series.index.has_duplicates:
         raise ValueError(f"{name} has repeated patient ids; give one time per patient.")
     values = _times_like_visits(series, name, time_column)
-    infinite = np.isinf(values.to_numpy(dtype=np.float64))
+    infinite = np.isinf(values.to_numpy(dtype=np.float64, na_value=np.nan))
     if infinite.any():  # inf is not "none": +inf made a positive, or kept every visit
         patient = values.index[infinite][0]
         none = "no event" if name == "event_time" else "an end at the last visit"
@@ -170,7 +210,7 @@ def _per_patient(
             f"ids of column {id_column!r} (e.g. {ids[:3].tolist()}). Check that both use the "
             "same ids and the same type (int vs str)."
         )
-    return np.asarray(found, dtype=np.float64)
+    return found.astype(object).where(found.notna(), None).to_numpy()
 
 
 def _check_params(upper_span: Any, lower_span: Any, min_visits: Any, positive_cut: Any) -> None:
@@ -189,21 +229,21 @@ def _check_params(upper_span: Any, lower_span: Any, min_visits: Any, positive_cu
 
 
 def _select(
-    times: NDArray[np.float64],
-    event_at: float,
-    end: float,
-    upper_span: float,
-    lower_span: float,
+    times: NDArray[Any],
+    event_at: Any,
+    end: Any,
+    upper_span: Any,
+    lower_span: Any,
     min_visits: int,
     positive_cut: str,
 ) -> tuple[str, int]:
     """Apply the protocol to one patient's sorted visit times.
 
-    ``event_at`` is the event time (NaN for a negative), ``end`` the end of
-    follow-up of a negative. Returns the decision and the number of leading
-    visits kept.
+    ``event_at`` is the event time (None for a negative), ``end`` the end of
+    follow-up of a negative; times and spans in one exact unit (see
+    :func:`_visit_times`). Returns the decision and the number of leading visits kept.
     """
-    if not np.isnan(event_at):
+    if event_at is not None:
         if event_at <= times[0]:
             return "positive_at_first_visit", 0
         if positive_cut == "event":
@@ -213,7 +253,7 @@ def _select(
     else:
         reference, need = end, min_visits
     n_kept = int(np.searchsorted(times, reference - upper_span, side="right"))  # at or before
-    if not np.isnan(event_at):  # never a visit at the event (upper_span=0 reached it)
+    if event_at is not None:  # never a visit at the event (upper_span=0 reached it)
         n_kept = min(n_kept, int(np.searchsorted(times, event_at, side="left")))
     if n_kept < need:
         return "too_few_visits", n_kept
@@ -269,7 +309,9 @@ def build_cohort(
     time_column : hashable
         Visit time: numbers (e.g. days since enrollment), in the unit of the spans;
         or dates (or durations), read as days since the earliest visit (spans in
-        days), as :func:`~sklearn_rnn.sequences.from_long_format` reads them.
+        days), as :func:`~sklearn_rnn.sequences.from_long_format` reads them; the
+        spans are then compared with the dates to the nanosecond, so that a visit
+        exactly a span away is on the side the rules below give.
     feature_columns : str or list of hashable, default=None
         Numeric feature columns. ``None`` takes every column except the id,
         time and event columns: leave out outcome columns (such as a follow-up
@@ -403,33 +445,35 @@ def build_cohort(
         duplicates=duplicates,
     )
     n_features = 1 + len(features)
+    exact = _visit_times(table, id_column, time_column, sequences)  # what the rules compare
     if event_column is not None:
-        events = np.full(len(ids), np.nan)
+        events = np.full(len(ids), None, dtype=object)
         for i, seq in enumerate(sequences):
             flags = np.nan_to_num(seq[:, n_features]) != 0  # NaN counts as absent
             if flags.any():
-                events[i] = seq[int(np.argmax(flags)), 0]
+                events[i] = _scalar(exact[i][int(np.argmax(flags))])
     else:
         events = _per_patient(event_time, "event_time", ids, id_column, table[time_column])
     ends = (
-        np.full(len(ids), np.nan)
+        np.full(len(ids), None, dtype=object)
         if end_time is None
         else _per_patient(end_time, "end_time", ids, id_column, table[time_column])
     )
+    upper, lower = _span(upper_span, table[time_column]), _span(lower_span, table[time_column])
     rows = []
     kept_sequences, labels, kept_ids = [], [], []
     for i, seq in enumerate(sequences):
         times = seq[:, 0]
-        end = times[-1] if np.isnan(ends[i]) else ends[i]
-        if end < times[-1] and np.isnan(events[i]):  # the end only matters for negatives
+        last = _scalar(exact[i][-1])
+        end = last if ends[i] is None else ends[i]
+        if end < last and events[i] is None:  # the end only matters for negatives
+            shown = end / _DAY_NS if _is_dated(table[time_column]) else end
             raise ValueError(
-                f"end_time of patient {_scalar(ids[i])!r} ({end:g}) is before its last visit "
+                f"end_time of patient {_scalar(ids[i])!r} ({shown:g}) is before its last visit "
                 f"({times[-1]:g}); end_time must be the end of follow-up."
             )
-        reason, n_kept = _select(
-            times, events[i], end, upper_span, lower_span, min_visits, positive_cut
-        )
-        has_event = not np.isnan(events[i])
+        reason, n_kept = _select(exact[i], events[i], end, upper, lower, min_visits, positive_cut)
+        has_event = events[i] is not None
         cut_time = times[n_kept - 1] if n_kept else np.nan
         rows.append((ids[i], has_event, reason, len(times), n_kept, cut_time))
         if reason == "included":

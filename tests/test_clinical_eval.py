@@ -252,6 +252,24 @@ def test_the_pbc_cohort_refuses_the_outcome_as_a_feature_and_spans_not_in_years(
         load_pbc_cohort(1, -0.5, 2)
 
 
+def test_the_study_models_keep_the_padding_of_a_padded_array_as_padding():
+    # 'RNN visit order' numbered the all-NaN padding steps of a (n, T, d) array: each
+    # sequence became T visits long, the extra ones with missing features.
+    from sklearn_rnn.clinical import study_models
+    from sklearn_rnn.sequences import check_sequences
+
+    padded = np.full((2, 4, 2), np.nan)
+    padded[0, :2] = [[0.0, 1.0], [30.0, 2.0]]  # 2 visits, then padding
+    padded[1, :] = [[0.0, 3.0], [10.0, 4.0], [20.0, 5.0], [40.0, 6.0]]
+    models = study_models()
+    for name in ("RNN no time", "RNN visit order"):
+        out = check_sequences(models[name][0].fit_transform(padded))
+        assert [len(sequence) for sequence in out] == [2, 4], name
+    numbered = check_sequences(models["RNN visit order"][0].fit_transform(padded))
+    np.testing.assert_array_equal(numbered[0], [[0.0, 1.0], [1.0, 2.0]])
+    np.testing.assert_array_equal(numbered[1][:, 0], [0.0, 1.0, 2.0, 3.0])
+
+
 def test_paired_intervals_refuse_results_of_different_positive_classes():
     # They were refused as "scored on different samples".
     from sklearn_rnn.clinical import auc_intervals

@@ -32,7 +32,7 @@ from .._estimators import RNNClassifier
 from .._stacked import check_stackable
 from ..datasets import load_pbcseq
 from ..model_selection import RNNGridSearchCV
-from ..sequences import SequenceStandardScaler
+from ..sequences import SequenceStandardScaler, check_sequences
 from ._cohort import Cohort, build_cohort
 from ._evaluation import PooledCVResult, _check_n_jobs, auc_intervals, pooled_cross_validate
 from ._features import VisitFeatures
@@ -208,9 +208,11 @@ def _drop_time(sequences: Any) -> list[np.ndarray]:
 
 
 def _visit_numbers(sequences: Any) -> list[np.ndarray]:
-    """The sequences with the visit number 0, 1, 2, ... in place of the time column."""
+    """The sequences with the visit number 0, 1, 2, ... in place of the time column,
+    read as the estimators read them: the trailing all-NaN steps of a padded array are
+    padding, not visits, and stay out."""
     numbered = []
-    for sequence in sequences:
+    for sequence in check_sequences(sequences):
         sequence = np.array(sequence, dtype=np.float64)
         sequence[:, 0] = np.arange(len(sequence))
         numbered.append(sequence)

@@ -404,6 +404,24 @@ def test_pooled_cross_validation_splits_a_panel_by_instance():
     np.testing.assert_array_equal(from_panel.y_score, from_frames.y_score)
 
 
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage")
+@pytest.mark.parametrize("layout", ["strided", "jagged"])
+def test_pooled_cross_validation_reads_a_torch_nested_tensor_as_its_sequences(layout):
+    # fit takes a nested tensor; the folds failed with "NestedTensorImpl doesn't support
+    # sizes" (X.shape) or "aten.index.Tensor" (indexing a jagged one).
+    import torch
+    from sklearn.impute import SimpleImputer
+
+    rng = np.random.default_rng(0)
+    sequences = [torch.tensor(rng.normal(size=(int(rng.integers(2, 5)), 2))) for _ in range(12)]
+    y = np.array([0, 1] * 6)
+    nested = torch.nested.nested_tensor(sequences, layout=getattr(torch, layout))
+    model = make_pipeline(VisitFeatures("summary"), SimpleImputer(), LogisticRegression())
+    from_nested = pooled_cross_validate(model, nested, y, n_splits=3, random_state=0)
+    from_list = pooled_cross_validate(model, sequences, y, n_splits=3, random_state=0)
+    np.testing.assert_array_equal(from_nested.y_score, from_list.y_score)
+
+
 def test_visit_features_in_scikit_learn_composites_name_and_index_their_output():
     # get_feature_names_out refused fit's own feature_names_in_ (a table's columns) and a
     # sequence column's name, so ColumnTransformer.get_feature_names_out failed; on a

@@ -28,6 +28,7 @@ from sklearn.utils.parallel import Parallel, delayed  # the caller's config and 
 
 from .._parallel import _task_share, with_callers_context
 from ..sequences._panel import by_instance
+from ..sequences._validation import numpy_readable
 
 __all__ = ["PooledCVResult", "auc_intervals", "pooled_cross_validate"]
 
@@ -303,7 +304,7 @@ def pooled_cross_validate(
     X : sequences, array-like or DataFrame
         What ``estimator.fit`` takes; indexed by sample (a list of ``(T_i, d)`` arrays
         stays a list; a panel, an (instance, time) MultiIndex frame, becomes a list of
-        one frame per instance).
+        one frame per instance, and a torch nested tensor the list of its sequences).
     y : array-like of shape (n_samples,)
         Two classes.
     n_splits : int, default=8
@@ -363,6 +364,8 @@ def pooled_cross_validate(
     _check_params(labels, n_splits, n_repeats, threshold)
     _check_n_jobs(n_jobs)
     X = by_instance(X, y)  # a panel has a row per step
+    if getattr(X, "is_nested", False) is True:  # a torch nested tensor: no shape, no indexing
+        X = numpy_readable(X)  # the list of its sequences, which fit takes as well
     n_samples = len(labels)
     if _num_samples(X) != n_samples:
         raise ValueError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import matplotlib
@@ -92,6 +93,55 @@ def test_labels_other_than_zero_and_one():
                                     n_splits=2, pos_label="alive", random_state=0)
     np.testing.assert_allclose(flipped.y_score, 1 - SCORES[None])
     np.testing.assert_allclose(flipped.pooled_auc, [13 / 16])
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"y_true": np.where(LABELS == 1, 2, 1)}, r"y_true must hold 1 for the positive class and 0 "
+         r"otherwise; got the values \[1, 2\]"),
+        ({"y_true": np.ones(8, dtype=int)}, r"y_true must hold both classes.*got only \[1\]"),
+        ({"y_true": LABELS[:, None]}, r"y_true must be 1D.*got shape \(8, 1\)"),
+        ({"y_score": SCORES}, r"y_score must have shape \(n_repeats, n_samples\) = \(n_repeats, 8\).*"
+         r"got shape \(8,\): pass y_score\[None\] for one repeat"),
+        ({"y_score": SCORES[None, :7]}, r"y_score must have shape .*got shape \(1, 7\)"),
+        ({"folds": np.array([0, 1] * 4)}, r"folds must have the shape of y_score, \(1, 8\).*got shape \(8,\)"),
+        ({"folds": np.array([[0.0, 1] * 4])}, r"folds must hold the test fold numbers 0, 1, \.\.\. as ints"),
+        ({"y_score": np.where(LABELS == 1, np.nan, SCORES)[None]},
+         r"y_score holds 4 values that are not finite \(NaN or infinite\), e.g\. sample 0 of repeat 0"),
+    ],
+)
+def test_a_pooled_result_refuses_what_its_scores_cannot_be_computed_from(change, match):
+    # Labels 1/2 scored AUC for class 2 but recall for class 1, and auc_intervals gave NaN
+    # bounds; a 1D y_score got scikit-learn's "must be an array-like. Got np.float64(0.1)".
+    given = {"y_true": LABELS, "y_score": SCORES[None], "folds": np.array([[0, 1] * 4]),
+             "threshold": 0.5, "pos_label": 1, "fit_seconds": 0.0, **change}
+    with pytest.raises(ValueError, match=match):
+        PooledCVResult(**given)
+
+
+class DivergesOnOneFold(ClassifierMixin, BaseEstimator):
+    """Predicts NaN when fitted on an odd number of samples (one fold of 41 in 4)."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        self.diverged_ = len(X) % 2 == 1
+        return self
+
+    def predict_proba(self, X):
+        return np.full((len(X), 2), np.nan if self.diverged_ else 0.5)
+
+
+def test_a_fold_predicting_probabilities_that_are_not_finite_is_named_when_it_ends():
+    # All folds were fitted, then scikit-learn's bare "Input contains NaN." came.
+    X, y = np.zeros((41, 2)), np.array([0, 1] * 20 + [1])
+    done = []
+    with pytest.raises(ValueError, match=r"the model of fold (\d) \(repeat 0\) predicted 10 "
+                                         r"probabilities that are not finite") as refused:
+        pooled_cross_validate(DivergesOnOneFold(), X, y, n_splits=4, random_state=0,
+                              on_fold=lambda finished, total: done.append(finished))
+    fold = re.search(r"fold (\d)", str(refused.value)).group(1)
+    assert int(fold) == len(done)  # no fold fitted after it
 
 
 def test_errors_say_what_to_fix():

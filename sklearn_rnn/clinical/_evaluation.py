@@ -40,10 +40,11 @@ class PooledCVResult:
     Attributes
     ----------
     y_true : ndarray of shape (n_samples,), dtype int
-        1 for the positive class, 0 otherwise.
+        1 for the positive class, 0 otherwise (both present; other values are
+        refused with a ValueError, as are the arrays below in another shape).
     y_score : ndarray of shape (n_repeats, n_samples)
         Out-of-fold probability of the positive class: each sample predicted by the
-        model of the fold that held it out, for every repeat (shuffle).
+        model of the fold that held it out, for every repeat (shuffle); finite.
     folds : ndarray of shape (n_repeats, n_samples), dtype int
         The test fold of each sample in each repeat.
     threshold : float
@@ -91,6 +92,7 @@ class PooledCVResult:
     specificity: NDArray[np.float64] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.y_true, self.y_score, self.folds = _check_result(self.y_true, self.y_score, self.folds)
         self.pooled_auc = np.array([roc_auc_score(self.y_true, s) for s in self.y_score])
         n_splits = int(self.folds.max()) + 1
         self.fold_auc = np.array(
@@ -338,7 +340,8 @@ def pooled_cross_validate(
     ------
     ValueError
         ``y`` without exactly two classes, a class with fewer than ``n_splits``
-        samples, a threshold outside [0, 1], or ``n_jobs`` 0 or not an int.
+        samples, a threshold outside [0, 1], or ``n_jobs`` 0 or not an int; and, when
+        its fit ends, a fold whose model predicts probabilities that are not finite.
     TypeError
         An estimator that predicts at every step (:class:`~sklearn_rnn.RNNStepClassifier`).
 
@@ -385,6 +388,7 @@ def pooled_cross_validate(
     scores = []
     for score in tasks:
         scores.append(score)
+        _check_fold_scores(score, *divmod(len(scores) - 1, n_splits))
         if on_fold is not None:
             on_fold(len(scores), len(splits))
     seconds = time.perf_counter() - start
@@ -395,6 +399,71 @@ def pooled_cross_validate(
         y_score[repeat, test] = score
         folds[repeat, test] = fold
     return PooledCVResult(labels, y_score, folds, float(threshold), pos_label, seconds)
+
+
+def _check_result(
+    y_true: Any, y_score: Any, folds: Any
+) -> tuple[NDArray[Any], NDArray[np.float64], NDArray[Any]]:
+    """The arrays of a :class:`PooledCVResult`, refused where its scores cannot be
+    computed from them (or would disagree: an AUC of the greater label, the recall of 1)."""
+    y_true, folds = np.asarray(y_true), np.asarray(folds)
+    y_score = np.asarray(y_score, dtype=np.float64)
+    if y_true.ndim != 1:
+        raise ValueError(
+            f"PooledCVResult.y_true must be 1D, one 0/1 label per sample; got shape {y_true.shape}."
+        )
+    values = np.unique(y_true)
+    if not np.isin(values, [0, 1]).all():
+        raise ValueError(
+            f"PooledCVResult.y_true must hold 1 for the positive class and 0 otherwise; got the "
+            f"values {values.tolist()[:10]}. Code the labels first, e.g. "
+            "(labels == pos_label).astype(int)."
+        )
+    if len(values) != 2:
+        raise ValueError(
+            "PooledCVResult.y_true must hold both classes (0 and 1), which an AUC compares; "
+            f"got only {values.tolist()}."
+        )
+    n_samples = len(y_true)
+    if y_score.ndim != 2 or y_score.shape[1] != n_samples:
+        one = ": pass y_score[None] for one repeat" if y_score.shape == (n_samples,) else ""
+        raise ValueError(
+            f"PooledCVResult.y_score must have shape (n_repeats, n_samples) = (n_repeats, "
+            f"{n_samples}), one row of out-of-fold probabilities per repeat; got shape "
+            f"{y_score.shape}{one}."
+        )
+    if folds.shape != y_score.shape:
+        raise ValueError(
+            f"PooledCVResult.folds must have the shape of y_score, {y_score.shape}, the test fold "
+            f"of each sample in each repeat; got shape {folds.shape}."
+        )
+    if not np.issubdtype(folds.dtype, np.integer) or (folds.size and folds.min() < 0):
+        raise ValueError(
+            "PooledCVResult.folds must hold the test fold numbers 0, 1, ... as ints; got "
+            f"dtype {folds.dtype}, values {np.unique(folds).tolist()[:10]}."
+        )
+    bad = ~np.isfinite(y_score)
+    if bad.any():
+        repeat, sample = np.argwhere(bad)[0]
+        raise ValueError(
+            f"PooledCVResult.y_score holds {int(bad.sum())} values that are not finite (NaN or "
+            f"infinite), e.g. sample {sample} of repeat {repeat}: expected the probabilities of "
+            "the positive class."
+        )
+    return y_true, y_score, folds
+
+
+def _check_fold_scores(score: NDArray[np.float64], repeat: int, fold: int) -> None:
+    """Refuse a fold's probabilities that are not finite when its fit ends, naming it
+    (the others were all fitted before the result refused them, naming none)."""
+    bad = int(np.sum(~np.isfinite(score)))
+    if bad:
+        raise ValueError(
+            f"the model of fold {fold} (repeat {repeat}) predicted {bad} probabilities that are "
+            f"not finite (NaN or infinite) for its {len(score)} test samples: expected "
+            "probabilities. Its fit may have diverged: check the estimator's training on that "
+            "fold (e.g. a lower learning rate), or its predict_proba."
+        )
 
 
 def _fit_predict(

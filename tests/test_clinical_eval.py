@@ -515,6 +515,8 @@ def test_visit_features_in_scikit_learn_composites_name_and_index_their_output()
         ({"main_setting": (1, -1, 2)}, ValueError, r"PBCStudy.main_setting=\(1, -1, 2\) must be \(upper_span, "
          r"lower_span, min_visits\).*lower_span must be a finite number >= 0 of years; got -1"),
         ({"grid": [(1, 1, 2), (1, 1)]}, ValueError, r"PBCStudy.grid\[1\]=\(1, 1\) must be \(upper_span"),
+        ({"grid": None}, TypeError, r"PBCStudy.grid must be a sequence of \(upper_span, lower_span, "
+         r"min_visits\), e.g. \(\(1, 1, 2\), \(2, 1, 2\)\) or \(\) for none; got None"),
         ({"grid": [(2, 2, 5)], "n_splits": 50}, ValueError,
          r"PBCStudy.n_splits=50 is more than the 43 patients of the smaller class of the cohort "
          r"PBCStudy.grid\[0\]=\(2, 2, 5\).*at most 43"),
@@ -540,3 +542,20 @@ def test_the_study_refuses_its_settings_before_fitting_any_model(monkeypatch, se
     study = PBCStudy(**{"grid": (), "n_repeats": 1, "n_splits": 2, **settings})
     with pytest.raises(error, match=match):
         study.run()
+
+
+def test_the_study_takes_its_grid_as_an_iterator_once(monkeypatch):
+    # The settings check used up itertools.product(...), and run failed after the whole
+    # headline table with "zip() argument 2 is longer than argument 1".
+    import itertools
+
+    from sklearn_rnn.clinical import _pbc_study
+
+    def fake(model, X, y, *, n_splits, n_repeats, threshold, random_state, n_jobs, on_fold=None):
+        scores = np.random.default_rng(len(X)).random((n_repeats, len(y)))
+        folds = np.tile(np.arange(len(y)) % n_splits, (n_repeats, 1))
+        return PooledCVResult(np.asarray(y), scores, folds, threshold, 1, 0.0)
+
+    monkeypatch.setattr(_pbc_study, "pooled_cross_validate", fake)
+    result = PBCStudy(grid=itertools.product((1, 2), (1,), (2,)), n_repeats=1).run()
+    assert result.grid[["upper_span", "lower_span", "min_visits"]].values.tolist() == [[1, 1, 2], [2, 1, 2]]

@@ -306,7 +306,8 @@ class PBCStudy:
         Shuffles of the 8-fold split on the headline cohort; the mean pooled AUC over
         them is reported.
     grid : sequence of (float, float, int), default=FULL_GRID
-        Cohorts of the grid table.
+        Cohorts of the grid table (an iterator, such as ``itertools.product(...)``, is
+        read once, when the study runs).
     grid_repeats : int, default=1
         Shuffles per cohort of the grid.
     n_splits : int, default=8
@@ -391,7 +392,7 @@ class PBCStudy:
             cohort loaded) before any model is fitted.
         """
         start = time.perf_counter()
-        models, main_cohort, grid_cohorts = self._check_settings()
+        models, main_cohort, grid_settings, grid_cohorts = self._check_settings()
         scores: list[dict[str, Any]] = []
         main_results: dict[str, PooledCVResult] = {}
         main = self._table(
@@ -399,7 +400,7 @@ class PBCStudy:
             main_results, on_model,
         )
         grid = self._table(
-            list(self.grid), grid_cohorts, self.grid_repeats, models, scores, "grid", on_row,
+            grid_settings, grid_cohorts, self.grid_repeats, models, scores, "grid", on_row,
             None, on_model,
         )
         ranked = grid if len(grid) else main
@@ -432,10 +433,13 @@ class PBCStudy:
             seconds=time.perf_counter() - start,
         )
 
-    def _check_settings(self) -> tuple[dict[str, Pipeline], Cohort, list[Cohort]]:
+    def _check_settings(
+        self,
+    ) -> tuple[dict[str, Pipeline], Cohort, list[tuple[float, float, int]], list[Cohort]]:
         """Refuse invalid settings, naming them, before any model is fitted (an error
-        in the grid or the nested search came after minutes of work); return the models
-        and the cohorts of ``main_setting`` and of ``grid``."""
+        in the grid or the nested search came after minutes of work); return the models,
+        the cohort of ``main_setting``, and the settings of ``grid`` (read once: an
+        iterator is used up) with their cohorts."""
         for name in ("n_repeats", "grid_repeats", "n_splits"):
             value, low = getattr(self, name), 2 if name == "n_splits" else 1
             if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
@@ -444,9 +448,16 @@ class PBCStudy:
         if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
             raise ValueError(f"PBCStudy.threshold must be a probability in [0, 1]; got {threshold!r}.")
         _check_n_jobs(self.n_jobs, "PBCStudy.n_jobs")
+        try:
+            grid = list(self.grid)
+        except TypeError as error:
+            raise TypeError(
+                "PBCStudy.grid must be a sequence of (upper_span, lower_span, min_visits), e.g. "
+                f"((1, 1, 2), (2, 1, 2)) or () for none; got {self.grid!r}."
+            ) from error
         cohorts = []
         settings = [("main_setting", self.main_setting)]
-        settings += [(f"grid[{i}]", setting) for i, setting in enumerate(self.grid)]
+        settings += [(f"grid[{i}]", setting) for i, setting in enumerate(grid)]
         for label, setting in settings:
             try:
                 if isinstance(setting, str) or len(setting) != 3:
@@ -494,7 +505,7 @@ class PBCStudy:
                 f"PBCStudy.search_grid={self.search_grid!r} must map parameters of RNNClassifier "
                 f"to lists of values the nested search can train together{on}: {error}"
             ) from error
-        return models, cohorts[0], cohorts[1:]
+        return models, cohorts[0], grid, cohorts[1:]
 
     def _table(
         self,

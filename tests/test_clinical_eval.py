@@ -528,6 +528,16 @@ def test_visit_features_in_scikit_learn_composites_name_and_index_their_output()
         ({"search_grid": {"dropout": [0.2]}}, ValueError, r"PBCStudy.search_grid=.*cannot be stacked"),
         ({"rnn_params": {"hiden_size": 2}}, TypeError, r"PBCStudy.rnn_params=.*unexpected keyword argument 'hiden_size'"),
         ({"rnn_params": {"hidden_size": 0}}, ValueError, r"PBCStudy.rnn_params=.*'hidden_size' parameter"),
+        # A bad random_state was blamed on rnn_params={}; the keys the study sets itself
+        # were "not parameters of RNNClassifier" (Python's "got multiple values").
+        ({"random_state": -1}, ValueError, r"^PBCStudy.random_state must be an int in \[0, 4294967295\] "
+         r"or None; got -1\.$"),
+        ({"random_state": 1.5}, ValueError, r"^PBCStudy.random_state must be an int .*got 1.5\.$"),
+        ({"rnn_params": {"random_state": 1}}, ValueError, r"^PBCStudy.rnn_params may not set random_state "
+         r"\(use PBCStudy.random_state\) or time_feature \(each study model sets its own\); got "
+         r"\['random_state'\]\.$"),
+        ({"rnn_params": {"time_feature": None, "hidden_size": 2}}, ValueError,
+         r"^PBCStudy.rnn_params may not set .*; got \['time_feature'\]\.$"),
     ],
 )
 def test_the_study_refuses_its_settings_before_fitting_any_model(monkeypatch, settings, error, match):

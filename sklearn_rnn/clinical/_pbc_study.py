@@ -317,13 +317,14 @@ class PBCStudy:
         3-fold stratified cross-validation scored by ROC AUC).
     threshold : float, default=0.5
         Probability threshold of precision, recall and specificity.
-    random_state : int, default=0
+    random_state : int or None, default=0
         Seeds the folds and the RNNs.
     n_jobs : int or None, default=None
         Folds fitted in parallel.
     rnn_params : dict, default={}
         Parameters of the RNN classifiers other than their defaults (the study itself
-        uses none).
+        uses none), except ``random_state`` (see above) and ``time_feature`` (which each
+        study model sets).
 
     Examples
     --------
@@ -343,7 +344,7 @@ class PBCStudy:
         default_factory=lambda: {"spectral_radius": [0.9, 1.2], "clip_threshold": [1.0, 5.0]}
     )
     threshold: float = 0.5
-    random_state: int = 0
+    random_state: int | None = 0
     n_jobs: int | None = None
     rnn_params: dict[str, Any] = field(default_factory=dict)
 
@@ -448,6 +449,13 @@ class PBCStudy:
         if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
             raise ValueError(f"PBCStudy.threshold must be a probability in [0, 1]; got {threshold!r}.")
         _check_n_jobs(self.n_jobs, "PBCStudy.n_jobs")
+        seed = self.random_state
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= seed <= 2**32 - 1
+        ):  # it seeds the folds and the RNNs: rnn_params was blamed for it
+            raise ValueError(
+                f"PBCStudy.random_state must be an int in [0, {2**32 - 1}] or None; got {seed!r}."
+            )
         try:
             grid = list(self.grid)
         except TypeError as error:
@@ -477,6 +485,13 @@ class PBCStudy:
                     "or leave that cohort out."
                 )
             cohorts.append(cohort)
+        fixed = [name for name in ("random_state", "time_feature")
+                 if isinstance(self.rnn_params, Mapping) and name in self.rnn_params]
+        if fixed:
+            raise ValueError(
+                "PBCStudy.rnn_params may not set random_state (use PBCStudy.random_state) or "
+                f"time_feature (each study model sets its own); got {fixed}."
+            )
         try:
             models = study_models(self.random_state, **self.rnn_params)
             for model in models.values():

@@ -351,6 +351,27 @@ def test_a_dated_visit_exactly_a_span_away_is_on_the_documented_side(kind):
     assert together.tolist() == alone.tolist() == ["included", 2]
 
 
+def test_an_end_before_the_last_visit_is_refused_in_the_times_given():
+    # Dated visits got day counts from a hidden origin: "end_time of patient 2 (335) is
+    # before its last visit (366)".
+    visits = pd.DataFrame({"id": [1, 1, 2, 2], "x": [1.0, 2, 3, 4],
+                           "t": pd.to_datetime(["2020-01-01 00:00", "2020-06-01 00:00", "2020-02-01 00:00",
+                                                 "2021-01-01 08:00"])})
+    options = dict(id_column="id", time_column="t", event_time={}, upper_span=0, lower_span=0,
+                   min_visits=1)
+    advice = r"; end_time must be the end of follow-up: correct it, or give NaN \(or no entry\) to end at the last visit\.$"
+    with pytest.raises(ValueError, match=r"^end_time of patient 2 \(2020-12-01 00:00:00\) is before its last "
+                                         r"visit \(2021-01-01 08:00:00\)" + advice):
+        build_cohort(visits, end_time={2: pd.Timestamp("2020-12-01")}, **options)
+    durations = visits.assign(t=visits["t"] - pd.Timestamp("2019-12-01"))
+    with pytest.raises(ValueError, match=r"^end_time of patient 2 \(366 days 00:00:00\) is before its last "
+                                         r"visit \(397 days 08:00:00\)" + advice):
+        build_cohort(durations, end_time={2: pd.Timedelta(days=366)}, **options)
+    numbers = visits.assign(t=[0, 150, 30, 400.5])
+    with pytest.raises(ValueError, match=r"^end_time of patient 2 \(400\) is before its last visit \(400.5\)" + advice):
+        build_cohort(numbers, end_time={2: 400}, **options)
+
+
 @pytest.mark.parametrize("name", ["event", "reason", "n_visits", "n_kept", "cut_time"])
 def test_an_id_column_named_as_a_decision_column_is_refused(visits, name):
     # The patients table got two columns of that name.

@@ -128,6 +128,16 @@ def _visit_times(
     return np.split(exact[order], np.flatnonzero(np.diff(codes[order])) + 1)
 
 
+def _time_text(time: Any, visits: pd.Series) -> str:
+    """A time on the visits' exact scale (see :func:`_visit_times`) as the user gave it:
+    the date or duration (not nanoseconds since a hidden origin), or the number."""
+    if pd.api.types.is_datetime64_any_dtype(visits):
+        return str(visits.min() + pd.Timedelta(time, unit="ns"))
+    if pd.api.types.is_timedelta64_dtype(visits):
+        return str(pd.Timedelta(time, unit="ns"))
+    return f"{time:g}"
+
+
 def _span(span: float, visits: pd.Series) -> Any:
     """A span (in days for dates and durations) in the exact unit of the visit times."""
     return int(round(span * _DAY_NS)) if _is_dated(visits) else span
@@ -467,10 +477,11 @@ def build_cohort(
         last = _scalar(exact[i][-1])
         end = last if ends[i] is None else ends[i]
         if end < last and events[i] is None:  # the end only matters for negatives
-            shown = end / _DAY_NS if _is_dated(table[time_column]) else end
             raise ValueError(
-                f"end_time of patient {_scalar(ids[i])!r} ({shown:g}) is before its last visit "
-                f"({times[-1]:g}); end_time must be the end of follow-up."
+                f"end_time of patient {_scalar(ids[i])!r} ({_time_text(end, table[time_column])}) "
+                f"is before its last visit ({_time_text(last, table[time_column])}); end_time "
+                "must be the end of follow-up: correct it, or give NaN (or no entry) to end at "
+                "the last visit."
             )
         reason, n_kept = _select(exact[i], events[i], end, upper, lower, min_visits, positive_cut)
         has_event = events[i] is not None

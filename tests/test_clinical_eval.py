@@ -331,6 +331,18 @@ def test_paired_intervals_refuse_results_of_different_positive_classes():
         auc_intervals({"a": first, "b": second}, n_bootstraps=10)
 
 
+def test_paired_intervals_refuse_results_not_given_by_model_name():
+    # A list got Python's "list indices must be integers or slices, not PooledCVResult".
+    from sklearn_rnn.clinical import auc_intervals
+
+    result = PooledCVResult(LABELS, SCORES[None], np.array([[0, 1] * 4]), 0.5, 1, 0.0)
+    with pytest.raises(TypeError, match=r"^results must be a mapping from model name to PooledCVResult, "
+                                        r"e.g. \{'LR': result_lr, 'RNN': result_rnn\}; got list\.$"):
+        auc_intervals([result, result], n_bootstraps=10)
+    with pytest.raises(TypeError, match=r"^results\['b'\] is a dict, not a PooledCVResult: pass"):
+        auc_intervals({"a": result, "b": result.summary()}, n_bootstraps=10)
+
+
 def test_study_smoke_run():
     study = PBCStudy.quick(n_repeats=1, n_splits=2, search_grid={"spectral_radius": [1.2]},
                            rnn_params={"hidden_size": 3, "max_iter": 1})

@@ -633,6 +633,8 @@ def auc_intervals(
     ------
     ValueError
         Results on different samples, an unknown reference, or bad settings.
+    TypeError
+        ``results`` not a mapping of names to :class:`PooledCVResult`.
 
     Examples
     --------
@@ -653,6 +655,17 @@ def auc_intervals(
     >>> bool(table.loc["feature 2 only", "diff_high"] < 0)  # clearly worse
     True
     """
+    if not isinstance(results, Mapping):
+        raise TypeError(
+            "results must be a mapping from model name to PooledCVResult, e.g. "
+            f"{{'LR': result_lr, 'RNN': result_rnn}}; got {type(results).__name__}."
+        )
+    for name, result in results.items():
+        if not isinstance(result, PooledCVResult):
+            raise TypeError(
+                f"results[{name!r}] is a {type(result).__name__}, not a PooledCVResult: pass "
+                "what pooled_cross_validate returned for each model, by name."
+            )
     if not results:
         raise ValueError("results is empty: pass at least one PooledCVResult by name.")
     if not (isinstance(n_bootstraps, Integral) and n_bootstraps >= 10):

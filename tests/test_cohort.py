@@ -419,6 +419,23 @@ def test_load_pbc_cohort_takes_the_log_of_features_only_and_of_each_once():
         np.testing.assert_array_equal(logged[:, 2], plain[:, 2])
 
 
+def test_load_pbc_cohort_refuses_none_for_its_names_and_advises_only_what_works():
+    # None gave "'NoneType' object is not iterable"; log_features=["id"] advised adding
+    # "id" to features, which build_cohort refuses next.
+    from sklearn_rnn.clinical import load_pbc_cohort
+
+    for name in ("features", "log_features"):
+        with pytest.raises(TypeError, match=rf"^{name} must be a column name of load_pbcseq\(\) or a "
+                                            rf"sequence of them.*; got None\.$"):
+            load_pbc_cohort(1, 1, 2, **{name: None})
+    for names in (["id"], ["day", "futime"]):
+        with pytest.raises(ValueError, match=r"which are not among features=\['bili'\].*Leave them "
+                                             r"out of log_features\.$"):
+            load_pbc_cohort(1, 1, 2, features=["bili"], log_features=names)
+    with pytest.raises(ValueError, match=r"Leave them out of log_features, or add \['albumin'\] to features\.$"):
+        load_pbc_cohort(1, 1, 2, features=["bili"], log_features=["id", "albumin"])
+
+
 @pytest.mark.parametrize("name", ["event_time", "end_time"])
 @pytest.mark.parametrize("value", [np.inf, -np.inf])
 def test_an_infinite_per_patient_time_is_refused_naming_the_patient(visits, name, value):

@@ -116,16 +116,19 @@ def load_pbc_cohort(
     for name, value in (("upper_span", upper_span), ("lower_span", lower_span)):
         if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) or value < 0:
             raise ValueError(f"{name} must be a finite number >= 0 of years; got {value!r}.")
-    features = [features] if isinstance(features, str) else list(features)
+    features = _column_names(features, "features", "('bili', 'albumin')")
     if log_features is LOG_FEATURES:  # the default: those of the features it names
         log_features = [name for name in LOG_FEATURES if name in features]
-    log_features = [log_features] if isinstance(log_features, str) else list(dict.fromkeys(log_features))
+    log_features = _column_names(log_features, "log_features", "('bili',), () for none")
+    log_features = list(dict.fromkeys(log_features))  # each logged once
     not_features = [name for name in log_features if name not in features]
     if not_features:
+        addable = [name for name in not_features if name not in ("id", "day", "futime", "status")]
         raise ValueError(
             f"log_features names {not_features}, which are not among features={features}: only "
             "features are put on a log scale (the id, day and outcome columns stay as they "
-            "are). Add them to features, or leave them out of log_features."
+            "are). Leave them out of log_features"
+            + (f", or add {addable} to features." if addable else ".")
         )
     outcome = [name for name in ("futime", "status") if name in features]
     if outcome:
@@ -177,6 +180,20 @@ def load_pbc_cohort(
         min_visits=min_visits,
         positive_cut="upper_span",
     )
+
+
+def _column_names(value: Any, name: str, example: str) -> list[Any]:
+    """``value``, one column name or a sequence of them, as a list; refused, naming
+    ``name``, when it is neither (None: Python's bare "not iterable")."""
+    if isinstance(value, str):
+        return [value]
+    try:
+        return list(value)
+    except TypeError as error:
+        raise TypeError(
+            f"{name} must be a column name of load_pbcseq() or a sequence of them, e.g. "
+            f"{example}; got {value!r}."
+        ) from error
 
 
 def _encoded_sex_code(

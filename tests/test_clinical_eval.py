@@ -254,6 +254,19 @@ def test_plots_return_axes():
     plt.close("all")
 
 
+def test_plots_name_the_positive_class_of_the_result():
+    # The axes said "Positive label: 1", the 0/1 coding of y_true, for a result of 'dead'.
+    labels = np.where(LABELS == 1, "dead", "alive")
+    result = pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], labels, n_splits=2,
+                                   random_state=0)
+    roc, curve = result.plot_roc(), result.plot_precision_recall()
+    assert (roc.get_xlabel(), roc.get_ylabel()) == (
+        "False Positive Rate (Positive label: dead)", "True Positive Rate (Positive label: dead)")
+    assert (curve.get_xlabel(), curve.get_ylabel()) == (
+        "Recall (Positive label: dead)", "Precision (Positive label: dead)")
+    plt.close("all")
+
+
 # ------------------------------------------------------------ visit features
 def test_visit_features_by_hand():
     #                time  a     b

@@ -184,6 +184,7 @@ class PooledCVResult:
         display = RocCurveDisplay.from_predictions(
             self.y_true, self.y_score[repeat], ax=ax, name=name, plot_chance_level=True
         )
+        _name_positive_class(display.ax_, self.pos_label, "False Positive Rate", "True Positive Rate")
         fpr = 1 - self.specificity[repeat]
         display.ax_.plot(fpr, self.recall[repeat], "o", color="black",
                          label=f"threshold {self.threshold:g}")
@@ -243,6 +244,7 @@ class PooledCVResult:
         display = PrecisionRecallDisplay.from_predictions(
             self.y_true, self.y_score[repeat], ax=ax, name=name, plot_chance_level=True
         )
+        _name_positive_class(display.ax_, self.pos_label, "Recall", "Precision")
         display.ax_.plot(self.recall[repeat], self.precision[repeat], "o", color="black",
                          label=f"threshold {self.threshold:g}")
         display.ax_.legend(loc="lower left")
@@ -273,6 +275,13 @@ class PooledCVResult:
         self.plot_sensitivity_specificity(axes[1], repeat=repeat)
         self.plot_precision_recall(axes[2], repeat=repeat, name=name)
         return axes
+
+
+def _name_positive_class(ax: Any, pos_label: Any, xlabel: str, ylabel: str) -> None:
+    """Label the axes of a curve drawn from the 0/1 ``y_true`` as scikit-learn does, but
+    with the result's positive class (its "Positive label: 1" named the coding)."""
+    ax.set(xlabel=f"{xlabel} (Positive label: {pos_label})",
+           ylabel=f"{ylabel} (Positive label: {pos_label})")
 
 
 def pooled_cross_validate(

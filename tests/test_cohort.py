@@ -307,6 +307,21 @@ def test_dated_visits_take_dated_event_times_and_refuse_numbers():
         build_cohort(visits, event_time={1: (day0 + pd.Timedelta(days=1000)).tz_localize("UTC")}, **options)
 
 
+def test_dated_visits_with_a_time_zone_take_event_and_end_times_that_hold_no_date():
+    # An empty mapping, or one of NaT alone, was refused as "not the same time zone":
+    # it became time-zone-naive dates, which cannot be subtracted from the visits'.
+    day0 = pd.Timestamp("2020-01-01", tz="UTC")
+    visits = pd.DataFrame({"id": [1, 1, 2, 2], "x": [1.0, 2, 3, 4],
+                           "t": day0 + pd.to_timedelta([0, 400, 100, 500], "D")})
+    options = dict(id_column="id", time_column="t", upper_span=365, lower_span=0, min_visits=1)
+    expected = build_cohort(visits, event_time={1: None}, **options).patients
+    for event_time, end_time in (({}, None), ({1: pd.NaT}, None), ({}, {2: pd.NaT})):
+        cohort = build_cohort(visits, event_time=event_time, end_time=end_time, **options)
+        pd.testing.assert_frame_equal(cohort.patients, expected)
+    with pytest.raises(TypeError, match="with the same time zone"):
+        build_cohort(visits, event_time={1: pd.Timestamp("2021-06-01")}, **options)
+
+
 def _alone_and_together(table: pd.DataFrame, **options) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The decisions on patient 1 built with the whole table, and with its rows alone."""
     options = dict(id_column="id", time_column="t", **options)

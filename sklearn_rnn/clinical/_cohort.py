@@ -179,6 +179,8 @@ def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Se
             f"the time column holds {kind}, so {name} must hold {kind} too: numbers would "
             "be read from another origin than the visits' (days since the earliest visit)."
         )
+    if present.empty:  # no time at all: nothing to convert, nor a time zone to compare
+        return pd.Series(None, index=series.index, dtype=object)
     try:  # on the visits' scale, as _visit_times reads them
         exact = _nanoseconds(convert(series), visits)
     except (TypeError, ValueError) as exc:  # not dates, or time zones on one side only

@@ -32,6 +32,7 @@ import sklearn_rnn
 from sklearn_rnn import RNNClassifier, RNNRegressor, RNNStepClassifier
 from sklearn_rnn._estimators import _SequenceNet
 from sklearn_rnn._persistence import _digest
+from sklearn_rnn.sequences import check_sequences
 
 SMALL = dict(hidden_size=4, max_iter=2, random_state=0)
 
@@ -536,6 +537,29 @@ def test_a_left_padded_array_is_refused():
     padded[3, :2] = 0.0
     padded[3, 2:] = np.nan  # right padding is fine
     quiet_fit(RNNClassifier(**SMALL), padded, np.arange(12) % 2)
+
+
+def test_a_time_major_padded_array_is_named():
+    """pad_sequence's default layout, (T, n, d), read batch first gives one prediction
+    per step: predict warns (and the left-padded error says so) instead of answering
+    with the wrong count in silence."""
+    sequences = [torch.randn(length, 1, generator=torch.Generator().manual_seed(length)) for length in (5, 3, 4, 2)]
+    time_major = torch.nn.utils.rnn.pad_sequence(sequences, padding_value=float("nan"))  # (5, 4, 1)
+    model = quiet_fit(RNNClassifier(**SMALL), ragged(d=1), np.arange(12) % 2)
+    with pytest.warns(UserWarning, match=r"shape \(5, 4, 1\), may be time-major.*X.transpose\(0, 1\)"):
+        model.predict(time_major)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # batch first: nothing to say
+        assert model.predict(time_major.transpose(0, 1)).shape == (4,)
+        # sequences sorted longest first whose all-NaN steps are trailing, or a first
+        # sequence already padded, do not look time-major
+        check_sequences(torch.nn.utils.rnn.pad_sequence(sorted(sequences, key=len, reverse=True),
+                                                        batch_first=True, padding_value=float("nan")))
+        check_sequences(np.array([[[1.0], [2.0], [np.nan]], [[3.0], [np.nan], [4.0]]]))
+    padded = np.random.default_rng(0).normal(size=(3, 6, 2))
+    padded[0, 5:] = np.nan  # the first sequence is shorter: time-major, step 5 "starts" padded
+    with pytest.raises(ValueError, match=r"looks left-padded.*Or X may be time-major.*X.transpose\(1, 0, 2\)"):
+        check_sequences(padded.transpose(1, 0, 2))
 
 
 @pytest.mark.parametrize("cls, y", [(RNNClassifier, np.arange(12) % 2), (RNNRegressor, np.linspace(0, 1, 12))])

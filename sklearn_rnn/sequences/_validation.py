@@ -865,7 +865,7 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
         samples: Sequence[Any] = [row[:, None] for row in table]
     elif layout == "padded":
         padded = _as_float_array(X, where="X")
-        _check_not_left_padded(padded)
+        _check_not_left_padded(padded, X)
         samples = list(padded)
     elif is_panel(X):
         samples = panel_to_sequences(X)  # sktime/aeon: (instance, time) MultiIndex
@@ -882,15 +882,20 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
     return _trim_padding(arrays)
 
 
-def _check_not_left_padded(padded: np.ndarray) -> None:
-    """Refuse all-NaN steps before the first observed step of a padded (n, T, d) array.
+def _check_not_left_padded(padded: np.ndarray, X: Any) -> None:
+    """Refuse all-NaN steps before the first observed step of a padded (n, T, d) array,
+    and warn of one that looks time-major, ``(T, n, d)``.
 
     Padding goes after a sequence's steps; leading all-NaN steps would silently be read
     as missing observations (a left-padded array) and change what the network sees.
+    A time-major array (``pad_sequence``'s default) read batch first gives one
+    "sequence" per step, whose all-NaN steps are the sequences already ended: the
+    sequences that end at a step stay ended at every later one.
     """
     if padded.ndim != 3 or padded.shape[1] < 2 or padded.shape[2] == 0:
         return
     empty_steps = np.isnan(padded).all(axis=2)  # (n, T)
+    time_major = _time_major_hint(empty_steps, X)
     leading = empty_steps[:, 0] & ~empty_steps.all(axis=1)
     if leading.any():
         index = int(np.flatnonzero(leading)[0])
@@ -901,7 +906,35 @@ def _check_not_left_padded(padded: np.ndarray) -> None:
             "sequence (trailing all-NaN steps), so this looks left-padded. Move the padding "
             "to the end, or, if those steps are really missing observations, pass a list "
             "of (T_i, d) arrays, where an all-NaN step is read as missing."
+            + (f" Or X may be time-major: {time_major}" if time_major else "")
         )
+    if time_major:
+        warnings.warn(
+            f"X, a padded array of shape {padded.shape}, may be time-major: {time_major} If "
+            "its all-NaN steps are really missing observations, pass a list of (T_i, d) arrays.",
+            UserWarning, stacklevel=3,
+        )
+
+
+def _time_major_hint(empty_steps: np.ndarray, X: Any) -> str:
+    """Advice to pass ``X`` batch first where its all-NaN steps, ``empty_steps`` of shape
+    ``(n, T)``, follow the pattern of a time-major array of sequences of several lengths:
+    none in the first row, never fewer in a later row (each is the set of sequences that
+    have ended), and an all-NaN step before an observed one (a sequence that ended
+    before a later one) in some row. Empty where they do not."""
+    if empty_steps[0].any() or (empty_steps[:-1] & ~empty_steps[1:]).any():
+        return ""
+    observed_after = np.flip(np.logical_or.accumulate(np.flip(~empty_steps, axis=1), axis=1), axis=1)
+    holes = empty_steps[:, :-1] & observed_after[:, 1:]  # all-NaN steps before an observed one
+    if not holes.any():
+        return ""
+    swap = "X.transpose(0, 1)" if type(X).__module__.split(".")[0] == "torch" else "X.transpose(1, 0, 2)"
+    return (
+        "its all-NaN steps are those of a (T, n, d) array, as "
+        "torch.nn.utils.rnn.pad_sequence gives by default, read batch first (one sequence "
+        f"per step, {empty_steps.shape[0]} here). Pass it batch first, {swap} (or "
+        "pad_sequence(..., batch_first=True))."
+    )
 
 
 def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:

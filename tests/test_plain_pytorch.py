@@ -68,6 +68,35 @@ def test_temporal_gradients_sum_to_the_models_own_gradient(cell, num_layers, bat
     assert tg.counts.tolist() == [1, 2, 2, 3, 3, 3, 4]
 
 
+@pytest.mark.parametrize("cell", CELLS)
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_nan_padding_reaches_no_output_and_no_gradient(cell, batch_first):
+    """Padding filled with NaN (as the estimators' arrays are padded) is read as zeros
+    by both passes, as RecurrentNetwork reads it: fed to the module as it was, it made
+    every weight's gradient and every temporal gradient NaN."""
+    torch.manual_seed(0)
+    net = RecurrentAdapter(make_rnn(cell, 2, batch_first), nn.Linear(5, 2))
+    x, lengths = ragged_batch(batch_first)
+    time = 1 if batch_first else 0
+    valid = (torch.arange(x.shape[time])[:, None] < lengths).T  # (B, T)
+    valid = valid if batch_first else valid.T
+    zero, nan = x.masked_fill(~valid[..., None], 0.0), x.masked_fill(~valid[..., None], float("nan"))
+    y = torch.randn(4, 2)
+    results = []
+    for padded in (zero, nan):
+        fused = autograd_gradient(net, (net(padded, lengths) - y).square().mean())
+        states = net.forward_states(padded, lengths)
+        tg = temporal_gradients(net, states, (states.outputs - y).square().mean(), lengths, accumulate_grad=False)
+        every = net.forward_states(padded, lengths, every_step=True).outputs
+        results.append((fused, tg, every, net(padded, lengths, every_step=True)))
+    (fused, tg, every, every_fused), (nan_fused, nan_tg, nan_every, nan_every_fused) = results
+    assert all(torch.equal(fused[key], nan_fused[key]) for key in fused)
+    assert all(torch.equal(a, b) for a, b in zip(tg.gradient, nan_tg.gradient))
+    assert torch.equal(tg.norms(), nan_tg.norms()) and bool(torch.isfinite(nan_tg.norms()).all())
+    assert torch.equal(every, nan_every) and torch.equal(every_fused, nan_every_fused)
+    assert_matches_autograd(nan_tg, nan_fused)
+
+
 @pytest.mark.parametrize("cell", ["tanh", "gru", "lstm"])
 def test_every_step_readout_and_modules_without_bias(cell):
     torch.manual_seed(1)

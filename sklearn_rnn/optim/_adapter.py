@@ -25,6 +25,7 @@ from torch.nn import functional as F
 
 from ..nn._network import NetworkStates, check_lengths, check_tensor
 from ..nn.cells import Cell, LayerStates, cell_of_module, stepwise_recurrence
+from ..nn.cells._base import _zero_padding
 
 __all__ = ["RecurrentAdapter"]
 
@@ -48,7 +49,10 @@ class RecurrentAdapter(nn.Module):
       prediction and evaluation.
 
     Sequences are right-padded: sequence ``b`` holds its ``lengths[b]`` valid steps
-    first, and padded steps never reach its readout. The initial state is zero.
+    first, and padded steps never reach its readout. Both passes read the padded steps
+    as zeros, as :class:`~sklearn_rnn.nn.RecurrentNetwork` does: padding filled with
+    NaN reaches no output and no gradient (fed to the module as it is, it would make
+    every weight's gradient NaN). The initial state is zero.
 
     Parameters
     ----------
@@ -171,8 +175,7 @@ class RecurrentAdapter(nn.Module):
             ``outputs`` is ``(batch, output_size)``, or per step in the layout of ``x``;
             the states (``hidden``, ``layers``, ``readout_inputs``) are batch-first.
         """
-        z = self._inputs(x)  # (B, T, n)
-        lengths = check_lengths(lengths, z.shape[0], z.shape[1])  # (B,)
+        z, lengths = self._inputs(x, lengths)  # (B, T, n), (B,)
         layers: list[LayerStates] = []
         for k, parameters in enumerate(self.layer_parameters()):
             # The wrapped module's mode, as its own forward reads it (model.eval() on a
@@ -212,16 +215,16 @@ class RecurrentAdapter(nn.Module):
         torch.Tensor
             ``(batch, output_size)``, or per step in the layout of ``x``.
         """
-        z = self._inputs(x)  # (B, T, n)
-        lengths = check_lengths(lengths, z.shape[0], z.shape[1])  # (B,)
-        output = self.rnn(x)[0]  # the layout of x
+        z, lengths = self._inputs(x, lengths)  # (B, T, n), (B,)
+        output = self.rnn(z if self.rnn.batch_first else z.transpose(0, 1))[0]  # the layout of x
         if every_step:
             return self.readout(output)
         return self.readout(_last(self._batch_major(output), lengths))  # (B, k)
 
-    def _inputs(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` batch-major, after checking that it is a padded batch of the module's
-        ``input_size`` features (the step-by-step path multiplied any width it got)."""
+    def _inputs(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x`` batch-major with its padded steps zeroed, and ``lengths``, after checking
+        that ``x`` is a padded batch of the module's ``input_size`` features (the
+        step-by-step path multiplied any width it got) and ``lengths`` its lengths."""
         check_tensor(x, batch_first=self.rnn.batch_first)
         z = self._batch_major(x)  # (B, T, n)
         if z.shape[-1] != self.rnn.input_size:
@@ -230,7 +233,8 @@ class RecurrentAdapter(nn.Module):
                 f"x has shape {tuple(x.shape)}: expected {layout.format(self.rnn.input_size)}, "
                 f"right-padded sequences of the rnn's input_size={self.rnn.input_size} features."
             )
-        return z
+        lengths = check_lengths(lengths, z.shape[0], z.shape[1])  # (B,)
+        return _zero_padding(z, lengths), lengths
 
     def _batch_major(self, tensor: torch.Tensor) -> torch.Tensor:
         if tensor.ndim != 3:

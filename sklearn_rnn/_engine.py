@@ -525,8 +525,8 @@ class EpochMeanScoring(PassthroughScoring):
     >>> from skorch.history import History
     >>> from sklearn_rnn._engine import EpochMeanScoring
     >>> history = History([{"batches": [{"train_loss": 0.3, "train_batch_size": 7}]}])
-    >>> EpochMeanScoring("train_loss", on_train=True).get_avg_score(history)
-    np.float64(0.3)
+    >>> float(EpochMeanScoring("train_loss", on_train=True).get_avg_score(history))
+    0.3
     """
 
     def get_avg_score(self, history: History) -> Any:

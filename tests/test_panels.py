@@ -490,6 +490,20 @@ def test_a_column_of_sequences_round_trips_through_parquet(tmp_path, dtype_backe
         assert model().fit(given, y).n_features_in_ == 3
 
 
+@pytest.mark.parametrize("dtype_backend", [None, "pyarrow"])
+def test_a_column_of_univariate_series_read_back_by_read_parquet_is_refused_with_the_reshape(
+        tmp_path, dtype_backend):
+    # A column of 1-D lists read back with dtype_backend='pyarrow', as a Series, was
+    # refused as "one-dimensional (Series of 2 values)" with advice for one sequence.
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "series.parquet"
+    pd.DataFrame({"seq": [[1.0, 2.0, 3.0], [4.0, 5.0]]}).to_parquet(path)
+    frame = pd.read_parquet(path, **({"dtype_backend": dtype_backend} if dtype_backend else {}))
+    for given, cells in ((frame, r"X\.iloc\[:, 0\]"), (frame["seq"], "X")):
+        with pytest.raises(TypeError, match=rf"X is a column of 1D arrays .*for x in {cells}\]"):
+            check_sequences(given)
+
+
 def test_per_step_targets_of_another_instance_are_refused():
     # groupby(level=0) sorts the instances (a, b, c) while the panel keeps them as they
     # come (c, a, b): a's targets trained against c's steps without a word.

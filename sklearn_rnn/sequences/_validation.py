@@ -156,7 +156,7 @@ def check_numeric_table(X: Any) -> None:
     """
     if type(X).__module__.startswith("scipy.sparse"):
         return  # scikit-learn's validation explains that dense data is needed
-    if getattr(X, "ndim", None) == 1 and getattr(X, "dtype", None) != object:
+    if getattr(X, "ndim", None) == 1 and not _holds_objects(getattr(X, "dtype", object)):
         raise ValueError(_dimension_message(1, X))
     dtypes = getattr(X, "dtypes", None)  # a DataFrame: check column types, not values
     check_not_long_table(X)  # visits of repeated ids are no table of sequences

@@ -48,6 +48,7 @@ from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature
 from .sequences._panel import check_step_targets_follow_steps, check_targets_follow_instances, long_table_hint
 from .sequences._validation import (
     _refuse_dates,
+    batch_first_swap,
     check_holdout,
     dates_dtype,
     fitted_step_names,
@@ -1603,11 +1604,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
             library = type(X).__module__.split(".")[0]
             shape = tuple(np.shape(X)) if library in ("numpy", "torch") else ()
-            swap = "X.transpose(0, 1)" if library == "torch" else "X.transpose(1, 0, 2)"
             time_major = (
                 f" X has shape {shape}, whose second axis has one entry per target: if it is "
                 "time-major (T, n, d), as torch.nn.utils.rnn.pad_sequence gives by default, pass "
-                f"it batch first, {swap} (or pad_sequence(..., batch_first=True))."
+                f"it batch first, {batch_first_swap(X)} (or pad_sequence(..., batch_first=True))."
                 if len(shape) == 3 and shape[1] == n_targets else ""
             )
             raise ValueError(

@@ -928,13 +928,18 @@ def _time_major_hint(empty_steps: np.ndarray, X: Any) -> str:
     holes = empty_steps[:, :-1] & observed_after[:, 1:]  # all-NaN steps before an observed one
     if not holes.any():
         return ""
-    swap = "X.transpose(0, 1)" if type(X).__module__.split(".")[0] == "torch" else "X.transpose(1, 0, 2)"
     return (
         "its all-NaN steps are those of a (T, n, d) array, as "
         "torch.nn.utils.rnn.pad_sequence gives by default, read batch first (one sequence "
-        f"per step, {empty_steps.shape[0]} here). Pass it batch first, {swap} (or "
-        "pad_sequence(..., batch_first=True))."
+        f"per step, {empty_steps.shape[0]} here). Pass it batch first, {batch_first_swap(X)} "
+        "(or pad_sequence(..., batch_first=True))."
     )
+
+
+def batch_first_swap(X: Any) -> str:
+    """The expression that makes ``X``, a time-major ``(T, n, d)`` tensor or array, batch
+    first, for messages: ``X.transpose(0, 1)`` for torch, ``X.transpose(1, 0, 2)`` else."""
+    return "X.transpose(0, 1)" if type(X).__module__.split(".")[0] == "torch" else "X.transpose(1, 0, 2)"
 
 
 def _trim_padding(arrays: list[np.ndarray]) -> list[np.ndarray]:

@@ -13,6 +13,7 @@ from sklearn_rnn.sequences import (
     FlatSequences,
     InputEncoder,
     SequenceDataset,
+    balanced_batches,
     bucket_batches,
     check_sequences,
     input_layout,
@@ -590,3 +591,53 @@ def test_the_scaler_transforms_a_torch_nested_tensor_as_the_list_it_holds(layout
         warnings.simplefilter("ignore")
         pipeline = make_pipeline(SequenceStandardScaler(), RNNRegressor(**params)).fit(nested, y)
         np.testing.assert_allclose(pipeline.predict(nested), make_pipeline(SequenceStandardScaler(), RNNRegressor(**params)).fit(X, y).predict(X))
+
+
+@pytest.mark.parametrize("call", [
+    lambda size: bucket_batches(np.array([3, 1, 2]), size),
+    lambda size: bucket_batches(np.array([3, 1, 2]), size, shuffle=True, rng=np.random.default_rng(0)),
+    lambda size: balanced_batches(np.array([3, 1, 2]), np.array([0, 1, 0]), size, rng=np.random.default_rng(0)),
+    lambda size: BucketBatchLoader(SequenceDataset(FlatSequences.from_arrays([np.ones((2, 1))])), size),
+])
+@pytest.mark.parametrize("size", [0, -1, 2.5, True])
+def test_batch_sizes_that_are_not_positive_ints_are_refused_by_name(call, size):
+    # 0 failed inside range() or with a ZeroDivisionError, -1 gave no batches at all
+    # (every sequence silently dropped), 2.5 a TypeError about floats.
+    with pytest.raises(ValueError, match=rf"batch_size must be an int of at least 1 .*got {size!r} of type"):
+        call(size)
+
+
+def test_bounded_batches_refuse_a_padding_bound_below_one():
+    with pytest.raises(ValueError, match="max_padding must be a number of at least 1.*got 0"):
+        bucket_batches(np.array([3, 1]), 2, max_padding=0)
+    assert len(bucket_batches(np.array([3, 1]), 2, max_padding=1)) == 2  # 1: no padding at all
+
+
+@pytest.mark.parametrize("tool", [
+    lambda arrays: FlatSequences.from_arrays(arrays),
+    lambda arrays: InputEncoder.fit(arrays),
+    lambda arrays: InputEncoder.nearly_flat_channels(arrays),
+    lambda arrays: InputEncoder.fit([np.ones((2, 2))]).encode(arrays),
+    lambda arrays: InputEncoder.fit([np.ones((2, 2))]).encode_arrays(arrays),
+])
+@pytest.mark.parametrize(("arrays", "message"), [
+    ([], "needs at least one sequence; got none"),
+    ([np.ones(3)], r"expects a list of \(n_steps, n_features\) arrays; sequence 0 has shape \(3,\).*np.reshape"),
+    ([np.ones((2, 2)), np.ones((3, 2, 1))], r"sequence 1 has shape \(3, 2, 1\)"),
+    ([np.ones((2, 2)), np.ones((0, 2))], r"at least one step; sequence 1 has none"),
+    ([np.ones((2, 2)), np.ones((1, 3))], "sequence 1 has 3 features per step"),
+])
+def test_the_low_level_sequence_tools_refuse_what_is_not_a_list_of_step_arrays(tool, arrays, message):
+    # Before: IndexError, numpy's concatenation message, or (an empty sequence) a
+    # batch whose last step is read at index -1.
+    with pytest.raises(ValueError, match=message):
+        tool(arrays)
+
+
+def test_an_encoder_refuses_sequences_of_another_width_than_it_was_fitted_on():
+    encoder = InputEncoder.fit([np.ones((3, 2)), np.zeros((2, 2))])
+    assert encoder.encode_arrays([np.ones((1, 2))])[0].shape == (1, 2)
+    for encode in (encoder.encode, encoder.encode_arrays):
+        # Before: three columns passed as values of a two-feature encoding.
+        with pytest.raises(ValueError, match="sequence 0 has 3 features per step, but the encoder was fitted on 2"):
+            encode([np.ones((3, 3))])

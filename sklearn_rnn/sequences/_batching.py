@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from numbers import Integral, Real
+from typing import Any
+
 import numpy as np
 import torch
+
+from ._validation import check_step_arrays
 
 __all__ = [
     "FlatSequences",
@@ -18,6 +23,18 @@ __all__ = [
 #: Batches per sorting pool when shuffling: enough to find similar lengths, few
 #: enough that batches still mix samples from across the data set.
 POOL_BATCHES = 50
+
+
+def _check_count(value: Any, name: str, meaning: str, *, minimum: int = 1) -> None:
+    """Refuse ``value`` of the parameter ``name`` (``meaning``: what it counts) unless it
+    is an int, not a bool, of at least ``minimum``: a batch size of 0 would fail deep
+    inside, a negative one would silently give no batches."""
+    if isinstance(value, Integral) and not isinstance(value, (bool, np.bool_)) and value >= minimum:
+        return
+    raise ValueError(
+        f"{name} must be an int of at least {minimum} ({meaning}); got {value!r} of type "
+        f"{type(value).__name__}. Pass a whole number of {meaning}, such as {name}={max(minimum, 1) * 8}."
+    )
 
 
 class FlatSequences:
@@ -75,7 +92,8 @@ class FlatSequences:
         Parameters
         ----------
         arrays : list of ndarray of shape (T_i, d)
-            The sequences; they must hold no NaN (encode missing values first).
+            The sequences, each at least one step long; they must hold no NaN (encode
+            missing values first).
         dtype : torch.dtype, default=torch.float32
             Storage type.
         device : torch.device or str, default='cpu'
@@ -85,6 +103,7 @@ class FlatSequences:
         -------
         FlatSequences
         """
+        check_step_arrays(arrays, where="FlatSequences.from_arrays")
         values = torch.as_tensor(np.concatenate(arrays, axis=0), dtype=dtype, device=device)
         lengths = torch.as_tensor([len(array) for array in arrays], device=device)
         return cls(values, lengths)
@@ -266,7 +285,7 @@ def bucket_batches(
     pool_batches : int, default=50
         Batches per sorting pool when shuffling.
     max_padding : float, optional
-        Without shuffling: also end a batch before a sequence that would make the
+        At least 1. Without shuffling: also end a batch before a sequence that would make the
         batch's padded steps (its size times its longest length) exceed ``max_padding``
         times its valid steps, so that one sequence far longer than the others is not
         padded into a whole batch of short ones (prediction uses 2; its outputs do not
@@ -288,6 +307,13 @@ def bucket_batches(
     >>> bucket_batches(np.array([3, 1000, 4, 2]), 4, max_padding=2)
     [array([3, 0, 2]), array([1])]
     """
+    _check_count(batch_size, "batch_size", "sequences per batch")
+    if max_padding is not None and not (isinstance(max_padding, Real) and max_padding >= 1):
+        raise ValueError(
+            f"max_padding must be a number of at least 1 (padded steps per valid step of a "
+            f"batch) or None; got {max_padding!r}. Pass 2 to bound each batch's padding to "
+            "its valid steps, or None for no bound."
+        )
     lengths = np.asarray(lengths)
     if not shuffle:
         order = np.argsort(lengths, kind="stable")
@@ -296,6 +322,7 @@ def bucket_batches(
         return _bounded(order, lengths[order], batch_size, max_padding)
     if rng is None:
         raise ValueError("bucket_batches(shuffle=True) needs a numpy Generator as rng.")
+    _check_count(pool_batches, "pool_batches", "batches per sorting pool")
     permutation = rng.permutation(len(lengths))
     pool = batch_size * pool_batches
     batches = []
@@ -370,6 +397,10 @@ def balanced_batches(
     >>> len(batches), [np.bincount(labels[batch]).tolist() for batch in batches]
     (2, [[2, 2], [2, 2]])
     """
+    _check_count(batch_size, "batch_size", "sequences per batch")
+    _check_count(pool_batches, "pool_batches", "batches per sorting pool")
+    if n_batches is not None:
+        _check_count(n_batches, "n_batches", "batches to draw", minimum=0)
     lengths, labels = np.asarray(lengths), np.asarray(labels)
     classes = np.unique(labels)
     members = [np.flatnonzero(labels == label) for label in classes]
@@ -426,6 +457,7 @@ class BucketBatchLoader:
         random_state: np.random.Generator | None = None,
         balanced: bool = False,
     ) -> None:
+        _check_count(batch_size, "batch_size", "sequences per batch")
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle

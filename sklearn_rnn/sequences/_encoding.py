@@ -12,7 +12,7 @@ import torch
 from sklearn.utils._param_validation import Interval
 
 from ._batching import FlatSequences
-from ._validation import joined_steps, number_text
+from ._validation import check_step_arrays, joined_steps, number_text
 
 __all__ = ["InputEncoder", "check_times"]
 
@@ -171,6 +171,7 @@ class InputEncoder:
             a sequence (the message names the sequence and step), or a ``scaled``
             channel out of range.
         """
+        check_step_arrays(sequences, where="InputEncoder.fit")
         n_features = sequences[0].shape[1]
         time_feature = _resolve_time_feature(time_feature, n_features)
         time_scale = 1.0
@@ -246,6 +247,7 @@ class InputEncoder:
         >>> InputEncoder.nearly_flat_channels(X)
         (0,)
         """
+        check_step_arrays(sequences, where="InputEncoder.nearly_flat_channels")
         time_feature = _resolve_time_feature(time_feature, sequences[0].shape[1])
         steps = _values(np.concatenate(sequences, axis=0), time_feature)
         lengths = np.array([len(sequence) for sequence in sequences])
@@ -291,8 +293,8 @@ class InputEncoder:
         -------
         list of ndarray of shape (T_i, n_inputs)
         """
-        lengths = np.array([len(sequence) for sequence in sequences])
-        steps = self._encode_steps(sequences, np.concatenate(sequences, axis=0), lengths)
+        raw, lengths, _ = self._joined(sequences, "InputEncoder.encode_arrays")
+        steps = self._encode_steps(sequences, raw, lengths)
         return np.split(steps, np.cumsum(lengths)[:-1])
 
     def encode(
@@ -319,12 +321,25 @@ class InputEncoder:
         -------
         FlatSequences
         """
-        raw, lengths, shared = joined_steps(sequences)  # checked sequences: not joined again
+        raw, lengths, shared = self._joined(sequences, "InputEncoder.encode")
         steps = self._encode_steps(sequences, raw, lengths, warn_missing=warn_missing)
         values = torch.as_tensor(steps, dtype=dtype, device=device)
         if shared and steps is raw and values.device.type == "cpu" and values.dtype == torch.float64:
             values = values.clone()  # not the sequences' own memory
         return FlatSequences(values, torch.as_tensor(lengths, device=device))
+
+    def _joined(self, sequences: list[np.ndarray], where: str) -> tuple[np.ndarray, np.ndarray, bool]:
+        """:func:`joined_steps` of ``sequences`` (checked sequences are not joined again),
+        refused unless they are a list of ``(T_i, n_features)`` arrays of at least one
+        step: checked on the joined steps, each sequence only when that fails."""
+        try:
+            raw, lengths, shared = joined_steps(sequences)
+        except (ValueError, IndexError, TypeError):
+            check_step_arrays(sequences, where=where, n_features=self.n_features)
+            raise
+        if raw.ndim != 2 or raw.shape[1] != self.n_features or not len(lengths) or lengths.min() < 1:
+            check_step_arrays(sequences, where=where, n_features=self.n_features)
+        return raw, lengths, shared
 
     def warn_of_missing(self, sequences: list[np.ndarray]) -> None:
         """Warn, once for all ``sequences``, that they hold missing values which the

@@ -1369,6 +1369,65 @@ def _check_feature_counts(sequences: list[np.ndarray]) -> None:
             )
 
 
+def check_step_arrays(arrays: Any, *, where: str, n_features: int | None = None) -> None:
+    """Refuse anything but what the low-level sequence tools read: a non-empty list of
+    ``(T_i, d)`` arrays of one width ``d`` (``n_features`` when given), each at least one
+    step long, as :func:`check_sequences` returns them.
+
+    Parameters
+    ----------
+    arrays : list of ndarray of shape (T_i, d)
+    where : str
+        The tool being called, as the message names it (``"InputEncoder.fit"``).
+    n_features : int, optional
+        The width the arrays must have (what an encoder was fitted on).
+
+    Raises
+    ------
+    ValueError
+        Saying what was expected, what came and how to fix it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._validation import check_step_arrays
+    >>> check_step_arrays([np.ones((3, 2)), np.ones((1, 2))], where="FlatSequences.from_arrays")
+    >>> check_step_arrays([np.ones(3)], where="FlatSequences.from_arrays")
+    Traceback (most recent call last):
+    ...
+    ValueError: FlatSequences.from_arrays expects a list of (n_steps, n_features) arrays; sequence 0 has shape (3,)...
+    """
+    fix = "Pass the sequences as check_sequences(X) returns them."
+    if isinstance(arrays, np.ndarray) and arrays.dtype != object:
+        raise ValueError(
+            f"{where} expects a list of (n_steps, n_features) arrays, one per sequence; got one "
+            f"array of shape {arrays.shape}. {fix}"
+        )
+    if not len(arrays):
+        raise ValueError(f"{where} needs at least one sequence; got none. {fix}")
+    for index, array in enumerate(arrays):
+        shape = np.shape(array)
+        if len(shape) != 2:
+            raise ValueError(
+                f"{where} expects a list of (n_steps, n_features) arrays; sequence {index} has "
+                f"shape {shape}. {fix} A univariate series is one column: np.reshape(x, (-1, 1))."
+            )
+        if shape[0] == 0:
+            raise ValueError(
+                f"{where} expects sequences of at least one step; sequence {index} has none "
+                f"(shape {shape}). Drop empty sequences first."
+            )
+    widths = [np.shape(array)[1] for array in arrays]
+    expected = widths[0] if n_features is None else n_features
+    for index, width in enumerate(widths):
+        if width != expected:
+            reference = "sequence 0 has" if n_features is None else "the encoder was fitted on"
+            raise ValueError(
+                f"{where}: sequence {index} has {width} features per step, but {reference} "
+                f"{expected}; every sequence must have {expected}. {fix}"
+            )
+
+
 def _dimension_message(ndim: int, X: Any) -> str:
     index = getattr(X, "index", None)
     if ndim == 1 and getattr(index, "nlevels", 1) == 2 and hasattr(X, "to_frame"):

@@ -641,3 +641,32 @@ def test_an_encoder_refuses_sequences_of_another_width_than_it_was_fitted_on():
         # Before: three columns passed as values of a two-feature encoding.
         with pytest.raises(ValueError, match="sequence 0 has 3 features per step, but the encoder was fitted on 2"):
             encode([np.ones((3, 3))])
+
+
+@pytest.mark.parametrize(("values", "lengths", "message"), [
+    (torch.ones(5), torch.tensor([5]), r"values must be a \(total_steps, n_features\) tensor.*got \(5,\)"),
+    (torch.ones(5, 1), torch.tensor([3, 1, 2]), "sum to at most the 5 rows of values; got lengths from 1 to 3 summing to 6"),
+    (torch.ones(5, 1), torch.tensor([3, 0, 2]), "at least 1 each.*from 0 to 3"),
+    (torch.ones(5, 1), torch.tensor([2.5, 2.5]), "lengths must be a 1-D tensor of integers.*torch.float32"),
+    (torch.ones(5, 1), [3, 2], "lengths must be a 1-D tensor of integers.*got list"),
+])
+def test_flat_sequences_refuse_lengths_their_values_cannot_hold(values, lengths, message):
+    # Before: an IndexError at the first batch (lengths past the rows), an empty step
+    # axis (a length of 0), or float lengths silently truncated.
+    with pytest.raises(ValueError, match=message):
+        FlatSequences(values, lengths)
+    assert FlatSequences(torch.ones(5, 1), torch.tensor([3, 1])).common_length is None  # spare rows stay allowed
+
+
+def test_a_dataset_refuses_targets_and_weights_of_another_count_than_its_sequences():
+    flat = FlatSequences.from_arrays([np.ones((n, 1)) for n in (3, 1, 2)])
+    # Before: an IndexError at the batch that reached the missing rows.
+    with pytest.raises(ValueError, match="y must hold one target .* per sequence, 3 for these 3 sequences; got 2"):
+        SequenceDataset(flat, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="sample_weight must hold one weight per sequence, 3 .*; got 2"):
+        SequenceDataset(flat, torch.tensor([0, 1, 1]), torch.ones(2))
+    with pytest.raises(ValueError, match=r"sample_weight must be a tensor of shape \(3,\)"):
+        SequenceDataset(flat, torch.tensor([0, 1, 1]), torch.ones(3, 1))
+    # Before: numpy targets indexed with a tensor, a scalar for a one-sequence batch.
+    with pytest.raises(ValueError, match=r"y must be a torch.Tensor .*got ndarray. Pass torch.as_tensor\(y\)"):
+        SequenceDataset(flat, np.array([0, 1, 1]))

@@ -65,6 +65,7 @@ class FlatSequences:
     """
 
     def __init__(self, values: torch.Tensor, lengths: torch.Tensor) -> None:
+        _check_flat(values, lengths)
         self.values = values
         self.lengths = lengths.to(device=values.device, dtype=torch.long)
         self._starts: torch.Tensor | None = None
@@ -202,10 +203,20 @@ class SequenceDataset(torch.utils.data.Dataset):
         y: torch.Tensor | FlatSequences | None = None,
         sample_weight: torch.Tensor | None = None,
     ) -> None:
+        n = len(sequences)
+        if y is not None:
+            _check_rows(y, n, "y", "one target (or one row of targets) per sequence")
+        if sample_weight is None:
+            sample_weight = torch.ones(n, device=sequences.values.device)
+        else:
+            _check_rows(sample_weight, n, "sample_weight", "one weight per sequence")
+            if sample_weight.ndim != 1:
+                raise ValueError(
+                    f"sample_weight must be a tensor of shape ({n},), one weight per sequence; "
+                    f"got shape {tuple(sample_weight.shape)}."
+                )
         self.sequences = sequences
         self.y = y
-        if sample_weight is None:
-            sample_weight = torch.ones(len(sequences), device=sequences.values.device)
         self.sample_weight = sample_weight
 
     def __len__(self) -> int:
@@ -253,6 +264,45 @@ class SequenceDataset(torch.utils.data.Dataset):
         else:
             y = None if self.y is None else self.y[index.to(self.y.device)]
         return inputs, y
+
+
+def _check_flat(values: Any, lengths: Any) -> None:
+    """Refuse what :class:`FlatSequences` cannot index: anything but a 2-D ``values``
+    tensor and a 1-D tensor of integer ``lengths``, each at least 1, summing to at most
+    its rows."""
+    if not isinstance(values, torch.Tensor) or values.ndim != 2:
+        shape = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
+        raise ValueError(
+            f"values must be a (total_steps, n_features) tensor, every sequence's steps one "
+            f"after another; got {shape}. Build from a list of arrays with "
+            "FlatSequences.from_arrays."
+        )
+    if (not isinstance(lengths, torch.Tensor) or lengths.ndim != 1 or lengths.is_floating_point()
+            or lengths.is_complex() or lengths.dtype == torch.bool):
+        kind = (f"shape {tuple(lengths.shape)} and dtype {lengths.dtype}" if isinstance(lengths, torch.Tensor)
+                else type(lengths).__name__)
+        raise ValueError(
+            f"lengths must be a 1-D tensor of integers, each sequence's steps; got {kind}. "
+            "Pass torch.as_tensor(lengths, dtype=torch.long)."
+        )
+    if len(lengths) and (int(lengths.min()) < 1 or int(lengths.sum()) > values.shape[0]):
+        raise ValueError(
+            f"lengths must be at least 1 each and sum to at most the {values.shape[0]} rows of "
+            f"values; got lengths from {int(lengths.min())} to {int(lengths.max())} summing to "
+            f"{int(lengths.sum())}. Drop empty sequences, and give each sequence's steps as "
+            "rows of values."
+        )
+
+
+def _check_rows(values: Any, n: int, name: str, expected: str) -> None:
+    """Refuse ``values`` unless it is a tensor (or :class:`FlatSequences`) of ``n`` rows."""
+    if not isinstance(values, (torch.Tensor, FlatSequences)):
+        raise ValueError(
+            f"{name} must be a torch.Tensor ({expected}); got {type(values).__name__}. "
+            f"Pass torch.as_tensor({name})."
+        )
+    if len(values) != n:
+        raise ValueError(f"{name} must hold {expected}, {n} for these {n} sequences; got {len(values)}.")
 
 
 def bucket_batches(

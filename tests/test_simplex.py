@@ -613,3 +613,21 @@ def test_the_cpu_draws_of_the_weights_ignore_the_default_device():
         results.append([p.detach().clone() for p in net.parameters()])
     for got, expected in zip(results[1], results[0]):
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("steps", [0, -2, 2.5, True])
+def test_convex_weights_refuse_a_count_that_is_not_a_positive_int(steps):
+    # 2.5 reached torch.rand, whose TypeError listed its signatures.
+    with pytest.raises(ValueError, match=rf"steps must be an int of at least 1.*got {steps!r} of type"):
+        convex_weights(steps, generator=torch.Generator().manual_seed(0))
+
+
+def test_simplex_direction_refuses_a_gradient_that_is_not_the_temporal_gradients_blocks():
+    temporal = [torch.randn(4, 3, 2), torch.randn(4, 3)]
+    generator = torch.Generator().manual_seed(0)
+    summed = simplex_direction(temporal, [block.sum(0) for block in temporal], generator=generator)
+    assert [tuple(block.shape) for block in summed.direction] == [(3, 2), (3,)]
+    for gradient, got in [([torch.randn(3)], r"\[\(3,\)\]"), ([torch.randn(3, 2), torch.randn(4)], r"\[\(3, 2\), \(4,\)\]")]:
+        # Before: torch's size-mismatch RuntimeError from inside the rule.
+        with pytest.raises(ValueError, match=rf"expected shapes \[\(3, 2\), \(3,\)\]; got {got}"):
+            simplex_direction(temporal, gradient, generator=generator)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any, Literal, NamedTuple
 
 import torch
@@ -239,8 +239,11 @@ def convex_weights(
             f"weights must be one of {list(WEIGHT_RULES)}; got {rule!r}. 'exp' is the rule "
             "of the thesis' original code."
         )
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1; got {steps}.")
+    if isinstance(steps, bool) or not isinstance(steps, Integral) or steps < 1:
+        raise ValueError(
+            f"steps must be an int of at least 1, the number of weights (one per step); got "
+            f"{steps!r} of type {type(steps).__name__}."
+        )
     if rule == "dirichlet":
         # A flat Dirichlet is a vector of i.i.d. Exp(1) draws normalized to sum one.
         draw = torch.empty(steps, dtype=torch.float64, device="cpu").exponential_(generator=generator)  # (T,)
@@ -595,6 +598,8 @@ def simplex_direction(
     _check_steps(temporal)
     if gradient is None:
         gradient = tuple(block.sum(0) for block in temporal)
+    else:
+        _check_gradient_blocks(gradient, temporal)
     return _simplex_rule(
         gradient,
         temporal[0].shape[0],
@@ -906,6 +911,20 @@ def _working_dtype(dtype: torch.dtype) -> torch.dtype:
     norm is below about 1.5e-5 overflows; float32 and float64 are kept as they are.
     """
     return torch.promote_types(dtype, torch.float32)
+
+
+def _check_gradient_blocks(gradient: Sequence[torch.Tensor], temporal: Sequence[torch.Tensor]) -> None:
+    """Refuse a full gradient whose blocks are not those of ``temporal`` without the
+    step axis, one per block in the same order."""
+    shapes = [tuple(block.shape) for block in gradient]
+    expected = [tuple(block.shape[1:]) for block in temporal]
+    if shapes != expected:
+        raise ValueError(
+            f"gradient must hold one block per temporal-gradient block, shaped as it is "
+            f"without its steps axis: expected shapes {expected}; got {shapes}. Pass the "
+            "gradients of the same parameters in the same order, or gradient=None for the "
+            "sum over steps."
+        )
 
 
 def _check_steps(temporal: Sequence[torch.Tensor]) -> None:

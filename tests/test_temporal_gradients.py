@@ -582,3 +582,33 @@ def test_an_empty_batch_has_zero_norms_and_a_simplex_step_that_moves_nothing(cel
     assert optimizer.last_step["gradient_norm"] == 0.0
     for p, old in zip(net.parameters(), before):
         torch.testing.assert_close(p.detach(), old, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("adapter", [False, True])
+def test_states_of_another_network_are_refused_not_credited_to_this_one(adapter):
+    import copy
+
+    from sklearn_rnn.optim import RecurrentAdapter
+
+    torch.manual_seed(0)
+    if adapter:
+        net = RecurrentAdapter(torch.nn.GRU(2, 4, batch_first=True), torch.nn.Linear(4, 1))
+    else:
+        net = RecurrentNetwork(2, 4, 1, generator=torch.Generator().manual_seed(0))
+    copied = copy.deepcopy(net)  # e.g. a copy kept as the best model so far
+    x, lengths, y = torch.randn(3, 5, 2), torch.tensor([5, 3, 1]), torch.randn(3, 1)
+    states = net.forward_states(x, lengths)
+    loss = F.mse_loss(states.outputs, y)
+    # Before: the copy's parameters were given these gradients, and an optimizer over
+    # them stepped the copy with another network's gradients.
+    with pytest.raises(ValueError, match="states must come from network.forward_states of the network given"):
+        temporal_gradients(copied, states, loss, lengths)
+    states = net.forward_states(x, lengths)  # the refused call freed the graph
+    loss = F.mse_loss(states.outputs, y)
+    got = temporal_gradients(net, states, loss, lengths, accumulate_grad=False)
+    expected = torch.autograd.grad(F.mse_loss(net.forward_states(x, lengths).outputs, y), got.parameters)
+    for g, e in zip(got.gradient, expected):
+        torch.testing.assert_close(g, e)
+    net.readout.weight.requires_grad_(False)  # a frozen readout: nothing to check through it
+    states = net.forward_states(x, lengths)
+    assert temporal_gradients(net, states, F.mse_loss(states.outputs, y), lengths).steps == 5

@@ -422,7 +422,9 @@ def temporal_gradients(
     network : RecurrentNetwork or RecurrentAdapter
         The network that produced ``states``: the package's network, or a PyTorch
         :class:`torch.nn.RNN`, :class:`torch.nn.GRU` or :class:`torch.nn.LSTM` and its
-        readout wrapped in a :class:`RecurrentAdapter`.
+        readout wrapped in a :class:`RecurrentAdapter`. States of another network (a
+        copy of this one) raise a ValueError, found through the readout's weight when
+        it trains.
     states : NetworkStates
         ``network.forward_states(x, lengths, every_step=...)``, run with autograd on.
     loss : torch.Tensor
@@ -535,13 +537,26 @@ def temporal_gradients(
     reached = [*(layer.projected for layer in states.layers), states.outputs]
     if not loss.requires_grad:
         _refuse_unreached_loss("a loss without a gradient (computed under torch.no_grad(), or detached)")
-    grads = torch.autograd.grad(
-        loss, [*reached, *initial], allow_unused=True
-    )  # (B, T, G * H) per layer, (B, k) or (B, T, k), (B, H) per initial state; None: unused
+    # The readout's weight too, when it trains: a loss computed from another network's
+    # states (a copy of this one, say) does not reach it, and this network's parameters
+    # would silently be given that network's gradients.
+    readout = [network.readout.weight] if network.readout.weight.requires_grad else []
+    grads = list(torch.autograd.grad(
+        loss, [*reached, *initial, *readout], allow_unused=True
+    ))  # (B, T, G * H) per layer, (B, k) or (B, T, k), (B, H) per initial state; None: unused
+    reaches_readout = not readout or grads.pop() is not None
     names = [f"states.layers[{depth}].projected" for depth in range(n_layers)] + ["states.outputs"]
     unused = [name for name, grad in zip(names, grads) if grad is None]
     if unused:
         _refuse_unreached_loss(f"a loss that does not depend on {' or '.join(unused)}")
+    if not reaches_readout:
+        raise ValueError(
+            "states must come from network.forward_states of the network given to "
+            f"temporal_gradients; the loss does not reach this {type(network).__name__}'s "
+            "readout, so they came from another network (a copy of this one?), whose "
+            "gradients this network's parameters would silently be given. Pass the "
+            "network that computed the states."
+        )
     # Only an initial state may go unused by the loss; its gradient is then zero.
     grads = tuple(
         torch.zeros_like(target) if grad is None else grad for target, grad in zip([*reached, *initial], grads)

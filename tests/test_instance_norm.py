@@ -137,7 +137,7 @@ def test_auto_reads_none_per_sequence_with_time_simplex_or_steps_and_true_reads_
     steps = [np.repeat(label, len(x))[:, None] for x, label in zip(X, y)]
     assert fit(RNNStepClassifier(**TINY), X, steps)._encoder.scaled == ()
     refused = RNNStepClassifier(instance_norm=True, **TINY)
-    with pytest.raises(ValueError, match="instance_norm=True reads each sequence.s mean .* use instance_norm=False.*SequenceStandardScaler\(\), not per_sequence=True"):
+    with pytest.raises(ValueError, match=r"instance_norm=True reads each sequence.s mean .* use instance_norm=False.*SequenceStandardScaler\(\), not per_sequence=True"):
         refused.fit(X, steps)
     assert not hasattr(refused, "net_")
 

@@ -192,3 +192,34 @@ def test_a_channel_never_observed_in_training_is_read_per_sequence_without_a_str
         encoded = encoder.encode_arrays(X)
     assert encoder.scale_floor[1] == 1e-8  # a spread of 1 for the channel with none
     assert np.all(np.concatenate(encoded)[:, [1, 3]] == 0.0)  # its value and its mask: nothing seen
+
+
+def test_levels_and_scales_equal_up_to_rounding_are_not_blown_up_at_prediction():
+    # Sines over whole periods all have the mean 0 up to rounding (about 1e-17 apart):
+    # that spread standardized the level channel, so an offset of 1e-3 at prediction
+    # became an input of 2.8e13 and every prediction the same.
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 4 * np.pi, 32, endpoint=False)
+    X = [a * np.sin(f * t)[:, None] for a, f in zip(10.0 ** rng.uniform(-4, 1, 40), rng.integers(1, 3, 40))]
+    encoder = InputEncoder.fit(X, scaled=[0])
+    level = encoder.n_values  # the level channel follows the values (no masks)
+    assert np.abs([x[0, level] for x in encoder.encode_arrays(X)]).max() < 1e-8
+    shifted = encoder.encode_arrays([X[0] + 1e-3])[0]
+    assert 0 < shifted[0, level] < 1e-2  # the offset in units of the channel's spread
+    # Every sequence standardized on its own has a scale of 1 up to rounding: a log
+    # scale of 0, and a sequence twice as wide reads log(2), not log(2) / 1e-16.
+    Z = [(x - x.mean()) / x.std() for x in X]
+    encoder = InputEncoder.fit(Z, scaled=[0])
+    log_scale = encoder.n_values + 1
+    assert np.abs([z[0, log_scale] for z in encoder.encode_arrays(Z)]).max() < 1e-8
+    assert encoder.encode_arrays([2 * Z[0]])[0][0, log_scale] == pytest.approx(np.log(2))
+
+
+def test_a_channel_read_per_sequence_keeps_the_fractions_of_integer_input():
+    # The scaled values went back into the integer array: -1.07, -0.27, 1.34 became -1, 0, 1.
+    integers = [np.array([[1], [2], [4]]), np.array([[10], [20], [50]])]
+    floats = [x.astype(float) for x in integers]
+    for got, expected in zip(InputEncoder.fit(integers, scaled=[0]).encode_arrays(integers),
+                             InputEncoder.fit(floats, scaled=[0]).encode_arrays(floats)):
+        np.testing.assert_array_equal(got, expected)
+    assert integers[0].dtype.kind == "i" and integers[0][2, 0] == 4  # the caller's arrays as they were

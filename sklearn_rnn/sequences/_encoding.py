@@ -198,9 +198,15 @@ class InputEncoder:
             lengths = np.array([len(sequence) for sequence in sequences])
             level, spread = _sequence_moments(steps[:, scaled], lengths)  # (n, n_scaled) each
             pooled = _over_observed(np.nanstd, steps[:, scaled])  # NaN, read as 1, for a channel never observed
-            encoder.scale_floor = 1e-8 * np.where(pooled > 0, pooled, 1.0)
-            encoder.level_stats = _center_and_spread(level)
-            encoder.log_scale_stats = _center_and_spread(np.log(np.maximum(spread, encoder.scale_floor)))
+            unit = np.where(pooled > 0, pooled, 1.0)  # (n_scaled,) the channel's pooled spread
+            encoder.scale_floor = 1e-8 * unit
+            # Levels that differ only by rounding (sequences that all have one mean, such
+            # as full periods of a sine) have a spread of about 1e-17 that would blow an
+            # offset at prediction up by as much: read it as the channel's own unit. Log
+            # scales are unit-free, and one is an e-fold.
+            encoder.level_stats = _center_and_spread(level, unit)
+            encoder.log_scale_stats = _center_and_spread(
+                np.log(np.maximum(spread, encoder.scale_floor)), np.ones(len(scaled)))
             steps = encoder._per_sequence(steps, lengths)[0]  # fill values of the scaled values
         observed = ~np.isnan(steps)
         counts = observed.sum(axis=0)
@@ -375,7 +381,7 @@ class InputEncoder:
         columns = list(self.scaled)
         level, spread = _sequence_moments(values[:, columns], lengths)
         scale = np.maximum(spread, self.scale_floor)
-        values = values.copy()  # the caller's steps stay as they are
+        values = values.astype(np.float64)  # a copy: the caller's steps stay as they are (ints too)
         values[:, columns] = (values[:, columns] - np.repeat(level, lengths, axis=0)) / np.repeat(
             scale, lengths, axis=0)  # NaN stays NaN
         log_scale = np.log(scale)
@@ -421,12 +427,14 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
     return mean, spread
 
 
-def _center_and_spread(statistic: np.ndarray) -> np.ndarray:
+def _center_and_spread(statistic: np.ndarray, unit: np.ndarray) -> np.ndarray:
     """``(2, channels)``: the mean and standard deviation over sequences of a per-sequence
-    statistic (NaN where a sequence had none skipped; a spread of 0 read as 1)."""
+    statistic (NaN where a sequence had none skipped). A spread of at most ``1e-8 * unit``
+    (of each channel), which is rounding error rather than a difference between
+    sequences, is read as ``unit``."""
     center = np.nan_to_num(_over_observed(np.nanmean, statistic))  # 0 for a channel never observed
     spread = _over_observed(np.nanstd, statistic)
-    return np.vstack([center, np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)])
+    return np.vstack([center, np.where(np.isfinite(spread) & (spread > 1e-8 * unit), spread, unit)])
 
 
 def _over_observed(reduce: Callable[..., np.ndarray], values: np.ndarray) -> np.ndarray:

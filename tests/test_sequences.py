@@ -670,3 +670,23 @@ def test_a_dataset_refuses_targets_and_weights_of_another_count_than_its_sequenc
     # Before: numpy targets indexed with a tensor, a scalar for a one-sequence batch.
     with pytest.raises(ValueError, match=r"y must be a torch.Tensor .*got ndarray. Pass torch.as_tensor\(y\)"):
         SequenceDataset(flat, np.array([0, 1, 1]))
+
+
+def test_per_step_targets_must_follow_the_steps_of_their_inputs():
+    inputs = FlatSequences.from_arrays([np.ones((3, 1)), np.ones((2, 1))])
+    # Before: accepted, and a batch of x with 3 steps came with y of 2.
+    with pytest.raises(ValueError, match="sequence 0 has 3 steps and its targets 2"):
+        SequenceDataset(inputs, FlatSequences.from_arrays([np.ones((2, 1)), np.ones((2, 1))]))
+    data = SequenceDataset(inputs, FlatSequences.from_arrays([np.zeros((3, 4)), np.zeros((2, 4))]))
+    assert data.collate(np.array([0, 1]))[1].shape == (2, 3, 4)
+
+
+def test_shapes_the_batching_functions_cannot_read_are_refused():
+    # Before: 2-D lengths were argsorted row by row into 2-D "batches".
+    with pytest.raises(ValueError, match=r"lengths must be one-dimensional.*got shape \(2, 2\)"):
+        bucket_batches(np.array([[3, 1], [2, 2]]), 1)
+    with pytest.raises(ValueError, match=r"lengths and labels must be one-dimensional.*\(2,\) and \(1,\)"):
+        balanced_batches(np.array([3, 1]), np.array([0]), 2, rng=np.random.default_rng(0))
+    # Before: torch's max() of an empty tensor failed; an empty batch has no steps.
+    x, lengths = FlatSequences.from_arrays([np.ones((3, 2)), np.ones((1, 2))]).batch(np.array([], dtype=int))
+    assert x.shape == (0, 0, 2) and lengths.shape == (0,)

@@ -162,7 +162,11 @@ class FlatSequences:
         lengths : torch.Tensor of shape (batch,)
         """
         index = torch.as_tensor(indices, device=self.values.device, dtype=torch.long)
+        if index.ndim != 1:
+            raise ValueError(f"indices must be one-dimensional, one per sequence of the batch; got shape {tuple(index.shape)}.")
         lengths = self.lengths[index]  # (B,)
+        if not len(index):  # an empty batch, of no steps
+            return self.values.new_zeros((0, 0, self.values.shape[1])), lengths
         common = self.common_length
         if common is not None:
             return self.values.reshape(len(self), common, self.values.shape[1])[index], lengths
@@ -206,6 +210,13 @@ class SequenceDataset(torch.utils.data.Dataset):
         n = len(sequences)
         if y is not None:
             _check_rows(y, n, "y", "one target (or one row of targets) per sequence")
+        if isinstance(y, FlatSequences) and not torch.equal(y.lengths, sequences.lengths.to(y.lengths.device)):
+            index = int(torch.nonzero(y.lengths != sequences.lengths.to(y.lengths.device))[0, 0])
+            raise ValueError(
+                f"y holds targets at every step, which must follow the steps of the inputs; "
+                f"sequence {index} has {int(sequences.lengths[index])} steps and its targets "
+                f"{int(y.lengths[index])}. Give each sequence one row of targets per step."
+            )
         if sample_weight is None:
             sample_weight = torch.ones(n, device=sequences.values.device)
         else:
@@ -358,13 +369,17 @@ def bucket_batches(
     [array([3, 0, 2]), array([1])]
     """
     _check_count(batch_size, "batch_size", "sequences per batch")
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1:
+        raise ValueError(
+            f"lengths must be one-dimensional, the steps of each sequence; got shape {lengths.shape}."
+        )
     if max_padding is not None and not (isinstance(max_padding, Real) and max_padding >= 1):
         raise ValueError(
             f"max_padding must be a number of at least 1 (padded steps per valid step of a "
             f"batch) or None; got {max_padding!r}. Pass 2 to bound each batch's padding to "
             "its valid steps, or None for no bound."
         )
-    lengths = np.asarray(lengths)
     if not shuffle:
         order = np.argsort(lengths, kind="stable")
         if max_padding is None:
@@ -452,6 +467,11 @@ def balanced_batches(
     if n_batches is not None:
         _check_count(n_batches, "n_batches", "batches to draw", minimum=0)
     lengths, labels = np.asarray(lengths), np.asarray(labels)
+    if lengths.ndim != 1 or labels.shape != lengths.shape:
+        raise ValueError(
+            f"lengths and labels must be one-dimensional, one entry per sequence each; got "
+            f"shapes {lengths.shape} and {labels.shape}."
+        )
     classes = np.unique(labels)
     members = [np.flatnonzero(labels == label) for label in classes]
     per_class = max(1, batch_size // len(classes))

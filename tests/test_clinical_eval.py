@@ -594,3 +594,14 @@ def test_the_study_takes_its_grid_as_an_iterator_once(monkeypatch):
     monkeypatch.setattr(_pbc_study, "pooled_cross_validate", fake)
     result = PBCStudy(grid=itertools.product((1, 2), (1,), (2,)), n_repeats=1).run()
     assert result.grid[["upper_span", "lower_span", "min_visits"]].values.tolist() == [[1, 1, 2], [2, 1, 2]]
+
+
+@pytest.mark.parametrize("time", [0.1, 0.7, 1 / 3])
+def test_a_feature_observed_only_at_one_time_has_a_slope_of_zero(time):
+    # Three visits at 0.1 average to 0.1 + 1.4e-17: the rounding, squared, divided the
+    # slope, which came out as -10.7 (and +1.3 at 0.7) instead of the documented 0.
+    visits = [np.array([[time, 1.0], [time, 2.0], [time, 4.3]]), np.array([[0.0, 1.0], [2.0, 5.0]])]
+    features = VisitFeatures("summary", time_feature=0).fit_transform(visits)
+    names = VisitFeatures("summary", time_feature=0).fit(visits).get_feature_names_out().tolist()
+    slope = names.index("slope_x1")
+    assert features[0, slope] == 0.0 and features[1, slope] == 2.0

@@ -237,10 +237,13 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
 
 def _slope(times: NDArray[np.float64], values: NDArray[np.float64]) -> float:
     """Least-squares slope of ``values`` against ``times``; 0 without a time spread (one
-    observation), NaN without an observation (like the feature's last value and mean)."""
+    observation, or all at one time), NaN without an observation (like the feature's last
+    value and mean)."""
     if len(times) == 0:
         return np.nan
-    if len(times) < 2:
+    if len(times) < 2 or times.min() == times.max():
+        # Equal times have no spread, but their mean can round off them (three times
+        # 0.1 average to 0.1 + 1.4e-17), and the rounding over its square was a slope.
         return 0.0
     centered = times - times.mean()
     spread = float(centered @ centered)

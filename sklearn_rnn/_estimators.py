@@ -3392,7 +3392,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
             else:
                 mean, std = _moments(outputs, weight)
             self._y_mean = mean
-            self._y_scale = np.where(std > 0, std, 1.0)
+            # A spread within the rounding of the mean is none (scikit-learn's bound for a
+            # constant feature): thirty targets of 0.1 have a mean off 0.1 by 1.4e-17 and
+            # a "spread" of 2.8e-17, which made a stream's later targets 1e16 (unlearnable).
+            rounding = len(outputs) * np.finfo(np.float64).eps * np.abs(mean)
+            self._y_scale = np.where(std > rounding, std, 1.0)
         elif outputs.shape[1] != self.n_outputs_:
             raise ValueError(_wrong_outputs(outputs.shape[1], self.n_outputs_, ""))
         with np.errstate(over="ignore", invalid="ignore"):

@@ -782,3 +782,18 @@ def test_a_relu_model_predicts_and_trains_alike_whatever_shares_the_batch():
         warnings.filterwarnings("error", message=".*became nan")
         model.partial_fit([short, long[:800]], [y[0], 0.0])
     assert np.isfinite(model.loss_curve_[-1])
+
+
+@pytest.mark.parametrize("value", [0.1, 0.5])
+def test_targets_constant_up_to_rounding_are_scaled_as_constant_ones(value):
+    # Thirty targets of 0.1 average to 0.1 + 1.4e-17, a "spread" of 2.8e-17 that became
+    # the scale: a stream's later targets standardized to about 1e16, and the model
+    # stayed at 0.1 whatever it was shown. Thirty of 0.5 average exactly and were fine.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(n), 1)) for n in rng.integers(3, 8, size=60)]
+    model = RNNRegressor(random_state=0).partial_fit(X[:30], np.full(30, value))
+    assert model._y_scale[0] == 1.0
+    later = rng.uniform(0, 1, size=30)
+    for _ in range(5):
+        model.partial_fit(X[30:], later)
+    assert np.ptp(model.predict(X[30:])) > 0.01  # it learns from the later targets

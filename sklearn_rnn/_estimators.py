@@ -3022,7 +3022,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     A recurrent network reads each sequence and a linear readout predicts one or
     several real values; training minimizes the sample-weighted squared error on
     standardized targets (by their sample-weighted mean and standard deviation, so a
-    sequence of weight 0 counts for nothing; predictions are mapped back to the
+    sequence of weight 0 counts for nothing; constant targets, up to the rounding of
+    their mean, are only centred; predictions are mapped back to the
     original scale, and ``loss_curve_`` is in standardized units). The network is the one of
     :class:`RNNClassifier`, with the same defaults: a GRU reading its last state
     with the mean and maximum of its states, a time-aware cell with ``time_feature``,

@@ -631,3 +631,13 @@ def test_simplex_direction_refuses_a_gradient_that_is_not_the_temporal_gradients
         # Before: torch's size-mismatch RuntimeError from inside the rule.
         with pytest.raises(ValueError, match=rf"expected shapes \[\(3, 2\), \(3,\)\]; got {got}"):
             simplex_direction(temporal, gradient, generator=generator)
+
+
+def test_choose_direction_refuses_a_combination_shaped_otherwise_than_the_gradient():
+    gradient = [torch.tensor([3.0, 4.0]), torch.ones(2, 2)]
+    assert choose_direction(gradient, [torch.tensor([0.0, 1.0]), torch.ones(2, 2)]).branch == "simplex"
+    # Before: one block count checked, the shapes not; torch's size error from the rule.
+    with pytest.raises(ValueError, match=r"expected shapes \[\(2,\), \(2, 2\)\]; got \[\(2,\), \(4,\)\]"):
+        choose_direction(gradient, [torch.tensor([0.0, 1.0]), torch.ones(4)])
+    with pytest.raises(ValueError, match=r"got \[\(2,\)\]"):
+        choose_direction(gradient, [torch.tensor([0.0, 1.0])])

@@ -348,10 +348,11 @@ def choose_direction(
     gradient_norm, (norm,) = _read_row_norms(wide, _row_norms(wide, sizes), sizes)  # (1,), its value
     if _needs_combination(norm, switch_threshold):
         combined = tuple(combination() if callable(combination) else combination)
-        if len(combined) != len(gradient):
+        if [tuple(block.shape) for block in combined] != [tuple(block.shape) for block in gradient]:
             raise ValueError(
-                f"combination must have one block per gradient block ({len(gradient)}); got "
-                f"{len(combined)}."
+                f"combination must have one block per gradient block, shaped as it is: expected "
+                f"shapes {[tuple(block.shape) for block in gradient]}; got "
+                f"{[tuple(block.shape) for block in combined]}."
             )
         flat_combination = _flatten(combined, work)
     else:

@@ -690,3 +690,14 @@ def test_shapes_the_batching_functions_cannot_read_are_refused():
     # Before: torch's max() of an empty tensor failed; an empty batch has no steps.
     x, lengths = FlatSequences.from_arrays([np.ones((3, 2)), np.ones((1, 2))]).batch(np.array([], dtype=int))
     assert x.shape == (0, 0, 2) and lengths.shape == (0,)
+
+
+def test_the_low_level_tools_read_an_equal_length_3d_array_as_its_sequences():
+    # An (n, T, d) array iterates as n (T, d) sequences, which the tools always took;
+    # one (T, d) array is refused with the list to pass.
+    block = np.arange(24.0).reshape(4, 3, 2)
+    encoder = InputEncoder.fit(block)
+    np.testing.assert_array_equal(np.stack(encoder.encode_arrays(block)), block)
+    assert FlatSequences.from_arrays(block).common_length == 3
+    with pytest.raises(ValueError, match=r"got one array of shape \(3, 2\).*For one sequence, pass \[X\]"):
+        InputEncoder.fit(block[0])

@@ -1398,10 +1398,10 @@ def check_step_arrays(arrays: Any, *, where: str, n_features: int | None = None)
     ValueError: FlatSequences.from_arrays expects a list of (n_steps, n_features) arrays; sequence 0 has shape (3,)...
     """
     fix = "Pass the sequences as check_sequences(X) returns them."
-    if isinstance(arrays, np.ndarray) and arrays.dtype != object:
+    if isinstance(arrays, np.ndarray) and arrays.dtype != object and arrays.ndim != 3:  # (n, T, d): n sequences
         raise ValueError(
             f"{where} expects a list of (n_steps, n_features) arrays, one per sequence; got one "
-            f"array of shape {arrays.shape}. {fix}"
+            f"array of shape {arrays.shape}. {fix}" + (" For one sequence, pass [X]." if arrays.ndim == 2 else "")
         )
     if not len(arrays):
         raise ValueError(f"{where} needs at least one sequence; got none. {fix}")

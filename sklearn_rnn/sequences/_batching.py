@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-
 from numbers import Integral, Real
 from typing import Any
 
@@ -33,7 +32,7 @@ def _check_count(value: Any, name: str, meaning: str, *, minimum: int = 1) -> No
         return
     raise ValueError(
         f"{name} must be an int of at least {minimum} ({meaning}); got {value!r} of type "
-        f"{type(value).__name__}. Pass a whole number of {meaning}, such as {name}={max(minimum, 1) * 8}."
+        f"{type(value).__name__}. Pass a whole number of {meaning}, such as {name}=8."
     )
 
 
@@ -163,7 +162,9 @@ class FlatSequences:
         """
         index = torch.as_tensor(indices, device=self.values.device, dtype=torch.long)
         if index.ndim != 1:
-            raise ValueError(f"indices must be one-dimensional, one per sequence of the batch; got shape {tuple(index.shape)}.")
+            raise ValueError(
+                f"indices must be one-dimensional, one per sequence of the batch; got shape {tuple(index.shape)}."
+            )
         lengths = self.lengths[index]  # (B,)
         if not len(index):  # an empty batch, of no steps
             return self.values.new_zeros((0, 0, self.values.shape[1])), lengths
@@ -210,13 +211,15 @@ class SequenceDataset(torch.utils.data.Dataset):
         n = len(sequences)
         if y is not None:
             _check_rows(y, n, "y", "one target (or one row of targets) per sequence")
-        if isinstance(y, FlatSequences) and not torch.equal(y.lengths, sequences.lengths.to(y.lengths.device)):
-            index = int(torch.nonzero(y.lengths != sequences.lengths.to(y.lengths.device))[0, 0])
-            raise ValueError(
-                f"y holds targets at every step, which must follow the steps of the inputs; "
-                f"sequence {index} has {int(sequences.lengths[index])} steps and its targets "
-                f"{int(y.lengths[index])}. Give each sequence one row of targets per step."
-            )
+        if isinstance(y, FlatSequences):
+            steps = sequences.lengths.to(y.lengths.device)  # (n,)
+            if not torch.equal(y.lengths, steps):
+                index = int(torch.nonzero(y.lengths != steps)[0, 0])
+                raise ValueError(
+                    f"y holds targets at every step, which must follow the steps of the inputs; "
+                    f"sequence {index} has {int(steps[index])} steps and its targets "
+                    f"{int(y.lengths[index])}. Give each sequence one row of targets per step."
+                )
         if sample_weight is None:
             sample_weight = torch.ones(n, device=sequences.values.device)
         else:

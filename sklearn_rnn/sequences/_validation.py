@@ -1405,6 +1405,7 @@ def check_step_arrays(arrays: Any, *, where: str, n_features: int | None = None)
         )
     if not len(arrays):
         raise ValueError(f"{where} needs at least one sequence; got none. {fix}")
+    expected = n_features
     for index, array in enumerate(arrays):
         shape = np.shape(array)
         if len(shape) != 2:
@@ -1417,13 +1418,12 @@ def check_step_arrays(arrays: Any, *, where: str, n_features: int | None = None)
                 f"{where} expects sequences of at least one step; sequence {index} has none "
                 f"(shape {shape}). Drop empty sequences first."
             )
-    widths = [np.shape(array)[1] for array in arrays]
-    expected = widths[0] if n_features is None else n_features
-    for index, width in enumerate(widths):
-        if width != expected:
+        if expected is None:
+            expected = shape[1]  # sequence 0's
+        elif shape[1] != expected:
             reference = "sequence 0 has" if n_features is None else "the encoder was fitted on"
             raise ValueError(
-                f"{where}: sequence {index} has {width} features per step, but {reference} "
+                f"{where}: sequence {index} has {shape[1]} features per step, but {reference} "
                 f"{expected}; every sequence must have {expected}. {fix}"
             )
 

@@ -44,7 +44,7 @@ from ._persistence import load as load_model
 from ._persistence import register as register_model_class
 from ._persistence import save as save_model
 from .sequences import InputEncoder, SequenceDataset, check_float32_range
-from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature, check_times
+from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature, check_times, same_time, step_gaps
 from .sequences._panel import check_step_targets_follow_steps, check_targets_follow_instances, long_table_hint
 from .sequences._validation import (
     _refuse_dates,
@@ -160,11 +160,16 @@ def _wrong_outputs(given: int, fitted: int, per: str) -> str:
     )
 
 
-def _warn_of_simultaneous_steps(sequences: list[np.ndarray], time_column: int, cell: str) -> None:
+def _warn_of_simultaneous_steps(sequences: list[np.ndarray], time_column: int | None, cell: str) -> None:
     """Warn when steps share the time of the step before: a cell that moves its state by
     ``1 - exp(-rate * gap)`` does not move it at all at a gap of 0, so such a step's
     values do not reach the prediction."""
-    same = sum(int((np.diff(sequence[:, time_column]) == 0).sum()) for sequence in sequences)
+    if time_column is None:  # refused with the network, which needs the gaps
+        return
+    times = np.concatenate([sequence[:, time_column] for sequence in sequences])
+    lengths = np.array([len(sequence) for sequence in sequences])
+    # Steps at the time of the one before, up to rounding (gaps of 1e-16 leave the state as still).
+    same = int(same_time(times, step_gaps(times, lengths)).sum()) - len(sequences)  # not first steps
     if same:
         steps = sum(len(sequence) for sequence in sequences)
         warnings.warn(

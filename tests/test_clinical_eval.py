@@ -605,3 +605,11 @@ def test_a_feature_observed_only_at_one_time_has_a_slope_of_zero(time):
     names = VisitFeatures("summary", time_feature=0).fit(visits).get_feature_names_out().tolist()
     slope = names.index("slope_x1")
     assert features[0, slope] == 0.0 and features[1, slope] == 2.0
+
+
+def test_times_equal_up_to_rounding_give_a_slope_of_zero():
+    # 0.3 and 0.1 + 0.2 (one unit in the last place apart) gave a slope of 9e15.
+    visits = [np.array([[0.3, 1.0], [0.1 + 0.2, 2.0]])]
+    summary = VisitFeatures("summary", time_feature=0).fit(visits)
+    slope = summary.get_feature_names_out().tolist().index("slope_x1")
+    assert summary.transform(visits)[0, slope] == 0.0

@@ -223,3 +223,27 @@ def test_a_channel_read_per_sequence_keeps_the_fractions_of_integer_input():
                              InputEncoder.fit(floats, scaled=[0]).encode_arrays(floats)):
         np.testing.assert_array_equal(got, expected)
     assert integers[0].dtype.kind == "i" and integers[0][2, 0] == 4  # the caller's arrays as they were
+
+
+def test_float32_data_standardized_per_series_reads_a_wider_series_as_its_log_ratio():
+    # Per-series z-normalized float32 data (as most UCR/UEA sets): the log scales differ
+    # by float32 rounding, about 1e-8, above the first bound (1e-8 of an e-fold), so a
+    # series 1% wider read 8.6e5 (numerics40 review).
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 4 * np.pi, 32, endpoint=False)
+    X = [a * np.sin(f * t)[:, None] for a, f in zip(10.0 ** rng.uniform(-4, 1, 40), rng.integers(1, 3, 40))]
+    Z = [((x - x.mean()) / x.std()).astype(np.float32) for x in X]
+    encoder = InputEncoder.fit(Z, scaled=[0])
+    log_scale = encoder.n_values + 1
+    assert encoder.encode_arrays([1.01 * Z[0]])[0][0, log_scale] == pytest.approx(np.log(1.01), rel=1e-3)
+
+
+def test_a_channel_constant_up_to_rounding_reads_changes_in_its_own_units():
+    # A dose of 0.1, some rows computed as 0.3 / 3 (one unit in the last place off): its
+    # pooled spread, 1e-17, was the unit of its level, and a dose 0.1% higher read 1e13.
+    rng = np.random.default_rng(0)
+    X = [np.column_stack([rng.normal(size=10), np.where(rng.random(10) < 0.5, 0.1, 0.3 / 3)]) for _ in range(40)]
+    encoder = InputEncoder.fit(X, scaled=[0, 1])
+    level = encoder.n_values + 1  # the second channel's level
+    shifted = encoder.encode_arrays([np.column_stack([X[0][:, 0], np.full(10, 0.1001)])])[0]
+    assert shifted[0, level] == pytest.approx(1e-4, rel=1e-6)  # the change itself, in a unit of 1

@@ -329,3 +329,28 @@ def test_decreasing_times_are_named_with_every_digit_they_need():
                             (np.array([[5.0, 1.0], [4.5, 2.0]]), r"4\.5 after 5\)")]:
         with pytest.raises(ValueError, match=rf"decrease at step 1 \({shown}"):
             check_times([sequence], 0)
+
+
+def test_times_equal_up_to_rounding_are_one_time_for_the_scale_and_the_warning():
+    # Three labs per visit, their times 1-2 units in the last place apart (computed two
+    # ways): the median positive gap was 4e-16, every real gap reached the network as
+    # 1.6e15 and every prediction was the same; the decay cell's warning of steps that
+    # share a time counted exact repeats only (numerics40 review).
+    from sklearn_rnn.sequences import InputEncoder
+
+    def visits(jitter):
+        t = np.repeat(0.7 * np.arange(4), 3)
+        if jitter:
+            t = t + np.tile([0, 1, 2], 4) * np.spacing(t + 1)
+        return [np.column_stack([t, np.arange(12.0) + k]) for k in range(20)]
+
+    exact, jittered = visits(False), visits(True)
+    assert InputEncoder.fit(exact, time_feature=0).time_scale == pytest.approx(0.7)
+    assert InputEncoder.fit(jittered, time_feature=0).time_scale == pytest.approx(0.7)
+    y = np.arange(20.0)
+    predictions = []
+    for X in (exact, jittered):
+        with pytest.warns(UserWarning, match="160 of the 240 training steps share the time of the step before"):
+            model = RNNRegressor(time_feature=0, hidden_size=4, max_iter=2, random_state=0).fit(X, y)
+        predictions.append(model.predict(X[:3]))
+    np.testing.assert_allclose(predictions[1], predictions[0], rtol=1e-6)

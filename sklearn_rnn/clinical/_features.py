@@ -237,13 +237,14 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
 
 def _slope(times: NDArray[np.float64], values: NDArray[np.float64]) -> float:
     """Least-squares slope of ``values`` against ``times``; 0 without a time spread (one
-    observation, or all at one time), NaN without an observation (like the feature's last
-    value and mean)."""
+    observation, or all at one time up to rounding), NaN without an observation (like the
+    feature's last value and mean)."""
     if len(times) == 0:
         return np.nan
-    if len(times) < 2 or times.min() == times.max():
-        # Equal times have no spread, but their mean can round off them (three times
-        # 0.1 average to 0.1 + 1.4e-17), and the rounding over its square was a slope.
+    if len(times) < 2 or times.max() - times.min() <= 8 * np.finfo(np.float64).eps * np.abs(times).max():
+        # Times equal up to rounding (0.3 and 0.1 + 0.2) have no spread, nor equal times
+        # whose mean rounds off them (three 0.1 average to 0.1 + 1.4e-17): the rounding
+        # over its square was a slope (9e15, -10.7).
         return 0.0
     centered = times - times.mean()
     spread = float(centered @ centered)

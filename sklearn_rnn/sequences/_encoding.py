@@ -180,7 +180,9 @@ class InputEncoder:
             times = steps[:, time_feature]
             check_times(sequences, time_feature, joined=(times, lengths))
             gaps = step_gaps(times, lengths)
-            positive = gaps[gaps > 0]  # not the zeros of first steps
+            # Not the zeros of first steps, nor gaps within the rounding of their times
+            # (several labs of one visit whose times were computed two ways): one time.
+            positive = gaps[~same_time(times, gaps)]
             # No positive gap (single steps, or repeated times): any scale gives 0 gaps.
             time_scale = float(np.median(positive)) if positive.size else 1.0
             if not positive.size:
@@ -198,12 +200,17 @@ class InputEncoder:
             lengths = np.array([len(sequence) for sequence in sequences])
             level, spread = _sequence_moments(steps[:, scaled], lengths)  # (n, n_scaled) each
             pooled = _over_observed(np.nanstd, steps[:, scaled])  # NaN, read as 1, for a channel never observed
-            unit = np.where(pooled > 0, pooled, 1.0)  # (n_scaled,) the channel's pooled spread
+            counts = (~np.isnan(steps[:, scaled])).sum(axis=0)
+            center = np.abs(_over_observed(np.nanmean, steps[:, scaled]))
+            # A channel constant up to rounding (scikit-learn's bound) has no spread.
+            spread_of_its_own = pooled > counts * np.finfo(np.float64).eps * center
+            unit = np.where(spread_of_its_own, pooled, 1.0)  # (n_scaled,) the channel's pooled spread
             encoder.scale_floor = 1e-8 * unit
             # Levels that differ only by rounding (sequences that all have one mean, such
-            # as full periods of a sine) have a spread of about 1e-17 that would blow an
-            # offset at prediction up by as much: read it as the channel's own unit. Log
-            # scales are unit-free, and one is an e-fold.
+            # as full periods of a sine; float32 data standardized per series) have a
+            # spread of 1e-17 to 1e-8 that would blow an offset at prediction up by as
+            # much: read it as the channel's own unit. Log scales are unit-free, and one
+            # is an e-fold.
             encoder.level_stats = _center_and_spread(level, unit)
             encoder.log_scale_stats = _center_and_spread(
                 np.log(np.maximum(spread, encoder.scale_floor)), np.ones(len(scaled)))
@@ -429,12 +436,12 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
 
 def _center_and_spread(statistic: np.ndarray, unit: np.ndarray) -> np.ndarray:
     """``(2, channels)``: the mean and standard deviation over sequences of a per-sequence
-    statistic (NaN where a sequence had none skipped). A spread of at most ``1e-8 * unit``
+    statistic (NaN where a sequence had none skipped). A spread of at most ``1e-6 * unit``
     (of each channel), which is rounding error rather than a difference between
-    sequences, is read as ``unit``."""
+    sequences (float32 data's included, whose precision is 1.2e-7), is read as ``unit``."""
     center = np.nan_to_num(_over_observed(np.nanmean, statistic))  # 0 for a channel never observed
     spread = _over_observed(np.nanstd, statistic)
-    return np.vstack([center, np.where(np.isfinite(spread) & (spread > 1e-8 * unit), spread, unit)])
+    return np.vstack([center, np.where(np.isfinite(spread) & (spread > 1e-6 * unit), spread, unit)])
 
 
 def _over_observed(reduce: Callable[..., np.ndarray], values: np.ndarray) -> np.ndarray:
@@ -628,6 +635,34 @@ def check_times(
             "estimator received: a scaler before it in a pipeline changes them, not "
             "their order.)"
         )
+
+
+def same_time(times: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+    """Whether each step is at the time of the step before, up to rounding: its gap (from
+    :func:`step_gaps`) is 0, or at most 8 units in the last place of the largest time
+    (times equal but computed two ways, 0.1 + 0.2 and 0.3; the rounding of a computed
+    time follows the magnitude of the times it was computed from, so a time near 0 is
+    held to the same bound). True at first steps.
+
+    Parameters
+    ----------
+    times : ndarray of shape (N,)
+    gaps : ndarray of shape (N,)
+
+    Returns
+    -------
+    ndarray of bool of shape (N,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._encoding import same_time, step_gaps
+    >>> times = np.array([0.3, 0.1 + 0.2, 1.0])
+    >>> same_time(times, step_gaps(times, np.array([3]))).tolist()
+    [True, True, False]
+    """
+    largest = float(np.abs(np.asarray(times, dtype=np.float64)).max(initial=0.0))
+    return gaps <= 8 * np.finfo(np.float64).eps * largest
 
 
 def step_gaps(times: np.ndarray, lengths: np.ndarray) -> np.ndarray:

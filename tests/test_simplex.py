@@ -641,3 +641,31 @@ def test_choose_direction_refuses_a_combination_shaped_otherwise_than_the_gradie
         choose_direction(gradient, [torch.tensor([0.0, 1.0]), torch.ones(4)])
     with pytest.raises(ValueError, match=r"got \[\(2,\)\]"):
         choose_direction(gradient, [torch.tensor([0.0, 1.0])])
+
+
+def test_a_state_dict_carries_the_directions_settings_into_a_fresh_optimizer():
+    # Before: switch_threshold, weights and eps stayed the fresh optimizer's own, so a run
+    # resumed from a checkpoint silently stopped switching (optim40 review).
+    net = RecurrentNetwork(2, 4, 1, generator=torch.Generator().manual_seed(0))
+    x, lengths, y = torch.randn(3, 5, 2), torch.tensor([5, 3, 1]), torch.randn(3, 1)
+
+    def batch():
+        states = net.forward_states(x, lengths)
+        return temporal_gradients(net, states, F.mse_loss(states.outputs, y), lengths, accumulate_grad=False)
+
+    opt = SimplexSGD(net.parameters(), lr=0.1, switch_threshold=0.0, weights="dirichlet", eps=0.5, generator=0)
+    opt.step(batch())
+    fresh = SimplexSGD(net.parameters(), lr=0.1, generator=1)
+    fresh.load_state_dict(opt.state_dict())
+    assert (fresh.switch_threshold, fresh.weights, fresh.eps) == (0.0, "dirichlet", 0.5)
+    fresh.step(batch())
+    assert fresh.last_step["branch"] == "switched"
+    state = opt.state_dict()
+    state["simplex"]["weights"] = "gaussian"
+    with pytest.raises(ValueError, match="weights must be one of"):
+        fresh.load_state_dict(state)
+    assert fresh.weights == "dirichlet"  # nothing changed by the refused state
+    del state["simplex"]["weights"], state["simplex"]["eps"], state["simplex"]["switch_threshold"]
+    older = SimplexSGD(net.parameters(), lr=0.1, generator=1)
+    older.load_state_dict(state)  # a state saved before they were kept: the optimizer's own
+    assert (older.switch_threshold, older.weights, older.eps) == (None, "exp", 1e-8)

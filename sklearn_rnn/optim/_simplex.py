@@ -129,19 +129,7 @@ class SimplexSGD(_StepRuleOptimizer):
         eps: float = NORM_EPS,
     ) -> None:
         _check_step_settings({"lr": lr, "clip_threshold": clip_threshold})
-        if switch_threshold is not None:
-            _check_number(
-                "switch_threshold",
-                switch_threshold,
-                "a non-negative float or None (never switch)",
-                fix="Pass psi as a float, such as 0.9, or None.",
-                zero=True,
-            )
-        if weights not in WEIGHT_RULES:
-            raise ValueError(f"weights must be one of {list(WEIGHT_RULES)}; got {weights!r}.")
-        _check_number(
-            "eps", eps, "non-negative", fix="Pass the smallest step norm to normalize as a float, such as 1e-8.", zero=True
-        )
+        _check_direction_settings(switch_threshold, weights, eps)
         super().__init__(params, {"lr": lr, "clip_threshold": clip_threshold})
         self.switch_threshold = switch_threshold
         self.weights = weights
@@ -216,7 +204,8 @@ class SimplexSGD(_StepRuleOptimizer):
         return temporal.loss if from_closure else None
 
     def state_dict(self) -> dict[str, Any]:
-        """The optimizer's state, with the random generator's state and branch counts.
+        """The optimizer's state, with the random generator's state, the branch counts and
+        the direction's settings (``switch_threshold``, ``weights``, ``eps``).
 
         Returns
         -------
@@ -226,11 +215,16 @@ class SimplexSGD(_StepRuleOptimizer):
         state["simplex"] = {
             "generator_state": self.generator.get_state(),
             "branch_counts": dict(self.branch_counts),
+            # The direction's settings (lr and clip_threshold travel in param_groups).
+            "switch_threshold": self.switch_threshold,
+            "weights": self.weights,
+            "eps": self.eps,
         }
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore a state from :meth:`state_dict`, random generator included.
+        """Restore a state from :meth:`state_dict`: random generator, branch counts and the
+        direction's settings (``switch_threshold``, ``weights``, ``eps``) included.
 
         Parameters
         ----------
@@ -238,10 +232,15 @@ class SimplexSGD(_StepRuleOptimizer):
         """
         state_dict = dict(state_dict)
         extra = state_dict.pop("simplex", None)
+        settings = {key: extra[key] for key in ("switch_threshold", "weights", "eps") if key in extra} if extra else {}
+        current = {"switch_threshold": self.switch_threshold, "weights": self.weights, "eps": self.eps}
+        _check_direction_settings(**(current | settings))  # before anything changes
         super().load_state_dict(state_dict)
         if extra is not None:
             self.generator.set_state(extra["generator_state"])
             self.branch_counts = dict.fromkeys(BRANCHES, 0) | extra["branch_counts"]
+            for key, value in settings.items():  # absent from a state saved before they were kept
+                setattr(self, key, value)
 
     def __getstate__(self) -> dict[str, Any]:
         """What pickle, joblib and deepcopy keep: PyTorch's optimizer state, plus this
@@ -286,6 +285,24 @@ class SimplexSGD(_StepRuleOptimizer):
                 f"{len(mine.keys() & covered)} in common; they must be the same. "
                 + _mismatch(temporal, [p for key, p in mine.items() if key not in covered], mine.keys())
             )
+
+
+def _check_direction_settings(switch_threshold: Any, weights: Any, eps: Any) -> None:
+    """Refuse a bad ``switch_threshold``, ``weights`` rule or ``eps``, from the constructor
+    or a loaded state dict alike."""
+    if switch_threshold is not None:
+        _check_number(
+            "switch_threshold",
+            switch_threshold,
+            "a non-negative float or None (never switch)",
+            fix="Pass psi as a float, such as 0.9, or None.",
+            zero=True,
+        )
+    if weights not in WEIGHT_RULES:
+        raise ValueError(f"weights must be one of {list(WEIGHT_RULES)}; got {weights!r}.")
+    _check_number(
+        "eps", eps, "non-negative", fix="Pass the smallest step norm to normalize as a float, such as 1e-8.", zero=True
+    )
 
 
 def _mismatch(temporal: TemporalGradients, uncovered: list[torch.Tensor], mine: Iterable[int]) -> str:

@@ -669,3 +669,16 @@ def test_a_state_dict_carries_the_directions_settings_into_a_fresh_optimizer():
     older = SimplexSGD(net.parameters(), lr=0.1, generator=1)
     older.load_state_dict(state)  # a state saved before they were kept: the optimizer's own
     assert (older.switch_threshold, older.weights, older.eps) == (None, "exp", 1e-8)
+
+
+@pytest.mark.parametrize("optimizer", [SimplexSGD, ClippedSGD])
+def test_an_infinite_step_length_is_refused(optimizer):
+    # Accepted before: one step made every weight infinite (optim40 review, item 4).
+    w = torch.nn.Parameter(torch.ones(2))
+    with pytest.raises(ValueError, match="lr must be finite; got inf"):
+        optimizer([w], lr=math.inf)
+    opt = optimizer([w], lr=0.1)
+    with pytest.raises(ValueError, match="lr must be finite"):
+        opt.add_param_group({"params": [torch.nn.Parameter(torch.ones(1))], "lr": torch.tensor(math.inf)})
+    assert len(opt.param_groups) == 1
+    assert optimizer([w], lr=0.1, clip_threshold=math.inf).param_groups[0]["clip_threshold"] == math.inf

@@ -849,6 +849,11 @@ def _check_step_settings(group: dict[str, Any]) -> None:
     _check_number(
         "lr", group.get("lr", 1.0), "positive", fix="Pass the step length mu as a positive float (a 0-d tensor also works)."
     )
+    if not math.isfinite(float(group.get("lr", 1.0))):  # one step would make every weight infinite
+        raise ValueError(
+            f"lr must be finite; got {group['lr']!r}. Pass the step length mu as a positive float, "
+            "such as 0.01 (clip_threshold=None, not lr, lifts the bound on the step)."
+        )
     clip_threshold = group.get("clip_threshold")
     if clip_threshold is not None:
         _check_number(

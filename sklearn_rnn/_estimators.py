@@ -450,9 +450,12 @@ def _check_one_target_per_sequence(y: Any, estimator: Any) -> None:
     )
 
 
-def _shuffle_generator(seed: int) -> np.random.Generator:
+def _shuffle_generator(seed: int, epochs: int = 0) -> np.random.Generator:
     """``numpy.random.default_rng(seed)``, the same stream, without hashing the seed
-    again: a streaming ``partial_fit`` starts its shuffling stream afresh every call."""
+    again; after ``epochs`` epochs of a streaming ``partial_fit``, a stream of its own
+    (``default_rng([seed, epochs])``), so that its calls do not repeat one another."""
+    if epochs:
+        return np.random.default_rng([seed, epochs])
     return np.random.Generator(np.random.PCG64(_seed_sequence(seed)))
 
 
@@ -1327,7 +1330,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.output_steps = self._output_steps
         net.precision = self.precision
         net.max_epochs = 1 if incremental else int(self.max_iter)
-        net.iterator_train__random_state = _shuffle_generator(seeds.shuffle)
+        # A partial_fit call after the first continues the stream at its epoch: an int
+        # random_state gave every call the same batches, and balanced batches (drawn
+        # with replacement) then trained on the same few sequences call after call.
+        epochs = len(net.history) if incremental and net.initialized_ else 0
+        net.iterator_train__random_state = _shuffle_generator(seeds.shuffle, epochs)
         if net.initialized_:
             self._apply_optimizer_params(net)
 

@@ -11,7 +11,13 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_is_fitted
 
-from ..sequences._encoding import TIME_FEATURE_CONSTRAINTS, _over_observed, _resolve_time_feature, check_times
+from ..sequences._encoding import (
+    TIME_FEATURE_CONSTRAINTS,
+    _over_observed,
+    _resolve_time_feature,
+    check_times,
+    within_rounding,
+)
 from ..sequences._panel import is_panel
 from ..sequences._validation import _column_cells, fitted_step_names, staging, validate_sequences
 
@@ -241,7 +247,7 @@ def _slope(times: NDArray[np.float64], values: NDArray[np.float64]) -> float:
     feature's last value and mean)."""
     if len(times) == 0:
         return np.nan
-    if len(times) < 2 or times.max() - times.min() <= 8 * np.finfo(np.float64).eps * np.abs(times).max():
+    if len(times) < 2 or within_rounding(times.max() - times.min(), np.abs(times).max()):
         # Times equal up to rounding (0.3 and 0.1 + 0.2) have no spread, nor equal times
         # whose mean rounds off them (three 0.1 average to 0.1 + 1.4e-17): the rounding
         # over its square was a slope (9e15, -10.7).

@@ -661,8 +661,20 @@ def same_time(times: np.ndarray, gaps: np.ndarray) -> np.ndarray:
     >>> same_time(times, step_gaps(times, np.array([3]))).tolist()
     [True, True, False]
     """
-    largest = float(np.abs(np.asarray(times, dtype=np.float64)).max(initial=0.0))
-    return gaps <= 8 * np.finfo(np.float64).eps * largest
+    return within_rounding(gaps, np.abs(np.asarray(times, dtype=np.float64)).max(initial=0.0))
+
+
+def within_rounding(difference: Any, magnitude: Any) -> Any:
+    """Whether ``difference`` is at most 8 units in the last place of ``magnitude``: two
+    numbers of that magnitude equal but computed two ways (0.1 + 0.2 and 0.3).
+
+    Examples
+    --------
+    >>> from sklearn_rnn.sequences._encoding import within_rounding
+    >>> bool(within_rounding(0.1 + 0.2 - 0.3, 0.3)), bool(within_rounding(1e-9, 0.3))
+    (True, False)
+    """
+    return difference <= 8 * np.finfo(np.float64).eps * magnitude
 
 
 def step_gaps(times: np.ndarray, lengths: np.ndarray) -> np.ndarray:

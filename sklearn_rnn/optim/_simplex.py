@@ -215,10 +215,7 @@ class SimplexSGD(_StepRuleOptimizer):
         state["simplex"] = {
             "generator_state": self.generator.get_state(),
             "branch_counts": dict(self.branch_counts),
-            # The direction's settings (lr and clip_threshold travel in param_groups).
-            "switch_threshold": self.switch_threshold,
-            "weights": self.weights,
-            "eps": self.eps,
+            **self._direction_settings(),  # lr and clip_threshold travel in param_groups
         }
         return state
 
@@ -232,8 +229,8 @@ class SimplexSGD(_StepRuleOptimizer):
         """
         state_dict = dict(state_dict)
         extra = state_dict.pop("simplex", None)
-        settings = {key: extra[key] for key in ("switch_threshold", "weights", "eps") if key in extra} if extra else {}
-        current = {"switch_threshold": self.switch_threshold, "weights": self.weights, "eps": self.eps}
+        current = self._direction_settings()
+        settings = {key: extra[key] for key in current if key in extra} if extra else {}
         _check_direction_settings(**(current | settings))  # before anything changes
         super().load_state_dict(state_dict)
         if extra is not None:
@@ -247,9 +244,7 @@ class SimplexSGD(_StepRuleOptimizer):
         optimizer's settings, branch counts and random generator (as its state)."""
         state = super().__getstate__()
         state.update(
-            switch_threshold=self.switch_threshold,
-            weights=self.weights,
-            eps=self.eps,
+            **self._direction_settings(),
             branch_counts=dict(self.branch_counts),
             last_step=dict(self.last_step),
             generator_state=self.generator.get_state(),
@@ -274,6 +269,11 @@ class SimplexSGD(_StepRuleOptimizer):
             self.generator = torch.Generator()
         if generator_state is not None:
             self.generator.set_state(generator_state)
+
+    def _direction_settings(self) -> dict[str, Any]:
+        """``switch_threshold``, ``weights`` and ``eps``: what the state dict and pickle keep
+        of the direction's settings (``lr`` and ``clip_threshold`` are the groups')."""
+        return {"switch_threshold": self.switch_threshold, "weights": self.weights, "eps": self.eps}
 
     def _check_parameters(self, temporal: TemporalGradients) -> None:
         mine = {id(p): p for group in self.param_groups for p in group["params"] if p.requires_grad}

@@ -612,3 +612,38 @@ def test_states_of_another_network_are_refused_not_credited_to_this_one(adapter)
     net.readout.weight.requires_grad_(False)  # a frozen readout: nothing to check through it
     states = net.forward_states(x, lengths)
     assert temporal_gradients(net, states, F.mse_loss(states.outputs, y), lengths).steps == 5
+
+
+@pytest.mark.parametrize("module", ["LSTM", "GRU", "RNN", None])
+def test_a_frozen_bottom_layer_leaves_the_upper_layers_and_readout_their_gradients(module):
+    # Fine-tuning the upper layers: the frozen bottom layer's projected inputs had no
+    # graph, and temporal_gradients refused the network as if nothing trained.
+    torch.manual_seed(0)
+    if module is None:
+        net = RecurrentNetwork(2, 3, 1, num_layers=2, generator=torch.Generator().manual_seed(0))
+        bottom = [*net.input_projection.parameters(), *net.recurrence.parameters()]
+    else:
+        rnn = getattr(torch.nn, module)(2, 3, num_layers=2, batch_first=True)
+        net = RecurrentAdapter(rnn, torch.nn.Linear(3, 1))
+        bottom = [p for name, p in rnn.named_parameters() if name.endswith("l0")]
+    for p in bottom:
+        p.requires_grad_(False)
+    x, lengths, y = torch.randn(3, 5, 2), torch.tensor([5, 3, 1]), torch.randn(3, 1)
+    states = net.forward_states(x, lengths)
+    assert not x.requires_grad  # the caller's tensor is left as it was
+    got = temporal_gradients(net, states, F.mse_loss(states.outputs, y), lengths, accumulate_grad=False)
+    assert got.names == ("W_rec[1]", "W_in[1]", "b[1]", "W_out", "b_out") if module is None else (
+        "W_rec[1]", "b_rec[1]", "W_in[1]", "b[1]", "W_out", "b_out")
+    expected = torch.autograd.grad(F.mse_loss(net.forward_states(x, lengths).outputs, y), got.parameters)
+    for g, e in zip(got.gradient, expected):
+        torch.testing.assert_close(g, e)
+
+
+def test_a_network_with_every_parameter_frozen_is_refused_by_name():
+    net = RecurrentNetwork(2, 3, 1, generator=torch.Generator().manual_seed(0)).requires_grad_(False)
+    x, lengths = torch.randn(2, 4, 2), torch.tensor([4, 2])
+    states = net.forward_states(x, lengths)
+    # Before: an empty TemporalGradients, whose norms() and any SimplexSGD step over it
+    # raised a bare IndexError.
+    with pytest.raises(ValueError, match="every parameter of this RecurrentNetwork is frozen"):
+        temporal_gradients(net, states, states.outputs.square().sum(), lengths)

@@ -475,6 +475,8 @@ class RecurrentNetwork(nn.Module):
         self._refuse_per_step_readout(every_step)
         layers: list[LayerStates] = []
         x, lengths, gaps = self._inputs(x, lengths)
+        _, projection, recurrence = self.stack()[0]
+        x = tracked_input(x, [*projection.parameters(), *recurrence.parameters()])
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
@@ -672,6 +674,20 @@ def _stop(cell: Cell, lengths: torch.Tensor) -> dict[str, torch.Tensor]:
     end: ``lengths`` for a cell whose state is not bounded (:attr:`Cell.bounded_state`),
     none for the others, whose states stay bounded over the padding."""
     return {} if cell.bounded_state else {"lengths": lengths}
+
+
+def tracked_input(x: torch.Tensor, bottom: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``x``, made a leaf that requires grad when autograd is on and neither ``x`` nor
+    any of the ``bottom`` layer's parameters does.
+
+    Temporal gradients ask autograd for the gradient of every layer's projected inputs;
+    a frozen bottom layer (fine-tuning the upper layers or the readout) would otherwise
+    compute them without a graph. Autograd computes the gradient of ``x`` itself only
+    when asked for it.
+    """
+    if not torch.is_grad_enabled() or x.requires_grad or any(t.requires_grad for t in bottom):
+        return x
+    return x.detach().requires_grad_()
 
 
 def check_tensor(x: object, *, batch_first: bool = True) -> None:

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..nn._network import NetworkStates, check_lengths, check_tensor
+from ..nn._network import NetworkStates, check_lengths, check_tensor, tracked_input
 from ..nn.cells import Cell, LayerStates, cell_of_module, stepwise_recurrence
 from ..nn.cells._base import _zero_padding
 
@@ -176,6 +176,7 @@ class RecurrentAdapter(nn.Module):
             the states (``hidden``, ``layers``, ``readout_inputs``) are batch-first.
         """
         z, lengths = self._inputs(x, lengths)  # (B, T, n), (B,)
+        z = tracked_input(z, [t for t in self.layer_parameters()[0].values() if t is not None])
         layers: list[LayerStates] = []
         for k, parameters in enumerate(self.layer_parameters()):
             # The wrapped module's mode, as its own forward reads it (model.eval() on a

@@ -529,7 +529,7 @@ def temporal_gradients(
     if not states.projected.requires_grad:
         raise ValueError(
             "states.projected does not require grad: run network.forward_states with "
-            "autograd enabled (not under torch.no_grad()) and with trainable parameters."
+            "autograd enabled (not under torch.no_grad() or torch.inference_mode())."
         )
     every_step = states.outputs.ndim == 3
     initial = [state for layer in states.layers for state in layer.initial]  # (B, H) each
@@ -568,6 +568,12 @@ def temporal_gradients(
         loss = loss / loss_scale
 
     result = _from_gradients(network, states, grads, lengths, ragged, loss)
+    if not result.parameters:
+        raise ValueError(
+            f"every parameter of this {type(network).__name__} is frozen (requires_grad=False), "
+            "so there is nothing to give temporal gradients to; unfreeze the parameters to "
+            "train (`parameter.requires_grad_(True)`)."
+        )
     if accumulate_grad:
         with torch.no_grad():
             for p, g in zip(result.parameters, result.gradient):

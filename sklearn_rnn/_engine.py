@@ -591,9 +591,9 @@ def _restarting(pairs: list[tuple[str, Callback]]) -> list[tuple[str, Callback]]
     history's length was a multiple of ``step_size``, and LambdaLR went on from the
     history, while the estimator sets the rate back to ``learning_rate`` at every call.
     Built with ``last_epoch=-1`` (unless the callback names its own), every call runs
-    the schedule from its start, as a first fit does. ReduceLROnPlateau and policies
-    that take no ``last_epoch`` (nor ``**kwargs``) are left as they are; the estimator
-    sets their base rate (``initial_lr``) to ``learning_rate`` at every call.
+    the schedule from its start, as a first fit does (the estimator removes the base
+    rate, ``initial_lr``, that the last call's scheduler left in the optimizer).
+    ReduceLROnPlateau, which takes no ``last_epoch``, is left as it is.
     """
     for _, callback in pairs:
         if not isinstance(callback, LRScheduler) or "last_epoch" in callback.kwargs:

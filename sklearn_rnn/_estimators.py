@@ -1347,8 +1347,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.batch_size = int(self.batch_size)
         for group in net.optimizer_.param_groups:
             group["lr"] = learning_rate
-            if "initial_lr" in group:  # a scheduler's base rate (see _engine._restarting)
-                group["initial_lr"] = learning_rate
+            # The last call's scheduler left its base rate: without it, this call's
+            # scheduler starts as a first fit's does (a CyclicLR at its base_lr, where
+            # a base rate set to learning_rate ran the first epoch at learning_rate).
+            group.pop("initial_lr", None)
             if "clip_threshold" in group:
                 group["clip_threshold"] = _optional_float(self.clip_threshold)
         if isinstance(net.optimizer_, SimplexSGD):

@@ -309,6 +309,9 @@ def _schedule(policy, kwargs, epochs, lr=0.01):
     ("StepLR", dict(step_size=1, gamma=0.5)), ("ExponentialLR", dict(gamma=0.5)),
     ("LambdaLR", dict(lr_lambda=lambda epoch: 0.5 ** epoch)),
     ("LinearLR", dict(start_factor=0.1, total_iters=3)), ("ConstantLR", dict(factor=0.5, total_iters=2)),
+    # Warm calls ran CyclicLR's first epoch at learning_rate (0.01, 10 times base_lr):
+    # the estimator set the base rate the last scheduler left to learning_rate.
+    ("CyclicLR", dict(base_lr=0.001, max_lr=0.1, step_size_up=2, cycle_momentum=False)),
 ])
 def test_every_training_call_starts_at_learning_rate_and_runs_the_schedule_from_its_start(policy, kwargs):
     # A scheduler's changes do not carry over to the next call (the callbacks' docs).

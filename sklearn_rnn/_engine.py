@@ -88,6 +88,10 @@ PRECISIONS: dict[str, torch.dtype | None] = {
 
 #: Names of the engine's own callbacks; a user's callback may not take them.
 ENGINE_CALLBACKS = frozenset({"clip", "valid_score", "train_objective", "guard", "stop", "progress"})
+#: Names of skorch's default callbacks, which the engine keeps or drops by call (``print_log``
+#: with ``verbose``, ``valid_loss`` with validation data); a user's callback may not take them
+#: either, whether the call at hand runs them or not.
+SKORCH_CALLBACKS = frozenset({"epoch_timer", "train_loss", "valid_loss", "print_log"})
 
 
 class _History(History):
@@ -690,10 +694,11 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
                 "callback) pair of a string and a skorch callback instance, e.g. "
                 "('lr', skorch.callbacks.LRScheduler(policy='StepLR', step_size=10))."
             )
-        if item[0] in ENGINE_CALLBACKS:
+        if item[0] in ENGINE_CALLBACKS | SKORCH_CALLBACKS:
             raise ValueError(
                 f"{owner}(callbacks=...) names a callback {item[0]!r}, a name the estimator "
-                f"uses for its own ({', '.join(sorted(ENGINE_CALLBACKS))}); choose another name."
+                f"uses for its own ({', '.join(sorted(ENGINE_CALLBACKS))}) or for skorch's "
+                f"default callbacks ({', '.join(sorted(SKORCH_CALLBACKS))}); choose another name."
             )
         if (isinstance(item[1], EpochScoring) and not item[1].use_caching
                 and not callable(item[1].scoring)):
@@ -843,6 +848,23 @@ def _check_nothing_watches_validation(
             )
 
 
+def _check_nothing_watches_the_objective(pairs: list[tuple[str, Callback]], owner: str) -> None:
+    """Refuse a user's callback that watches 'train_objective' (the loss plus the L2
+    penalty) in a training call without a penalty, which records none: it would fail
+    with a bare ``KeyError`` after the first epoch (switching to a cell whose 'auto'
+    alpha is 0 turned a working callback into that failure)."""
+    for name, callback in pairs:
+        monitor = getattr(callback, "monitor", None)
+        if isinstance(monitor, str) and monitor.startswith("train_objective"):
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {name!r} watches {monitor!r}, the loss plus "
+                "the L2 penalty, but this training call has no penalty (alpha resolves to 0, "
+                "or optimizer='simplex', which takes none), so none is recorded. Have the "
+                f"callback watch the loss (monitor={'train_loss' + monitor[len('train_objective'):]!r}), "
+                "or set alpha > 0 with optimizer 'adam' or 'sgd'."
+            )
+
+
 def _callbacks_key(pairs: list[tuple[str, Callback]]) -> tuple:
     """The user's callbacks by value: each one's name, object and settings. The list
     itself would compare equal to itself after a change in place (a callback appended,
@@ -939,6 +961,8 @@ def configure(
     _check_nothing_replaces_history(pairs, owner)
     if not stopping:
         _check_nothing_watches_validation(pairs, owner, incremental)
+    if not penalized:
+        _check_nothing_watches_the_objective(pairs, owner)
     spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,
             n_iter_no_change, tol, _callbacks_key(pairs), bool(verbose), progress)  # key: _SPEC_KEY
     net.verbose = verbose

@@ -617,6 +617,14 @@ def test_changed_settings_rebuild_the_callbacks():
         ([LRScheduler()], "expected a \\(name, callback\\) pair"),
         ([("lr", "StepLR")], "expected a \\(name, callback\\) pair"),
         ([("stop", EarlyStopping())], "a name the estimator uses for its own"),
+        # skorch's defaults: skorch refused these as "duplicate user-set" names, and
+        # 'valid_loss' or 'print_log' only in calls that run that default.
+        ([("train_loss", EpochCounter())], "or for skorch's default callbacks"),
+        ([("valid_loss", EpochCounter())], "or for skorch's default callbacks"),
+        ([("print_log", EpochCounter())], "or for skorch's default callbacks"),
+        # No penalty (alpha 'auto' is 0 for this cell): no 'train_objective' is recorded,
+        # and the callback failed with a KeyError after the first epoch.
+        ([("es", EarlyStopping(monitor="train_objective"))], "has no penalty"),
         ([("a", EpochCounter()), ("a", EpochCounter())], "names a callback twice"),
     ],
 )
@@ -803,3 +811,10 @@ def test_simplex_refuses_a_callback_that_acts_on_the_gradients():
                           callbacks=[("read", GradientReader())]).fit(X, y)
     norms = dict(model.net_.callbacks_)["read"].norms_
     assert len(norms) >= 2 and all(norm > 0 for norm in norms)
+
+
+def test_a_callback_watching_the_objective_runs_where_there_is_a_penalty():
+    X, y = _data()
+    callbacks = [("es", EarlyStopping(monitor="train_objective", patience=50))]
+    model = RNNRegressor(hidden_size=4, max_iter=3, alpha=0.01, callbacks=callbacks).fit(X, y.astype(float))
+    assert len(model.net_.history[:, "train_objective"]) == 3

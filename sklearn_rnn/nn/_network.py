@@ -475,8 +475,9 @@ class RecurrentNetwork(nn.Module):
         self._refuse_per_step_readout(every_step)
         layers: list[LayerStates] = []
         x, lengths, gaps = self._inputs(x, lengths)
-        _, projection, recurrence = self.stack()[0]
-        x = tracked_input(x, [*projection.parameters(), *recurrence.parameters()])
+        if not self.vectorizable:  # vmap runs no requires_grad_() (the stacked trainer trains all)
+            _, projection, recurrence = self.stack()[0]
+            x = tracked_input(x, [*projection.parameters(), *recurrence.parameters()])
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])

@@ -88,8 +88,8 @@ from ._gathered import gathered_warnings, warn
 from ._parallel import fitting_threads, with_callers_context
 from .nn import NetworkStates
 from .nn.cells import LayerStates, cell_names, get_cell
-from .optim import ClippedSGD, SimplexSGD, clipped_step_size
-from .optim._functional import _norm, _simplex_rules
+from .optim import ClippedSGD, SimplexSGD
+from .optim._functional import _norm, _simplex_rules, _step_size
 from .optim._temporal import _stacked_from_gradients
 from .sequences import FlatSequences
 from .sequences._validation import staging
@@ -1106,7 +1106,7 @@ class _Stack:
         for opt, branch, norm, cosine in zip(optimizers, chosen.branch, chosen.gradient_norm, chosen.cosine):
             group = opt.param_groups[0]
             # d has the gradient's norm in every branch (eq. 3.5).
-            size = math.nan if branch == "skipped" else clipped_step_size(norm, group["lr"], group["clip_threshold"])
+            size = math.nan if branch == "skipped" else _step_size(norm, group["lr"], group["clip_threshold"])
             opt.branch_counts[branch] += 1
             opt.last_step = {"branch": branch, "gradient_norm": norm, "cosine": cosine, "step_size": size}
             sizes.append(0.0 if branch == "skipped" else size)  # a skipped row's direction is zero
@@ -1352,7 +1352,7 @@ class _UpdateRule:
         # ClippedSGD skips it (a step of 0 would write 0 * inf = NaN into its weights).
         taken = [on and math.isfinite(norm) for norm, on in zip(norms, active.tolist())]
         steps = [
-            clipped_step_size(norm, s["lr"], s["clip_threshold"]) if take else 0.0
+            _step_size(norm, s["lr"], s["clip_threshold"]) if take else 0.0
             for norm, s, take in zip(norms, self.settings, taken)
         ]
         alpha = torch.tensor(steps, device=stack.device)  # (M,)

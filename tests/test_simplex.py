@@ -18,6 +18,7 @@ from sklearn_rnn.optim import (
     SimplexSGD,
     choose_direction,
     clipped_step_,
+    clipped_step_size,
     combine_temporal_gradients,
     convex_weights,
     normalization_factors,
@@ -682,3 +683,37 @@ def test_an_infinite_step_length_is_refused(optimizer):
         opt.add_param_group({"params": [torch.nn.Parameter(torch.ones(1))], "lr": torch.tensor(math.inf)})
     assert len(opt.param_groups) == 1
     assert optimizer([w], lr=0.1, clip_threshold=math.inf).param_groups[0]["clip_threshold"] == math.inf
+
+
+@pytest.mark.parametrize("call, message", [
+    # A negative tau stepped along +grad (ascent), a NaN one wrote NaN into the weights,
+    # a negative mu climbed the loss; the optimizers refused them, the functions did not.
+    (lambda: clipped_step_size(5.0, 0.1, -1.0), "clip_threshold must be positive or None"),
+    (lambda: clipped_step_size(5.0, 0.1, math.nan), "clip_threshold must be positive or None"),
+    (lambda: clipped_step_size(0.5, -0.1, 1.0), "lr must be positive"),
+    (lambda: clipped_step_size(0.5, math.inf, 1.0), "lr must be finite"),
+    (lambda: clipped_step_([torch.zeros(2)], [torch.tensor([-3.0, -4.0])], lr=0.1, clip_threshold=-1.0),
+     "clip_threshold must be positive or None"),
+    # psi -1 always switched, NaN never did; a NaN eps never normalized.
+    (lambda: simplex_direction([torch.ones(2, 2)], switch_threshold=-1.0), "switch_threshold must be a non-negative"),
+    (lambda: simplex_direction([torch.ones(2, 2)], eps=math.nan), "eps must be non-negative"),
+    (lambda: simplex_direction([torch.ones(2, 2)], weights="gauss"), "weights must be one of"),
+    (lambda: choose_direction([torch.ones(2)], [torch.ones(2)], switch_threshold=math.nan),
+     "switch_threshold must be a non-negative"),
+    (lambda: normalization_factors(torch.ones(3), eps=-1.0), "eps must be non-negative"),
+    (lambda: normalization_factors(torch.ones(2, 3), eps=torch.tensor([[1e-8], [math.nan]])),
+     "eps must be non-negative for every model"),
+    (lambda: normalize_temporal_gradients([torch.ones(2, 2)], eps=math.nan), "eps must be non-negative"),
+])
+def test_the_functional_rules_refuse_the_settings_the_optimizers_refuse(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_the_functional_step_rule_keeps_its_documented_limits():
+    w = torch.zeros(2)
+    assert clipped_step_([w], [torch.tensor([-3.0, -4.0])], lr=0.1, clip_threshold=None) == 0.1
+    torch.testing.assert_close(w, torch.tensor([-0.3, -0.4]))
+    assert clipped_step_size(5.0, 0.1, math.inf) == 0.1  # an infinite tau never clips
+    factors = normalization_factors(torch.tensor([[2.0, 1e-9], [2.0, 1e-9]]), eps=torch.tensor([[1e-8], [0.0]]))
+    torch.testing.assert_close(factors, torch.tensor([[0.5, 1.0], [0.5, 1e9]]))

@@ -160,6 +160,16 @@ def normalization_factors(norms: torch.Tensor, *, eps: float | torch.Tensor = NO
     >>> normalization_factors(torch.tensor([2.0, 0.0]), eps=0.0)  # a zero norm even then
     tensor([0.5000, 1.0000])
     """
+    if isinstance(eps, torch.Tensor) and eps.ndim > 0:
+        if not bool((eps >= 0).all()):  # NaN too
+            raise ValueError(f"eps must be non-negative for every model; got {eps!r}. {_EPS_FIX}")
+    else:
+        _check_eps(eps)
+    return _normalization_factors(norms, eps)
+
+
+def _normalization_factors(norms: torch.Tensor, eps: float | torch.Tensor) -> torch.Tensor:
+    """:func:`normalization_factors` without checking ``eps`` (the optimizers checked it)."""
     usable = torch.isfinite(norms) & (norms >= eps) & (norms > 0)  # (T,); eps may be 0
     return torch.where(usable, 1.0 / torch.where(usable, norms, torch.ones_like(norms)), 1.0)
 
@@ -191,7 +201,7 @@ def normalize_temporal_gradients(
     >>> normalize_temporal_gradients([w, b])
     (tensor([[0.6000], [0.0000]]), tensor([[8.0000e-01], [1.0000e-09]]))
     """
-    factors = normalization_factors(step_norms(temporal), eps=eps)  # (T,)
+    factors = normalization_factors(step_norms(temporal), eps=eps)  # (T,), eps checked
     return tuple((block * factors.view(-1, *([1] * (block.ndim - 1)))).to(block.dtype) for block in temporal)
 
 
@@ -340,6 +350,7 @@ def choose_direction(
     >>> choose_direction(grad, [torch.tensor([0.0, 1.0])], switch_threshold=1.0).branch
     'switched'
     """
+    _check_switch_threshold(switch_threshold)
     gradient = tuple(gradient)
     flat_gradient = _flatten(gradient)  # (1, P)
     sizes = [block.numel() for block in gradient]
@@ -597,6 +608,7 @@ def simplex_direction(
     ('simplex', 2.2361, 2.2360...)
     """
     _check_steps(temporal)
+    _check_direction_settings(switch_threshold, weights, eps)
     if gradient is None:
         gradient = tuple(block.sum(0) for block in temporal)
     else:
@@ -715,10 +727,10 @@ def _simplex_rules(
         # branch's inputs, and then the combination is formed again from norms recomputed
         # without overflow.
         norms_as_computed = norms(False)  # (M, T)
-        combination = combine(beta * normalization_factors(norms_as_computed, eps=eps))  # (M, P)
+        combination = combine(beta * _normalization_factors(norms_as_computed, eps))  # (M, P)
         recombine = (
             ~torch.isfinite(norms_as_computed).all(1),  # (M,)
-            lambda: combine(beta * normalization_factors(norms(True), eps=eps)),
+            lambda: combine(beta * _normalization_factors(norms(True), eps)),
         )
     else:
         combination = torch.zeros_like(gradient)  # not looked at
@@ -750,6 +762,13 @@ def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshol
     >>> clipped_step_size(0.5, 0.01, 1.0), clipped_step_size(4.0, 0.01, 1.0)
     (0.01, 0.0025)
     """
+    _check_step_settings({"lr": learning_rate, "clip_threshold": clip_threshold})
+    return _step_size(direction_norm, learning_rate, clip_threshold)
+
+
+def _step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:
+    """:func:`clipped_step_size` without checking its settings (the optimizers checked
+    theirs; the stacked trainer calls it for every model at every step)."""
     # float(): a 0-d tensor learning rate or threshold (which the optimizers accept)
     # gives a float step, as documented, not a tensor.
     if clip_threshold is None or not math.isfinite(direction_norm) or direction_norm <= clip_threshold:
@@ -796,6 +815,7 @@ def clipped_step_(
     >>> w
     tensor([-0.0600, -0.0800])
     """
+    _check_step_settings({"lr": lr, "clip_threshold": clip_threshold})
     params = list(params)
     if len(params) != len(direction):
         raise ValueError(
@@ -821,7 +841,7 @@ def _clipped_update_(
     ``sign=-1`` steps along the anti-gradient of gradient ``blocks`` without building
     it (:class:`ClippedSGD`). Call under ``torch.no_grad()``.
     """
-    alpha = clipped_step_size(norm, lr, clip_threshold)
+    alpha = _step_size(norm, lr, clip_threshold)
     for p, d in zip(params, blocks):
         # A same-type .to() costs a dispatch per parameter (10 us for five on a CPU).
         p.add_(d if d.dtype == p.dtype else d.to(p.dtype), alpha=sign * alpha)
@@ -862,6 +882,35 @@ def _check_step_settings(group: dict[str, Any]) -> None:
             "positive or None (never clip)",
             fix="Pass tau as a positive float (a 0-d tensor also works), or None.",
         )
+
+
+_EPS_FIX = "Pass the smallest step norm to normalize as a float, such as 1e-8."
+
+
+def _check_switch_threshold(switch_threshold: Any) -> None:
+    """Refuse a ``switch_threshold`` (``psi``) that is not None nor a non-negative number."""
+    if switch_threshold is not None:
+        _check_number(
+            "switch_threshold",
+            switch_threshold,
+            "a non-negative float or None (never switch)",
+            fix="Pass psi as a float, such as 0.9, or None.",
+            zero=True,
+        )
+
+
+def _check_eps(eps: Any) -> None:
+    """Refuse an ``eps`` (the smallest step norm normalized) that is not a non-negative number."""
+    _check_number("eps", eps, "non-negative", fix=_EPS_FIX, zero=True)
+
+
+def _check_direction_settings(switch_threshold: Any, weights: Any, eps: Any) -> None:
+    """Refuse a bad ``switch_threshold``, ``weights`` rule or ``eps``, from the functions,
+    the optimizer's constructor or a loaded state dict alike."""
+    _check_switch_threshold(switch_threshold)
+    if weights not in WEIGHT_RULES:
+        raise ValueError(f"weights must be one of {list(WEIGHT_RULES)}; got {weights!r}.")
+    _check_eps(eps)
 
 
 def _check_number(name: str, value: Any, expected: str, *, fix: str, zero: bool = False) -> None:

@@ -14,11 +14,12 @@ from ._functional import (
     NORM_EPS,
     WEIGHT_RULES,
     WeightRule,
+    _check_direction_settings,
     _check_number,
     _check_step_settings,
+    _clipped_update_,
     _simplex_rule,
     _StepRuleOptimizer,
-    clipped_step_,
 )
 from ..nn import RecurrentNetwork
 from ._temporal import TemporalGradients
@@ -186,13 +187,12 @@ class SimplexSGD(_StepRuleOptimizer):
             by_param = {id(p): d for p, d in zip(temporal.parameters, chosen.direction)}
             for index, group in enumerate(self.param_groups):
                 params = [p for p in group["params"] if id(p) in by_param]
-                step_sizes[index] = clipped_step_(
+                step_sizes[index] = _clipped_update_(  # settings checked as they were set
                     params,
                     [by_param[id(p)] for p in params],
+                    chosen.gradient_norm,  # d has the gradient's norm in every branch (eq. 3.5)
                     lr=group["lr"],
                     clip_threshold=group["clip_threshold"],
-                    # d has the gradient's norm in every branch (eq. 3.5).
-                    direction_norm=chosen.gradient_norm,
                 )
         self.last_step = {
             "branch": chosen.branch,
@@ -285,24 +285,6 @@ class SimplexSGD(_StepRuleOptimizer):
                 f"{len(mine.keys() & covered)} in common; they must be the same. "
                 + _mismatch(temporal, [p for key, p in mine.items() if key not in covered], mine.keys())
             )
-
-
-def _check_direction_settings(switch_threshold: Any, weights: Any, eps: Any) -> None:
-    """Refuse a bad ``switch_threshold``, ``weights`` rule or ``eps``, from the constructor
-    or a loaded state dict alike."""
-    if switch_threshold is not None:
-        _check_number(
-            "switch_threshold",
-            switch_threshold,
-            "a non-negative float or None (never switch)",
-            fix="Pass psi as a float, such as 0.9, or None.",
-            zero=True,
-        )
-    if weights not in WEIGHT_RULES:
-        raise ValueError(f"weights must be one of {list(WEIGHT_RULES)}; got {weights!r}.")
-    _check_number(
-        "eps", eps, "non-negative", fix="Pass the smallest step norm to normalize as a float, such as 1e-8.", zero=True
-    )
 
 
 def _mismatch(temporal: TemporalGradients, uncovered: list[torch.Tensor], mine: Iterable[int]) -> str:

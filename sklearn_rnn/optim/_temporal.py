@@ -224,7 +224,9 @@ class TemporalGradients:
         float32: an exploding gradient), that step's norm is recomputed in float64 on
         deltas divided by their largest magnitude: a norm is not finite only where an
         entry is not (or past the dtype's range). Whether any overflowed is one value
-        read on the host (on a GPU, a wait for the device).
+        read on the host (on a GPU, a wait for the device); ``'gram'`` reads one more,
+        whether a step's terms cancelled (near-identical sequences with opposite
+        residuals), and forms such steps directly, whose Gram sum would be mostly rounding.
 
         Parameters
         ----------
@@ -1012,12 +1014,20 @@ def _block_squares(layer: _Layer) -> list[torch.Tensor]:
 
 def _gram_squares(layer: _Layer) -> torch.Tensor:
     """``sum_{b,b'} (d_b . d_b') (z_b . z_b')`` per row, in chunks of rows, ``(S,)``, in
-    the deltas' dtype, at least float32 (float16 products underflow)."""
+    the deltas' dtype, at least float32 (float16 products underflow).
+
+    Where the batch's terms of a row nearly cancel (near-identical inputs with opposite
+    residuals), the sum's rounding is of the order of the terms, not of the sum: a row
+    whose sum is below ``sqrt(eps)`` times ``(sum_b |d_b| |z_b|)^2``, its terms' scale,
+    is recomputed directly (:func:`_direct_row_squares`), which keeps it to about
+    ``sqrt(eps)`` relative (a float32 norm was 6 times too large). Such rows are rare:
+    the check reads one flag on the host per call.
+    """
     delta = layer.delta  # (S, B, m)
     rows, batch, _ = delta.shape
     work = _working_dtype(delta.dtype)
     chunk = max(1, _CHUNK_ELEMENTS // max(1, batch * batch))  # an empty batch: zero norms
-    pieces = []
+    pieces, cancelled = [], []
     for lo in range(0, rows, chunk):
         hi = min(rows, lo + chunk)
         kernel = delta.new_zeros(hi - lo, batch, batch, dtype=work)  # (c, B, B): z_b . z_b'
@@ -1030,8 +1040,35 @@ def _gram_squares(layer: _Layer) -> torch.Tensor:
                 z = block.inputs[start - block.offset : hi - block.offset].to(work)  # (c', B, n)
                 kernel[start - lo :] += torch.bmm(z, z.transpose(1, 2))
         d = delta[lo:hi].to(work)  # (c, B, m)
-        pieces.append((torch.bmm(d, d.transpose(1, 2)) * kernel).sum((1, 2)).clamp(min=0))
-    return torch.cat(pieces)
+        products = torch.bmm(d, d.transpose(1, 2))  # (c, B, B): d_b . d_b'
+        total = (products * kernel).sum((1, 2))  # (c,)
+        scale = (products.diagonal(dim1=1, dim2=2) * kernel.diagonal(dim1=1, dim2=2)).sqrt().sum(1)  # (c,)
+        cancelled.append(total < math.sqrt(torch.finfo(work).eps) * scale.square())
+        pieces.append(total.clamp(min=0))
+    squares = torch.cat(pieces) if pieces else delta.new_zeros(0, dtype=work)
+    if cancelled:
+        flagged = torch.cat(cancelled)
+        if bool(flagged.any()):
+            index = flagged.nonzero().flatten()
+            squares[index] = _direct_row_squares(layer, index)
+    return squares
+
+
+def _direct_row_squares(layer: _Layer, index: torch.Tensor) -> torch.Tensor:
+    """Squared norm of the gradient of the layer's rows ``index`` over all its blocks,
+    formed directly (``sum_b d_b z_b^T``), ``(len(index),)``, as :func:`_gram_squares`
+    gives them."""
+    delta = layer.delta[index]  # (k, B, m)
+    work = _working_dtype(delta.dtype)
+    squares = delta.new_zeros(index.shape[0], dtype=work)
+    for block in layer.blocks:
+        if block.inputs is None:
+            squares += delta.sum(1).to(work).square().sum(1)
+            continue
+        reached = index >= block.offset  # (k,): rows the block's inputs cover
+        z = block.inputs[index[reached] - block.offset]  # (k', B, n)
+        squares[reached] += _outer(delta[reached], z).to(work).square().sum((1, 2))
+    return squares
 
 
 def _rescued_norms(

@@ -665,3 +665,35 @@ def test_step_norms_stay_accurate_where_the_batchs_terms_cancel(method):
     got = tg.norms(method).double()  # before per_step(), whose kept products 'auto' would reuse
     exact = torch.stack([torch.cat([b[s].double().flatten() for b in tg.per_step()]).norm() for s in range(20)])
     torch.testing.assert_close(got, exact, rtol=1e-4, atol=0)
+
+
+def test_the_adapter_refuses_inputs_and_readouts_of_another_dtype_by_name():
+    # forward_states failed inside a matrix product ("mat1 and mat2 must have the same
+    # dtype"), where the module's own forward explains itself.
+    x, lengths = torch.randn(3, 5, 2), torch.tensor([5, 3, 1])
+    net = RecurrentAdapter(torch.nn.GRU(2, 3, batch_first=True), torch.nn.Linear(3, 1))
+    with pytest.raises(ValueError, match=r"x has dtype torch.float64 but the rnn's weights have dtype torch.float32"):
+        net.forward_states(x.double(), lengths)
+    mixed = RecurrentAdapter(torch.nn.GRU(2, 3, batch_first=True), torch.nn.Linear(3, 1).double())
+    with pytest.raises(ValueError, match="the readout's weights have dtype torch.float64"):
+        mixed.forward_states(x, lengths)
+    assert net.double().forward_states(x.double(), lengths).outputs.dtype == torch.float64
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts each operation's inputs
+        assert net.float().forward_states(x, lengths).outputs.dtype == torch.bfloat16
+
+
+def test_the_padding_message_of_a_time_major_adapter_gives_a_mask_in_its_layout():
+    # The fix's mask was (batch, steps) for outputs of (steps, batch): following it failed
+    # to broadcast, or (steps == batch) masked the wrong entries.
+    torch.manual_seed(0)
+    net = RecurrentAdapter(torch.nn.GRU(2, 3), torch.nn.Linear(3, 1))
+    x, lengths, steps = torch.randn(5, 3, 2), torch.tensor([5, 3, 1]), 5
+    states = net.forward_states(x, lengths, every_step=True)
+    per_step = states.outputs.square().sum(-1)  # (steps, batch)
+    with pytest.raises(ValueError, match=r"valid = torch.arange\(steps\)\[:, None\] < lengths\[None, :\]") as info:
+        temporal_gradients(net, states, per_step.sum(), lengths)
+    assert "of shape (steps, batch)" in str(info.value)
+    states = net.forward_states(x, lengths, every_step=True)
+    per_step = states.outputs.square().sum(-1)
+    valid = torch.arange(steps)[:, None] < lengths[None, :]  # as the message says
+    assert temporal_gradients(net, states, (per_step * valid).sum() / valid.sum(), lengths).steps == 5

@@ -25,7 +25,7 @@ from torch.nn import functional as F
 
 from ..nn._network import NetworkStates, check_lengths, check_tensor, tracked_input
 from ..nn.cells import Cell, LayerStates, cell_of_module, stepwise_recurrence
-from ..nn.cells._base import _zero_padding
+from ..nn.cells._base import _zero_padding, autocast_on
 
 __all__ = ["RecurrentAdapter"]
 
@@ -235,7 +235,27 @@ class RecurrentAdapter(nn.Module):
                 f"right-padded sequences of the rnn's input_size={self.rnn.input_size} features."
             )
         lengths = check_lengths(lengths, z.shape[0], z.shape[1])  # (B,)
+        self._check_dtypes(z)
         return _zero_padding(z, lengths), lengths
+
+    def _check_dtypes(self, z: torch.Tensor) -> None:
+        """Refuse an ``x`` or a readout whose dtype differs from the module's weights
+        (outside autocast, which casts each operation's inputs): the step-by-step pass
+        failed inside a matrix product, where the module's own forward explains itself."""
+        if autocast_on(z.device.type):
+            return
+        weight = self.rnn.weight_ih_l0.dtype
+        if z.dtype != weight:
+            raise ValueError(
+                f"x has dtype {z.dtype} but the rnn's weights have dtype {weight}; convert "
+                f"the input with x.to({weight}), or the adapter (rnn and readout together) "
+                f"with .to({z.dtype})."
+            )
+        if self.readout.weight.dtype != weight:
+            raise ValueError(
+                f"the readout's weights have dtype {self.readout.weight.dtype} but the rnn's "
+                f"{weight}; convert the adapter (rnn and readout together) with .to(dtype)."
+            )
 
     def _batch_major(self, tensor: torch.Tensor) -> torch.Tensor:
         if tensor.ndim != 3:

@@ -664,10 +664,11 @@ def _gather_layers(
         recurrent = None if stacked is None else _stacked_recurrent_deltas(cell, parameters, stacked, models)
         layers += _cell_layers(params, depth, cell, parameters, layer_states, delta.detach(), align, recurrent)
     output_delta = grads[n_layers].detach()
-    if every_step and isinstance(network, RecurrentAdapter) and not network.rnn.batch_first:
+    time_major = isinstance(network, RecurrentAdapter) and not network.rnn.batch_first
+    if every_step and time_major:
         output_delta = output_delta.transpose(0, 1)  # (B, T, k), as the states
     if every_step and ragged:  # one read on the host
-        _check_padding_unweighted(output_delta, grads[:n_layers], lengths)
+        _check_padding_unweighted(output_delta, grads[:n_layers], lengths, time_major=time_major)
     learned = _initial_layers(params, network, grads[n_layers + 1 :], states, align, models)
     readout = _readout_layer(params, network, output_delta, states.readout_inputs.detach(), align)
     if models > 1:
@@ -678,7 +679,7 @@ def _gather_layers(
 
 
 def _check_padding_unweighted(
-    output_delta: torch.Tensor, layer_deltas: Sequence[torch.Tensor], lengths: torch.Tensor
+    output_delta: torch.Tensor, layer_deltas: Sequence[torch.Tensor], lengths: torch.Tensor, *, time_major: bool
 ) -> None:
     """Refuse a loss at every step whose gradient is finite and nonzero at a padded step
     (past a sequence's length), in one read on the host: at the outputs ``output_delta``
@@ -701,13 +702,18 @@ def _check_padding_unweighted(
     sequence, step = (int(v) for v in rows[0].tolist())
     where = (f"step {step} of sequence {sequence}, whose length is {int(lengths[sequence])}")
     if which == 0:
+        # The mask in the layout of the outputs: a time-major module's are (steps, batch, k).
+        mask, layout = (
+            ("torch.arange(steps)[:, None] < lengths[None, :]", "(steps, batch)") if time_major
+            else ("torch.arange(steps)[None, :] < lengths[:, None]", "(batch, steps)")
+        )
         raise ValueError(
             f"the loss at every step must give the padded steps (past each sequence's length) zero "
             f"weight; got a loss whose gradient is nonzero at {rows.shape[0]} padded steps (the first: "
             f"{where}). What it puts there would reach the valid steps' temporal gradients through "
-            "the recurrence. Mask it with the lengths: `valid = torch.arange(steps)[None, :] < "
-            "lengths[:, None]`, then `loss = (per_step * valid).sum() / valid.sum()` with the "
-            "per-step losses `per_step` of shape (batch, steps)."
+            f"the recurrence. Mask it with the lengths: `valid = {mask}`, then "
+            "`loss = (per_step * valid).sum() / valid.sum()` with the per-step losses `per_step` "
+            f"of shape {layout}."
         )
     layer = which - 1
     raise ValueError(

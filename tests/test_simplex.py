@@ -717,3 +717,31 @@ def test_the_functional_step_rule_keeps_its_documented_limits():
     assert clipped_step_size(5.0, 0.1, math.inf) == 0.1  # an infinite tau never clips
     factors = normalization_factors(torch.tensor([[2.0, 1e-9], [2.0, 1e-9]]), eps=torch.tensor([[1e-8], [0.0]]))
     torch.testing.assert_close(factors, torch.tensor([[0.5, 1.0], [0.5, 1e9]]))
+
+
+def test_clipped_sgd_takes_sparse_gradients_as_their_dense_equivalent():
+    # An embedding with sparse=True before the recurrence failed inside the norm
+    # (linalg_vector_norm has no sparse kernel), where torch.optim.SGD steps.
+    torch.manual_seed(0)
+    sparse, dense = torch.nn.Embedding(10, 3, sparse=True), torch.nn.Embedding(10, 3)
+    dense.load_state_dict(sparse.state_dict())
+    before = dense.weight.detach().clone()
+    index = torch.tensor([1, 2, 2, 7])  # a repeated row: uncoalesced entries
+    for module in (sparse, dense):
+        optimizer = ClippedSGD(module.parameters(), lr=0.1, clip_threshold=0.5)
+        module(index).square().sum().backward()
+        optimizer.step()
+    assert sparse.weight.grad.is_sparse
+    torch.testing.assert_close(sparse.weight, dense.weight)
+    assert not torch.equal(dense.weight, before)  # a step was taken
+
+
+@pytest.mark.parametrize("call, error, message", [
+    # An int seed reached torch.rand's signature listing; an empty gradient torch.cat's.
+    (lambda: convex_weights(3, generator=0), TypeError, "generator must be a CPU torch.Generator"),
+    (lambda: simplex_direction([torch.ones(2, 2)], generator=0), TypeError, "generator must be a CPU torch.Generator"),
+    (lambda: choose_direction([], []), ValueError, "gradient must hold one block per parameter"),
+])
+def test_the_functional_entry_points_name_what_they_expected(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -30,7 +30,8 @@ class ClippedSGD(_StepRuleOptimizer):
     Parameters
     ----------
     params : iterable of torch.Tensor or dict
-        Parameters to optimize; those that never receive a gradient are ignored.
+        Parameters to optimize; those that never receive a gradient are ignored. A
+        sparse gradient (``torch.nn.Embedding(sparse=True)``) counts its values.
     lr : float, default=0.01
         ``mu``.
     clip_threshold : float or None, default=1.0

@@ -17,6 +17,8 @@ from typing import Any, Literal, NamedTuple
 
 import torch
 
+from ..nn._network import _check_generator
+
 __all__ = [
     "BRANCHES",
     "Direction",
@@ -254,6 +256,7 @@ def convex_weights(
             f"steps must be an int of at least 1, the number of weights (one per step); got "
             f"{steps!r} of type {type(steps).__name__}."
         )
+    _check_generator(generator)  # an int seed reached torch.rand's signature listing
     if rule == "dirichlet":
         # A flat Dirichlet is a vector of i.i.d. Exp(1) draws normalized to sum one.
         draw = torch.empty(steps, dtype=torch.float64, device="cpu").exponential_(generator=generator)  # (T,)
@@ -352,6 +355,8 @@ def choose_direction(
     """
     _check_switch_threshold(switch_threshold)
     gradient = tuple(gradient)
+    if not gradient:  # torch.cat's "expected a non-empty list of Tensors"
+        raise ValueError("gradient must hold one block per parameter; got no blocks.")
     flat_gradient = _flatten(gradient)  # (1, P)
     sizes = [block.numel() for block in gradient]
     work = _working_dtype(flat_gradient.dtype)
@@ -932,8 +937,8 @@ def _check_number(name: str, value: Any, expected: str, *, fix: str, zero: bool 
 
 
 def _norm(blocks: Sequence[torch.Tensor]) -> float:
-    """Euclidean norm of the concatenation of ``blocks``, as a Python float (computed in
-    the blocks' dtype, at least float32).
+    """Euclidean norm of the concatenation of ``blocks`` (sparse ones too), as a Python
+    float (computed in the blocks' dtype, at least float32).
 
     Infinite only when an entry is, or when the norm exceeds the float64 range: where the
     squares of finite entries overflow, the norm is recomputed in float64 on the blocks
@@ -941,6 +946,8 @@ def _norm(blocks: Sequence[torch.Tensor]) -> float:
     """
     if not blocks:
         return 0.0
+    # A sparse gradient (an embedding's, sparse=True): the norm of its coalesced values.
+    blocks = [b.coalesce().values() if b.is_sparse else b for b in blocks]
     norm = float(torch.linalg.vector_norm(torch.stack([_vector_norm(b) for b in blocks])))
     if not math.isinf(norm):
         return norm

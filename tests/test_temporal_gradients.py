@@ -697,3 +697,18 @@ def test_the_padding_message_of_a_time_major_adapter_gives_a_mask_in_its_layout(
     per_step = states.outputs.square().sum(-1)
     valid = torch.arange(steps)[:, None] < lengths[None, :]  # as the message says
     assert temporal_gradients(net, states, (per_step * valid).sum() / valid.sum(), lengths).steps == 5
+
+
+def test_lengths_other_than_those_of_the_forward_pass_are_refused():
+    # The right-alignment zeroed rows that held real deltas: a wrong gradient, written
+    # into .grad as if it were backward()'s (0.38 off here).
+    torch.manual_seed(0)
+    net = RecurrentAdapter(torch.nn.GRU(2, 3, batch_first=True), torch.nn.Linear(3, 1))
+    x = torch.randn(3, 5, 2)
+    states = net.forward_states(x, torch.tensor([5, 5, 5]))
+    assert states.lengths.tolist() == [5, 5, 5]
+    with pytest.raises(ValueError, match=r"2 of the 3 differ: got \[5, 3, 1\], the pass ran with \[5, 5, 5\]"):
+        temporal_gradients(net, states, states.outputs.sum(), torch.tensor([5, 3, 1]))
+    assert all(p.grad is None for p in net.parameters())  # nothing written
+    states = net.forward_states(x, [5, 3, 1])  # the same lengths in another type
+    assert temporal_gradients(net, states, states.outputs.sum(), torch.tensor([5, 3, 1], dtype=torch.int32)).steps == 5

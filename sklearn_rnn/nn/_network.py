@@ -52,6 +52,9 @@ class NetworkStates(NamedTuple):
     readout_inputs : torch.Tensor or None
         What the readout read: the last layer's states at the readout steps after
         dropout, ``(batch, hidden_size)`` or ``(batch, steps, hidden_size)``.
+    lengths : torch.Tensor of shape (batch,) or None
+        The valid steps of each sequence that the pass ran with, which temporal
+        gradients must be given too.
 
     Examples
     --------
@@ -69,6 +72,7 @@ class NetworkStates(NamedTuple):
     outputs: torch.Tensor
     layers: tuple[LayerStates, ...] = ()
     readout_inputs: torch.Tensor | None = None
+    lengths: torch.Tensor | None = None
 
 
 class RecurrentNetwork(nn.Module):
@@ -488,7 +492,7 @@ class RecurrentNetwork(nn.Module):
         hidden = layers[-1].hidden  # (B, T, H)
         read, outputs = self._read(hidden, lengths, every_step)
         first = layers[0]
-        return NetworkStates(first.inputs, first.projected, hidden, outputs, tuple(layers), read)
+        return NetworkStates(first.inputs, first.projected, hidden, outputs, tuple(layers), read, lengths)
 
     def forward(
         self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int], *, every_step: bool = False

@@ -197,7 +197,7 @@ class RecurrentAdapter(nn.Module):
         if every_step and not self.rnn.batch_first:
             outputs = outputs.transpose(0, 1)  # (T, B, k), the layout of x
         first = layers[0]
-        return NetworkStates(first.inputs, first.projected, hidden, outputs, tuple(layers), read)
+        return NetworkStates(first.inputs, first.projected, hidden, outputs, tuple(layers), read, lengths)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor, *, every_step: bool = False) -> torch.Tensor:
         """The readout of the module's own (fused) forward pass.

@@ -517,7 +517,7 @@ def temporal_gradients(
         )
     hidden = states.hidden
     batch, steps, _ = hidden.shape
-    lengths, ragged = _check_lengths(lengths, batch, steps, hidden.device)
+    lengths, ragged = _check_lengths(lengths, batch, steps, hidden.device, ran_with=states.lengths)
     if loss.ndim != 0:
         raise ValueError(
             f"loss must be a scalar; got a tensor of shape {tuple(loss.shape)}. Reduce it "
@@ -1124,11 +1124,12 @@ def _scatter_add(target: torch.Tensor, rows: torch.Tensor | None, values: torch.
 
 
 def _check_lengths(
-    lengths: torch.Tensor, batch: int, steps: int, device: torch.device
+    lengths: torch.Tensor, batch: int, steps: int, device: torch.device, *, ran_with: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, bool]:
     """The lengths as int64 on ``device``, and whether any is below ``steps`` (a ragged
     batch), from one read of their extremes on the host (each read makes a GPU's host
-    wait for the device)."""
+    wait for the device); in the same read, whether they are the lengths ``ran_with``
+    that the forward pass ran with (when known): others silently misalign the steps."""
     # Narrow and unsigned integers as int64: PyTorch has no min or max of unsigned ones.
     lengths = as_lengths(lengths).to(device)
     if lengths.shape != (batch,):
@@ -1143,11 +1144,20 @@ def _check_lengths(
         )
     if not lengths.numel():
         return lengths.long(), False
-    shortest, longest = (int(v) for v in torch.stack([lengths.min(), lengths.max()]).tolist())
+    read = [lengths.min(), lengths.max()]
+    if ran_with is not None:
+        read.append((lengths != ran_with.to(device)).sum())
+    shortest, longest, *differing = (int(v) for v in torch.stack(read).tolist())
     if shortest < 1 or longest > steps:
         raise ValueError(
             f"lengths must lie between 1 and the padded length {steps}; got values from "
             f"{shortest} to {longest}."
+        )
+    if differing and differing[0]:
+        raise ValueError(
+            f"lengths must be those the states were computed with (network.forward_states(x, "
+            f"lengths)); {differing[0]} of the {batch} differ: got {lengths.tolist()}, the pass ran "
+            f"with {ran_with.tolist()}. Pass the same lengths to both."
         )
     return lengths.long(), shortest < steps
 

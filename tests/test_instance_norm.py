@@ -247,3 +247,20 @@ def test_a_channel_constant_up_to_rounding_reads_changes_in_its_own_units():
     level = encoder.n_values + 1  # the second channel's level
     shifted = encoder.encode_arrays([np.column_stack([X[0][:, 0], np.full(10, 0.1001)])])[0]
     assert shifted[0, level] == pytest.approx(1e-4, rel=1e-6)  # the change itself, in a unit of 1
+
+
+def test_a_sequence_constant_up_to_rounding_reads_as_flat_at_a_large_level():
+    # One unit in the last place on every other step of a sequence at 1e9 read as a
+    # shape of +-1.4 (the per-sequence floor is relative to the channel's spread, not
+    # to the level); it now reads as the constant sequence does.
+    rng = np.random.default_rng(0)
+    sequences = [1e9 + amplitude * rng.standard_normal((30, 1)) for amplitude in np.logspace(-3, 1, 20)]
+    encoder = InputEncoder.fit(sequences, scaled=[0])
+    noisy = np.full((30, 1), 1e9)
+    noisy[::2] += np.spacing(1e9)
+    got, constant = encoder.encode_arrays([noisy, np.full((30, 1), 1e9)])
+    np.testing.assert_array_equal(got, constant)
+    assert not got[:, 0].any()
+    shaped = np.full((30, 1), 1e9)
+    shaped[::2] += 1e-3  # a real shape, however small, is still read
+    assert np.abs(encoder.encode_arrays([shaped])[0][:, 0]).max() > 0.5

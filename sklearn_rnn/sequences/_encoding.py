@@ -389,8 +389,10 @@ class InputEncoder:
         level, spread = _sequence_moments(values[:, columns], lengths)
         scale = np.maximum(spread, self.scale_floor)
         values = values.astype(np.float64)  # a copy: the caller's steps stay as they are (ints too)
-        values[:, columns] = (values[:, columns] - np.repeat(level, lengths, axis=0)) / np.repeat(
-            scale, lengths, axis=0)  # NaN stays NaN
+        deviations = values[:, columns] - np.repeat(level, lengths, axis=0)
+        # A sequence constant up to rounding (no spread) is flat: its rounding is no shape.
+        deviations[(np.repeat(spread, lengths, axis=0) == 0) & ~np.isnan(deviations)] = 0.0
+        values[:, columns] = deviations / np.repeat(scale, lengths, axis=0)  # NaN stays NaN
         log_scale = np.log(scale)
         statistics = np.hstack([
             (level - self.level_stats[0]) / self.level_stats[1],
@@ -423,7 +425,10 @@ class InputEncoder:
 
 def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each sequence's mean and standard deviation of each channel over its observed
-    steps, ``(n, channels)`` each; NaN where a sequence observed none."""
+    steps, ``(n, channels)`` each; NaN where a sequence observed none. A sequence
+    constant up to rounding (a spread of at most ``count * eps * |mean|``,
+    scikit-learn's bound for a constant feature) has a spread of 0: at a level of 1e9,
+    one unit in the last place read as a shape of +-1.4."""
     starts = np.cumsum(lengths) - lengths
     observed = ~np.isnan(values)
     counts = np.add.reduceat(observed, starts, axis=0)
@@ -431,6 +436,7 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
         mean = np.add.reduceat(np.where(observed, values, 0.0), starts, axis=0) / counts
         deviations = np.where(observed, values - np.repeat(mean, lengths, axis=0), 0.0)
         spread = np.sqrt(np.add.reduceat(deviations**2, starts, axis=0) / counts)
+        spread[spread <= counts * np.finfo(np.float64).eps * np.abs(mean)] = 0.0
     return mean, spread
 
 

@@ -2891,16 +2891,18 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             for label, value in class_weight.items():
                 if label in known:
                     per_class[np.flatnonzero(self.classes_ == label)[0]] = value
-            factor = per_class[y]
+            with np.errstate(over="ignore"):  # checked below
+                weight = sample_weight * per_class[y]
         else:  # 'balanced': inversely to each class's total weight in this y, as
             # scikit-learn counts it (bagging's draws come as count weights)
             totals = np.bincount(y, weights=sample_weight, minlength=len(self.classes_))
             present = totals > 0
-            per_class = np.ones(len(self.classes_))
-            per_class[present] = totals.sum() / (present.sum() * totals[present])
-            factor = per_class[y]
-        with np.errstate(over="ignore"):  # checked below
-            weight = sample_weight * factor
+            largest = totals.max()  # > 0: all-zero weights were refused
+            # w / total_c * (sum of totals) / classes, in factors of at most 1 but the
+            # largest total: sum / (classes * total_c) overflowed for totals 1e320
+            # apart, whose balanced weights are finite. A class of total 0 weighs 0.
+            share = np.where(present, totals, 1.0)[y]
+            weight = (sample_weight / share) * (np.sum(totals / largest) / present.sum()) * largest
         if not np.isfinite(weight).all():
             raise ValueError(
                 f"class_weight={self.class_weight!r} times the sample weights overflows "

@@ -760,6 +760,24 @@ def test_class_and_sample_weights_whose_product_overflows_are_refused():
         model.fit(X, y, sample_weight=np.full(20, 1e10))
 
 
+def test_balanced_class_weights_of_class_totals_far_apart_are_those_of_their_ratios():
+    # Totals 1e320 apart: sum / (classes * total_c) overflowed, and the message's fix
+    # (scale the weights down) could not help, as balancing reads ratios only.
+    X = [np.zeros((2, 1))] * 4
+    y = np.array([0, 1, 1, 1])
+    model = RNNClassifier(class_weight="balanced")
+    model.classes_ = np.array([0, 1])
+    far = model._sample_weight(y, np.array([1e-160, 1e160, 2e160, 1e160]))
+    near = model._sample_weight(y, np.array([1.0, 1.0, 2.0, 1.0]))
+    np.testing.assert_allclose(far / far.sum(), near / near.sum(), rtol=1e-12)
+    np.testing.assert_allclose(near, [2.5, 0.625, 1.25, 0.625])  # w * total / (classes * total_c)
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 1)) for _ in range(8)]
+    y = np.arange(8) % 2
+    fitted = RNNClassifier(hidden_size=3, max_iter=1, class_weight="balanced", random_state=0)
+    assert fitted.fit(X, y, sample_weight=np.where(y == 0, 1e-160, 1e160)).n_iter_ == 1
+
+
 def test_a_relu_model_predicts_and_trains_alike_whatever_shares_the_batch():
     """A short sequence padded to a long batch mate's length: the state of a 'relu' cell
     run on over that padding overflowed, which made the short sequence's prediction

@@ -1750,6 +1750,16 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "code cannot hold. Save it with pickle or joblib, or set_params(callbacks=None) "
                 "first if the loaded model may train without them."
             )
+        try:
+            # What load validates (set_params does not): a file or pickle that its own
+            # reader refuses ("inconsistent ... save the model again", with the same
+            # result) would be written otherwise, and the model lost with the original.
+            self._validate_params()
+        except ValueError as error:
+            raise ValueError(
+                f"cannot save this {type(self).__name__}: a parameter was set to a value it does "
+                f"not take ({error}). Set it back with set_params before saving."
+            ) from None
         fitted = self._fitted_architecture()
         try:
             self._check_continuation(device=False)

@@ -333,13 +333,22 @@ def save(estimator: Any, path: str | bytes | os.PathLike) -> None:
         the atomic replace is then not possible, and a failed write may leave such a
         file cut short.
 
+    Notes
+    -----
+    The tensors are copied before they are hashed, so a file always verifies; but a
+    save while another thread trains the estimator may hold weights and a history of
+    different moments. Save between training calls (or from a callback of skorch's,
+    such as :class:`~skorch.callbacks.Checkpoint`, on ``net_``).
+
     Raises
     ------
     sklearn.exceptions.NotFittedError
         The estimator is not fitted.
     ValueError
-        Parameters that shape the network were changed since it was fitted; or
-        safetensors refused the file (a header above its 100 MB).
+        Parameters that shape the network were changed since it was fitted, or a
+        parameter holds a value it does not take (``set_params`` does not check, and
+        :func:`load` would refuse the file); or safetensors refused the file (a header
+        above its 100 MB).
     OSError
         The file could not be written (no permission, a full disk, a read-only file
         already at ``path``, which save does not replace); a file already at
@@ -348,9 +357,10 @@ def save(estimator: Any, path: str | bytes | os.PathLike) -> None:
     TypeError
         A parameter or state field holds a value this format cannot store, or the
         class could not be found when loading (the message names it); pickle such a
-        model instead.
+        model instead. Or ``path`` is no path (a file object: model files are written
+        by path).
     FileNotFoundError
-        The folder of ``path`` does not exist.
+        The folder of ``path`` does not exist, or ``path`` is empty.
     NotADirectoryError
         A folder of ``path`` is a file.
     IsADirectoryError
@@ -370,8 +380,8 @@ def save(estimator: Any, path: str | bytes | os.PathLike) -> None:
     ...     sorted(os.listdir(folder))
     ['model.safetensors']
     """
+    path = _path_of(path, "save")
     header, tensors = _header(estimator)
-    path = os.fsdecode(path)  # a bytes path as the str that open() reads it as
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         blocking = folder  # the nearest existing path above: a file where a folder should be?
@@ -508,7 +518,9 @@ def _header(estimator: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
             f"model format {FORMAT_VERSION} and lacks {sorted(missing)}: a model file holds "
             "exactly the fields of sklearn_rnn._persistence.STATE_SCHEMA."
         )
-    tensors = {name: tensor.detach().to("cpu").contiguous() for name, tensor in tensors.items()}
+    # Copies: a CPU model's own weights and optimizer state, which training in another
+    # thread may step between the digest and the write (a file failing its own digest).
+    tensors = {name: tensor.detach().to("cpu", copy=True).contiguous() for name, tensor in tensors.items()}
     header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -607,6 +619,8 @@ def load(path: str | bytes | os.PathLike, *, expected: type | None = None) -> An
         this session or a cell that is not registered in it (import the module that
         calls ``sklearn_rnn.nn.register_cell`` first), or holds another estimator
         than ``expected``.
+    TypeError
+        ``path`` is no path: a file object, or the file's contents.
     FileNotFoundError
         No file is at ``path``.
     IsADirectoryError
@@ -627,10 +641,32 @@ def load(path: str | bytes | os.PathLike, *, expected: type | None = None) -> An
     >>> type(loaded).__name__, loaded.classes_.tolist()
     ('RNNClassifier', ['down', 'up'])
     """
-    path = os.fsdecode(path)  # a bytes path as the str that open() reads it as
+    path = _path_of(path, "load")
     where = repr(path)
     header, tensors = _read(path, where)
     return _restore(header, tensors, expected, where)
+
+
+def _path_of(path: Any, action: str) -> str:
+    """``path`` as the str that ``open()`` reads it as (a bytes path decoded), refusing
+    what is no path by name: a file object, the bytes of a file (``load(f.read())``
+    took them for a path and raised a FileNotFoundError of the whole file), ''."""
+    if isinstance(path, (bytes, bytearray)) and (len(path) > 4096 or b"\0" in path):
+        raise TypeError(
+            f"cannot {action} a model: got {len(path)} bytes, the contents of a file rather "
+            "than its path. Pass the path of the file (a str or pathlib.Path); to keep a model "
+            "in memory, use pickle.dumps (from a trusted source only)."
+        )
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(
+            f"cannot {action} a model with {type(path).__name__}: expected the path of a file "
+            "(a str, bytes or pathlib.Path); model files are written and read by path, not "
+            "through file objects. Save to a path, or pickle the estimator into the stream."
+        )
+    path = os.fsdecode(path)
+    if not path:
+        raise FileNotFoundError(errno.ENOENT, f"cannot {action} a model: the path is empty", path)
+    return path
 
 
 def _restore(
@@ -739,7 +775,7 @@ def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor
             metadata = handle.metadata() or {}
             tensors = {key: handle.get_tensor(key) for key in handle.keys()}
     except FileNotFoundError:
-        raise
+        raise FileNotFoundError(errno.ENOENT, f"cannot load {where}: no such file", path) from None
     except Exception as error:  # safetensors' own errors, OSError, a bad header's errors
         raise ValueError(f"{where} is not a readable model file ({error}): {not_a_model}") from error
     if FORMAT not in metadata:

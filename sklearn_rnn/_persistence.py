@@ -333,13 +333,6 @@ def save(estimator: Any, path: str | bytes | os.PathLike) -> None:
         the atomic replace is then not possible, and a failed write may leave such a
         file cut short.
 
-    Notes
-    -----
-    The tensors are copied before they are hashed, so a file always verifies; but a
-    save while another thread trains the estimator may hold weights and a history of
-    different moments. Save between training calls (or from a callback of skorch's,
-    such as :class:`~skorch.callbacks.Checkpoint`, on ``net_``).
-
     Raises
     ------
     sklearn.exceptions.NotFittedError
@@ -365,6 +358,13 @@ def save(estimator: Any, path: str | bytes | os.PathLike) -> None:
         A folder of ``path`` is a file.
     IsADirectoryError
         ``path`` is a folder, or ends in a separator (as ``open`` refuses it).
+
+    Notes
+    -----
+    The tensors are copied before they are hashed, so a file always verifies; but a
+    save while another thread trains the estimator may hold weights and a history of
+    different moments. Save between training calls (or from a callback of skorch's,
+    such as :class:`~skorch.callbacks.Checkpoint`, on ``net_``).
 
     Examples
     --------

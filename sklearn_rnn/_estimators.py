@@ -1723,6 +1723,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             # (new objects there, which their key would take for a change).
             return {**state, _CALLBACKS_CURRENT: callbacks_current(self.net_, self.callbacks, type(self).__name__)}
         kept = {k: v for k, v in state.items() if k.startswith(("_sklearn", "_metadata_request"))}
+        if isinstance(self.random_state, (np.random.RandomState, np.random.Generator)):
+            # The object itself beside its copy in the header: pickle's memo then keeps
+            # a generator shared by several estimators shared in the copy too.
+            kept["random_state"] = self.random_state
         return {**kept, _PORTABLE: portable}
 
     def __setstate__(self, state: dict[str, Any]) -> None:

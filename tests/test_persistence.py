@@ -687,3 +687,17 @@ def test_a_save_while_the_weights_change_writes_a_file_that_verifies(tmp_path, m
     monkeypatch.setattr(_persistence, "serialize", stepped_then_written)
     model.save(tmp_path / "model.safetensors")
     np.testing.assert_array_equal(load(tmp_path / "model.safetensors").predict_proba(X), expected)
+
+
+def test_copies_of_estimators_sharing_a_random_state_share_one_copy_of_it():
+    # A fitted estimator's pickle held a JSON copy of its RandomState: copies of two
+    # estimators sharing one generator each had their own (refits then equal, where
+    # the originals' differ), unlike unfitted estimators and scikit-learn's.
+    import copy
+
+    X, rng = ragged(), np.random.RandomState(0)
+    first, second = (fit(RNNClassifier(**{**TINY, "random_state": rng}), X, np.arange(30) % 2) for _ in range(2))
+    for a, b in (copy.deepcopy([first, second]), pickle.loads(pickle.dumps([first, second]))):
+        assert a.random_state is b.random_state and a.random_state is not rng
+        assert a.random_state.get_state()[2] == rng.get_state()[2]
+        np.testing.assert_array_equal(a.predict_proba(X), first.predict_proba(X))

@@ -1801,6 +1801,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             tensors["rng.simplex"] = simplex["generator_state"]
         for device, generator in getattr(net.module_, "_dropout_generators", {}).items():
             tensors[f"rng.dropout.{device}"] = generator.get_state()
+        for device, held in getattr(net.module_, "_unplaced_generator_states", {}).items():
+            tensors.setdefault(f"rng.dropout.{device}", held)  # a device absent here
         scaler = getattr(net, "grad_scaler_", None)
         state: dict[str, Any] = {
             "n_features_in_": self.n_features_in_,
@@ -2233,11 +2235,14 @@ def _load_network_state(
     module = net.module_
     module._dropout_seed = state["dropout_seed"]
     module._dropout_generators = {}
+    module._unplaced_generator_states = {}
     for key, tensor in tensors.items():
         if key.startswith("rng.dropout."):
             where_to = key[len("rng.dropout."):]
             if where_to == "cpu" or (where_to.startswith("cuda") and torch.cuda.is_available()):
                 module.dropout_generator(where_to).set_state(tensor)
+            else:  # kept for that device, and for the next save (it was dropped)
+                module._unplaced_generator_states[where_to] = tensor
 
 
 def _optimizer_key(key: str, what: str, where: str) -> tuple[int, str]:

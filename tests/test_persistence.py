@@ -701,3 +701,27 @@ def test_copies_of_estimators_sharing_a_random_state_share_one_copy_of_it():
         assert a.random_state is b.random_state and a.random_state is not rng
         assert a.random_state.get_state()[2] == rng.get_state()[2]
         np.testing.assert_array_equal(a.predict_proba(X), first.predict_proba(X))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="simulates a GPU model's file read without CUDA")
+def test_a_gpu_models_dropout_stream_survives_a_load_and_save_without_cuda(tmp_path):
+    # A GPU model loaded on a CPU machine dropped its CUDA mask generator's state, and a
+    # save there wrote the model without it: back on a GPU the masks restarted from the
+    # seed, where "training continues exactly as it would have from the saved estimator".
+    X = ragged()
+    model = fit(RNNClassifier(**TINY, dropout=0.2, num_layers=2), X, np.arange(30) % 2)
+    model.save(tmp_path / "cpu.safetensors")
+    with safe_open(str(tmp_path / "cpu.safetensors"), framework="pt") as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        header = json.loads(handle.metadata()["sklearn_rnn"])
+    state = tensors.pop("rng.dropout.cpu")
+    tensors["rng.dropout.cuda:0"] = state  # as a model trained on cuda:0 holds it
+    save_file(tensors, str(tmp_path / "gpu.safetensors"), metadata={"sklearn_rnn": json.dumps(resigned(header, tensors))})
+    loaded = load(tmp_path / "gpu.safetensors")
+    loaded.save(tmp_path / "again.safetensors")
+    with safe_open(str(tmp_path / "again.safetensors"), framework="pt") as handle:
+        assert torch.equal(handle.get_tensor("rng.dropout.cuda:0"), state)
+    module = loaded.net_.module_  # the generator made for that device goes on from it
+    module._unplaced_generator_states["cpu"] = module._unplaced_generator_states.pop("cuda:0")
+    module._dropout_generators.clear()
+    assert torch.equal(module.dropout_generator("cpu").get_state(), state)

@@ -398,7 +398,14 @@ class RecurrentNetwork(nn.Module):
         key = str(device)
         if key not in self._dropout_generators:
             generator = torch.Generator(device)
-            self._dropout_generators[key] = generator.manual_seed(self._dropout_seed)
+            # A state a model file held for a device absent where it was loaded (a GPU
+            # model loaded on a CPU machine, then moved to a GPU): the stream goes on.
+            held = getattr(self, "_unplaced_generator_states", {}).pop(key, None)
+            if held is None:
+                generator.manual_seed(self._dropout_seed)
+            else:
+                generator.set_state(held)
+            self._dropout_generators[key] = generator
         return self._dropout_generators[key]
 
     def __setstate__(self, state: dict) -> None:
@@ -450,6 +457,7 @@ class RecurrentNetwork(nn.Module):
         # Dropout masks get their own stream, seeded from the initialization's.
         self._dropout_seed = int(torch.randint(0, 2**62, (1,), generator=generator, device="cpu"))
         self._dropout_generators = {}
+        self._unplaced_generator_states: dict[str, torch.Tensor] = {}
 
     def forward_states(
         self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int], *, every_step: bool = False

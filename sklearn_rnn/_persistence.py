@@ -15,7 +15,9 @@ Format version 2 (this module writes and reads only it) holds
   the format and its version, the estimator's registered class name (:func:`class_key`),
   its ``get_params()``, the fitted state as the fields of :data:`STATE_SCHEMA` (nothing
   else: no attribute dump), and a SHA-256 digest of the whole header (without the digest)
-  and of every tensor's name, dtype, shape and bytes.
+  and of every tensor's name, dtype, shape and bytes; and ``writer``, the version of
+  sklearn_rnn that wrote it (files written before it was kept lack it), which a reader
+  names when the file holds fields or parameters it does not know.
 
 Loading checks, before any network is built: that the file is this format and version,
 that the digest matches (an edited or damaged byte anywhere in the header or the tensors
@@ -42,6 +44,7 @@ import json
 import math
 import os
 import stat
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +69,8 @@ FORMAT_VERSION = 2
 
 #: The keys of a version 2 header, all required.
 HEADER_KEYS = frozenset({"format", "format_version", "estimator", "params", "state", "sha256"})
+#: The optional header key naming the sklearn_rnn version that wrote the file.
+WRITER_KEY = "writer"
 
 #: Registered estimator classes, by :func:`class_key`.
 _REGISTRY: dict[str, type] = {}
@@ -524,6 +529,7 @@ def _header(estimator: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
+        WRITER_KEY: _version(),
         "estimator": key,
         "params": {name: _encode(value, f"parameter {name!r}") for name, value in params.items()},
         "state": {name: _encode(value, f"fitted state {name!r}") for name, value in state.items()},
@@ -699,7 +705,14 @@ def _restore(
         state = {key: _decode(value) for key, value in _mapping(header["state"]).items()}
     except (KeyError, TypeError, ValueError, IndexError, OverflowError, RecursionError) as error:
         raise ValueError(f"{where} holds values this format does not know ({error}).") from error
-    _check_state(state, where)
+    newer = _newer_writer(header, where)
+    _check_state(state, where, newer)
+    taken = set(cls._get_param_names())
+    if not set(params) <= taken:
+        raise ValueError(
+            f"{where} holds parameters {sorted(set(params) - taken)} that this sklearn_rnn's "
+            f"{cls.__name__} does not take{newer}"
+        )
     try:
         # A model loaded inside torch.inference_mode() is trained later: its network,
         # weights and optimizer state must be ordinary tensors, not inference tensors
@@ -721,7 +734,23 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value
 
 
-def _check_state(state: dict[str, Any], where: str) -> None:
+def _version() -> str:
+    """This sklearn_rnn's version, read from the package (which imports this module)."""
+    return str(getattr(sys.modules.get(__package__ or "sklearn_rnn"), "__version__", "unknown"))
+
+
+def _newer_writer(header: dict[str, Any], where: str) -> str:
+    """The end of the message for fields or parameters this version does not know: a
+    newer sklearn_rnn's file (named when the header names its writer), or an edit."""
+    writer = header.get(WRITER_KEY)
+    wrote = f"sklearn_rnn {writer} wrote it" if writer else "it names no writer (older files do not)"
+    return (
+        f": {wrote}, and this is sklearn_rnn {_version()}. A file of a newer sklearn_rnn loads "
+        "with that version or later (upgrade sklearn_rnn); otherwise the file was edited."
+    )
+
+
+def _check_state(state: dict[str, Any], where: str, newer: str) -> None:
     for name, (required, check, kind) in STATE_SCHEMA.items():
         if name not in state:
             if required and name in _FIRST_FILES_LACK:
@@ -743,7 +772,7 @@ def _check_state(state: dict[str, Any], where: str) -> None:
     if unknown:
         raise ValueError(
             f"{where} holds fitted state fields {sorted(unknown)} that model format "
-            f"{FORMAT_VERSION} does not have: save the model again."
+            f"{FORMAT_VERSION} does not have in this sklearn_rnn{newer}"
         )
     names = state.get("feature_names_in_")
     if names is not None and len(names) != state["n_features_in_"]:
@@ -815,7 +844,9 @@ def _check_header(text: Any, tensors: dict[str, torch.Tensor], where: str) -> di
             f"version {FORMAT_VERSION}"
             + (": upgrade sklearn_rnn to load it." if newer else ": the file is damaged.")
         )
-    if set(header) != HEADER_KEYS:
+    if not HEADER_KEYS <= set(header) <= HEADER_KEYS | {WRITER_KEY} or not isinstance(
+        header.get(WRITER_KEY, ""), str
+    ):
         raise ValueError(
             f"{where} has a header with keys {sorted(header)}: expected {sorted(HEADER_KEYS)}. "
             "The file is damaged or edited; save the model again."

@@ -725,3 +725,25 @@ def test_a_gpu_models_dropout_stream_survives_a_load_and_save_without_cuda(tmp_p
     module._unplaced_generator_states["cpu"] = module._unplaced_generator_states.pop("cuda:0")
     module._dropout_generators.clear()
     assert torch.equal(module.dropout_generator("cpu").get_state(), state)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda h: h["state"].update(calibration=None), r"fitted state fields \['calibration'\] that model format 2"),
+    (lambda h: h["params"].update(attention_heads=4), r"parameters \['attention_heads'\] that this sklearn_rnn's RNNClassifier"),
+])
+def test_a_newer_writers_file_says_to_upgrade_naming_the_writer(classifier, tmp_path, edit, message):
+    # Files gained fields without a format bump, and the header named no writer: such a
+    # file was called damaged ("save the model again", or "inconsistent (TypeError ...)").
+    model, X, _ = classifier
+    model.save(tmp_path / "model.safetensors")
+    with safe_open(str(tmp_path / "model.safetensors"), framework="pt") as handle:
+        assert json.loads(handle.metadata()["sklearn_rnn"])["writer"] == sklearn_rnn.__version__
+
+    def newer(header):
+        edit(header)
+        header["writer"] = "9.0"
+
+    with pytest.raises(ValueError, match=message + r".*sklearn_rnn 9.0 wrote it, and this is sklearn_rnn .*upgrade"):
+        load(_forge(model, tmp_path, newer))
+    older = _forge(model, tmp_path, lambda header: header.pop("writer"))  # files before the key
+    np.testing.assert_array_equal(load(older).predict_proba(X), model.predict_proba(X))

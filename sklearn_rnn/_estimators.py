@@ -1641,7 +1641,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         A safetensors file: the weights and the optimizer's state as tensors, the
         parameters, fitted attributes and (with ``precision='float16'``) the loss
         scaler's state as JSON (see :func:`sklearn_rnn.load`). Unlike a pickle, such a
-        file is safe to load from an untrusted source.
+        file is safe to load from an untrusted source. Save between training calls: a
+        save during one (from another thread, or by one of the estimator's callbacks)
+        holds the running epoch's weights beside the fitted attributes of before the call.
 
         Parameters
         ----------
@@ -1711,7 +1713,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         A fitted estimator gives the content of its model file (:meth:`save`): a JSON
         string and numpy arrays, checked by the same digest when restored. A fitted
         estimator that the model format refuses (say, parameters changed since it was
-        fitted), or a network prepared but not trained yet, travels whole, as before.
+        fitted), or a network prepared but not trained yet, travels whole, as before. A
+        copy taken during a training call (by a callback, or another thread) mixes the
+        running epoch's weights with the fitted attributes of before the call (see
+        :meth:`save`).
         """
         state = super().__getstate__()
         if "net_" not in state or "n_iter_" not in state:

@@ -368,8 +368,10 @@ def save(estimator: Any, path: str | bytes | os.PathLike) -> None:
     -----
     The tensors are copied before they are hashed, so a file always verifies; but a
     save while another thread trains the estimator may hold weights and a history of
-    different moments. Save between training calls (or from a callback of skorch's,
-    such as :class:`~skorch.callbacks.Checkpoint`, on ``net_``).
+    different moments, and so does a pickle or save of the estimator by one of its own
+    callbacks during a training call (the running epoch's weights, the fitted
+    attributes of before the call). Save between training calls, or checkpoint
+    ``net_`` from a callback with skorch's :class:`~skorch.callbacks.Checkpoint`.
 
     Examples
     --------

@@ -712,17 +712,13 @@ class StackedStream:
             self._write_adam_state()
         return self.estimators
 
-    def _adam_parameters(self, estimator: Any) -> list[torch.nn.Parameter]:
-        parameters = dict(estimator.net_.module_.named_parameters())
-        return [parameters[name] for name in self._stack.names]
-
     def _read_adam_state(self) -> None:
         """The stack's Adam state (moments and step count of every network) from each
         estimator's own optimizer."""
         stack = self._stack
         for row, estimator in enumerate(self.estimators):
             optimizer = estimator.net_.optimizer_
-            states = [optimizer.state.get(p, {}) for p in self._adam_parameters(estimator)]
+            states = [optimizer.state.get(p, {}) for p in stack.adam_parameters(estimator)]
             # A parameter that no gradient has reached yet (the decay of inputs that are
             # never missing) has no state: Adam's step leaves it and its zero moments as
             # they are, which the stack's step with a zero gradient does too.
@@ -737,30 +733,13 @@ class StackedStream:
                 for key in ("exp_avg", "exp_avg_sq"):
                     stack.state[key][row] = torch.cat([
                         (state[key] if state else torch.zeros_like(p)).reshape(-1)
-                        for state, p in zip(states, self._adam_parameters(estimator))
+                        for state, p in zip(states, stack.adam_parameters(estimator))
                     ])
             stack.state["steps"][row] = steps.pop() if steps else 0.0
 
     def _write_adam_state(self) -> None:
-        stack = self._stack
         for row, estimator in enumerate(self.estimators):
-            optimizer = estimator.net_.optimizer_
-            step = float(stack.state["steps"][row])
-            if not step:
-                continue
-            moments = {key: stack._views(stack.state[key][row : row + 1]) for key in ("exp_avg", "exp_avg_sq")}
-            for name, p in zip(stack.names, self._adam_parameters(estimator)):
-                if p not in optimizer.state and not bool(moments["exp_avg_sq"][name].any()):
-                    continue  # still no gradient has reached it: no state, as Adam leaves it
-                # A fused or capturable step (the estimators' Adam on a GPU) reads its
-                # step count on the parameter's device, the others on the CPU.
-                group = next(g for g in optimizer.param_groups if any(q is p for q in g["params"]))
-                on_device = group.get("fused") or group.get("capturable")
-                optimizer.state[p] = {
-                    "step": torch.tensor(step, dtype=torch.float32, device=p.device if on_device else "cpu"),
-                    "exp_avg": moments["exp_avg"][name][0].clone(),
-                    "exp_avg_sq": moments["exp_avg_sq"][name][0].clone(),
-                }
+            self._stack.write_adam_state(row, estimator)
 
 
 class _StackState:
@@ -908,8 +887,15 @@ class _Stack:
         while self.live:
             epoch += 1
             snapshot = self._views(self.flat.clone())
+            # Adam's state too: a network that diverges keeps its last finished epoch's.
+            moments = {key: value.clone() for key, value in self.state.items()} if self.rule.kind == "adam" else None
             self._train_epoch()
             stopped = self._end_epoch(epoch, snapshot)
+            if moments is not None:  # what each network's own fit leaves in its optimizer
+                live = [self.members[index] for index in self.live]
+                for row in stopped:
+                    finished = moments if live[row]._diverged is not None else None
+                    self.write_adam_state(row, live[row].estimator, finished)
             self._drop(stopped)
         for member in self.members:
             member.outcomes.extend(member.estimator._record_history(0, incremental=False))
@@ -1154,6 +1140,33 @@ class _Stack:
             if stopper is not None and len(net.history):
                 stopper.on_train_end(net, X=live[row].train)
         return stopped
+
+    def adam_parameters(self, estimator: Any) -> list[torch.nn.Parameter]:
+        """``estimator``'s parameters in the stack's order (:attr:`names`)."""
+        parameters = dict(estimator.net_.module_.named_parameters())
+        return [parameters[name] for name in self.names]
+
+    def write_adam_state(self, row: int, estimator: Any, state: dict[str, torch.Tensor] | None = None) -> None:
+        """Give ``estimator``'s optimizer network ``row``'s Adam moments and step count, of
+        ``state`` (the stack's now when None): what its own training would have left."""
+        state = self.state if state is None else state
+        optimizer = estimator.net_.optimizer_
+        step = float(state["steps"][row])
+        if not step:
+            return
+        moments = {key: self._views(state[key][row : row + 1]) for key in ("exp_avg", "exp_avg_sq")}
+        for name, p in zip(self.names, self.adam_parameters(estimator)):
+            if p not in optimizer.state and not bool(moments["exp_avg_sq"][name].any()):
+                continue  # still no gradient has reached it: no state, as Adam leaves it
+            # A fused or capturable step (the estimators' Adam on a GPU) reads its
+            # step count on the parameter's device, the others on the CPU.
+            group = next(g for g in optimizer.param_groups if any(q is p for q in g["params"]))
+            on_device = group.get("fused") or group.get("capturable")
+            optimizer.state[p] = {
+                "step": torch.tensor(step, dtype=torch.float32, device=p.device if on_device else "cpu"),
+                "exp_avg": moments["exp_avg"][name][0].clone(),
+                "exp_avg_sq": moments["exp_avg_sq"][name][0].clone(),
+            }
 
     def _write(self, row: int, member: StackedMember, source: dict[str, torch.Tensor]) -> None:
         """Copy network ``row``'s parameters from the stack into its own module."""

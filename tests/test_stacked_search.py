@@ -84,6 +84,14 @@ def test_each_stacked_network_matches_its_own_fit(optimizer, tolerance, readout,
                  for m in (a, b)]
         assert sizes[0] == sizes[1]
         assert {"train_loss", "train_loss_best"} <= set(a.net_.history[-1]) <= set(b.net_.history[-1])
+        # Adam's moments and step counts too, so that training goes on as after fit (the
+        # stack kept them to itself: a partial_fit after it restarted Adam from zero).
+        for p, q in zip(a.net_.module_.parameters(), b.net_.module_.parameters()):
+            kept, fitted = a.net_.optimizer_.state.get(p), b.net_.optimizer_.state.get(q)
+            assert (kept is None) == (fitted is None)
+            if kept:
+                assert float(kept["step"]) == float(fitted["step"])
+                torch.testing.assert_close(kept["exp_avg"], fitted["exp_avg"], atol=tolerance, rtol=0)
         if early_stopping:
             assert a.best_validation_loss_ == pytest.approx(b.best_validation_loss_, abs=tolerance)
             assert a.validation_scores_ == pytest.approx(b.validation_scores_, abs=1e-9)

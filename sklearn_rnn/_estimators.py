@@ -1843,6 +1843,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "state": numbers,
                 "branch_counts": None if simplex is None else dict(simplex["branch_counts"]),
                 "skipped_steps": getattr(net.optimizer_, "skipped_steps", None),
+                **({} if simplex is None else {"last_step": dict(net.optimizer_.last_step)}),
             },
             "grad_scaler": None if scaler is None else scaler.state_dict(),
             "dropout_seed": int(getattr(net.module_, "_dropout_seed", 0)),
@@ -2229,6 +2230,8 @@ def _load_network_state(
     net.optimizer_.load_state_dict(full)
     if state["optimizer"]["skipped_steps"] is not None and hasattr(net.optimizer_, "skipped_steps"):
         net.optimizer_.skipped_steps = state["optimizer"]["skipped_steps"]
+    if isinstance(net.optimizer_, SimplexSGD):  # the last step's record, as a pickle of it keeps
+        net.optimizer_.last_step = dict(state["optimizer"].get("last_step", {}))
     if state["grad_scaler"] is not None:
         try:
             scaler = make_grad_scaler(torch.device(net.device).type)

@@ -181,13 +181,27 @@ def _encoder(value: Any) -> bool:
 def _optimizer(value: Any) -> bool:
     return (
         isinstance(value, dict)
-        and set(value) == {"name", "state", "branch_counts", "skipped_steps"}
+        and {"name", "state", "branch_counts", "skipped_steps"} <= set(value)
+        <= {"name", "state", "branch_counts", "skipped_steps", "last_step"}
         and value["name"] in ("adam", "sgd", "simplex")
         and isinstance(value["state"], dict)
         and all(isinstance(key, str) and _is_float(item) for key, item in value["state"].items())
         and _optional(lambda counts: isinstance(counts, dict)
                       and all(isinstance(k, str) and _is_int(v) for k, v in counts.items()))(value["branch_counts"])
         and _optional(_is_int)(value["skipped_steps"])
+        and _last_step(value.get("last_step", {}))
+    )
+
+
+def _last_step(value: Any) -> bool:
+    """:attr:`~sklearn_rnn.optim.SimplexSGD.last_step`: a branch name and numbers (files
+    written before it was kept lack it)."""
+    return isinstance(value, dict) and all(
+        isinstance(key, str) and (
+            isinstance(item, str) if key == "branch"
+            else item is None or _is_float(item) or (isinstance(item, list) and all(map(_is_float, item)))
+        )
+        for key, item in value.items()
     )
 
 

@@ -747,3 +747,22 @@ def test_a_newer_writers_file_says_to_upgrade_naming_the_writer(classifier, tmp_
         load(_forge(model, tmp_path, newer))
     older = _forge(model, tmp_path, lambda header: header.pop("writer"))  # files before the key
     np.testing.assert_array_equal(load(older).predict_proba(X), model.predict_proba(X))
+
+
+def test_the_simplex_optimizers_last_step_survives_files_and_pickles(tmp_path):
+    # Model files (and so pickles and the workers of a stacked search with n_jobs=2)
+    # dropped SimplexSGD.last_step, which a pickle of the optimizer alone keeps.
+    X = ragged()
+    model = fit(RNNClassifier(**TINY, optimizer="simplex", cell="tanh"), X, np.arange(30) % 2)
+    last = model.net_.optimizer_.last_step
+    assert last["branch"] in ("simplex", "descent_fallback", "switched", "skipped")
+    model.save(tmp_path / "model.safetensors")
+    for copied in (load(tmp_path / "model.safetensors"), pickle.loads(pickle.dumps(model))):
+        assert copied.net_.optimizer_.last_step == last
+    def bad_branch(header):  # the dict's tagged pairs: last_step's branch a number
+        pairs = dict(header["state"]["optimizer"]["pairs"])["last_step"]["pairs"]
+        pairs[0][1] = 3
+
+    forged = _forge(model, tmp_path, bad_branch)
+    with pytest.raises(ValueError, match="fitted state 'optimizer'"):
+        load(forged)

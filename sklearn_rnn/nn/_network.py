@@ -862,7 +862,7 @@ class StackedLayer(nn.Module):
         Recurrent units.
     device : torch.device or str, optional
         Where to create the (uninitialized) input projection; the recurrence is built
-        on the CPU with its constructor's values (:func:`_recurrence`).
+        by :func:`_recurrence`.
 
     Examples
     --------
@@ -881,15 +881,20 @@ class StackedLayer(nn.Module):
 
 
 def _recurrence(cell: Cell, hidden_size: int, n_masked: int = 0) -> nn.Module:
-    """``cell.make_recurrence`` on the CPU, whatever PyTorch's default device, with the
-    global generator left as it was.
+    """``cell.make_recurrence``, with the global generator left as it was.
 
-    Built on a real device, not uninitialized as the network's own layers are: what the
-    module's constructor sets (a submodule's initialization, a constant buffer) stands
-    wherever :meth:`Cell.reset_parameters` does not write, and a constructor that draws
-    (as :class:`torch.nn.RNN`'s does) draws from the global generator, which is then
-    restored. The built-in cells' ``reset_parameters`` write every value.
+    A cell whose :meth:`Cell.reset_parameters` writes every value
+    (:attr:`Cell.writes_every_value`: the built-in ones) gets its module on the meta
+    device, as the network's own layers, which the network allocates: its constructor
+    draws nothing. Another is built on the CPU, whatever PyTorch's default device: what
+    its constructor sets (a submodule's initialization, a constant buffer) stands
+    wherever ``reset_parameters`` does not write, and a constructor that draws (as
+    :class:`torch.nn.RNN`'s does) draws from the global generator, which is then
+    restored (rewinding what other threads drew meanwhile: a process-wide generator
+    cannot be forked per thread).
     """
+    if cell.writes_every_value:
+        return cell.make_recurrence(hidden_size, n_masked=n_masked, device="meta")
     with torch.random.fork_rng(devices=[]), torch.device("cpu"):
         return cell.make_recurrence(hidden_size, n_masked=n_masked, device="cpu")
 

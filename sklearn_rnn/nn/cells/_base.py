@@ -169,6 +169,12 @@ class Cell(ABC):
         then stop each sequence's state at its end: zeros at its padded steps. The
         defaults of the other three pass it on, so a :class:`Cell` written with the four
         abstract methods takes it in :meth:`forward_states`.
+    writes_every_value : bool
+        Whether :meth:`reset_parameters` writes every value of the module
+        :meth:`make_recurrence` builds. The network then builds that module on the meta
+        device, drawing nothing; otherwise on the CPU, keeping its constructor's values,
+        with the global generator restored after the constructor's draws (a restore
+        that rewinds what other threads drew meanwhile). True for the built-in cells.
 
     Examples
     --------
@@ -194,6 +200,7 @@ class Cell(ABC):
     has_recurrent_bias: bool = False
     trains_stepwise: bool = False
     bounded_state: bool = True
+    writes_every_value: bool = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -555,8 +562,12 @@ class Cell(ABC):
 @functools.cache
 def _fused_runs_bfloat16_on_cpu(module: type[nn.RNNBase]) -> bool:
     """See :meth:`FusedCell.runs_bfloat16_on_cpu`."""
-    with torch.random.fork_rng(devices=[]):  # its initial weights leave the global generator as it was
-        recurrence = module(1, 1, batch_first=True)
+    # Built on the meta device and filled: no draw from the global generator, and no
+    # restore of it that would rewind what other threads drew meanwhile.
+    recurrence = module(1, 1, batch_first=True, device="meta").to_empty(device="cpu")
+    with torch.no_grad():
+        for parameter in recurrence.parameters():
+            parameter.fill_(0.5)
     try:
         with torch.autocast("cpu", dtype=torch.bfloat16):
             output, _ = recurrence(torch.zeros(1, 2, 1))
@@ -585,6 +596,7 @@ class FusedCell(Cell):
     """
 
     temporal_gradients = True
+    writes_every_value = True
     module: type[nn.RNNBase] = nn.RNNBase
     kernel: Callable[..., tuple[torch.Tensor, ...]]
     module_options: dict[str, Any] = {}

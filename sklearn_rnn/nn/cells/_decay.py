@@ -230,6 +230,7 @@ class DecayCell(Cell):
     learned_initial = False
     stackable = True
     default_alpha = 10.0
+    writes_every_value = True
 
     def make_recurrence(
         self, hidden_size: int, *, n_masked: int = 0, device: torch.device | str | None = None

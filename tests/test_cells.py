@@ -528,3 +528,28 @@ def test_a_relu_prediction_does_not_depend_on_a_batch_mate_whose_padding_overflo
         alone = net(x[:1, :5], lengths[:1])
     assert _overflows(net, 3000, torch.float64)
     torch.testing.assert_close(together[:1], alone, rtol=0, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")  # torch: the LSTM kernel's batching
+@pytest.mark.parametrize("cell", ["tanh", "relu", "gru", "lstm", "decay"])
+def test_per_sample_gradients_by_torch_func_match_a_loop(cell):
+    # vmap(grad(...)) failed for every cell with per-sample lengths (their check read
+    # their values) and for 'relu' with any lengths (its overflow check read the states).
+    from torch.func import functional_call, grad, vmap
+
+    x, lengths = torch.randn(4, 5, 3, generator=torch.Generator().manual_seed(1)), torch.tensor([5, 3, 2, 5])
+    gaps = {"gap_channel": 0} if cell == "decay" else {}
+    net = RecurrentNetwork(3, 4, 1, cell=cell, generator=torch.Generator().manual_seed(0), **gaps)
+    params = {name: p.detach() for name, p in net.named_parameters() if p.requires_grad}
+
+    def loss(params, one, length):
+        return functional_call(net, params, (one[None], length[None])).sum()
+
+    per_sample = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, lengths)
+    for row in range(4):
+        net.zero_grad()
+        net(x[row : row + 1], lengths[row : row + 1]).sum().backward()
+        for name, p in net.named_parameters():
+            if p.requires_grad:  # an empty parameter (no masked inputs) gets no .grad
+                expected = torch.zeros_like(p) if p.grad is None else p.grad
+                torch.testing.assert_close(per_sample[name][row], expected, atol=1e-5, rtol=1e-4)

@@ -14,6 +14,7 @@ from torch import nn
 from ._conv import ConvStage, _widths
 from .cells import CELLS, Cell, LayerStates, get_cell, normal_, uniform_
 from .cells._base import _checked_hidden, _is_int, _zero_padding, autocast_on
+from .cells._stepwise import functorch_transforms_active
 from .init import _check_radius
 
 __all__ = ["RecurrentNetwork", "NetworkStates"]
@@ -487,9 +488,8 @@ class RecurrentNetwork(nn.Module):
         self._refuse_per_step_readout(every_step)
         layers: list[LayerStates] = []
         x, lengths, gaps = self._inputs(x, lengths)
-        if not self.vectorizable:  # vmap runs no requires_grad_() (the stacked trainer trains all)
-            _, projection, recurrence = self.stack()[0]
-            x = tracked_input(x, [*projection.parameters(), *recurrence.parameters()])
+        _, projection, recurrence = self.stack()[0]
+        x = tracked_input(x, [*projection.parameters(), *recurrence.parameters()])
         for index, (cell, projection, recurrence) in enumerate(self.stack()):
             z = x if index == 0 else self._dropout(layers[-1].hidden)  # (B, T, n_in)
             initial = self._initial(index, x.shape[0])
@@ -615,7 +615,9 @@ class RecurrentNetwork(nn.Module):
                 f"{steps} steps, pass torch.full(({batch},), {steps})."
             )
         lengths = as_lengths(lengths)
-        if self.vectorizable or lengths.device.type != "cpu":
+        # Checked on the CPU only, where reading them costs no wait for a device; not
+        # under a torch.func transform (vmap's per-sample lengths have no values to read).
+        if self.vectorizable or lengths.device.type != "cpu" or functorch_transforms_active():
             return lengths
         return check_lengths(lengths, x.shape[0], x.shape[1])
 
@@ -699,6 +701,8 @@ def tracked_input(x: torch.Tensor, bottom: Sequence[torch.Tensor]) -> torch.Tens
     when asked for it.
     """
     if not torch.is_grad_enabled() or x.requires_grad or any(t.requires_grad for t in bottom):
+        return x
+    if functorch_transforms_active():  # no requires_grad_() there (the stacked trainer's vmap)
         return x
     return x.detach().requires_grad_()
 

@@ -855,7 +855,9 @@ class FusedCell(Cell):
         hidden = _quiet(self.kernel, x, hx, weights, has_biases, 1, 0.0, grad, False, True)[0]
         if lengths is None:
             return hidden
-        if grad and not bool(hidden.isfinite().all()):
+        # Not under a torch.func transform, where a value read (data-dependent control
+        # flow) is refused: there the states stay as the kernel gave them.
+        if grad and not functorch_transforms_active() and not bool(hidden.isfinite().all()):
             packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
             order = packed.sorted_indices
             hx = tuple(h.index_select(1, order) for h in hx) if isinstance(hx, tuple) else hx.index_select(1, order)

@@ -258,17 +258,20 @@ def test_second_derivatives_need_the_fused_kernel_which_the_cell_attribute_gives
         assert bool(weight.grad.abs().sum() > 0)
 
 
-@pytest.mark.parametrize("cell", ["tanh", "relu", "gru"])
-def test_torch_func_transforms_run_the_fused_kernel(cell):
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("cell", ["tanh", "relu", "gru", "lstm"])
+def test_torch_func_transforms_differentiate_the_modules_forward(cell, dtype):
     # torch.func.jacrev failed on the step-by-step recurrence's autograd.Function ("must
-    # override the setup_context staticmethod"), the default cells' training path.
-    from torch.func import jacrev
+    # override the setup_context staticmethod"), the default cells' training path; and
+    # jacfwd on the float32 LSTM, whose oneDNN kernel has no forward-mode derivative.
+    from torch.func import jacfwd, jacrev
 
-    net = RecurrentNetwork(2, 3, 1, cell=cell, generator=torch.Generator().manual_seed(1)).double()
-    x = torch.randn(3, 5, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    net = RecurrentNetwork(2, 3, 1, cell=cell, generator=torch.Generator().manual_seed(1)).to(dtype)
+    x = torch.randn(3, 5, 2, dtype=dtype, generator=torch.Generator().manual_seed(0))
     lengths = torch.tensor([5, 1, 3])
     expected = torch.autograd.functional.jacobian(lambda v: net(v, lengths), x)
-    torch.testing.assert_close(jacrev(lambda v: net(v, lengths))(x), expected)
+    for transform in (jacrev, jacfwd):
+        torch.testing.assert_close(transform(lambda v: net(v, lengths))(x), expected)
 
 
 def test_a_vectorized_jacobian_through_the_step_loop_names_the_fix():
@@ -308,7 +311,7 @@ def test_second_derivatives_through_forward_states_point_to_the_module_s_forward
             jacrev(lambda v: forward_states(v, lengths).hidden)(x.detach())
     # the LSTM trains on its fused kernel already: no attribute to set for it
     lstm = RecurrentAdapter(torch.nn.LSTM(2, 3, batch_first=True).double(), torch.nn.Linear(3, 1).double())
-    with pytest.raises(RuntimeError, match=r"cell 'lstm'.*forward_states, which runs PyTorch's fused kernel\.$") as error:
+    with pytest.raises(RuntimeError, match=r"cell 'lstm'.*not forward_states: under a torch.func transform .* plain tensor operations on a CPU") as error:
         torch.autograd.grad(lstm.forward_states(x, lengths).hidden.square().sum(), x, create_graph=True)
     assert "trains_stepwise" not in str(error.value)
     # the way out: the module's own forward pass
@@ -319,20 +322,22 @@ def test_second_derivatives_through_forward_states_point_to_the_module_s_forward
     assert grad.requires_grad
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("cell", ["tanh", "relu", "gru", "lstm"])
-def test_forward_mode_derivatives_run_the_fused_kernel_and_forward_states_names_the_way_out(cell):
+def test_forward_mode_derivatives_run_on_the_modules_forward_and_forward_states_names_the_way_out(cell, dtype):
     # Forward-mode AD through net(x, lengths) failed on a CPU for the cells that train
     # step by step ("You must implement the jvp function"), in eval mode too: their
-    # hand-written pass has no jvp. Under a dual level they now run the fused kernel, as
+    # hand-written pass has no jvp; then for the float32 LSTM, whose oneDNN kernel has
+    # none either. Under a dual level they now run their plain tensor operations, as
     # under torch.func; forward_states, which must run that pass, refuses with the way out.
     import torch.autograd.forward_ad as fwAD
 
     from sklearn_rnn.nn import get_cell
 
     net = RecurrentNetwork(2, 3, 1, cell=cell, num_layers=2, hidden_init="learned",
-                           generator=torch.Generator().manual_seed(0)).double()
+                           generator=torch.Generator().manual_seed(0)).to(dtype)
     generator = torch.Generator().manual_seed(1)
-    x, tangent = (torch.randn(3, 5, 2, dtype=torch.float64, generator=generator) for _ in range(2))
+    x, tangent = (torch.randn(3, 5, 2, dtype=dtype, generator=generator) for _ in range(2))
     lengths = torch.tensor([5, 1, 3])
     jacobian = torch.autograd.functional.jacobian(lambda v: net(v, lengths), x)  # (3, 1, 3, 5, 2)
     expected = (jacobian * tangent).sum(dim=(2, 3, 4))  # J v, by reverse mode

@@ -157,8 +157,10 @@ class Cell(ABC):
         pass is differentiable once: for second derivatives through a layer (a gradient
         penalty, a Hessian), set it to False on the registered cell,
         ``get_cell('gru').trains_stepwise = False``. Under a :mod:`torch.func` transform
-        or a forward-mode AD level (:mod:`torch.autograd.forward_ad`) the layer runs the
-        fused kernel by itself.
+        or a forward-mode AD level (:mod:`torch.autograd.forward_ad`) a fused cell's
+        layer on a CPU runs its plain tensor operations
+        (:meth:`FusedCell.forward_vectorizable`) by itself, which every transform
+        differentiates (oneDNN's float32 LSTM kernel has no forward-mode derivative).
     bounded_state : bool
         Whether its state stays bounded however many steps it runs (a tanh or a gate
         bounds it). Run past a short sequence's end to its batch's padded length, a state
@@ -826,6 +828,10 @@ class FusedCell(Cell):
         """
         if self.trains_stepwise and _stepwise_training(z):
             return self.forward_states(projection, recurrence, z, initial, gaps, lengths=lengths).hidden
+        if z.device.type == "cpu" and (functorch_transforms_active() or forward_ad_active()):
+            # Plain tensor operations, which every torch.func transform and forward-mode
+            # AD differentiate: oneDNN's float32 LSTM kernel has no forward-mode derivative.
+            return self.forward_vectorizable(projection, recurrence, z, initial, gaps, lengths=lengths)
         bias_hh = self.recurrent_bias(recurrence)
         if bias_hh is None:
             bias_hh = torch.zeros_like(projection.bias)  # (G * H,)

@@ -234,7 +234,9 @@ def once_differentiable_error(cell: Any, what: str) -> RuntimeError:
         if cell.trains_stepwise else
         ". For second derivatives (a gradient penalty, Hessians), vectorized Jacobians or "
         "forward-mode derivatives, differentiate the module's own forward pass "
-        "(net(x, lengths)), not forward_states, which runs PyTorch's fused kernel."
+        "(net(x, lengths)), not forward_states: under a torch.func transform or a "
+        "forward-mode AD level it runs the cell's plain tensor operations on a CPU, "
+        "PyTorch's fused kernel elsewhere."
     )
     return RuntimeError(
         f"Cannot {what} the step-by-step recurrence of cell {name!r}: its hand-written "

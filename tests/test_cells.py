@@ -537,8 +537,8 @@ def test_per_sample_gradients_by_torch_func_match_a_loop(cell):
     # their values) and for 'relu' with any lengths (its overflow check read the states).
     from torch.func import functional_call, grad, vmap
 
-    x, lengths = torch.randn(4, 5, 3, generator=torch.Generator().manual_seed(1)), torch.tensor([5, 3, 2, 5])
-    gaps = {"gap_channel": 0} if cell == "decay" else {}
+    x, lengths = torch.randn(4, 5, 3, generator=torch.Generator().manual_seed(1)).abs(), torch.tensor([5, 3, 2, 5])
+    gaps = {"gap_channel": 0} if cell == "decay" else {}  # the decay cell's gaps: channel 0, non-negative
     net = RecurrentNetwork(3, 4, 1, cell=cell, generator=torch.Generator().manual_seed(0), **gaps)
     params = {name: p.detach() for name, p in net.named_parameters() if p.requires_grad}
 

@@ -354,3 +354,34 @@ def test_times_equal_up_to_rounding_are_one_time_for_the_scale_and_the_warning()
             model = RNNRegressor(time_feature=0, hidden_size=4, max_iter=2, random_state=0).fit(X, y)
         predictions.append(model.predict(X[:3]))
     np.testing.assert_allclose(predictions[1], predictions[0], rtol=1e-6)
+
+
+def test_the_decay_recurrence_refuses_gaps_of_another_shape_and_negative_ones():
+    # (B, T, 1) gaps broadcast into (B, T, B, H) states that mixed the sequences, an
+    # extra column was ignored, float64 gaps failed inside the loop, and a gap of -1
+    # grew the state to 1e6 (-10: inf) in a cell that declares its state bounded.
+    import torch
+
+    from sklearn_rnn.nn import DecayRecurrence, RecurrentNetwork
+
+    cell = DecayRecurrence(5)
+    projected, gaps = torch.randn(2, 3, 5), torch.rand(2, 3)
+    for wrong in (gaps[..., None], torch.cat([gaps, torch.ones(2, 1)], 1), gaps[:, 0]):
+        with pytest.raises(ValueError, match=r"gaps must be a tensor of shape \(batch, steps\) = \(2, 3\)"):
+            cell(projected, wrong)
+    torch.testing.assert_close(cell(projected, gaps.double()), cell(projected, gaps))  # read in projected's dtype
+    for bad, shown in ((-1.0, "-1.0"), (float("nan"), "nan")):
+        later = gaps.clone()
+        later[1, 2] = bad
+        with pytest.raises(ValueError, match=rf"non-negative .* got {shown} at step 2 of sequence 1"):
+            cell(projected, later)
+    first = gaps.clone()
+    first[:, 0] = -5.0  # the first step's gap is never read
+    torch.testing.assert_close(cell(projected, first), cell(projected, gaps))
+    net = RecurrentNetwork(2, 3, 1, cell="decay", gap_channel=0, generator=torch.Generator().manual_seed(0))
+    x = torch.rand(1, 6, 2)
+    x[0, 3, 0] = -1.0
+    with pytest.raises(ValueError, match="gaps must be non-negative"):
+        net(x, [6])
+    x[0, 3:] = float("nan")  # padding is never read
+    assert torch.isfinite(net(x, [3])).all()

@@ -28,6 +28,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ._base import Cell, LayerStates, register_cell, reset_affine_, uniform_
+from ._stepwise import functorch_transforms_active
 
 __all__ = ["DecayCell", "DecayRecurrence"]
 
@@ -151,6 +152,7 @@ class DecayRecurrence(nn.Module):
         torch.Tensor of shape (batch, steps, input_size)
             ``x`` with its first ``n_masked`` channels decayed where unobserved.
         """
+        gaps = _checked_gaps(gaps, x, "decay_inputs")
         m = self.n_masked
         if m == 0:
             return x
@@ -175,13 +177,21 @@ class DecayRecurrence(nn.Module):
         projected : torch.Tensor of shape (batch, steps, hidden_size)
             ``u_t = W_in x_t + b`` of every step.
         gaps : torch.Tensor of shape (batch, steps)
-            Time since the previous step, unit-free (0 at the first step).
+            Time since the previous step, unit-free and non-negative (the first step's
+            is not read), in any real dtype: they are read in ``projected``'s.
 
         Returns
         -------
         torch.Tensor of shape (batch, steps, hidden_size)
             The hidden states ``h_t``; a padded step (gap 0) repeats the state before it.
+
+        Raises
+        ------
+        ValueError
+            ``gaps`` of another shape, or (checked on a CPU) a negative or NaN gap
+            after the first step, which would turn the decay into a growth without bound.
         """
+        gaps = _checked_gaps(gaps, projected, "DecayRecurrence")
         keep = torch.exp(-F.softplus(self.hidden_decay) * gaps[..., None])  # (B, T, H)
         keep = torch.cat([torch.zeros_like(keep[:, :1]), keep[:, 1:]], dim=1)  # gamma_1 = 0
         state = projected.new_zeros(projected.shape[0], self.hidden_size)  # (B, H); h_0 = 0
@@ -199,6 +209,33 @@ class DecayRecurrence(nn.Module):
 
     def extra_repr(self) -> str:  # noqa: D102
         return f"hidden_size={self.hidden_size}, n_masked={self.n_masked}"
+
+
+def _checked_gaps(gaps: torch.Tensor, like: torch.Tensor, where: str) -> torch.Tensor:
+    """``gaps`` in the dtype of ``like`` ``(B, T, .)``, after checking that they are
+    ``(B, T)`` (a ``(B, T, 1)`` gap broadcast into states that mixed the sequences, an
+    extra column was ignored) and, on a CPU outside torch.func transforms, where reading
+    them costs no wait for a device, neither negative nor NaN after the first step: a
+    negative gap makes the decay a growth, and the state, which the cell declares
+    bounded, runs to infinity."""
+    if not isinstance(gaps, torch.Tensor) or gaps.shape != like.shape[:2]:
+        shape = tuple(gaps.shape) if isinstance(gaps, torch.Tensor) else type(gaps).__name__
+        raise ValueError(
+            f"{where}: gaps must be a tensor of shape (batch, steps) = {tuple(like.shape[:2])}, "
+            f"the time since each sequence's previous step; got {shape}."
+        )
+    if gaps.device.type == "cpu" and not functorch_transforms_active():
+        later = gaps[:, 1:]  # the first step's gap is never read (h_1 forgets h_0 = 0)
+        bad = (later < 0) | torch.isnan(later) if later.is_floating_point() else later < 0
+        if bool(bad.any()):
+            sequence, step = (int(v) for v in bad.nonzero()[0].tolist())
+            step += 1
+            raise ValueError(
+                f"{where}: gaps must be non-negative times since the previous step; got "
+                f"{gaps[sequence, step].item()!r} at step {step} of sequence {sequence}. Times must "
+                "not decrease within a sequence, and a missing time has no gap: fill it first."
+            )
+    return gaps.to(like.dtype)
 
 
 def _inverse_softplus(rate: torch.Tensor) -> torch.Tensor:

@@ -553,3 +553,30 @@ def test_per_sample_gradients_by_torch_func_match_a_loop(cell):
             if p.requires_grad:  # an empty parameter (no masked inputs) gets no .grad
                 expected = torch.zeros_like(p) if p.grad is None else p.grad
                 torch.testing.assert_close(per_sample[name][row], expected, atol=1e-5, rtol=1e-4)
+
+
+def test_the_networks_input_checks_hold_under_autocast_and_for_an_empty_list_of_lengths():
+    # Under autocast every dtype check was skipped: float64 and integer inputs, which
+    # autocast does not cast, met raw matmul errors; lengths [] read as float32 were
+    # refused with a message that contradicted itself.
+    net = RecurrentNetwork(3, 4, 1, cell="gru", generator=torch.Generator().manual_seed(0))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        for dtype in (torch.float64, torch.int64):
+            with pytest.raises(ValueError, match=f"x is {dtype}, but the network's weights are torch.float32"):
+                net(torch.ones(2, 5, 3, dtype=dtype), [5, 2])
+        assert net(torch.ones(2, 5, 3), [5, 2]).dtype == torch.bfloat16
+    assert net(torch.zeros(0, 5, 3), []).shape == (0, 1)
+
+
+def test_stepwise_recurrence_names_the_shape_of_the_initial_state():
+    # PyTorch's hx layout (1, batch, hidden) gave "mat1 must be a matrix"; a wrong batch
+    # size a resize warning and then a cryptic error.
+    from sklearn_rnn.nn.cells import stepwise_recurrence
+
+    gru = torch.nn.GRU(6, 2, batch_first=True)
+    projected = torch.randn(3, 5, 6)
+    for initial in (torch.zeros(1, 3, 2), torch.zeros(2, 2)):
+        with pytest.raises(ValueError, match=r"initial must hold tensors of shape \(batch, hidden\) = \(3, 2\)"):
+            stepwise_recurrence("gru", projected, gru.weight_hh_l0, gru.bias_hh_l0, (initial,))
+    u, hidden, _ = stepwise_recurrence("gru", projected, gru.weight_hh_l0, gru.bias_hh_l0, (torch.zeros(3, 2),))
+    assert hidden.shape == (3, 5, 2)

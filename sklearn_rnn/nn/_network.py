@@ -51,8 +51,10 @@ class NetworkStates(NamedTuple):
         first (``layers[0].projected`` is ``projected``, ``layers[-1].hidden`` is
         ``hidden``).
     readout_inputs : torch.Tensor or None
-        What the readout read: the last layer's states at the readout steps after
-        dropout, ``(batch, hidden_size)`` or ``(batch, steps, hidden_size)``.
+        What the readout read, after dropout: the last layer's states at the readout
+        steps, ``(batch, hidden_size)`` or ``(batch, steps, hidden_size)``; with
+        ``readout='pool'``, the last state beside the mean and the maximum of the
+        states, ``(batch, 3 * hidden_size)``.
     lengths : torch.Tensor of shape (batch,) or None
         The valid steps of each sequence that the pass ran with, which temporal
         gradients must be given too.
@@ -601,7 +603,9 @@ class RecurrentNetwork(nn.Module):
                 "was built for."
             )
         weights = next(self.parameters()).dtype
-        if x.dtype != weights and not autocast_on(x.device.type):
+        # Autocast casts the floating types it computes in (never float64, nor integers).
+        cast = autocast_on(x.device.type) and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
+        if x.dtype != weights and not cast:
             convert = f", or convert the network (network.to({x.dtype}))" if x.dtype.is_floating_point else ""
             raise ValueError(
                 f"x is {x.dtype}, but the network's weights are {weights}: pass "
@@ -767,7 +771,8 @@ def as_lengths(lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
     tensor([4, 2])
     """
     if not isinstance(lengths, torch.Tensor):
-        lengths = torch.as_tensor(lengths)
+        # An empty list as no lengths of an empty batch (torch reads [] as float32).
+        lengths = torch.as_tensor(lengths) if len(lengths) else torch.zeros(0, dtype=torch.int64)
     if lengths.dtype in _NARROW_INTEGERS:  # uint8 indexes as a mask, and overflows
         lengths = lengths.long()
     return lengths

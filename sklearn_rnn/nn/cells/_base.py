@@ -1128,6 +1128,14 @@ def stepwise_recurrence(
             f"initial must be () for a zero initial state or {states} for cell={cell.name!r}; "
             f"got {len(initial)} tensor(s)."
         )
+    expected = (projected.shape[0], hidden)
+    shapes = [tuple(state.shape) for state in initial]
+    if any(shape != expected for shape in shapes):  # PyTorch's hx is (layers, batch, hidden)
+        raise ValueError(
+            f"initial must hold tensors of shape (batch, hidden) = {expected}, one row per "
+            f"sequence; got shapes {shapes}. A torch.nn.RNN's hx of shape (1, batch, hidden) "
+            "is its [0]."
+        )
     if functorch_transforms_active():  # its autograd.Functions have no setup_context
         raise once_differentiable_error(cell, "apply a torch.func transform to")
     if has_tangent(projected, weight_hh, bias_hh, *initial):  # its autograd.Functions have no jvp

@@ -338,3 +338,24 @@ def test_a_lone_width_is_refused_as_not_a_sequence_by_the_stage_and_the_network(
         ConvStage(2, kernels, 4)
     with pytest.raises(ValueError, match=r"conv_kernels must be a sequence of kernel widths.*\(3,\) for one"):
         RecurrentNetwork(2, 3, 1, conv_kernels=kernels)
+
+
+def test_the_stage_names_what_is_wrong_with_its_input_and_takes_lengths_as_a_list():
+    # A wrong width met "mat1 and mat2 shapes cannot be multiplied", a list of lengths
+    # an AttributeError, float64 input a dtype error from inside the product.
+    import torch
+
+    from sklearn_rnn.nn import ConvStage
+
+    stage = ConvStage(3, (3,), 4)
+    stage.reset_parameters(torch.Generator().manual_seed(0))
+    x = torch.randn(2, 5, 3)
+    with pytest.raises(ValueError, match=r"shape \(batch, steps, 3\), the stage's input_size features; got \(2, 5, 2\)"):
+        stage(x[..., :2], torch.tensor([5, 5]))
+    with pytest.raises(ValueError, match=r"got \(5, 3\)"):
+        stage(x[0], torch.tensor([5]))
+    with pytest.raises(ValueError, match="x is torch.float64, but the stage's weights are torch.float32"):
+        stage(x.double(), torch.tensor([5, 5]))
+    with pytest.raises(ValueError, match=r"one length per sequence, shape \(2,\); got \(1,\)"):
+        stage(x, torch.tensor([5]))
+    torch.testing.assert_close(stage(x, [5, 3]), stage(x, torch.tensor([5, 3])))

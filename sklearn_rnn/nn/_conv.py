@@ -10,7 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .cells import uniform_
-from .cells._base import _is_int
+from .cells._base import _is_int, autocast_on
 
 __all__ = ["ConvStage"]
 
@@ -128,6 +128,29 @@ class ConvStage(nn.Module):
             nn.Conv1d(input_size, self.channels, size, padding=size // 2, device=device) for size in sizes
         )
 
+    def _checked(self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
+        """``lengths`` as a tensor, after checking ``x`` and them (a wrong width met
+        "mat1 and mat2 shapes cannot be multiplied", a list of lengths an AttributeError)."""
+        weight = self.convolutions[0].weight
+        width = weight.shape[1]
+        if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[2] != width:
+            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(
+                f"x must be a padded batch of shape (batch, steps, {width}), the stage's "
+                f"input_size features; got {shape}."
+            )
+        cast = autocast_on(x.device.type) and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
+        if x.dtype != weight.dtype and not cast:
+            raise ValueError(f"x is {x.dtype}, but the stage's weights are {weight.dtype}: pass x.to({weight.dtype}).")
+        if not isinstance(lengths, torch.Tensor):
+            lengths = torch.as_tensor(lengths, dtype=torch.int64) if len(lengths) else torch.zeros(0, dtype=torch.int64)
+        if lengths.shape != (x.shape[0],):
+            raise ValueError(
+                f"lengths must hold one length per sequence, shape ({x.shape[0]},); got "
+                f"{tuple(lengths.shape)}."
+            )
+        return lengths
+
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Draw the kernels and biases from ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``.
 
@@ -153,14 +176,21 @@ class ConvStage(nn.Module):
         ----------
         x : torch.Tensor of shape (batch, steps, input_size)
             Right-padded inputs; values at padded steps are ignored.
-        lengths : torch.Tensor of shape (batch,)
+        lengths : torch.Tensor or sequence of int, of shape (batch,)
             Valid steps of each sequence.
 
         Returns
         -------
         torch.Tensor of shape (batch, ceil(steps / pool), output_size)
             Features at padded steps (beyond :meth:`output_lengths`) are not meaningful.
+
+        Raises
+        ------
+        ValueError
+            ``x`` not a ``(batch, steps, input_size)`` tensor in the stage's dtype (or
+            one autocast casts), or ``lengths`` not one per sequence.
         """
+        lengths = self._checked(x, lengths)
         steps = x.shape[1]
         valid = torch.arange(steps, device=x.device) < lengths.to(x.device)[:, None]  # (B, T)
         signal = torch.where(valid[..., None], x, 0.0)  # (B, T, n_in)

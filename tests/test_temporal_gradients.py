@@ -454,11 +454,12 @@ def test_spectral_radius_init_stacked_blocks_and_global_rng_untouched():
         spectral_radius_(torch.empty(3, 3), 0.0)
 
 
-@pytest.mark.parametrize("std", [0.0, -0.1, float("nan"), float("inf"), True, "0.1"])
+@pytest.mark.parametrize("std", [0.0, -0.1, float("nan"), float("inf"), True, "0.1", 1e-310])
 def test_spectral_radius_init_refuses_a_std_that_is_not_finite_and_positive(std):
-    # std=0 or NaN filled the matrix with NaN silently, and a negative std negated it.
+    # std=0 or NaN filled the matrix with NaN silently, and a negative std negated it;
+    # 1e-310 underflowed the eigenvalue solver's squares (NaN weights, MKL's complaint).
     w = torch.zeros(3, 3)
-    with pytest.raises(ValueError, match=r"std must be a finite positive number .*got"):
+    with pytest.raises(ValueError, match=r"std must be a finite number of at least 1.5e-154 .*got"):
         spectral_radius_(w, 1.2, std=std, generator=torch.Generator().manual_seed(0))
     assert torch.equal(w, torch.zeros(3, 3))
 
@@ -712,3 +713,16 @@ def test_lengths_other_than_those_of_the_forward_pass_are_refused():
     assert all(p.grad is None for p in net.parameters())  # nothing written
     states = net.forward_states(x, [5, 3, 1])  # the same lengths in another type
     assert temporal_gradients(net, states, states.outputs.sum(), torch.tensor([5, 3, 1], dtype=torch.int32)).steps == 5
+
+
+@pytest.mark.parametrize("dtype, rho, message", [
+    (torch.float32, 1e39, "past the range of torch.float32"),
+    (torch.float64, 1e308, "past the range of torch.float64"),
+    (torch.int64, 1.2, "fills a floating-point matrix"),
+])
+def test_spectral_radius_init_refuses_what_would_not_be_that_radius(dtype, rho, message):
+    # Accepted before: inf or NaN weights (a network then predicting NaN), or an int64
+    # matrix holding the draw truncated, of radius 1.0 instead of 1.2.
+    w = torch.zeros(3, 3, dtype=dtype)
+    with pytest.raises(ValueError, match=message):
+        spectral_radius_(w, rho, generator=torch.Generator().manual_seed(0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from numbers import Real
 
 import torch
@@ -18,6 +19,11 @@ def _check_radius(value: object, name: str) -> None:
             f"{name} must be a finite positive number (the largest eigenvalue modulus of the "
             f"recurrent matrices); got {value!r}."
         )
+
+
+#: The smallest ``std`` of :func:`spectral_radius_`: the square root of float64's smallest
+#: normal number, below which the draw's squares underflow.
+_SMALLEST_STD = math.sqrt(sys.float_info.min)
 
 
 def spectral_radius_(
@@ -70,16 +76,28 @@ def spectral_radius_(
             f"(k * n, n), n >= 1; got a tensor of shape {tuple(weight.shape)}."
         )
     _check_radius(rho, "rho")
-    if isinstance(std, bool) or not isinstance(std, Real) or not 0 < std < math.inf:
+    # Below the square root of float64's smallest normal number the draw's squares, which
+    # the eigenvalue solver forms, underflow (a radius of 0 or NaN; MKL complains).
+    if isinstance(std, bool) or not isinstance(std, Real) or not _SMALLEST_STD <= std < math.inf:
         raise ValueError(
-            f"std must be a finite positive number (the Gaussian draw's standard deviation, "
-            f"which the rescaling to rho cancels); got {std!r}. Leave the default, 0.1."
+            f"std must be a finite number of at least {_SMALLEST_STD:.1e} (the Gaussian draw's "
+            f"standard deviation, which the rescaling to rho cancels); got {std!r}. Leave the "
+            "default, 0.1."
         )
+    if not weight.is_floating_point():  # an int64 matrix took the rescaled draw truncated
+        raise ValueError(f"spectral_radius_ fills a floating-point matrix; got one of {weight.dtype}.")
     n = weight.shape[1]
     with torch.no_grad():
         for block in weight.split(n, dim=0):
             # Draw on the CPU in float64 so that the result does not depend on the device.
             draw = torch.randn(n, n, generator=generator, dtype=torch.float64, device="cpu") * std
             radius = torch.linalg.eigvals(draw).abs().max()
-            block.copy_(draw * (rho / radius))
+            scaled = (draw * (rho / radius)).to(weight.dtype)
+            if not bool(torch.isfinite(scaled).all()):  # rho=1e39 in float32: inf weights
+                raise ValueError(
+                    f"rho={rho!r} gives weights past the range of {weight.dtype} (largest "
+                    f"{float((draw * (rho / radius)).abs().max()):.3g}); choose a radius near 1, "
+                    "or a wider dtype."
+                )
+            block.copy_(scaled)
     return weight

@@ -26,6 +26,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._estimators import BaseRNN
 from .sequences._panel import by_instance, check_targets_follow_instances, is_panel
+from .sequences._validation import numpy_readable
 from ._stacked import MAX_STACKED, StackedMember, _ChunkTrainer, check_stackable
 
 __all__ = ["RNNGridSearchCV"]
@@ -230,6 +231,9 @@ class RNNGridSearchCV(BaseSearchCV):
         """
         _final_rnn(self.estimator)  # the type errors before any work
         _check_steps(self.estimator)  # a pipeline its own fit refuses, whatever the grid sets
+        # A torch nested tensor as the list of its tensors, as the estimators read it
+        # (len() of one is PyTorch's "Internal error: NestedTensorImpl doesn't support sizes").
+        X = numpy_readable(X)
         if isinstance(self.scoring, (list, tuple, set, dict)) or not isinstance(self.refit, (bool, np.bool_)):
             raise ValueError(
                 f"RNNGridSearchCV scores one metric and refits the best by it (scoring="

@@ -1203,3 +1203,18 @@ def test_alpha_leaves_the_learned_initial_states_out_in_fit_and_in_the_stack(cel
     assert float(penalty) == pytest.approx(expected, rel=1e-5)
     stack = _Stack([member])  # a copy of the module's values, initial states included
     assert float(stack._penalty(stack.params)[0]) == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_search_takes_a_nested_tensor_as_the_estimator_does():
+    # The estimator reads a torch nested tensor as the list of its tensors; the search
+    # called len() on it: PyTorch's "Internal error: NestedTensorImpl doesn't support sizes".
+    X, y = visits(40)
+    nested = torch.nested.nested_tensor([torch.tensor(x) for x in X])
+    grid = {"hidden_size": [3, 4]}
+    model = explicit(max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        from_nested = RNNGridSearchCV(model, grid, cv=2).fit(nested, y)
+        from_list = RNNGridSearchCV(model, grid, cv=2).fit([torch.tensor(x) for x in X], y)
+    np.testing.assert_allclose(from_nested.cv_results_["mean_test_score"], from_list.cv_results_["mean_test_score"])
+    assert from_nested.best_params_ == from_list.best_params_

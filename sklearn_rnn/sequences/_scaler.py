@@ -74,10 +74,12 @@ class SequenceStandardScaler(
     Attributes
     ----------
     mean_ : ndarray of shape (d,)
-        Mean of each feature of a step over observed training steps (one value for a
-        table of univariate sequences).
+        What is subtracted from each feature of a step: its mean over observed training
+        steps (one value for a table of univariate sequences); zeros with
+        ``with_mean=False`` and for the time column.
     scale_ : ndarray of shape (d,)
-        Standard deviation of each feature (1 where it is zero or undefined).
+        What each feature is divided by: its standard deviation (1 where it is zero or
+        undefined); ones with ``with_std=False`` and for the time column.
     n_features_in_ : int
         Features per step; for a 2D table, its number of columns, following
         scikit-learn (as the estimators count them).

@@ -889,8 +889,9 @@ class _Stack:
             snapshot = self._views(self.flat.clone())
             # Adam's state too: a network that diverges keeps its last finished epoch's.
             moments = {key: value.clone() for key, value in self.state.items()} if self.rule.kind == "adam" else None
+            began = time.perf_counter()
             self._train_epoch()
-            stopped = self._end_epoch(epoch, snapshot)
+            stopped = self._end_epoch(epoch, snapshot, began)
             if moments is not None:  # what each network's own fit leaves in its optimizer
                 live = [self.members[index] for index in self.live]
                 for row in stopped:
@@ -1100,11 +1101,13 @@ class _Stack:
         self.flat.index_add_(0, index, step * chosen.direction)
 
     # ----------------------------------------------------------------- epochs
-    def _end_epoch(self, epoch: int, snapshot: dict[str, torch.Tensor]) -> list[int]:
-        """Record the epoch in every live network's history, run its stopping rule, and
-        return the positions (in ``live``) of the networks that stop."""
+    def _end_epoch(self, epoch: int, snapshot: dict[str, torch.Tensor], began: float) -> list[int]:
+        """Record the epoch in every live network's history (its ``dur`` the stack's
+        seconds since ``began`` shared among them), run its stopping rule, and return the
+        positions (in ``live``) of the networks that stop."""
         live = [self.members[index] for index in self.live]
         valid = self._validate(live)
+        seconds = (time.perf_counter() - began) / len(live)
         stopped = []
         finite_rows = torch.isfinite(self.flat).all(1).tolist()  # (M,)
         for row, member in enumerate(live):
@@ -1118,10 +1121,13 @@ class _Stack:
                 member.outcomes.append(member._diverged.outcome(type(member.estimator).__name__, True))
                 stopped.append(row)
                 continue
-            _record_epoch(member, epoch)
-            if valid[row] is not None:
-                net.history.record("valid_loss", valid[row][0])
-                net.history.record("valid_score", valid[row][1])
+            _record_epoch(member, epoch, seconds)
+            if valid[row] is not None:  # with skorch's *_best flags, as fit's callbacks record them
+                for name, value, lower in (("valid_loss", valid[row][0], True), ("valid_score", valid[row][1], False)):
+                    earlier = [record[name] for record in net.history[:-1] if name in record]
+                    best = not earlier or (value < min(earlier) if lower else value > max(earlier))
+                    net.history.record(name, value)
+                    net.history.record(f"{name}_best", bool(best))
             stopper = self.stoppers[self.live[row]]
             done = epoch >= self.max_epochs[self.live[row]]
             if stopper is not None and stopper.load_best:

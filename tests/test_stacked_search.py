@@ -84,6 +84,10 @@ def test_each_stacked_network_matches_its_own_fit(optimizer, tolerance, readout,
                  for m in (a, b)]
         assert sizes[0] == sizes[1]
         assert {"train_loss", "train_loss_best"} <= set(a.net_.history[-1]) <= set(b.net_.history[-1])
+        # skorch's idioms read them (history[:, 'valid_loss_best'] was a KeyError).
+        assert {"dur", *(("valid_loss_best", "valid_score_best") if early_stopping else ())} <= set(a.net_.history[-1])
+        if early_stopping and optimizer == "sgd":
+            assert a.net_.history[:, "valid_loss_best"] == b.net_.history[:, "valid_loss_best"]
         # Adam's moments and step counts too, so that training goes on as after fit (the
         # stack kept them to itself: a partial_fit after it restarted Adam from zero).
         for p, q in zip(a.net_.module_.parameters(), b.net_.module_.parameters()):

@@ -613,3 +613,18 @@ def test_times_equal_up_to_rounding_give_a_slope_of_zero():
     summary = VisitFeatures("summary", time_feature=0).fit(visits)
     slope = summary.get_feature_names_out().tolist().index("slope_x1")
     assert summary.transform(visits)[0, slope] == 0.0
+
+
+def test_visit_summaries_of_values_near_the_float64_limit_are_finite():
+    # A plain mean and dot product overflowed: values at 1e308 gave a mean of inf and a
+    # slope of NaN, times 1e160 apart a slope of 0 (the spread's square was inf).
+    import warnings
+
+    from sklearn_rnn.clinical import VisitFeatures
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nor a RuntimeWarning of overflow
+        huge = VisitFeatures(time_feature=0).fit_transform([np.array([[0.0, 1e308], [1.0, 1e308], [2.0, 1e308]])])
+        apart = VisitFeatures(time_feature=0).fit_transform([np.array([[0.0, 1.0], [1e160, 2.0], [2e160, 3.0]])])
+    np.testing.assert_allclose(huge, [[1e308, 1e308, 0.0, 3.0, 2.0]])
+    np.testing.assert_allclose(apart, [[3.0, 2.0, 1e-160, 3.0, 2e160]])

@@ -226,7 +226,7 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         if self.kind == "last":
             return values[-1]
         observed = ~np.isnan(values)  # (T, d)
-        mean = _over_observed(np.nanmean, values)  # all-NaN columns stay NaN, without a warning
+        mean = _mean(values)  # all-NaN columns stay NaN, without a warning
         last = np.array([column[mask][-1] if mask.any() else np.nan
                          for column, mask in zip(values.T, observed.T, strict=True)])
         slope = np.array([_slope(times[mask], column[mask])
@@ -252,6 +252,33 @@ def _slope(times: NDArray[np.float64], values: NDArray[np.float64]) -> float:
         # whose mean rounds off them (three 0.1 average to 0.1 + 1.4e-17): the rounding
         # over its square was a slope (9e15, -10.7).
         return 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        slope, spread = _least_squares(times, values)
+    if np.isfinite(slope) and np.isfinite(spread):
+        return slope
+    # Sums past float64's range (values near 1e308: NaN; times 1e160 apart: a spread of
+    # inf and a slope of 0): on each divided by its largest magnitude, then scaled back.
+    time_peak, value_peak = np.abs(times).max(), np.abs(values).max()
+    slope, _ = _least_squares(times / time_peak, values / value_peak)
+    with np.errstate(over="ignore"):
+        return float(slope * (value_peak / time_peak))
+
+
+def _least_squares(times: NDArray[np.float64], values: NDArray[np.float64]) -> tuple[float, float]:
+    """The least-squares slope of ``values`` against ``times``, and the times' spread
+    (their centred sum of squares); a slope of 0 without a spread."""
     centered = times - times.mean()
     spread = float(centered @ centered)
-    return float(centered @ (values - values.mean()) / spread) if spread > 0 else 0.0
+    return (float(centered @ (values - values.mean()) / spread) if spread > 0 else 0.0), spread
+
+
+def _mean(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each column's mean over its observed values, NaN for a column without any; a sum
+    past float64's range (values near 1e308) summed over the column's largest magnitude."""
+    with np.errstate(over="ignore"):
+        mean = _over_observed(np.nanmean, values)
+    overflow = np.isinf(mean) & np.isfinite(np.where(np.isnan(values), 0.0, values)).all(axis=0)
+    for column in np.flatnonzero(overflow):
+        peak = np.nanmax(np.abs(values[:, column]))
+        mean[column] = peak * np.nanmean(values[:, column] / peak)
+    return mean

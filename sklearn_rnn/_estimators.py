@@ -2625,7 +2625,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         ``classes_``, and a scorer of an :class:`~skorch.callbacks.EpochScoring` reads
         it as a classifier of those indices). The names 'clip', 'valid_score',
         'train_objective', 'guard', 'stop' and 'progress' are the engine's own,
-        'epoch_timer', 'train_loss', 'valid_loss' and 'print_log' skorch's defaults'.
+        and 'epoch_timer', 'train_loss', 'valid_loss' and 'print_log' skorch's.
         ``set_params(callbacks__<name>__<parameter>=...)`` sets one callback's
         parameter, as skorch does (a grid searches over it). With
         ``optimizer='simplex'``, a callback that acts on the gradients (overrides
@@ -3289,8 +3289,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         outputs, which are standardized (``neg_mean_squared_error`` is then in units of
         the targets' variance; ``r2`` is the same in either unit). The names 'clip',
         'valid_score', 'train_objective', 'guard', 'stop' and 'progress' are the
-        engine's own, 'epoch_timer', 'train_loss', 'valid_loss' and 'print_log'
-        skorch's defaults'. ``set_params(callbacks__<name>__<parameter>=...)`` sets one
+        engine's own, and 'epoch_timer', 'train_loss', 'valid_loss' and 'print_log'
+        skorch's. ``set_params(callbacks__<name>__<parameter>=...)`` sets one
         callback's parameter, as skorch does (a grid searches over it). With
         ``optimizer='simplex'``, a callback that acts on the gradients (overrides
         ``on_grad_computed``, as :class:`~skorch.callbacks.GradientNormClipping` does)

@@ -170,7 +170,7 @@ class RNNStepClassifier(BaseRNN):
         calls, lower ``learning_rate`` with ``set_params`` between calls). The fitted
         ones are in ``net_.callbacks_``. The names 'clip', 'valid_score',
         'train_objective', 'guard', 'stop' and 'progress' are the engine's own,
-        'epoch_timer', 'train_loss', 'valid_loss' and 'print_log' skorch's defaults'.
+        and 'epoch_timer', 'train_loss', 'valid_loss' and 'print_log' skorch's.
         ``set_params(callbacks__<name>__<parameter>=...)`` sets one callback's
         parameter, as skorch does (a grid searches over it). With
         ``optimizer='simplex'``, a callback that acts on the gradients (overrides

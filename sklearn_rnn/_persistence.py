@@ -721,7 +721,7 @@ def _restore(
         state = {key: _decode(value) for key, value in _mapping(header["state"]).items()}
     except (KeyError, TypeError, ValueError, IndexError, OverflowError, RecursionError) as error:
         raise ValueError(f"{where} holds values this format does not know ({error}).") from error
-    newer = _newer_writer(header, where)
+    newer = _newer_writer(header)
     _check_state(state, where, newer)
     taken = set(cls._get_param_names())
     if not set(params) <= taken:
@@ -755,7 +755,7 @@ def _version() -> str:
     return str(getattr(sys.modules.get(__package__ or "sklearn_rnn"), "__version__", "unknown"))
 
 
-def _newer_writer(header: dict[str, Any], where: str) -> str:
+def _newer_writer(header: dict[str, Any]) -> str:
     """The end of the message for fields or parameters this version does not know: a
     newer sklearn_rnn's file (named when the header names its writer), or an edit."""
     writer = header.get(WRITER_KEY)

@@ -1552,6 +1552,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _validate_sequences(self, X: Any, *, reset: bool) -> list[np.ndarray]:
         return validate_sequences(self, X, reset=reset)
 
+    def _score_weight(self, sample_weight: Any, y: Any, X: Any) -> np.ndarray | None:
+        """``score``'s weights, checked and divided by the largest: only their ratios count,
+        and scikit-learn's sums of weights of 1e307 overflowed (an accuracy of NaN, or 0.0)."""
+        if sample_weight is None:
+            return None
+        sample_weight = self._check_sample_weight(sample_weight, _n_targets(y), X)
+        largest = sample_weight.max()
+        return sample_weight / largest if largest > 0 else sample_weight
+
     def _check_sample_weight(self, sample_weight: Any, n_samples: int, X: Any = None) -> np.ndarray:
         """One weight per sequence of ``X``, checked; a Series indexed by the instances of a
         panel ``X`` must follow their order, as y must."""
@@ -3055,9 +3064,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         """
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
-        if sample_weight is not None:
-            sample_weight = self._check_sample_weight(sample_weight, _n_targets(y), X)
-        return super().score(X, y, sample_weight=sample_weight)
+        return super().score(X, y, sample_weight=self._score_weight(sample_weight, y, X))
 
 
 class RNNRegressor(RegressorMixin, BaseRNN):
@@ -3547,9 +3554,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
                 width = self.n_outputs_  # not numbers: r2_score's own checks say so
             if width != self.n_outputs_:
                 raise ValueError(_wrong_outputs(width, self.n_outputs_, ""))
-        if sample_weight is not None:
-            sample_weight = self._check_sample_weight(sample_weight, _n_targets(y), X)
-        return super().score(X, y, sample_weight=sample_weight)
+        return super().score(X, y, sample_weight=self._score_weight(sample_weight, y, X))
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()

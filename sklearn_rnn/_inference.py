@@ -108,9 +108,12 @@ class OutputSteps:
         y_true: torch.Tensor,
         X: dict[str, torch.Tensor] | None,
     ) -> torch.Tensor:
-        """The batch's loss: the sample-weighted mean of the per-sample criterion, or at
-        every step the criterion summed over the ``k`` outputs (eq. 4.2 sums the
-        cross-entropy of the notes), weighted per sequence and averaged over valid steps."""
+        """The batch's loss: the mean over the batch of each sequence's weight times its
+        criterion, or at every step the criterion summed over the ``k`` outputs (eq. 4.2
+        sums the cross-entropy of the notes), weighted per sequence and averaged over
+        valid steps. Not divided by the weights' sum: a fit's weights have a mean of 1
+        (:func:`~sklearn_rnn._estimators._relative`), and ``partial_fit``'s weigh its
+        calls against each other."""
         if not self.every_step:
             per_sample = criterion(y_pred, y_true)  # (B,) or (B, k)
             if per_sample.ndim > 1:

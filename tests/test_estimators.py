@@ -815,3 +815,17 @@ def test_targets_constant_up_to_rounding_are_scaled_as_constant_ones(value):
     for _ in range(5):
         model.partial_fit(X[30:], later)
     assert np.ptp(model.predict(X[30:])) > 0.01  # it learns from the later targets
+
+
+@pytest.mark.parametrize("Estimator", [RNNClassifier, RNNRegressor])
+def test_a_weighted_score_reads_only_the_weights_ratios(Estimator):
+    # scikit-learn's score summed the weights as given: weights of 1e307, which fit
+    # takes, overflowed that sum (an accuracy and an R^2 of NaN; 0.0 with 3 classes).
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(30)]
+    y = np.arange(30) % 3 if Estimator is RNNClassifier else rng.normal(size=30)
+    model = Estimator(hidden_size=4, max_iter=2, random_state=0).fit(X, y)
+    weight = rng.uniform(0.5, 2.0, size=30)
+    expected = model.score(X, y, sample_weight=weight)
+    for scale in (1e307, 1e-300):
+        assert model.score(X, y, sample_weight=weight * scale) == pytest.approx(expected, rel=1e-12)

@@ -391,3 +391,17 @@ def test_visit_features_on_a_series_or_an_array_column_take_the_name_a_composite
         unnamed.get_feature_names_out(["a", "b"])
     with pytest.raises(ValueError, match=r"as seen in fit \(3 names\); got \['a', 'b'\]\. Leave"):
         VisitFeatures(time_feature=0).fit(X).get_feature_names_out(["a", "b"])
+
+
+def test_a_non_numeric_column_of_an_integer_named_frame_is_refused_by_name():
+    # pandas' default names are ints; the check looked the columns up by their text
+    # (frame["1"]), a bare KeyError for text, category and date columns alike.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(5, 2)) for _ in range(10)]
+    model = RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(X, [0, 1] * 5)
+    frame = pd.DataFrame({0: rng.normal(size=5), 1: ["a", "b", "a", "b", "a"]})
+    panel = pd.DataFrame({0: rng.normal(size=6), 1: list("abcabc")},
+                         index=pd.MultiIndex.from_product([["p", "q"], [0, 1, 2]]))
+    for given in ([frame], [frame.astype({1: "category"})], panel):
+        with pytest.raises(TypeError, match=r"columns that are not real numbers: \{'1': "):
+            model.predict(given)

@@ -386,11 +386,13 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
     """
     import pandas as pd
 
-    non_numeric = {
-        str(name): str(dtype) for name, dtype in frame.dtypes.items() if not real_column(frame, name, dtype)
-    }
-    if not non_numeric:
+    # The labels themselves for lookups (pandas' default names are ints: frame["1"] was a
+    # KeyError), their text for the message.
+    columns = [(name, dtype) for name, dtype in frame.dtypes.items() if not real_column(frame, name, dtype)]
+    if not columns:
         return
+    bad = [name for name, _ in columns]
+    non_numeric = {str(name): str(dtype) for name, dtype in columns}
     dates = [name for name, dtype in frame.dtypes.items()
              if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)]
     hint = (
@@ -399,7 +401,7 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
         "(column - column.min()) / pd.Timedelta(days=1) for dates, column / "
         "pd.Timedelta(days=1) for durations (fractions of a day kept)."
         if dates else ""
-    ) + complex_hint(frame, non_numeric)
+    ) + complex_hint(frame, bad)
     raise TypeError(
         f"{where} has columns that are not real numbers: {non_numeric}. Leave them out "
         f"(drop(columns=[...])) or encode them as numbers first.{hint}"

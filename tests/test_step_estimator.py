@@ -7,6 +7,7 @@ import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from sklearn.base import clone, is_classifier
@@ -546,3 +547,23 @@ def test_a_warm_refit_predicts_in_the_shape_of_its_own_targets():
     assert model.predict(X)[0].shape == (len(X[0]),)
     model.score(X, column)
     assert model.predict(X)[0].shape == (len(X[0]),)
+
+
+def test_targets_labelled_by_their_frames_rows_in_another_order_are_refused():
+    # from_long_format(as_frame=True) sorts each patient's visits by time; a groupby of
+    # the table keeps its row order: fit and score paired visits with other visits'
+    # targets, silently (a panel's targets were checked, a list of frames' were not).
+    from sklearn_rnn.sequences import from_long_format
+
+    visits = pd.DataFrame({"patient": ["b", "a", "b", "a", "a"], "day": [30, 10, 0, 0, 20],
+                           "bili": [1.5, 0.7, 1.2, 0.5, 0.9], "flag": [1, 1, 1, 0, 1]})
+    frames, _ = from_long_format(visits.drop(columns="flag"), id_column="patient", time_column="day", as_frame=True)
+    y = [group for _, group in visits.groupby("patient")["flag"]]
+    model = RNNStepClassifier(hidden_size=3, max_iter=1, time_feature="day", random_state=0)
+    with pytest.raises(ValueError, match=r"labelled by the rows of X\[0\] \(3, 1, 4, ...\) in another order \(1, 3, 4"):
+        model.fit(frames, y)
+    aligned = [target.loc[frame.index] for target, frame in zip(y, frames)]
+    model.fit(frames, aligned)
+    with pytest.raises(ValueError, match="in another order"):
+        model.score(frames, y)
+    assert np.isfinite(model.score(frames, aligned))

@@ -298,7 +298,8 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
     Parameters
     ----------
     X : sequences in any accepted form
-        Only a panel is checked.
+        A panel, or a list of DataFrames (each target then compared with its frame's
+        row labels); other forms are not checked.
     y : sequence of per-step targets
         One per instance of the panel, in the order of its instances.
 
@@ -306,7 +307,10 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
     ------
     ValueError
         A target indexed by its instance's times holds them out of order, or a target
-        indexed by ``(instance, time)`` pairs belongs to another instance.
+        indexed by ``(instance, time)`` pairs belongs to another instance; or a target
+        beside a DataFrame is labelled by that frame's rows in another order (the
+        frames of ``from_long_format(..., as_frame=True)`` are sorted by time, a
+        ``groupby`` of the table keeps its row order).
 
     Examples
     --------
@@ -322,6 +326,8 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
     ValueError: y[0] is indexed by its instance's times (5, 0, ...) in another order than X's steps...
     """
     if not is_panel(X):
+        if isinstance(X, (list, tuple)):
+            _check_targets_follow_frames(X, y)
         return
     import pandas as pd
 
@@ -356,6 +362,32 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
                 "are paired with the steps by position, so they would be paired with other "
                 "steps. Sort each target by its times first (e.g. "
                 "y = [target.sort_index(level=-1) for target in y])."
+            )
+
+
+def _check_targets_follow_frames(X: list[Any] | tuple[Any, ...], y: Any) -> None:
+    """Refuse a pandas target labelled by its DataFrame's rows in another order (see
+    :func:`check_step_targets_follow_steps`): it would be paired with other steps."""
+    import pandas as pd
+
+    for position, (steps, target) in enumerate(zip(X, y)):
+        if not (isinstance(steps, pd.DataFrame) and isinstance(target, (pd.Series, pd.DataFrame))):
+            continue
+        rows, labels = steps.index, target.index
+        if isinstance(labels, pd.RangeIndex) or len(labels) != len(rows) or labels.equals(rows):
+            continue
+        try:
+            same_rows = bool(np.array_equal(np.sort(np.asarray(labels)), np.sort(np.asarray(rows))))
+        except TypeError:  # labels that do not compare with one another
+            same_rows = False
+        if same_rows:
+            shown = ", ".join(str(label) for label in list(rows)[:3])
+            given = ", ".join(str(label) for label in list(labels)[:3])
+            raise ValueError(
+                f"y[{position}] is labelled by the rows of X[{position}] ({shown}, ...) in another "
+                f"order ({given}, ...): targets are paired with the steps by position, so they "
+                "would be paired with other steps. Put each target in its frame's row order "
+                "first: y = [target.loc[frame.index] for target, frame in zip(y, X)]."
             )
 
 

@@ -367,3 +367,13 @@ def test_a_boolean_time_column_is_told_it_holds_booleans(flags):
     with pytest.raises(TypeError, match=r"time column 'flag' must be numeric .* " + expected) as error:
         from_long_format(table, id_column="id", time_column="flag")
     assert "text dates" not in str(error.value) and "to_numeric" not in str(error.value)
+
+
+@pytest.mark.parametrize("unit", [7, "7", 1.5, np.int64(7)])
+def test_a_time_unit_without_its_unit_is_refused(unit):
+    # pandas reads a bare number as nanoseconds: time_unit=7 made a day 8.64e13.
+    table = pd.DataFrame({"p": [0, 0], "day": pd.to_datetime(["2024-01-01", "2024-01-08"]), "x": [1.0, 2.0]})
+    with pytest.raises(ValueError, match=r"time_unit must carry its unit, e\.g\. '7D'.*nanoseconds"):
+        from_long_format(table, id_column="p", time_column="day", time_unit=unit)
+    weeks = from_long_format(table, id_column="p", time_column="day", time_unit="7D")[0][0][:, 0]
+    np.testing.assert_array_equal(weeks, [0.0, 1.0])

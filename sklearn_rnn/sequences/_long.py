@@ -171,7 +171,30 @@ def elapsed_time(values: pd.Series, origin: Any, unit: Any = "1D") -> NDArray[np
     [0.0, 2.0]
     """
     elapsed = values - origin if origin is not None else values
-    return (elapsed / pd.Timedelta(unit)).to_numpy(dtype=np.float64, na_value=np.nan)
+    return (elapsed / _duration(unit, "unit")).to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _duration(unit: Any, name: str) -> pd.Timedelta:
+    """``unit`` as a positive duration; a bare number (7, 1.5, '7'), which pandas reads
+    as nanoseconds (a day was then 8.64e13), is refused with the unit to add."""
+    bare = (isinstance(unit, (int, float, np.number)) and not isinstance(unit, (bool, np.bool_))) or (
+        isinstance(unit, str) and unit.strip().replace(".", "", 1).isdigit()
+    )
+    if bare:
+        raise ValueError(
+            f"{name} must carry its unit, e.g. '7D', '1h' or pd.Timedelta(days=7); got "
+            f"{unit!r}, which pandas reads as {unit} nanoseconds."
+        )
+    try:
+        duration = pd.Timedelta(unit)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"{name} must be a duration pandas understands, e.g. '1D', '1h' or "
+            f"'365.25D'; got {unit!r} ({error})."
+        ) from error
+    if not duration > pd.Timedelta(0):  # NaT too
+        raise ValueError(f"{name} must be a positive duration; got {unit!r}.")
+    return duration
 
 
 def _numeric_time(
@@ -182,15 +205,7 @@ def _numeric_time(
     column = table[time_column]
     dates = pd.api.types.is_datetime64_any_dtype(column)
     if dates or pd.api.types.is_timedelta64_dtype(column):
-        try:
-            unit = pd.Timedelta(time_unit)
-        except (TypeError, ValueError) as error:
-            raise ValueError(
-                f"time_unit must be a duration pandas understands, e.g. '1D', '1h' or "
-                f"'365.25D'; got {time_unit!r} ({error})."
-            ) from error
-        if unit <= pd.Timedelta(0):
-            raise ValueError(f"time_unit must be a positive duration; got {time_unit!r}.")
+        unit = _duration(time_unit, "time_unit")
         time = elapsed_time(column, column.min() if dates else None, unit)
     elif pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
         raise TypeError(

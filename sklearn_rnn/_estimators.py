@@ -9,6 +9,7 @@ import math
 import os
 import re
 from abc import ABCMeta, abstractmethod
+from collections.abc import Iterator
 import warnings
 from numbers import Integral, Real
 from typing import Any, NamedTuple
@@ -1570,9 +1571,18 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return np.ones(n_samples)
         if isinstance(sample_weight, Real):
             sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)  # as scikit-learn
-        weight = check_array(  # a copy: PyTorch warns of a read-only array
-            sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight", copy=True
-        )
+        try:
+            weight = check_array(  # a copy: PyTorch warns of a read-only array
+                sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight", copy=True
+            )
+        except ValueError as error:
+            if "inhomogeneous" not in str(error):
+                raise
+            raise ValueError(  # numpy's "setting an array element with a sequence"
+                f"sample_weight must hold one weight per sequence of X, shape ({n_samples},); got "
+                f"{len(sample_weight)} entries of different lengths (a weight for each step?). "
+                f"{type(self).__name__} weighs whole sequences: give each sequence one weight."
+            ) from None
         if weight.ndim != 1 or weight.shape[0] != n_samples:
             resampled = (
                 " If a sampler (an imbalanced-learn step with fit_resample) runs before this "
@@ -1605,25 +1615,32 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         their sample weights, for what a fit learns from the targets)."""
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
+        per_sequence = (
+            "one (T_i, k) array of per-step targets per sequence" if self._output_steps.every_step
+            else "one target per sequence"
+        )
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "
-                "pass one target per sequence."
+                f"pass {per_sequence}."
+            )
+        if isinstance(y, Iterator):  # np.asarray made it a 0-d object array: "a scalar"
+            raise ValueError(
+                f"y is an iterator ({type(y).__name__}): expected {per_sequence}, an array-like "
+                f"of {n_samples} entries. Collect it into a list first, e.g. list(y)."
             )
         if not hasattr(y, "__len__"):
             y = np.asarray(y)  # array-likes that only define __array__
         if getattr(y, "ndim", 1) == 0:
             raise ValueError(
-                f"y is a scalar ({y!r}): expected one target per sequence, an array-like "
-                f"of {n_samples} entries."
+                f"y is a scalar ({y!r}): expected {per_sequence}, an array-like of {n_samples} entries."
             )
         n_targets = len(y)
         if n_targets != n_samples:
             what = (
-                "one (T_i, k) array of per-step targets per sequence, in the order of X (a "
-                "panel's column of per-step targets y: [y.xs(i, level=0).sort_index().to_numpy() "
-                "for i in X.index.unique(level=0)])"
-                if self._output_steps.every_step else "one target per sequence, in the order of X"
+                f"{per_sequence}, in the order of X (a panel's column of per-step targets y: "
+                "[y.xs(i, level=0).sort_index().to_numpy() for i in X.index.unique(level=0)])"
+                if self._output_steps.every_step else f"{per_sequence}, in the order of X"
             )
             library = type(X).__module__.split(".")[0]
             shape = tuple(np.shape(X)) if library in ("numpy", "torch") else ()

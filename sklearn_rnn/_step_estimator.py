@@ -263,10 +263,16 @@ class RNNStepClassifier(BaseRNN):
         if type(y).__name__ == "DataFrame" or type(y).__module__.split(".")[0] == "torch":
             y = np.asarray(y)  # a tensor or table of targets: one array, as numpy's are checked
         if isinstance(y, np.ndarray) and y.dtype != object and y.ndim != 3:
+            # (n_samples, T) is not read as one output's steps: it is also the shape of
+            # one target per sequence for k outputs, which this estimator has no use for.
+            fix = (
+                " If each row holds one sequence's targets at its steps (one output), pass "
+                "list(y) or y[:, :, None]." if y.ndim == 2 else ""
+            )
             raise ValueError(
                 f"y is an array of shape {y.shape}: {type(self).__name__} expects one (T_i, k) "
                 "array of 0/1 targets per sequence (a list, or an (n_samples, T, k) array), "
-                "a target for each output at each step of X."
+                f"a target for each output at each step of X.{fix}"
             )
         targets = []
         first_ndim = None

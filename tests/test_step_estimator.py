@@ -567,3 +567,23 @@ def test_targets_labelled_by_their_frames_rows_in_another_order_are_refused():
     with pytest.raises(ValueError, match="in another order"):
         model.score(frames, y)
     assert np.isfinite(model.score(frames, aligned))
+
+
+def test_per_step_targets_as_a_table_and_misgiven_targets_or_weights_are_named_with_the_fix():
+    # An (n, T) target table beside an (n, T) table X was refused without the fix (its
+    # list form is taken); weights given per step met numpy's "inhomogeneous shape"; y as
+    # an iterator was "a scalar", and y=None asked for "one target per sequence".
+    X = np.array([[0.1, 0.5, -0.2, 0.3], [1.0, -1.0, 0.2, np.nan]])
+    Y = (np.nan_to_num(X) > 0).astype(float)
+    Y[1, 3] = np.nan  # padding, as in X
+    model = RNNStepClassifier(hidden_size=3, max_iter=1, random_state=0)
+    with pytest.raises(ValueError, match=r"y is an array of shape \(2, 4\).*pass list\(y\) or y\[:, :, None\]"):
+        model.fit(X, Y)
+    assert [p.shape for p in model.fit(X, list(Y)).predict(X)] == [(4,), (3,)]
+    sequences, targets = [np.zeros((2, 1)), np.ones((3, 1))], [np.array([0, 1]), np.array([1, 0, 1])]
+    with pytest.raises(ValueError, match=r"one weight per sequence of X, shape \(2,\); got 2 entries of different lengths"):
+        model.fit(sequences, targets, sample_weight=[np.array([1.0, 2.0]), np.array([1.0, 1.0, 0.0])])
+    with pytest.raises(ValueError, match=r"y is an iterator \(list_iterator\).*per-step targets.*list\(y\)"):
+        model.fit(sequences, iter(targets))
+    with pytest.raises(ValueError, match=r"pass one \(T_i, k\) array of per-step targets per sequence"):
+        model.fit(sequences, None)

@@ -659,7 +659,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         X : list of array-like of shape (T_i, n_features), ndarray of shape (n_samples, T, n_features), or array-like of shape (n_samples, T)
             Ragged sequences; NaN-padded sequences (trailing all-NaN steps are
             padding); or a table of univariate sequences. Any other NaN is a missing
-            value: the network gets the last observed value and a mask.
+            value: the network gets the last observed value and a mask (with ``frame``
+            above 1, the value at the same place of the frame before, or the
+            training mean: see ``frame``).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             One target per sequence.
         sample_weight : array-like of shape (n_samples,), optional
@@ -2420,7 +2422,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         above 1 with ``time_feature`` is refused. The first layer's weights (and the
         convolutional stage's, ``32 * 12 * frame * d`` with 'auto') grow with
         ``frame * d``: on long sequences of many features (thousands of steps of
-        hundreds of features), set ``frame`` and ``conv_pool`` yourself.
+        hundreds of features), set ``frame`` and ``conv_pool`` yourself. Missing
+        values are filled after framing: a frame's missing value gets the value at
+        the same place of the frame before (``frame`` raw steps back), or that
+        place's training mean, not the last value observed.
     instance_norm : bool or 'auto', default='auto'
         Read the values of each sequence on its own scale: every value channel (the
         time column excluded) is centred on the sequence's own mean and divided by its
@@ -3140,7 +3145,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         above 1 with ``time_feature`` is refused. The first layer's weights (and the
         convolutional stage's, ``32 * 12 * frame * d`` with 'auto') grow with
         ``frame * d``: on long sequences of many features (thousands of steps of
-        hundreds of features), set ``frame`` and ``conv_pool`` yourself.
+        hundreds of features), set ``frame`` and ``conv_pool`` yourself. Missing
+        values are filled after framing: a frame's missing value gets the value at
+        the same place of the frame before (``frame`` raw steps back), or that
+        place's training mean, not the last value observed.
     instance_norm : bool or 'auto', default='auto'
         Read each sequence's values on its own scale, with its mean and log standard
         deviation as two more channels; 'auto' does so for the channels that most

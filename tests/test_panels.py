@@ -187,12 +187,32 @@ def test_a_panel_whose_time_level_is_text_is_refused_not_sorted_as_text():
                                   [1.0, 3.0, 2.0])
 
 
-def test_tables_of_sequences_still_pass():
+def test_tables_of_sequences_still_pass_and_an_id_column_in_one_is_refused():
     rng = np.random.default_rng(0)
     table = pd.DataFrame(rng.normal(size=(20, 5)), columns=[f"t{i}" for i in range(5)])
-    table["id"] = np.arange(20)  # an id column without repeats is a feature like any other
     model = RNNRegressor(hidden_size=4, max_iter=2, n_iter_no_change=100).fit(table, rng.normal(size=20))
     assert model.predict(table).shape == (20,)
+    # An id column without repeats was read as every sequence's first step (raw id
+    # numbers the network memorized); it is refused with the fix, by name.
+    for name in ("id", "patient_id", "subjectID"):
+        with pytest.raises(ValueError, match=rf"column '{name}' named like an id, one distinct value per row.*drop"):
+            RNNRegressor(hidden_size=4, max_iter=1).fit(table.assign(**{name: np.arange(20)}), rng.normal(size=20))
+    # Names that may be measurements (a unit, a case count) are not taken for ids.
+    assert RNNRegressor(hidden_size=4, max_iter=1).fit(table.assign(unit=np.arange(20.0)), rng.normal(size=20)).n_features_in_ == 6
+
+
+def test_an_id_column_of_groupby_frames_is_refused():
+    # The frames of table.groupby('patient_id') keep the id column: it was read as a
+    # feature constant within each sequence, raw id numbers, without a word.
+    rng = np.random.default_rng(0)
+    visits = pd.DataFrame({"patient_id": np.repeat(np.arange(1001, 1013), 4),
+                           "day": np.tile([0, 30, 90, 200], 12), "bili": rng.normal(size=48)})
+    frames = [group for _, group in visits.groupby("patient_id")]
+    y = np.arange(12) % 2
+    with pytest.raises(ValueError, match=r"column 'patient_id' named like an id and holding one value per sequence"):
+        RNNClassifier(hidden_size=4, max_iter=1).fit(frames, y)
+    dropped = [frame.drop(columns=["patient_id"]) for frame in frames]
+    assert RNNClassifier(hidden_size=4, max_iter=1).fit(dropped, y).n_features_in_ == 2
 
 
 @pytest.mark.parametrize("stem", ["case_count_w", "user_logins_w", "engine_temp_t", "series_"])

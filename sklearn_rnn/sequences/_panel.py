@@ -588,6 +588,64 @@ def _looks_like_id(name: Any) -> bool:
     return bool(parts) and (parts[-1] in ID_NAMES or parts[0] in ID_NAMES)
 
 
+#: Names that say "identifier" outright (a whole name, or its last part), unlike ``unit``
+#: or ``case``, which may name a measurement: :func:`check_no_id_column` refuses such a
+#: column in data read as steps or features.
+_PLAIN_ID_PARTS = ("id", "ids", "pid", "uid", "mrn")
+_PLAIN_ID_NAMES = ("patient", "subject", "subj", "participant", "person")
+
+
+def _plainly_an_id(name: Any) -> bool:
+    words = _CAMEL_CASE.sub("_", str(name))
+    parts = [part for part in _NAME_PART.split(words.lower()) if part]
+    return bool(parts) and (parts[-1] in _PLAIN_ID_PARTS or (len(parts) == 1 and parts[0] in _PLAIN_ID_NAMES))
+
+
+def check_no_id_column(frames: Sequence[Any]) -> None:
+    """Refuse a column named plainly like an id (``id``, ``patient_id``, ``subject``)
+    that holds one value in each of the DataFrames ``frames`` (the sequences of a
+    ``groupby`` of a long table): it would be read as a feature, raw id numbers the
+    network memorizes and extrapolates from.
+
+    Parameters
+    ----------
+    frames : sequence
+        The sequences of ``X``; only DataFrames among them are looked at.
+
+    Raises
+    ------
+    ValueError
+        Naming the column and how to drop it.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import check_no_id_column
+    >>> visits = pd.DataFrame({"patient_id": [7, 7, 9], "bili": [1.2, 1.5, 0.7]})
+    >>> check_no_id_column([frame for _, frame in visits.groupby("patient_id")])
+    Traceback (most recent call last):
+    ...
+    ValueError: X's sequences have a column 'patient_id' ...
+    """
+    import pandas as pd
+
+    tables = [frame for frame in frames if isinstance(frame, pd.DataFrame)]
+    if not tables:
+        return
+    for name in tables[0].columns:
+        if not _plainly_an_id(name) or not all(name in frame.columns for frame in tables):
+            continue
+        if all(frame[name].nunique(dropna=False) <= 1 for frame in tables):
+            raise ValueError(
+                f"X's sequences have a column {name!r} named like an id and holding one value "
+                "per sequence: it would be read as a feature, raw id numbers the network "
+                f"would memorize. Drop it: X = [frame.drop(columns=[{name!r}]) for frame in X] "
+                "(keep the ids beside, to put predictions back), or build the sequences with "
+                "sklearn_rnn.sequences.from_long_format(table, id_column=..., time_column=...). "
+                "A per-sequence covariate that is no id: rename the column."
+            )
+
+
 def _id_like_columns(columns: Any) -> list[Any]:
     """The columns named like an id column (:func:`_looks_like_id`), less those named
     as the steps of a wide table are: alike but for their numbers (``case_count_w0``,
@@ -661,6 +719,17 @@ def check_not_long_table(X: Any) -> None:
                 "as an id column of one row per visit does"
             )
             break
+    if reason is None:
+        for name in ids:
+            if _plainly_an_id(name) and len(X) > 1 and X[name].is_unique:
+                raise ValueError(
+                    f"X has a column {name!r} named like an id, one distinct value per row: a "
+                    f"2D table is read as one univariate sequence per row, every column a step "
+                    f"({X.shape[0]} sequences of {X.shape[1]} steps here), so the ids would be "
+                    f"read as each sequence's first value. Drop it: X.drop(columns=[{name!r}]) "
+                    "(keep the ids beside, to put predictions back). A step that is no id: "
+                    "rename the column."
+                )
     if reason is None and X.index.has_duplicates:
         repeated = X.index[X.index.duplicated()][0]
         reason = f"its index repeats labels (e.g. {_plain(repeated)!r}), as visits of one id do"

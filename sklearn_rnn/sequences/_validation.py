@@ -26,6 +26,7 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import validate_data
 
 from ._panel import (
+    check_no_id_column,
     check_not_long_table,
     check_numeric_columns,
     check_targets_follow_instances,
@@ -872,6 +873,7 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
     else:
         cells = _column_cells(X)
         samples = cells if cells is not None else list(X)
+        check_no_id_column(samples)  # the frames of a groupby keep the id column
     if len(samples) == 0:
         raise ValueError(
             "X is empty: expected at least one sequence. Pass a list of (T_i, d) arrays, "

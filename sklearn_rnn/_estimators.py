@@ -1631,11 +1631,30 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"y is an iterator ({type(y).__name__}): expected {per_sequence}, an array-like "
                 f"of {n_samples} entries. Collect it into a list first, e.g. list(y)."
             )
+        if isinstance(y, (str, bytes, dict, set, frozenset)):  # len() of a str counts its letters
+            fix = {
+                "dict": "Pass its values in the order of X, e.g. [y[key] for key in ids], or "
+                        "pandas.Series(y).loc[ids] with the ids of X's sequences.",
+                "set": "A set has no order to pair its entries with the sequences: pass a list "
+                       "in the order of X.",
+                "frozenset": "A set has no order to pair its entries with the sequences: pass a "
+                             "list in the order of X.",
+            }.get(type(y).__name__, "Pass the targets themselves, not a column's name: e.g. table['label'].")
+            raise ValueError(
+                f"y is a {type(y).__name__}: expected {per_sequence}, an array-like of {n_samples} "
+                f"entries in the order of X. {fix}"
+            )
         if not hasattr(y, "__len__"):
             y = np.asarray(y)  # array-likes that only define __array__
         if getattr(y, "ndim", 1) == 0:
+            # One (T, d) array with one label: read as a table of T univariate sequences.
+            one = (
+                f" X has shape {np.shape(X)}, a table of {n_samples} univariate sequences of "
+                f"{np.shape(X)[1]} steps: for one sequence of {np.shape(X)[0]} steps, pass [X] and [y]."
+                if getattr(X, "ndim", None) == 2 else ""
+            )
             raise ValueError(
-                f"y is a scalar ({y!r}): expected {per_sequence}, an array-like of {n_samples} entries."
+                f"y is a scalar ({y!r}): expected {per_sequence}, an array-like of {n_samples} entries.{one}"
             )
         n_targets = len(y)
         if n_targets != n_samples:

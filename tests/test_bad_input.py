@@ -786,3 +786,24 @@ def test_one_step_sequences_numpy_cannot_stack_are_warned_of_and_fitted():
                     fit()
     with pytest.warns(UserWarning, match=r"X has shape \(3, 1, 2\): every sequence"):  # a padded X keeps its shape
         SequenceStandardScaler().fit(torch.randn(3, 1, 2, requires_grad=True))
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("label", r"y is a str: .*not a column's name"),
+    ({i: i % 2 for i in range(12)}, r"y is a dict: .*in the order of X"),
+    (set(range(12)), r"y is a set: .*no order"),
+])
+def test_targets_given_as_a_string_dict_or_set_are_named(bad, message):
+    # A str's letters were counted as targets ("y has 5 entries"); a dict or a set met
+    # scikit-learn's "array of shape ()", or a raw float() TypeError in the regressor.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(7, 2)) for _ in range(12)]
+    for Estimator in (RNNClassifier, RNNRegressor):
+        with pytest.raises(ValueError, match=message):
+            Estimator(max_iter=1).fit(X, bad)
+
+
+def test_one_sequence_with_one_label_is_told_to_go_in_as_a_list():
+    X = np.random.default_rng(0).normal(size=(7, 2))
+    with pytest.raises(ValueError, match=r"a table of 7 univariate sequences of 2 steps: .*pass \[X\] and \[y\]"):
+        RNNClassifier(max_iter=1).fit(X, 1)

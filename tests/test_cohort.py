@@ -489,3 +489,21 @@ def test_load_pbc_cohort_refuses_sex_with_code_that_builds_the_cohort_with_it():
         np.testing.assert_array_equal(np.delete(sequence, 2, axis=1), expected)
         assert set(np.unique(sequence[:, 2])) <= {0.0, 1.0}
     assert any(sequence[0, 2] == 1.0 for sequence in with_sex.sequences)
+
+
+def test_a_visit_exactly_a_span_away_in_fractional_years_is_at_that_span():
+    # 2.3 - 1.0 is 1.2999999999999998 and 0.3 - 0.1 is 0.19999999999999998: a visit
+    # exactly upper_span before the end, or a history exactly lower_span long, fell on
+    # the wrong side by rounding (about 1 in 10 exact boundaries on a 0.1-year grid),
+    # and the patient was dropped.
+    visits = pd.DataFrame({"id": [1, 1, 1, 2, 2], "year": [0.0, 1.3, 2.3, 0.0, 1.3], "x": [1.0, 2, 3, 4, 5]})
+    cohort = build_cohort(visits, id_column="id", time_column="year", event_time={2: 2.3},
+                          upper_span=1, lower_span=1.3, min_visits=2, positive_cut="upper_span")
+    assert cohort.patients["reason"].tolist() == ["included", "included"]
+    assert cohort.patients["cut_time"].tolist() == [1.3, 1.3]
+    short = pd.DataFrame({"id": [1, 1, 1], "year": [0.1, 0.3, 2.0], "x": [1.0, 2, 3]})
+    assert build_cohort(short, id_column="id", time_column="year", event_time={}, upper_span=1,
+                        lower_span=0.2, min_visits=2).patients["reason"].tolist() == ["included"]
+    # A real shortfall is still one.
+    assert build_cohort(short, id_column="id", time_column="year", event_time={}, upper_span=1,
+                        lower_span=0.2000001, min_visits=2).patients["reason"].tolist() == ["span_too_short"]

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from ..sequences._encoding import within_rounding
 from ..sequences._long import (
     _check_columns,
     _check_table,
@@ -264,14 +265,29 @@ def _select(
         reference, need = event_at, max(2, min_visits)
     else:
         reference, need = end, min_visits
-    n_kept = int(np.searchsorted(times, reference - upper_span, side="right"))  # at or before
+    # At or before reference - upper_span: a visit upper_span before it, up to rounding,
+    # is upper_span before it (2.3 - 1.0 is 1.2999999999999998, and the visit at 1.3 was
+    # cut; dates compare exactly, in whole nanoseconds).
+    exact = np.issubdtype(times.dtype, np.integer)
+    magnitude = None if exact else max(float(np.max(np.abs(times))), abs(float(reference)))
+    n_kept = int(np.count_nonzero(_at_least(reference - times, upper_span, magnitude)))  # times sorted
     if event_at is not None:  # never a visit at the event (upper_span=0 reached it)
         n_kept = min(n_kept, int(np.searchsorted(times, event_at, side="left")))
     if n_kept < need:
         return "too_few_visits", n_kept
-    if times[n_kept - 1] - times[0] < lower_span:
+    if not _at_least(times[n_kept - 1] - times[0], lower_span, magnitude):
         return "span_too_short", n_kept
     return "included", n_kept
+
+
+def _at_least(difference: Any, span: Any, magnitude: float | None) -> Any:
+    """Whether ``difference`` (of two times of at most ``magnitude``) is at least
+    ``span``, a difference equal to it up to the times' rounding counting as equal
+    (:func:`within_rounding`); exactly for times without rounding (``magnitude`` None:
+    dates in whole nanoseconds)."""
+    if magnitude is None:
+        return difference >= span
+    return (difference >= span) | within_rounding(np.abs(difference - span), max(magnitude, abs(float(span))))
 
 
 def build_cohort(

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
@@ -628,3 +629,31 @@ def test_visit_summaries_of_values_near_the_float64_limit_are_finite():
         apart = VisitFeatures(time_feature=0).fit_transform([np.array([[0.0, 1.0], [1e160, 2.0], [2e160, 3.0]])])
     np.testing.assert_allclose(huge, [[1e308, 1e308, 0.0, 3.0, 2.0]])
     np.testing.assert_allclose(apart, [[3.0, 2.0, 1e-160, 3.0, 2e160]])
+
+
+def test_a_cohort_given_whole_to_pooled_cross_validate_is_told_to_pass_its_sequences():
+    # len() of the Cohort: Python's bare "object of type 'Cohort' has no len()".
+    from sklearn_rnn.clinical import build_cohort, pooled_cross_validate
+
+    rng = np.random.default_rng(0)
+    visits = pd.DataFrame([(i, t, rng.normal()) for i in range(24) for t in range(3)], columns=["id", "t", "x"])
+    cohort = build_cohort(visits, id_column="id", time_column="t", event_time={i: 10 for i in range(0, 24, 2)},
+                          upper_span=0, lower_span=0, min_visits=1)
+    with pytest.raises(TypeError, match=r"X is a Cohort: .*cohort\.sequences, cohort\.y"):
+        pooled_cross_validate(LogisticRegression(), cohort, cohort.y, n_splits=3)
+
+
+def test_a_study_keeps_an_iterator_grid_and_seeds_the_tuned_regressions_folds():
+    # A grid given as an iterator was used up by the first run (a second had no grid);
+    # the inner folds tuning the summary regression's C kept seed 0 whatever the seed.
+    import itertools
+
+    from sklearn.model_selection import StratifiedKFold
+
+    from sklearn_rnn.clinical import PBCStudy, study_models
+
+    study = PBCStudy(grid=itertools.product([1, 2], [1], [2]))
+    assert study.grid == ((1, 1, 2), (2, 1, 2))
+    tuned = study_models(random_state=3)["LR summary, C tuned"]
+    folds = [value for name, value in tuned.get_params().items() if name.endswith("__cv")]
+    assert folds and all(isinstance(cv, StratifiedKFold) and cv.random_state == 3 for cv in folds)

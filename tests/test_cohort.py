@@ -507,3 +507,21 @@ def test_a_visit_exactly_a_span_away_in_fractional_years_is_at_that_span():
     # A real shortfall is still one.
     assert build_cohort(short, id_column="id", time_column="year", event_time={}, upper_span=1,
                         lower_span=0.2000001, min_visits=2).patients["reason"].tolist() == ["span_too_short"]
+
+
+def test_cohort_messages_show_times_whole_and_name_the_clashing_column():
+    # ':g' printed 1700086000 and 1700086400 alike ("1.70009e+09 is before 1.70009e+09"),
+    # and an id column among the features was explained as the time column.
+    from sklearn_rnn.clinical import load_pbc_cohort
+    from sklearn_rnn.sequences import from_long_format
+
+    visits = pd.DataFrame({"id": [1, 1], "t": [1700000000, 1700086400], "x": [1.0, 2.0]})
+    with pytest.raises(ValueError, match=r"\(1700086000\) is before its last visit \(1700086400\)"):
+        build_cohort(visits, id_column="id", time_column="t", event_time={}, end_time={1: 1700086000},
+                     upper_span=0, lower_span=0, min_visits=1)
+    with pytest.raises(ValueError, match=r"the id column 'id' names the sequences"):
+        from_long_format(visits, id_column="id", time_column="t", feature_columns=["id", "x"])
+    for features, message in ((("day", "bili"), r"features must not name \['day'\]"),
+                              (("bili", "bili"), "features has repeated names")):
+        with pytest.raises(ValueError, match=message):
+            load_pbc_cohort(features=features)

@@ -136,7 +136,8 @@ def _time_text(time: Any, visits: pd.Series) -> str:
         return str(visits.min() + pd.Timedelta(time, unit="ns"))
     if pd.api.types.is_timedelta64_dtype(visits):
         return str(pd.Timedelta(time, unit="ns"))
-    return f"{time:g}"
+    number = float(time)  # every digit: ':g' showed 1700086000 and 1700086400 alike
+    return str(int(number)) if number.is_integer() else repr(number)
 
 
 def _span(span: float, visits: pd.Series) -> Any:

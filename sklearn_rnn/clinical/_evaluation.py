@@ -375,6 +375,11 @@ def pooled_cross_validate(
     labels, pos_label = _binary_labels(y, pos_label)
     _check_params(labels, n_splits, n_repeats, threshold)
     _check_n_jobs(n_jobs)
+    if type(X).__name__ == "Cohort" and hasattr(X, "sequences"):  # len() of it: a bare TypeError
+        raise TypeError(
+            "X is a Cohort: pass its sequences and labels, "
+            "pooled_cross_validate(estimator, cohort.sequences, cohort.y, ...)."
+        )
     X = by_instance(X, y)  # a panel has a row per step
     if getattr(X, "is_nested", False) is True:  # a torch nested tensor: no shape, no indexing
         X = numpy_readable(X)  # the list of its sequences, which fit takes as well

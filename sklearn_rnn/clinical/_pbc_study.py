@@ -13,7 +13,7 @@ precision-recall curves. Every model is a public estimator in a pipeline.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from numbers import Integral, Real
@@ -117,6 +117,15 @@ def load_pbc_cohort(
         if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) or value < 0:
             raise ValueError(f"{name} must be a finite number >= 0 of years; got {value!r}.")
     features = _column_names(features, "features", "('bili', 'albumin')")
+    # In its own terms (build_cohort's checks name its feature_columns, which was not given).
+    kept_apart = [name for name in features if name in ("id", "day")]
+    if kept_apart:
+        raise ValueError(
+            f"features must not name {kept_apart}: 'id' names the patients and 'day' is each "
+            "visit's time, put first in every sequence. Leave them out of features."
+        )
+    if len(set(features)) != len(features):
+        raise ValueError(f"features has repeated names: {features}. List each once.")
     if log_features is LOG_FEATURES:  # the default: those of the features it names
         log_features = [name for name in LOG_FEATURES if name in features]
     log_features = _column_names(log_features, "log_features", "('bili',), () for none")
@@ -250,7 +259,7 @@ def study_models(random_state: int | None = 0, **rnn_params: Any) -> dict[str, P
     Parameters
     ----------
     random_state : int or None, default=0
-        Seed of the RNNs.
+        Seed of the RNNs and of the inner folds that tune the summary regression's C.
     **rnn_params
         Other parameters of the three RNN classifiers (none: their defaults).
 
@@ -288,7 +297,7 @@ def study_models(random_state: int | None = 0, **rnn_params: Any) -> dict[str, P
         LogisticRegression(max_iter=1000),
         {"C": np.logspace(-3, 1, 9)},
         scoring="roc_auc",
-        cv=StratifiedKFold(5, shuffle=True, random_state=0),
+        cv=StratifiedKFold(5, shuffle=True, random_state=random_state),  # the study's seed too
     )
     return {
         "LR first": logistic("first"),
@@ -324,7 +333,7 @@ class PBCStudy:
         them is reported.
     grid : sequence of (float, float, int), default=FULL_GRID
         Cohorts of the grid table (an iterator, such as ``itertools.product(...)``, is
-        read once, when the study runs).
+        read once, when the study is made, and kept as a tuple for every run).
     grid_repeats : int, default=1
         Shuffles per cohort of the grid.
     n_splits : int, default=8
@@ -364,6 +373,12 @@ class PBCStudy:
     random_state: int | None = 0
     n_jobs: int | None = None
     rnn_params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # An iterator read once and kept: a second run of the study read it used up,
+        # silently (no grid: another best setting and nested search).
+        if isinstance(self.grid, Iterator):
+            self.grid = tuple(self.grid)
 
     @classmethod
     def quick(cls, **changes: Any) -> PBCStudy:

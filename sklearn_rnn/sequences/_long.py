@@ -89,10 +89,14 @@ def _resolve_features(
         _check_columns(table, features, "feature_columns")
         clash = [c for c in features if c in (id_column, time_column)]
         if clash:
+            why = []
+            if id_column in clash:
+                why.append(f"the id column {id_column!r} names the sequences and is not read as a feature")
+            if time_column in clash:
+                why.append(f"the time column {time_column!r} is always put first in each sequence")
             raise ValueError(
-                f"feature_columns must not contain the id or time column; got {clash}. "
-                "The time column is always put first in each sequence; remove it from "
-                "feature_columns."
+                f"feature_columns must not contain the id or time column; got {clash}: "
+                f"{'; '.join(why)}. Remove {'them' if len(clash) > 1 else 'it'} from feature_columns."
             )
         if len(set(features)) != len(features):
             raise ValueError(f"feature_columns has repeated names: {features}. List each once.")

@@ -822,6 +822,12 @@ def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, f"cannot load {where}: no such file", path) from None
     except Exception as error:  # safetensors' own errors, OSError, a bad header's errors
+        if _starts_with(path, b"PK\x03\x04"):  # a zip: what skops.io.dump writes (a pipeline, say)
+            raise ValueError(
+                f"{where} is a zip file, as skops.io.dump writes, not a model file of the save "
+                "method: load it with skops.io.load(path, trusted=skops.io.get_untrusted_types("
+                "file=path)) after reading the types it lists."
+            ) from error
         raise ValueError(f"{where} is not a readable model file ({error}): {not_a_model}") from error
     if FORMAT not in metadata:
         raise ValueError(f"{where} is a safetensors file without sklearn_rnn metadata: {not_a_model}")
@@ -831,6 +837,15 @@ def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor
             "which no digest covers: the file was edited; save the model again."
         )
     return _check_header(metadata[FORMAT], tensors, where), tensors
+
+
+def _starts_with(path: str, magic: bytes) -> bool:
+    """Whether the file at ``path`` starts with the bytes ``magic`` (False if unreadable)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(magic)) == magic
+    except OSError:
+        return False
 
 
 def _check_header(text: Any, tensors: dict[str, torch.Tensor], where: str) -> dict[str, Any]:

@@ -766,3 +766,14 @@ def test_the_simplex_optimizers_last_step_survives_files_and_pickles(tmp_path):
     forged = _forge(model, tmp_path, bad_branch)
     with pytest.raises(ValueError, match="fitted state 'optimizer'"):
         load(forged)
+
+
+def test_a_skops_file_given_to_load_is_told_to_skops(tmp_path):
+    # A pipeline saved with skops.io.dump, as the README shows, met "header too large"
+    # and advice to use pickle or joblib, neither of which reads it.
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "pipe.skops", "w") as archive:  # what skops.io.dump writes: a zip
+        archive.writestr("schema.json", "{}")
+    with pytest.raises(ValueError, match=r"is a zip file, as skops.io.dump writes.*skops\.io\.load"):
+        load(tmp_path / "pipe.skops")

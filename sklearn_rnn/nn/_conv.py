@@ -10,7 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .cells import uniform_
-from .cells._base import _is_int, autocast_on
+from .cells._base import _is_int, autocast_casts
 
 __all__ = ["ConvStage"]
 
@@ -139,8 +139,7 @@ class ConvStage(nn.Module):
                 f"x must be a padded batch of shape (batch, steps, {width}), the stage's "
                 f"input_size features; got {shape}."
             )
-        cast = autocast_on(x.device.type) and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
-        if x.dtype != weight.dtype and not cast:
+        if x.dtype != weight.dtype and not autocast_casts(x):
             raise ValueError(f"x is {x.dtype}, but the stage's weights are {weight.dtype}: pass x.to({weight.dtype}).")
         if not isinstance(lengths, torch.Tensor):
             lengths = torch.as_tensor(lengths, dtype=torch.int64) if len(lengths) else torch.zeros(0, dtype=torch.int64)

@@ -13,7 +13,7 @@ from torch import nn
 
 from ._conv import ConvStage, _widths
 from .cells import CELLS, Cell, LayerStates, get_cell, normal_, uniform_
-from .cells._base import _checked_hidden, _is_int, _zero_padding, autocast_on
+from .cells._base import _checked_hidden, _is_int, _zero_padding, autocast_casts
 from .cells._stepwise import functorch_transforms_active
 from .init import _check_radius
 
@@ -603,9 +603,7 @@ class RecurrentNetwork(nn.Module):
                 "was built for."
             )
         weights = next(self.parameters()).dtype
-        # Autocast casts the floating types it computes in (never float64, nor integers).
-        cast = autocast_on(x.device.type) and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
-        if x.dtype != weights and not cast:
+        if x.dtype != weights and not autocast_casts(x):
             convert = f", or convert the network (network.to({x.dtype}))" if x.dtype.is_floating_point else ""
             raise ValueError(
                 f"x is {x.dtype}, but the network's weights are {weights}: pass "

@@ -25,7 +25,7 @@ from torch.nn import functional as F
 
 from ..nn._network import NetworkStates, check_lengths, check_tensor, tracked_input
 from ..nn.cells import Cell, LayerStates, cell_of_module, stepwise_recurrence
-from ..nn.cells._base import _zero_padding, autocast_on
+from ..nn.cells._base import _zero_padding, autocast_casts
 
 __all__ = ["RecurrentAdapter"]
 
@@ -242,7 +242,7 @@ class RecurrentAdapter(nn.Module):
         """Refuse an ``x`` or a readout whose dtype differs from the module's weights
         (outside autocast, which casts each operation's inputs): the step-by-step pass
         failed inside a matrix product, where the module's own forward explains itself."""
-        if autocast_on(z.device.type):
+        if autocast_casts(z):
             return
         weight = self.rnn.weight_ih_l0.dtype
         if z.dtype != weight:

@@ -1012,6 +1012,13 @@ def _stepwise_training(z: torch.Tensor) -> bool:
     return not autocast_on("cpu")
 
 
+def autocast_casts(x: torch.Tensor) -> bool:
+    """Whether :func:`torch.autocast` runs on ``x``'s device and casts ``x`` there: a
+    float32, float16 or bfloat16 input (never float64, nor integers), which the dtype
+    checks of a network's input then let through."""
+    return autocast_on(x.device.type) and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
+
+
 def autocast_on(device: str) -> bool:
     """Whether :func:`torch.autocast` runs on ``device`` (``'cpu'``, ``'cuda'``), which
     casts each operation's inputs to its dtype."""

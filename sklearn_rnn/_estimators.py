@@ -1632,14 +1632,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"of {n_samples} entries. Collect it into a list first, e.g. list(y)."
             )
         if isinstance(y, (str, bytes, dict, set, frozenset)):  # len() of a str counts its letters
-            fix = {
-                "dict": "Pass its values in the order of X, e.g. [y[key] for key in ids], or "
-                        "pandas.Series(y).loc[ids] with the ids of X's sequences.",
-                "set": "A set has no order to pair its entries with the sequences: pass a list "
-                       "in the order of X.",
-                "frozenset": "A set has no order to pair its entries with the sequences: pass a "
-                             "list in the order of X.",
-            }.get(type(y).__name__, "Pass the targets themselves, not a column's name: e.g. table['label'].")
+            if isinstance(y, dict):
+                fix = ("Pass its values in the order of X, e.g. [y[key] for key in ids], or "
+                       "pandas.Series(y).loc[ids] with the ids of X's sequences.")
+            elif isinstance(y, (set, frozenset)):
+                fix = "A set has no order to pair its entries with the sequences: pass a list in the order of X."
+            else:
+                fix = "Pass the targets themselves, not a column's name: e.g. table['label']."
             raise ValueError(
                 f"y is a {type(y).__name__}: expected {per_sequence}, an array-like of {n_samples} "
                 f"entries in the order of X. {fix}"

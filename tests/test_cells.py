@@ -530,7 +530,6 @@ def test_a_relu_prediction_does_not_depend_on_a_batch_mate_whose_padding_overflo
     torch.testing.assert_close(together[:1], alone, rtol=0, atol=1e-12)
 
 
-@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")  # torch: the LSTM kernel's batching
 @pytest.mark.parametrize("cell", ["tanh", "relu", "gru", "lstm", "decay"])
 def test_per_sample_gradients_by_torch_func_match_a_loop(cell):
     # vmap(grad(...)) failed for every cell with per-sample lengths (their check read

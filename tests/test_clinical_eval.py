@@ -544,8 +544,19 @@ def test_visit_features_in_scikit_learn_composites_name_and_index_their_output()
         ({"grid": None}, TypeError, r"PBCStudy.grid must be a sequence of \(upper_span, lower_span, "
          r"min_visits\), e.g. \(\(1, 1, 2\), \(2, 1, 2\)\) or \(\) for none; got None"),
         ({"grid": [(2, 2, 5)], "n_splits": 50}, ValueError,
-         r"PBCStudy.n_splits=50 is more than the 43 patients of the smaller class of the cohort "
-         r"PBCStudy.grid\[0\]=\(2, 2, 5\).*at most 43"),
+         r"PBCStudy.n_splits=50 does not suit the cohort PBCStudy.grid\[0\]=\(2, 2, 5\), whose "
+         r"smaller class has 43 patients: every stratified fold needs both classes, so at most 43 "
+         r"folds\. Choose n_splits from 2 to 43, or leave that cohort out\.$"),
+        # the inner 5-fold search of the C-tuned regression needs 5 of each class in every
+        # outer training fold: 2 folds of 8 keep 4 (it chose among NaN scores)
+        ({"grid": [(6, 1, 6)]}, ValueError,
+         r"PBCStudy.n_splits=2 does not suit the cohort PBCStudy.grid\[0\]=\(6, 1, 6\), whose "
+         r"smaller class has 8 patients: an outer training fold would keep only 4 of them, and the "
+         r"inner 5-fold search .* needs 5 \(one per inner fold\)\. Choose n_splits from 3 to 8, "),
+        ({"main_setting": (10, 1, 2), "n_splits": 3}, ValueError,
+         r"PBCStudy.n_splits=3 does not suit the cohort PBCStudy.main_setting=\(10, 1, 2\), whose "
+         r"smaller class has 3 patients: .* Each class needs at least 6 patients: leave that "
+         r"cohort out\.$"),
         ({"search_grid": {"spectral_raduis": [0.9]}}, ValueError,
          r"PBCStudy.search_grid=\{'spectral_raduis': \[0.9\]\} must map parameters of RNNClassifier.*"
          r"Invalid parameter 'spectral_raduis'"),

@@ -52,6 +52,8 @@ LOG_FEATURES: tuple[str, ...] = ("bili", "protime", "ast", "platelet")
 FULL_GRID: tuple[tuple[float, float, int], ...] = tuple(
     (upper, lower, visits) for upper, lower, visits in product((1, 2), (1, 2), (2, 3, 4, 5))
 )
+#: Folds of the inner search tuning the summary regression's C.
+INNER_SPLITS = 5
 #: The cohort of the headline comparison: 208 patients, 86 deaths.
 MAIN_SETTING: tuple[float, float, int] = (1, 1, 2)
 #: The thesis the study follows (its section 4.3), as cited in the study's output.
@@ -297,7 +299,7 @@ def study_models(random_state: int | None = 0, **rnn_params: Any) -> dict[str, P
         LogisticRegression(max_iter=1000),
         {"C": np.logspace(-3, 1, 9)},
         scoring="roc_auc",
-        cv=StratifiedKFold(5, shuffle=True, random_state=random_state),  # the study's seed too
+        cv=StratifiedKFold(INNER_SPLITS, shuffle=True, random_state=random_state),  # the study's seed too
     )
     return {
         "LR first": logistic("first"),
@@ -337,7 +339,10 @@ class PBCStudy:
     grid_repeats : int, default=1
         Shuffles per cohort of the grid.
     n_splits : int, default=8
-        Folds.
+        Folds. Every cohort must have at least ``n_splits`` patients in its smaller
+        class, and every outer training fold at least 5 of each class for the inner
+        5-fold search of 'LR summary, C tuned'; :meth:`run` refuses other cohorts
+        before fitting, giving the usable range.
     search_grid : dict, default={'spectral_radius': [0.9, 1.2], 'clip_threshold': [1.0, 5.0]}
         Parameters of the RNN with time gaps searched in the nested search (inner
         3-fold stratified cross-validation scored by ROC AUC).
@@ -509,12 +514,12 @@ class PBCStudy:
                     f"spans in years, e.g. (1, 1, 2): {error}"
                 ) from error
             smallest = min(cohort.summary["positives"], cohort.summary["negatives"])
-            if smallest < self.n_splits:
+            problem = _fold_problem(smallest, self.n_splits)
+            if problem:
                 raise ValueError(
-                    f"PBCStudy.n_splits={self.n_splits} is more than the {smallest} patients of "
-                    f"the smaller class of the cohort PBCStudy.{label}={setting!r}: every "
-                    f"stratified fold needs both classes. Lower n_splits to at most {smallest}, "
-                    "or leave that cohort out."
+                    f"PBCStudy.n_splits={self.n_splits} does not suit the cohort "
+                    f"PBCStudy.{label}={setting!r}, whose smaller class has {smallest} patients: "
+                    f"{problem}"
                 )
             cohorts.append(cohort)
         fixed = [name for name in ("random_state", "time_feature")
@@ -611,6 +616,33 @@ class PBCStudy:
             cv=StratifiedKFold(3, shuffle=True, random_state=self.random_state),
         )
         return self._evaluate(search, cohort, 1, on_fold)
+
+
+def _fold_problem(smallest: int, n_splits: int) -> str:
+    """What is wrong with ``n_splits`` outer folds of a cohort whose smaller class has
+    ``smallest`` patients, with the fix, or '' when nothing is: every stratified fold
+    needs both classes, and every outer training fold needs ``INNER_SPLITS`` of each
+    class for the inner search tuning the summary regression's C (the nested search's
+    3 folds need fewer)."""
+
+    def kept(n: int) -> int:  # the fewest of the smaller class an outer training fold keeps
+        return smallest - -(-smallest // n)  # stratified test folds take at most ceil(smallest / n)
+
+    usable = [n for n in range(2, smallest + 1) if kept(n) >= INNER_SPLITS]
+    fix = (
+        f"Choose n_splits from {usable[0]} to {smallest}, or leave that cohort out."
+        if usable
+        else f"Each class needs at least {INNER_SPLITS + 1} patients: leave that cohort out."
+    )
+    if smallest < n_splits:
+        return f"every stratified fold needs both classes, so at most {smallest} folds. {fix}"
+    if kept(n_splits) < INNER_SPLITS:
+        return (
+            f"an outer training fold would keep only {kept(n_splits)} of them, and the inner "
+            f"{INNER_SPLITS}-fold search tuning the summary regression's C needs "
+            f"{INNER_SPLITS} (one per inner fold). {fix}"
+        )
+    return ""
 
 
 #: Columns naming a cohort of the grid.

@@ -110,6 +110,17 @@ def test_labels_other_than_zero_and_one():
         ({"folds": np.array([[0.0, 1] * 4])}, r"folds must hold the test fold numbers 0, 1, \.\.\. as ints"),
         ({"y_score": np.where(LABELS == 1, np.nan, SCORES)[None]},
          r"y_score holds 4 values that are not finite \(NaN or infinite\), e.g\. sample 0 of repeat 0"),
+        # folds numbered from 1 or with a gap: scikit-learn's "Found array with 0 sample(s)"
+        ({"folds": np.array([[1, 2] * 4])}, r"folds must number the test folds of each repeat 0, 1, "
+         r"\.\.\., k-1 without gaps; repeat 0 has \[1, 2\]\. Renumber them, e\.g\. np\.unique"),
+        ({"folds": np.array([[0, 1] * 4, [0, 2] * 4]), "y_score": np.stack([SCORES] * 2)},
+         r"repeat 1 has \[0, 2\]"),
+        ({"folds": np.array([[0] * 4 + [1] * 4])}, r"test fold 0 of repeat 0 holds only \[1\] of "
+         r"y_true, and its AUC compares both classes"),
+        # a threshold pooled_cross_validate refuses: 1.5 and NaN gave recall 0 as if valid
+        ({"threshold": 1.5}, r"^PooledCVResult\.threshold must be a probability in \[0, 1\]; got 1\.5\.$"),
+        ({"threshold": np.nan}, r"^PooledCVResult\.threshold must be a probability .*got nan\.$"),
+        ({"threshold": "0.5"}, r"^PooledCVResult\.threshold must be a probability .*got '0\.5'\.$"),
     ],
 )
 def test_a_pooled_result_refuses_what_its_scores_cannot_be_computed_from(change, match):

@@ -46,9 +46,10 @@ class PooledCVResult:
         Out-of-fold probability of the positive class: each sample predicted by the
         model of the fold that held it out, for every repeat (shuffle); finite.
     folds : ndarray of shape (n_repeats, n_samples), dtype int
-        The test fold of each sample in each repeat.
+        The test fold of each sample in each repeat, numbered 0 to k-1 without gaps;
+        every test fold holds both classes.
     threshold : float
-        Probability at or above which a sample is predicted positive.
+        Probability in [0, 1] at or above which a sample is predicted positive.
     pos_label : object
         The label of the positive class in the ``y`` given.
     fit_seconds : float
@@ -93,6 +94,7 @@ class PooledCVResult:
 
     def __post_init__(self) -> None:
         self.y_true, self.y_score, self.folds = _check_result(self.y_true, self.y_score, self.folds)
+        _check_threshold(self.threshold, "PooledCVResult.threshold")
         self.pooled_auc = np.array([roc_auc_score(self.y_true, s) for s in self.y_score])
         n_splits = int(self.folds.max()) + 1
         self.fold_auc = np.array(
@@ -456,6 +458,21 @@ def _check_result(
             "PooledCVResult.folds must hold the test fold numbers 0, 1, ... as ints; got "
             f"dtype {folds.dtype}, values {np.unique(folds).tolist()[:10]}."
         )
+    for repeat, row in enumerate(folds):  # fold_auc scores folds 0 .. max: each one is needed
+        numbers = np.unique(row)
+        if not np.array_equal(numbers, np.arange(len(numbers))):
+            raise ValueError(
+                f"PooledCVResult.folds must number the test folds of each repeat 0, 1, ..., k-1 "
+                f"without gaps; repeat {repeat} has {numbers.tolist()[:10]}. Renumber them, e.g. "
+                "np.unique(folds[i], return_inverse=True)[1] for each repeat i."
+            )
+        for fold in numbers:
+            if len(np.unique(y_true[row == fold])) != 2:
+                raise ValueError(
+                    f"PooledCVResult: test fold {fold} of repeat {repeat} holds only "
+                    f"{np.unique(y_true[row == fold]).tolist()} of y_true, and its AUC compares "
+                    "both classes: every test fold needs both (a stratified split keeps them)."
+                )
     bad = ~np.isfinite(y_score)
     if bad.any():
         repeat, sample = np.argwhere(bad)[0]
@@ -553,8 +570,13 @@ def _check_params(labels: NDArray[np.int64], n_splits: Any, n_repeats: Any, thre
             "every stratified fold needs both classes to have an AUC. Lower n_splits to at "
             f"most {smallest}."
         )
+    _check_threshold(threshold)
+
+
+def _check_threshold(threshold: Any, name: str = "threshold") -> None:
+    """Refuse a ``threshold`` that is not a probability, by ``name``."""
     if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
-        raise ValueError(f"threshold must be a probability in [0, 1]; got {threshold!r}.")
+        raise ValueError(f"{name} must be a probability in [0, 1]; got {threshold!r}.")
 
 
 def _check_n_jobs(n_jobs: Any, name: str = "n_jobs") -> None:

@@ -34,7 +34,13 @@ from ..datasets import load_pbcseq
 from ..model_selection import RNNGridSearchCV
 from ..sequences import SequenceStandardScaler, check_sequences
 from ._cohort import Cohort, build_cohort
-from ._evaluation import PooledCVResult, _check_n_jobs, auc_intervals, pooled_cross_validate
+from ._evaluation import (
+    PooledCVResult,
+    _check_n_jobs,
+    _check_threshold,
+    auc_intervals,
+    pooled_cross_validate,
+)
 from ._features import VisitFeatures
 
 __all__ = ["PBCStudy", "StudyResult", "load_pbc_cohort", "study_models"]
@@ -482,9 +488,7 @@ class PBCStudy:
             value, low = getattr(self, name), 2 if name == "n_splits" else 1
             if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
                 raise ValueError(f"PBCStudy.{name} must be an int >= {low}; got {value!r}.")
-        threshold = self.threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
-            raise ValueError(f"PBCStudy.threshold must be a probability in [0, 1]; got {threshold!r}.")
+        _check_threshold(self.threshold, "PBCStudy.threshold")
         _check_n_jobs(self.n_jobs, "PBCStudy.n_jobs")
         seed = self.random_state
         if seed is not None and (

@@ -19,10 +19,13 @@ then nothing changes the weights, so a training call whose last epoch finishes (
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +69,10 @@ class TrainingGuard(Callback):
     diverged_ : Divergence or None
         What diverged in the last training call, or None.
     interrupted_ : bool
-        Whether the last training call was interrupted in the middle of an epoch.
+        Whether the last training call was interrupted in the middle of an epoch, or,
+        under :func:`noting_interrupts`, by a Ctrl-C anywhere.
+    sigint_ : bool
+        Whether :func:`noting_interrupts` saw a Ctrl-C (SIGINT) during the call.
 
     Examples
     --------
@@ -91,6 +97,8 @@ class TrainingGuard(Callback):
     #: and the first epoch: that epoch then keeps it instead of copying the same state
     #: again (one copy per epoch trained, a rollback copy included). Used once.
     start_state: dict[str, Any] | None = None
+
+    sigint_: bool = False
 
     def __init__(self, owner: str = "the network", restores_best: bool = False) -> None:
         self.owner = owner
@@ -144,6 +152,14 @@ class TrainingGuard(Callback):
     def on_train_end(self, net: Any, **kwargs: Any) -> None:
         unfinished = len(net.history) - self._finished_epochs
         if unfinished <= 0 and self.diverged_ is None:
+            if self.sigint_:  # it landed in a callback after this one's epoch end
+                self.interrupted_ = True
+                warn(
+                    f"{self.owner}: training was interrupted after epoch {self._finished_epochs} "
+                    f"finished; {_kept(self._finished_epochs, self.restores_best)}.",
+                    UserWarning,
+                    stacklevel=2,
+                )
             return
         for _ in range(unfinished):
             net.history.pop()
@@ -337,6 +353,54 @@ class EarlyStopping(_SkorchEarlyStopping):
                 f"loss {min(start_loss, end_loss):.4g}, against {max(start_loss, end_loss):.4g} "
                 f"at its {other})."
             )
+
+
+@contextlib.contextmanager
+def noting_interrupts(guard: TrainingGuard) -> Iterator[None]:
+    """Tell ``guard`` of a Ctrl-C (SIGINT) during the block, wherever it lands.
+
+    One that lands in a callback after the guard's epoch end (the stopping rule's copy
+    of the best weights, the log, a user's callback) ends training as a stopping rule
+    would: the guard alone cannot tell it from one. Only in the main thread, where
+    Python's default handler is in place (another handler, the user's, is left alone);
+    the default one is put back after the block.
+
+    Parameters
+    ----------
+    guard : TrainingGuard
+        Its ``sigint_`` is set when a Ctrl-C arrives, before the interrupt is raised.
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> import signal
+    >>> from sklearn_rnn._callbacks import TrainingGuard, noting_interrupts
+    >>> guard = TrainingGuard()
+    >>> with noting_interrupts(guard):
+    ...     noted = signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    >>> noted, guard.sigint_, signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    (True, False, True)
+    """
+    guard.sigint_ = False
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def note(signum: int, frame: Any) -> None:
+        guard.sigint_ = True
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _kept(finished: int, restores_best: bool) -> str:

@@ -29,7 +29,8 @@ runs out, and it is skorch's documented way for a callback to end training; the 
 stopping rule (a subclass of it) and :class:`~sklearn_rnn._callbacks.TrainingGuard` (on a
 non-finite loss or weights) use it the same way, rather than a mechanism of their own.
 An interrupt from the user is told apart by the guard (nothing diverged, the epoch did
-not finish) and reported as such.
+not finish) and reported as such; one landing in a callback after the guard's epoch end,
+by the Ctrl-C that :func:`~sklearn_rnn._callbacks.noting_interrupts` saw during the call.
 
 No private name of skorch is used here or anywhere in the package
 (``tests/test_engine.py`` checks it).

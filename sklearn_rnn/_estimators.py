@@ -28,7 +28,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ._callbacks import TrainingOutcome, still_improving
+from ._callbacks import TrainingOutcome, noting_interrupts, still_improving
 from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, configure,
                       copy_callback, make_grad_scaler, make_net, mark_callbacks_current)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
@@ -715,7 +715,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 # begins: without one, that epoch's copy is the rollback's.
                 guard.start_state = rollback.state
             try:
-                with net.train_split.serving(valid):  # the fitted model keeps no data
+                # The fitted model keeps no data; a Ctrl-C is reported wherever it lands.
+                with net.train_split.serving(valid), noting_interrupts(guard):
                     net.partial_fit(train, y=None)
                 if guard.interrupted_ and len(net.history) == epochs_before:
                     # Nothing of this call finished: nothing is swapped in.
@@ -2731,7 +2732,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     of the best finished epoch (of the monitored loss, as at the end of training), not
     merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
-    count up to it) and, as at the end of training, keeps the best epoch's weights.
+    count up to it) and, as at the end of training, keeps the best epoch's weights,
+    with a warning. Inside ``cross_val_score`` or a search run in one process, a
+    Ctrl-C so ends only the fit in progress, and the search goes on, scoring that
+    shortened fit among the others.
     Where no epoch lowered the training loss below that of the weights training
     started from, ``fit`` keeps those and says so with a ``ConvergenceWarning``.
     ``fit`` and ``partial_fit`` are transactional: a call that
@@ -3395,7 +3399,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     of the best finished epoch (of the monitored loss, as at the end of training), not
     merely the last finite one; an interrupt (Ctrl-C) during ``fit``
     ends training as after the last finished epoch (``n_iter_`` and ``loss_curve_``
-    count up to it) and, as at the end of training, keeps the best epoch's weights.
+    count up to it) and, as at the end of training, keeps the best epoch's weights,
+    with a warning. Inside ``cross_val_score`` or a search run in one process, a
+    Ctrl-C so ends only the fit in progress, and the search goes on, scoring that
+    shortened fit among the others.
     Where no epoch lowered the training loss below that of the weights training
     started from, ``fit`` keeps those and says so with a ``ConvergenceWarning``.
     ``fit`` and ``partial_fit`` are transactional: a call that

@@ -1,6 +1,8 @@
 """Training faults: divergence (non-finite loss) and KeyboardInterrupt during fit."""
 
+import os
 import pickle
+import signal
 import warnings
 
 import numpy as np
@@ -327,6 +329,36 @@ def test_interrupt_before_the_guard_copies_an_epoch_keeps_the_finished_one(data,
     for a, b in zip(interrupted.module_.parameters(), two.module_.parameters(), strict=True):
         assert torch.equal(a, b)
     assert not torch.equal(two.module_.recurrent_weight, reference(RNNClassifier, X, y, 3).module_.recurrent_weight)
+
+
+class _CtrlCAtEndOf(Callback):
+    """A real Ctrl-C (SIGINT, Python's default handler) as epoch ``k`` ends, in a user's
+    callback: after the guard marked the epoch finished."""
+
+    def __init__(self, k=3):
+        self.k = k
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.k:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name == "nt", reason="POSIX signals")
+def test_a_ctrl_c_landing_in_an_epoch_end_callback_is_reported(data):
+    # It ended fit like a stopping rule: n_iter_ 3 of 20, no warning at all.
+    X, y, _ = data
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("another SIGINT handler is installed")
+    with pytest.warns(UserWarning, match=r"RNNClassifier: training was interrupted after epoch 3 "
+                      r"finished; training ends as after epoch 3, with the weights of the best"):
+        model = RNNClassifier(max_iter=20, n_iter_no_change=100, callbacks=[("ctrl_c", _CtrlCAtEndOf())],
+                              **TINY).fit(X, y)
+    assert model.n_iter_ == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    # A user's callback ending training (skorch's way) is a stop, not an interrupt.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert RNNClassifier(max_iter=20, callbacks=[("end", _EndAfter(2))], **TINY).fit(X, y).n_iter_ == 2
 
 
 class _EndAfter(Callback):

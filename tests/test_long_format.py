@@ -128,11 +128,20 @@ def test_to_long_format_default_names_and_order():
 
 
 def test_to_long_format_refuses_sequences_with_what_it_writes():
-    ragged = [np.zeros((3, 2)), np.zeros((5, 2))]
     with pytest.raises(ValueError, match=r"2 entries of different shapes.*per-sample results"):
-        to_long_format(ragged, [0, 1])
+        to_long_format([[0.1, 0.2], [0.3]], [0, 1])
     with pytest.raises(ValueError, match=r"shape \(2, 3, 2\).*reduce them to one value"):
-        to_long_format([np.zeros((3, 2)), np.ones((3, 2))], [0, 1])
+        to_long_format(np.zeros((2, 3, 2)), [0, 1])
+    # A list of arrays is what per-step predictions are: refused whatever their lengths
+    # (of equal lengths, 1D ones came out as columns value_0, value_1, ... silently).
+    for steps in ([np.zeros((3, 2)), np.zeros((5, 2))], [np.array([1, 0, 1]), np.array([0, 0, 1])],
+                  (np.array([1, 0]), np.array([0, 1]))):
+        with pytest.raises(ValueError, match=r"^values must be per-sample results; got a (list|tuple) "
+                           r"of 2 arrays, as per-step predictions of sequences come \(e\.g\. "
+                           r"RNNStepClassifier\.predict\)\..*reduce them to one value per sample "
+                           r"first\. If they are rows of per-sample outputs, pass np\.vstack\(values\)\.$"):
+            to_long_format(steps, ["a", "b"])
+    assert to_long_format(np.vstack([np.array([1, 0]), np.array([0, 1])]), ["a", "b"]).shape == (2, 3)
 
 
 def test_errors_on_the_table(visits):

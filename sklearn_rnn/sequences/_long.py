@@ -479,7 +479,8 @@ def to_long_format(
     Raises
     ------
     ValueError
-        ``values`` is not one entry per sample, ``ids`` repeat or do not match it in
+        ``values`` is not one entry per sample (a list of arrays, as per-step
+        predictions come, is refused whatever their lengths), ``ids`` repeat or do not match it in
         length, the column names do not fit, or ``values`` is a pandas object indexed by
         the same ids in another order (values and ids are paired by position: pass
         ``values.loc[ids]``).
@@ -504,6 +505,17 @@ def to_long_format(
         "to_long_format writes per-sample results (e.g. predict or predict_proba), one row "
         "per sample; for sequences, reduce them to one value per sample first."
     )
+    if (
+        isinstance(values, (list, tuple))
+        and len(values)
+        and all(np.ndim(entry) >= 1 and hasattr(entry, "shape") for entry in values)
+    ):  # per-step predictions (RNNStepClassifier.predict): of equal lengths they read as outputs
+        raise ValueError(
+            f"values must be per-sample results; got a {type(values).__name__} of "
+            f"{len(values)} arrays, as per-step predictions of sequences come (e.g. "
+            f"RNNStepClassifier.predict). {reduce_first} If they are rows of per-sample "
+            "outputs, pass np.vstack(values)."
+        )
     try:
         array = np.asarray(values)
     except ValueError as error:  # numpy's message for entries of different shapes

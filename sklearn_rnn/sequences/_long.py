@@ -43,8 +43,9 @@ def _check_table(table: Any, name: str = "table") -> pd.DataFrame:
     return table
 
 
-def _check_columns(table: pd.DataFrame, columns: Sequence[Any], role: str) -> None:
-    """Raise a ValueError naming the ``columns`` absent from ``table``."""
+def _check_columns(table: pd.DataFrame, columns: Sequence[Any], role: str, one: bool = False) -> None:
+    """Raise a ValueError naming the ``columns`` absent from ``table``; ``one``: the
+    role names one column, shown as given rather than as a list."""
     for column in columns:
         if isinstance(column, (list, set, dict, pd.Index, np.ndarray)):  # a tuple names a MultiIndex column
             raise TypeError(
@@ -55,11 +56,13 @@ def _check_columns(table: pd.DataFrame, columns: Sequence[Any], role: str) -> No
     missing = [c for c in columns if c not in table.columns]
     if missing:
         in_index = [c for c in missing if c is not None and c in [n for n in table.index.names if n is not None]]
-        hint = (f" {in_index} {'is' if len(in_index) == 1 else 'are'} the table's index: pass "
-                "table.reset_index() to make it a column." if in_index else
+        shown = (lambda names: repr(names[0])) if one else repr
+        hint = (f" {shown(in_index)} {'is' if len(in_index) == 1 else 'are'} the table's index: "
+                "pass table.reset_index() to make it a column." if in_index else
                 " Check the spelling or rename the columns.")
         raise ValueError(
-            f"{role} {missing} not found in the table; its columns are {list(table.columns)}.{hint}"
+            f"{role} {shown(missing)} not found in the table; its columns are "
+            f"{list(table.columns)}.{hint}"
         )
 
 
@@ -385,8 +388,8 @@ def from_long_format(
         raise ValueError(f"duplicates must be 'raise' or 'keep'; got {duplicates!r}.")
     if not isinstance(as_frame, (bool, np.bool_)):
         raise TypeError(f"as_frame must be True or False; got {as_frame!r}.")
-    _check_columns(table, [id_column], "id_column")
-    _check_columns(table, [time_column], "time_column")
+    _check_columns(table, [id_column], "id_column", one=True)
+    _check_columns(table, [time_column], "time_column", one=True)
     if id_column == time_column:
         raise ValueError(
             f"id_column and time_column are the same column ({id_column!r}): expected one "

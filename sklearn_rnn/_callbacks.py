@@ -100,6 +100,10 @@ class TrainingGuard(Callback):
 
     sigint_: bool = False
 
+    #: The largest sample weight of the call, when they are trained as given
+    #: (``partial_fit``): the divergence warning blames huge ones (see ``Divergence.outcome``).
+    largest_weight: float = 1.0
+
     def __init__(self, owner: str = "the network", restores_best: bool = False) -> None:
         self.owner = owner
         self.restores_best = restores_best
@@ -171,8 +175,8 @@ class TrainingGuard(Callback):
             self.interrupted_ = True
             return
         if self.diverged_ is not None:
-            warn(self.diverged_.outcome(self.owner, self.restores_best).message, ConvergenceWarning,
-                 stacklevel=2)
+            outcome = self.diverged_.outcome(self.owner, self.restores_best, self.largest_weight)
+            warn(outcome.message, ConvergenceWarning, stacklevel=2)
         else:
             self.interrupted_ = True
             warn(
@@ -412,6 +416,12 @@ def _kept(finished: int, restores_best: bool) -> str:
     return f"the weights of epoch {finished} are kept"
 
 
+#: Sample weights from which an infinite training loss is blamed on them: their product
+#: with a loss and its sum over a batch's terms nears float32's largest value (3.4e38)
+#: only for weights this large or for a loss that diverged anyway.
+HUGE_WEIGHT = 1e6
+
+
 @dataclass(frozen=True)
 class Divergence:
     """What became non-finite in training, and when: the facts a divergence warning
@@ -452,14 +462,24 @@ class Divergence:
         return (f"the {self.what} of epoch {self.epoch} is {self.value} (the network's outputs "
                 "on the held-out sequences are not finite)")
 
-    def outcome(self, owner: str, restores_best: bool) -> TrainingOutcome:
+    def outcome(self, owner: str, restores_best: bool, largest_weight: float = 1.0) -> TrainingOutcome:
         """The outcome ``owner``'s training warns of: it stops after the epoch before this
         one, with the best epoch's weights where ``restores_best`` (a stopping rule then
-        restores them), else with the last finished epoch's."""
+        restores them), else with the last finished epoch's. ``largest_weight``: of the
+        sample weights trained as given (``partial_fit``); from ``HUGE_WEIGHT`` on, an
+        infinite loss is blamed on them."""
+        if self.what == "training loss" and self.value == math.inf and largest_weight >= HUGE_WEIGHT:
+            advice = (
+                f"The sample weights reach {largest_weight:g}, which partial_fit trains as "
+                "given: the weighted loss overflows float32. Scale the weights of every call "
+                "down by one constant (only their ratios between calls count)."
+            )
+        else:
+            advice = ("Lower learning_rate, set a clip_threshold, or scale the inputs (e.g. with "
+                      "SequenceStandardScaler).")
         message = (
             f"{owner}: {self.sentence()}, so training stopped and "
-            f"{_kept(self.epoch - 1, restores_best)}. Lower learning_rate, set a "
-            "clip_threshold, or scale the inputs (e.g. with SequenceStandardScaler)."
+            f"{_kept(self.epoch - 1, restores_best)}. {advice}"
         )
         value = None if self.value is None else str(self.value)
         return TrainingOutcome(owner, "diverged", (self.what, value), self.epoch, message)

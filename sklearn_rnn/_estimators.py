@@ -714,6 +714,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 # Only a user's callback could change the weights before the first epoch
                 # begins: without one, that epoch's copy is the rollback's.
                 guard.start_state = rollback.state
+            # Trained as given by partial_fit (fit's have a mean of 1): huge ones overflow the loss.
+            guard.largest_weight = float(train.sample_weight.max()) if incremental else 1.0
             try:
                 # The fitted model keeps no data; a Ctrl-C is reported wherever it lands.
                 with net.train_split.serving(valid), noting_interrupts(guard):
@@ -735,7 +737,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     settings.restore(net)
                 raise
             finally:
-                guard.start_state = None
+                guard.start_state, guard.largest_weight = None, 1.0
         return self
 
     def _prepare(

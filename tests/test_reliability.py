@@ -1104,6 +1104,25 @@ def test_partial_fit_refuses_weights_that_float32_turns_into_infinities_or_zeros
         assert model.fit(X, y, sample_weight=np.full(12, value)).n_iter_ == 2
 
 
+def test_a_partial_fit_loss_overflowed_by_huge_weights_blames_the_weights():
+    # Weights of 1e38 pass the float32 check but the weighted loss overflows: the
+    # warning advised a lower learning_rate, clipping or input scaling, none of which helps.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(20)]
+    y = rng.normal(size=20)
+    model = RNNRegressor(hidden_size=4, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"the training loss became inf in epoch 1, batch 1, so "
+                      r"training stopped and the initial weights are kept\. The sample weights reach "
+                      r"1e\+38, which partial_fit trains as given: the weighted loss overflows float32\. "
+                      r"Scale the weights of every call down by one constant"):
+        model.partial_fit(X, y, sample_weight=np.full(20, 1e38))
+    assert model.n_iter_ == 0
+    # The same weights scaled down by one constant train.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert model.partial_fit(X, y, sample_weight=np.full(20, 1.0)).n_iter_ == 1
+
+
 def test_partial_fit_names_the_product_of_the_weights_it_refuses():
     # "sample_weight holds 1e+40" for weights of 1e30, which class_weight made 1e40.
     X = ragged(12)

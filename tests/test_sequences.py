@@ -521,6 +521,21 @@ def test_the_scaler_keeps_features_whose_sum_passes_float64s_range():
     np.testing.assert_array_equal(SequenceStandardScaler().fit(ordinary).mean_, np.concatenate(ordinary).mean(axis=0))
 
 
+def test_the_scaler_keeps_features_whose_deviations_pass_float64s_range():
+    # 1.7e308 on both sides of the mean: the deviations overflowed (not only their
+    # squares), scale_ became inf and the transform turned a finite value into NaN.
+    X = [np.array([[1.7e308], [-1.7e308], [1.7e308]])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaler = SequenceStandardScaler().fit(X)
+        np.testing.assert_allclose(scaler.scale_, [np.sqrt(8 / 9) * 1.7e308])
+        scaled = scaler.transform(X)
+        np.testing.assert_allclose(scaled[0].ravel(), [np.sqrt(0.5), -np.sqrt(2), np.sqrt(0.5)])
+        np.testing.assert_allclose(scaler.inverse_transform(scaled)[0], X[0])  # back, no overflow
+        own = SequenceStandardScaler(per_sequence=True).fit(X).transform(X)[0]
+        np.testing.assert_allclose(own.ravel(), [np.sqrt(0.5), -np.sqrt(2), np.sqrt(0.5)])
+
+
 def test_the_scaler_keeps_the_width_of_a_table_given_as_a_list_of_rows():
     # Rows whose last step is NaN in every row: a list of rows came back narrower than it
     # went in (an array kept its width), so a pipeline's network was fitted on 3 of 4

@@ -261,13 +261,15 @@ class SequenceStandardScaler(
         if overflow.any():  # a sum past float64's range (1e307 twenty times), though each value is finite
             peak = np.abs(values[:, overflow]).max(axis=0)
             mean[overflow] = peak * ((values[:, overflow] / peak).sum(axis=0) / counts[overflow])
-        deviation = np.where(observed, steps - mean, 0.0)  # (N, d)
         with np.errstate(over="ignore"):
+            deviation = np.where(observed, steps - mean, 0.0)  # (N, d)
             std = np.sqrt((deviation**2).sum(axis=0) / counts)
-        overflow = np.isinf(std) & np.isfinite(deviation).all(axis=0)
-        if overflow.any():  # squares past float64's range (values near 1e155 and up)
-            peak = np.abs(deviation[:, overflow]).max(axis=0)
-            std[overflow] = peak * np.sqrt(((deviation[:, overflow] / peak) ** 2).sum(axis=0) / counts[overflow])
+        overflow = np.isinf(std)
+        if overflow.any():  # squares past float64's range (values near 1e155 and up), or
+            # deviations (1.7e308 and -1.7e308): taken in halves, which cannot overflow
+            half = np.where(observed[:, overflow], steps[:, overflow] / 2 - mean[overflow] / 2, 0.0)
+            peak = np.abs(half).max(axis=0)
+            std[overflow] = 2 * (peak * np.sqrt(((half / peak) ** 2).sum(axis=0) / counts[overflow]))
         # A constant feature's computed spread is rounding error, of the order of
         # counts * eps * |mean| (0.1 repeated 12 times: 1.4e-17), not 0: dividing by it
         # would blow its values up. Spreads within that bound count as none.
@@ -293,14 +295,14 @@ class SequenceStandardScaler(
         check_is_fitted(self)
         if self.per_sequence:
             return self._apply(X, self._own_standardization)
-        return self._apply(X, lambda steps: (steps - self.mean_) / self.scale_)
+        return self._apply(X, lambda steps: _standardized(steps, self.mean_, self.scale_))
 
     def _own_standardization(self, steps: np.ndarray) -> np.ndarray:
         """One sequence ``(T, d)`` standardized by its own statistics of each feature
         over its observed steps (a feature never observed stays NaN; a constant one is
         only centered)."""
         location, scale = self._location_and_scale(steps)
-        return (steps - location) / scale
+        return _standardized(steps, location, scale)
 
     def inverse_transform(self, X: Any) -> Any:
         """Undo :meth:`transform`.
@@ -331,7 +333,8 @@ class SequenceStandardScaler(
                 "(one mean and scale per feature, learned in fit) to invert."
             )
         # Names on one side only: a network's output, say, comes without them.
-        return self._apply(X, lambda steps: steps * self.scale_ + self.mean_, one_sided_names=True)
+        return self._apply(X, lambda steps: _unstandardized(steps, self.mean_, self.scale_),
+                           one_sided_names=True)
 
     def _apply(self, X: Any, function: Any, *, one_sided_names: bool = False) -> Any:
         X = numpy_readable(X)  # a torch nested tensor: the list of the sequences it holds
@@ -343,3 +346,25 @@ class SequenceStandardScaler(
         tags.input_tags.allow_nan = True
         tags.input_tags.three_d_array = True
         return tags
+
+
+def _standardized(steps: np.ndarray, location: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``(steps - location) / scale``; where the difference overflows float64 (values
+    near its largest, 1.7e308, on both sides of the mean), taken as two quotients."""
+    with np.errstate(over="ignore"):
+        result = (steps - location) / scale
+    overflow = np.isinf(result) & np.isfinite(steps)
+    if overflow.any():
+        result[overflow] = (steps / scale - location / scale)[overflow]
+    return result
+
+
+def _unstandardized(steps: np.ndarray, location: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``steps * scale + location``; where the product overflows float64 though the
+    result need not, taken in halves."""
+    with np.errstate(over="ignore"):
+        result = steps * scale + location
+        overflow = np.isinf(result) & np.isfinite(steps)
+        if overflow.any():
+            result[overflow] = (2 * (steps * (scale / 2) + location / 2))[overflow]
+    return result

@@ -181,6 +181,17 @@ def test_temporal_order_one_hot_and_classes():
 
 
 @pytest.mark.parametrize("make", ALL_MAKERS)
+def test_a_refused_call_leaves_the_callers_random_state_as_it_was(make):
+    # variable_length was checked after a RandomState was drawn from: a corrected retry
+    # gave other data than the same script without the typo.
+    generator = np.random.RandomState(0)
+    with pytest.raises(TypeError, match="variable_length must be True or False"):
+        make(3, 20, variable_length="yes", random_state=generator)
+    _, y = make(3, 20, random_state=generator)
+    np.testing.assert_array_equal(y, make(3, 20, random_state=np.random.RandomState(0))[1])
+
+
+@pytest.mark.parametrize("make", ALL_MAKERS)
 def test_seeds_are_reproducible_and_local(make):
     state = np.random.get_state()[1].copy()
     X1, y1 = make(20, 30, random_state=7, variable_length=True)

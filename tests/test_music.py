@@ -148,6 +148,44 @@ def test_outdated_or_damaged_cache_is_rebuilt(tmp_path, few_chorales):
     assert len(again.train) == 2
 
 
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda a: {"steps": a["steps"][:-100], "notes": a["notes"][:-100]}, r"note counts adding up to"),
+        (lambda a: {"counts": a["counts"][:-1]}, r"4 names, 3 note counts, 4 lengths"),
+        (lambda a: {"names": a["names"][None]}, r"arrays that are not 1D"),
+        (lambda a: {"notes": a["notes"] + 80}, r"notes outside the 88 keys"),
+        (lambda a: {"lengths": a["lengths"] // 2}, r"steps outside their chorale"),
+    ],
+)
+def test_a_cache_whose_arrays_disagree_is_rebuilt(tmp_path, few_chorales, change, problem):
+    # Short steps/notes silently lost notes of the last chorales, a short counts raised a
+    # bare IndexError, a 2D names array gave one chorale.
+    path = tmp_path / _music._CACHE_NAME
+    built = load_bach_chorales(data_home=tmp_path)
+    arrays = _music._read_cache(path)
+    np.savez_compressed(path, **{**arrays, **change(arrays)})
+    few_chorales.clear()
+    with pytest.warns(UserWarning, match=f"ignoring the inconsistent cache .*\\({problem}.*\\); rebuilding it"):
+        again = load_bach_chorales(data_home=tmp_path)
+    assert len(few_chorales) == 5  # rebuilt
+    for roll, rebuilt in zip(built.train + built.test, again.train + again.test, strict=True):
+        np.testing.assert_array_equal(rebuilt, roll)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_a_cache_that_cannot_be_written_still_returns_the_parsed_chorales(tmp_path, few_chorales):
+    # The write failed after the whole parse, with save's message ("Save to another
+    # path"), and the parsed data was lost.
+    (tmp_path / "folder" / _music._CACHE_NAME).mkdir(parents=True)  # a folder at the cache's path
+    with pytest.warns(UserWarning, match=r"could not cache the chorales in .*\(IsADirectoryError: .*\); "
+                      r"they were parsed and are returned, but the next call parses them again\. Pass "
+                      r"a writable data_home, or set SKLEARN_RNN_DATA"):
+        data = load_bach_chorales(data_home=tmp_path / "folder")
+    assert sorted(data.names_train + data.names_validation + data.names_test) == sorted(FEW)
+    assert len(few_chorales) == 5
+
+
 def _damage(path, how):
     """Damage a cache file as a bad sector or a bad copy would, keeping its zip layout."""
     import struct
@@ -228,6 +266,11 @@ def test_data_home_from_argument_or_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SKLEARN_RNN_DATA", "")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert get_data_home() == tmp_path / "home" / "sklearn_rnn_data"
+    # Blank ones too (a folder named by three spaces was made in the current folder), and
+    # an empty argument (data_home=os.environ.get("CACHE", "") cached in the current folder).
+    monkeypatch.setenv("SKLEARN_RNN_DATA", "   ")
+    assert get_data_home() == tmp_path / "home" / "sklearn_rnn_data"
+    assert get_data_home("") == get_data_home(" ") == tmp_path / "home" / "sklearn_rnn_data"
 
 
 def test_a_data_home_that_is_a_file_is_refused_as_such(tmp_path, monkeypatch):
@@ -296,6 +339,34 @@ def test_piano_roll_refuses_an_infinite_step_or_one_too_coarse_for_a_note():
     with pytest.raises(ValueError, match=r"step=1e\+300 is too coarse for C4 at offset 0, which lasts 2 quarter"):
         piano_roll(part, step=1e300)
     assert piano_roll(part, step=1e8).shape == (1, 88)  # coarse, but every note is seen
+
+
+def test_a_note_before_the_start_is_refused_not_wrapped_to_the_end():
+    # Negative offsets (music21's shiftElements) indexed the roll from its end: C4 sounded
+    # with D4 at steps 0 and 1, or a bare IndexError.
+    part = stream.Stream([note.Note("C4", quarterLength=2), note.Note("D4", quarterLength=2)])
+    part.shiftElements(-2.0)
+    with pytest.raises(ValueError, match=r"^C4 at offset -2 starts before the stream's start \(offset "
+                       r"0\), where the roll begins\. Shift the stream to start there first: "
+                       r"stream\.shiftElements\(2\)\.$"):
+        piano_roll(part)
+    part.shiftElements(2.0)
+    assert [midi_of(piano_roll(part), t) for t in range(4)] == [[60], [60], [62], [62]]
+
+
+def test_a_transposing_part_is_read_at_the_pitch_that_sounds():
+    # A B-flat clarinet's written D4 sounds C4: the roll had key 62.
+    from music21 import instrument
+
+    part = stream.Part()
+    part.insert(0, instrument.Clarinet())
+    part.append(note.Note("D4", quarterLength=1))
+    part.atSoundingPitch = False  # written pitch, as a MusicXML file's part is read
+    score = stream.Score([part])
+    assert midi_of(piano_roll(score), 0) == midi_of(piano_roll(part), 0) == [60]
+    assert score.flatten().notes[0].nameWithOctave == "D4"  # the caller's stream is not changed
+    part.atSoundingPitch = True  # marked as written at sounding pitch: taken as it is
+    assert midi_of(piano_roll(part), 0) == [62]
 
 
 def test_a_quarter_tone_goes_to_the_key_above_whatever_its_parity():

@@ -88,10 +88,14 @@ def get_data_home(data_home: str | os.PathLike | None = None) -> Path:
     cache True
     """
     source = "data_home"
+    if data_home is not None and not os.fspath(data_home).strip():
+        data_home = None  # '' as the variable's: data_home=os.environ.get("CACHE", "") says none
     if data_home is None:
-        # An empty variable (SKLEARN_RNN_DATA=${CACHE:-}) counts as unset, not as the current folder.
-        source = f"${DATA_HOME_ENV}" if os.environ.get(DATA_HOME_ENV) else "the default data home"
-        data_home = os.environ.get(DATA_HOME_ENV) or os.path.join("~", "sklearn_rnn_data")
+        # An empty or blank variable (SKLEARN_RNN_DATA=${CACHE:-}) counts as unset, not as
+        # the current folder or a folder named by spaces.
+        variable = os.environ.get(DATA_HOME_ENV, "").strip() and os.environ[DATA_HOME_ENV]
+        source = f"${DATA_HOME_ENV}" if variable else "the default data home"
+        data_home = variable or os.path.join("~", "sklearn_rnn_data")
     path = Path(os.path.expanduser(os.fspath(data_home)))
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -124,12 +128,25 @@ def _sounding_notes(stream: Any, step: float) -> tuple[np.ndarray, np.ndarray, i
     steps: list[np.ndarray] = []
     notes: list[np.ndarray] = []
     end = 0.0
+    if stream.atSoundingPitch is not True and any(
+        instrument.transposition is not None and instrument.transposition.semitones
+        for instrument in stream.recurse().getElementsByClass("Instrument")
+    ):  # a transposing part (B-flat clarinet, horn in F) written as read: to the keys that sound
+        stream = stream.toSoundingPitch()  # a copy
     flat = stream.flatten()
     for element in flat.notes:
         offset = float(flat.elementOffset(element))
         duration = float(element.quarterLength)
         if duration <= 0:
             continue  # grace notes
+        if offset < 0:  # it would index the roll from its end
+            pitches = ", ".join(pitch.nameWithOctave for pitch in element.pitches) or "a note"
+            earliest = min(float(flat.elementOffset(other)) for other in flat.notes)
+            raise ValueError(
+                f"{pitches} at offset {offset:g} starts before the stream's start (offset 0), "
+                "where the roll begins. Shift the stream to start there first: "
+                f"stream.shiftElements({-earliest:g})."
+            )
         if duration / step <= _GRID_TOLERANCE:  # even one that starts on the grid is lost
             pitches = ", ".join(pitch.nameWithOctave for pitch in element.pitches) or "a note"
             raise ValueError(
@@ -171,7 +188,9 @@ def piano_roll(stream: Any, *, step: float = 1.0) -> np.ndarray:
     Row ``t`` is the grid time ``t * step`` (in quarter notes from the stream's
     start) and column ``j`` the piano key of MIDI number ``21 + j`` (A0 to C8):
     the entry is 1 when a note of that pitch sounds at that time, i.e. started at or
-    before it and has not ended. Chords count every pitch; all parts are merged;
+    before it and has not ended, at the pitch that sounds (a transposing part
+    written at written pitch, such as a B-flat clarinet's in a MusicXML file, is read
+    as music21's ``toSoundingPitch`` reads it). Chords count every pitch; all parts are merged;
     a held or tied note and a repeated one look the same; a note shorter than
     ``step`` that falls between two grid times is not seen; grace notes never are.
     Rests leave rows of zeros. The roll ends at the last note's end. A pitch
@@ -288,7 +307,8 @@ def _read_cache(path: Path) -> dict[str, np.ndarray] | None:
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {key: archive[key] for key in archive.files}
-        version = int(arrays.get("version", -1))
+        version = arrays.get("version", np.array(-1))
+        version = int(version) if version.shape == () and np.issubdtype(version.dtype, np.integer) else -1
     except Exception as error:  # whatever it is, the cache cannot be read: rebuild it
         warnings.warn(
             f"ignoring the unreadable cache {path} ({type(error).__name__}: {error}); rebuilding it."
@@ -300,7 +320,31 @@ def _read_cache(path: Path) -> dict[str, np.ndarray] | None:
     if missing:  # the right version, but not all of it (an interrupted write, an edit)
         warnings.warn(f"ignoring the incomplete cache {path} (no {missing}); rebuilding it.")
         return None
+    problem = _cache_problem(arrays)
+    if problem:  # an edited file, or one of a mismatched build: notes lost or an IndexError
+        warnings.warn(f"ignoring the inconsistent cache {path} ({problem}); rebuilding it.")
+        return None
     return arrays
+
+
+def _cache_problem(arrays: dict[str, np.ndarray]) -> str:
+    """What makes the arrays of a cache disagree with each other, or ''."""
+    names, counts, lengths = arrays["names"], arrays["counts"], arrays["lengths"]
+    steps, notes = arrays["steps"], arrays["notes"]
+    if any(array.ndim != 1 for array in (names, counts, lengths, steps, notes)):
+        return "arrays that are not 1D"
+    if not (len(names) == len(counts) == len(lengths)):
+        return f"{len(names)} names, {len(counts)} note counts, {len(lengths)} lengths"
+    if any(not np.issubdtype(a.dtype, np.integer) for a in (counts, lengths, steps, notes)):
+        return "counts, lengths, steps or notes that are not integers"
+    if (counts < 0).any() or counts.sum() != len(steps) or len(steps) != len(notes):
+        return f"note counts adding up to {counts.sum()} for {len(steps)} steps and {len(notes)} notes"
+    if len(notes) and (notes.min() < 0 or notes.max() >= N_NOTES):
+        return f"notes outside the {N_NOTES} keys"
+    owner = np.repeat(np.arange(len(counts)), counts)  # the chorale of each note
+    if len(steps) and ((steps < 0).any() or (steps >= lengths[owner]).any()):
+        return "steps outside their chorale"
+    return ""
 
 
 def _write_cache(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -428,8 +472,18 @@ def load_bach_chorales(
         progress = tqdm(names, desc="Parsing the Bach chorales of music21", unit="chorale",
                         disable=not verbose)
         arrays = _build(progress, music21)
-        _write_cache(path, arrays)
-        logger.info("Cached %d chorales in %s.", len(arrays["names"]), path)
+        try:
+            _write_cache(path, arrays)
+        except OSError as error:  # a read-only cache or folder: the parsed chorales are still returned
+            warnings.warn(
+                f"could not cache the chorales in {path} ({type(error).__name__}: "
+                f"{os.strerror(error.errno) if error.errno else error}); they were parsed and are returned, but the next "
+                f"call parses them again. Pass a writable data_home, or set {DATA_HOME_ENV} to "
+                "one (or make that file writable).",
+                stacklevel=2,
+            )
+        else:
+            logger.info("Cached %d chorales in %s.", len(arrays["names"]), path)
     train, valid, test = _split(len(arrays["names"]))
     names = arrays["names"].astype(str)
     return Bunch(

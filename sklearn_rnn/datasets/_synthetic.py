@@ -92,11 +92,14 @@ def _check_sizes(n_samples: int, length: int, min_length: int) -> tuple[int, int
 
 
 def _draw_lengths(
-    rng: np.random.Generator, n_samples: int, length: int, variable_length: bool
-) -> NDArray[np.int64]:
-    """Actual lengths ``L = length + randint(floor(length / 10))``, shape (n_samples,).
+    random_state: RandomStateLike, n_samples: int, length: int, variable_length: bool
+) -> tuple[np.random.Generator, NDArray[np.int64]]:
+    """The generator of ``random_state`` and the actual lengths ``L = length +
+    randint(floor(length / 10))``, shape (n_samples,), drawn from it.
 
     For ``length < 10`` the extra term is 0 (there is nothing to draw from).
+    ``variable_length`` is checked before a ``RandomState`` is drawn from: a call
+    refused leaves the caller's generator as it was.
     """
     if not isinstance(variable_length, (bool, np.bool_)):
         raise TypeError(
@@ -104,10 +107,11 @@ def _draw_lengths(
             f"length; False: one length per call); got {type(variable_length).__name__} "
             f"({variable_length!r})."
         )
+    rng = _as_generator(random_state)
     extra_high = max(length // 10, 1)
     size = n_samples if variable_length else 1
     extra = rng.integers(0, extra_high, size=size)
-    return np.broadcast_to(length + extra, (n_samples,)).astype(np.int64)
+    return rng, np.broadcast_to(length + extra, (n_samples,)).astype(np.int64)
 
 
 def _marker_positions(
@@ -150,8 +154,7 @@ def _two_value_task(
     Returns the container and the two marked values ``a`` and ``b``.
     """
     n_samples, length = _check_sizes(n_samples, length, 2)
-    rng = _as_generator(random_state)
-    lengths = _draw_lengths(rng, n_samples, length, variable_length)
+    rng, lengths = _draw_lengths(random_state, n_samples, length, variable_length)
     t_max = int(lengths.max())
     padded = np.zeros((n_samples, t_max, 2))  # (n, T_max, [marker, value])
     if binary:
@@ -370,8 +373,7 @@ def make_temporal_order(
         raise ValueError(f"n_symbols must be 2 (4 classes) or 3 (8 classes); got {n_symbols!r}.")
     n_symbols = int(n_symbols)
     n_samples, length = _check_sizes(n_samples, length, n_symbols)
-    rng = _as_generator(random_state)
-    lengths = _draw_lengths(rng, n_samples, length, variable_length)
+    rng, lengths = _draw_lengths(random_state, n_samples, length, variable_length)
     t_max = int(lengths.max())
     # Symbol codes: 0 = X, 1 = Y, 2..5 = a..d.
     codes = rng.integers(2, 6, size=(n_samples, t_max))  # (n, T_max)

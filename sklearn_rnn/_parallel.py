@@ -306,8 +306,6 @@ def fitting_threads(hidden_size: int, batch_size: int) -> Iterator[None]:
 #: thread count before the first of them lowered it.
 _shared_tasks: dict[str, int] = {"running": 0, "before": 0}
 _shared_lock = threading.Lock()
-#: ``late``: whether this thread's first task began while another held the count lowered.
-_task_thread = threading.local()
 
 
 @contextlib.contextmanager
@@ -320,9 +318,9 @@ def _task_share() -> Iterator[None]:
     torch's count is per thread, but a thread's first reading takes the count last set
     anywhere in the process: a search in threads left its caller, and threads started
     later, on one thread. So the last running block leaves that count as it was before
-    the first running block lowered it; the reading of a thread whose first block
-    began while another held the count lowered (it may be that count) is never taken
-    for the count from before."""
+    the first running block lowered it: read, as the first block begins, in a thread of
+    its own (a pool thread's own reading may be that count, or one from an earlier call
+    that the user has changed since)."""
     # Dask's worker threads too: an in-process cluster (Client(processes=False)) runs
     # them in the caller's process, which the lowered count otherwise stayed with.
     share = worker_thread_budget()
@@ -332,10 +330,8 @@ def _task_share() -> Iterator[None]:
         return
     own = torch.get_num_threads()
     with _shared_lock:
-        if not hasattr(_task_thread, "late"):
-            _task_thread.late = _shared_tasks["running"] > 0
-        if not _shared_tasks["running"] and not _task_thread.late:
-            _shared_tasks["before"] = own
+        if not _shared_tasks["running"]:  # what threads started now take, not a pool
+            _shared_tasks["before"] = _count_for_new_threads()  # thread's count of an earlier call
         _shared_tasks["running"] += 1
         limit_torch_threads()
     try:
@@ -347,6 +343,15 @@ def _task_share() -> Iterator[None]:
             before = _shared_tasks["before"]
             if not _shared_tasks["running"] and before and own != before:
                 _set_for_new_threads(before)
+
+
+def _count_for_new_threads() -> int:
+    """The count a thread's first reading takes now: read in a thread of its own."""
+    counts: list[int] = []
+    reader = threading.Thread(target=lambda: counts.append(torch.get_num_threads()), daemon=True)
+    reader.start()
+    reader.join()
+    return counts[0]
 
 
 def _set_for_new_threads(count: int) -> None:

@@ -60,6 +60,7 @@ import itertools
 import logging
 import math
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -381,14 +382,16 @@ def _train_chunk(
     """Train one chunk; return its estimators, the seconds it took, each member's
     :class:`TrainingOutcome` list, and the other warnings it gave: the package's training
     warnings, gathered in this thread's context (no process-wide state, which searches
-    in threads would undo for one another), and in a worker process, which runs one
-    task at a time, every warning."""
+    in threads would undo for one another), and in a worker process that runs its
+    tasks in its main thread, one at a time (joblib's), every warning: a Dask worker
+    process runs several tasks at once in threads, whose overlapping records would
+    leave its warnings recorded to a list nobody reads."""
     hidden_size = chunk[0].estimator.hidden_size  # one architecture per chunk
     sequences = sum(member.estimator.batch_size for member in chunk)
     began = time.perf_counter()
     # The fits' thread rule for the work of a stacked step (every network's batch); in
     # a worker process, within its share of the CPU.
-    worker = os.getpid() != caller
+    worker = os.getpid() != caller and threading.current_thread() is threading.main_thread()
     with fitting_threads(hidden_size, sequences), gathered_warnings() as gathered:
         with warnings.catch_warnings(record=True) if worker else contextlib.nullcontext() as recorded:
             if worker:

@@ -268,6 +268,44 @@ print(before, torch.get_num_threads(), fresh_thread())
     assert main == fresh == before
 
 
+def test_a_reused_pool_leaves_new_threads_the_count_the_user_set_between_calls():
+    # The count to restore was a pool thread's own reading, from an earlier call: the
+    # user's torch.set_num_threads(1) between two calls was undone (new threads read 2).
+    script = _DATA + """
+import joblib
+from sklearn_rnn import RNNRegressor
+fit = lambda seed: RNNRegressor(hidden_size=4, max_iter=2, random_state=seed).fit(X, y)
+torch.set_num_threads(2)
+with joblib.Parallel(n_jobs=2, backend="threading") as parallel:
+    parallel(joblib.delayed(fit)(seed) for seed in range(2))
+    torch.set_num_threads(1)
+    parallel(joblib.delayed(fit)(seed) for seed in range(2))
+    print(torch.get_num_threads(), fresh_thread())
+"""
+    assert _run_fresh(script) == ["1", "1"]
+
+
+def test_pooled_cross_validate_counts_joblib_s_context_as_parallel():
+    # n_jobs=None inside parallel_config(n_jobs=2) ran two folds at once, each on every
+    # core (2 threads on 2 cores), against the docstring's one thread per parallel fit.
+    script = _DATA + """
+from joblib import parallel_config
+from sklearn_rnn import RNNClassifier
+from sklearn_rnn.clinical import pooled_cross_validate
+seen = []
+class Probe(RNNClassifier):
+    def _record_history(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return super()._record_history(*args, **kwargs)
+torch.set_num_threads(2)
+with parallel_config(backend="threading", n_jobs=2):
+    pooled_cross_validate(Probe(hidden_size=512, batch_size=512, max_iter=1), X, yc, n_splits=2,
+                          random_state=0)
+print(*sorted(set(seen)))
+"""
+    assert _run_fresh(script) == ["1"]
+
+
 def test_the_package_s_own_pools_carry_torch_threads_into_their_worker_processes():
     # The choice is a context variable, which loky's workers did not inherit: with
     # torch_threads(2) and a share of 2 per worker, every fit there ran on 1 thread.
@@ -542,3 +580,41 @@ def test_building_a_network_never_restores_the_global_generator(cell, monkeypatc
     net._cell.runs_bfloat16_on_cpu()
     assert torch.equal(torch.get_rng_state(), before)
     assert all(bool(torch.isfinite(p).all()) for p in net.parameters())
+
+
+def test_stacked_chunks_in_a_worker_process_s_threads_leave_its_warnings_working(monkeypatch):
+    # A Dask worker process runs tasks in threads: each chunk there wrapped its training in
+    # a process-wide catch_warnings(record=True), and two that overlapped left the process
+    # recording every later warning into a list nobody read (and two extra filters).
+    import os
+    import threading
+    import types
+
+    from sklearn_rnn import _stacked
+
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def train(stack):  # both chunks inside their blocks; the first to begin ends first
+        if threading.current_thread() is first:
+            first_in.set()
+            second_in.wait(10)
+        else:
+            second_in.set()
+            first_out.wait(10)
+
+    monkeypatch.setattr(_stacked._Stack, "__init__", lambda stack, chunk: None)
+    monkeypatch.setattr(_stacked._Stack, "train", train)
+    member = types.SimpleNamespace(estimator=types.SimpleNamespace(hidden_size=4, batch_size=8), outcomes=[])
+    other_process = os.getpid() + 1  # as a worker process sees its caller
+    filters, show = list(warnings.filters), warnings.showwarning
+    first = threading.Thread(target=_stacked._train_chunk, args=([member], other_process))
+    second = threading.Thread(target=_stacked._train_chunk, args=([member], other_process))
+    first.start()
+    first_in.wait(10)
+    second.start()
+    first.join()
+    first_out.set()
+    second.join()
+    assert warnings.filters == filters and warnings.showwarning is show
+    with pytest.warns(UserWarning, match="seen"):
+        warnings.warn("seen", UserWarning)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from joblib import effective_n_jobs
 from numpy.typing import NDArray
 from sklearn.base import clone
 from sklearn.metrics import roc_auc_score, roc_curve
@@ -395,7 +396,7 @@ def pooled_cross_validate(
     splitter = RepeatedStratifiedKFold(n_splits=n_splits, n_repeats=n_repeats, random_state=seed)
     splits = list(splitter.split(np.zeros(n_samples), labels))
     y_fit = np.asarray(y)
-    parallel = n_jobs not in (None, 1)
+    parallel = effective_n_jobs(n_jobs) != 1  # joblib.parallel_config's n_jobs too
     start = time.perf_counter()
     task = delayed(with_callers_context(_fit_predict))  # a torch_threads choice too
     tasks = Parallel(n_jobs=n_jobs, return_as="generator")(

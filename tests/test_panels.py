@@ -353,6 +353,27 @@ def test_targets_indexed_by_instance_in_another_order_are_refused():
     model().fit(panel, sorted_targets.reset_index(drop=True))
 
 
+def test_targets_under_a_range_index_of_instance_labels_are_checked_too():
+    # Every RangeIndex was taken for pandas' default positions: y_all[10:13] of a
+    # default-indexed Series keeps the labels 10, 11, 12, and patient 12's sequence got
+    # patient 10's label without a word (the same labels in an Index were refused).
+    ids = [12, 11, 10]
+    panel = pd.concat([pd.DataFrame({"v": [float(i)] * 2}) for i in ids], keys=ids, names=["id", "t"])
+    y_all = pd.Series([0] * 10 + [1, 0, 0])
+    assert isinstance(y_all[10:13].index, pd.RangeIndex)
+    with pytest.raises(ValueError, match=r"y is indexed by the panel's instances, but in another order"):
+        model().fit(panel, y_all[10:13])
+    model().fit(panel, y_all[10:13][::-1])  # its labels in the panel's order: RangeIndex(12, 9, -1)
+    model().fit(panel, y_all[10:13].reset_index(drop=True))  # positions
+    # Per-step targets whose RangeIndex counts down are in another order than the steps.
+    from sklearn_rnn import RNNStepClassifier
+
+    steps = [pd.Series([0, 1, 1], index=pd.RangeIndex(2, -1, -1)), pd.Series([1, 0], index=pd.RangeIndex(2))]
+    frames = [pd.DataFrame({"v": [0.5, 0.1, 0.9]}), pd.DataFrame({"v": [0.2, 0.3]})]
+    with pytest.raises(ValueError, match=r"in another order"):
+        RNNStepClassifier(hidden_size=3, max_iter=1, random_state=0).fit(frames, steps)
+
+
 def test_sample_weight_indexed_by_instance_in_another_order_is_refused_as_y_is():
     from sklearn_rnn import RNNStepClassifier
     from sklearn_rnn.model_selection import RNNGridSearchCV

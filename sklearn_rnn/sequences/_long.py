@@ -16,7 +16,15 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._panel import complex_hint, frame_values, holds_numbers, label_columns, pivot_call, real_column
+from ._panel import (
+    complex_hint,
+    default_index,
+    frame_values,
+    holds_numbers,
+    label_columns,
+    pivot_call,
+    real_column,
+)
 from ._validation import number_text
 
 __all__ = ["from_long_format", "to_long_format"]
@@ -545,7 +553,7 @@ def to_long_format(
             "id per sample, e.g. the ids returned by from_long_format."
         )
     index = getattr(values, "index", None)
-    positions = isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1  # pandas' default
+    positions = default_index(index)
     if (isinstance(index, pd.Index) and not positions and not index.equals(pd.Index(id_array))
             and _same_labels(index, id_array)):
         raise ValueError(

@@ -270,8 +270,8 @@ def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
         return
     import pandas as pd
 
-    if isinstance(index, pd.RangeIndex):
-        return  # pandas' default index: positions, not instance labels
+    if default_index(index):
+        return  # positions, not instance labels
     instances = X.index.unique(level=0)
     if len(index) != len(instances) or index.equals(instances) or not index.isin(instances).all():
         return
@@ -282,6 +282,20 @@ def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
         f"pairs X and {name} by position, so sequences would get other instances' {what}. "
         f"Put {name} in the panel's order: {name}.loc[X.index.unique(level=0)]."
     )
+
+
+def default_index(index: Any) -> bool:
+    """Whether ``index`` is pandas' default index ``RangeIndex(0, n)``: positions. Any
+    other ``RangeIndex`` holds labels (``y[10:13]`` of a default-indexed Series keeps
+    10, 11, 12; ``y[::-1]`` counts down).
+
+    >>> import pandas as pd
+    >>> default_index(pd.RangeIndex(3)), default_index(pd.Series(range(13)).index[10:13])
+    (True, False)
+    """
+    import pandas as pd
+
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
 
 
 def check_step_targets_follow_steps(X: Any, y: Any) -> None:
@@ -334,7 +348,7 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
     codes, instances = pd.factorize(X.index.get_level_values(0), sort=False)
     times = np.asarray(X.index.get_level_values(1))
     for position, target in enumerate(y):
-        if not isinstance(target, (pd.Series, pd.DataFrame)) or isinstance(target.index, pd.RangeIndex):
+        if not isinstance(target, (pd.Series, pd.DataFrame)) or default_index(target.index):
             continue
         if isinstance(target.index, pd.MultiIndex) and position < len(instances):
             owners = pd.unique(target.index.get_level_values(0))
@@ -374,7 +388,7 @@ def _check_targets_follow_frames(X: list[Any] | tuple[Any, ...], y: Any) -> None
         if not (isinstance(steps, pd.DataFrame) and isinstance(target, (pd.Series, pd.DataFrame))):
             continue
         rows, labels = steps.index, target.index
-        if isinstance(labels, pd.RangeIndex) or len(labels) != len(rows) or labels.equals(rows):
+        if default_index(labels) or len(labels) != len(rows) or labels.equals(rows):
             continue
         try:
             same_rows = bool(np.array_equal(np.sort(np.asarray(labels)), np.sort(np.asarray(rows))))

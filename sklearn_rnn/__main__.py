@@ -191,12 +191,13 @@ def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
                              "are not lost). Give a file name in an existing folder.")
             parser.error(f"{option} {path}: the folder {folder} does not exist (checked before "
                          "the study runs, so that its results are not lost).")
-        try:  # a folder without write permission, or one that holds no files (/proc)
-            with tempfile.TemporaryFile(dir=folder):
-                pass
-        except OSError as error:
-            parser.error(f"{option} {path}: no file can be written in {folder} ({error.strerror}; "
-                         "checked before the study runs, so that its results are not lost).")
+        if not os.path.exists(path):  # an existing file is rewritten in place: its folder may be read-only
+            try:  # a folder without write permission, or one that holds no files (/proc)
+                with tempfile.TemporaryFile(dir=folder):
+                    pass
+            except OSError as error:
+                parser.error(f"{option} {path}: no file can be written in {folder} ({error.strerror}; "
+                             "checked before the study runs, so that its results are not lost).")
         _check_output_file(parser, option, path)
     # The same file by another path too: through a link (realpath), or a hard link (samefile).
     if args.plot and args.save_intervals and (

@@ -135,6 +135,33 @@ def test_the_main_job_refuses_a_folder_it_cannot_write_in_before_it_runs(option,
     assert f"{option} /proc/pbc." in (err := capsys.readouterr().err) and "no file can be written in /proc" in err
 
 
+@pytest.mark.parametrize("option", ["--plot", "--save-intervals"])
+def test_the_main_job_takes_an_existing_writable_file_in_a_folder_it_cannot_add_files_to(
+    option, monkeypatch, tmp_path
+):
+    # The folder's probe file came first: an existing file the user may rewrite (in
+    # place, as the study does) in a read-only shared folder was refused.
+    import sklearn_rnn.__main__ as entry
+
+    def read_only_folder(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    class Ran(Exception):
+        pass
+
+    def run(self, *args, **kwargs):
+        raise Ran
+
+    monkeypatch.setattr(entry.tempfile, "TemporaryFile", read_only_folder)
+    monkeypatch.setattr(entry.PBCStudy, "run", run)
+    existing = tmp_path / ("pbc.png" if option == "--plot" else "pbc.csv")
+    existing.write_text("old")
+    with pytest.raises(Ran):  # past the checks, into the study
+        entry.main([option, str(existing)])
+    with pytest.raises(SystemExit):  # a new file there is still refused
+        entry.main([option, str(tmp_path / ("new.png" if option == "--plot" else "new.csv"))])
+
+
 def test_the_main_job_refuses_a_plot_format_matplotlib_cannot_write_here(monkeypatch, tmp_path, capsys):
     # 'pgf' is listed as supported but needs a LaTeX install: the study ran, then savefig failed.
     from matplotlib.figure import Figure

@@ -588,7 +588,7 @@ def deadline_of(args: Any) -> float | None:
     without the flag)."""
     if args.time_budget is None:
         return None
-    if args.time_budget <= 0:
+    if not args.time_budget > 0:  # NaN too: a deadline never reached
         raise SystemExit(f"--time-budget must be a positive number of minutes; got {args.time_budget}.")
     return time.time() + 60 * args.time_budget
 

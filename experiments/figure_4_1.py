@@ -194,7 +194,15 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             lengths, seeds = tuple(args.lengths or FULL_LENGTHS), tuple(args.seeds or (0, 1, 2))
             caps = dict(FULL_CAPS)
             extra = {}
-        caps.update(parse_caps(args.caps))
+        given = parse_caps(args.caps)
+        unused = sorted(set(given) - set(lengths))
+        if unused:  # a typo ran the default cap without a word
+            raise SystemExit(
+                f"--caps names length(s) {unused}, which are not among the lengths run "
+                f"({', '.join(map(str, lengths))}): give a cap for a length that runs, or add "
+                "the length with --lengths."
+            )
+        caps.update(given)
         command = " ".join(["python", "-m", "experiments.figure_4_1",
                             *(sys.argv[1:] if argv is None else argv)])
         start = time.perf_counter()

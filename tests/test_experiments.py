@@ -416,6 +416,21 @@ def test_figure_4_1_refuses_caps_below_one(tmp_path):
         _load("figure_4_1").main(["--quick", "--out", str(tmp_path), "--caps", "5:0"])
 
 
+def test_figure_4_1_refuses_a_cap_for_a_length_it_does_not_run(tmp_path):
+    # --caps 50:20 with --lengths 5 (a typo) ran length 5 at the default cap of 300.
+    with pytest.raises(SystemExit, match=r"--caps names length\(s\) \[50\], which are not among the "
+                       r"lengths run \(5\)"):
+        _load("figure_4_1").main(["--quick", "--out", str(tmp_path), "--lengths", "5", "--caps", "50:20"])
+    assert not any(tmp_path.iterdir())  # refused before the run
+
+
+@pytest.mark.parametrize("budget", ["nan", "0", "-1"])
+def test_a_time_budget_that_is_not_a_positive_number_is_refused(budget, tmp_path):
+    # NaN passed (-1 and 0 were refused) and set a deadline that was never reached.
+    with pytest.raises(SystemExit, match=f"--time-budget must be a positive number of minutes; got {budget}"):
+        _load("figure_4_1").main(["--quick", "--out", str(tmp_path), "--time-budget", budget])
+
+
 @pytest.mark.parametrize("name", ["figure_4_1", "table_4_1"])
 def test_merge_from_a_folder_without_results_is_refused_before_the_run(name, tmp_path, capsys):
     # A mistyped --merge folder ended the script in a FileNotFoundError traceback naming

@@ -48,7 +48,11 @@ def _refitted(estimator: Any, purpose: str) -> Any:
     """A fitted search's (GridSearchCV, RNNGridSearchCV) refitted ``best_estimator_``;
     any other estimator as it is. A search fitted with ``refit=False`` holds no trained
     model: refused, saying what it was wanted for (``purpose``)."""
-    if hasattr(estimator, "cv_results_") and not hasattr(estimator, "best_estimator_"):
+    # refit=False: a best_estimator_ left by an earlier refit=True fit is of another
+    # search (scikit-learn keeps it, and guards the search's own predict).
+    if hasattr(estimator, "cv_results_") and (
+        not hasattr(estimator, "best_estimator_") or not getattr(estimator, "refit", True)
+    ):
         raise TypeError(
             f"{type(estimator).__name__} was fitted with refit=False, so it holds no trained "
             f"model {purpose}; fit it with refit=True, or use an estimator fitted with the "

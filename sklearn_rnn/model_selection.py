@@ -282,6 +282,7 @@ class RNNGridSearchCV(BaseSearchCV):
             weight = _final_rnn(self.estimator)._check_sample_weight(weight, _num_samples(X), given)
         cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
         splits = list(cv.split(X, y, groups))
+        _check_split_indices(splits, _num_samples(X), is_panel(given))
         if not splits:  # as GridSearchCV: no fit was performed, and none failed
             raise ValueError(
                 f"cv={self.cv!r} gave no (train, test) split, so there is nothing to fit or "
@@ -298,8 +299,10 @@ class RNNGridSearchCV(BaseSearchCV):
         weighted_scores = self._scores_weighted(params)
         if self.verbose:
             logger.info(
-                "RNNGridSearchCV: %d settings x %d splits = %d networks, stacks of at most %d, %s job(s)",
-                len(candidates), n_splits, (len(candidates) - len(invalid)) * n_splits, self.max_stacked,
+                "RNNGridSearchCV: %d valid settings x %d splits = %d networks, stacks of at most %d, "
+                "%s job(s)",
+                len(candidates) - len(invalid), n_splits, (len(candidates) - len(invalid)) * n_splits,
+                self.max_stacked,
                 effective_n_jobs(self.n_jobs),  # as train_stacked counts them: -1, a backend's
             )
         # Each network is prepared, trained in its chunk and scored, then let go with its
@@ -535,6 +538,18 @@ def _one_number(value: Any, scoring: Any) -> float:
 def _final_rnn(estimator: Any) -> BaseRNN:
     """The RNN estimator itself, or the last step of a pipeline."""
     final = estimator[-1] if isinstance(estimator, Pipeline) else estimator
+    if isinstance(final, type):  # the class itself: it has fit, as the constraint asks
+        raise TypeError(
+            f"RNNGridSearchCV expected an estimator instance, e.g. {final.__name__}(); got the "
+            f"class {final.__name__} itself. Create one: {final.__name__}(...)."
+        )
+    if isinstance(final, Pipeline):
+        raise TypeError(
+            "RNNGridSearchCV takes a pipeline whose last step is the RNN estimator itself; got "
+            "a pipeline ending in another pipeline. Join them into one, e.g. "
+            "Pipeline([*outer.steps[:-1], *outer.steps[-1][1].steps]) (the parameter names "
+            "then lose the inner pipeline's prefix)."
+        )
     if not isinstance(final, BaseRNN):
         raise TypeError(
             "RNNGridSearchCV trains the networks of an RNNClassifier or RNNRegressor (or of "
@@ -548,14 +563,46 @@ def _check_per_instance(X: Any, n_instances: int, values: Any, name: str) -> Non
     """Refuse ``y`` or ``groups`` (``name``) of a panel ``X`` of ``n_instances``
     instances that do not hold one entry per instance, as a column of the panel, one
     entry per row, does not."""
-    if values is None or not is_panel(X) or _num_samples(values) == n_instances:
+    if values is None or not is_panel(X):
         return
+    if isinstance(values, (str, bytes, dict, set)):  # counted by its letters or keys
+        fix = (" Pass the values themselves, not a column's name: e.g. "
+               f"X[{values!r}].groupby(level=0, sort=False).first()." if isinstance(values, str) else "")
+        raise ValueError(
+            f"{name} is a {type(values).__name__}: expected one entry per instance of the panel "
+            f"X ({n_instances}), in the order of X.index.unique(level=0).{fix}"
+        )
+    if _num_samples(values) == n_instances:
+        return
+    first = (f"{name}.groupby(level=0, sort=False).first()" if hasattr(values, "groupby") else
+             f"pandas.Series({name}, index=X.index).groupby(level=0, sort=False).first()")
     raise ValueError(
         f"{name} has {_num_samples(values)} entries, but the panel X has {n_instances} "
         f"instances: a panel is split by instance, so {name} holds one entry per instance, "
         "in the order of X.index.unique(level=0). For a column of the panel, one entry per "
-        f"row, take each instance's first: {name}.groupby(level=0, sort=False).first()."
+        f"row, take each instance's first: {first}."
     )
+
+
+def _check_split_indices(splits: list[tuple[Any, Any]], n_samples: int, panel: bool) -> None:
+    """Refuse a split whose indices run past the samples (a panel: its instances),
+    naming the index, as ``cv`` built on a panel's rows gives them."""
+    for number, split in enumerate(splits):
+        for part, indices in zip(("train", "test"), split):
+            indices = np.asarray(indices)
+            if indices.dtype == bool or not indices.size:
+                continue
+            largest, smallest = int(indices.max()), int(indices.min())
+            if largest < n_samples and smallest >= -n_samples:
+                continue
+            bad = largest if largest >= n_samples else smallest
+            what = (f"the panel X has {n_samples} instances: a panel is split by instance, so "
+                    "the splits index X.index.unique(level=0), not the panel's rows (build them "
+                    "on one entry per instance, e.g. groups of X.index.unique(level=0))"
+                    if panel else f"X has {n_samples} sequences")
+            raise ValueError(
+                f"cv gave index {bad} in the {part} part of split {number}, but {what}."
+            )
 
 
 def _results(

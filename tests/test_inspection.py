@@ -473,6 +473,14 @@ def test_a_search_without_refit_and_several_rows_of_a_table_are_refused_with_the
                               cv=2, refit=False).fit(X, y)  # was: "no attribute '_validate_sequences'"
         with pytest.raises(TypeError, match="refit=False, so it holds no trained model to inspect.*refit=True"):
             integrated_gradients(search, X[0])
+        # Refitted, then fitted again with refit=False: scikit-learn keeps the earlier
+        # best_estimator_ (another search's), which was explained without a word.
+        search.set_params(refit=True).fit(X, y)
+        integrated_gradients(search, X[0])
+        search.set_params(refit=False, param_grid={"hidden_size": [2]}).fit(X, y)
+        assert search.best_estimator_.hidden_size == 3
+        with pytest.raises(TypeError, match="refit=False, so it holds no trained model to inspect"):
+            integrated_gradients(search, X[0])
         table = pd.DataFrame(rng.normal(size=(30, 6)))
         model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0).fit(table, (table[2] > 0).astype(int))
     for rows in (table.iloc[:3], table.to_numpy()[:3]):  # was: "6 features per step, expecting 1"

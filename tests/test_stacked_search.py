@@ -695,6 +695,53 @@ def test_per_row_targets_or_groups_of_a_panel_are_refused_by_name():
     with pytest.raises(ValueError, match=rf"y has {rows} entries, but the panel X has 24 instances"):
         search.fit(panel, panel["bili"].gt(0).astype(int))
     search.fit(panel, y, groups=site.groupby(level=0, sort=False).first())  # the advice given
+    # A per-row array has no groupby: the advice wraps it. A column's name was counted by
+    # its letters ("y has 5 entries"), with advice that fails on a str.
+    per_row = panel["bili"].gt(0).astype(int).to_numpy()
+    with pytest.raises(ValueError, match=r"take each instance's first: pandas\.Series\(y, index=X\.index\)"):
+        search.fit(panel, per_row)
+    labelled = panel.assign(label=per_row, site=site)
+    for kwargs, name in (({"y": "label"}, "y"), ({"y": y, "groups": "site"}, "groups")):
+        with pytest.raises(ValueError, match=rf"^{name} is a str: expected one entry per instance of the panel "
+                           rf"X \(24\).*not a column's name: e\.g\. X\['{kwargs[name]}'\]\.groupby"):
+            search.fit(labelled, **kwargs)
+
+
+def test_splits_that_index_a_panel_s_rows_are_refused_by_name():
+    # cv built on a panel's rows (GroupKFold over its rows) gave a bare IndexError.
+    import pandas as pd
+    from sklearn.model_selection import GroupKFold
+
+    X, y = visits(24)
+    panel = pd.concat({f"p{i:02d}": pd.DataFrame(x, columns=["day", "bili"]) for i, x in enumerate(X)},
+                      names=["patient", "step"])
+    by_rows = list(GroupKFold(3).split(panel, groups=panel.index.get_level_values(0)))
+    search = RNNGridSearchCV(explicit(time_feature="day", max_iter=1), {"spectral_radius": [0.9]}, cv=by_rows)
+    with pytest.raises(ValueError, match=r"^cv gave index \d+ in the (train|test) part of split 0, but the "
+                       r"panel X has 24 instances: a panel is split by instance"):
+        search.fit(panel, y)
+    with pytest.raises(ValueError, match=r"^cv gave index 24 in the test part of split 0, but X has 24 sequences\.$"):
+        RNNGridSearchCV(explicit(max_iter=1), {"spectral_radius": [0.9]},
+                        cv=[(np.arange(12), np.arange(12, 25))]).fit(X, y)
+
+
+@pytest.mark.parametrize("given", ["class", "pipeline of a class", "nested pipeline"])
+def test_an_estimator_class_or_a_nested_pipeline_is_refused_for_what_it_is(given):
+    # The class was reported as "got ABCMeta ... use GridSearchCV" (which refuses it too);
+    # a pipeline ending in a pipeline ending in an RNN as "got Pipeline".
+    from sklearn.pipeline import Pipeline
+
+    X, y = visits(12)
+    estimator = {"class": RNNClassifier,
+                 "pipeline of a class": make_pipeline(SequenceStandardScaler(), RNNClassifier),
+                 "nested pipeline": Pipeline([("pre", SequenceStandardScaler()),
+                                              ("model", make_pipeline(SequenceStandardScaler(), explicit()))])}[given]
+    match = (r"takes a pipeline whose last step is the RNN estimator itself; got a pipeline ending in "
+             r"another pipeline\. Join them into one" if given == "nested pipeline" else
+             r"^RNNGridSearchCV expected an estimator instance, e\.g\. RNNClassifier\(\); got the class "
+             r"RNNClassifier itself")
+    with pytest.raises(TypeError, match=match):
+        RNNGridSearchCV(estimator, {"spectral_radius": [0.9]}, cv=2).fit(X, y)
 
 
 @pytest.mark.parametrize("options", [

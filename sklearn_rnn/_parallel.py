@@ -105,7 +105,7 @@ def worker_thread_budget() -> int | None:
     if worker is not None:
         from joblib import cpu_count  # the CPUs this process may use (affinity, quotas)
 
-        share = max(1, cpu_count() // max(1, int(worker.state.nthreads)))
+        share = max(1, cpu_count() // _task_threads_of_process(worker))
         # The variable as Dask's nanny sets it for a worker process, within the share: a
         # worker in the caller's process (Client(processes=False)) reads the user's own,
         # often every core, which each of its threads would take.
@@ -147,6 +147,18 @@ def _in_joblib_task() -> bool:
 
     backend, _ = get_active_backend()
     return getattr(backend, "nesting_level", 0) >= 1
+
+
+def _task_threads_of_process(worker: Any) -> int:
+    """The task threads of every Dask worker running in this process: one in a worker
+    process, all of an in-process cluster's (``LocalCluster(processes=False,
+    n_workers=k)``), whose tasks share its CPUs."""
+    from distributed import Worker
+
+    here = [other for other in list(getattr(Worker, "_instances", ()))  # those alive in this process
+            if getattr(getattr(other, "status", None), "name", "") in ("running", "paused")]
+    together = sum(int(other.state.nthreads) for other in here if other is not worker)
+    return max(1, int(worker.state.nthreads)) + together
 
 
 def _dask_worker() -> Any:

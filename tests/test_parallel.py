@@ -240,3 +240,18 @@ def test_a_search_on_an_in_process_dask_cluster_leaves_the_callers_thread_count(
     if fresh == "1":
         pytest.skip("torch runs one thread here: a lowered count cannot be told from it")
     assert run(script) == f"{fresh} {fresh}"
+
+
+@pytest.mark.dask
+def test_in_process_dask_workers_share_the_process_s_cpus():
+    # Each task's share divided the CPUs by its own worker's threads only: two in-process
+    # workers of one thread each took every core apiece (4 threads on 2 cores).
+    distributed = pytest.importorskip("distributed")
+    from sklearn_rnn._parallel import _environment_threads, worker_thread_budget
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        shares = client.gather(client.map(lambda i: worker_thread_budget(), range(4)))
+    expected = max(1, joblib.cpu_count() // 2)
+    environment = _environment_threads()  # OMP_NUM_THREADS and the like, read within the share
+    assert set(shares) == {expected if environment is None else min(environment, expected)}

@@ -97,7 +97,10 @@ class RNNGridSearchCV(BaseSearchCV):
         Stacks trained at the same time, in joblib worker processes: the networks are
         cut into at least ``n_jobs`` stacks. With 2 on a 2-core machine, two stacks of
         half the networks each use both cores. None means 1 (one stack, this
-        process), unless in a :func:`joblib.parallel_backend` context.
+        process), unless in a :func:`joblib.parallel_backend` context. Stacks of
+        other sizes round differently, so scores may differ with ``n_jobs`` (and
+        ``max_stacked``) in their last digits (1e-9 seen), enough to swap near-tied
+        candidates' ranks.
     verbose : int, default=0
         Log (``logging``, level INFO) how many networks are trained in how many jobs.
 

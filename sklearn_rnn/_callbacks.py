@@ -241,6 +241,7 @@ class EarlyStopping(_SkorchEarlyStopping):
         self.kept_start_ = False
         self.stopped_ = False
         self._decided = len(net.history)  # the last epoch the rule judged
+        self._finished = False
         # The weights the next epoch starts from, kept when the training loss is watched.
         self._epoch_start = _weights(net) if self._watches_training_loss() else None
 
@@ -296,6 +297,15 @@ class EarlyStopping(_SkorchEarlyStopping):
                 self._epoch_start = end  # never changed in place: shared, not copied
 
     def on_train_end(self, net: Any, X: Any = None, **kwargs: Any) -> None:
+        if not getattr(self, "_finished", False):  # done by finish() before the user's callbacks
+            self.finish(net, X, **kwargs)
+
+    def finish(self, net: Any, X: Any = None, **kwargs: Any) -> None:
+        """End training: judge an epoch left unjudged, restore the best epoch's weights and
+        say so. The estimators' training guard calls it before the user's callbacks'
+        ``on_train_end``, which then see the weights kept; ``on_train_end`` then does
+        nothing."""
+        self._finished = True
         if len(net.history) <= self._epochs_before:
             # No epoch of the call finished (its first diverged, or was interrupted): the
             # weights it started from stay, as the training guard's warning says.

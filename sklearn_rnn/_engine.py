@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from skorch import NeuralNet
 from skorch.callbacks import (
     BatchScoring,
@@ -68,10 +69,13 @@ from ._callbacks import (
     PlainPrintLog,
     TrainingGuard,
     score_weights,
+    _finite_parameters,
     _is_terminal,
+    _kept,
     _restore,
     _snapshot,
 )
+from ._gathered import warn
 from ._inference import LAST_STEP, OutputSteps, run_network
 from .optim import SimplexSGD, temporal_gradients
 from .sequences import BucketBatchLoader, SequenceDataset, restore_layout
@@ -93,6 +97,11 @@ ENGINE_CALLBACKS = frozenset({"clip", "valid_score", "train_objective", "guard",
 #: with ``verbose``, ``valid_loss`` with validation data); a user's callback may not take them
 #: either, whether the call at hand runs them or not.
 SKORCH_CALLBACKS = frozenset({"epoch_timer", "train_loss", "valid_loss", "print_log"})
+#: History keys the engine and skorch write each epoch, which the stopping rule and the
+#: fitted attributes (``loss_curve_``, ``validation_scores_``) read: a user's scorer may not
+#: write under them (or their ``_best`` keys).
+RECORDED = frozenset({"train_loss", "valid_loss", "valid_score", "train_objective", "dur", "epoch",
+                      "batches"})
 
 
 class _History(History):
@@ -701,6 +710,15 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
                 f"uses for its own ({', '.join(sorted(ENGINE_CALLBACKS))}) or for skorch's "
                 f"default callbacks ({', '.join(sorted(SKORCH_CALLBACKS))}); choose another name."
             )
+        written = getattr(item[1], "name", None) if isinstance(item[1], (EpochScoring, BatchScoring)) else None
+        if isinstance(written, str) and written.removesuffix("_best") in RECORDED:
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {item[0]!r} ({type(item[1]).__name__}) writes its "
+                f"score under name={written!r}, a record of the estimator's own history "
+                f"({', '.join(sorted(RECORDED))}, and their _best keys) that the stopping rule "
+                "and loss_curve_ / validation_scores_ read: it would replace them. Give the "
+                f"scorer another name, e.g. name='my_{written.removesuffix('_best')}'."
+            )
         if (isinstance(item[1], EpochScoring) and not item[1].use_caching
                 and not callable(item[1].scoring)):
             raise ValueError(
@@ -725,6 +743,15 @@ def _check_scorers_take_steps(pairs: list[tuple[str, Callback]], owner: str) -> 
     scikit-learn's scorers take one target per sequence and would fail after the first
     epoch (or batch) on the per-step targets."""
     for name, callback in pairs:
+        if isinstance(callback, EpochScoring) and type(callback) not in (EpochScoring, StepEpochScoring):
+            raise ValueError(
+                f"{owner}(callbacks=...) callback {name!r} is a subclass of EpochScoring "
+                f"({type(callback).__name__}): {owner} has an output at every step, and joins an "
+                "EpochScoring's cached batches of other lengths through its own class, which a "
+                "subclass would lose (it failed after the first epoch in numpy's concatenate). "
+                "Use EpochScoring itself, with what the subclass adds in a callback of its own "
+                "(e.g. one that reads the score from net.history in on_epoch_end)."
+            )
         if isinstance(callback, (EpochScoring, BatchScoring)) and not callable(callback.scoring):
             kind, epoch = type(callback).__name__, isinstance(callback, EpochScoring)
             how = (
@@ -1023,9 +1050,34 @@ class FitGuard(TrainingGuard):
     """The training guard of the estimators' calls, quiet about an interrupt before any
     epoch of the call finished: the unfinished epoch is dropped and the state the call
     started from restored, and the estimator re-raises the interrupt (nothing of the
-    call is kept, so a Ctrl-C also ends a loop of ``partial_fit`` calls)."""
+    call is kept, so a Ctrl-C also ends a loop of ``partial_fit`` calls).
+
+    At the end of training it also has the stopping rule ("stop", after the user's
+    callbacks) restore its best epoch, so that the user's callbacks' ``on_train_end``
+    (a ``TrainEndCheckpoint``) see the weights the estimator keeps; and it checks those
+    weights once more, as a user's callback may have changed them after its own check
+    of the last epoch."""
 
     quiet_before_first_epoch = True
+
+    def on_train_end(self, net: Any, **kwargs: Any) -> None:
+        super().on_train_end(net, **kwargs)
+        stop = dict(net.callbacks_).get("stop")
+        if isinstance(stop, EarlyStopping):
+            stop.finish(net, **kwargs)
+        if _finite_parameters(net.module_) or self._snapshot is None:
+            return
+        # Spoiled after this guard's check of the last epoch, by a callback after it.
+        epoch = len(net.history)
+        net.history.pop()
+        _restore(net, self._snapshot)
+        warn(
+            f"{self.owner}: the weights became non-finite at the end of epoch {epoch}, after "
+            "the training guard's check of them: in a callback after it (a user's callback "
+            f"that edits the weights?). Training stopped and {_kept(epoch - 1, False)}.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
 
 
 class Rollback:

@@ -2654,7 +2654,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     callbacks : list of (str, skorch callback) or None, default=None
         Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
         engine after its own (gradient clipping, the validation score, the training
-        guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
+        guard) and before its stopping rule, whose best epoch is restored before their
+        ``on_train_end`` (a ``TrainEndCheckpoint`` saves the weights kept); a scorer may
+        not write under the history's own records (``name='valid_loss'``, ...):
+        a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint` (which saves; to resume, continue the fitted
         estimator with ``warm_start`` or ``partial_fit``: a
         :class:`~skorch.callbacks.LoadInitState` is refused),
@@ -3321,7 +3324,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     callbacks : list of (str, skorch callback) or None, default=None
         Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
         engine after its own (gradient clipping, the validation score, the training
-        guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
+        guard) and before its stopping rule, whose best epoch is restored before their
+        ``on_train_end`` (a ``TrainEndCheckpoint`` saves the weights kept); a scorer may
+        not write under the history's own records (``name='valid_loss'``, ...):
+        a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint` (which saves; to resume, continue the fitted
         estimator with ``warm_start`` or ``partial_fit``: a
         :class:`~skorch.callbacks.LoadInitState` is refused),

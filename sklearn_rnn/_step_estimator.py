@@ -146,7 +146,11 @@ class RNNStepClassifier(BaseRNN):
     callbacks : list of (str, skorch callback) or None, default=None
         Your own skorch callbacks, as ``(name, callback)`` pairs, run by the training
         engine after its own (gradient clipping, the validation score, the training
-        guard) and before its stopping rule: a :class:`skorch.callbacks.LRScheduler`,
+        guard) and before its stopping rule, whose best epoch is restored before their
+        ``on_train_end`` (a ``TrainEndCheckpoint`` saves the weights kept); a scorer may
+        not write under the history's own records (``name='valid_loss'``, ...), and an
+        ``EpochScoring`` must be skorch's own class, not a subclass (its batches of other
+        lengths are joined by the engine's): a :class:`skorch.callbacks.LRScheduler`,
         :class:`~skorch.callbacks.Checkpoint` (which saves; to resume, continue the fitted
         estimator with ``warm_start`` or ``partial_fit``: a
         :class:`~skorch.callbacks.LoadInitState` is refused),

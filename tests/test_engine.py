@@ -7,12 +7,14 @@ import ast
 import copy
 import pathlib
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 import skorch
 import torch
 from sklearn.base import BaseEstimator, clone, is_classifier
+from sklearn.exceptions import ConvergenceWarning
 from skorch import NeuralNet
 from skorch.callbacks import (BatchScoring, Callback, Checkpoint, EarlyStopping, EpochScoring,
                                LoadInitState, LRScheduler, PassthroughScoring, PrintLog)
@@ -818,3 +820,102 @@ def test_a_callback_watching_the_objective_runs_where_there_is_a_penalty():
     callbacks = [("es", EarlyStopping(monitor="train_objective", patience=50))]
     model = RNNRegressor(hidden_size=4, max_iter=3, alpha=0.01, callbacks=callbacks).fit(X, y.astype(float))
     assert len(model.net_.history[:, "train_objective"]) == 3
+
+
+# ------------------------------------------------ callbacks at the engine's records (step42)
+def _step_task(n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(k, 2)) for k in rng.integers(2, 12, size=n)]
+    return X, [np.hstack([x[:, :1] > 0, x[:, 1:] > 0]).astype(float) for x in X]
+
+
+@pytest.mark.parametrize("name", ["valid_loss", "valid_score", "train_loss", "train_loss_best"])
+def test_a_users_scorer_may_not_write_under_the_engines_own_records(name):
+    # EpochScoring(name='valid_loss') replaced the record the stopping rule reads: it kept
+    # epoch 1 of 4 (the worst), and loss_curve_ showed the user's constant.
+    from skorch.callbacks import EpochScoring
+
+    from sklearn_rnn import RNNStepClassifier
+
+    X, y = _step_task()
+    scorer = EpochScoring(lambda net, X_, y_: 123.0, on_train=name.startswith("train"), name=name)
+    with pytest.raises(ValueError, match=rf"callback 'mine' \(EpochScoring\) writes its score under "
+                                         rf"name='{name}', a record of the estimator's own history.*"
+                                         r"Give the scorer another name"):
+        RNNStepClassifier(hidden_size=4, max_iter=2, callbacks=[("mine", scorer)]).fit(X, y)
+
+
+def test_a_subclass_of_epoch_scoring_is_refused_for_per_step_outputs_before_training():
+    # It was not given the per-step joining of cached batches: numpy's concatenate error
+    # after the first epoch, the whole fit lost.
+    from skorch.callbacks import EpochScoring
+
+    from sklearn_rnn import RNNStepClassifier
+
+    class Logged(EpochScoring):
+        pass
+
+    X, y = _step_task()
+    mean_output = lambda net, X_, y_: float(net.forward(X_).nanmean())  # noqa: E731
+    with pytest.raises(ValueError, match=r"callback 'mo' is a subclass of EpochScoring \(Logged\).*Use "
+                                         r"EpochScoring itself"):
+        RNNStepClassifier(hidden_size=4, max_iter=2, callbacks=[("mo", Logged(mean_output, on_train=True,
+                                                                             name="mo"))]).fit(X, y)
+    model = RNNStepClassifier(hidden_size=4, max_iter=2, batch_size=8, random_state=0,
+                              callbacks=[("mo", EpochScoring(mean_output, on_train=True, name="mo"))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert len(model.fit(X, y).net_.history[:, "mo"]) == 2
+
+
+def test_a_users_train_end_callback_sees_the_weights_the_estimator_keeps():
+    # The stopping rule restored the best epoch after the user's on_train_end: a
+    # TrainEndCheckpoint saved the last epoch's weights, not the fitted model.
+    from skorch.callbacks import Callback
+
+    from sklearn_rnn import RNNStepClassifier
+
+    class AtTrainEnd(Callback):
+        def on_train_end(self, net, **kwargs):
+            self.state_ = {k: v.clone() for k, v in net.module_.state_dict().items()}
+
+    X, y = _step_task()
+    model = RNNStepClassifier(hidden_size=4, max_iter=6, batch_size=8, random_state=0, learning_rate=0.5,
+                              early_stopping=True, validation_fraction=0.3, n_iter_no_change=1,
+                              callbacks=[("end", AtTrainEnd())])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)
+    assert model.best_epoch_ < model.n_iter_  # a restore happened
+    seen = dict(model.net_.callbacks_)["end"].state_
+    for key, value in model.module_.state_dict().items():
+        assert torch.equal(seen[key], value)
+
+
+def test_weights_a_users_callback_spoils_after_the_guard_s_check_are_rolled_back():
+    # A callback that made the weights NaN at the last epoch's end: fit returned a NaN
+    # model without a word, and predict blamed the inputs' scale.
+    from skorch.callbacks import Callback
+
+    from sklearn_rnn import RNNStepClassifier
+
+    class Spoil(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            if len(net.history) == 3:
+                with torch.no_grad():
+                    for parameter in net.module_.parameters():
+                        parameter.mul_(float("nan"))
+
+    X, y = _step_task()
+    two = RNNStepClassifier(hidden_size=4, max_iter=2, batch_size=8, random_state=0, learning_rate=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        two.fit(X, y)
+    spoiled = RNNStepClassifier(hidden_size=4, max_iter=3, batch_size=8, random_state=0, learning_rate=0.1,
+                                callbacks=[("spoil", Spoil())])
+    with pytest.warns(ConvergenceWarning, match=r"the weights became non-finite at the end of epoch 3, after "
+                      r"the training guard's check.*the weights of epoch 2 are kept"):
+        spoiled.fit(X, y)
+    assert spoiled.n_iter_ == 2
+    for a, b in zip(spoiled.module_.parameters(), two.module_.parameters(), strict=True):
+        assert torch.equal(a, b)

@@ -166,7 +166,8 @@ class RNNStepClassifier(BaseRNN):
         objects given here are never changed (what cannot be deep-copied, a logger's
         open file or lock, is shared with the copy); they are made when the network is built
         and again when the training settings change (a stream of ``partial_fit``
-        calls, or warm-started fits, keep them with their state). Every training call
+        calls, or warm-started fits, keep them with their state, unless ``verbose``
+        changes: the log is a callback too). Every training call
         starts at ``learning_rate`` and runs the schedule of a
         :class:`~skorch.callbacks.LRScheduler` from its start, as a first fit does
         (unless the callback names its own ``last_epoch``): what a scheduler did to the
@@ -309,10 +310,16 @@ class RNNStepClassifier(BaseRNN):
                         "after its last observed step). Fill it with 0 or 1, or drop step "
                         f"{step} from both X[{index}] and y[{index}]."
                     )
+                value = float(target[step, column])
+                # Every row from there on that one value: padding (-1, PyTorch's -100), which
+                # thresholding would turn into targets.
+                padding = bool((target[step:] == value).all())
+                fix = (f"If {value!r} pads y past the end of sequence {index} of X, pad with NaN "
+                       "instead (trailing all-NaN rows are padding)." if padding else
+                       "Threshold or binarize them first.")
                 raise ValueError(
-                    f"y[{index}] holds {float(target[step, column])!r} at step {step}, output "
-                    f"{column}: the targets must be 0 or 1 (a Bernoulli variable per output "
-                    "and step). Threshold or binarize them first."
+                    f"y[{index}] holds {value!r} at step {step}, output {column}: the targets "
+                    f"must be 0 or 1 (a Bernoulli variable per output and step). {fix}"
                 )
             targets.append(target)
         widths = {target.shape[1] for target in targets}

@@ -302,6 +302,22 @@ def test_a_missing_target_before_a_sequences_end_is_refused_with_its_own_fix():
     assert "binarize" not in str(error.value)
 
 
+@pytest.mark.parametrize("sentinel", [-1.0, -100.0])
+def test_targets_padded_with_a_sentinel_are_told_to_pad_with_nan(sentinel):
+    # A (n, T, k) array padded with -1 (or PyTorch's -100) past X's ends was told to
+    # "Threshold or binarize them first", which would turn the padding into targets.
+    X, y = _small()
+    T = max(len(t) for t in y)
+    padded = np.full((len(y), T, y[0].shape[1]), sentinel)
+    for i, t in enumerate(y):
+        padded[i, : len(t)] = t
+    short = next(i for i, t in enumerate(y) if len(t) < T)
+    with pytest.raises(ValueError, match=rf"y\[{short}\] holds {sentinel!r} at step {len(y[short])}, output 0.*If "
+                       rf"{sentinel!r} pads y past the end of sequence {short} of X, pad with NaN instead") as error:
+        RNNStepClassifier(max_iter=1).fit(X, padded)
+    assert "binarize" not in str(error.value)
+
+
 def test_error_on_one_target_per_sequence():
     X, _ = _small()
     with pytest.raises(ValueError, match="one \\(T_i, k\\) array of 0/1 targets per sequence"):

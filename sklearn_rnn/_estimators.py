@@ -203,6 +203,20 @@ def _check_float32_weights(weight: np.ndarray, class_weight: Any = None) -> None
         )
 
 
+def _clone_sharing(callback: Any) -> Any:
+    """A clone of a skorch callback, as :func:`~sklearn.base.clone` makes one, sharing the
+    parameters that cannot be copied (an open file)."""
+    if not hasattr(callback, "get_params"):
+        return copy.deepcopy(callback)
+    params = {}
+    for name, value in callback.get_params(deep=False).items():
+        try:
+            params[name] = clone(value, safe=False)
+        except (TypeError, copy.Error):
+            params[name] = value  # shared, as fit shares it
+    return type(callback)(**params)
+
+
 def _chunks(sizes: list[int], budget: int) -> list[tuple[int, int]]:
     """``(start, stop)`` ranges of consecutive items whose sizes add up to at most
     ``budget``, or of one item larger than it.
@@ -1755,6 +1769,28 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         True
         """
         return load_model(path, expected=cls)
+
+    def __sklearn_clone__(self) -> BaseRNN:
+        """scikit-learn's :func:`~sklearn.base.clone`, sharing with the clone what a
+        callback holds that cannot be copied (a logger's open file or lock), as ``fit``
+        shares it with its training copy: ``clone``, ``cross_val_score`` and searches
+        failed with ``cannot pickle '_io.TextIOWrapper'``.
+
+        Returns
+        -------
+        estimator
+            Unfitted, with the same parameters.
+        """
+        try:
+            return super().__sklearn_clone__()
+        except (TypeError, copy.Error):
+            if not isinstance(self.callbacks, (list, tuple)):
+                raise
+        params = {name: clone(value, safe=False) for name, value in self.get_params(deep=False).items()
+                  if name != "callbacks"}
+        callbacks = [(item[0], _clone_sharing(item[1])) if isinstance(item, tuple) and len(item) == 2
+                     else clone(item, safe=False) for item in self.callbacks]
+        return type(self)(**params, callbacks=callbacks)
 
     def __getstate__(self) -> dict[str, Any]:
         """The state pickle, joblib, ``copy.deepcopy`` and skops.io store.

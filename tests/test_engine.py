@@ -919,3 +919,31 @@ def test_weights_a_users_callback_spoils_after_the_guard_s_check_are_rolled_back
     assert spoiled.n_iter_ == 2
     for a, b in zip(spoiled.module_.parameters(), two.module_.parameters(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_an_estimator_whose_callback_holds_an_open_file_clones_and_cross_validates(tmp_path):
+    # fit shared the file with its training copy, but clone (and so cross_val_score and
+    # searches) deep-copied the callback's parameters: "cannot pickle '_io.TextIOWrapper'".
+    from sklearn.model_selection import cross_val_score
+
+    from sklearn_rnn import RNNClassifier
+
+    class FileLog(Callback):
+        def __init__(self, f):
+            self.f = f
+
+        def on_epoch_end(self, net, **kwargs):
+            self.f.write(f"{net.history[-1, 'train_loss']}\n")
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(20)]
+    y = np.arange(20) % 2
+    with open(tmp_path / "log.txt", "w") as f:
+        model = RNNClassifier(hidden_size=3, max_iter=1, random_state=0, callbacks=[("log", FileLog(f))])
+        twin = clone(model)
+        assert twin.callbacks[0][1] is not model.callbacks[0][1] and twin.callbacks[0][1].f is f
+        assert twin.get_params(deep=False).keys() == model.get_params(deep=False).keys()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            assert len(cross_val_score(model, X, y, cv=2)) == 2
+    assert len((tmp_path / "log.txt").read_text().splitlines()) == 2  # one epoch per fold

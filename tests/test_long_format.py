@@ -386,3 +386,72 @@ def test_a_time_unit_without_its_unit_is_refused(unit):
         from_long_format(table, id_column="p", time_column="day", time_unit=unit)
     weeks = from_long_format(table, id_column="p", time_column="day", time_unit="7D")[0][0][:, 0]
     np.testing.assert_array_equal(weeks, [0.0, 1.0])
+
+
+# ----------------------------------------------------------------- panel42
+@pytest.mark.parametrize("kind", ["datetime", "timedelta"])
+def test_to_long_format_refuses_datetime_ids_in_another_order(kind):
+    # ids.tolist() turned datetime64[ns] ids into ints: the guard never matched and 0.9
+    # went under the other date.
+    days = pd.to_datetime(["2024-01-02", "2024-01-02", "2024-01-01"]).as_unit("ns")
+    table = pd.DataFrame({"id": days if kind == "datetime" else days - days.min(), "t": [0.0, 1, 0],
+                          "x": [1.0, 2, 3]})
+    _, ids = from_long_format(table, id_column="id", time_column="t")
+    risk = pd.Series([0.9, 0.1], index=pd.Index(ids)[::-1])
+    with pytest.raises(ValueError, match="indexed by the same ids in another order"):
+        to_long_format(risk, ids, columns="risk")
+    assert to_long_format(risk.loc[ids], ids, columns="risk")["risk"].tolist() == [0.1, 0.9]
+
+
+def test_a_part_of_a_multiindex_column_name_is_refused_as_the_id_or_time():
+    # groupby().agg([...]).reset_index() names ('id', ''): 'id' was taken as a partial key,
+    # and ('id', '') and ('day', '') were then read as features.
+    raw = pd.DataFrame({"id": [1, 1, 1, 2], "day": [0, 0, 5, 0], "hr": [60.0, 64, 70, 80]})
+    table = raw.groupby(["id", "day"]).agg(["mean", "max"]).reset_index()
+    with pytest.raises(ValueError, match=r"^id_column 'id' names only part of a column of the table, whose "
+                       r"columns have 2 levels, e\.g\. \('id', ''\).*flatten the columns first"):
+        from_long_format(table, id_column="id", time_column="day")
+    X, _ = from_long_format(table, id_column=("id", ""), time_column=("day", ""), as_frame=True)
+    assert X[0].columns.tolist() == [("day", ""), ("hr", "mean"), ("hr", "max")]
+
+
+def test_a_categorical_time_column_is_told_to_take_its_values_not_to_parse_dates():
+    # pandas.to_datetime of the numbers made day 7 into 7 nanoseconds.
+    table = pd.DataFrame({"id": [1, 1, 2], "t": pd.Categorical([0, 7, 0]), "x": [1.0, 2, 3]})
+    with pytest.raises(TypeError, match=r"got dtype category\. It is categorical, of numbers: take their "
+                       r"values first, e\.g\. table\[col\]\.astype\(float\)\.$"):
+        from_long_format(table, id_column="id", time_column="t")
+    X, _ = from_long_format(table.assign(t=table["t"].astype(float)), id_column="id", time_column="t")
+    assert X[0][:, 0].tolist() == [0.0, 7.0]
+
+
+def test_time_unit_takes_a_numpy_duration_and_refuses_a_signed_bare_number():
+    table = pd.DataFrame({"id": [1, 1], "t": pd.to_datetime(["2024-01-01", "2024-01-03"]), "x": [1.0, 2]})
+    X, _ = from_long_format(table, id_column="id", time_column="t", time_unit=np.timedelta64(1, "D"))
+    assert X[0][:, 0].tolist() == [0.0, 2.0]  # refused as "1 days nanoseconds"
+    with pytest.raises(ValueError, match=r"time_unit must carry its unit.*got '\+7'"):
+        from_long_format(table, id_column="id", time_column="t", time_unit="+7")  # 7 nanoseconds
+
+
+def test_a_melted_table_is_told_to_pivot_before_its_text_column_is_named():
+    # Told first to one-hot encode the variable column, whose pivot hint then lost its names.
+    melted = pd.DataFrame({"id": [1, 1, 2, 2], "t": [0, 0, 0, 0], "var": ["hr", "bp", "hr", "bp"],
+                           "val": [60.0, 120, 70, 110]})
+    with pytest.raises(ValueError, match=r"melted table.*table\.pivot_table\(index=\['id', 't'\], "
+                       r"columns='var', values='val'\)\.reset_index\(\)"):
+        from_long_format(melted, id_column="id", time_column="t")
+
+
+def test_per_step_predictions_in_an_object_array_or_series_are_refused():
+    ragged = np.empty(2, dtype=object)
+    ragged[0], ragged[1] = np.array([0, 1]), np.array([1, 1, 0])
+    for values in (ragged, pd.Series(list(ragged), index=["a", "b"])):
+        with pytest.raises(ValueError, match=r"^values must be per-sample results; got a (ndarray|Series) of 2 arrays"):
+            to_long_format(values, ["a", "b"])
+
+
+def test_a_sparse_integer_time_column_is_read():
+    # pandas' "Cannot interpret 'Sparse[int64, 0]' as a data type".
+    table = pd.DataFrame({"id": [1, 1, 2], "t": pd.arrays.SparseArray([0, 1, 0]), "x": [1.0, 2, 3]})
+    X, ids = from_long_format(table, id_column="id", time_column="t")
+    assert [x[:, 0].tolist() for x in X] == [[0.0, 1.0], [0.0]] and ids.tolist() == [1, 2]

@@ -767,3 +767,36 @@ def test_a_panel_whose_time_level_is_boolean_is_told_it_holds_booleans():
                                         r"booleans \(True/False\), which do not say when") as error:
         check_sequences(table.set_index(["patient", "late"]))
     assert "text dates" not in str(error.value) and "to_numeric" not in str(error.value)
+
+
+def test_a_panel_that_keeps_its_id_as_a_column_is_refused():
+    # set_index([...], drop=False) kept patient_id among the features: the network trained
+    # on raw ids, which a list of frames is refused for.
+    visits = pd.DataFrame({"patient_id": [7, 7, 9, 9, 11], "day": [0.0, 30, 0, 10, 0],
+                           "bili": [1.2, 1.5, 0.7, 0.9, 2.0]})
+    panel = visits.set_index(["patient_id", "day"], drop=False)
+    with pytest.raises(ValueError, match=r"X's columns include 'patient_id', named like an id and holding one "
+                       r"value per instance.*X = X\.drop\(columns=\['patient_id'\]\)"):
+        model().fit(panel, [0, 1, 0])
+    assert model().fit(panel.drop(columns=["patient_id"]), [0, 1, 0]).feature_names_in_.tolist() == ["day", "bili"]
+
+
+def test_a_groupby_or_its_pairs_are_refused_with_the_frames_to_take():
+    from sklearn_rnn.sequences import check_sequences
+
+    table = pd.DataFrame({"pid": [1, 1, 2, 2, 3], "day": [0.0, 1, 0, 1, 0], "x": [1.0, 2, 3, 4, 5]})
+    for X, got in ((table.groupby("pid"), "a pandas DataFrameGroupBy"),
+                   (list(table.groupby("pid")), r"a list of \(key, frame\) pairs"),
+                   (table.groupby("pid")["x"], "a pandas SeriesGroupBy")):
+        with pytest.raises(TypeError, match=rf"expected X to hold sequences; got {got}.*frame\.drop\(columns="):
+            check_sequences(X)
+
+
+def test_a_nested_tensor_is_laid_out_as_sequences():
+    # input_layout said 'padded', although a nested tensor is read as its list of tensors.
+    import torch
+
+    from sklearn_rnn.sequences import input_layout
+
+    nested = torch.nested.nested_tensor([torch.ones(3, 2), torch.zeros(1, 2)], layout=torch.jagged)
+    assert input_layout(nested) == "sequences"

@@ -61,6 +61,17 @@ def _check_columns(table: pd.DataFrame, columns: Sequence[Any], role: str, one: 
                 "combine them into one first, e.g. table.assign(key=table[a].astype(str) + '/' "
                 "+ table[b].astype(str))."
             )
+    if isinstance(table.columns, pd.MultiIndex):  # groupby(...).agg([...]).reset_index()
+        partial = [c for c in columns if c in table.columns and c not in list(table.columns)]
+        if partial:
+            raise ValueError(
+                f"{role} {partial[0]!r} names only part of a column of the table, whose columns "
+                f"have {table.columns.nlevels} levels, e.g. {table.columns[0]!r}: the full "
+                f"name is needed (a part names several columns, or is read as the id and time "
+                "again among the features). Pass the full name, or flatten the columns first, "
+                "e.g. table.columns = ['_'.join(str(p) for p in c if p != '') for c in "
+                "table.columns]."
+            )
     missing = [c for c in columns if c not in table.columns]
     if missing:
         in_index = [c for c in missing if c is not None and c in [n for n in table.index.names if n is not None]]
@@ -80,8 +91,10 @@ def _resolve_features(
     time_column: Any,
     feature_columns: Any,
     exclude: Sequence[Any] = (),
+    check_types: bool = True,
 ) -> list[Any]:
-    """Return the feature column names, checked to exist and be numeric.
+    """Return the feature column names, checked to exist and, with ``check_types``, be
+    numeric.
 
     With ``feature_columns=None`` every column except the id, time and
     ``exclude`` columns is a feature.
@@ -111,6 +124,8 @@ def _resolve_features(
             )
         if len(set(features)) != len(features):
             raise ValueError(f"feature_columns has repeated names: {features}. List each once.")
+    if not check_types:
+        return features
     non_numeric = [c for c in features if not real_column(table, c, table[c].dtype)]
     if non_numeric:
         dtypes = {c: str(table[c].dtype) for c in non_numeric}
@@ -192,9 +207,10 @@ def elapsed_time(values: pd.Series, origin: Any, unit: Any = "1D") -> NDArray[np
 def _duration(unit: Any, name: str) -> pd.Timedelta:
     """``unit`` as a positive duration; a bare number (7, 1.5, '7'), which pandas reads
     as nanoseconds (a day was then 8.64e13), is refused with the unit to add."""
-    bare = (isinstance(unit, (int, float, np.number)) and not isinstance(unit, (bool, np.bool_))) or (
-        isinstance(unit, str) and unit.strip().replace(".", "", 1).isdigit()
-    )
+    bare = (
+        isinstance(unit, (int, float, np.number))
+        and not isinstance(unit, (bool, np.bool_, np.timedelta64))  # an int to numpy, with its unit
+    ) or (isinstance(unit, str) and unit.strip().lstrip("+-").replace(".", "", 1).isdigit())
     if bare:
         raise ValueError(
             f"{name} must carry its unit, e.g. '7D', '1h' or pd.Timedelta(days=7); got "
@@ -231,6 +247,8 @@ def _numeric_time(
                if pd.api.types.infer_dtype(column, skipna=True) == "boolean" else
                "Convert the periods to dates first, e.g. table[col].dt.to_timestamp()."
                if isinstance(column.dtype, pd.PeriodDtype) else
+               _categorical_hint(column)
+               if isinstance(column.dtype, pd.CategoricalDtype) else
                "It holds numbers in an object column: convert them to numbers first, e.g. "
                "pandas.to_numeric(table[col])."
                if holds_numbers(table, time_column, column.dtype) else
@@ -250,13 +268,30 @@ def _numeric_time(
     return time
 
 
+def _categorical_hint(column: pd.Series) -> str:
+    """How to read a categorical time column: by its categories' own values (numbers, or
+    dates as text), never through pandas.to_datetime of numbers (day 7: 7 nanoseconds)."""
+    categories = column.cat.categories
+    if pd.api.types.is_numeric_dtype(categories.dtype):
+        return ("It is categorical, of numbers: take their values first, e.g. "
+                "table[col].astype(float).")
+    if pd.api.types.is_datetime64_any_dtype(categories.dtype):
+        return ("It is categorical, of dates: take their values first, e.g. "
+                "table[col].astype(table[col].cat.categories.dtype).")
+    return ("It is categorical: take the values of its categories first, e.g. "
+            "pandas.to_numeric(table[col].astype(str)) for numbers, or "
+            "pandas.to_datetime(table[col].astype(str)) for dates written as text.")
+
+
 def _time_key(column: pd.Series, time: NDArray[np.float64]) -> NDArray[Any]:
     """What orders the rows of a time column and finds its repeated times: its own
     integers (dates and durations as integer counts of their unit), else ``time``."""
     if pd.api.types.is_datetime64_any_dtype(column) or pd.api.types.is_timedelta64_dtype(column):
         return np.asarray(column.array.asi8)
     if pd.api.types.is_integer_dtype(column):
-        return column.to_numpy(dtype=getattr(column.dtype, "numpy_dtype", column.dtype))
+        dtype = column.dtype
+        dtype = getattr(dtype, "numpy_dtype", getattr(dtype, "subtype", dtype))  # nullable, sparse
+        return column.to_numpy(dtype=dtype)
     return time
 
 
@@ -403,18 +438,17 @@ def from_long_format(
             f"id_column and time_column are the same column ({id_column!r}): expected one "
             "column naming the sequence of each row and another holding its time."
         )
-    features = _resolve_features(table, id_column, time_column, feature_columns)
+    named = _resolve_features(table, id_column, time_column, feature_columns, check_types=False)
     time = _numeric_time(table, time_column, time_unit)  # (n_rows,)
     codes, ids = _factorize_ids(table[id_column])  # (n_rows,), (n_ids,)
-    values = np.empty((table.shape[0], 1 + len(features)))  # (n_rows, 1 + n_features)
-    values[:, 0] = time
-    if features:
-        values[:, 1:] = frame_values(table[features])
     key = _time_key(table[time_column], time)  # the times as given: float64 rounds large ints
     order = np.lexsort((key, codes))  # stable: by id, then time, then row order
-    values, codes, key = values[order], codes[order], key[order]
+    codes, key = codes[order], key[order]
     same = (codes[1:] == codes[:-1]) & (key[1:] == key[:-1])
+    # Before the features' types: a melted table's text column is its variable's name,
+    # which the pivot below turns into columns (one-hot encoding it would lead astray).
     if duplicates == "raise" and same.any():
+        features = [c for c in named if real_column(table, c, table[c].dtype)]
         first = int(np.flatnonzero(same)[0])
         at = _scalar(table[time_column].iloc[order[first]])  # as given, not as float64
         at = number_text(at) if isinstance(at, float) else str(at)
@@ -426,6 +460,12 @@ def from_long_format(
             "one variable, as in a melted table (sktime's 'pd-long'), pivot the table instead, "
             f"one column per variable: {_pivot_call(table, id_column, time_column, features)}."
         )
+    features = _resolve_features(table, id_column, time_column, feature_columns)
+    values = np.empty((table.shape[0], 1 + len(features)))  # (n_rows, 1 + n_features)
+    values[:, 0] = time
+    if features:
+        values[:, 1:] = frame_values(table[features])
+    values = values[order]
     starts = np.flatnonzero(np.diff(codes)) + 1
     sequences: list[Any] = np.split(values, starts)
     if as_frame:
@@ -451,7 +491,7 @@ def _pivot_call(table: pd.DataFrame, id_column: Any, time_column: Any, features:
 def _same_labels(index: pd.Index, ids: np.ndarray) -> bool:
     """Whether ``index`` holds exactly the labels of ``ids``, in any order."""
     try:
-        return index.is_unique and set(index) == set(ids.tolist())
+        return index.is_unique and set(index) == set(pd.Index(ids))  # tolist() made datetime64[ns] ints
     except TypeError:  # unhashable labels
         return False
 
@@ -517,7 +557,7 @@ def to_long_format(
         "per sample; for sequences, reduce them to one value per sample first."
     )
     if (
-        isinstance(values, (list, tuple))
+        (isinstance(values, (list, tuple)) or getattr(values, "dtype", None) == object)
         and len(values)
         and all(np.ndim(entry) >= 1 and hasattr(entry, "shape") for entry in values)
     ):  # per-step predictions (RNNStepClassifier.predict): of equal lengths they read as outputs

@@ -660,6 +660,31 @@ def check_no_id_column(frames: Sequence[Any]) -> None:
             )
 
 
+def check_no_panel_id_column(panel: Any) -> None:
+    """:func:`check_no_id_column` for a panel: a column named plainly like an id with one
+    value per instance (the id kept by ``set_index([...], drop=False)``) is refused.
+
+    >>> import pandas as pd
+    >>> from sklearn_rnn.sequences._panel import check_no_panel_id_column
+    >>> visits = pd.DataFrame({"patient_id": [7, 7, 9], "day": [0.0, 30.0, 0.0], "bili": [1.2, 1.5, 0.7]})
+    >>> check_no_panel_id_column(visits.set_index(["patient_id", "day"], drop=False))
+    Traceback (most recent call last):
+    ...
+    ValueError: X's columns include 'patient_id', named like an id and holding one value per instance ...
+    """
+    for name in panel.columns:
+        if not _plainly_an_id(name):
+            continue
+        if panel.groupby(level=0, sort=False)[name].nunique(dropna=False).max() <= 1:
+            raise ValueError(
+                f"X's columns include {name!r}, named like an id and holding one value per "
+                "instance of the panel: it would be read as a feature, raw id numbers the "
+                f"network would memorize. Drop it: X = X.drop(columns=[{name!r}]) (a panel "
+                "built with set_index([...], drop=False) keeps it; drop=True does not). A "
+                "per-instance covariate that is no id: rename the column."
+            )
+
+
 def _id_like_columns(columns: Any) -> list[Any]:
     """The columns named like an id column (:func:`_looks_like_id`), less those named
     as the steps of a wide table are: alike but for their numbers (``case_count_w0``,

@@ -13,6 +13,7 @@ import datetime
 import itertools
 import math
 import operator
+import sys
 import warnings
 
 from collections.abc import Iterator, MappingView, Sequence
@@ -27,6 +28,7 @@ from sklearn.utils.validation import validate_data
 
 from ._panel import (
     check_no_id_column,
+    check_no_panel_id_column,
     check_not_long_table,
     check_numeric_columns,
     check_targets_follow_instances,
@@ -83,7 +85,8 @@ def input_layout(X: Any) -> Layout:
     'table'
     """
     _check_container(X)
-    if is_panel(X) or _column_cells(X) is not None:
+    # A torch nested tensor is read as the list of the tensors it holds, ragged or not.
+    if is_panel(X) or _column_cells(X) is not None or getattr(X, "is_nested", False) is True:
         return "sequences"
     if isinstance(X, np.ndarray):
         if X.dtype == object and X.ndim == 1:
@@ -115,6 +118,7 @@ def _check_equal_rows(X: list[Any] | tuple[Any, ...]) -> None:
 
 
 def _check_container(X: Any) -> None:
+    _check_not_grouped(X)
     not_array_like = not (hasattr(X, "__array__") or hasattr(X, "__len__"))
     if isinstance(X, (str, bytes, dict, set, frozenset, MappingView, np.generic)) or not_array_like:
         # The values' own ndim: np.ndim would build an array of a ragged list to count it.
@@ -135,6 +139,24 @@ def _check_container(X: Any) -> None:
         raise TypeError(
             "expected X to hold sequences: a list of (T_i, d) arrays, a 3D array (n, T, d) "
             f"or a 2D table (n, T); got {type(X).__name__} {_short_repr(X)}. {fix}"
+        )
+
+
+def _check_not_grouped(X: Any) -> None:
+    """Refuse a pandas groupby, or the list of its ``(key, frame)`` pairs, by name:
+    numpy's "inhomogeneous shape", an "encode categorical values" hint or pandas'
+    "truth value of a Series is ambiguous" came instead."""
+    groupby = sys.modules.get("pandas.core.groupby")
+    grouped = groupby is not None and isinstance(X, groupby.GroupBy)
+    pairs = (isinstance(X, (list, tuple)) and len(X) > 0
+             and all(isinstance(item, tuple) and len(item) == 2 and is_frame(item[1]) for item in X))
+    if grouped or pairs:
+        got = f"a pandas {type(X).__name__}" if grouped else "a list of (key, frame) pairs, as list(groupby) gives"
+        raise TypeError(
+            f"expected X to hold sequences; got {got}. Take the frames, without the id "
+            "column: X = [frame.drop(columns=[id_column]) for _, frame in "
+            "table.groupby(id_column)] (keep the keys beside, to put predictions back), or "
+            "use sklearn_rnn.sequences.from_long_format(table, id_column=..., time_column=...)."
         )
 
 
@@ -869,6 +891,7 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
         _check_not_left_padded(padded, X)
         samples = list(padded)
     elif is_panel(X):
+        check_no_panel_id_column(X)  # set_index([...], drop=False) keeps the id
         samples = panel_to_sequences(X)  # sktime/aeon: (instance, time) MultiIndex
     else:
         cells = _column_cells(X)

@@ -5,8 +5,8 @@ of a table; sequences have no columns to shuffle. Here:
 
 - :func:`sequence_permutation_importance` shuffles one feature *across sequences*:
   the sequences are aligned at their last step (where the estimators read out), and at
-  every step back from the end the feature's values are permuted among the sequences
-  that have that step. A time column is permuted through its gaps, so times keep
+  every step back from the end the feature's observed values are permuted among the
+  sequences that have that step (missing values keep their places). A time column is permuted through its gaps, so times keep
   increasing. The importance is the drop of the score.
 - :func:`visit_importance` exchanges the k-th last visit between sequences, for
   k = 0, 1, ..., and measures the drop of the score: which visits, counted back from
@@ -31,7 +31,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._estimators import BaseRNN, frame_sequences
-from .sequences import check_sequences
+from .sequences import check_sequences, input_layout, restore_layout
 from .sequences._encoding import _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances, is_panel
 from .sequences._validation import _column_cells, frames_like, numpy_readable, step_feature_names
@@ -68,6 +68,10 @@ def _final_step(estimator: Any) -> tuple[Any, Any]:
     estimator = _refitted(estimator, "to inspect")
     if hasattr(estimator, "steps"):
         preprocess = estimator[:-1] if len(estimator.steps) > 1 else None
+        if preprocess is not None and all(
+            hasattr(step, "fit_resample") or step is None or step == "passthrough" for _, step in preprocess.steps
+        ):  # imbalanced-learn's samplers act at fit only: the identity at predict (no transform)
+            preprocess = None
         model = _refitted(estimator[-1], "to inspect")
     else:
         preprocess, model = None, estimator
@@ -160,7 +164,10 @@ def _permute_feature(
         return out
     for have, rows in _aligned_positions(lengths):
         values = np.array([sequences[i][row, feature] for i, row in zip(have, rows)])
-        for i, row, value in zip(have, rows, rng.permutation(values)):
+        # Missing values keep their places: a NaN moved into a last step whose other
+        # features are missing would make it padding (a visit lost, or a sequence emptied).
+        observed = ~np.isnan(values)
+        for i, row, value in zip(have[observed], rows[observed], rng.permutation(values[observed])):
             out[i][row, feature] = value
     return out
 
@@ -184,6 +191,12 @@ def _scoring_setup(
     check_targets_follow_instances(X, y)  # as fit and score: a Series in another order
     y = np.asarray(y)
     if isinstance(scoring, (list, tuple, set, dict)):
+        if len(scoring) == 1:
+            only = next(iter(scoring.values() if isinstance(scoring, dict) else scoring))
+            raise ValueError(
+                f"scoring={scoring!r} is a collection; the importances are the change of one "
+                f"score: pass the metric itself, scoring={only!r}."
+            )
         raise ValueError(
             f"scoring={scoring!r} names several metrics; the importances are the change of "
             "one score. Pass one metric (a name or a callable), and call the function once "
@@ -191,8 +204,12 @@ def _scoring_setup(
         )
     scorer = check_scoring(estimator, scoring=scoring)
 
+    layout = input_layout(X)
+
     def score(changed: list[NDArray[np.float64]]) -> float:
-        given = changed if names is None else frames_like(changed, X, names)
+        # In X's own form: a pipeline's first step may read it (a ColumnTransformer of a
+        # sequence column, a reshape of a padded array), which a plain list failed.
+        given = restore_layout(changed, layout, X) if names is None else frames_like(changed, X, names)
         return float(scorer(estimator, given, y))
 
     time_column = _time_column(estimator, sequences[0].shape[1], names)
@@ -211,8 +228,9 @@ def sequence_permutation_importance(
     """Importance of each feature: the drop of the score when it is shuffled across sequences.
 
     Sequences are aligned at their last step; at every step back from the end, the
-    feature's values are permuted among the sequences that have that step, which keeps
-    each step's distribution and breaks the link between the feature and the target.
+    feature's observed values are permuted among the sequences that have that step
+    (missing values keep their places, so no step becomes all-missing padding), which
+    keeps each step's distribution and breaks the link between the feature and the target.
     The time column (``time_feature`` of the estimator, of a pipeline's last step, of
     the networks inside a meta-estimator, or of the steps before a last step that reads
     none, such as ``VisitFeatures``) is permuted through its gaps, so times keep

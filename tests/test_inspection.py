@@ -494,10 +494,13 @@ def test_a_search_without_refit_and_several_rows_of_a_table_are_refused_with_the
 @pytest.mark.parametrize("scoring", [["accuracy", "roc_auc"], ("accuracy",), {"acc": "accuracy"}])
 def test_several_metrics_are_refused_with_what_to_do(fitted, scoring):
     # check_scoring made a multi-metric scorer whose dict reached float(): a bare
-    # "float() argument must be ... not 'dict'".
+    # "float() argument must be ... not 'dict'". One metric in a collection is told to
+    # pass the metric itself (it was said to name several).
     model, X, y = fitted
+    match = ("names several metrics; the importances are the change of one score" if len(scoring) > 1
+             else "is a collection; the importances are the change of one score: pass the metric itself")
     for importance in (sequence_permutation_importance, visit_importance):
-        with pytest.raises(ValueError, match="names several metrics; the importances are the change of one score"):
+        with pytest.raises(ValueError, match=match):
             importance(model, X[:20], y[:20], scoring=scoring, n_repeats=1)
 
 
@@ -612,3 +615,83 @@ def test_integrated_gradients_refuses_a_meta_estimator_by_name_and_explains_a_ne
     else:
         network = make_pipeline(model[0], model[-1].estimators_[0])
     assert integrated_gradients(network, X[0]).attributions.shape == X[0].shape  # the way out
+
+
+# ----------------------------------------------------------------- insp42
+def _quiet(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(X, y)
+
+
+def test_permuting_a_feature_keeps_each_sequence_s_missing_values_and_steps():
+    # A NaN moved into a last step whose other feature was missing made it padding: the
+    # model read 2 of 3 steps, and a one-step sequence became empty (an error).
+    from sklearn_rnn.sequences import check_sequences
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(k), 2)) for k in rng.integers(1, 4, size=30)]
+    for i, x in enumerate(X):
+        x[-1, i % 2] = np.nan  # one of the two features missing at the last visit
+    y = np.arange(30) % 2
+    model = _quiet(RNNClassifier(hidden_size=4, max_iter=2, random_state=0), X, y)
+    lengths = sorted(len(x) for x in X)
+    seen = []
+
+    def scorer(estimator, given, target):
+        sequences = check_sequences(given)
+        seen.append(sorted(len(s) for s in sequences))
+        assert [np.isnan(s).tolist() for s in sequences] == [np.isnan(x).tolist() for x in X]
+        return estimator.score(given, target)
+
+    sequence_permutation_importance(model, X, y, scoring=scorer, n_repeats=2, random_state=0)
+    assert seen and all(lengths_seen == lengths for lengths_seen in seen)
+
+
+def test_the_importances_hand_a_pipeline_x_in_its_own_form():
+    # A ColumnTransformer of a sequence column (and a reshape of a padded array) got a
+    # plain list: "Expected 2D array, got 1D array" before any importance.
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import FunctionTransformer
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(k), 2)) for k in rng.integers(2, 6, size=30)]
+    y = np.array([x[-1, 0] > 0 for x in X]).astype(int)
+    frame = pd.DataFrame({"visits": sequence_column(X)[:, 0]})
+    pipe = _quiet(make_pipeline(ColumnTransformer([("seq", SequenceStandardScaler(), ["visits"])]),
+                                RNNClassifier(hidden_size=4, max_iter=2, random_state=0)), frame, y)
+    for importance in (sequence_permutation_importance, visit_importance):
+        result = importance(pipe, frame, y, n_repeats=1, random_state=0)
+        assert np.isfinite(result.importances_mean[:2]).all()
+    padded = rng.normal(size=(40, 4, 2))
+    flat = make_pipeline(FunctionTransformer(lambda A: A.reshape(len(A), -1)), LogisticRegression())
+    flat.fit(padded, (padded[:, -1, 0] > 0).astype(int))
+    result = sequence_permutation_importance(flat, padded, (padded[:, -1, 0] > 0).astype(int), random_state=0)
+    assert result.importances_mean[0] > result.importances_mean[1]
+
+
+def test_integrated_gradients_reads_through_an_imbalanced_learn_sampler():
+    # The sampler alone was taken for preprocessing: "'Pipeline' has no attribute 'transform'".
+    imblearn = pytest.importorskip("imblearn")
+    from imblearn.over_sampling import RandomOverSampler
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(k), 2)) for k in rng.integers(2, 6, size=30)]
+    y = np.array([x[-1, 0] > 0.8 for x in X]).astype(int)
+    model = _quiet(imblearn.pipeline.make_pipeline(RandomOverSampler(random_state=0),
+                                                   RNNClassifier(hidden_size=4, max_iter=2, random_state=0)),
+                   sequence_column(X), y)
+    np.testing.assert_array_equal(integrated_gradients(model, X[0]).attributions,
+                                  integrated_gradients(model[-1], X[0]).attributions)
+
+
+def test_one_metric_in_a_list_is_told_to_pass_the_metric_itself():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 2)) for _ in range(10)]
+    y = np.arange(10) % 2
+    model = _quiet(RNNClassifier(hidden_size=3, max_iter=1, random_state=0), X, y)
+    for scoring in (["accuracy"], {"acc": "accuracy"}):
+        with pytest.raises(ValueError, match=r"is a collection.*pass the metric itself, scoring='accuracy'\."):
+            sequence_permutation_importance(model, X, y, scoring=scoring)

@@ -800,3 +800,19 @@ def test_a_nested_tensor_is_laid_out_as_sequences():
 
     nested = torch.nested.nested_tensor([torch.ones(3, 2), torch.zeros(1, 2)], layout=torch.jagged)
     assert input_layout(nested) == "sequences"
+
+
+def test_the_scaler_keeps_a_panel_s_trailing_all_missing_rows_in_a_pipeline():
+    # The user guide's panel (patient a's last visit has no value): the bare model and the
+    # scaler's fit took it, its transform (so the recommended pipeline) refused it.
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_rnn import SequenceStandardScaler
+
+    visits = pd.DataFrame({"patient": ["b", "a", "b", "a", "a"], "day": [30, 10, 0, 0, 20],
+                           "bili": [1.5, 0.7, 1.2, 0.5, float("nan")]})
+    panel = visits.set_index(["patient", "day"])
+    scaled = SequenceStandardScaler().fit(panel).transform(panel)
+    assert scaled.index.equals(panel.index) and np.isnan(scaled.loc[("a", 20), "bili"])
+    np.testing.assert_allclose(scaled["bili"].dropna(), (panel["bili"].dropna() - 0.975) / panel["bili"].std(ddof=0))
+    make_pipeline(SequenceStandardScaler(), model()).fit(panel, [0, 1]).predict(panel)

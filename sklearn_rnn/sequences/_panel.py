@@ -543,14 +543,19 @@ def _panel_order(X: Any) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
 def sequences_to_panel(sequences: list[NDArray[np.float64]], like: Any) -> Any:
     """Put sequences read from the panel ``like`` back into its rows, index and columns
     (the inverse of :func:`panel_to_sequences`, e.g. for a scaler's output)."""
-    order, _ = _panel_order(like)
-    if sum(len(sequence) for sequence in sequences) != len(order):
+    order, starts = _panel_order(like)
+    bounds = [0, *starts.tolist(), len(order)]
+    if len(bounds) - 1 != len(sequences) or any(
+        len(sequence) > end - start for sequence, start, end in zip(sequences, bounds[:-1], bounds[1:])
+    ):
         raise ValueError(
-            "the panel's rows cannot be restored: some instance ends with rows that are "
-            "entirely NaN, which are read as padding and dropped. Drop those rows first."
+            f"{len(sequences)} sequences cannot be put back into the panel's rows: it has "
+            f"{len(bounds) - 1} instances, and each sequence at most its instance's rows."
         )
-    values = np.empty((len(order), sequences[0].shape[1]))
-    values[order] = np.concatenate(sequences)
+    # An instance's trailing all-NaN rows were read as padding: they stay all-NaN.
+    values = np.full((len(order), sequences[0].shape[1]), np.nan)
+    for sequence, start in zip(sequences, bounds[:-1]):
+        values[order[start : start + len(sequence)]] = sequence
     return type(like)(values, index=like.index, columns=like.columns)
 
 

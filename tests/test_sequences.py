@@ -716,3 +716,18 @@ def test_the_low_level_tools_read_an_equal_length_3d_array_as_its_sequences():
     assert FlatSequences.from_arrays(block).common_length == 3
     with pytest.raises(ValueError, match=r"got one array of shape \(3, 2\).*For one sequence, pass \[X\]"):
         InputEncoder.fit(block[0])
+
+
+def test_a_dataframe_with_no_columns_is_refused_by_name():
+    # A column selection that matched nothing: numpy's "at least one array or dtype is
+    # required" from the scaler and the estimators, "X is a sparse matrix" from check_sequences.
+    import pandas as pd
+
+    from sklearn_rnn import RNNClassifier
+
+    table = pd.DataFrame({"id": [1, 2, 3], "lab_x": [0.1, 0.2, 0.3]})
+    labs = table[[c for c in table.columns if c.startswith("lab_y")]]
+    for call in (SequenceStandardScaler().fit, check_sequences, lambda X: RNNClassifier().fit(X, [0, 1, 0])):
+        with pytest.raises(ValueError, match=r"^X is a DataFrame with no columns \(shape \(3, 0\)\): expected at "
+                                             r"least one column of values"):
+            call(labs)

@@ -119,6 +119,11 @@ def _check_equal_rows(X: list[Any] | tuple[Any, ...]) -> None:
 
 def _check_container(X: Any) -> None:
     _check_not_grouped(X)
+    if is_frame(X) and X.shape[1] == 0 and not is_panel(X):
+        raise ValueError(
+            f"X is a DataFrame with no columns (shape {X.shape}): expected at least one column "
+            "of values. Check how it was built, e.g. a column selection that matched nothing."
+        )
     not_array_like = not (hasattr(X, "__array__") or hasattr(X, "__len__"))
     if isinstance(X, (str, bytes, dict, set, frozenset, MappingView, np.generic)) or not_array_like:
         # The values' own ndim: np.ndim would build an array of a ragged list to count it.
@@ -1197,7 +1202,9 @@ def dates_dtype(values: Any) -> Any:
 
 
 def _as_float_array(value: Any, *, where: str) -> np.ndarray:
-    if hasattr(value, "sparse") or type(value).__module__.startswith("scipy.sparse"):
+    columns = getattr(value, "columns", None)
+    no_columns = columns is not None and len(columns) == 0  # pandas' .sparse takes a frame of none
+    if (hasattr(value, "sparse") and not no_columns) or type(value).__module__.startswith("scipy.sparse"):
         raise TypeError(
             f"{where} is a sparse matrix: expected dense numbers. Convert it with .toarray()."
         )

@@ -799,15 +799,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         if get_cell(self._resolved_cell()).needs_gaps:  # every training call's data
             _warn_of_simultaneous_steps(sequences, self._encoder.time_feature, self._resolved_cell())
-        data = self._encoder.encode(sequences, device=device)
-        try:
-            check_float32_range(data.values, data.lengths)
-        except ValueError:
-            if self._frame > 1:  # the raw step, not the frame, where a raw value overflows
-                steps, lengths, _ = joined_steps(raw)
-                check_float32_range(torch.as_tensor(np.where(np.isnan(steps), 0.0, steps), dtype=torch.float32),
-                                    torch.as_tensor(lengths))
-            raise
+        data = self._encoded(raw, sequences, device)
         train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
         if reset:
             conv = self._resolved_conv(sequences)
@@ -896,6 +888,20 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             )
         self.net_.checked_settings = settings
 
+    def _encoded(self, raw: list[np.ndarray], sequences: list[np.ndarray], device: Any) -> Any:
+        """The encoder's float32 data of ``sequences`` (framed from ``raw``), refused where a
+        value passes float32's range, naming the raw step where it does."""
+        data = self._encoder.encode(sequences, device=device)
+        try:
+            check_float32_range(data.values, data.lengths)
+        except ValueError:
+            if self._frame > 1:  # the raw step, not the frame, where a raw value overflows
+                steps, lengths, _ = joined_steps(raw)
+                check_float32_range(torch.as_tensor(np.where(np.isnan(steps), 0.0, steps), dtype=torch.float32),
+                                    torch.as_tensor(lengths))
+            raise
+        return data
+
     def _diagnostic_batch(self, X: Any, y: Any) -> tuple[Any, ...]:
         """The network and ``(X, y)`` as one padded batch, for :mod:`sklearn_rnn.diagnostics`.
 
@@ -913,10 +919,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             sequences = self._validate_sequences(X, reset=False)
             targets = self._check_y(y, X, len(sequences), reset=False)
             self._check_target_steps(targets, sequences)
-            sequences = frame_sequences(sequences, self._frame)
+            raw, sequences = sequences, frame_sequences(sequences, self._frame)
             device = next(self.module_.parameters()).device
             data = SequenceDataset(
-                self._encoder.encode(sequences, device=device),
+                self._encoded(raw, sequences, device),  # beyond float32: NaN norms, no word
                 self._target_tensor(targets, device),
                 self._fit_weights(targets, torch.ones(len(targets), device=device)),
             )

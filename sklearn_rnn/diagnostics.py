@@ -12,6 +12,7 @@ gradient with the full gradient).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -24,6 +25,7 @@ from .nn import RecurrentNetwork
 from .nn.cells import cell_names, get_cell
 from .optim import temporal_gradients
 from .optim._temporal import _check_lengths
+from .plotting import _check_axes
 
 if TYPE_CHECKING:  # matplotlib is an optional dependency, imported when plotting
     from matplotlib.axes import Axes
@@ -129,9 +131,12 @@ def temporal_gradient_norms(
     loss : callable, optional
         ``loss(outputs, y) -> scalar``, where ``outputs`` is ``(n_sequences, n_outputs)``
         or, with ``every_step=True``, ``(n_sequences, n_steps, n_outputs)`` (then the loss
-        must give padded steps zero weight). When None: cross-entropy for integer
-        targets, half the mean squared error otherwise, averaged over sequences (or
-        valid steps).
+        must give padded steps zero weight). With an estimator, ``y`` reaches it encoded
+        as the estimator trains on it: class indices (int64) for a classifier, the
+        targets standardized by ``fit``'s mean and scale as a float32
+        ``(n_sequences, n_outputs)`` tensor for a regressor. When None: cross-entropy
+        for integer targets, otherwise half the squared error summed over the outputs,
+        averaged over sequences (or valid steps).
     every_step : bool, default=False
         Put the loss at every step instead of each sequence's last valid step
         (always the case for :class:`~sklearn_rnn.RNNStepClassifier`).
@@ -158,15 +163,18 @@ def temporal_gradient_norms(
     True
     """
     if isinstance(model, BaseRNN):
-        if model.bidirectional:
+        # A fitted estimator is judged by the network it holds, not by settings changed since.
+        network = getattr(getattr(model, "net_", None), "module_", None)
+        fitted = " (its fitted network)" if network is not None else ""
+        if (network.bidirectional if network is not None else model.bidirectional):
             raise ValueError(
                 f"temporal_gradient_norms follows the gradient back one step at a time, in one "
-                f"direction of time; this {type(model).__name__} has bidirectional=True. Measure "
-                "it with bidirectional=False (set_params, then fit or pass it unfitted)."
+                f"direction of time; this {type(model).__name__}{fitted} has bidirectional=True. "
+                "Measure it with bidirectional=False (set_params, then fit or pass it unfitted)."
             )
-        cell = model._resolved_cell()
+        cell = network.cell if network is not None else model._resolved_cell()
         if not get_cell(cell).temporal_gradients:
-            chosen = " (what cell='auto' chooses for timed input)" if model.cell != cell else ""
+            chosen = (fitted or " (what cell='auto' chooses for timed input)") if model.cell != cell else fitted
             raise ValueError(
                 f"temporal_gradient_norms follows the gradient back through the recurrent "
                 f"weights alone, which cell={cell!r}{chosen} does not read alone (its recurrence "
@@ -195,7 +203,18 @@ def temporal_gradient_norms(
             f"{type(model).__name__}."
             + (" For a pipeline, pass its last step and the sequences its other steps "
                "give: temporal_gradient_norms(pipe[-1], pipe[:-1].transform(X), y)."
-               if hasattr(model, "steps") else "")
+               if hasattr(model, "steps") else
+               " For a fitted search, pass its refitted model: search.best_estimator_."
+               if hasattr(model, "cv_results_") else "")
+        )
+    elif isinstance(X, (list, tuple)) or getattr(X, "is_nested", False) is True:
+        kind = "a nested tensor" if isinstance(X, torch.Tensor) else f"a {type(X).__name__} of {len(X)} sequences"
+        raise ValueError(
+            "with a network, X must be one right-padded batch of shape (n_sequences, n_steps, "
+            f"n_features), with their lengths; got {kind}. Pad them, e.g. "
+            "torch.nn.utils.rnn.pad_sequence(sequences, batch_first=True) with "
+            "lengths=[len(s) for s in sequences], or pass the fitted estimator, which reads "
+            "sequences as they come."
         )
     reference = model.recurrent_weight
     X = torch.as_tensor(X).to(device=reference.device, dtype=reference.dtype)
@@ -226,16 +245,15 @@ def temporal_gradient_norms(
     if loss is None:
         _check_default_targets(y, int(model.readout.out_features), every_step, steps, lengths)
         loss = _default_loss(y, lengths, every_step)
-    # Dropout off, so that the same call gives the same answer; the mode is restored.
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.enable_grad():
-            states = model.forward_states(X, lengths, every_step=every_step)
-            value = loss(states.outputs, y)
-            tg = temporal_gradients(model, states, value, lengths, accumulate_grad=False)
-    finally:
-        model.train(was_training)
+    # Dropout off, so that the same call gives the same answer: on a copy in evaluation
+    # mode, as the caller's module may be used by another thread (switching its mode
+    # and back left it in eval mode, and ran other calls with dropout on).
+    if model.training:
+        model = copy.deepcopy(model).eval()
+    with torch.enable_grad():
+        states = model.forward_states(X, lengths, every_step=every_step)
+        value = loss(states.outputs, y)
+        tg = temporal_gradients(model, states, value, lengths, accumulate_grad=False)
     norms = tg.norms()
     return TemporalGradientNorms(
         steps=np.arange(1, tg.steps + 1),
@@ -322,6 +340,8 @@ def plot_temporal_gradient_norms(
         axes = axes[:, 0]
     else:
         axes = np.asarray(ax, dtype=object).ravel()
+        if len(axes) == 1:  # one Axes (or a Figure, say), checked by name
+            _check_axes(axes[0], "plot_temporal_gradient_norms")
         if len(axes) != panels:
             raise ValueError(
                 f"ax must hold {panels} Axes (norms{', cosines' if cosines else ''}); got {len(axes)}."

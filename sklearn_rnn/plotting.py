@@ -80,6 +80,7 @@ def plot_training_history(estimator: Any, ax: Any = None) -> Any:
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots()
+    _check_axes(ax, "plot_training_history")
     # Axes that share the epochs with drawn ones (plt.subplots(..., sharex=True)) share
     # their limits too: these are widened to this history's epochs, never cut to them.
     shown = any(other.has_data() for other in ax.get_shared_x_axes().get_siblings(ax))
@@ -177,3 +178,16 @@ def _best_epoch(model: Any, scores: np.ndarray, validated: NDArray[np.int64]) ->
     if not np.isfinite(scores).any():
         return None
     return int(validated[int(np.nanargmax(scores))])
+
+
+def _check_axes(ax: Any, owner: str) -> None:
+    """Refuse an ``ax`` that is not one matplotlib Axes (the whole array of
+    ``plt.subplots(1, 2)``, a list, a Figure), naming what came and the fix."""
+    from matplotlib.axes import Axes
+
+    if isinstance(ax, Axes):
+        return
+    fix = ("pass one of them, e.g. ax=axs[0]" if isinstance(ax, (list, tuple, np.ndarray))
+           else "pass one of its Axes, e.g. ax=fig.gca()" if type(ax).__name__ in ("Figure", "SubFigure")
+           else "pass a matplotlib Axes, e.g. from fig, ax = plt.subplots()")
+    raise TypeError(f"{owner}: ax must be one matplotlib Axes; got {type(ax).__name__}: {fix}.")

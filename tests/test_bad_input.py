@@ -807,3 +807,19 @@ def test_one_sequence_with_one_label_is_told_to_go_in_as_a_list():
     X = np.random.default_rng(0).normal(size=(7, 2))
     with pytest.raises(ValueError, match=r"a table of 7 univariate sequences of 2 steps: .*pass \[X\] and \[y\]"):
         RNNClassifier(max_iter=1).fit(X, 1)
+
+
+def test_an_empty_padded_array_or_tensor_is_refused_as_empty():
+    # _time_major_hint read row 0 of no rows: a bare IndexError (a list [] was told "X is empty").
+    import torch
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 5, 2))
+    clf = RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(X, (X[:, :, 0].sum(1) > 0).astype(int))
+    for empty in (np.empty((0, 5, 2)), torch.empty(0, 5, 2)):
+        with pytest.raises(ValueError, match="^X is empty: expected at least one sequence"):
+            clf.predict(empty)
+    with pytest.raises(ValueError, match="^X is empty: expected at least one sequence"):
+        RNNClassifier().fit(np.empty((0, 5, 2)), [])

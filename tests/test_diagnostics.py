@@ -413,3 +413,88 @@ def test_the_guides_diagnostic_batches_have_the_one_length_they_state():
     snapshots = json.loads((root / "experiments" / "results" / "figures_3.json").read_text())["snapshots"]
     assert {len(s["steps"]) for s in snapshots} == {int(stated.group(1))}
     assert {c for s in snapshots for c in s["counts"]} == {100}  # every sequence at every step
+
+
+# ----------------------------------------------------------------- diag42
+def _fitted_classifier(**params):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 12)), 2)) for _ in range(30)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    settings = dict(hidden_size=4, max_iter=2, random_state=0, readout="last", conv_kernels=None, cell="tanh")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return RNNClassifier(**{**settings, **params}).fit(X, y), X, y
+
+
+def test_the_norms_leave_a_shared_module_s_mode_alone_and_run_without_dropout():
+    # The caller's module was switched to eval and back: threads interleaving left it in
+    # eval mode (8 of 10 trials) and ran other calls with dropout on (4 of 20).
+    from concurrent.futures import ThreadPoolExecutor
+
+    model, X, y = _fitted_classifier(dropout=0.5, num_layers=2, hidden_size=8)
+    model.module_.train(True)
+    reference = temporal_gradient_norms(model, X, y).norms
+    assert model.module_.training  # left as it was
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: temporal_gradient_norms(model, X, y).norms, range(6)))
+    assert model.module_.training
+    for result in results:
+        np.testing.assert_array_equal(result, reference)
+
+
+def test_a_fitted_estimator_refuses_inputs_beyond_float32_as_fit_does():
+    # The fitted path encoded them without the check: NaN gradient_norm and norms, no word.
+    model, X, y = _fitted_classifier()
+    spoiled = [x.copy() for x in X]
+    spoiled[0][1, 0] = 1e39
+    with pytest.raises(ValueError, match=r"sequence 0 of X, step 1, holds a value beyond float32's range"):
+        temporal_gradient_norms(model, spoiled, y)
+
+
+def test_a_fitted_estimator_is_judged_by_its_network_not_by_settings_changed_since():
+    model, X, y = _fitted_classifier()
+    expected = temporal_gradient_norms(model, X, y).norms
+    model.set_params(bidirectional=True, cell="decay")  # e.g. before a refit: the network is as fitted
+    np.testing.assert_array_equal(temporal_gradient_norms(model, X, y).norms, expected)
+    bidirectional, _, _ = _fitted_classifier(bidirectional=True)
+    with pytest.raises(ValueError, match=r"this RNNClassifier \(its fitted network\) has bidirectional=True"):
+        temporal_gradient_norms(bidirectional, X, y)
+
+
+def test_a_network_given_sequences_or_a_search_says_what_to_pass():
+    from sklearn.model_selection import GridSearchCV
+
+    net = RecurrentNetwork(2, 4, 2, generator=torch.Generator().manual_seed(0))
+    sequences = [torch.randn(n, 2) for n in (3, 5, 2)]
+    y = torch.tensor([0, 1, 0])
+    for X, kind in ((sequences, "a list of 3 sequences"), (torch.nested.nested_tensor(sequences), "a nested tensor"),
+                    (torch.nested.nested_tensor(sequences, layout=torch.jagged), "a nested tensor")):
+        with pytest.raises(ValueError, match=rf"with a network, X must be one right-padded batch .*got {kind}\. "
+                                             r"Pad them, e\.g\. torch\.nn\.utils\.rnn\.pad_sequence"):
+            temporal_gradient_norms(net, X, y)
+    model, X, y = _fitted_classifier()
+    search = GridSearchCV(model, {"hidden_size": [4]}, cv=2).fit(X, y)
+    with pytest.raises(TypeError, match=r"For a fitted search, pass its refitted model: search\.best_estimator_"):
+        temporal_gradient_norms(search, X, y)
+
+
+def test_the_plots_refuse_an_ax_that_is_not_one_axes():
+    from sklearn_rnn.plotting import plot_training_history
+
+    model, X, y = _fitted_classifier()
+    figure, axes = plt.subplots(1, 2)
+    try:
+        for ax, fix in ((axes, r"ax=axs\[0\]"), ([axes[0]], r"ax=axs\[0\]"), (figure, r"ax=fig\.gca\(\)")):
+            with pytest.raises(TypeError, match=rf"^plot_training_history: ax must be one matplotlib Axes; got "
+                                                rf"\w+: pass .*{fix}"):
+                plot_training_history(model, ax=ax)
+        with pytest.raises(TypeError, match=r"^plot_temporal_gradient_norms: ax must be one matplotlib Axes; got Figure"):
+            plot_temporal_gradient_norms(temporal_gradient_norms(model, X, y), ax=figure)
+    finally:
+        plt.close(figure)

@@ -922,8 +922,8 @@ def _check_not_left_padded(padded: np.ndarray, X: Any) -> None:
     "sequence" per step, whose all-NaN steps are the sequences already ended: the
     sequences that end at a step stay ended at every later one.
     """
-    if padded.ndim != 3 or padded.shape[1] < 2 or padded.shape[2] == 0:
-        return
+    if padded.ndim != 3 or padded.shape[0] == 0 or padded.shape[1] < 2 or padded.shape[2] == 0:
+        return  # no sequence (refused as empty later), no step or no feature
     empty_steps = np.isnan(padded).all(axis=2)  # (n, T)
     time_major = _time_major_hint(empty_steps, X)
     leading = empty_steps[:, 0] & ~empty_steps.all(axis=1)

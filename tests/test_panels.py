@@ -816,3 +816,21 @@ def test_the_scaler_keeps_a_panel_s_trailing_all_missing_rows_in_a_pipeline():
     assert scaled.index.equals(panel.index) and np.isnan(scaled.loc[("a", 20), "bili"])
     np.testing.assert_allclose(scaled["bili"].dropna(), (panel["bili"].dropna() - 0.975) / panel["bili"].std(ddof=0))
     make_pipeline(SequenceStandardScaler(), model()).fit(panel, [0, 1]).predict(panel)
+
+
+def test_repeated_column_names_empty_sequences_and_an_unnamed_time_level_are_named():
+    # scikit-learn's bare DuplicateError; "[]" told to reshape as univariate; "time level (None)".
+    from sklearn_rnn.sequences import check_sequences
+
+    frame = pd.DataFrame([[0.0, 1.0], [1.0, 2.0]], columns=["day", "day"])
+    with pytest.raises(ValueError, match=r"^sequence 0 of X has repeated column names \['day'\].*duplicated"):
+        model().fit([frame, frame], [0, 1])
+    panel = pd.DataFrame([[0.0, 1.0], [1.0, 2.0], [0.0, 3.0]], columns=["x", "x"],
+                         index=pd.MultiIndex.from_tuples([("a", 0), ("a", 1), ("b", 0)]))
+    with pytest.raises(ValueError, match=r"^X has repeated column names \['x'\]"):
+        model().fit(panel, [0, 1])
+    with pytest.raises(ValueError, match=r"^sequence 1 of X has no step \(shape \(0,\)\).*Drop empty sequences"):
+        check_sequences([[[1, 2], [3, 4]], []])
+    texts = pd.DataFrame({"x": [1.0, 2.0, 3.0]}, index=pd.MultiIndex.from_tuples([("a", "p"), ("a", "q"), ("b", "r")]))
+    with pytest.raises(TypeError, match=r"the panel's time level \(unnamed, level 1\) must be numeric"):
+        model().fit(texts, [0, 1])

@@ -218,7 +218,8 @@ def _check_panel(X: Any) -> None:
     )
     if not ordered:  # text sorts as text: "10" before "2"
         raise TypeError(
-            f"the panel's time level ({index.names[1]!r}) must be numeric, datetime, "
+            f"the panel's time level ({'unnamed, level 1' if index.names[1] is None else repr(index.names[1])}) "
+            "must be numeric, datetime, "
             f"timedelta or period, which orders the steps; got dtype {times.dtype}. "
             + ("It holds booleans (True/False), which do not say when a step was observed: "
                "make the steps' times the index's second level, after the instances."

@@ -896,6 +896,7 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
         _check_not_left_padded(padded, X)
         samples = list(padded)
     elif is_panel(X):
+        _check_unique_columns(X, "X")
         check_no_panel_id_column(X)  # set_index([...], drop=False) keeps the id
         samples = panel_to_sequences(X)  # sktime/aeon: (instance, time) MultiIndex
     else:
@@ -1083,6 +1084,18 @@ def _valid_steps(
     return [steps[start : start + length] for start, length in zip(starts.tolist(), valid.tolist())]
 
 
+def _check_unique_columns(frame: Any, where: str) -> None:
+    """Refuse a frame with repeated column names (scikit-learn's bare DuplicateError came
+    from the names' check)."""
+    repeated = frame.columns[frame.columns.duplicated()].unique().tolist()
+    if repeated:
+        raise ValueError(
+            f"{where} has repeated column names {repeated} (a merge or concat without "
+            "suffixes?): each column needs its own name to be read. Rename or drop the "
+            "copies first, e.g. frame.loc[:, ~frame.columns.duplicated()] to keep the first."
+        )
+
+
 def _check_one(sample: Any, index: int) -> np.ndarray:
     """``sample`` as a float64 array of shape (steps, features); values are checked later."""
     if (
@@ -1096,9 +1109,15 @@ def _check_one(sample: Any, index: int) -> np.ndarray:
     if _is_array_of_rows(sample) and _is_two_dimensional(sample):
         sample = list(sample)  # its steps, which numpy stacks as the rows of nested lists
     if is_frame(sample):  # named columns: refused by name, pandas' missing values as NaN
+        _check_unique_columns(sample, where)
         check_numeric_columns(sample, where=where)
         sample = frame_values(sample)
     array = _as_float_array(sample, where=where)
+    if array.size == 0 and array.ndim < 2:  # [] among the sequences: empty, not univariate
+        raise ValueError(
+            f"{where} has no step (shape {array.shape}): expected at least one step with an "
+            "observed value. Drop empty sequences before fitting or predicting."
+        )
     if array.ndim != 2:
         hint = (
             " For a univariate sequence use shape (T_i, 1), e.g. np.reshape(x, (-1, 1))."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -745,3 +746,28 @@ def test_clipped_sgd_takes_sparse_gradients_as_their_dense_equivalent():
 def test_the_functional_entry_points_name_what_they_expected(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("optimizer", ["clipped", "simplex"])
+@pytest.mark.parametrize(("key", "bad", "match"), [
+    ("lr", -1.0, "lr must be positive; got -1.0"), ("lr", float("nan"), "lr must be positive; got nan"),
+    ("lr", float("inf"), "lr must be finite; got inf"),
+    ("clip_threshold", -1.0, "clip_threshold must be positive or None"),
+])
+def test_a_loaded_state_s_step_settings_are_checked_as_the_constructor_s(optimizer, key, bad, match):
+    # load_state_dict took them without a word: a negative rate climbed the loss (0.70 to
+    # 4.25 in 20 steps), NaN wrote NaN weights.
+    from sklearn_rnn.optim import ClippedSGD
+
+    parameter = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    make = (lambda: ClippedSGD([parameter], lr=0.1)) if optimizer == "clipped" else (
+        lambda: SimplexSGD([parameter], lr=0.1, generator=0))
+    state = make().state_dict()
+    state["param_groups"][0][key] = bad
+    loaded = make()
+    with pytest.raises(ValueError, match=rf"^state_dict's param_groups\[0\]: {re.escape(match)}"):
+        loaded.load_state_dict(state)
+    assert loaded.param_groups[0]["lr"] == 0.1 and loaded.param_groups[0]["clip_threshold"] == 1.0
+    with pytest.raises(ValueError, match=r"has no clip_threshold: it is not the state of a (ClippedSGD|SimplexSGD) "
+                                         r"\(another optimizer's, such as torch\.optim\.SGD's\?\)"):
+        loaded.load_state_dict(torch.optim.SGD([parameter], lr=0.1).state_dict())  # KeyError at the next step

@@ -867,6 +867,29 @@ class _StepRuleOptimizer(torch.optim.Optimizer):
         _check_step_settings(param_group)
         super().add_param_group(param_group)
 
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore a state, every group's ``lr`` and ``clip_threshold`` checked first, as
+        the constructor checks them (a hand-edited or another optimizer's state loaded
+        without a word: a negative rate climbed the loss, NaN wrote NaN weights).
+
+        Parameters
+        ----------
+        state_dict : dict
+        """
+        name = type(self).__name__
+        for index, group in enumerate(state_dict.get("param_groups", ())):
+            if "clip_threshold" not in group:
+                raise ValueError(
+                    f"state_dict's param_groups[{index}] has no clip_threshold: it is not the "
+                    f"state of a {name} (another optimizer's, such as torch.optim.SGD's?). Load a "
+                    f"state saved by {name}.state_dict()."
+                )
+            try:
+                _check_step_settings(group)
+            except ValueError as error:
+                raise ValueError(f"state_dict's param_groups[{index}]: {error}") from error
+        super().load_state_dict(state_dict)
+
 
 def _check_step_settings(group: dict[str, Any]) -> None:
     """Refuse a parameter group's non-positive ``lr`` or ``clip_threshold`` (None: no

@@ -442,8 +442,11 @@ def temporal_gradients(
     lengths : torch.Tensor of shape (batch,)
         The lengths given to ``forward_states``.
     accumulate_grad : bool, default=True
-        Add the full gradient to each parameter's ``.grad``, as ``loss.backward()``
-        would, so that any optimizer can step; False leaves ``.grad`` untouched.
+        Add the full gradient to the ``.grad`` of each parameter the temporal gradients
+        cover (the network's), as ``loss.backward()`` would, so that any optimizer can
+        step them; False leaves ``.grad`` untouched. Parameters before the network (an
+        embedding) get no ``.grad`` from it, and parameter hooks (``register_hook``) do
+        not run: train such a model with ``loss.backward()``.
     loss_scale : float, optional
         Mixed precision: the factor ``loss`` was multiplied by (``scaler.scale(loss)``
         of a :class:`torch.amp.GradScaler`, whose ``get_scale()`` it is). Every result

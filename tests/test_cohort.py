@@ -525,3 +525,45 @@ def test_cohort_messages_show_times_whole_and_name_the_clashing_column():
                               (("bili", "bili"), "features has repeated names")):
         with pytest.raises(ValueError, match=message):
             load_pbc_cohort(features=features)
+
+
+# ----------------------------------------------------------------- clin42
+@pytest.mark.parametrize("positive_cut", ["event", "upper_span"])
+def test_a_visit_at_the_event_up_to_rounding_is_never_kept(positive_cut):
+    # Visits in months (day / 30.4375), the death converted from years (years * 12): the
+    # visit on the day of death was 1 ulp "before" it and stayed in the sequence (bili 9.9,
+    # the outcome itself, as the positive's last input).
+    visits = pd.DataFrame({"id": [1, 1, 1], "day": [0, 47, 101], "bili": [1.0, 1.5, 9.9]})
+    visits["month"] = visits["day"] / 30.4375
+    cohort = build_cohort(visits, id_column="id", time_column="month", feature_columns=["bili"],
+                          event_time={1: (101 / 365.25) * 12}, upper_span=0, lower_span=0, min_visits=2,
+                          positive_cut=positive_cut)
+    assert cohort.patients["n_kept"].tolist() == [2]
+    assert cohort.sequences[0][:, 1].tolist() == [1.0, 1.5]
+    # An event at the first visit up to rounding is at the first visit.
+    first = pd.DataFrame({"id": [1, 1, 1], "year": [0.3, 0.5, 0.9], "x": [1.0, 2.0, 3.0]})
+    cohort = build_cohort(first, id_column="id", time_column="year", feature_columns=["x"],
+                          event_time={1: 0.1 + 0.2}, upper_span=0, lower_span=0, min_visits=2,
+                          positive_cut=positive_cut)
+    assert cohort.patients["reason"].tolist() == ["positive_at_first_visit"]
+
+
+def test_an_end_of_follow_up_on_the_last_visit_up_to_rounding_is_on_it():
+    # Refused: "end_time (0.22997946611909648) is before its last visit (0.2299794661190965)".
+    visits = pd.DataFrame({"id": [1, 1, 1], "day": [0, 3, 7], "bili": [1.0, 1.5, 2.0]})
+    visits["month"] = visits["day"] / 30.4375
+    cohort = build_cohort(visits, id_column="id", time_column="month", feature_columns=["bili"], event_time={},
+                          end_time={1: (7 / 365.25) * 12}, upper_span=0, lower_span=0, min_visits=2)
+    assert cohort.patients["reason"].tolist() == ["included"] and cohort.patients["n_kept"].tolist() == [3]
+
+
+def test_float32_times_build_the_cohort_float64_times_build():
+    # The span allowance is float64's: with float32 times the visit exactly 0.1 before the
+    # last was cut, and the patient dropped as too_few_visits.
+    cohorts = {}
+    for dtype in ("float64", "float32"):
+        table = pd.DataFrame({"id": [1, 1, 1], "year": np.array([0.0, 0.6, 0.7], dtype=dtype), "x": [1.0, 2, 3]})
+        cohorts[dtype] = build_cohort(table, id_column="id", time_column="year", feature_columns=["x"],
+                                      event_time={}, upper_span=0.1, lower_span=0.6, min_visits=2)
+    for dtype, cohort in cohorts.items():
+        assert cohort.patients[["reason", "n_kept"]].values.tolist() == [["included", 2]], dtype

@@ -122,6 +122,12 @@ def _visit_times(
     (see :func:`_nanoseconds`) where it holds dates or durations."""
     column = table[time_column]
     if not _is_dated(column):
+        dtype = getattr(column.dtype, "numpy_dtype", column.dtype)
+        if np.issubdtype(dtype, np.floating) and np.finfo(dtype).bits < 64:
+            # float32 times (a parquet file's) as the decimals they stand for: 0.6, not
+            # 0.6000000238418579, whose float32 rounding the float64 allowance of the
+            # span rules does not cover (a visit exactly a span away was cut)
+            return [sequence[:, 0].astype(dtype).astype(str).astype(np.float64) for sequence in sequences]
         return [sequence[:, 0] for sequence in sequences]
     exact = _nanoseconds(column, column).astype(np.int64)
     codes, _ = _factorize_ids(table[id_column])
@@ -257,28 +263,38 @@ def _select(
     follow-up of a negative; times and spans in one exact unit (see
     :func:`_visit_times`). Returns the decision and the number of leading visits kept.
     """
+    reference = event_at if event_at is not None else end
+    # Times equal up to rounding are equal: a visit upper_span before the reference, up to
+    # rounding, is upper_span before it (2.3 - 1.0 is 1.2999999999999998, and the visit at
+    # 1.3 was cut), and a visit at the event up to rounding is at the event (months as
+    # day / 30.4375 against a death as years * 12 kept the visit at the death). Dates
+    # compare exactly, in whole nanoseconds.
+    magnitude = _magnitude(times, reference)
     if event_at is not None:
-        if event_at <= times[0]:
+        before = int(np.count_nonzero(~_at_least(times - event_at, 0, magnitude)))  # strictly before
+        if before == 0:
             return "positive_at_first_visit", 0
         if positive_cut == "event":
-            n_kept = int(np.searchsorted(times, event_at, side="left"))  # strictly before
-            return ("included" if n_kept >= 2 else "too_few_visits"), n_kept
-        reference, need = event_at, max(2, min_visits)
+            return ("included" if before >= 2 else "too_few_visits"), before
+        need = max(2, min_visits)
     else:
-        reference, need = end, min_visits
-    # At or before reference - upper_span: a visit upper_span before it, up to rounding,
-    # is upper_span before it (2.3 - 1.0 is 1.2999999999999998, and the visit at 1.3 was
-    # cut; dates compare exactly, in whole nanoseconds).
-    exact = np.issubdtype(times.dtype, np.integer)
-    magnitude = None if exact else max(float(np.max(np.abs(times))), abs(float(reference)))
+        need = min_visits
     n_kept = int(np.count_nonzero(_at_least(reference - times, upper_span, magnitude)))  # times sorted
     if event_at is not None:  # never a visit at the event (upper_span=0 reached it)
-        n_kept = min(n_kept, int(np.searchsorted(times, event_at, side="left")))
+        n_kept = min(n_kept, before)
     if n_kept < need:
         return "too_few_visits", n_kept
     if not _at_least(times[n_kept - 1] - times[0], lower_span, magnitude):
         return "span_too_short", n_kept
     return "included", n_kept
+
+
+def _magnitude(times: NDArray[Any], reference: Any) -> float | None:
+    """The magnitude of ``times`` and ``reference`` for :func:`_at_least` (None for exact
+    integer times: dates in whole nanoseconds)."""
+    if np.issubdtype(times.dtype, np.integer):
+        return None
+    return max(float(np.max(np.abs(times))), abs(float(reference)))
 
 
 def _at_least(difference: Any, span: Any, magnitude: float | None) -> Any:
@@ -495,7 +511,8 @@ def build_cohort(
         times = seq[:, 0]
         last = _scalar(exact[i][-1])
         end = last if ends[i] is None else ends[i]
-        if end < last and events[i] is None:  # the end only matters for negatives
+        if events[i] is None and not _at_least(end - last, 0, _magnitude(exact[i], end)):
+            # (the end only matters for negatives; on the last visit's day up to rounding is on it)
             raise ValueError(
                 f"end_time of patient {_scalar(ids[i])!r} ({_time_text(end, table[time_column])}) "
                 f"is before its last visit ({_time_text(last, table[time_column])}); end_time "

@@ -567,3 +567,21 @@ def test_float32_times_build_the_cohort_float64_times_build():
                                       event_time={}, upper_span=0.1, lower_span=0.6, min_visits=2)
     for dtype, cohort in cohorts.items():
         assert cohort.patients[["reason", "n_kept"]].values.tolist() == [["included", 2]], dtype
+
+
+def test_one_id_written_as_two_types_is_refused_and_the_type_error_gives_a_valid_example():
+    # 1 and '1' were two patients: one history split in two sequences, which pooled
+    # cross-validation could put in different folds. The event_time advice was the first
+    # visit's time, which made every patient positive at the first visit.
+    table = pd.DataFrame({"id": [1, 1, "1", 2, 2], "t": [0.0, 1, 2, 0, 1], "x": [1.0, 2, 3, 4, 5]})
+    with pytest.raises(ValueError, match=r"id column 'id' holds 1 and '1', one id as values of different types.*"
+                                         r"table\['id'\] = table\['id'\]\.astype\(str\)"):
+        build_cohort(table, id_column="id", time_column="t", feature_columns=["x"], event_time={},
+                     upper_span=0, lower_span=0, min_visits=1)
+    for name, example in (("event_time", "'death_time'\\], NaN for patients without the event"),
+                          ("end_time", "'followup_end'\\], the end of each patient's follow-up")):
+        given = {"event_time": {}, name: [2.0, None]}
+        with pytest.raises(TypeError, match=rf"^{name} must be a mapping .*got list\. E\.g\. from a table of one row "
+                                            rf"per patient: per_patient\.set_index\(id_column\)\[{example}"):
+            build_cohort(table.assign(id=[1, 1, 1, 2, 2]), id_column="id", time_column="t", feature_columns=["x"],
+                         upper_span=0, lower_span=0, min_visits=1, **given)

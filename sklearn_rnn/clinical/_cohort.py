@@ -209,7 +209,12 @@ def _per_patient(
     if not isinstance(mapping, (Mapping, pd.Series)):
         raise TypeError(
             f"{name} must be a mapping or pandas.Series from patient id to time; got "
-            f"{type(mapping).__name__}. E.g. table.groupby(id_column)[time_col].first()."
+            f"{type(mapping).__name__}. E.g. from a table of one row per patient: "
+            + ("per_patient.set_index(id_column)['death_time'], NaN for patients without the "
+               "event" if name == "event_time" else
+               "per_patient.set_index(id_column)['followup_end'], the end of each patient's "
+               "follow-up, at or after the last visit")
+            + "."
         )
     series = mapping if isinstance(mapping, pd.Series) else pd.Series(dict(mapping), dtype=object)
     if series.index.has_duplicates:

@@ -308,6 +308,17 @@ def _factorize_ids(column: pd.Series) -> tuple[NDArray[np.intp], NDArray[Any]]:
             "every row must belong to a sample. Drop those rows first."
         )
     codes, uniques = pd.factorize(column, sort=True)
+    if column.dtype == object and len(uniques) > 1:  # ids of several types: 1 and '1' are two ids
+        text = pd.Series(np.asarray(uniques, dtype=object)).map(str)
+        twins = text[text.duplicated(keep=False)]
+        if len(twins):
+            shown = [_scalar(value) for value in np.asarray(uniques, dtype=object)[twins.index[:2]]]
+            raise ValueError(
+                f"id column {column.name!r} holds {shown[0]!r} and {shown[1]!r}, one id as values "
+                "of different types (a table joined from two sources?): their rows would be two "
+                "sequences, one patient's history split in two. Give the ids one type first, "
+                f"e.g. table[{column.name!r}] = table[{column.name!r}].astype(str)."
+            )
     return codes, np.asarray(uniques)
 
 

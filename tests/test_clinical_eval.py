@@ -679,3 +679,28 @@ def test_a_study_keeps_an_iterator_grid_and_seeds_the_tuned_regressions_folds():
     tuned = study_models(random_state=3)["LR summary, C tuned"]
     folds = [value for name, value in tuned.get_params().items() if name.endswith("__cv")]
     assert folds and all(isinstance(cv, StratifiedKFold) and cv.random_state == 3 for cv in folds)
+
+
+def test_pooled_results_plots_refuse_a_repeat_or_axes_they_cannot_draw_and_a_model_without_probabilities():
+    # Bare IndexErrors, after an empty figure was made; LinearSVC failed after the first fold's fit.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.svm import LinearSVC
+
+    result = PooledCVResult(LABELS, SCORES[None], np.array([[0, 1] * 4]), 0.5, 1, 0.0)
+    figures = len(plt.get_fignums())
+    for plot in (result.plot_roc, result.plot_sensitivity_specificity, result.plot_precision_recall, result.plot):
+        with pytest.raises(ValueError, match=r"^repeat must be an int in \[0, n_repeats\) = \[0, 1\); got 1\.$"):
+            plot(repeat=1)
+    assert len(plt.get_fignums()) == figures  # no figure left behind
+    figure, two = plt.subplots(1, 2)
+    try:
+        with pytest.raises(ValueError, match=r"axes must hold 3 Axes; got 2"):
+            result.plot(two)
+    finally:
+        plt.close(figure)
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    with pytest.raises(TypeError, match=r"LinearSVC has no predict_proba.*CalibratedClassifierCV\(LinearSVC\(\)\)"):
+        pooled_cross_validate(LinearSVC(), X, (X[:, 0] > 0).astype(int), n_splits=4)

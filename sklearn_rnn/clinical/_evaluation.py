@@ -111,6 +111,13 @@ class PooledCVResult:
         self.recall = tp / (tp + fn)
         self.specificity = tn / (tn + fp)
 
+    def _check_repeat(self, repeat: Any) -> None:
+        """Refuse a ``repeat`` that is not one of the result's, before a figure is made."""
+        if isinstance(repeat, bool) or not isinstance(repeat, Integral) or not 0 <= repeat < self.n_repeats:
+            raise ValueError(
+                f"repeat must be an int in [0, n_repeats) = [0, {self.n_repeats}); got {repeat!r}."
+            )
+
     @property
     def n_repeats(self) -> int:
         """Repeats (shuffles) of the k-fold split."""
@@ -184,6 +191,7 @@ class PooledCVResult:
         """
         from sklearn.metrics import RocCurveDisplay
 
+        self._check_repeat(repeat)
         display = RocCurveDisplay.from_predictions(
             self.y_true, self.y_score[repeat], ax=ax, name=name, plot_chance_level=True
         )
@@ -210,6 +218,7 @@ class PooledCVResult:
         """
         import matplotlib.pyplot as plt
 
+        self._check_repeat(repeat)  # before a figure is made
         if ax is None:
             _, ax = plt.subplots()
         fpr, tpr, thresholds = roc_curve(self.y_true, self.y_score[repeat],
@@ -244,6 +253,7 @@ class PooledCVResult:
         """
         from sklearn.metrics import PrecisionRecallDisplay
 
+        self._check_repeat(repeat)
         display = PrecisionRecallDisplay.from_predictions(
             self.y_true, self.y_score[repeat], ax=ax, name=name, plot_chance_level=True
         )
@@ -271,6 +281,13 @@ class PooledCVResult:
         """
         import matplotlib.pyplot as plt
 
+        self._check_repeat(repeat)
+        if axes is not None and np.asarray(axes, dtype=object).size != 3:
+            raise ValueError(
+                "PooledCVResult.plot draws 3 panels (ROC, sensitivity-specificity, "
+                f"precision-recall): axes must hold 3 Axes; got {np.asarray(axes, dtype=object).size}. "
+                "E.g. plt.subplots(1, 3)[1], or leave axes out."
+            )
         if axes is None:
             _, axes = plt.subplots(1, 3, figsize=(15, 4.5))
         axes = np.asarray(axes).ravel()
@@ -375,6 +392,12 @@ def pooled_cross_validate(
     ['mean_fold_auc', 'pooled_auc', 'pooled_auc_std', 'precision', 'recall', 'specificity', 'threshold']
     """
     _check_one_output_per_sequence(estimator)
+    if not hasattr(estimator, "predict_proba"):  # found after the first fold's fit
+        raise TypeError(
+            f"pooled_cross_validate pools each fold's probabilities of the positive class; "
+            f"{type(estimator).__name__} has no predict_proba. Pass a probabilistic classifier, "
+            f"e.g. sklearn.calibration.CalibratedClassifierCV({type(estimator).__name__}())."
+        )
     labels, pos_label = _binary_labels(y, pos_label)
     _check_params(labels, n_splits, n_repeats, threshold)
     _check_n_jobs(n_jobs)

@@ -731,3 +731,23 @@ def test_a_dataframe_with_no_columns_is_refused_by_name():
         with pytest.raises(ValueError, match=r"^X is a DataFrame with no columns \(shape \(3, 0\)\): expected at "
                                              r"least one column of values"):
             call(labs)
+
+
+def test_a_boolean_mask_or_float_indices_are_refused_and_no_indices_select_nothing():
+    # A mask was read as the positions 0 and 1 (and SequenceDataset.subset masked the
+    # targets but not the inputs: pairs mixed up); floats were truncated; [] an IndexError.
+    import torch
+
+    from sklearn_rnn.sequences import FlatSequences, SequenceDataset
+
+    flat = FlatSequences.from_arrays([np.ones((2, 1)), 2 * np.ones((1, 1)), 3 * np.ones((3, 1))])
+    data = SequenceDataset(flat, torch.tensor([10.0, 20.0, 30.0]))
+    for call in (lambda: flat.batch(np.array([True, False, True])), lambda: flat.subset(np.array([True, False, True])),
+                 lambda: data.subset(np.array([True, True, True]))):
+        with pytest.raises(ValueError, match=r"^indices must be integer positions of sequences; got dtype torch\.bool\. "
+                                             r"For a boolean mask, pass np\.flatnonzero\(mask\)\.$"):
+            call()
+    with pytest.raises(ValueError, match=r"got dtype torch\.float64\.$"):
+        flat.batch(np.array([0.9, 2.7]))
+    assert len(data.subset([])) == 0 and len(data.subset(np.flatnonzero([True, False, True]))) == 2
+    assert data.subset(np.flatnonzero([True, False, True])).y.tolist() == [10.0, 30.0]

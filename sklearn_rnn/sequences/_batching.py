@@ -122,7 +122,7 @@ class FlatSequences:
         -------
         FlatSequences
         """
-        index = torch.as_tensor(indices, device=self.values.device, dtype=torch.long)
+        index = _positions(indices, self.values.device)
         lengths = self.lengths[index]  # (m,)
         new_starts = torch.cumsum(lengths, 0) - lengths  # (m,)
         within = torch.arange(int(lengths.sum()), device=index.device) - torch.repeat_interleave(
@@ -160,11 +160,7 @@ class FlatSequences:
             Zero after each sequence's end.
         lengths : torch.Tensor of shape (batch,)
         """
-        index = torch.as_tensor(indices, device=self.values.device, dtype=torch.long)
-        if index.ndim != 1:
-            raise ValueError(
-                f"indices must be one-dimensional, one per sequence of the batch; got shape {tuple(index.shape)}."
-            )
+        index = _positions(indices, self.values.device)
         lengths = self.lengths[index]  # (B,)
         if not len(index):  # an empty batch, of no steps
             return self.values.new_zeros((0, 0, self.values.shape[1])), lengths
@@ -177,6 +173,23 @@ class FlatSequences:
         # Zeros where padded: not the last row times 0, which is NaN for an infinite value.
         x = torch.where(valid[..., None], self.values[rows], 0.0)  # (B, T, d)
         return x, lengths
+
+
+def _positions(indices: Any, device: Any) -> torch.Tensor:
+    """``indices`` as a 1-D int64 tensor of sequence positions; a boolean mask, float or
+    0-d indices are refused by name (a mask was read as the positions 0 and 1, floats
+    were truncated), and no indices are an empty selection."""
+    index = torch.as_tensor(indices, device=device)
+    if index.numel() == 0 and index.ndim == 1:
+        return index.to(torch.long)
+    if index.dtype == torch.bool or index.is_floating_point() or index.is_complex():
+        fix = " For a boolean mask, pass np.flatnonzero(mask)." if index.dtype == torch.bool else ""
+        raise ValueError(f"indices must be integer positions of sequences; got dtype {index.dtype}.{fix}")
+    if index.ndim != 1:
+        raise ValueError(
+            f"indices must be one-dimensional, one per sequence of the batch; got shape {tuple(index.shape)}."
+        )
+    return index.to(torch.long)
 
 
 class SequenceDataset(torch.utils.data.Dataset):
@@ -250,13 +263,13 @@ class SequenceDataset(torch.utils.data.Dataset):
         -------
         SequenceDataset
         """
-        index = torch.as_tensor(indices, device=self.sample_weight.device)
+        index = _positions(indices, self.sample_weight.device)  # a mask was read as positions 0, 1
         y: torch.Tensor | FlatSequences | None
         if isinstance(self.y, FlatSequences):
-            y = self.y.subset(indices)
+            y = self.y.subset(index)
         else:
             y = None if self.y is None else self.y[index.to(self.y.device)]
-        return SequenceDataset(self.sequences.subset(indices), y, self.sample_weight[index])
+        return SequenceDataset(self.sequences.subset(index), y, self.sample_weight[index])
 
     def collate(self, indices: np.ndarray) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
         """Assemble the batch of ``indices``: ``({'x', 'lengths', 'sample_weight'}, y)``.
@@ -270,7 +283,7 @@ class SequenceDataset(torch.utils.data.Dataset):
         inputs : dict of torch.Tensor
         y : torch.Tensor or None
         """
-        index = torch.as_tensor(indices, device=self.sample_weight.device, dtype=torch.long)
+        index = _positions(indices, self.sample_weight.device)
         x, lengths = self.sequences.batch(index)
         inputs = {"x": x, "lengths": lengths, "sample_weight": self.sample_weight[index]}
         if isinstance(self.y, FlatSequences):

@@ -751,3 +751,23 @@ def test_a_boolean_mask_or_float_indices_are_refused_and_no_indices_select_nothi
         flat.batch(np.array([0.9, 2.7]))
     assert len(data.subset([])) == 0 and len(data.subset(np.flatnonzero([True, False, True]))) == 2
     assert data.subset(np.flatnonzero([True, False, True])).y.tolist() == [10.0, 30.0]
+
+
+def test_the_encoder_reads_float32_as_float64_and_encode_arrays_gives_copies():
+    # float32 moments: a flat sequence encoded as -1 at every step, and a per-sequence
+    # covariate was taken for a nearly flat channel; encode_arrays handed back views of X.
+    from sklearn_rnn.sequences import InputEncoder
+
+    rng = np.random.default_rng(0)
+    X = [(rng.normal(size=(10, 1)) * a) for a in (0.1, 1, 10, 100)] + [np.full((7, 1), 1000.1)]
+    encoded = {dtype: InputEncoder.fit([x.astype(dtype) for x in X], scaled=[0]).encode_arrays(
+        [x.astype(dtype) for x in X])[-1][:, 0] for dtype in (np.float32, np.float64)}
+    np.testing.assert_array_equal(encoded[np.float32], encoded[np.float64])
+    assert (encoded[np.float32] == 0).all()
+    covariate = [np.c_[a * rng.normal(size=20), np.full(20, c)]
+                 for a, c in zip(10.0 ** rng.uniform(-4, 1, 40), rng.normal(100, 1, 40))]
+    assert InputEncoder.nearly_flat_channels([x.astype(np.float32) for x in covariate]) == (0,)
+    sequences = check_sequences([np.array([[1.0], [2.0]]), np.array([[3.0]])])
+    out = InputEncoder.fit(sequences).encode_arrays(sequences)
+    out[0] *= 100
+    assert sequences[0].ravel().tolist() == [1.0, 2.0]

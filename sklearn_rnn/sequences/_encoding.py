@@ -306,8 +306,10 @@ class InputEncoder:
         -------
         list of ndarray of shape (T_i, n_inputs)
         """
-        raw, lengths, _ = self._joined(sequences, "InputEncoder.encode_arrays")
+        raw, lengths, shared = self._joined(sequences, "InputEncoder.encode_arrays")
         steps = self._encode_steps(sequences, raw, lengths)
+        if shared and steps is raw:  # the sequences' own memory: a copy to edit, as encode gives
+            steps = steps.copy()
         return np.split(steps, np.cumsum(lengths)[:-1])
 
     def encode(
@@ -429,6 +431,7 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
     constant up to rounding (a spread of at most ``count * eps * |mean|``,
     scikit-learn's bound for a constant feature) has a spread of 0: at a level of 1e9,
     one unit in the last place read as a shape of +-1.4."""
+    values = np.asarray(values, dtype=np.float64)  # float32's mean of a constant is off by 6e-5
     starts = np.cumsum(lengths) - lengths
     observed = ~np.isnan(values)
     counts = np.add.reduceat(observed, starts, axis=0)

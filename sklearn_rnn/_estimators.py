@@ -1099,7 +1099,14 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 return self._encoder.scaled
             if not self._auto_untimed():
                 return ()
-            return InputEncoder.nearly_flat_channels(sequences, ratio=AUTO_INSTANCE_NORM_RATIO)
+            picked = InputEncoder.nearly_flat_channels(sequences, ratio=AUTO_INSTANCE_NORM_RATIO)
+            frame = getattr(self, "_frame", 1)
+            if frame > 1 and picked:  # one decision per raw feature, for every frame position
+                # (judged alone, a feature's even steps were scaled and its odd ones not)
+                width = sequences[0].shape[1] // frame  # untimed: column j is feature j % width
+                features = {channel % width for channel in picked}
+                picked = tuple(j for j in range(sequences[0].shape[1]) if j % width in features)
+            return picked
         if not self.instance_norm:
             return ()
         if self._output_steps.every_step:

@@ -264,3 +264,12 @@ def test_a_sequence_constant_up_to_rounding_reads_as_flat_at_a_large_level():
     shaped = np.full((30, 1), 1e9)
     shaped[::2] += 1e-3  # a real shape, however small, is still read
     assert np.abs(encoder.encode_arrays([shaped])[0][:, 0]).max() > 0.5
+
+
+def test_auto_scales_every_frame_position_of_a_feature_or_none():
+    # Each framed column was judged alone: the feature's even raw steps were read per
+    # sequence and its odd ones raw, one feature on two scales alternating step by step.
+    rng = np.random.default_rng(5)
+    X = [np.c_[a * rng.normal(size=200)] for a in 10.0 ** rng.uniform(-2, 1, 30)]
+    clf = fit(RNNClassifier(**TINY), X, np.arange(30) % 2)
+    assert clf._frame == 2 and clf._encoder.scaled == (0, 1)

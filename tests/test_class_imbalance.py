@@ -71,7 +71,7 @@ def test_loader_draws_balanced_batches_from_the_dataset_labels():
     batches = list(loader)
     assert len(batches) == len(loader) == 5
     assert all(target.bincount().tolist() == [10, 10] for _, target in batches)
-    with pytest.raises(ValueError, match="balanced batches need one class label per sequence"):
+    with pytest.raises(ValueError, match="balanced batches need one integer class label per sequence"):
         list(BucketBatchLoader(SequenceDataset(FlatSequences.from_arrays(X)), 20, balanced=True,
                                random_state=np.random.default_rng(0)))
     with pytest.raises(ValueError, match="needs a numpy Generator"):

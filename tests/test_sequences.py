@@ -771,3 +771,22 @@ def test_the_encoder_reads_float32_as_float64_and_encode_arrays_gives_copies():
     out = InputEncoder.fit(sequences).encode_arrays(sequences)
     out[0] *= 100
     assert sequences[0].ravel().tolist() == [1.0, 2.0]
+
+
+def test_the_batching_tools_refuse_float_labels_for_balance_and_arrays_for_datasets():
+    # balanced=True on float targets made every distinct value a class: 13 batches of all
+    # 100 sequences at batch_size=8. A list of arrays gave a bare AttributeError.
+    import torch
+
+    from sklearn_rnn.sequences import BucketBatchLoader, FlatSequences, SequenceDataset
+
+    data = SequenceDataset(FlatSequences.from_arrays([np.ones((2, 1))] * 100), torch.linspace(0, 1, 100))
+    loader = BucketBatchLoader(data, 8, balanced=True, random_state=np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"one integer class label per sequence.*got y of shape \(100,\) and dtype "
+                                         r"torch\.float32\. Use balanced=False for regression targets"):
+        loader.batches()
+    with pytest.raises(TypeError, match=r"^sequences must be a FlatSequences; got list\. Build it with "
+                                        r"FlatSequences\.from_arrays"):
+        SequenceDataset([np.ones((2, 1))])
+    with pytest.raises(TypeError, match=r"^dataset must be a SequenceDataset; got list"):
+        BucketBatchLoader([np.ones((2, 1))], 2)

@@ -221,6 +221,11 @@ class SequenceDataset(torch.utils.data.Dataset):
         y: torch.Tensor | FlatSequences | None = None,
         sample_weight: torch.Tensor | None = None,
     ) -> None:
+        if not isinstance(sequences, FlatSequences):  # a bare AttributeError came
+            raise TypeError(
+                f"sequences must be a FlatSequences; got {type(sequences).__name__}. Build it with "
+                "FlatSequences.from_arrays(arrays), after InputEncoder.encode for arrays with NaN."
+            )
         n = len(sequences)
         if y is not None:
             _check_rows(y, n, "y", "one target (or one row of targets) per sequence")
@@ -544,6 +549,11 @@ class BucketBatchLoader:
         balanced: bool = False,
     ) -> None:
         _check_count(batch_size, "batch_size", "sequences per batch")
+        if not isinstance(dataset, SequenceDataset):
+            raise TypeError(
+                f"dataset must be a SequenceDataset; got {type(dataset).__name__}. Build it with "
+                "SequenceDataset(FlatSequences.from_arrays(arrays), y)."
+            )
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
@@ -571,11 +581,14 @@ class BucketBatchLoader:
 
     def _labels(self) -> np.ndarray:
         y = self.dataset.y
-        if not isinstance(y, torch.Tensor) or y.ndim != 1:
+        # Float targets are values, every distinct one a "class" (batches of all n sequences).
+        if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point():
             shape = tuple(y.shape) if isinstance(y, torch.Tensor) else None
             raise ValueError(
-                "balanced batches need one class label per sequence (a dataset y of shape "
-                f"(n,)); got y of shape {shape}. Use balanced=False for regression targets."
+                "balanced batches need one integer class label per sequence (a dataset y of "
+                f"shape (n,)); got y of shape {shape}"
+                + (f" and dtype {y.dtype}" if isinstance(y, torch.Tensor) else "")
+                + ". Use balanced=False for regression targets."
             )
         return y.cpu().numpy()
 

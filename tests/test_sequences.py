@@ -790,3 +790,13 @@ def test_the_batching_tools_refuse_float_labels_for_balance_and_arrays_for_datas
         SequenceDataset([np.ones((2, 1))])
     with pytest.raises(TypeError, match=r"^dataset must be a SequenceDataset; got list"):
         BucketBatchLoader([np.ones((2, 1))], 2)
+
+
+def test_the_encoder_refuses_an_infinite_value_by_place():
+    from sklearn_rnn.sequences import InputEncoder
+
+    timed = [np.array([[0.0, 1.0], [1.0, 2.0], [np.inf, 3.0]]), np.array([[0.0, 1.0], [2.0, 2.0]])]
+    with pytest.raises(ValueError, match=r"^InputEncoder\.fit: sequence 0, step 2, feature 0 is infinite"):
+        InputEncoder.fit(timed, time_feature=0)  # a false "no positive gap" warning, time_scale 1
+    with pytest.raises(ValueError, match=r"sequence 0, step 1, feature 0 is infinite"):
+        InputEncoder.fit([np.array([[1.0], [-np.inf]]), np.array([[2.0]])], scaled=[0])  # read as missing

@@ -167,11 +167,12 @@ class InputEncoder:
         Raises
         ------
         ValueError
-            ``time_feature`` out of range, a time that is missing or decreases within
-            a sequence (the message names the sequence and step), or a ``scaled``
-            channel out of range.
+            ``time_feature`` out of range, an infinite value, a time that is missing or
+            decreases within a sequence (the message names the sequence and step), or a
+            ``scaled`` channel out of range.
         """
         check_step_arrays(sequences, where="InputEncoder.fit")
+        _check_no_infinity(sequences, "InputEncoder.fit")
         n_features = sequences[0].shape[1]
         time_feature = _resolve_time_feature(time_feature, n_features)
         time_scale = 1.0
@@ -423,6 +424,19 @@ class InputEncoder:
         starts = np.cumsum(lengths) - lengths  # (n,) first row of each sequence
         elapsed = times - np.repeat(times[starts], lengths)  # (N,)
         return np.column_stack([step_gaps(times, lengths), elapsed]) / self.time_scale  # (N, 2)
+
+
+def _check_no_infinity(sequences: list[np.ndarray], where: str) -> None:
+    """Refuse an infinite value, naming it: an infinite time made every gap 'within
+    rounding' (time_scale 1, a false warning), an infinite value read as missing."""
+    for index, sequence in enumerate(sequences):
+        infinite = np.isinf(np.asarray(sequence, dtype=np.float64))
+        if infinite.any():
+            step, feature = (int(i) for i in np.argwhere(infinite)[0])
+            raise ValueError(
+                f"{where}: sequence {index}, step {step}, feature {feature} is infinite: expected "
+                "finite values (NaN for a missing one). Replace or drop it first."
+            )
 
 
 def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -65,7 +65,7 @@ def test_missing_values_flat_and_one_step_sequences_are_read_per_sequence_withou
     X = [
         np.array([[1.0], [np.nan], [3.0]]),  # a gap: skipped by the statistics, filled after
         np.array([[np.nan], [np.nan]]),  # nothing observed: the training mean of level and scale
-        np.array([[5.0], [5.0], [5.0]]),  # flat: scale at the floor, values 0
+        np.array([[5.0], [5.0], [5.0]]),  # flat: values 0, its log scale the typical one
         np.array([[2.0]]),  # one step: the same
     ]
     encoder = InputEncoder.fit(X, scaled=[0])
@@ -77,7 +77,8 @@ def test_missing_values_flat_and_one_step_sequences_are_read_per_sequence_withou
     np.testing.assert_array_equal(encoded[1][:, 2:], 0.0)  # the training mean of each statistic
     np.testing.assert_array_equal(encoded[2][:, 0], 0.0)
     np.testing.assert_array_equal(encoded[3][:, 0], 0.0)
-    assert encoded[2][0, 3] == encoded[3][0, 3] < encoded[0][0, 3]  # both at the floor
+    # No spread: the typical log scale (0 once standardized), not log(1e-8 of the unit).
+    assert encoded[2][0, 3] == encoded[3][0, 3] == 0.0
     with pytest.raises(ValueError, match=r"scaled must name distinct value channels in \[0, 0\].*got \[1\]"):
         InputEncoder.fit(X, scaled=[1])
 
@@ -273,3 +274,19 @@ def test_auto_scales_every_frame_position_of_a_feature_or_none():
     X = [np.c_[a * rng.normal(size=200)] for a in 10.0 ** rng.uniform(-2, 1, 30)]
     clf = fit(RNNClassifier(**TINY), X, np.arange(30) % 2)
     assert clf._frame == 2 and clf._encoder.scaled == (0, 1)
+
+
+def test_a_flat_or_one_step_sequence_reads_its_log_scale_as_typical():
+    # Its spread of 0 was floored at 1e-8 of the channel's unit: a log-scale channel of -37
+    # to -105 that drowned the level (constant sequences at -2, 0, 2 predicted 0.09, 0.54,
+    # 0.73 by a model of the mean), and one one-step training sequence squeezed the
+    # others' log scales 7-fold.
+    from sklearn_rnn.sequences import InputEncoder
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(10, 1)) * a for a in (0.5, 1.0, 2.0, 4.0)]
+    encoder = InputEncoder.fit(X, scaled=[0])
+    flat = encoder.encode_arrays([np.full((5, 1), 3.0), np.array([[7.0]])])
+    assert [float(x[0, -1]) for x in flat] == [0.0, 0.0]  # the log-scale channel
+    with_one_step = InputEncoder.fit(X + [np.array([[1.0]])], scaled=[0])
+    np.testing.assert_allclose(with_one_step.log_scale_stats, encoder.log_scale_stats)

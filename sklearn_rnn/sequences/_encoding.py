@@ -213,8 +213,8 @@ class InputEncoder:
             # much: read it as the channel's own unit. Log scales are unit-free, and one
             # is an e-fold.
             encoder.level_stats = _center_and_spread(level, unit)
-            encoder.log_scale_stats = _center_and_spread(
-                np.log(np.maximum(spread, encoder.scale_floor)), np.ones(len(scaled)))
+            encoder.log_scale_stats = _center_and_spread(_log_scale(spread, encoder.scale_floor),
+                                                         np.ones(len(scaled)))
             steps = encoder._per_sequence(steps, lengths)[0]  # fill values of the scaled values
         observed = ~np.isnan(steps)
         counts = observed.sum(axis=0)
@@ -387,7 +387,8 @@ class InputEncoder:
     def _per_sequence(self, values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``values`` with the scaled channels read per sequence, and each sequence's
         standardized levels and log scales, ``(n, 2 * n_scaled)`` (0, the training
-        mean, where a sequence has no observed value of a channel)."""
+        mean, where a sequence has no observed value of a channel, and for the log scale
+        where it has no spread: a flat or one-step sequence)."""
         columns = list(self.scaled)
         level, spread = _sequence_moments(values[:, columns], lengths)
         scale = np.maximum(spread, self.scale_floor)
@@ -396,7 +397,7 @@ class InputEncoder:
         # A sequence constant up to rounding (no spread) is flat: its rounding is no shape.
         deviations[(np.repeat(spread, lengths, axis=0) == 0) & ~np.isnan(deviations)] = 0.0
         values[:, columns] = deviations / np.repeat(scale, lengths, axis=0)  # NaN stays NaN
-        log_scale = np.log(scale)
+        log_scale = _log_scale(spread, self.scale_floor)
         statistics = np.hstack([
             (level - self.level_stats[0]) / self.level_stats[1],
             (log_scale - self.log_scale_stats[0]) / self.log_scale_stats[1],
@@ -424,6 +425,14 @@ class InputEncoder:
         starts = np.cumsum(lengths) - lengths  # (n,) first row of each sequence
         elapsed = times - np.repeat(times[starts], lengths)  # (N,)
         return np.column_stack([step_gaps(times, lengths), elapsed]) / self.time_scale  # (N, 2)
+
+
+def _log_scale(spread: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """Each sequence's log scale, NaN (read as the typical scale, 0 once standardized)
+    where it has no spread: a flat or one-step sequence's log(floor), 18 e-folds below
+    the channel's unit, came out at -37 to -105 and drowned its level."""
+    with np.errstate(divide="ignore"):
+        return np.where(spread > 0, np.log(np.maximum(spread, floor)), np.nan)
 
 
 def _check_no_infinity(sequences: list[np.ndarray], where: str) -> None:

@@ -771,3 +771,19 @@ def test_a_loaded_state_s_step_settings_are_checked_as_the_constructor_s(optimiz
     with pytest.raises(ValueError, match=r"has no clip_threshold: it is not the state of a (ClippedSGD|SimplexSGD) "
                                          r"\(another optimizer's, such as torch\.optim\.SGD's\?\)"):
         loaded.load_state_dict(torch.optim.SGD([parameter], lr=0.1).state_dict())  # KeyError at the next step
+
+
+def test_clipped_step_refuses_what_would_spoil_the_weights_or_lift_the_clip():
+    # NaN or inf in d was written into theta; a (1,) block broadcast onto a (2,) parameter
+    # took a step longer than mu * tau; a negative direction_norm turned clipping off.
+    for values in ([float("nan"), 1.0], [float("inf"), 0.0], [1.5e308, 1.5e308]):
+        weights = torch.zeros(2, dtype=torch.float64)
+        with pytest.raises(ValueError, match=r"the direction's norm is (nan|inf).*nothing was changed"):
+            clipped_step_([weights], [torch.tensor(values, dtype=torch.float64)], lr=0.1, clip_threshold=1.0)
+        assert weights.tolist() == [0.0, 0.0]
+    weights = torch.zeros(2)
+    with pytest.raises(ValueError, match=r"^direction block 0 has shape \(1,\), but its parameter \(2,\)"):
+        clipped_step_([weights], [torch.tensor([10.0])], lr=0.1, clip_threshold=1.0)
+    with pytest.raises(ValueError, match=r"^direction_norm must be a non-negative number.*got -5\.0"):
+        clipped_step_([weights], [torch.tensor([3.0, 4.0])], lr=0.1, clip_threshold=1.0, direction_norm=-5.0)
+    assert clipped_step_([weights], [torch.tensor([3.0, 4.0])], lr=0.1, clip_threshold=1.0, direction_norm=5.0) == 0.02

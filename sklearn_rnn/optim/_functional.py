@@ -810,6 +810,13 @@ def clipped_step_(
     float
         The step size ``alpha`` used.
 
+    Raises
+    ------
+    ValueError
+        Settings the optimizers refuse, blocks of another shape than their parameters,
+        a negative ``direction_norm``, or a direction whose norm is not finite
+        (nothing is changed then).
+
     Examples
     --------
     >>> import torch
@@ -827,7 +834,28 @@ def clipped_step_(
             f"params and direction must pair up; got {len(params)} parameters and "
             f"{len(direction)} direction blocks."
         )
+    for index, (parameter, block) in enumerate(zip(params, direction)):
+        if tuple(block.shape) != tuple(parameter.shape):  # broadcast: a step longer than mu * tau
+            raise ValueError(
+                f"direction block {index} has shape {tuple(block.shape)}, but its parameter "
+                f"{tuple(parameter.shape)}: each block must have its parameter's shape."
+            )
+    try:
+        given = None if direction_norm is None else float(direction_norm)
+    except (TypeError, ValueError):
+        given = math.nan
+    if given is not None and not given >= 0:  # negative or NaN: clipping off
+        raise ValueError(
+            f"direction_norm must be a non-negative number (||d|| of the whole direction) or None "
+            f"to compute it; got {direction_norm!r}."
+        )
     norm = _norm(direction) if direction_norm is None else direction_norm
+    if not math.isfinite(float(norm)):  # NaN or inf in d: the step would write them into theta
+        raise ValueError(
+            f"the direction's norm is {float(norm)}: the direction holds values that are not "
+            "finite (or too large for its dtype), and stepping along it would make the "
+            "parameters non-finite; nothing was changed. Skip this step (the optimizers do)."
+        )
     with torch.no_grad():
         return _clipped_update_(params, direction, norm, lr=lr, clip_threshold=clip_threshold)
 

@@ -787,3 +787,17 @@ def test_clipped_step_refuses_what_would_spoil_the_weights_or_lift_the_clip():
     with pytest.raises(ValueError, match=r"^direction_norm must be a non-negative number.*got -5\.0"):
         clipped_step_([weights], [torch.tensor([3.0, 4.0])], lr=0.1, clip_threshold=1.0, direction_norm=-5.0)
     assert clipped_step_([weights], [torch.tensor([3.0, 4.0])], lr=0.1, clip_threshold=1.0, direction_norm=5.0) == 0.02
+
+
+def test_an_lr_beyond_the_parameters_dtype_is_refused_before_any_step():
+    # lr=1e300 on float32 passed the constructor; the step failed in add_ after the
+    # first group had moved and the branch was counted.
+    from sklearn_rnn.optim import ClippedSGD
+
+    parameters = [torch.nn.Parameter(torch.zeros(2)) for _ in range(2)]
+    match = r"^lr=1e\+300 is beyond the range of the parameters' dtype torch\.float32 \(at most 3\.4e\+38\)"
+    with pytest.raises(ValueError, match=match):
+        SimplexSGD([{"params": parameters[:1]}, {"params": parameters[1:], "lr": 1e300}], lr=0.1, generator=0)
+    with pytest.raises(ValueError, match=match):
+        ClippedSGD(parameters, lr=1e300)
+    ClippedSGD([torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))], lr=1e300)  # within float64

@@ -893,6 +893,7 @@ class _StepRuleOptimizer(torch.optim.Optimizer):
         param_group : dict
         """
         _check_step_settings(param_group)
+        _check_lr_fits(param_group.get("lr", self.defaults.get("lr")), param_group.get("params"))
         super().add_param_group(param_group)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -917,6 +918,21 @@ class _StepRuleOptimizer(torch.optim.Optimizer):
             except ValueError as error:
                 raise ValueError(f"state_dict's param_groups[{index}]: {error}") from error
         super().load_state_dict(state_dict)
+
+
+def _check_lr_fits(lr: Any, params: Any) -> None:
+    """Refuse an ``lr`` beyond the range of the parameters' dtype (1e300 on float32): the
+    step failed in PyTorch's ``add_`` after earlier groups had moved."""
+    blocks = [params] if isinstance(params, torch.Tensor) else params if isinstance(params, (list, tuple)) else []
+    for parameter in blocks:
+        if isinstance(parameter, torch.Tensor) and parameter.is_floating_point():
+            largest = torch.finfo(parameter.dtype).max
+            if lr is not None and float(lr) > largest:
+                raise ValueError(
+                    f"lr={float(lr)!r} is beyond the range of the parameters' dtype {parameter.dtype} "
+                    f"(at most {largest:.3g}): no step could be taken in it. Pass the step length "
+                    "mu as a moderate positive float, such as 0.01."
+                )
 
 
 def _check_step_settings(group: dict[str, Any]) -> None:

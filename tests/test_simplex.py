@@ -801,3 +801,16 @@ def test_an_lr_beyond_the_parameters_dtype_is_refused_before_any_step():
     with pytest.raises(ValueError, match=match):
         ClippedSGD(parameters, lr=1e300)
     ClippedSGD([torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))], lr=1e300)  # within float64
+
+
+def test_a_module_with_parametrized_weights_is_refused_by_the_adapter():
+    # Accepted: the temporal gradients covered the computed weight, the real parameter got
+    # no gradient, and SimplexSGD then told the user to do what they had done.
+    from torch.nn.utils.parametrizations import orthogonal
+
+    from sklearn_rnn.optim import RecurrentAdapter
+
+    rnn = torch.nn.RNN(2, 4, batch_first=True)
+    orthogonal(rnn, "weight_hh_l0")
+    with pytest.raises(ValueError, match=r"^rnn has parametrized weights \(weight_hh_l0, .*remove_parametrizations"):
+        RecurrentAdapter(rnn, torch.nn.Linear(4, 1))

@@ -113,6 +113,18 @@ class RecurrentAdapter(nn.Module):
                 f"rnn has proj_size={rnn.proj_size}; temporal gradients need the LSTM "
                 "without a projection of its states. Use proj_size=0."
             )
+        from torch.nn.utils import parametrize
+
+        for name, module in (("rnn", rnn), ("readout", readout)):
+            if parametrize.is_parametrized(module):  # computed weights: the temporal gradients miss the parameter
+                raise ValueError(
+                    f"{name} has parametrized weights ({', '.join(module.parametrizations.keys())}, "
+                    "e.g. orthogonal or weight_norm): the temporal gradients are those of the "
+                    "module's own weight tensors, which here are computed from other parameters "
+                    "that would get no gradient. Remove the parametrization "
+                    "(torch.nn.utils.parametrize.remove_parametrizations), or train the model "
+                    "with loss.backward() and another optimizer."
+                )
         if not isinstance(readout, nn.Linear):
             raise TypeError(f"readout must be a torch.nn.Linear; got {type(readout).__name__}.")
         if readout.in_features != rnn.hidden_size:

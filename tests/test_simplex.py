@@ -814,3 +814,24 @@ def test_a_module_with_parametrized_weights_is_refused_by_the_adapter():
     orthogonal(rnn, "weight_hh_l0")
     with pytest.raises(ValueError, match=r"^rnn has parametrized weights \(weight_hh_l0, .*remove_parametrizations"):
         RecurrentAdapter(rnn, torch.nn.Linear(4, 1))
+
+
+def test_the_optimizers_own_messages_for_an_int_input_dtype_seed_and_a_spent_graph():
+    import torch.nn.functional as functional
+
+    from sklearn_rnn.optim import RecurrentAdapter
+
+    net = RecurrentAdapter(torch.nn.GRU(2, 4, batch_first=True), torch.nn.Linear(4, 1))
+    with pytest.raises(ValueError, match=r"x has dtype torch\.int64 .*x\.to\(torch\.float32\)\.$"):
+        net.forward_states(torch.randint(0, 3, (3, 5, 2)), torch.tensor([5, 3, 1]))  # was: the adapter .to(int64)
+    with pytest.raises(ValueError, match=r"dtype must be a floating-point torch\.dtype"):
+        convex_weights(3, dtype=torch.int64, generator=torch.Generator().manual_seed(0))  # zeros came back
+    with pytest.raises(ValueError, match=r"generator, an int seed, must be in \[-2\*\*63, 2\*\*64\)"):
+        SimplexSGD(net.parameters(), generator=2**70)
+    x, lengths, y = torch.randn(3, 5, 2), torch.tensor([5, 3, 1]), torch.randn(3, 1)
+    states = net.forward_states(x, lengths)
+    loss = functional.mse_loss(states.outputs, y)
+    loss.backward()  # kept from a plain PyTorch loop
+    with pytest.raises(RuntimeError, match=r"already used by a backward pass.*temporal_gradients replaces "
+                                           r"loss\.backward\(\)"):
+        temporal_gradients(net, states, loss, lengths)

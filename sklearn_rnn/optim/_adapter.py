@@ -258,10 +258,11 @@ class RecurrentAdapter(nn.Module):
             return
         weight = self.rnn.weight_ih_l0.dtype
         if z.dtype != weight:
+            other = (f", or the adapter (rnn and readout together) with .to({z.dtype})"
+                     if z.is_floating_point() else "")  # an integer adapter cannot run
             raise ValueError(
                 f"x has dtype {z.dtype} but the rnn's weights have dtype {weight}; convert "
-                f"the input with x.to({weight}), or the adapter (rnn and readout together) "
-                f"with .to({z.dtype})."
+                f"the input with x.to({weight}){other}."
             )
         if self.readout.weight.dtype != weight:
             raise ValueError(

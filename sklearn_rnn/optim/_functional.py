@@ -256,6 +256,8 @@ def convex_weights(
             f"steps must be an int of at least 1, the number of weights (one per step); got "
             f"{steps!r} of type {type(steps).__name__}."
         )
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:  # int weights came back as zeros
+        raise ValueError(f"dtype must be a floating-point torch.dtype, such as torch.float64; got {dtype!r}.")
     _check_generator(generator)  # an int seed reached torch.rand's signature listing
     if rule == "dirichlet":
         # A flat Dirichlet is a vector of i.i.d. Exp(1) draws normalized to sum one.

@@ -340,4 +340,6 @@ def _as_generator(generator: torch.Generator | int | None) -> torch.Generator:
             f"generator must be a torch.Generator, an int seed or None; got {generator!r} of type "
             f"{type(generator).__name__}. Pass an int, such as 0, for reproducible weights."
         )
+    if not -(2**63) <= int(generator) < 2**64:  # manual_seed's range: "Overflow when unpacking long long"
+        raise ValueError(f"generator, an int seed, must be in [-2**63, 2**64); got {generator!r}.")
     return local.manual_seed(int(generator))

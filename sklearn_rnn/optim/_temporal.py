@@ -546,9 +546,19 @@ def temporal_gradients(
     # states (a copy of this one, say) does not reach it, and this network's parameters
     # would silently be given that network's gradients.
     readout = [network.readout.weight] if network.readout.weight.requires_grad else []
-    grads = list(torch.autograd.grad(
-        loss, [*reached, *initial, *readout], allow_unused=True
-    ))  # (B, T, G * H) per layer, (B, k) or (B, T, k), (B, H) per initial state; None: unused
+    try:
+        grads = list(torch.autograd.grad(
+            loss, [*reached, *initial, *readout], allow_unused=True
+        ))  # (B, T, G * H) per layer, (B, k) or (B, T, k), (B, H) per initial state; None: unused
+    except RuntimeError as error:
+        if "backward through the graph a second time" not in str(error):
+            raise
+        raise RuntimeError(
+            "the graph of these states was already used by a backward pass (loss.backward(), "
+            "or an earlier temporal_gradients of them): temporal_gradients replaces "
+            "loss.backward() (it fills .grad itself). Drop the backward() call, or run "
+            "forward_states again for each call."
+        ) from error
     reaches_readout = not readout or grads.pop() is not None
     names = [f"states.layers[{depth}].projected" for depth in range(n_layers)] + ["states.outputs"]
     unused = [name for name, grad in zip(names, grads) if grad is None]

@@ -800,3 +800,19 @@ def test_the_encoder_refuses_an_infinite_value_by_place():
         InputEncoder.fit(timed, time_feature=0)  # a false "no positive gap" warning, time_scale 1
     with pytest.raises(ValueError, match=r"sequence 0, step 1, feature 0 is infinite"):
         InputEncoder.fit([np.array([[1.0], [-np.inf]]), np.array([[2.0]])], scaled=[0])  # read as missing
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"fill_values": np.zeros(3)}, r"fill_values must hold one value per value channel \(1"),
+    ({"time_scale": 0.0}, r"time_scale must be a positive, finite number; got 0\.0"),
+    ({"n_features": 2, "fill_values": np.zeros(1), "time_feature": 5}, r"time_feature must be None or an int in \[0, 1\]"),
+    ({"scaled": [0], "level_stats": np.zeros((2, 2))}, r"level_stats must have shape \(2, 1\)"),
+])
+def test_an_encoder_built_by_hand_refuses_fields_that_disagree(kwargs, match):
+    # Fill values of another length broadcast into extra channels; time_scale 0 gave NaN
+    # and inf gaps; a time_feature out of range a raw IndexError.
+    from sklearn_rnn.sequences import InputEncoder
+
+    fields = {"n_features": 1, "fill_values": np.zeros(1), "use_mask": False, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        InputEncoder(**fields)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -127,6 +128,8 @@ class InputEncoder:
         level_stats: np.ndarray | None = None,
         log_scale_stats: np.ndarray | None = None,
     ) -> None:
+        _check_encoder_fields(n_features, fill_values, time_feature, time_scale, scaled,
+                              level_stats, log_scale_stats)
         self.n_features = n_features
         self.fill_values = fill_values
         self.use_mask = use_mask
@@ -425,6 +428,40 @@ class InputEncoder:
         starts = np.cumsum(lengths) - lengths  # (n,) first row of each sequence
         elapsed = times - np.repeat(times[starts], lengths)  # (N,)
         return np.column_stack([step_gaps(times, lengths), elapsed]) / self.time_scale  # (N, 2)
+
+
+def _check_encoder_fields(
+    n_features: Any, fill_values: Any, time_feature: Any, time_scale: Any, scaled: Any,
+    level_stats: Any, log_scale_stats: Any,
+) -> None:
+    """Refuse an :class:`InputEncoder` built by hand with fields that disagree: they
+    broke encoding silently (fill values broadcast into extra channels, gaps of NaN and
+    inf) or with raw numpy errors. The statistics are checked where given (``fit`` sets
+    them after building the encoder)."""
+    if isinstance(n_features, bool) or not isinstance(n_features, Integral) or n_features < 1:
+        raise ValueError(f"n_features must be an int >= 1; got {n_features!r}.")
+    if time_feature is not None and (
+        isinstance(time_feature, bool) or not isinstance(time_feature, Integral)
+        or not 0 <= time_feature < n_features
+    ):
+        raise ValueError(f"time_feature must be None or an int in [0, {n_features - 1}]; got {time_feature!r}.")
+    n_values = n_features - (time_feature is not None)
+    if np.shape(fill_values) != (n_values,):
+        raise ValueError(
+            f"fill_values must hold one value per value channel ({n_values}: the features other "
+            f"than the time column); got shape {np.shape(fill_values)}."
+        )
+    if not (isinstance(time_scale, Real) and math.isfinite(time_scale) and time_scale > 0):
+        raise ValueError(f"time_scale must be a positive, finite number; got {time_scale!r}.")
+    channels = [int(channel) for channel in scaled]
+    if any(not 0 <= channel < n_values for channel in channels) or len(set(channels)) != len(channels):
+        raise ValueError(f"scaled must name distinct value channels in [0, {n_values - 1}]; got {channels}.")
+    for name, stats in (("level_stats", level_stats), ("log_scale_stats", log_scale_stats)):
+        if stats is not None and np.shape(stats) != (2, len(channels)):
+            raise ValueError(
+                f"{name} must have shape (2, {len(channels)}), a center and a spread per scaled "
+                f"channel; got shape {np.shape(stats)}."
+            )
 
 
 def _log_scale(spread: np.ndarray, floor: np.ndarray) -> np.ndarray:

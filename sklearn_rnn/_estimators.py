@@ -3018,8 +3018,19 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
                     f"a class of y (classes: {self.classes_.tolist()}): use the labels of y "
                     "as keys."
                 )
-            # Labels that are no class are ignored, as scikit-learn ignores them: a dict
-            # made for all the data serves every cross-validation fold. Classes left out
+            # A label that is no class while a class of y has no weight: a mistyped key
+            # ('Sick' for 'sick'), whose weight was dropped without a word; scikit-learn
+            # refuses such a dict too.
+            extra = [label for label in class_weight if label not in known]
+            missing = [label for label in self.classes_[np.unique(y)].tolist() if label not in class_weight]
+            if extra and missing:
+                raise ValueError(
+                    f"class_weight names labels {sorted(extra, key=str)} that are no class of y, "
+                    f"and gives no weight to the classes {missing} of y (classes: "
+                    f"{self.classes_.tolist()}): a mistyped key? Use the labels of y as keys."
+                )
+            # Labels that are no class are ignored, as scikit-learn ignores them when every
+            # class is weighted: a dict made for all the data serves every cross-validation fold. Classes left out
             # weigh 1, whichever classes this y holds (a partial_fit batch may lack some:
             # scikit-learn's compute_sample_weight refuses a dict naming a class absent from its y).
             per_class = np.ones(len(self.classes_))

@@ -228,3 +228,17 @@ def test_partial_fit_calls_with_balanced_batches_draw_anew_each_call():
     assert calls[1] != calls[0]
     assert len({value for call in calls for batch in call for value in batch}) == 40
     assert stream(make()) == calls  # still reproducible from the seed
+
+
+def test_a_mistyped_class_weight_key_is_refused_when_a_class_goes_unweighted():
+    # {'Sick': 10, 'healthy': 1} for labels sick/healthy trained the unweighted model
+    # without a word; scikit-learn refuses it. Extra labels beside every class still pass.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(3, 10)), 2)) for _ in range(40)]
+    y = np.where(np.arange(40) < 8, "sick", "healthy")
+    with pytest.raises(ValueError, match=r"class_weight names labels \['Sick'\] that are no class of y, and gives no "
+                                         r"weight to the classes \['sick'\] of y.*a mistyped key"):
+        RNNClassifier(hidden_size=4, max_iter=1, class_weight={"Sick": 10.0, "healthy": 1.0}).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        RNNClassifier(hidden_size=4, max_iter=1, class_weight={"sick": 10.0, "healthy": 1.0, "other": 3.0}).fit(X, y)

@@ -1456,8 +1456,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 type(self).__name__, "kept_start", (monitor,), self.n_iter_,
                 f"{type(self).__name__}: none of the {self.n_iter_} epochs lowered the "
                 f"{_LOSS_NAMES[monitor]} below that of the weights training started from, so "
-                f"it keeps those: the model is {start}. Lower learning_rate, or set a "
-                "clip_threshold.",
+                f"it keeps those: the model is {start}. Lower learning_rate"
+                + (", or set a clip_threshold." if self.clip_threshold is None else
+                   f", or clip_threshold (now {self.clip_threshold:g})."),
             ))
         if not incremental and self.n_iter_ >= self.max_iter:
             # Warn only when the monitored loss was still falling as a trend, not when it

@@ -94,3 +94,19 @@ def test_a_fit_that_learns_gives_no_such_warning():
         warnings.simplefilter("always")
         RNNClassifier(hidden_size=8, max_iter=3, early_stopping=False, random_state=0).fit(X, y)
     assert not [w for w in caught if "lowered the" in str(w.message)]
+
+
+def test_the_kept_start_warning_advises_a_lower_clip_threshold_when_one_is_set():
+    # "or set a clip_threshold" though the default 1.0 was set.
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(3, 10)), 3)) for _ in range(40)]
+    for x in X:
+        x[:, 0] = np.cumsum(rng.uniform(1, 5, size=len(x)))
+    y = np.array([int(x[:, 1].sum() > 0) for x in X])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        RNNClassifier(hidden_size=4, max_iter=2, random_state=0, optimizer="simplex").fit(X, y)
+    kept = [str(w.message) for w in caught if "keeps those" in str(w.message)]
+    assert kept and all(message.endswith("Lower learning_rate, or clip_threshold (now 1).") for message in kept)

@@ -834,3 +834,16 @@ def test_repeated_column_names_empty_sequences_and_an_unnamed_time_level_are_nam
     texts = pd.DataFrame({"x": [1.0, 2.0, 3.0]}, index=pd.MultiIndex.from_tuples([("a", "p"), ("a", "q"), ("b", "r")]))
     with pytest.raises(TypeError, match=r"the panel's time level \(unnamed, level 1\) must be numeric"):
         model().fit(texts, [0, 1])
+
+
+def test_the_pair_from_long_format_returns_is_refused_as_x_with_the_unpacking():
+    # "steps of different widths ... mark a feature missing with NaN", or numpy's raw error.
+    from sklearn_rnn.sequences import from_long_format
+
+    visits = pd.DataFrame({"pid": [1, 1, 2, 2, 2, 3, 4, 4], "day": [0, 30, 0, 10, 20, 0, 0, 5],
+                           "bili": [1.5, 1.7, 0.7, 0.9, 1.1, 2.0, 0.4, 0.5]})
+    for as_frame in (False, True):
+        pair = from_long_format(visits, id_column="pid", time_column="day", as_frame=as_frame)
+        with pytest.raises(TypeError, match=r"got the \(sequences, ids\) pair that from_long_format returns\. "
+                                            r"Unpack it: X, ids = from_long_format"):
+            model().fit(pair, [0, 1, 0, 1])

@@ -155,6 +155,12 @@ def _check_not_grouped(X: Any) -> None:
     grouped = groupby is not None and isinstance(X, groupby.GroupBy)
     pairs = (isinstance(X, (list, tuple)) and len(X) > 0
              and all(isinstance(item, tuple) and len(item) == 2 and is_frame(item[1]) for item in X))
+    if (isinstance(X, tuple) and len(X) == 2 and isinstance(X[0], list)
+            and getattr(X[1], "ndim", None) == 1 and len(X[1]) == len(X[0])):
+        raise TypeError(
+            "expected X to hold sequences; got the (sequences, ids) pair that "
+            "from_long_format returns. Unpack it: X, ids = from_long_format(table, ...)."
+        )
     if grouped or pairs:
         got = f"a pandas {type(X).__name__}" if grouped else "a list of (key, frame) pairs, as list(groupby) gives"
         raise TypeError(

@@ -1725,7 +1725,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         Parameters
         ----------
         path : str, bytes or path-like
-            The file to write, e.g. ``'model.safetensors'``; replaced if it exists. The
+            The file to write, e.g. ``'model.safetensors'`` (``~`` is the home folder);
+            replaced if it exists. The
             file is written whole or not at all: should writing fail (a full disk, no
             permission), a file already there is left as it was. What is not a regular
             file (a device such as ``/dev/null``, a FIFO), or a file mounted over the

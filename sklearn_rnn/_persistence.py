@@ -670,7 +670,7 @@ def load(path: str | bytes | os.PathLike, *, expected: type | None = None) -> An
 
 
 def _path_of(path: Any, action: str) -> str:
-    """``path`` as the str that ``open()`` reads it as (a bytes path decoded), refusing
+    """``path`` as the str that ``open()`` reads it as (a bytes path decoded, ``~`` expanded), refusing
     what is no path by name: a file object, the bytes of a file (``load(f.read())``
     took them for a path and raised a FileNotFoundError of the whole file), ''."""
     if isinstance(path, (bytes, bytearray)) and (len(path) > 4096 or b"\0" in path):
@@ -688,7 +688,7 @@ def _path_of(path: Any, action: str) -> str:
     path = os.fsdecode(path)
     if not path:
         raise FileNotFoundError(errno.ENOENT, f"cannot {action} a model: the path is empty", path)
-    return path
+    return os.path.expanduser(path)  # '~/model.safetensors': the home folder, as pandas reads it
 
 
 def _restore(

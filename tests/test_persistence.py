@@ -777,3 +777,20 @@ def test_a_skops_file_given_to_load_is_told_to_skops(tmp_path):
         archive.writestr("schema.json", "{}")
     with pytest.raises(ValueError, match=r"is a zip file, as skops.io.dump writes.*skops\.io\.load"):
         load(tmp_path / "pipe.skops")
+
+
+def test_save_and_load_expand_a_home_folder_tilde(tmp_path, monkeypatch):
+    # '~/model.safetensors' was read as the folder '<cwd>/~', with advice to create it.
+    from sklearn_rnn import RNNClassifier
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 2)) for _ in range(10)]
+    model = RNNClassifier(hidden_size=3, max_iter=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, np.arange(10) % 2)
+    model.save("~/model.safetensors")
+    assert (tmp_path / "model.safetensors").is_file() and not (tmp_path / "~").exists()
+    np.testing.assert_array_equal(RNNClassifier.load("~/model.safetensors").predict_proba(X), model.predict_proba(X))

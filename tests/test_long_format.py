@@ -455,3 +455,15 @@ def test_a_sparse_integer_time_column_is_read():
     table = pd.DataFrame({"id": [1, 1, 2], "t": pd.arrays.SparseArray([0, 1, 0]), "x": [1.0, 2, 3]})
     X, ids = from_long_format(table, id_column="id", time_column="t")
     assert [x[:, 0].tolist() for x in X] == [[0.0, 1.0], [0.0]] and ids.tolist() == [1, 2]
+
+
+def test_a_number_column_with_placeholders_is_told_to_make_them_missing_not_to_one_hot_encode():
+    # One '?' or '<0.1' makes read_csv leave a lab column as text: it was told to be one-hot
+    # encoded, a column per distinct value.
+    import io
+
+    lab = pd.read_csv(io.StringIO("pid,day,bili,sex\n1,0,1.5,f\n1,30,?,f\n2,0,0.7,m\n2,10,<0.1,m\n2,20,0.9,m\n"))
+    with pytest.raises(TypeError, match=r"get_dummies\(table, columns=\['sex'\], dtype=float\)\. Column 'bili' holds "
+                                        r"numbers but also \['\?', '<0\.1'\]: make those missing, e\.g\. table\['bili'\] = "
+                                        r"pandas\.to_numeric\(table\['bili'\], errors='coerce'\)"):
+        from_long_format(lab, id_column="pid", time_column="day")

@@ -136,12 +136,22 @@ def _resolve_features(
         # (that would be a column per distinct value).
         held = {c: _numbers_as_text(table[c]) for c in non_numeric}
         numbers = [c for c in non_numeric if held[c]]
-        others = [c for c in non_numeric if c not in dates and c not in numbers]
+        # Numbers with a few placeholders ('?', '<0.1'), as read_csv leaves a lab column:
+        # one-hot encoding would make a column of every value.
+        placeholders = {c: _placeholders(table[c]) for c in non_numeric if c not in dates and c not in numbers}
+        placeholders = {c: cells for c, cells in placeholders.items() if cells}
+        others = [c for c in non_numeric if c not in dates and c not in numbers and c not in placeholders]
         raise TypeError(
             f"feature columns must hold real numbers; got columns {dtypes}. "
             "Leave them out with feature_columns=[...] or "
             + (f"encode them first, e.g. pandas.get_dummies(table, columns={others}, dtype=float)."
                if others else "convert them to numbers first.")
+            + "".join(
+                f" Column {c!r} holds numbers but also {cells}: make those missing, e.g. "
+                f"table[{c!r}] = pandas.to_numeric(table[{c!r}], errors='coerce') (or read the "
+                "file with read_csv(na_values=[...]))."
+                for c, cells in placeholders.items()
+            )
             + (f" Columns {numbers} hold {' or '.join(sorted({held[c] for c in numbers}))}, which "
                f"pandas.to_numeric reads: convert them, e.g. table[{numbers}] = "
                f"table[{numbers}].apply(pandas.to_numeric)." if numbers else "")
@@ -151,6 +161,18 @@ def _resolve_features(
             + complex_hint(table, non_numeric)
         )
     return features
+
+
+def _placeholders(column: pd.Series) -> list[Any]:
+    """A few cells of a text column that are no number where most of its cells are
+    numbers (placeholders such as '?' or '<0.1'); empty otherwise."""
+    if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
+        return []
+    cells = column.dropna()
+    numbers = pd.to_numeric(cells, errors="coerce")
+    if not len(cells) or numbers.notna().sum() < len(cells) / 2:
+        return []
+    return pd.unique(cells[numbers.isna()])[:3].tolist()
 
 
 def _numbers_as_text(column: pd.Series) -> str:

@@ -207,7 +207,10 @@ class EarlyStopping(_SkorchEarlyStopping):
     of training the two are compared by their loss on the whole training set
     (``net.training_loss``, one pass each): the lower is kept. Without a training set
     at the end (``X`` not given to ``on_train_end``) the epoch's end weights are kept,
-    as skorch keeps them.
+    as skorch keeps them. Where the best epoch is a later one, the weights training
+    started from are compared too (one more pass): a learning rate too high for any
+    epoch to get below them kept a network worse than the untrained one, silently;
+    they are then kept, as after a first best epoch, which the estimators warn of.
 
     Parameters
     ----------
@@ -242,8 +245,10 @@ class EarlyStopping(_SkorchEarlyStopping):
         self.stopped_ = False
         self._decided = len(net.history)  # the last epoch the rule judged
         self._finished = False
-        # The weights the next epoch starts from, kept when the training loss is watched.
+        # The weights the next epoch starts from, kept when the training loss is watched;
+        # the first of them, training's start, as a candidate at the end too (shared).
         self._epoch_start = _weights(net) if self._watches_training_loss() else None
+        self._initial = self._epoch_start
 
     def _watches_training_loss(self) -> bool:
         return bool(self.load_best) and self.monitor in ("train_loss", "train_objective")
@@ -358,8 +363,25 @@ class EarlyStopping(_SkorchEarlyStopping):
             )
             return
         self.kept_start_ = start_loss < end_loss
-        if not self.kept_start_:
-            net.module_.load_state_dict(end)
+        chosen = start if self.kept_start_ else end
+        initial = getattr(self, "_initial", None)
+        if initial is not None and initial is not start:  # a later best epoch
+            net.module_.load_state_dict(initial)
+            try:
+                initial_loss = net.training_loss(X, objective=objective)
+            except KeyboardInterrupt:  # as above: the best epoch's weights stay
+                net.module_.load_state_dict(chosen)
+                warn("training was interrupted while the weights training started from were "
+                     f"compared with epoch {self.best_epoch_}'s; epoch {self.best_epoch_}'s are kept.",
+                     UserWarning, stacklevel=2)
+                return
+            if initial_loss < min(start_loss, end_loss):  # no epoch got below training's start
+                self.kept_start_, self.best_epoch_ = True, net.history[self._epochs_before, "epoch"]
+                if self.sink is not print or net.verbose:
+                    self.sink(f"Restoring the weights training started from (training-set loss "
+                              f"{initial_loss:.4g}, against {min(start_loss, end_loss):.4g} at best).")
+                return
+        net.module_.load_state_dict(chosen)
         which, other = ("start", "end") if self.kept_start_ else ("end", "start")
         if self.sink is not print or net.verbose:  # as skorch's own message goes out
             self.sink(

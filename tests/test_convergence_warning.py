@@ -110,3 +110,23 @@ def test_the_kept_start_warning_advises_a_lower_clip_threshold_when_one_is_set()
         RNNClassifier(hidden_size=4, max_iter=2, random_state=0, optimizer="simplex").fit(X, y)
     kept = [str(w.message) for w in caught if "keeps those" in str(w.message)]
     assert kept and all(message.endswith("Lower learning_rate, or clip_threshold (now 1).") for message in kept)
+
+
+def test_a_learning_rate_too_high_for_any_epoch_keeps_the_initial_weights_and_says_so():
+    # No epoch got below the untrained network's loss (0.70), the best was a later one:
+    # fit kept a network at log loss 1.96 without a word.
+    import warnings
+
+    from sklearn.metrics import log_loss
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(3, 10)), 3)) for _ in range(40)]
+    y = rng.integers(0, 2, 40)
+    untrained = RNNClassifier(hidden_size=8, random_state=0, max_iter=1, learning_rate=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        initial = log_loss(y, untrained.fit(X, y).predict_proba(X))
+    with pytest.warns(ConvergenceWarning, match=r"none of the \d+ epochs lowered the training loss below that of "
+                                                r"the weights training started from.*Lower learning_rate"):
+        model = RNNClassifier(hidden_size=8, random_state=0, learning_rate=5.0).fit(X, y)
+    assert log_loss(y, model.predict_proba(X)) == pytest.approx(initial, abs=1e-6)

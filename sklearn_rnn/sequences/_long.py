@@ -25,7 +25,7 @@ from ._panel import (
     pivot_call,
     real_column,
 )
-from ._validation import number_text
+from ._validation import _check_unique_columns, number_text
 
 __all__ = ["from_long_format", "to_long_format"]
 
@@ -41,13 +41,7 @@ def _check_table(table: Any, name: str = "table") -> pd.DataFrame:
         raise ValueError(
             f"{name} is empty: expected at least one row (one observation of one sample)."
         )
-    repeated = table.columns[table.columns.duplicated()].unique().tolist()
-    if repeated:
-        raise ValueError(
-            f"{name} has repeated column names {repeated} (a merge without suffixes?): each "
-            "column must have its own name to be read. Rename or drop the copies first, "
-            "e.g. table.loc[:, ~table.columns.duplicated()] to keep the first of each."
-        )
+    _check_unique_columns(table, name, "table")
     return table
 
 

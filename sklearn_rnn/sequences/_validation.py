@@ -1090,15 +1090,17 @@ def _valid_steps(
     return [steps[start : start + length] for start, length in zip(starts.tolist(), valid.tolist())]
 
 
-def _check_unique_columns(frame: Any, where: str) -> None:
-    """Refuse a frame with repeated column names (scikit-learn's bare DuplicateError came
-    from the names' check)."""
+def _check_unique_columns(frame: Any, where: str, variable: str = "frame") -> None:
+    """Refuse a frame with repeated column names, ``where`` naming it in the message and
+    ``variable`` in its fix (scikit-learn's bare DuplicateError came from the names'
+    check; pandas' errors from from_long_format's)."""
     repeated = frame.columns[frame.columns.duplicated()].unique().tolist()
     if repeated:
         raise ValueError(
             f"{where} has repeated column names {repeated} (a merge or concat without "
             "suffixes?): each column needs its own name to be read. Rename or drop the "
-            "copies first, e.g. frame.loc[:, ~frame.columns.duplicated()] to keep the first."
+            f"copies first, e.g. {variable}.loc[:, ~{variable}.columns.duplicated()] to keep "
+            "the first of each."
         )
 
 

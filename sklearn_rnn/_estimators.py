@@ -3032,8 +3032,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
                     f"{self.classes_.tolist()}): a mistyped key? Use the labels of y as keys."
                 )
             # Labels that are no class are ignored, as scikit-learn ignores them when every
-            # class is weighted: a dict made for all the data serves every cross-validation fold. Classes left out
-            # weigh 1, whichever classes this y holds (a partial_fit batch may lack some:
+            # class is weighted: a dict made for all the data serves every cross-validation
+            # fold. Classes left out weigh 1, whichever classes this y holds (a partial_fit batch may lack some:
             # scikit-learn's compute_sample_weight refuses a dict naming a class absent from its y).
             per_class = np.ones(len(self.classes_))
             for label, value in class_weight.items():

@@ -192,13 +192,7 @@ class InputEncoder:
             if not positive.size:
                 _warn_of_no_time_scale(time_feature)
         steps = _values(np.concatenate(sequences, axis=0), time_feature)  # (N, n_values)
-        scaled = tuple(int(channel) for channel in scaled)
-        bad = [channel for channel in scaled if not 0 <= channel < steps.shape[1]]
-        if bad or len(set(scaled)) != len(scaled):
-            raise ValueError(
-                f"scaled must name distinct value channels in [0, {steps.shape[1] - 1}] (the "
-                f"features other than the time column); got {list(scaled)}."
-            )
+        scaled = tuple(int(channel) for channel in scaled)  # checked by the constructor
         encoder = cls(n_features, np.zeros(steps.shape[1]), False, time_feature, time_scale, scaled)
         if scaled:
             lengths = np.array([len(sequence) for sequence in sequences])
@@ -455,7 +449,10 @@ def _check_encoder_fields(
         raise ValueError(f"time_scale must be a positive, finite number; got {time_scale!r}.")
     channels = [int(channel) for channel in scaled]
     if any(not 0 <= channel < n_values for channel in channels) or len(set(channels)) != len(channels):
-        raise ValueError(f"scaled must name distinct value channels in [0, {n_values - 1}]; got {channels}.")
+        raise ValueError(
+            f"scaled must name distinct value channels in [0, {n_values - 1}] (the features other "
+            f"than the time column); got {channels}."
+        )
     for name, stats in (("level_stats", level_stats), ("log_scale_stats", log_scale_stats)):
         if stats is not None and np.shape(stats) != (2, len(channels)):
             raise ValueError(
@@ -475,7 +472,9 @@ def _log_scale(spread: np.ndarray, floor: np.ndarray) -> np.ndarray:
 def _check_no_infinity(sequences: list[np.ndarray], where: str) -> None:
     """Refuse an infinite value, naming it: an infinite time made every gap 'within
     rounding' (time_scale 1, a false warning), an infinite value read as missing."""
-    for index, sequence in enumerate(sequences):
+    if not np.isinf(joined_steps(sequences)[0]).any():  # the joined steps first, at once
+        return
+    for index, sequence in enumerate(sequences):  # then the culprit, named
         infinite = np.isinf(np.asarray(sequence, dtype=np.float64))
         if infinite.any():
             step, feature = (int(i) for i in np.argwhere(infinite)[0])

@@ -148,9 +148,10 @@ def _check_container(X: Any) -> None:
 
 
 def _check_not_grouped(X: Any) -> None:
-    """Refuse a pandas groupby, or the list of its ``(key, frame)`` pairs, by name:
-    numpy's "inhomogeneous shape", an "encode categorical values" hint or pandas'
-    "truth value of a Series is ambiguous" came instead."""
+    """Refuse a pandas groupby, the list of its ``(key, frame)`` pairs, or the
+    ``(sequences, ids)`` pair of :func:`from_long_format`, by name: numpy's
+    "inhomogeneous shape", an "encode categorical values" hint or pandas' "truth value of
+    a Series is ambiguous" came instead."""
     groupby = sys.modules.get("pandas.core.groupby")
     grouped = groupby is not None and isinstance(X, groupby.GroupBy)
     pairs = (isinstance(X, (list, tuple)) and len(X) > 0
@@ -1229,9 +1230,7 @@ def dates_dtype(values: Any) -> Any:
 
 
 def _as_float_array(value: Any, *, where: str) -> np.ndarray:
-    columns = getattr(value, "columns", None)
-    no_columns = columns is not None and len(columns) == 0  # pandas' .sparse takes a frame of none
-    if (hasattr(value, "sparse") and not no_columns) or type(value).__module__.startswith("scipy.sparse"):
+    if hasattr(value, "sparse") or type(value).__module__.startswith("scipy.sparse"):
         raise TypeError(
             f"{where} is a sparse matrix: expected dense numbers. Convert it with .toarray()."
         )

@@ -467,3 +467,31 @@ def test_a_number_column_with_placeholders_is_told_to_make_them_missing_not_to_o
                                         r"numbers but also \['\?', '<0\.1'\]: make those missing, e\.g\. table\['bili'\] = "
                                         r"pandas\.to_numeric\(table\['bili'\], errors='coerce'\)"):
         from_long_format(lab, id_column="pid", time_column="day")
+
+
+@pytest.mark.parametrize("layout", ["frames", "panel", "wide table"])
+def test_frames_panels_and_wide_tables_with_placeholders_are_told_to_make_them_missing(layout):
+    # Only from_long_format gave this advice; a list of frames, a panel and a wide table with
+    # a '?' in a number column were told to encode the column as numbers.
+    from sklearn_rnn import RNNClassifier
+
+    bili = ["1.5", "?", "0.7", "0.9"]
+    if layout == "frames":
+        X, variable = [pd.DataFrame({"bili": bili[:2]}), pd.DataFrame({"bili": bili[2:]})], "frame"
+    elif layout == "panel":
+        X, variable = pd.DataFrame({"bili": bili}, index=pd.MultiIndex.from_product([[1, 2], [0, 1]])), "X"
+    else:
+        X, variable = pd.DataFrame({"day0": [1.0, 2.0], "bili": bili[:2]}), "X"
+    with pytest.raises(TypeError, match=rf"Column 'bili' holds numbers but also \['\?'\]: make those missing, "
+                                        rf"e\.g\. {variable}\['bili'\] = pandas\.to_numeric\({variable}\['bili'\], "
+                                        r"errors='coerce'\)"):
+        RNNClassifier(max_iter=1).fit(X, [0, 1])
+
+
+def test_frames_of_numbers_written_as_text_are_told_to_convert_them():
+    from sklearn_rnn import RNNClassifier
+
+    X = [pd.DataFrame({"hr": ["60", "70"]}), pd.DataFrame({"hr": ["65"]})]
+    with pytest.raises(TypeError, match=r"Columns \['hr'\] hold numbers written as text, which pandas\.to_numeric "
+                                        r"reads: convert them, e\.g\. frame\[\['hr'\]\] = "):
+        RNNClassifier(max_iter=1).fit(X, [0, 1])

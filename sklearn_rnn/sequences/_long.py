@@ -9,7 +9,6 @@ per sample, with NaN for missing values.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any, Literal
 
 import numpy as np
@@ -22,6 +21,9 @@ from ._panel import (
     frame_values,
     holds_numbers,
     label_columns,
+    numbers_as_text,
+    numbers_held,
+    numbers_hint,
     pivot_call,
     real_column,
 )
@@ -126,69 +128,22 @@ def _resolve_features(
         # Dates and durations become counts of a unit; one-hot columns would be one a date.
         dates = [c for c in non_numeric if pd.api.types.is_datetime64_any_dtype(table[c].dtype)
                  or pd.api.types.is_timedelta64_dtype(table[c].dtype)]
-        # Numbers as text or Decimal are converted by pandas.to_numeric, not one-hot encoded
-        # (that would be a column per distinct value).
-        held = {c: _numbers_as_text(table[c]) for c in non_numeric}
-        numbers = [c for c in non_numeric if held[c]]
-        # Numbers with a few placeholders ('?', '<0.1'), as read_csv leaves a lab column:
-        # one-hot encoding would make a column of every value.
-        placeholders = {c: _placeholders(table[c]) for c in non_numeric if c not in dates and c not in numbers}
-        placeholders = {c: cells for c, cells in placeholders.items() if cells}
-        others = [c for c in non_numeric if c not in dates and c not in numbers and c not in placeholders]
+        # Numbers as text, Decimal values or numbers with a few placeholders are converted
+        # by pandas.to_numeric, not one-hot encoded (that would be a column per value).
+        numbers = [c for c in non_numeric if c not in dates and numbers_held(table[c])]
+        others = [c for c in non_numeric if c not in dates and c not in numbers]
         raise TypeError(
             f"feature columns must hold real numbers; got columns {dtypes}. "
             "Leave them out with feature_columns=[...] or "
             + (f"encode them first, e.g. pandas.get_dummies(table, columns={others}, dtype=float)."
                if others else "convert them to numbers first.")
-            + "".join(
-                f" Column {c!r} holds numbers but also {cells}: make those missing, e.g. "
-                f"table[{c!r}] = pandas.to_numeric(table[{c!r}], errors='coerce') (or read the "
-                "file with read_csv(na_values=[...]))."
-                for c, cells in placeholders.items()
-            )
-            + (f" Columns {numbers} hold {' or '.join(sorted({held[c] for c in numbers}))}, which "
-               f"pandas.to_numeric reads: convert them, e.g. table[{numbers}] = "
-               f"table[{numbers}].apply(pandas.to_numeric)." if numbers else "")
+            + numbers_hint(table, numbers, variable="table")
             + (f" Dates and durations ({', '.join(map(str, dates))}) become numbers of days, e.g. "
                "(column - column.min()) / pd.Timedelta(days=1) for dates, column / "
                "pd.Timedelta(days=1) for durations (fractions of a day kept)." if dates else "")
             + complex_hint(table, non_numeric)
         )
     return features
-
-
-def _placeholders(column: pd.Series) -> list[Any]:
-    """A few cells of a text column that are no number where most of its cells are
-    numbers (placeholders such as '?' or '<0.1'); empty otherwise."""
-    if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
-        return []
-    cells = column.dropna()
-    numbers = pd.to_numeric(cells, errors="coerce")
-    if not len(cells) or numbers.notna().sum() < len(cells) / 2:
-        return []
-    return pd.unique(cells[numbers.isna()])[:3].tolist()
-
-
-def _numbers_as_text(column: pd.Series) -> str:
-    """What ``column``, of text or object dtype, holds where :func:`pandas.to_numeric`
-    reads it as real numbers: ``Decimal`` values (as ``pandas.read_sql`` gives a NUMERIC
-    column), numbers written as text, or both; empty where it does not."""
-    if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
-        return ""
-    try:
-        numbers = pd.to_numeric(column)
-    except (TypeError, ValueError):  # text that is not a number: dates, categories
-        return ""
-    if (not pd.api.types.is_numeric_dtype(numbers.dtype) or pd.api.types.is_bool_dtype(numbers.dtype)
-            or pd.api.types.is_complex_dtype(numbers.dtype)):
-        return ""
-    cells = column.dropna()
-    kinds = []
-    if any(isinstance(cell, Decimal) for cell in cells):
-        kinds.append("Decimal values (as pandas.read_sql gives a NUMERIC column)")
-    if any(isinstance(cell, str) for cell in cells):
-        kinds.append("numbers written as text")
-    return " and ".join(kinds) or "numbers in an object column"
 
 
 def elapsed_time(values: pd.Series, origin: Any, unit: Any = "1D") -> NDArray[np.float64]:
@@ -268,9 +223,9 @@ def _numeric_time(
                "It holds numbers in an object column: convert them to numbers first, e.g. "
                "pandas.to_numeric(table[col])."
                if holds_numbers(table, time_column, column.dtype) else
-               f"It holds {_numbers_as_text(column)}: convert them to numbers first, e.g. "
+               f"It holds {numbers_as_text(column)}: convert them to numbers first, e.g. "
                "pandas.to_numeric(table[col])."
-               if _numbers_as_text(column) else
+               if numbers_as_text(column) else
                "Convert text dates first, e.g. pandas.to_datetime(table[col]).")
         )
     else:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from decimal import Decimal
 from numbers import Real
 from typing import Any
 
@@ -208,7 +209,7 @@ def _check_panel(X: Any) -> None:
             "the variables in one order in every table). Otherwise merge the rows of each pair, "
             "e.g. X.groupby(level=[0, 1], sort=False).mean()."
         )
-    check_numeric_columns(X, where="the panel")
+    check_numeric_columns(X, where="the panel", variable="X")
     import pandas as pd
 
     kinds = pd.api.types
@@ -406,7 +407,7 @@ def _check_targets_follow_frames(X: list[Any] | tuple[Any, ...], y: Any) -> None
             )
 
 
-def check_numeric_columns(frame: Any, *, where: str) -> None:
+def check_numeric_columns(frame: Any, *, where: str, variable: str = "frame") -> None:
     """Refuse a DataFrame with columns that are not numbers, naming them and their dtypes.
 
     Parameters
@@ -414,6 +415,8 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
     frame : pandas.DataFrame
     where : str
         What the frame is, for the message (``'the panel'``, ``'sequence 3 of X'``).
+    variable : str, default='frame'
+        The frame's name in the code the message suggests (``'X'`` for a panel).
 
     Raises
     ------
@@ -448,7 +451,7 @@ def check_numeric_columns(frame: Any, *, where: str) -> None:
         "(column - column.min()) / pd.Timedelta(days=1) for dates, column / "
         "pd.Timedelta(days=1) for durations (fractions of a day kept)."
         if dates else ""
-    ) + complex_hint(frame, bad)
+    ) + numbers_hint(frame, bad, variable=variable) + complex_hint(frame, bad)
     raise TypeError(
         f"{where} has columns that are not real numbers: {non_numeric}. Leave them out "
         f"(drop(columns=[...])) or encode them as numbers first.{hint}"
@@ -465,6 +468,71 @@ def complex_hint(frame: Any, names: Any) -> str:
     return (f" Complex columns ({', '.join(complex_names)}) would lose their imaginary part: "
             "split each into two real columns (its .to_numpy().real and .imag), or take its "
             "magnitude (.abs()).")
+
+
+def numbers_held(column: Any) -> bool:
+    """Whether ``column``, a text or object Series, holds numbers that
+    :func:`pandas.to_numeric` reads: written as text, as ``Decimal`` values, or with a
+    few placeholders ('?', '<0.1') among them, as ``read_csv`` leaves a lab column."""
+    return bool(numbers_as_text(column) or _placeholders(column))
+
+
+def numbers_hint(frame: Any, names: Any, *, variable: str) -> str:
+    """Sentences telling how to convert the columns among ``names`` that hold numbers
+    (:func:`numbers_held`) with :func:`pandas.to_numeric`, in code on ``variable`` (the
+    frame's name in the user's code); empty when none does."""
+    placeholders = {name: cells for name in names if (cells := _placeholders(frame[name]))}
+    held = {name: kind for name in names if (kind := numbers_as_text(frame[name]))}
+    text = "".join(
+        f" Column {name!r} holds numbers but also {cells}: make those missing, e.g. "
+        f"{variable}[{name!r}] = pandas.to_numeric({variable}[{name!r}], errors='coerce') (or "
+        "read the file with read_csv(na_values=[...]))."
+        for name, cells in placeholders.items()
+    )
+    if held:
+        columns = list(held)
+        text += (f" Columns {columns} hold {' or '.join(sorted(set(held.values())))}, which "
+                 f"pandas.to_numeric reads: convert them, e.g. {variable}[{columns}] = "
+                 f"{variable}[{columns}].apply(pandas.to_numeric).")
+    return text
+
+
+def _placeholders(column: Any) -> list[Any]:
+    """A few cells of a text column that are no number where most of its cells are
+    numbers (placeholders such as '?' or '<0.1'); empty otherwise."""
+    import pandas as pd
+
+    if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
+        return []
+    cells = column.dropna()
+    numbers = pd.to_numeric(cells, errors="coerce")
+    if not len(cells) or numbers.notna().sum() < len(cells) / 2:
+        return []
+    return pd.unique(cells[numbers.isna()])[:3].tolist()
+
+
+def numbers_as_text(column: Any) -> str:
+    """What ``column``, of text or object dtype, holds where :func:`pandas.to_numeric`
+    reads it as real numbers: ``Decimal`` values (as ``pandas.read_sql`` gives a NUMERIC
+    column), numbers written as text, or both; empty where it does not."""
+    import pandas as pd
+
+    if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
+        return ""
+    try:
+        numbers = pd.to_numeric(column)
+    except (TypeError, ValueError):  # text that is not a number: dates, categories
+        return ""
+    if (not pd.api.types.is_numeric_dtype(numbers.dtype) or pd.api.types.is_bool_dtype(numbers.dtype)
+            or pd.api.types.is_complex_dtype(numbers.dtype)):
+        return ""
+    cells = column.dropna()
+    kinds = []
+    if any(isinstance(cell, Decimal) for cell in cells):
+        kinds.append("Decimal values (as pandas.read_sql gives a NUMERIC column)")
+    if any(isinstance(cell, str) for cell in cells):
+        kinds.append("numbers written as text")
+    return " and ".join(kinds) or "numbers in an object column"
 
 
 def real_column(frame: Any, name: Any, dtype: Any) -> bool:

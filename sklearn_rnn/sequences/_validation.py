@@ -35,6 +35,7 @@ from ._panel import (
     frame_values,
     is_frame,
     is_panel,
+    numbers_hint,
     panel_to_sequences,
     real_column,
     sequences_to_panel,
@@ -241,6 +242,7 @@ def _refuse_text_columns(X: Any, error: TypeError) -> None:
         f"an id left in it is no step: drop such columns, X.drop(columns={list(text)!r}) "
         "(encoded as numbers, they would be read as steps). Encode categorical or text "
         f"values as numbers only where they are steps.{hint}"
+        f"{numbers_hint(X, [X.columns[position] for position in text.values()], variable='X')}"
     ) from error
 
 

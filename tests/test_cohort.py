@@ -585,3 +585,21 @@ def test_one_id_written_as_two_types_is_refused_and_the_type_error_gives_a_valid
                                             rf"per patient: per_patient\.set_index\(id_column\)\[{example}"):
             build_cohort(table.assign(id=[1, 1, 1, 2, 2]), id_column="id", time_column="t", feature_columns=["x"],
                          upper_span=0, lower_span=0, min_visits=1, **given)
+
+
+@pytest.mark.parametrize("kind", ["dates", "durations"])
+def test_the_cut_time_of_dated_visits_is_the_visit_as_given_whatever_the_other_patients(kind):
+    # It was a float day count since the table's earliest visit: patient 2's cut visit on
+    # 2020-03-01 read 60.0 beside patient 1 and 56.0 alone.
+    stamps = pd.Series(pd.to_datetime(["2020-01-01", "2020-02-01", "2020-01-05", "2020-03-01", "2020-04-01"],
+                                      utc=True))
+    times = stamps if kind == "dates" else stamps - pd.Timestamp("2019-12-01", tz="UTC")
+    visits = pd.DataFrame({"id": [1, 1, 2, 2, 3], "t": times, "x": [1.0, 2, 3, 4, 5]})
+    options = dict(id_column="id", time_column="t", event_time={3: times[4]}, upper_span=0, lower_span=0,
+                   min_visits=1)
+    together = build_cohort(visits, **options).patients.set_index("id")["cut_time"]
+    alone = build_cohort(visits[visits["id"] == 2], **{**options, "event_time": {}})
+    alone = alone.patients.set_index("id")["cut_time"]
+    assert together.dtype == times.dtype
+    assert together[1] == times[1] and together[2] == alone[2] == times[3]
+    assert pd.isna(together[3])  # positive at its first visit: nothing kept

@@ -55,7 +55,8 @@ class Cohort:
         One row per patient of the table: the id, ``event`` (whether the
         outcome happened), ``reason`` (``"included"`` or the exclusion
         reason), ``n_visits``, ``n_kept`` and ``cut_time`` (time of the last
-        kept visit, NaN when none is kept).
+        kept visit as the time column gives it: a number, NaN when none is
+        kept, or a date or duration, NaT when none is kept).
     time_feature : int
         Index of the time column in each sequence, always 0.
 
@@ -135,15 +136,23 @@ def _visit_times(
     return np.split(exact[order], np.flatnonzero(np.diff(codes[order])) + 1)
 
 
-def _time_text(time: Any, visits: pd.Series) -> str:
+def _time_as_given(time: Any, visits: pd.Series) -> Any:
     """A time on the visits' exact scale (see :func:`_visit_times`) as the user gave it:
     the date or duration (not nanoseconds since a hidden origin), or the number."""
     if pd.api.types.is_datetime64_any_dtype(visits):
-        return str(visits.min() + pd.Timedelta(time, unit="ns"))
+        return visits.min() + pd.Timedelta(int(time), unit="ns")
     if pd.api.types.is_timedelta64_dtype(visits):
-        return str(pd.Timedelta(time, unit="ns"))
-    number = float(time)  # every digit: ':g' showed 1700086000 and 1700086400 alike
-    return str(int(number)) if number.is_integer() else repr(number)
+        return pd.Timedelta(int(time), unit="ns")
+    return float(time)
+
+
+def _time_text(time: Any, visits: pd.Series) -> str:
+    """A time on the visits' exact scale as text: the date, the duration or every digit
+    of the number (':g' showed 1700086000 and 1700086400 alike)."""
+    given = _time_as_given(time, visits)
+    if isinstance(given, float) and given.is_integer():
+        return str(int(given))
+    return repr(given) if isinstance(given, float) else str(given)
 
 
 def _span(span: float, visits: pd.Series) -> Any:
@@ -526,13 +535,16 @@ def build_cohort(
             )
         reason, n_kept = _select(exact[i], events[i], end, upper, lower, min_visits, positive_cut)
         has_event = events[i] is not None
-        cut_time = times[n_kept - 1] if n_kept else np.nan
+        cut_time = (_time_as_given(exact[i][n_kept - 1], table[time_column]) if n_kept
+                    else pd.NaT if _is_dated(table[time_column]) else np.nan)
         rows.append((ids[i], has_event, reason, len(times), n_kept, cut_time))
         if reason == "included":
             kept_sequences.append(np.ascontiguousarray(seq[:n_kept, :n_features]))
             labels.append(int(has_event))
             kept_ids.append(ids[i])
     patients = pd.DataFrame(rows, columns=[id_column, *_DECISIONS])
+    if _is_dated(table[time_column]):  # dates or durations, NaT where no visit is kept
+        patients["cut_time"] = patients["cut_time"].astype(table[time_column].dtype)
     y = np.asarray(labels, dtype=np.int64)
     summary = {"n_patients": len(ids), "positives": int(y.sum()), "negatives": int((y == 0).sum())}
     counts = patients["reason"].value_counts()

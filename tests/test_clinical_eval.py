@@ -169,6 +169,15 @@ def test_errors_say_what_to_fix():
     with pytest.raises(ValueError, match="pos_label=5 is not a class"):
         pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], LABELS, n_splits=2,
                               pos_label=5)
+    # Missing labels were counted as a third class ("got 3: [0.0, 1.0, nan]"), or failed
+    # np.unique's sort (None among text labels).
+    for missing in (LABELS.astype(float), np.where(LABELS == 1, "dead", "alive").astype(object)):
+        missing[2] = None
+        with pytest.raises(ValueError, match=r"^y has 1 missing label\(s\) \(NaN or None\), at positions \[2\]"):
+            pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], missing, n_splits=2)
+    # pos_label as another type of the same class: the result named it 1.0, not the class 1
+    assert pooled_cross_validate(ScoreIsColumnZero(), SCORES[:, None], LABELS, n_splits=2,
+                                 pos_label=1.0).pos_label == 1
     # 0 got joblib's bare "n_jobs == 0 in Parallel has no meaning"; 1.5 ran unchecked.
     ScoreIsColumnZero.fits = 0
     for n_jobs in (0, 1.5, True, "2"):

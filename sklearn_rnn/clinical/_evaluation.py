@@ -566,6 +566,13 @@ def _binary_labels(y: Any, pos_label: Any) -> tuple[NDArray[np.int64], Any]:
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1D, one label per sample; got shape {y.shape}.")
+    missing = np.flatnonzero(pd.isna(y))
+    if len(missing):
+        raise ValueError(
+            f"y has {len(missing)} missing label(s) (NaN or None), at positions "
+            f"{missing[:5].tolist()}: every sequence needs its class to be scored. Drop those "
+            "sequences, or label them, before cross-validating."
+        )
     classes = np.unique(y)
     if len(classes) != 2:
         raise ValueError(
@@ -579,6 +586,7 @@ def _binary_labels(y: Any, pos_label: Any) -> tuple[NDArray[np.int64], Any]:
             f"pos_label={pos_label!r} is not a class of y ({classes.tolist()}); pass one of "
             "them, or None for the greater."
         )
+    pos_label = classes[classes == pos_label][0]  # as y holds it: 1, not the 1.0 given
     pos_label = pos_label.item() if isinstance(pos_label, np.generic) else pos_label
     return (y == pos_label).astype(np.int64), pos_label
 

@@ -157,13 +157,20 @@ def main(argv: list[str] | None = None) -> None:
         _save_intervals(result, args.save_intervals)
         print(f"Intervals saved to {args.save_intervals}")
     if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        axes = result.plot()
-        axes[0].figure.savefig(args.plot, dpi=100, bbox_inches="tight")
+        _save_plot(result, args.plot)
         print(f"Curves saved to {args.plot}")
     print(f"\nDone in {result.seconds:.0f} s.")
+
+
+def _save_plot(result: Any, path: str) -> None:
+    """Write the study's curves to ``path`` from a figure of their own: the backend of
+    a caller's process (``main`` called from a notebook) and pyplot's figures are left
+    as they were."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(15, 4.5))
+    result.plot(figure.subplots(1, 3))
+    figure.savefig(path, dpi=100, bbox_inches="tight")
 
 
 def _check_output_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -189,3 +189,28 @@ def test_the_main_job_refuses_plot_without_matplotlib_before_it_runs(monkeypatch
         main(["--plot", "/tmp/pbc.png"])
     assert stop.value.code == 2
     assert "--plot /tmp/pbc.png: drawing the figure needs matplotlib" in capsys.readouterr().err
+
+
+def test_the_main_jobs_plot_leaves_the_callers_backend_and_figures_alone(tmp_path):
+    # main(["--plot", ...]) called from Python switched the caller's backend to Agg and
+    # left its figure open in pyplot.
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    from sklearn_rnn.__main__ import _save_plot
+
+    class Result:
+        def plot(self, axes):
+            for ax in axes:
+                ax.plot([0, 1], [0, 1])
+            return axes
+
+    backend = matplotlib.get_backend()
+    try:
+        matplotlib.use("svg")
+        figures = plt.get_fignums()
+        _save_plot(Result(), str(tmp_path / "curves.png"))
+        assert matplotlib.get_backend() == "svg" and plt.get_fignums() == figures
+        assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
+    finally:
+        matplotlib.use(backend)

@@ -993,8 +993,14 @@ def configure(
         _check_nothing_watches_the_objective(pairs, owner)
     spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,
             n_iter_no_change, tol, _callbacks_key(pairs), bool(verbose), progress)  # key: _SPEC_KEY
-    net.verbose = verbose
+    net.verbose = verbose  # the epoch table (skorch's print_log) reads it at each epoch
     if net.callback_spec is not None and net.callback_spec == spec:
+        return
+    if net.initialized_ and net.callback_spec is not None and net.callback_spec[:-2] == spec[:-2]:
+        # Only printing changed: the epoch table and the progress bar come or go, and
+        # the other callbacks (the user's among them) keep their state.
+        _set_printing(net, progress)
+        net.callback_spec = spec
         return
     net.validates = stopping  # skorch's default callbacks follow it
     callbacks: list[tuple[str, Any]] = []
@@ -1044,6 +1050,23 @@ def configure(
     if net.initialized_:
         net.initialize_callbacks()
     net.callback_spec = spec
+
+
+def _set_printing(net: SequenceNet, progress: bool) -> None:
+    """Add or remove the epoch table (skorch's ``print_log``, which the net leaves out
+    when silent) and the progress bar as ``net.verbose`` and ``progress`` say, in the
+    places a build gives them (the bar last of the engine's, the table last of all),
+    leaving the other callbacks as they are: not initialized again, their state kept."""
+    net.callbacks = [(name, callback) for name, callback in net.callbacks if name != "progress"]
+    callbacks = [(name, callback) for name, callback in net.callbacks_ if name not in ("progress", "print_log")]
+    if progress:
+        bar = ProgressBar().initialize()
+        net.callbacks.append(("progress", bar))
+        callbacks.append(("progress", bar))
+    table = dict(net.get_default_callbacks()).get("print_log")  # None when silent
+    if table is not None:
+        callbacks.append(("print_log", table.initialize()))
+    net.callbacks_ = callbacks
 
 
 class FitGuard(TrainingGuard):

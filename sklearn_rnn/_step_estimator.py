@@ -166,8 +166,8 @@ class RNNStepClassifier(BaseRNN):
         objects given here are never changed (what cannot be deep-copied, a logger's
         open file or lock, is shared with the copy); they are made when the network is built
         and again when the training settings change (a stream of ``partial_fit``
-        calls, or warm-started fits, keep them with their state, unless ``verbose``
-        changes: the log is a callback too). Every training call
+        calls, or warm-started fits, keep them with their state; a change of ``verbose``
+        only adds or removes the epoch table and progress bar). Every training call
         starts at ``learning_rate`` and runs the schedule of a
         :class:`~skorch.callbacks.LRScheduler` from its start, as a first fit does
         (unless the callback names its own ``last_epoch``): what a scheduler did to the

@@ -153,3 +153,40 @@ def test_silent_partial_fit_builds_no_epoch_table_and_verbose_brings_it_back(cap
     model.set_params(verbose=1).partial_fit(X, y)
     out, _ = capfd.readouterr()
     assert len(tables) == 1 and "train_loss" in out and "print_log" in dict(model.net_.callbacks_)
+
+
+def test_a_change_of_verbose_between_partial_fit_calls_keeps_the_users_callbacks(capfd, monkeypatch):
+    # The callbacks were rebuilt when verbose changed, so a user's callback lost its state
+    # (an epoch counter read 1, 2, 1, 2 over four calls).
+    pytest.importorskip("tqdm")
+    from skorch.callbacks import Callback
+
+    from sklearn_rnn import _engine
+
+    class Count(Callback):
+        def initialize(self):
+            self.seen_ = 0
+            return self
+
+        def on_epoch_end(self, net, **kwargs):
+            self.seen_ += 1
+
+    monkeypatch.setattr(_engine, "_is_terminal", lambda stream: True)
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(20)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+
+    def names(verbose):  # the callbacks a first call builds
+        model = RNNClassifier(hidden_size=4, batch_size=10, random_state=0, verbose=verbose,
+                              callbacks=[("count", Count())])
+        return [name for name, _ in model.partial_fit(X, y, classes=[0, 1]).net_.callbacks_]
+
+    model = RNNClassifier(hidden_size=4, batch_size=10, random_state=0, callbacks=[("count", Count())])
+    seen = []
+    for verbose in (0, 0, 1, 1, 0):
+        model.set_params(verbose=verbose).partial_fit(X, y, classes=[0, 1])
+        seen.append(dict(model.net_.callbacks_)["count"].seen_)
+        assert [name for name, _ in model.net_.callbacks_] == names(verbose)
+        out, err = capfd.readouterr()
+        assert ("train_loss" in out) is bool(verbose) and ("%|" in err) is bool(verbose)
+    assert seen == [1, 2, 3, 4, 5]

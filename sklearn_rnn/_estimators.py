@@ -3529,6 +3529,12 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         try:
             y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y",
                             ensure_all_finite=False)
+        except OverflowError as error:  # a Python int past float64's range
+            raise ValueError(
+                f"y holds an integer too large for a float ({error}): {type(self).__name__} "
+                "needs targets within float64's range (about 1.8e308). Scale y first, e.g. "
+                "divide it or take its logarithm; predictions then come on that scale."
+            ) from error
         except ValueError as error:
             text = _first_text(y)
             if text is None:

@@ -110,6 +110,15 @@ FIT_CASES = [
     ("beyond float32 in a frame", fit_classifier([np.zeros((300, 1))] * 2 + [np.r_[np.zeros((151, 1)), [[1e39]]]]
                                                  + [np.zeros((300, 1))] * 9, instance_norm=False, frame=3),
      ValueError, ["sequence 2 of X, step 151, holds a value beyond float32's range"]),
+    # A Python int past float64's range gave a bare OverflowError.
+    ("int beyond float64", fit_classifier([X_OK[0], np.array([[10**400, 1.0]], dtype=object)] + X_OK[2:]),
+     ValueError, ["sequence 1 of X holds an integer too large for a float", "Scale it first"]),
+    ("int beyond float64 in a frame",
+     fit_classifier([pd.DataFrame({"a": np.array([1, 10**400], dtype=object), "b": [0.0, 1.0]})] * 12),
+     ValueError, ["column 'a' holds an integer too large for a float", "Scale the column first"]),
+    ("int beyond float64 in a table",
+     fit_classifier(pd.DataFrame({"a": [1.0] * 12, "b": np.array([10**400] * 12, dtype=object)})),
+     ValueError, ["X holds an integer too large for a float", "Scale it first"]),
     ("sparse sequence", lambda: RNNClassifier(**TINY).fit([_sparse()] * 12, Y_CLASS), TypeError,
      ["sequence 0 of X is a sparse matrix", ".toarray()"]),
     # --- y
@@ -121,6 +130,8 @@ FIT_CASES = [
     ("inf in regressor y", fit_regressor(X_OK, np.full(12, np.inf)), ValueError,
      ["y holds an infinite value: the targets of 12 of 12 sequences are not finite",
       "(first: sequence 0)", "fill in their targets"]),
+    ("int beyond float64 in regressor y", fit_regressor(X_OK, np.array([*Y_REAL[:11], 10**400], dtype=object)), ValueError,
+     ["y holds an integer too large for a float", "Scale y first"]),
     ("NaN in regressor y", fit_regressor(X_OK, np.r_[Y_REAL[:3], np.nan, Y_REAL[4:]]), ValueError,
      ["y holds NaN: the targets of 1 of 12 sequences are not finite (first: sequence 3)"]),
     ("scalar y", fit_classifier(X_OK, 1), ValueError,

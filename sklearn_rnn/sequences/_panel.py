@@ -590,7 +590,14 @@ def frame_values(frame: Any) -> NDArray[np.float64]:
         if i in objects:  # numbers and missing values (None, NaN, pd.NA) of any kind
             cells = column.to_numpy()
             missing = pd.isna(cells)
-            values[:, i] = np.where(missing, 0.0, cells).astype(np.float64)
+            try:
+                values[:, i] = np.where(missing, 0.0, cells).astype(np.float64)
+            except OverflowError as error:  # a Python int past float64's range
+                raise ValueError(
+                    f"column {frame.columns[i]!r} holds an integer too large for a float "
+                    f"({error}): expected numbers within float64's range (about 1.8e308). "
+                    "Scale the column first, e.g. divide it or take its logarithm."
+                ) from error
             values[missing, i] = np.nan
         else:
             values[:, i] = column.to_numpy(dtype=np.float64, na_value=np.nan)

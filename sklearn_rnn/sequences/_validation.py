@@ -1261,6 +1261,12 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
             if read is None:
                 raise numpy_error
             array = read
+    except OverflowError as error:  # a Python int past float64's range
+        raise ValueError(
+            f"{where} holds an integer too large for a float ({error}): expected numbers "
+            "within float64's range (about 1.8e308). Scale it first, e.g. divide it or take "
+            "its logarithm."
+        ) from error
     except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: from an array type's own conversion
         widths = _row_widths(value)
         if len(widths) > 1:

@@ -46,7 +46,12 @@ from ._persistence import register as register_model_class
 from ._persistence import save as save_model
 from .sequences import InputEncoder, SequenceDataset, check_float32_range
 from .sequences._encoding import TIME_FEATURE_CONSTRAINTS, _resolve_time_feature, check_times, same_time, step_gaps
-from .sequences._panel import check_step_targets_follow_steps, check_targets_follow_instances, long_table_hint
+from .sequences._panel import (
+    check_step_targets_follow_steps,
+    check_targets_follow_instances,
+    integer_overflow,
+    long_table_hint,
+)
 from .sequences._validation import (
     _refuse_dates,
     batch_first_swap,
@@ -3530,11 +3535,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
             y = check_array(y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y",
                             ensure_all_finite=False)
         except OverflowError as error:  # a Python int past float64's range
-            raise ValueError(
-                f"y holds an integer too large for a float ({error}): {type(self).__name__} "
-                "needs targets within float64's range (about 1.8e308). Scale y first, e.g. "
-                "divide it or take its logarithm; predictions then come on that scale."
-            ) from error
+            raise integer_overflow("y", error, "y") from error
         except ValueError as error:
             text = _first_text(y)
             if text is None:

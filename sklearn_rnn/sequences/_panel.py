@@ -535,6 +535,16 @@ def numbers_as_text(column: Any) -> str:
     return " and ".join(kinds) or "numbers in an object column"
 
 
+def integer_overflow(what: str, error: OverflowError, scaled: str = "it") -> ValueError:
+    """The error for ``what`` holding a Python int past float64's range (``error``: the
+    conversion's), saying how to bring ``scaled`` into it."""
+    return ValueError(
+        f"{what} holds an integer too large for a float ({error}): expected numbers within "
+        f"float64's range (about 1.8e308). Scale {scaled} first, e.g. divide it or take its "
+        "logarithm."
+    )
+
+
 def real_column(frame: Any, name: Any, dtype: Any) -> bool:
     """Whether column ``name`` holds real numbers or booleans: a numeric dtype that is not
     complex (whose imaginary part the float conversion would drop), a boolean one, or an
@@ -593,11 +603,7 @@ def frame_values(frame: Any) -> NDArray[np.float64]:
             try:
                 values[:, i] = np.where(missing, 0.0, cells).astype(np.float64)
             except OverflowError as error:  # a Python int past float64's range
-                raise ValueError(
-                    f"column {frame.columns[i]!r} holds an integer too large for a float "
-                    f"({error}): expected numbers within float64's range (about 1.8e308). "
-                    "Scale the column first, e.g. divide it or take its logarithm."
-                ) from error
+                raise integer_overflow(f"column {frame.columns[i]!r}", error, "the column") from error
             values[missing, i] = np.nan
         else:
             values[:, i] = column.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -33,6 +33,7 @@ from ._panel import (
     check_numeric_columns,
     check_targets_follow_instances,
     frame_values,
+    integer_overflow,
     is_frame,
     is_panel,
     numbers_hint,
@@ -1262,11 +1263,7 @@ def _as_float_array(value: Any, *, where: str) -> np.ndarray:
                 raise numpy_error
             array = read
     except OverflowError as error:  # a Python int past float64's range
-        raise ValueError(
-            f"{where} holds an integer too large for a float ({error}): expected numbers "
-            "within float64's range (about 1.8e308). Scale it first, e.g. divide it or take "
-            "its logarithm."
-        ) from error
+        raise integer_overflow(where, error) from error
     except (TypeError, ValueError, RuntimeError) as error:  # RuntimeError: from an array type's own conversion
         widths = _row_widths(value)
         if len(widths) > 1:

@@ -179,7 +179,8 @@ def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
     if streaming:
         estimator._check_streamable()  # what partial_fit refuses
     name = type(estimator).__name__
-    fix = f"; or search this {name} with sklearn.model_selection.GridSearchCV."
+    fix = (f"; or train this {name} with its own partial_fit, out of the stream." if streaming
+           else f"; or search this {name} with sklearn.model_selection.GridSearchCV.")
     # Cells whose forward pass torch.func.vmap can vectorize (Cell.stackable): one written
     # in plain tensor operations ('decay'), or a loop over steps in plain tensor
     # operations beside a fused kernel (the Elman, GRU and LSTM cells), which the stack
@@ -228,6 +229,25 @@ def check_stackable(estimator: Any, *, streaming: bool = False) -> None:
             raise ValueError(f"{what} cannot be stacked: {reason}{fix}")
 
 
+def _check_not_repeated(member: StackedMember, others: Sequence[StackedMember], index: int) -> None:
+    """Refuse member ``index`` when its estimator is one of ``others``' (the two rows of
+    the stack would train one network twice per epoch)."""
+    if any(other.estimator is member.estimator for other in others):
+        raise ValueError(
+            f"member {index}'s estimator is the same object as an earlier member's; each "
+            "network is trained once. Give each member an estimator of its own "
+            "(sklearn.base.clone), prepared on its own data."
+        )
+
+
+def _check_stackable_in_stream(estimator: Any, index: int) -> None:
+    """:func:`check_stackable` for a stream's estimator ``index``, which its refusal names."""
+    try:
+        check_stackable(estimator, streaming=True)
+    except ValueError as error:
+        raise ValueError(f"estimator {index}: {error}") from error
+
+
 def train_stacked(
     members: Sequence[StackedMember], *, max_stacked: int = MAX_STACKED, n_jobs: int | None = None,
     stacklevel: int = 1,
@@ -256,8 +276,10 @@ def train_stacked(
         Chunks trained at the same time in joblib worker processes; each group is then
         cut into at least ``n_jobs`` chunks. With more than one job, ``member.estimator``
         is replaced by the trained copy that comes back from the worker (in threads,
-        under joblib's threading backend, the member's own estimator). None and 1
-        train in this process.
+        under joblib's threading backend, the member's own estimator). 1 trains in this
+        process; None too, unless a :func:`joblib.parallel_config` around the call gives
+        ``n_jobs``, which then counts as for scikit-learn's ``n_jobs`` (read the trained
+        estimators from ``member.estimator``).
     stacklevel : int, default=1
         Where the summarized warnings point, counted as for :func:`warnings.warn`
         called in the caller's place: 1, the line that calls ``train_stacked``; more,
@@ -286,8 +308,9 @@ def train_stacked(
     [3, 3]
     """
     trainer = _ChunkTrainer(max_stacked, n_jobs)
-    for member in members:  # every member checked before any trains
+    for index, member in enumerate(members):  # every member checked before any trains
         check_stackable(member.estimator)
+        _check_not_repeated(member, members[:index], index)
     for member in members:
         trainer.add(member)
     trainer.finish(stacklevel + 1)
@@ -337,6 +360,7 @@ class _ChunkTrainer:
         check_stackable(member.estimator)
         architecture = _architecture(member)
         group = self.groups.setdefault(architecture, [])
+        _check_not_repeated(member, [waiting for _, waiting in group], len(self.outcomes))
         group.append((len(self.outcomes), member))
         self.outcomes.append([])
         if len(group) == self.max_stacked * self.jobs:
@@ -528,6 +552,13 @@ class StackedStream:
         if not self.estimators:
             raise ValueError("StackedStream needs at least one estimator; got none.")
         for index, estimator in enumerate(self.estimators):
+            if not (hasattr(estimator, "_check_streamable") and hasattr(estimator, "partial_fit")):
+                raise TypeError(
+                    f"StackedStream trains RNNClassifier and RNNRegressor estimators; estimator "
+                    f"{index} is a {type(estimator).__name__}. Pass the network estimator itself "
+                    "(of a pipeline, its last step, with the batches transformed by the steps "
+                    "before it)."
+                )
             if not hasattr(estimator, "net_"):
                 raise ValueError(
                     f"estimator {index} ({type(estimator).__name__}) has no network yet: call its "
@@ -539,7 +570,7 @@ class StackedStream:
                     f"estimator {index} is the same object as an earlier one; a stream trains each "
                     "estimator once per update. Pass distinct estimators (sklearn.base.clone)."
                 )
-            check_stackable(estimator, streaming=True)
+            _check_stackable_in_stream(estimator, index)
         members = [StackedMember(estimator, None) for estimator in self.estimators]
         architectures = [_architecture(member) for member in members]
         for index, architecture in enumerate(architectures):
@@ -632,7 +663,7 @@ class StackedStream:
                     # What partial_fit refuses and the stack cannot train, in the settings
                     # as they are now (set_params since the stream was built).
                     work._validate_params_unless_skipped()
-                    check_stackable(work, streaming=True)
+                    _check_stackable_in_stream(work, index)
                     # Everything partial_fit checks and sets before it trains: validation, the
                     # encoding, the training settings of the call (shuffling stream, L2 coefficient).
                     train, _ = work._prepare(X, y, weight, incremental=True)
@@ -769,11 +800,16 @@ class _StackState:
                 nets[row].optimizer_.load_state_dict(self.optimizers[row])
 
 
-def _record_epoch(member: StackedMember, epoch: int, seconds: float | None = None) -> None:
+def _record_epoch(
+    member: StackedMember, epoch: int, seconds: float | None = None,
+    validation: tuple[float, float, list[tuple[float, int]]] | None = None,
+) -> None:
     """Record a member's finished epoch in its network's history as the engine records
     it: skorch's epoch and batch entries, then the epoch scores that the engine's
     callbacks take of them (the loss, and the penalized objective where training
-    minimizes one: see SequenceNet.get_loss), with skorch's ``*_best`` flags."""
+    minimizes one: see SequenceNet.get_loss), with skorch's ``*_best`` flags, in the
+    order of fit's callbacks. ``validation``: the epoch's validation loss, score and
+    ``(loss, size)`` of each validation batch (see :meth:`_Stack._validate`)."""
     net = member.estimator.net_
     history = net.history
     history.new_epoch()
@@ -786,12 +822,25 @@ def _record_epoch(member: StackedMember, epoch: int, seconds: float | None = Non
         history.record_batch("train_loss", data_value)
         history.record_batch("train_batch_size", int(size))
     history.record("train_batch_count", len(member._epoch_losses))
+    if validation is not None:
+        for loss, size in validation[2]:
+            history.new_batch()
+            history.record_batch("valid_loss", loss)
+            history.record_batch("valid_batch_size", int(size))
+        history.record("valid_batch_count", len(validation[2]))
     if seconds is not None:
         history.record("dur", seconds)
     callbacks = dict(net.callbacks_)
-    for name in ("train_loss", "train_objective"):
-        if name in callbacks:
-            callbacks[name].on_epoch_end(net)
+    if "train_loss" in callbacks:
+        callbacks["train_loss"].on_epoch_end(net)
+    if validation is not None:  # with skorch's *_best flags, as fit's callbacks record them
+        for name, value, lower in (("valid_loss", validation[0], True), ("valid_score", validation[1], False)):
+            earlier = [record[name] for record in history[:-1] if name in record]
+            best = not earlier or (value < min(earlier) if lower else value > max(earlier))
+            history.record(name, value)
+            history.record(f"{name}_best", bool(best))
+    if "train_objective" in callbacks:
+        callbacks["train_objective"].on_epoch_end(net)
 
 
 def _shown(value: Any) -> str:
@@ -890,16 +939,23 @@ class _Stack:
         while self.live:
             epoch += 1
             snapshot = self._views(self.flat.clone())
-            # Adam's state too: a network that diverges keeps its last finished epoch's.
+            # The optimizers' state too: a network that diverges keeps its last finished
+            # epoch's, as its fit's training guard restores it (Adam's moments, the stack's
+            # own; the simplex optimizers' random streams and branch counts and ClippedSGD's
+            # skipped steps, which the stack steps in place).
             moments = {key: value.clone() for key, value in self.state.items()} if self.rule.kind == "adam" else None
+            live = [self.members[index] for index in self.live]
+            optimizers = ([_copied(member.estimator.net_.optimizer_.state_dict()) for member in live]
+                          if moments is None else None)
             began = time.perf_counter()
             self._train_epoch()
             stopped = self._end_epoch(epoch, snapshot, began)
-            if moments is not None:  # what each network's own fit leaves in its optimizer
-                live = [self.members[index] for index in self.live]
-                for row in stopped:
-                    finished = moments if live[row]._diverged is not None else None
-                    self.write_adam_state(row, live[row].estimator, finished)
+            for row in stopped:  # what each network's own fit leaves in its optimizer
+                diverged = live[row]._diverged is not None
+                if moments is not None:
+                    self.write_adam_state(row, live[row].estimator, moments if diverged else None)
+                elif diverged:
+                    live[row].estimator.net_.optimizer_.load_state_dict(optimizers[row])
             self._drop(stopped)
         for member in self.members:
             member.outcomes.extend(member.estimator._record_history(0, incremental=False))
@@ -1118,19 +1174,13 @@ class _Stack:
             if member._diverged is None and not finite_rows[row]:
                 member._diverged = Divergence("weights", None, epoch)
             if member._diverged is None and valid[row] is not None:  # as a fit's training guard
-                member._diverged = non_finite_validation(epoch, *valid[row])
+                member._diverged = non_finite_validation(epoch, *valid[row][:2])
             if member._diverged is not None:
                 self._write(row, member, snapshot)  # the last finished epoch
                 member.outcomes.append(member._diverged.outcome(type(member.estimator).__name__, True))
                 stopped.append(row)
                 continue
-            _record_epoch(member, epoch, seconds)
-            if valid[row] is not None:  # with skorch's *_best flags, as fit's callbacks record them
-                for name, value, lower in (("valid_loss", valid[row][0], True), ("valid_score", valid[row][1], False)):
-                    earlier = [record[name] for record in net.history[:-1] if name in record]
-                    best = not earlier or (value < min(earlier) if lower else value > max(earlier))
-                    net.history.record(name, value)
-                    net.history.record(f"{name}_best", bool(best))
+            _record_epoch(member, epoch, seconds, valid[row])
             stopper = self.stoppers[self.live[row]]
             done = epoch >= self.max_epochs[self.live[row]]
             if stopper is not None and stopper.load_best:
@@ -1165,8 +1215,12 @@ class _Stack:
             return
         moments = {key: self._views(state[key][row : row + 1]) for key in ("exp_avg", "exp_avg_sq")}
         for name, p in zip(self.names, self.adam_parameters(estimator)):
-            if p not in optimizer.state and not bool(moments["exp_avg_sq"][name].any()):
-                continue  # still no gradient has reached it: no state, as Adam leaves it
+            if not p.numel():
+                continue  # a parameter of no value (the decay of missing inputs when none is
+                # missing) takes no part in the forward pass: no gradient, no state, as Adam
+                # leaves it. Any other gets a gradient, zero where the data do not reach it
+                # (the missing inputs' decay when the missing values are held out), and the
+                # state Adam keeps for it.
             # A fused or capturable step (the estimators' Adam on a GPU) reads its
             # step count on the parameter's device, the others on the CPU.
             group = next(g for g in optimizer.param_groups if any(q is p for q in g["params"]))
@@ -1185,10 +1239,11 @@ class _Stack:
                 parameters[name].copy_(source[name][row])
 
     @torch.no_grad()
-    def _validate(self, live: list[StackedMember]) -> list[tuple[float, float] | None]:
-        """Validation loss (batch-size weighted mean, no penalty) and score of each network."""
+    def _validate(self, live: list[StackedMember]) -> list[tuple[float, float, list[tuple[float, int]]] | None]:
+        """Validation loss (batch-size weighted mean, no penalty) and score of each
+        network, and the loss and size of each of its validation batches."""
         rows = [r for r, member in enumerate(live) if member.valid is not None and member._diverged is None]
-        results: list[tuple[float, float] | None] = [None] * len(live)
+        results: list[tuple[float, float, list[tuple[float, int]]] | None] = [None] * len(live)
         if not rows:
             return results
         self.template.train(False)
@@ -1219,7 +1274,7 @@ class _Stack:
             finite = bool(np.isfinite(y_pred).all())  # else a divergence (see _end_epoch)
             weight = score_weights(torch.cat(weights[r]).double().cpu().numpy())
             score = estimator._validation_score(y_true, y_pred, weight) if finite else math.nan
-            results[r] = (float(np.average(losses[r], weights=sizes[r])), score)
+            results[r] = (float(np.average(losses[r], weights=sizes[r])), score, list(zip(losses[r], sizes[r])))
         return results
 
     def _drop(self, stopped: list[int]) -> None:

@@ -1269,3 +1269,77 @@ def test_a_search_takes_a_nested_tensor_as_the_estimator_does():
         from_list = RNNGridSearchCV(model, grid, cv=2).fit([torch.tensor(x) for x in X], y)
     np.testing.assert_allclose(from_nested.cv_results_["mean_test_score"], from_list.cv_results_["mean_test_score"])
     assert from_nested.best_params_ == from_list.best_params_
+
+
+def test_a_diverged_simplex_network_keeps_the_optimizer_state_of_its_last_finished_epoch():
+    # The stack undid a diverged network's weights but not its optimizer's state: the
+    # simplex random stream and branch counts of the diverging epoch stayed, and a later
+    # partial_fit took another path than after its own fit.
+    X, y = visits(40)
+    diverging = explicit(RNNRegressor, cell="tanh", time_feature=None, optimizer="simplex", batch_size=8,
+                         max_iter=4, learning_rate=1e15, clip_threshold=1e15)
+    y = np.array([x[:, 1].sum() for x in X])
+    (stacked, _), (alone, _) = stack_and_fit([diverging, clone(diverging).set_params(learning_rate=0.01)],
+                                             [(X, y)] * 2)
+    assert alone.n_iter_ == stacked.n_iter_ == 0
+    assert stacked.branch_counts_ == alone.branch_counts_
+    assert torch.equal(stacked.net_.optimizer_.generator.get_state(), alone.net_.optimizer_.generator.get_state())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for model in (stacked, alone):
+            model.set_params(learning_rate=0.01, clip_threshold=1.0).partial_fit(X, y)
+    assert largest_difference(stacked.net_, alone.net_) < 1e-6
+
+
+def test_adam_keeps_the_state_of_a_parameter_the_data_do_not_reach_as_its_own_fit_does():
+    # The decay of missing inputs whose missing values are all in sequences of weight 0
+    # (or in the early-stopping hold-out) gets zero gradients: the stack gave it no Adam
+    # state where fit counts its steps, so the next partial_fit moved it differently and
+    # a StackedStream refused the estimator.
+    from sklearn_rnn._stacked import StackedStream
+
+    X, y = visits(40)
+    X[0] = X[0].copy()
+    X[0][-1, 1] = np.nan
+    weight = np.ones(len(X))
+    weight[0] = 0.0
+    model = explicit(optimizer="adam", max_iter=3, batch_size=8)
+    (stacked,), (alone,) = stack_and_fit([model], [(X, y)], sample_weight=weight)
+    for name in ("recurrence.input_decay", "recurrence.input_baseline"):
+        p_alone = dict(alone.module_.named_parameters())[name]
+        p_stacked = dict(stacked.module_.named_parameters())[name]
+        assert p_alone.numel() and p_alone in alone.net_.optimizer_.state
+        assert float(stacked.net_.optimizer_.state[p_stacked]["step"]) == float(
+            alone.net_.optimizer_.state[p_alone]["step"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for fitted in (stacked, alone):
+            fitted.partial_fit(X, y, sample_weight=weight)
+    assert largest_difference(stacked.net_, alone.net_) < 1e-5
+    StackedStream([stacked])  # one step count for every parameter
+
+
+def test_the_same_estimator_in_two_members_is_refused_by_name():
+    # It was trained twice per epoch: n_iter_ 6 of max_iter=3, and wrong weights.
+    X, y = visits(20)
+    model = explicit(max_iter=3)
+    member = StackedMember(model, *model._prepare(X, y, None, incremental=False))
+    with pytest.raises(ValueError, match=r"^member 1's estimator is the same object as an earlier member's"):
+        train_stacked([member, StackedMember(model, member.train, member.valid)])
+    assert not hasattr(model, "n_iter_")
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam", "simplex"])
+def test_a_stacked_networks_history_has_the_entries_of_its_own_fit(optimizer):
+    # The validation batches (their loss and size) and valid_batch_count were missing.
+    X, y = visits(40)
+    model = explicit(cell="gru", time_feature=None, optimizer=optimizer, max_iter=3, early_stopping=True,
+                     validation_fraction=0.3, batch_size=8)
+    (stacked,), (alone,) = stack_and_fit([model], [(X, y)])
+    assert len(stacked.net_.history) == len(alone.net_.history)
+    for mine, theirs in zip(stacked.net_.history, alone.net_.history):
+        assert [key for key in mine if key != "dur"] == [key for key in theirs if key != "dur"]
+        assert [list(batch) for batch in mine["batches"]] == [list(batch) for batch in theirs["batches"]]
+        assert mine["valid_batch_count"] == theirs["valid_batch_count"] > 0
+        np.testing.assert_allclose([b.get("valid_loss", 0.0) for b in mine["batches"]],
+                                   [b.get("valid_loss", 0.0) for b in theirs["batches"]], atol=1e-5)

@@ -314,12 +314,26 @@ def fitted(models, seed=0):
     (lambda: fitted(thesis_models("sgd")[:1]) + thesis_models("sgd")[:1],
      r"estimator 1 \(RNNClassifier\) has no network yet: call its partial_fit once"),
     (lambda: 2 * fitted(thesis_models("sgd")[:1]), r"estimator 1 is the same object as an earlier one"),
-    (lambda: fitted(thesis_models("sgd", dropout=0.2)[:1]), r"dropout=0.2\) cannot be stacked"),
+    (lambda: fitted(thesis_models("sgd", dropout=0.2)[:1]),
+     r"^estimator 0: RNNClassifier\(dropout=0.2\) cannot be stacked: .*; or train this RNNClassifier with its own "
+     r"partial_fit, out of the stream\.$"),
     (lambda: [], r"at least one estimator"),
 ])
 def test_refuses_estimators_it_cannot_stream_together(make, match):
     with pytest.raises(ValueError, match=match):
         StackedStream(make())
+
+
+def test_a_pipeline_is_refused_for_what_it_is():
+    # It was told to call partial_fit, which a pipeline does not have.
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_rnn import SequenceStandardScaler
+
+    pipeline = make_pipeline(SequenceStandardScaler(), thesis_models("sgd")[0])
+    with pytest.raises(TypeError, match=r"^StackedStream trains RNNClassifier and RNNRegressor estimators; "
+                                        r"estimator 0 is a Pipeline\. Pass the network estimator itself"):
+        StackedStream([pipeline])
 
 
 @pytest.mark.parametrize("changes, second, first", [
@@ -367,7 +381,7 @@ def test_refuses_a_setting_changed_since_the_stream_was_built_that_cannot_be_sta
     rng = np.random.default_rng(5)
     with pytest.raises(ValueError, match=match) as updated:
         stream.update([batch(rng) for _ in models])
-    assert str(updated.value) == str(refused.value)
+    assert str(updated.value) == f"estimator 1: {refused.value}"  # it names the stream's estimator
     stream.write_back()
     assert [model.n_iter_ for model in models] == [1, 1, 1]
     assert all(torch.equal(p, q) for p, q in zip(models[1].module_.parameters(), weights))

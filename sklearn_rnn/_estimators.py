@@ -1810,7 +1810,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                   if name != "callbacks"}
         callbacks = [(item[0], _clone_sharing(item[1])) if isinstance(item, tuple) and len(item) == 2
                      else clone(item, safe=False) for item in self.callbacks]
-        return type(self)(**params, callbacks=callbacks)
+        new = type(self)(**params, callbacks=callbacks)
+        # What scikit-learn's clone carries over besides the parameters: the metadata
+        # requests (set_fit_request, ...) and the set_output configuration.
+        for name in ("_metadata_request", "_sklearn_output_config"):
+            if hasattr(self, name):
+                setattr(new, name, copy.deepcopy(getattr(self, name)))
+        return new
 
     def __getstate__(self) -> dict[str, Any]:
         """The state pickle, joblib, ``copy.deepcopy`` and skops.io store.

@@ -307,6 +307,11 @@ def test_visit_features_by_hand():
     np.testing.assert_allclose(untimed[0, 4:], [2.0, 2.0, 3, 2])  # slopes per visit
     with pytest.raises(ValueError, match="time_feature=5 is out of range"):
         VisitFeatures(time_feature=5).fit(X)
+    # A kind mistyped with set_params after fit was read as 'summary', names and all.
+    fitted = VisitFeatures("first", time_feature=0).fit(X).set_params(kind="frist")
+    for method in (lambda: fitted.transform(X), fitted.get_feature_names_out):
+        with pytest.raises(ValueError, match=r"The 'kind' parameter of VisitFeatures must be .* Got 'frist' instead"):
+            method()
     # A feature never observed in a sequence has no slope (it was 0, an observed flat
     # trend to the imputer after the step); one observation keeps a slope of 0.
     never = np.array([[0.0, 1.0, np.nan], [1.0, 2.0, np.nan]])

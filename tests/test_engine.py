@@ -943,6 +943,10 @@ def test_an_estimator_whose_callback_holds_an_open_file_clones_and_cross_validat
         twin = clone(model)
         assert twin.callbacks[0][1] is not model.callbacks[0][1] and twin.callbacks[0][1].f is f
         assert twin.get_params(deep=False).keys() == model.get_params(deep=False).keys()
+        # What scikit-learn's clone keeps besides the parameters: the metadata requests
+        # were lost, and a pipeline under metadata routing refused the weights.
+        model.set_fit_request(sample_weight=True)
+        assert clone(model).get_metadata_routing().fit.requests == {"sample_weight": True}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             assert len(cross_val_score(model, X, y, cv=2)) == 2

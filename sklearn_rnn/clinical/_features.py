@@ -122,6 +122,7 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
             'summary', where ``n_values`` leaves out the time column.
         """
         check_is_fitted(self)
+        self._validate_params()  # kind may have been set since fit
         sequences = validate_sequences(self, X, reset=False)
         time = self._time_index()
         if time is not None:
@@ -156,6 +157,7 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
         ndarray of str objects
         """
         check_is_fitted(self)
+        self._validate_params()  # kind may have been set since fit
         names = self._step_names(input_features)
         time = self._time_index()
         values = [name for column, name in enumerate(names) if column != time]

@@ -1773,6 +1773,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         ------
         ValueError
             The file is not such a model file, is damaged, or holds another class.
+        TypeError
+            ``path`` is no path: a file object, or the file's contents.
+        FileNotFoundError
+            No file is at ``path``.
+        IsADirectoryError
+            ``path`` is a folder.
 
         Examples
         --------

@@ -45,6 +45,7 @@ import math
 import os
 import stat
 import sys
+import zipfile
 from collections.abc import Callable
 from typing import Any
 
@@ -779,7 +780,11 @@ def _check_state(state: dict[str, Any], where: str, newer: str) -> None:
             if required:
                 raise ValueError(f"{where} lacks the fitted state field {name!r}: save the model again.")
             continue
-        if not check(state[name]):
+        try:  # a crafted value may break a check itself (an unhashable list, an array)
+            fits = bool(check(state[name]))
+        except Exception:
+            fits = False
+        if not fits:
             raise ValueError(
                 f"{where} holds fitted state {name!r} = {_short(state[name])}: expected {kind}. "
                 "The file is inconsistent; save the model again."
@@ -804,6 +809,28 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _zip_kind(path: str) -> str:
+    """What wrote the zip file at ``path``, and how it loads, for :func:`_read`'s refusal."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        names = []
+    if "schema.json" in names:  # skops' archive (a pipeline, say)
+        return ("as skops.io.dump writes, not a model file of the save method: load it with "
+                "skops.io.load(path, trusted=skops.io.get_untrusted_types(file=path)) after "
+                "reading the types it lists.")
+    if any(name == "data.pkl" or name.endswith("/data.pkl") for name in names):
+        return ("as torch.save writes, not a model file of the save method: an estimator saved "
+                "so loads with torch.load(path, weights_only=False) (only from a trusted source: "
+                "it runs a pickle); save it with its save method to get a model file.")
+    if names and all(name.endswith(".npy") for name in names):
+        return ("as numpy.savez writes (arrays), not a model file of the save method: expected "
+                "the path given to an sklearn_rnn estimator's save.")
+    return ("not a model file of the save method, which writes a safetensors file: expected "
+            "the path given to an sklearn_rnn estimator's save.")
+
+
 def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     not_a_model = (
         "expected a model file written by the save method of an sklearn_rnn estimator. A "
@@ -822,12 +849,8 @@ def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, f"cannot load {where}: no such file", path) from None
     except Exception as error:  # safetensors' own errors, OSError, a bad header's errors
-        if _starts_with(path, b"PK\x03\x04"):  # a zip: what skops.io.dump writes (a pipeline, say)
-            raise ValueError(
-                f"{where} is a zip file, as skops.io.dump writes, not a model file of the save "
-                "method: load it with skops.io.load(path, trusted=skops.io.get_untrusted_types("
-                "file=path)) after reading the types it lists."
-            ) from error
+        if _starts_with(path, b"PK\x03\x04"):  # a zip: skops.io.dump's, torch.save's, numpy.savez's
+            raise ValueError(f"{where} is a zip file, {_zip_kind(path)}") from error
         raise ValueError(f"{where} is not a readable model file ({error}): {not_a_model}") from error
     if FORMAT not in metadata:
         raise ValueError(f"{where} is a safetensors file without sklearn_rnn metadata: {not_a_model}")
@@ -875,9 +898,7 @@ def _check_header(text: Any, tensors: dict[str, torch.Tensor], where: str) -> di
             f"version {FORMAT_VERSION}"
             + (": upgrade sklearn_rnn to load it." if newer else ": the file is damaged.")
         )
-    if not HEADER_KEYS <= set(header) <= HEADER_KEYS | {WRITER_KEY} or not isinstance(
-        header.get(WRITER_KEY, ""), str
-    ):
+    if not HEADER_KEYS <= set(header) or not isinstance(header.get(WRITER_KEY, ""), str):
         raise ValueError(
             f"{where} has a header with keys {sorted(header)}: expected {sorted(HEADER_KEYS)}. "
             "The file is damaged or edited; save the model again."
@@ -886,6 +907,12 @@ def _check_header(text: Any, tensors: dict[str, torch.Tensor], where: str) -> di
         raise ValueError(
             f"{where} was damaged or edited after it was saved: its header and tensors do "
             "not match the digest stored with them. Save the model again from its source."
+        )
+    unknown = set(header) - HEADER_KEYS - {WRITER_KEY}
+    if unknown:  # covered by the digest: a newer writer's, or an edit
+        raise ValueError(
+            f"{where} has header keys {sorted(unknown)} that model format {FORMAT_VERSION} does "
+            f"not have in this sklearn_rnn{_newer_writer(header)}"
         )
     return header
 
@@ -918,7 +945,10 @@ def _encode(value: Any, what: str) -> Any:
         return _encode(value.item(), what)
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biufUO":
-            raise TypeError(f"{what} is an array of dtype {value.dtype}, which save() cannot store.")
+            raise TypeError(
+                f"{what} is an array of dtype {value.dtype}, which save() cannot store: keep this "
+                "model with pickle/joblib, or fit it with labels or values of numbers or strings."
+            )
         items = [_encode(item, what) for item in value.ravel().tolist()]
         return {"kind": "ndarray", "dtype": value.dtype.str, "shape": list(value.shape), "items": items}
     if isinstance(value, list):
@@ -951,6 +981,10 @@ def _decode(value: Any) -> Any:
         shape = [int(size) for size in value["shape"]]
         if math.prod(shape) != len(items):
             raise ValueError(f"an array of shape {shape} with {len(items)} items")
+        if dtype.kind == "U":  # its width is the file's word: bound it by what its items need
+            longest = max((len(item) for item in items if isinstance(item, str)), default=0)
+            if dtype.itemsize * len(items) > 4 * max(longest, 1) * len(items) + 2**20:
+                raise ValueError(f"an array of dtype {dtype} for items of at most {longest} characters")
         array = np.empty(len(items), dtype=dtype)
         array[:] = items if dtype != object else _object_items(items)
         return array.reshape(shape)

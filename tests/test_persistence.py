@@ -794,3 +794,62 @@ def test_save_and_load_expand_a_home_folder_tilde(tmp_path, monkeypatch):
     model.save("~/model.safetensors")
     assert (tmp_path / "model.safetensors").is_file() and not (tmp_path / "~").exists()
     np.testing.assert_array_equal(RNNClassifier.load("~/model.safetensors").predict_proba(X), model.predict_proba(X))
+
+
+def test_a_forged_array_width_is_refused_before_any_allocation(classifier, tmp_path):
+    # The width of a text array is the file's word: '<U25000000' for three empty items
+    # cost 287 MB before any check refused the file, and wider asked for tens of GB.
+    import resource
+
+    clf, _, _ = classifier
+
+    def wide(header):
+        header["params"]["class_weight"] = {"kind": "ndarray", "dtype": "<U25000000", "shape": [3],
+                                            "items": ["", "", ""]}
+
+    forged = _forge(clf, tmp_path, wide)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ValueError, match=r"an array of dtype <U25000000 for items of at most 0 characters"):
+        load(forged)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB: not 287 MB
+
+
+@pytest.mark.parametrize("edit, message", [
+    # Checks that broke on a crafted value: "unhashable type: 'list'", numpy's "truth
+    # value of an array ... is ambiguous", neither naming the file.
+    (_set_encoder("scaled", [[0], [1]]), r"holds fitted state 'encoder' = .*: expected the input encoder's fields"),
+    (lambda header: header["state"].update(fitted_layout={"kind": "ndarray", "dtype": "<U5", "shape": [2],
+                                                          "items": ["table", "table"]}),
+     r"holds fitted state 'fitted_layout' = array\(\['table', 'table'\].*: expected 'table' or 'sequences'"),
+    # A newer writer's header key was read as damage ("save the model again").
+    (lambda header: header.update(writer="99.0", created="2027-01-01"),
+     r"has header keys \['created'\] that model format 2 does not have in this sklearn_rnn: sklearn_rnn 99.0 "
+     r"wrote it, .* \(upgrade sklearn_rnn\)"),
+])
+def test_crafted_headers_are_refused_with_the_files_name_and_what_was_expected(tmp_path, edit, message):
+    X = ragged(12)
+    clf = fit(RNNClassifier(instance_norm=True, **TINY), X, np.arange(12) % 2)  # its encoder scales channels
+    forged = _forge(clf, tmp_path, edit)
+    with pytest.raises(ValueError, match=r"^'.*forged\.safetensors' " + message):
+        load(forged)
+
+
+def test_zip_files_of_torch_save_and_numpy_are_not_told_to_skops(classifier, tmp_path):
+    # Every zip was called a skops file, with advice that then failed ("no item named
+    # 'schema.json'"): torch.save(clf, 'model.pt'), numpy.savez.
+    clf, _, _ = classifier
+    torch.save(clf, tmp_path / "model.pt")
+    with pytest.raises(ValueError, match=r"is a zip file, as torch\.save writes.*torch\.load\(path, weights_only=False\)"):
+        load(tmp_path / "model.pt")
+    np.savez(tmp_path / "arrays.npz", a=np.ones(2))
+    with pytest.raises(ValueError, match=r"is a zip file, as numpy\.savez writes \(arrays\), not a model file"):
+        load(tmp_path / "arrays.npz")
+
+
+def test_labels_save_cannot_store_are_told_to_use_pickle(tmp_path):
+    X = ragged(12)
+    y = np.array(["2020-01-01", "2021-01-01"] * 6, dtype="datetime64[D]")
+    clf = fit(RNNClassifier(**TINY), X, y)
+    with pytest.raises(TypeError, match=r"dtype datetime64\[D\], which save\(\) cannot store: keep this model with "
+                                        r"pickle/joblib"):
+        clf.save(tmp_path / "dates.safetensors")

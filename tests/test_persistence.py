@@ -1,5 +1,6 @@
 """save/load: a format that runs no code on load, round trips that keep predictions."""
 
+import copy
 import json
 import os
 import pickle
@@ -725,6 +726,27 @@ def test_a_gpu_models_dropout_stream_survives_a_load_and_save_without_cuda(tmp_p
     module._unplaced_generator_states["cpu"] = module._unplaced_generator_states.pop("cuda:0")
     module._dropout_generators.clear()
     assert torch.equal(module.dropout_generator("cpu").get_state(), state)
+
+
+@pytest.mark.parametrize("callbacks", [None, "a callback"])
+def test_a_gpu_models_dropout_stream_survives_a_pickle_whole_or_portable(callbacks):
+    # A model with callbacks is pickled whole, and the network's pickle dropped every
+    # stream but the CPU's: back on a GPU the masks restarted from the seed (a model
+    # without callbacks travels as its model file, which kept it). A CPU generator stands
+    # in for the CUDA one under its key.
+    from skorch.callbacks import Callback
+
+    X = ragged()
+    model = fit(RNNClassifier(**TINY, dropout=0.2, num_layers=2,
+                              callbacks=None if callbacks is None else [("noop", Callback())]), X, np.arange(30) % 2)
+    module = model.net_.module_
+    stand_in = torch.Generator()
+    stand_in.manual_seed(7)
+    torch.rand(100, generator=stand_in)
+    module._dropout_generators["cuda:0"] = stand_in
+    for copied in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        held = copied.net_.module_._unplaced_generator_states
+        assert torch.equal(held["cuda:0"], stand_in.get_state())
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -418,10 +418,15 @@ class RecurrentNetwork(nn.Module):
             self.reverse_layers = nn.ModuleList()
 
     def __getstate__(self) -> dict:
-        # A CUDA generator does not unpickle without CUDA; it is re-seeded when needed.
+        # A CUDA generator does not unpickle without CUDA: its state (a CPU tensor) is
+        # kept as a model file keeps it, and the stream goes on where it is next needed.
         state = dict(self.__dict__)
         state["_dropout_generators"] = {
             key: gen for key, gen in self._dropout_generators.items() if key == "cpu"
+        }
+        state["_unplaced_generator_states"] = {
+            **getattr(self, "_unplaced_generator_states", {}),
+            **{key: gen.get_state() for key, gen in self._dropout_generators.items() if key != "cpu"},
         }
         return state
 

@@ -38,6 +38,7 @@ from ._inference import LAST_STEP, OutputSteps, run_network
 from .nn import RecurrentNetwork
 from .nn._network import HIDDEN_INITS, READOUTS
 from .nn.cells import CellNames, cell_names, get_cell, resolve_cell
+from .nn.cells._base import _cell_identity, _identity_text, _recorded_identity, _registration_change
 from .optim import BRANCHES, ClippedSGD, SimplexSGD
 from ._parallel import with_fit_threads
 from ._persistence import from_portable, to_portable
@@ -1876,6 +1877,16 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "code cannot hold. Save it with pickle or joblib, or set_params(callbacks=None) "
                 "first if the loaded model may train without them."
             )
+        cell = self.net_.module_._cell  # the cell its network runs, whatever the registry holds now
+        now = _registration_change(cell)
+        if now is not None:
+            raise ValueError(
+                f"cannot save this {type(self).__name__} to a model file, which names its cell: "
+                f"its network runs {_identity_text(_cell_identity(cell))}, and the name "
+                f"{cell.name!r} {now}. Register the model's cell under that name again "
+                "(sklearn_rnn.nn.unregister_cell, then register_cell) before saving, or keep "
+                "the model with pickle or joblib."
+            )
         try:
             # What load validates (set_params does not): a file or pickle that its own
             # reader refuses ("inconsistent ... save the model again", with the same
@@ -1973,6 +1984,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         requests = _set_routing_requests(self)
         if requests:
             state["metadata_requests"] = requests
+        identity = _recorded_identity(cell)  # a user's cell: what it was, not only its name
+        if identity is not None:
+            state["cell"] = identity
         return params, state, tensors
 
     @classmethod
@@ -1998,6 +2012,14 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     f"this session (the cells are {sorted(CellNames())}): import the module that "
                     "registers it (with sklearn_rnn.nn.register_cell) before loading."
                 ) from None
+        if "cell" in state and _cell_identity(get_cell(estimator._resolved_cell())) != state["cell"]:
+            raise ValueError(
+                f"{where} holds a model of cell {estimator._resolved_cell()!r} trained as "
+                f"{_identity_text(state['cell'])}, but this session registers that name as "
+                f"{_identity_text(_cell_identity(get_cell(estimator._resolved_cell())))}: its weights "
+                "would run another recurrence. Register the cell the model was trained with under "
+                "that name (sklearn_rnn.nn.unregister_cell, then register_cell) before loading."
+            )
         estimator._validate_params()
         for attribute, field in _OPTIONAL_STATE.items():
             if field in state:

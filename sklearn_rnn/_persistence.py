@@ -256,6 +256,9 @@ STATE_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "device": (True, lambda v: isinstance(v, str), "a device name"),
     "extra": (True, lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
               "a mapping of attribute names to values"),
+    "cell": (False, lambda v: isinstance(v, dict) and set(v) == {"class", "settings"}
+             and isinstance(v["class"], str) and isinstance(v["settings"], dict),
+             "the class and settings of a user's cell (absent: one of the package's cells)"),
     "metadata_requests": (False, lambda v: _routing_requests(v),
                           "a mapping of method names to {parameter: true, false, null or an alias} "
                           "(absent: the class's own requests)"),

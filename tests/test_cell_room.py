@@ -284,7 +284,7 @@ def test_a_fused_cell_defined_here_gets_temporal_gradients_and_the_simplex_optim
         unregister_cell("tanh_orthogonal")
 
 
-def test_copies_run_the_cell_the_network_was_built_with():
+def test_copies_run_the_cell_the_network_was_built_with(tmp_path):
     # Only pickles look a cell up by name: a deep copy (which predict makes on every
     # call) keeps the object, so unregistering or re-registering the name changes nothing.
     import copy
@@ -305,13 +305,30 @@ def test_copies_run_the_cell_the_network_was_built_with():
     assert twin._cell is net._cell and copy.copy(net._cell) is net._cell
     torch.testing.assert_close(twin(x, lengths), expected)
     np.testing.assert_array_equal(clf.predict_proba(X[:4]), proba)
-    with pytest.raises(ValueError, match="got 'mine'"):
+    with pytest.raises(ValueError, match=r"ran the cell 'mine' as ElmanCell\(.*nonlinearity='relu'.*\) of "
+                                         r"sklearn_rnn\.nn\.cells\._elman, which is not registered in this session"):
         pickle.loads(pickle.dumps(net))  # a pickle names the cell
     register_cell(ElmanCell("mine", nonlinearity="tanh"))  # the same name, another cell
     try:
         assert copy.deepcopy(net)._cell.nonlinearity == "relu"
         np.testing.assert_array_equal(clf.predict_proba(X[:4]), proba)
-        assert pickle.loads(pickle.dumps(net))._cell.nonlinearity == "tanh"
+        # A pickle of the network, and so of the estimator (whole or as its model file),
+        # is refused rather than run with another cell (it gave the tanh cell the relu
+        # weights, and other predictions without a word).
+        shown = r"as ElmanCell\(.*nonlinearity='relu'.*\) .*registers that name as ElmanCell\(.*nonlinearity='tanh'"
+        with pytest.raises(ValueError, match=shown):
+            pickle.loads(pickle.dumps(net))
+        with pytest.raises(ValueError, match=r"cannot save this RNNClassifier to a model file, which names its cell"):
+            clf.save(tmp_path / "mine.safetensors")
+        assert not (tmp_path / "mine.safetensors").exists()
+        with pytest.raises(ValueError, match=shown):
+            pickle.loads(pickle.dumps(clf))
+    finally:
+        unregister_cell("mine")
+    # Registered again as it was, the copies and the model file come back as the original.
+    register_cell(ElmanCell("mine", nonlinearity="relu"))
+    try:
+        np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(X[:4]), proba)
     finally:
         unregister_cell("mine")
 

@@ -875,3 +875,34 @@ def test_labels_save_cannot_store_are_told_to_use_pickle(tmp_path):
     with pytest.raises(TypeError, match=r"dtype datetime64\[D\], which save\(\) cannot store: keep this model with "
                                         r"pickle/joblib"):
         clf.save(tmp_path / "dates.safetensors")
+
+
+def test_a_model_file_of_a_users_cell_is_refused_where_that_name_now_means_another_cell(tmp_path):
+    # A file named its cell only: loaded after the name was registered again with other
+    # settings (a notebook cell run again after an edit), the weights ran the other cell
+    # and predicted otherwise (0.069 off) without a word.
+    from sklearn_rnn._persistence import _decode
+    from sklearn_rnn.nn import register_cell, unregister_cell
+    from sklearn_rnn.nn.cells import ElmanCell
+
+    X = ragged(20)
+    register_cell(ElmanCell("mine", nonlinearity="tanh"))
+    try:
+        model = fit(RNNClassifier(cell="mine", **TINY), X, np.arange(20) % 2)
+        model.save(tmp_path / "mine.safetensors")
+        np.testing.assert_array_equal(load(tmp_path / "mine.safetensors").predict_proba(X), model.predict_proba(X))
+    finally:
+        unregister_cell("mine")
+    register_cell(ElmanCell("mine", nonlinearity="relu"))
+    try:
+        with pytest.raises(ValueError, match=r"holds a model of cell 'mine' trained as ElmanCell\(.*nonlinearity='tanh'"
+                                             r".*but this session registers that name as ElmanCell\(.*nonlinearity='relu'"):
+            load(tmp_path / "mine.safetensors")
+    finally:
+        unregister_cell("mine")
+    with safe_open(str(tmp_path / "mine.safetensors"), framework="pt") as handle:
+        recorded = _decode(json.loads(handle.metadata()["sklearn_rnn"])["state"]["cell"])
+    assert recorded["class"] == "sklearn_rnn.nn.cells._elman:ElmanCell" and recorded["settings"]["nonlinearity"] == "tanh"
+    fit(RNNClassifier(cell="tanh", **TINY), X, np.arange(20) % 2).save(tmp_path / "tanh.safetensors")
+    with safe_open(str(tmp_path / "tanh.safetensors"), framework="pt") as handle:  # the package's cells: their name
+        assert "cell" not in json.loads(handle.metadata()["sklearn_rnn"])["state"]

@@ -48,7 +48,11 @@ How to add a cell
    own, import your module before fitting. ``cell='my_cell'`` then works in
    :class:`~sklearn_rnn.nn.RecurrentNetwork` and the estimators, with the optimizers
    the cell's attributes allow (``tests/test_cell_room.py`` registers a cell of its own
-   and fits an :class:`~sklearn_rnn.RNNClassifier` with it).
+   and fits an :class:`~sklearn_rnn.RNNClassifier` with it). A pickle and a model file
+   name your cell, and record its class and the plain settings of the instance (an
+   :class:`ElmanCell`'s ``nonlinearity``): they load where a cell of that name is
+   registered, and are refused where the name now means another cell (a notebook
+   cell run again after an edit); register the cell the model ran under that name.
 
 Nothing else changes: a test checks that no module outside this room compares a cell's
 name or tests for a cell's class.
@@ -60,6 +64,7 @@ from . import _elman  # noqa: F401, I001
 from . import _gru  # noqa: F401
 from . import _lstm  # noqa: F401
 from . import _decay  # noqa: F401
+from . import _base
 from ._base import (
     CELLS,
     Cell,
@@ -80,6 +85,8 @@ from ._decay import DecayCell, DecayRecurrence
 from ._elman import ElmanCell
 from ._gru import GRUCell
 from ._lstm import FORGET_BIAS, LSTMCell
+
+_base._PACKAGE_CELLS = frozenset(CELLS)  # the package's own; those a user registers come after
 
 __all__ = [
     "CELLS",

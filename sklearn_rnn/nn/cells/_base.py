@@ -217,9 +217,10 @@ class Cell(ABC):
         """
         return True
 
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        # Pickled by name, as a class is: a network unpickles with the registered cell.
-        return get_cell, (self.name,)
+    def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any]]]:
+        # Pickled by name, as a class is: a network unpickles with the registered cell,
+        # which must be the cell it ran (not another registered under that name since).
+        return _registered_as, (self.name, _cell_identity(self))
 
     def __copy__(self) -> Cell:
         return self
@@ -1300,6 +1301,72 @@ def _in_float32(arg: object) -> object:
 
 
 # ------------------------------------------------------------------ the registry
+def _cell_identity(cell: Cell | None) -> dict[str, Any] | None:
+    """What identifies a cell beyond its name: its class and the plain settings of the
+    instance (an :class:`~sklearn_rnn.nn.cells.ElmanCell`'s nonlinearity); None for None."""
+    if cell is None:
+        return None
+
+    def plain(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return all(plain(item) for item in value)
+        if isinstance(value, dict):
+            return all(isinstance(key, str) and plain(item) for key, item in value.items())
+        return value is None or isinstance(value, (bool, int, float, str))
+
+    settings = {name: list(value) if isinstance(value, tuple) else value
+                for name, value in sorted(vars(cell).items()) if name != "name" and plain(value)}
+    return {"class": f"{type(cell).__module__}:{type(cell).__qualname__}", "settings": settings}
+
+
+def _identity_text(identity: dict[str, Any]) -> str:
+    """A cell's :func:`_cell_identity` as a message shows it."""
+    module, _, name = identity["class"].partition(":")
+    settings = ", ".join(f"{key}={value!r}" for key, value in identity["settings"].items())
+    return f"{name}({settings}) of {module}"
+
+
+#: The names of the package's own cells, set once they are registered (cells/__init__.py).
+_PACKAGE_CELLS: frozenset[str] = frozenset()
+
+
+def _recorded_identity(cell: Cell) -> dict[str, Any] | None:
+    """What a model file records of ``cell`` beyond its name: the identity of a user's
+    cell (:func:`_cell_identity`), None for one of the package's."""
+    return None if cell.name in _PACKAGE_CELLS else _cell_identity(cell)
+
+
+def _registration_change(cell: Cell) -> str | None:
+    """How the registry's cell of ``cell``'s name now differs from ``cell`` (which a
+    network kept running since), as a message says it; None when it does not."""
+    registered = CELLS.get(cell.name)
+    if registered is cell or _cell_identity(registered) == _cell_identity(cell):
+        return None
+    if registered is None:
+        return "is no longer registered in this session"
+    return f"is registered in this session as {_identity_text(_cell_identity(registered))}"
+
+
+def _registered_as(name: str, identity: dict[str, Any] | None = None) -> Cell:
+    """The registered cell ``name``, refused when it is not the cell of ``identity``
+    (:func:`_cell_identity`): how a pickled network finds its cell again."""
+    if name not in CELLS and identity is not None:
+        raise ValueError(
+            f"a pickled network ran the cell {name!r} as {_identity_text(identity)}, which is "
+            f"not registered in this session (the cells are {sorted(CELLS)}): import the module "
+            "that registers it (with sklearn_rnn.nn.register_cell) before unpickling."
+        )
+    cell = get_cell(name)
+    if identity is not None and _cell_identity(cell) != identity:
+        raise ValueError(
+            f"a pickled network ran the cell {name!r} as {_identity_text(identity)}, but this "
+            f"session registers that name as {_identity_text(_cell_identity(cell))}: its weights "
+            "would run another recurrence. Register the cell it ran under that name "
+            "(sklearn_rnn.nn.unregister_cell, then register_cell) before unpickling."
+        )
+    return cell
+
+
 def register_cell(cell: Cell) -> Cell:
     """Add ``cell`` to :data:`CELLS`, so that ``cell=cell.name`` selects it everywhere.
 

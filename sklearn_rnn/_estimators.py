@@ -176,7 +176,7 @@ def _warn_of_simultaneous_steps(sequences: list[np.ndarray], time_column: int | 
     times = np.concatenate([sequence[:, time_column] for sequence in sequences])
     lengths = np.array([len(sequence) for sequence in sequences])
     # Steps at the time of the one before, up to rounding (gaps of 1e-16 leave the state as still).
-    same = int(same_time(times, step_gaps(times, lengths)).sum()) - len(sequences)  # not first steps
+    same = int(same_time(times, step_gaps(times, lengths), lengths).sum()) - len(sequences)  # not first steps
     if same:
         steps = sum(len(sequence) for sequence in sequences)
         warnings.warn(

@@ -290,3 +290,33 @@ def test_a_flat_or_one_step_sequence_reads_its_log_scale_as_typical():
     assert [float(x[0, -1]) for x in flat] == [0.0, 0.0]  # the log-scale channel
     with_one_step = InputEncoder.fit(X + [np.array([[1.0]])], scaled=[0])
     np.testing.assert_allclose(with_one_step.log_scale_stats, encoder.log_scale_stats)
+
+
+@pytest.mark.parametrize("level, dtype", [(1e4 / 3, np.float32), (1e11 / 3, np.float64)])
+def test_levels_equal_up_to_the_rounding_of_a_large_level_are_not_blown_up(level, dtype):
+    # Small oscillations around a large baseline (pressure in hPa, kelvins, counters):
+    # the levels differ by the rounding of the level itself, which passed the bound tied
+    # to the channel's pooled spread, and an offset of 0.01 read 367 (float32 at 3333)
+    # or 2368 (float64 at 3e10) (numerics43 review).
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 4 * np.pi, 32, endpoint=False)
+    X = [(level + a * np.sin(f * t))[:, None].astype(dtype)
+         for a, f in zip(10.0 ** rng.uniform(-3, 0, 40), rng.integers(1, 3, 40))]
+    encoder = InputEncoder.fit(X, scaled=[0])
+    shifted = encoder.encode_arrays([X[0].astype(np.float64) + 0.01])[0]
+    assert abs(shifted[0, encoder.n_values]) < 0.2  # 0.01 in units of the pooled spread (about 0.2)
+
+
+def test_a_float32_channel_constant_up_to_its_rounding_reads_changes_in_its_own_units():
+    # A float32 dose of 0.1 with some rows one float32 unit in the last place off: the
+    # float64 bound let that rounding through as the channel's unit, and a dose 0.1%
+    # higher read 9.4e4 (numerics43 review).
+    rng = np.random.default_rng(0)
+    low = np.float32(0.1)
+    high = np.nextafter(low, np.float32(1))
+    X = [np.column_stack([rng.normal(size=10), np.where(rng.random(10) < 0.5, low, high)]).astype(np.float32)
+         for _ in range(40)]
+    encoder = InputEncoder.fit(X, scaled=[0, 1])
+    level = encoder.n_values + 1
+    shifted = encoder.encode_arrays([np.column_stack([X[0][:, 0], np.full(10, 0.1001)])])[0]
+    assert shifted[0, level] == pytest.approx(1e-4, rel=1e-3)

@@ -186,7 +186,7 @@ class InputEncoder:
             gaps = step_gaps(times, lengths)
             # Not the zeros of first steps, nor gaps within the rounding of their times
             # (several labs of one visit whose times were computed two ways): one time.
-            positive = gaps[~same_time(times, gaps)]
+            positive = gaps[~same_time(times, gaps, lengths)]
             # No positive gap (single steps, or repeated times): any scale gives 0 gaps.
             time_scale = float(np.median(positive)) if positive.size else 1.0
             if not positive.size:
@@ -200,8 +200,12 @@ class InputEncoder:
             pooled = _over_observed(np.nanstd, steps[:, scaled])  # NaN, read as 1, for a channel never observed
             counts = (~np.isnan(steps[:, scaled])).sum(axis=0)
             center = np.abs(_over_observed(np.nanmean, steps[:, scaled]))
-            # A channel constant up to rounding (scikit-learn's bound) has no spread.
-            spread_of_its_own = pooled > counts * np.finfo(np.float64).eps * center
+            # A channel constant up to rounding has no spread: that of the sums (scikit-
+            # learn's bound), or that of the values themselves in the precision they were
+            # given in (float32's for float32 data, which a float64 copy keeps exactly).
+            precision = np.array([input_precision(steps[:, channel]) for channel in scaled])
+            rounding = np.maximum(counts * np.finfo(np.float64).eps, 4 * precision) * center
+            spread_of_its_own = pooled > rounding
             unit = np.where(spread_of_its_own, pooled, 1.0)  # (n_scaled,) the channel's pooled spread
             encoder.scale_floor = 1e-8 * unit
             # Levels that differ only by rounding (sequences that all have one mean, such
@@ -505,11 +509,14 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
 def _center_and_spread(statistic: np.ndarray, unit: np.ndarray) -> np.ndarray:
     """``(2, channels)``: the mean and standard deviation over sequences of a per-sequence
     statistic (NaN where a sequence had none skipped). A spread of at most ``1e-6 * unit``
-    (of each channel), which is rounding error rather than a difference between
-    sequences (float32 data's included, whose precision is 1.2e-7), is read as ``unit``."""
+    (of each channel), or within float32's rounding of the center (16 units in the last
+    place: levels of 3333.3 in float32, or 3e10 in float64, that differ only by
+    rounding), is rounding error rather than a difference between sequences and is read
+    as ``unit``."""
     center = np.nan_to_num(_over_observed(np.nanmean, statistic))  # 0 for a channel never observed
     spread = _over_observed(np.nanstd, statistic)
-    return np.vstack([center, np.where(np.isfinite(spread) & (spread > 1e-6 * unit), spread, unit)])
+    rounding = np.maximum(1e-6 * unit, 16 * np.finfo(np.float32).eps * np.abs(center))
+    return np.vstack([center, np.where(np.isfinite(spread) & (spread > rounding), spread, unit)])
 
 
 def _over_observed(reduce: Callable[..., np.ndarray], values: np.ndarray) -> np.ndarray:
@@ -705,17 +712,21 @@ def check_times(
         )
 
 
-def same_time(times: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+def same_time(times: np.ndarray, gaps: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
     """Whether each step is at the time of the step before, up to rounding: its gap (from
-    :func:`step_gaps`) is 0, or at most 8 units in the last place of the largest time
-    (times equal but computed two ways, 0.1 + 0.2 and 0.3; the rounding of a computed
-    time follows the magnitude of the times it was computed from, so a time near 0 is
-    held to the same bound). True at first steps.
+    :func:`step_gaps`) is 0, or at most 8 units in the last place of the largest time of
+    its sequence (times equal but computed two ways, 0.1 + 0.2 and 0.3; the rounding of
+    a computed time follows the magnitude of the times it was computed from, so a time
+    near 0 is held to the same bound), in the precision the times were given in
+    (:func:`input_precision`: float32's for float32 times). True at first steps.
 
     Parameters
     ----------
     times : ndarray of shape (N,)
     gaps : ndarray of shape (N,)
+    lengths : ndarray of int of shape (n,), optional
+        Each sequence's steps, the sequences joined in order in ``times``: one far time
+        (a sentinel) then bounds its own sequence's gaps only. None: all one sequence.
 
     Returns
     -------
@@ -729,12 +740,18 @@ def same_time(times: np.ndarray, gaps: np.ndarray) -> np.ndarray:
     >>> same_time(times, step_gaps(times, np.array([3]))).tolist()
     [True, True, False]
     """
-    return within_rounding(gaps, np.abs(np.asarray(times, dtype=np.float64)).max(initial=0.0))
+    times = np.asarray(times, dtype=np.float64)
+    lengths = np.array([len(times)]) if lengths is None else np.asarray(lengths)
+    largest = np.maximum.reduceat(np.abs(times), np.cumsum(lengths) - lengths) if len(times) else np.zeros(0)
+    return within_rounding(gaps, np.repeat(largest, lengths), input_precision(times))
 
 
-def within_rounding(difference: Any, magnitude: Any) -> Any:
+def within_rounding(difference: Any, magnitude: Any, precision: float = float(np.finfo(np.float64).eps)) -> Any:
     """Whether ``difference`` is at most 8 units in the last place of ``magnitude``: two
     numbers of that magnitude equal but computed two ways (0.1 + 0.2 and 0.3).
+
+    ``precision`` is the relative precision of the numbers (float64's ``eps``, or
+    float32's for data given in float32: see :func:`input_precision`).
 
     Examples
     --------
@@ -742,7 +759,31 @@ def within_rounding(difference: Any, magnitude: Any) -> Any:
     >>> bool(within_rounding(0.1 + 0.2 - 0.3, 0.3)), bool(within_rounding(1e-9, 0.3))
     (True, False)
     """
-    return difference <= 8 * np.finfo(np.float64).eps * magnitude
+    return difference <= 8 * precision * magnitude
+
+
+def input_precision(values: np.ndarray) -> float:
+    """The relative precision ``values`` were given in: float32's ``eps`` where every
+    finite value is a float32 number and some is no whole number (data read or computed
+    in float32, which a float64 copy keeps exactly), float64's otherwise (whole numbers
+    are exact in both).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_rnn.sequences._encoding import input_precision
+    >>> bool(input_precision(np.float32([0.1, 0.7]).astype(np.float64)) == np.finfo(np.float32).eps)
+    True
+    >>> bool(input_precision(np.array([0.1, 0.7])) == input_precision(np.array([1.0, 2.0])) == np.finfo(np.float64).eps)
+    True
+    """
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    with np.errstate(over="ignore"):
+        as_float32 = finite.astype(np.float32).astype(np.float64)
+    if finite.size and np.array_equal(as_float32, finite) and not np.array_equal(np.round(finite), finite):
+        return float(np.finfo(np.float32).eps)
+    return float(np.finfo(np.float64).eps)
 
 
 def step_gaps(times: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -710,7 +710,19 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         finished epoch). A call that is rejected, fails, or is interrupted before an
         epoch finishes leaves the estimator exactly as it was (unfitted if it was);
         continued training that fails is rolled back to the weights it started from.
+
+        Training runs with autograd whatever the caller's mode (a call under
+        ``torch.no_grad()`` or ``torch.inference_mode()``, as an evaluation loop may
+        hold): the simplex step and mixed precision failed there, and a rollback under
+        inference mode left the optimizer's state unable to train again.
         """
+        with torch.inference_mode(False), torch.enable_grad():
+            return self._fit_with_grad(X, y, sample_weight, incremental=incremental, classes=classes)
+
+    def _fit_with_grad(
+        self, X: Any, y: Any, sample_weight: Any, *, incremental: bool, classes: Any = None
+    ) -> BaseRNN:
+        """:meth:`_fit`'s body, under autograd."""
         reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
         if incremental:
             self._check_streamable()

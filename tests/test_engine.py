@@ -951,3 +951,47 @@ def test_an_estimator_whose_callback_holds_an_open_file_clones_and_cross_validat
             warnings.simplefilter("ignore", ConvergenceWarning)
             assert len(cross_val_score(model, X, y, cv=2)) == 2
     assert len((tmp_path / "log.txt").read_text().splitlines()) == 2  # one epoch per fold
+
+
+def test_training_runs_with_autograd_under_a_callers_no_grad_or_inference_mode():
+    # fit under torch.no_grad failed for the simplex step ("states.projected does not
+    # require grad"); partial_fit under torch.inference_mode failed, and its rollback
+    # rebuilt Adam's state as inference tensors, so no later call could train (infer43).
+    import torch
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(20)]
+    y = np.arange(20) % 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        outside = RNNClassifier(hidden_size=3, max_iter=2, random_state=0, optimizer="simplex").fit(X, y)
+        with torch.no_grad():
+            inside = RNNClassifier(hidden_size=3, max_iter=2, random_state=0, optimizer="simplex").fit(X, y)
+        np.testing.assert_array_equal(inside.predict_proba(X), outside.predict_proba(X))
+        model = RNNClassifier(hidden_size=3, max_iter=2, random_state=0).fit(X, y)
+        twin = clone(model).fit(X, y)
+        with torch.inference_mode():
+            model.partial_fit(X, y)
+        twin.partial_fit(X, y)
+        np.testing.assert_array_equal(model.predict_proba(X), twin.predict_proba(X))
+        model.partial_fit(X, y)  # and it trains on outside
+
+
+def test_the_bfloat16_kernel_probe_answers_the_same_under_no_grad():
+    # Cached for the process, it ran its backward pass in the caller's mode: under
+    # torch.no_grad it failed, was read as "no bfloat16 kernel", and every later bfloat16
+    # fit was refused with a false claim about the CPU (infer43).
+    import torch
+
+    from sklearn_rnn.nn.cells._base import _fused_runs_bfloat16_on_cpu
+
+    _fused_runs_bfloat16_on_cpu.cache_clear()
+    answer = _fused_runs_bfloat16_on_cpu(torch.nn.GRU)
+    _fused_runs_bfloat16_on_cpu.cache_clear()
+    with torch.no_grad():
+        assert _fused_runs_bfloat16_on_cpu(torch.nn.GRU) == answer
+    _fused_runs_bfloat16_on_cpu.cache_clear()
+    with torch.inference_mode():
+        assert _fused_runs_bfloat16_on_cpu(torch.nn.GRU) == answer

@@ -572,9 +572,11 @@ def _fused_runs_bfloat16_on_cpu(module: type[nn.RNNBase]) -> bool:
         for parameter in recurrence.parameters():
             parameter.fill_(0.5)
     try:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        # With gradients whatever the caller's mode: the answer is cached for the process
+        # (under torch.no_grad the backward failed, and every later bfloat16 fit was refused).
+        with torch.inference_mode(False), torch.enable_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
             output, _ = recurrence(torch.zeros(1, 2, 1))
-        output.float().sum().backward()
+            output.float().sum().backward()
     except RuntimeError:  # oneDNN: "could not create a primitive descriptor ..."
         return False
     return True

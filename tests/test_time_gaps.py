@@ -410,3 +410,24 @@ def test_the_decay_recurrence_refuses_gaps_of_another_shape_and_negative_ones():
         net(x, [6])
     x[0, 3:] = float("nan")  # padding is never read
     assert torch.isfinite(net(x, [3])).all()
+
+
+def test_infinite_gaps_or_gaps_beyond_the_cells_dtype_are_refused_and_a_nan_first_gap_is_named():
+    # inf passed the check (only negative and NaN were refused), and a float64 gap of 1e5
+    # became inf in a float16 cell: the time since an observation turned NaN at every
+    # later step, observed ones included, and hidden_decay's gradient NaN. A NaN first
+    # gap (pandas' diff()) gave NaN outputs without a word (cells43 review).
+    cell = DecayRecurrence(3, n_masked=1)
+    x = torch.tensor([[[0.5, 1.0], [0.7, 1.0], [0.2, 1.0], [0.4, 0.0]]])
+    with pytest.raises(ValueError, match=r"gaps must be non-negative and finite times .* got inf at step 1 of sequence 0"):
+        cell.decay_inputs(x, torch.tensor([[0.0, float("inf"), 1.0, 1.0]]))
+    with pytest.raises(ValueError, match=r"the gap 100000\.0 at step 1 of sequence 0 is beyond the range of "
+                                         r"torch\.float16"):
+        cell.half().decay_inputs(x.half(), torch.tensor([[0.0, 1e5, 1.0, 1.0]], dtype=torch.float64))
+    net = RecurrentNetwork(2, 4, 1, cell="decay", gap_channel=1, generator=torch.Generator().manual_seed(0))
+    times = torch.tensor([[0.0, 1.0, 3.0], [0.0, 2.0, 2.5]])
+    gaps = torch.diff(times, dim=1, prepend=torch.full((2, 1), float("nan")))
+    with pytest.raises(ValueError, match=r"gap_channel 1 holds nan at the first step of sequence 0: .* "
+                                         r"\.diff\(\)\.fillna\(0\)"):
+        net(torch.stack([torch.randn(2, 3), gaps], dim=-1), [3, 3])
+    assert torch.isfinite(net(torch.stack([torch.randn(2, 3), gaps.nan_to_num(0.0)], dim=-1), [3, 3])).all()

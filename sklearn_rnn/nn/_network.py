@@ -593,6 +593,8 @@ class RecurrentNetwork(nn.Module):
         if self.conv is not None:
             return self.conv(x, lengths), self.conv.output_lengths(lengths), None
         x = _zero_padding(x, lengths)
+        if self._cell.needs_gaps and x.device.type == "cpu" and not functorch_transforms_active():
+            _check_first_gaps(x[:, 0, self.gap_channel], self.gap_channel)
         return x, lengths, self._gaps(x)
 
     def _checked(self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
@@ -1025,3 +1027,17 @@ def _check_architecture(cell: Cell, upper: Cell, num_layers: int, dropout: float
                 f"{upper.name!r}, which the layers above the first run, keeps "
                 f"{upper.state_count}; use hidden_init='zero', or num_layers=1."
             )
+
+
+def _check_first_gaps(first: torch.Tensor, channel: int) -> None:
+    """Refuse a first step's gap that is not finite: the recurrence never reads it, but
+    the input projection does (NaN outputs, where ``pandas.Series.diff()`` or
+    ``np.diff(prepend=np.nan)`` leave NaN)."""
+    bad = ~torch.isfinite(first)
+    if bool(bad.any()):
+        sequence = int(bad.nonzero()[0, 0])
+        raise ValueError(
+            f"gap_channel {channel} holds {first[sequence].item()!r} at the first step of sequence "
+            f"{sequence}: a first step has no step before it, and its gap must be a number. Give "
+            "it a gap of 0 (pandas' diff() leaves NaN there: .diff().fillna(0))."
+        )

@@ -224,18 +224,28 @@ def _checked_gaps(gaps: torch.Tensor, like: torch.Tensor, where: str) -> torch.T
             f"{where}: gaps must be a tensor of shape (batch, steps) = {tuple(like.shape[:2])}, "
             f"the time since each sequence's previous step; got {shape}."
         )
+    converted = gaps.to(like.dtype)
     if gaps.device.type == "cpu" and not functorch_transforms_active():
-        later = gaps[:, 1:]  # the first step's gap is never read (h_1 forgets h_0 = 0)
-        bad = (later < 0) | torch.isnan(later) if later.is_floating_point() else later < 0
+        later = converted[:, 1:]  # the first step's gap is never read (h_1 forgets h_0 = 0)
+        # Infinite ones too, or beyond the dtype's range once read in it (1e5 in float16):
+        # exp(-rate * inf) is 0, but its gradient and the time since an observation are NaN.
+        bad = (later < 0) | ~torch.isfinite(later) if later.is_floating_point() else later < 0
         if bool(bad.any()):
             sequence, step = (int(v) for v in bad.nonzero()[0].tolist())
             step += 1
+            given = gaps[sequence, step].item()
+            if math.isfinite(given) and given >= 0:
+                raise ValueError(
+                    f"{where}: the gap {given!r} at step {step} of sequence {sequence} is beyond the "
+                    f"range of {like.dtype}, the dtype it is read in. Express the times in a larger "
+                    "unit (or scale the gaps), so that they fit."
+                )
             raise ValueError(
-                f"{where}: gaps must be non-negative times since the previous step; got "
-                f"{gaps[sequence, step].item()!r} at step {step} of sequence {sequence}. Times must "
-                "not decrease within a sequence, and a missing time has no gap: fill it first."
+                f"{where}: gaps must be non-negative and finite times since the previous step; got "
+                f"{given!r} at step {step} of sequence {sequence}. Times must not decrease within "
+                "a sequence, and a missing time has no gap: fill it first."
             )
-    return gaps.to(like.dtype)
+    return converted
 
 
 def _inverse_softplus(rate: torch.Tensor) -> torch.Tensor:

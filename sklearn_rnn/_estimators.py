@@ -716,61 +716,55 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         hold): the simplex step and mixed precision failed there, and a rollback under
         inference mode left the optimizer's state unable to train again.
         """
-        with torch.inference_mode(False), torch.enable_grad():
-            return self._fit_with_grad(X, y, sample_weight, incremental=incremental, classes=classes)
-
-    def _fit_with_grad(
-        self, X: Any, y: Any, sample_weight: Any, *, incremental: bool, classes: Any = None
-    ) -> BaseRNN:
-        """:meth:`_fit`'s body, under autograd."""
-        reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
-        if incremental:
-            self._check_streamable()
-        # A continued call sets its step size, callbacks, ... on the fitted network:
-        # put back if it fails.
-        settings = None if reset else TrainingSettings(self.net_)
-        with staging(self) as work:  # swapped in only when training ends
-            try:
-                train, valid = work._prepare(
-                    X, y, sample_weight, incremental=incremental, classes=classes, reset=reset
-                )
-            except BaseException:
-                if settings is not None:
-                    settings.restore(self.net_)
-                raise
-            net = work.net_
-            epochs_before = len(net.history)
-            rollback = None if reset else Rollback(net)
-            guard = dict(net.callbacks_)["guard"]
-            if rollback is not None and not self.callbacks:
-                # Only a user's callback could change the weights before the first epoch
-                # begins: without one, that epoch's copy is the rollback's.
-                guard.start_state = rollback.state
-            # Trained as given by partial_fit (fit's have a mean of 1): huge ones overflow the loss.
-            guard.largest_weight = float(train.sample_weight.max()) if incremental else 1.0
-            try:
-                # The fitted model keeps no data; a Ctrl-C is reported wherever it lands.
-                with net.train_split.serving(valid), noting_interrupts(guard):
-                    net.partial_fit(train, y=None)
-                if guard.interrupted_ and len(net.history) == epochs_before:
-                    # Nothing of this call finished: nothing is swapped in.
-                    call = "partial_fit" if incremental else "fit"
-                    raise KeyboardInterrupt(
-                        f"{type(self).__name__}.{call} was interrupted before its first "
-                        "epoch finished; the estimator is left as it was before the call."
+        with torch.inference_mode(False), torch.enable_grad():  # in this frame: warnings' stack levels count it
+            reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
+            if incremental:
+                self._check_streamable()
+            # A continued call sets its step size, callbacks, ... on the fitted network:
+            # put back if it fails.
+            settings = None if reset else TrainingSettings(self.net_)
+            with staging(self) as work:  # swapped in only when training ends
+                try:
+                    train, valid = work._prepare(
+                        X, y, sample_weight, incremental=incremental, classes=classes, reset=reset
                     )
-                # Its warnings too: one raised as an error (warnings.simplefilter("error"))
-                # fails the call, which then leaves the estimator as it was.
-                for outcome in work._record_history(epochs_before, incremental=incremental):
-                    warn(outcome.message, ConvergenceWarning)
-            except BaseException:
-                if rollback is not None:
-                    rollback.restore(net)  # the weights, history and dropout generators
-                    settings.restore(net)
-                raise
-            finally:
-                guard.start_state, guard.largest_weight = None, 1.0
-        return self
+                except BaseException:
+                    if settings is not None:
+                        settings.restore(self.net_)
+                    raise
+                net = work.net_
+                epochs_before = len(net.history)
+                rollback = None if reset else Rollback(net)
+                guard = dict(net.callbacks_)["guard"]
+                if rollback is not None and not self.callbacks:
+                    # Only a user's callback could change the weights before the first epoch
+                    # begins: without one, that epoch's copy is the rollback's.
+                    guard.start_state = rollback.state
+                # Trained as given by partial_fit (fit's have a mean of 1): huge ones overflow the loss.
+                guard.largest_weight = float(train.sample_weight.max()) if incremental else 1.0
+                try:
+                    # The fitted model keeps no data; a Ctrl-C is reported wherever it lands.
+                    with net.train_split.serving(valid), noting_interrupts(guard):
+                        net.partial_fit(train, y=None)
+                    if guard.interrupted_ and len(net.history) == epochs_before:
+                        # Nothing of this call finished: nothing is swapped in.
+                        call = "partial_fit" if incremental else "fit"
+                        raise KeyboardInterrupt(
+                            f"{type(self).__name__}.{call} was interrupted before its first "
+                            "epoch finished; the estimator is left as it was before the call."
+                        )
+                    # Its warnings too: one raised as an error (warnings.simplefilter("error"))
+                    # fails the call, which then leaves the estimator as it was.
+                    for outcome in work._record_history(epochs_before, incremental=incremental):
+                        warn(outcome.message, ConvergenceWarning)
+                except BaseException:
+                    if rollback is not None:
+                        rollback.restore(net)  # the weights, history and dropout generators
+                        settings.restore(net)
+                    raise
+                finally:
+                    guard.start_state, guard.largest_weight = None, 1.0
+            return self
 
     def _prepare(
         self,
@@ -1832,9 +1826,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         new = type(self)(**params, callbacks=callbacks)
         # What scikit-learn's clone carries over besides the parameters: the metadata
         # requests (set_fit_request, ...) and the set_output configuration.
-        for name in ("_metadata_request", "_sklearn_output_config"):
-            if hasattr(self, name):
-                setattr(new, name, copy.deepcopy(getattr(self, name)))
+        if hasattr(self, "_metadata_request"):  # as scikit-learn's clone copies them
+            new._metadata_request = clone(self._metadata_request)
+        if hasattr(self, "_sklearn_output_config"):
+            new._sklearn_output_config = copy.deepcopy(self._sklearn_output_config)
         return new
 
     def __getstate__(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+import sklearn
 import skorch
 import torch
 from sklearn.base import BaseEstimator, clone, is_classifier
@@ -945,8 +946,9 @@ def test_an_estimator_whose_callback_holds_an_open_file_clones_and_cross_validat
         assert twin.get_params(deep=False).keys() == model.get_params(deep=False).keys()
         # What scikit-learn's clone keeps besides the parameters: the metadata requests
         # were lost, and a pipeline under metadata routing refused the weights.
-        model.set_fit_request(sample_weight=True)
-        assert clone(model).get_metadata_routing().fit.requests == {"sample_weight": True}
+        with sklearn.config_context(enable_metadata_routing=True):
+            requested = clone(clone(model).set_fit_request(sample_weight=True))
+            assert requested.get_metadata_routing().fit.requests == {"sample_weight": True}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             assert len(cross_val_score(model, X, y, cv=2)) == 2

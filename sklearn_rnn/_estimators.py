@@ -1375,10 +1375,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         net.output_steps = self._output_steps
         net.precision = self.precision
         net.max_epochs = 1 if incremental else int(self.max_iter)
-        # A partial_fit call after the first continues the stream at its epoch: an int
-        # random_state gave every call the same batches, and balanced batches (drawn
-        # with replacement) then trained on the same few sequences call after call.
-        epochs = len(net.history) if incremental and net.initialized_ else 0
+        # A partial_fit call after the first, or a warm-started fit, continues the stream
+        # at its epoch: an int random_state gave every call the same batches, and
+        # balanced batches (drawn with replacement) then trained on the same few
+        # sequences call after call.
+        epochs = len(net.history) if net.initialized_ else 0
         net.iterator_train__random_state = _shuffle_generator(seeds.shuffle, epochs)
         if net.initialized_:
             self._apply_optimizer_params(net)

@@ -214,20 +214,24 @@ def test_partial_fit_calls_with_balanced_batches_draw_anew_each_call():
             if training:
                 drawn.append(sorted(batch[0]["x"][:, 0, 0].tolist()))
 
-    def stream(model):
+    def stream(model, warm):
         calls = []
         for _ in range(20):
             drawn.clear()
-            model.partial_fit(X, y, classes=[0, 1])
+            model.fit(X, y) if warm else model.partial_fit(X, y, classes=[0, 1])
             calls.append(list(drawn))
         return calls
 
-    make = lambda: RNNClassifier(hidden_size=4, batch_size=8, random_state=0, balanced_batches=True,
-                                 callbacks=[("seen", Seen())])
-    calls = stream(make())
-    assert calls[1] != calls[0]
-    assert len({value for call in calls for batch in call for value in batch}) == 40
-    assert stream(make()) == calls  # still reproducible from the seed
+    # Warm-started fits too: they restarted the stream from the seed (engine43 review).
+    for warm in (False, True):
+        make = lambda: RNNClassifier(hidden_size=4, batch_size=8, random_state=0, balanced_batches=True,
+                                     max_iter=1, warm_start=warm, callbacks=[("seen", Seen())])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            calls = stream(make(), warm)
+            assert calls[1] != calls[0]
+            assert len({value for call in calls for batch in call for value in batch}) == 40
+            assert stream(make(), warm) == calls  # still reproducible from the seed
 
 
 def test_a_mistyped_class_weight_key_is_refused_when_a_class_goes_unweighted():

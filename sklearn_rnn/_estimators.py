@@ -1599,12 +1599,19 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _validate_sequences(self, X: Any, *, reset: bool) -> list[np.ndarray]:
         return validate_sequences(self, X, reset=reset)
 
-    def _score_weight(self, sample_weight: Any, y: Any, X: Any) -> np.ndarray | None:
-        """``score``'s weights, checked and divided by the largest: only their ratios count,
-        and scikit-learn's sums of weights of 1e307 overflowed (an accuracy of NaN, or 0.0)."""
+    def _score_weight(self, sample_weight: Any, y: Any, X: Any, predicted: np.ndarray) -> np.ndarray | None:
+        """``score``'s weights, after checking that ``y`` has one target per sequence of
+        ``X`` (``predicted``: its predictions), checked and divided by the largest: only
+        their ratios count, and scikit-learn's sums of weights of 1e307 overflowed (an
+        accuracy of NaN, or 0.0)."""
+        if _n_targets(y) != len(predicted):
+            raise ValueError(
+                f"y has {_n_targets(y)} entries, but X has {len(predicted)} sequences: pass one "
+                "target per sequence, in the order of X."
+            )
         if sample_weight is None:
             return None
-        sample_weight = self._check_sample_weight(sample_weight, _n_targets(y), X)
+        sample_weight = self._check_sample_weight(sample_weight, len(predicted), X)
         largest = sample_weight.max()
         return sample_weight / largest if largest > 0 else sample_weight
 
@@ -3223,7 +3230,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         """
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
-        return super().score(X, y, sample_weight=self._score_weight(sample_weight, y, X))
+        predicted = self.predict(X)
+        return float(accuracy_score(y, predicted, sample_weight=self._score_weight(sample_weight, y, X, predicted)))
 
 
 class RNNRegressor(RegressorMixin, BaseRNN):
@@ -3725,7 +3733,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
                 width = self.n_outputs_  # not numbers: r2_score's own checks say so
             if width != self.n_outputs_:
                 raise ValueError(_wrong_outputs(width, self.n_outputs_, ""))
-        return super().score(X, y, sample_weight=self._score_weight(sample_weight, y, X))
+        predicted = self.predict(X)
+        return float(r2_score(y, predicted, sample_weight=self._score_weight(sample_weight, y, X, predicted)))
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()

@@ -834,3 +834,19 @@ def test_an_empty_padded_array_or_tensor_is_refused_as_empty():
             clf.predict(empty)
     with pytest.raises(ValueError, match="^X is empty: expected at least one sequence"):
         RNNClassifier().fit(np.empty((0, 5, 2)), [])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_score_with_a_y_of_the_wrong_length_says_so_as_fit_does(weighted):
+    # With weights it blamed them ("sample_weight has shape (40,): expected (10,)") and
+    # sent the user to look for a sampler; without, scikit-learn's bare "Found input
+    # variables with inconsistent numbers of samples" (infer43 review).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        models = [RNNClassifier(**TINY).fit(X_OK, Y_CLASS), RNNRegressor(**TINY).fit(X_OK, Y_REAL)]
+    for model, y in zip(models, (Y_CLASS, Y_REAL)):
+        weight = np.ones(len(X_OK)) if weighted else None
+        with pytest.raises(ValueError, match=rf"^y has 3 entries, but X has {len(X_OK)} sequences: pass one target "
+                                             r"per sequence, in the order of X\.$"):
+            model.score(X_OK, y[:3], sample_weight=weight)
+        assert model.score(X_OK, y, sample_weight=weight) == model.score(X_OK, y)

@@ -77,6 +77,7 @@ from ._callbacks import (
 )
 from ._gathered import warn
 from ._inference import LAST_STEP, OutputSteps, run_network
+from .nn.cells._base import autocast_on
 from .optim import SimplexSGD, temporal_gradients
 from .sequences import BucketBatchLoader, SequenceDataset, restore_layout
 
@@ -328,7 +329,8 @@ class SequenceNet(NeuralNet):
         gradients (for the optimizer's step), under mixed precision an autocast forward
         pass and, with float16, a scaled loss."""
         if self._skorch_step():
-            return super().train_step_single(batch, **fit_params)
+            with self._autocast():
+                return super().train_step_single(batch, **fit_params)
         # What skorch's own step does first: modules in training mode (dropout on).
         self.module_.train(True)
         self.criterion_.train(True)
@@ -391,10 +393,14 @@ class SequenceNet(NeuralNet):
         return total / max(count, 1)
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """The arithmetic of ``precision`` for a pass: its autocast, or for float32 none,
+        whatever autocast a caller's code runs the training call under (it trained
+        ``precision='float32'`` in bfloat16)."""
+        device = torch.device(self.device).type
         dtype = PRECISIONS[self.precision]
         if dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(torch.device(self.device).type, dtype=dtype)
+            return torch.autocast(device, enabled=False) if autocast_on(device) else contextlib.nullcontext()
+        return torch.autocast(device, dtype=dtype)
 
     def grad_scaler(self) -> torch.amp.GradScaler | None:
         """float16's loss scaler, kept (with its scale) across updates and epochs."""

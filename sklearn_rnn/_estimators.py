@@ -714,7 +714,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         Training runs with autograd whatever the caller's mode (a call under
         ``torch.no_grad()`` or ``torch.inference_mode()``, as an evaluation loop may
         hold): the simplex step and mixed precision failed there, and a rollback under
-        inference mode left the optimizer's state unable to train again.
+        inference mode left the optimizer's state unable to train again. (A caller's
+        ``torch.autocast`` is left off by the engine's steps: ``precision`` sets the
+        arithmetic.)
         """
         with torch.inference_mode(False), torch.enable_grad():  # in this frame: warnings' stack levels count it
             reset = not (hasattr(self, "net_") and (incremental or self.warm_start))

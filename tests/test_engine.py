@@ -979,6 +979,11 @@ def test_training_runs_with_autograd_under_a_callers_no_grad_or_inference_mode()
         twin.partial_fit(X, y)
         np.testing.assert_array_equal(model.predict_proba(X), twin.predict_proba(X))
         model.partial_fit(X, y)  # and it trains on outside
+        # A caller's autocast trained precision='float32' in bfloat16 (0.03 off).
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            under_autocast = RNNClassifier(hidden_size=3, max_iter=2, random_state=0, cell="gru").fit(X, y)
+        plain = RNNClassifier(hidden_size=3, max_iter=2, random_state=0, cell="gru").fit(X, y)
+        np.testing.assert_array_equal(under_autocast.predict_proba(X), plain.predict_proba(X))
 
 
 def test_the_bfloat16_kernel_probe_answers_the_same_under_no_grad():

@@ -320,3 +320,20 @@ def test_a_float32_channel_constant_up_to_its_rounding_reads_changes_in_its_own_
     level = encoder.n_values + 1
     shifted = encoder.encode_arrays([np.column_stack([X[0][:, 0], np.full(10, 0.1001)])])[0]
     assert shifted[0, level] == pytest.approx(1e-4, rel=1e-3)
+
+
+def test_a_float32_covariate_jittered_by_its_rounding_is_not_read_per_sequence():
+    # An age constant within each sequence but one float32 unit in the last place off at
+    # some steps: the float64 bound read that rounding as a shape, 'auto' picked the
+    # channel and fed it to the network as +-1.41 (numerics43 review).
+    rng = np.random.default_rng(0)
+    jittered, exact = [], []
+    for _ in range(60):
+        age = np.float32(rng.uniform(30, 80))
+        column = np.full(12, age, np.float32)
+        moved = column.copy()
+        moved[rng.random(12) < 0.5] = np.nextafter(age, np.float32(1e9))
+        values = rng.normal(size=12).astype(np.float32)
+        jittered.append(np.column_stack([values, moved]))
+        exact.append(np.column_stack([values, column]))
+    assert InputEncoder.nearly_flat_channels(jittered) == InputEncoder.nearly_flat_channels(exact) == ()

@@ -492,8 +492,9 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
     """Each sequence's mean and standard deviation of each channel over its observed
     steps, ``(n, channels)`` each; NaN where a sequence observed none. A sequence
     constant up to rounding (a spread of at most ``count * eps * |mean|``,
-    scikit-learn's bound for a constant feature) has a spread of 0: at a level of 1e9,
-    one unit in the last place read as a shape of +-1.4."""
+    scikit-learn's bound for a constant feature, or ``4 * eps * |mean|`` of float32
+    for a channel given in float32: see :func:`input_precision`) has a spread of 0: at
+    a level of 1e9, one unit in the last place read as a shape of +-1.4."""
     values = np.asarray(values, dtype=np.float64)  # float32's mean of a constant is off by 6e-5
     starts = np.cumsum(lengths) - lengths
     observed = ~np.isnan(values)
@@ -502,7 +503,10 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
         mean = np.add.reduceat(np.where(observed, values, 0.0), starts, axis=0) / counts
         deviations = np.where(observed, values - np.repeat(mean, lengths, axis=0), 0.0)
         spread = np.sqrt(np.add.reduceat(deviations**2, starts, axis=0) / counts)
-        spread[spread <= counts * np.finfo(np.float64).eps * np.abs(mean)] = 0.0
+        # Within the rounding of the values' own precision too: float32 data jittered by
+        # one unit in the last place read as a shape of +-1.4.
+        precision = np.array([input_precision(column) for column in values.T])
+        spread[spread <= np.maximum(counts * np.finfo(np.float64).eps, 4 * precision) * np.abs(mean)] = 0.0
     return mean, spread
 
 

@@ -220,7 +220,7 @@ class Cell(ABC):
     def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any]]]:
         # Pickled by name, as a class is: a network unpickles with the registered cell,
         # which must be the cell it ran (not another registered under that name since).
-        return _registered_as, (self.name, _cell_identity(self))
+        return _registered_as, (self.name, _recorded_identity(self))
 
     def __copy__(self) -> Cell:
         return self
@@ -1304,8 +1304,11 @@ def _in_float32(arg: object) -> object:
 
 # ------------------------------------------------------------------ the registry
 def _cell_identity(cell: Cell | None) -> dict[str, Any] | None:
-    """What identifies a cell beyond its name: its class and the plain settings of the
-    instance (an :class:`~sklearn_rnn.nn.cells.ElmanCell`'s nonlinearity); None for None."""
+    """What identifies a cell beyond its name: its class's name and the plain settings
+    of the instance (an :class:`~sklearn_rnn.nn.cells.ElmanCell`'s nonlinearity), not
+    the switches every cell has (``trains_stepwise``, ``stackable``, ...: how it is run,
+    not what it computes) nor the class's module (``__main__`` in a script is
+    ``__mp_main__`` in its spawned workers); None for None."""
     if cell is None:
         return None
 
@@ -1316,16 +1319,16 @@ def _cell_identity(cell: Cell | None) -> dict[str, Any] | None:
             return all(isinstance(key, str) and plain(item) for key, item in value.items())
         return value is None or isinstance(value, (bool, int, float, str))
 
+    switches = set(dir(Cell))  # the attributes every cell has (name included)
     settings = {name: list(value) if isinstance(value, tuple) else value
-                for name, value in sorted(vars(cell).items()) if name != "name" and plain(value)}
-    return {"class": f"{type(cell).__module__}:{type(cell).__qualname__}", "settings": settings}
+                for name, value in sorted(vars(cell).items()) if name not in switches and plain(value)}
+    return {"class": type(cell).__qualname__, "settings": settings}
 
 
 def _identity_text(identity: dict[str, Any]) -> str:
     """A cell's :func:`_cell_identity` as a message shows it."""
-    module, _, name = identity["class"].partition(":")
     settings = ", ".join(f"{key}={value!r}" for key, value in identity["settings"].items())
-    return f"{name}({settings}) of {module}"
+    return f"{identity['class']}({settings})"
 
 
 #: The names of the package's own cells, set once they are registered (cells/__init__.py).

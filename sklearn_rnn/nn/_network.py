@@ -431,7 +431,11 @@ class RecurrentNetwork(nn.Module):
         return state
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        """Draw every parameter anew from ``generator``.
+        """Draw the parameters anew from ``generator``: every parameter of the package's
+        cells, the readout, the convolutional stage and the learned initial states
+        (zeros). A user's cell writes what its ``reset_parameters`` writes; values its
+        recurrence's constructor set and that method leaves (a ``LayerNorm``'s gain) keep
+        what training made of them: build a new network for those.
 
         Parameters
         ----------

@@ -401,6 +401,25 @@ def _checked_classes(classes: Any) -> np.ndarray:
     return np.unique(labels)
 
 
+def _each_class_on_both_sides(
+    train: np.ndarray, valid: np.ndarray, pool: np.ndarray, stratify: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A stratified split's sides with one sequence of each class on each: a class whose
+    share of the held-out sequences rounds to 0 (2 of 42 at 10%) gets its first training
+    sequence moved there, as the hold-out check promises (the stopping rule and the
+    validation scores ignored that class, the one class_weight='balanced' weighs most);
+    and the other way round. Every class has at least 2 sequences (checked before)."""
+    classes = dict(zip(np.asarray(pool).tolist(), np.asarray(stratify).tolist()))
+    train, valid = list(np.asarray(train).tolist()), list(np.asarray(valid).tolist())
+    for label in dict.fromkeys(classes.values()):
+        for source, target in ((train, valid), (valid, train)):
+            if not any(classes[index] == label for index in target):
+                moved = next(index for index in source if classes[index] == label)
+                source.remove(moved)
+                target.append(moved)
+    return np.asarray(train), np.asarray(valid)
+
+
 def _n_targets(y: Any) -> int:
     return len(y) if hasattr(y, "__len__") else len(np.asarray(y))
 
@@ -995,6 +1014,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             random_state=seeds.split,
             stratify=stratify,
         )
+        if stratify is not None:
+            train_index, valid_index = _each_class_on_both_sides(train_index, valid_index, pool, stratify)
         if len(trains_only):
             train_index = np.concatenate([train_index, trains_only])
         valid = full.subset(valid_index)

@@ -246,3 +246,25 @@ def test_a_mistyped_class_weight_key_is_refused_when_a_class_goes_unweighted():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         RNNClassifier(hidden_size=4, max_iter=1, class_weight={"sick": 10.0, "healthy": 1.0, "other": 3.0}).fit(X, y)
+
+
+def test_the_early_stopping_hold_out_holds_every_class():
+    # A class of 2 among 42 got no held-out sequence at validation_fraction=0.1: the
+    # stopping rule and the validation scores ignored it, the class 'balanced' weighs
+    # most, though the hold-out check promises one per class on each side (engine43).
+    from skorch.callbacks import Callback
+
+    rng = np.random.default_rng(0)
+    y = np.array([0] * 20 + [1] * 20 + [2] * 2)
+    X = [rng.normal(size=(3, 1)) + label for label in y]
+    seen = {}
+
+    class Peek(Callback):
+        def on_train_begin(self, net, **kwargs):
+            seen["valid"] = np.bincount(net.train_split.valid.y.cpu().numpy().astype(int), minlength=3)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        RNNClassifier(hidden_size=3, max_iter=2, random_state=0, early_stopping=True, class_weight="balanced",
+                      callbacks=[("peek", Peek())]).fit(X, y)
+    assert (seen["valid"] >= 1).all() and seen["valid"].sum() == 6

@@ -1089,9 +1089,24 @@ class FitGuard(TrainingGuard):
 
     quiet_before_first_epoch = True
 
+    def on_epoch_begin(self, net: Any, **kwargs: Any) -> None:
+        # Weights spoiled after this guard's check of the last epoch, by a callback after
+        # it, would be the next epoch's start (and its rollback copy): end training
+        # there, the epoch just begun dropped, and let on_train_end undo the spoiled one.
+        if self._finished_epochs > self._call_start and not _finite_parameters(net.module_):
+            net.history.pop()
+            raise KeyboardInterrupt  # skorch's way to end its fit loop
+        super().on_epoch_begin(net, **kwargs)
+
     def on_train_end(self, net: Any, **kwargs: Any) -> None:
         super().on_train_end(net, **kwargs)
         stop = dict(net.callbacks_).get("stop")
+        spoiled = not _finite_parameters(net.module_) and self._snapshot is not None
+        if spoiled and isinstance(stop, EarlyStopping) and stop.best_epoch_ == len(net.history):
+            # The stopping rule took the spoiled weights as its best epoch's: it keeps
+            # those the epoch started from, as the last finished before it.
+            stop.best_model_weights_ = self._snapshot["module"]
+            stop.best_start_weights_ = None
         if isinstance(stop, EarlyStopping):
             stop.finish(net, **kwargs)
         if _finite_parameters(net.module_) or self._snapshot is None:
@@ -1100,6 +1115,8 @@ class FitGuard(TrainingGuard):
         epoch = len(net.history)
         net.history.pop()
         _restore(net, self._snapshot)
+        if isinstance(stop, EarlyStopping) and stop.best_epoch_ == epoch:
+            stop.best_epoch_ = epoch - 1  # the epoch whose weights are kept
         warn(
             f"{self.owner}: the weights became non-finite at the end of epoch {epoch}, after "
             "the training guard's check of them: in a callback after it (a user's callback "

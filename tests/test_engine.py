@@ -920,6 +920,18 @@ def test_weights_a_users_callback_spoils_after_the_guard_s_check_are_rolled_back
     assert spoiled.n_iter_ == 2
     for a, b in zip(spoiled.module_.parameters(), two.module_.parameters(), strict=True):
         assert torch.equal(a, b)
+    # With training going on after the spoiled epoch (the next epoch began from it, and
+    # its rollback copy held NaN: a NaN model was kept), and under early stopping (whose
+    # best epoch was the one removed: a bare "3 is not in list") (engine43 review).
+    for options in (dict(max_iter=6), dict(max_iter=3, early_stopping=True), dict(max_iter=6, early_stopping=True)):
+        later = RNNStepClassifier(hidden_size=4, batch_size=8, random_state=0, learning_rate=0.1,
+                                  callbacks=[("spoil", Spoil())], **options)
+        with pytest.warns(ConvergenceWarning, match=r"non-finite at the end of epoch 3, after the training guard's "
+                          r"check.*the weights of epoch 2 are kept"):
+            later.fit(X, y)
+        assert later.n_iter_ == 2 and all(bool(torch.isfinite(p).all()) for p in later.module_.parameters())
+        if "early_stopping" in options:
+            assert later.best_epoch_ <= 2
 
 
 def test_an_estimator_whose_callback_holds_an_open_file_clones_and_cross_validates(tmp_path):

@@ -583,6 +583,24 @@ def test_targets_labelled_by_their_frames_rows_in_another_order_are_refused():
     with pytest.raises(ValueError, match="in another order"):
         model.score(frames, y)
     assert np.isfinite(model.score(frames, aligned))
+    # The frames held in a Series, a one-column DataFrame or sequence_column's array (all
+    # forms of X) went unchecked (long43 review).
+    from sklearn_rnn.sequences import sequence_column
+
+    for held in (pd.Series(frames), pd.DataFrame({"visits": frames}), sequence_column(frames)):
+        with pytest.raises(ValueError, match=r"labelled by the rows of X\[0\] \(3, 1, 4, ...\) in another order"):
+            model.fit(held, y)
+    # The first patient of a table with pandas' default index: its targets' row labels
+    # are 0, 1, 2, read as positions beside a frame of rows 1, 2, 0 (long43 review).
+    first = visits.sort_values("patient", kind="stable").reset_index(drop=True)
+    first = first.iloc[[1, 2, 0, 3, 4]].reset_index(drop=True).assign(day=[10, 20, 0, 30, 0])
+    frames, _ = from_long_format(first.drop(columns="flag"), id_column="patient", time_column="day", as_frame=True)
+    y = [group for _, group in first.groupby("patient")["flag"]]
+    assert y[0].index.equals(pd.RangeIndex(3)) and frames[0].index.tolist() == [2, 0, 1]
+    with pytest.raises(ValueError, match=r"in another order .* or, if its entries are already in the frame's step "
+                                         r"order \(an index reset\), pass target\.to_numpy\(\)"):
+        model.fit(frames, y)
+    model.fit(frames, [target.loc[frame.index] for target, frame in zip(y, frames)])
 
 
 def test_per_step_targets_as_a_table_and_misgiven_targets_or_weights_are_named_with_the_fix():

@@ -342,8 +342,9 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
     ValueError: y[0] is indexed by its instance's times (5, 0, ...) in another order than X's steps...
     """
     if not is_panel(X):
-        if isinstance(X, (list, tuple)):
-            _check_targets_follow_frames(X, y)
+        cells = _cells(X)
+        if cells is not None:
+            _check_targets_follow_frames(cells, y)
         return
     import pandas as pd
 
@@ -381,16 +382,37 @@ def check_step_targets_follow_steps(X: Any, y: Any) -> None:
             )
 
 
+def _cells(X: Any) -> list[Any] | tuple[Any, ...] | None:
+    """The sequences of ``X`` held one per item or cell (a list or tuple, an object
+    array, a Series or a one-column DataFrame of them: ``sequence_column``'s), to check
+    frames among them; None for other forms."""
+    import pandas as pd
+
+    if isinstance(X, (list, tuple)):
+        return X
+    if isinstance(X, pd.Series) or (isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 1):
+        return list(X)
+    if isinstance(X, np.ndarray) and X.dtype == object and X.shape[1:] == (1,):
+        return list(X[:, 0])
+    if isinstance(X, pd.DataFrame) and X.shape[1] == 1:
+        return list(X.iloc[:, 0])
+    return None
+
+
 def _check_targets_follow_frames(X: list[Any] | tuple[Any, ...], y: Any) -> None:
     """Refuse a pandas target labelled by its DataFrame's rows in another order (see
-    :func:`check_step_targets_follow_steps`): it would be paired with other steps."""
+    :func:`check_step_targets_follow_steps`): it would be paired with other steps. A
+    target of positions (0, 1, ..., pandas' default) beside a frame whose rows are
+    labelled by those numbers in another order is refused too: it may be either (the
+    first patient's rows of a table with the default index, or a target whose index was
+    reset), and read as positions it paired other steps without a word."""
     import pandas as pd
 
     for position, (steps, target) in enumerate(zip(X, y)):
         if not (isinstance(steps, pd.DataFrame) and isinstance(target, (pd.Series, pd.DataFrame))):
             continue
         rows, labels = steps.index, target.index
-        if default_index(labels) or len(labels) != len(rows) or labels.equals(rows):
+        if len(labels) != len(rows) or labels.equals(rows) or (default_index(labels) and default_index(rows)):
             continue
         try:
             same_rows = bool(np.array_equal(np.sort(np.asarray(labels)), np.sort(np.asarray(rows))))
@@ -403,7 +425,9 @@ def _check_targets_follow_frames(X: list[Any] | tuple[Any, ...], y: Any) -> None
                 f"y[{position}] is labelled by the rows of X[{position}] ({shown}, ...) in another "
                 f"order ({given}, ...): targets are paired with the steps by position, so they "
                 "would be paired with other steps. Put each target in its frame's row order "
-                "first: y = [target.loc[frame.index] for target, frame in zip(y, X)]."
+                "first: y = [target.loc[frame.index] for target, frame in zip(y, X)]"
+                + (", or, if its entries are already in the frame's step order (an index "
+                   "reset), pass target.to_numpy()." if default_index(labels) else ".")
             )
 
 

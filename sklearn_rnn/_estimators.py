@@ -3172,7 +3172,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         encoding (see :class:`~sklearn_rnn.sequences.InputEncoder`) from its ``X``: the
         fill values of missing values, whether mask channels are used, the time scale
         of a ``time_feature`` (give it sequences of two or more steps at different
-        times) and the statistics of ``instance_norm``. Stopping rules and early
+        times) and the statistics of ``instance_norm``, and resolves the 'auto' settings
+        that read the data (``frame``, ``conv_pool``, ``instance_norm``) from its batch
+        alone: set them for a stream whose first batch is not typical of its lengths.
+        Stopping rules and early
         stopping do not apply: the caller decides when to stop, e.g. when feeding fresh batches
         from a generator and checking a validation error every few hundred updates.
 
@@ -3701,8 +3704,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         fixes the input encoding (see :class:`~sklearn_rnn.sequences.InputEncoder`)
         from its ``X``: the fill values of missing values, whether mask channels are
         used, the time scale of a ``time_feature`` (give it sequences of two or more
-        steps at different times) and the statistics of ``instance_norm``. Stopping
-        rules and early stopping do not apply.
+        steps at different times) and the statistics of ``instance_norm``, and
+        resolves the 'auto' settings that read the data (``frame``, ``conv_pool``,
+        ``instance_norm``) from its batch alone: set them for a stream whose first batch
+        is not typical of its lengths. Stopping rules and early stopping do not apply.
 
         Parameters
         ----------

@@ -495,3 +495,12 @@ def test_frames_of_numbers_written_as_text_are_told_to_convert_them():
     with pytest.raises(TypeError, match=r"Columns \['hr'\] hold numbers written as text, which pandas\.to_numeric "
                                         r"reads: convert them, e\.g\. frame\[\['hr'\]\] = "):
         RNNClassifier(max_iter=1).fit(X, [0, 1])
+
+
+def test_a_numpy_duration_without_a_unit_is_refused_as_a_bare_number():
+    # np.timedelta64(7) has numpy's generic unit: it was read as 7 nanoseconds (long43).
+    table = pd.DataFrame({"p": [0, 0], "day": pd.to_datetime(["2024-01-01", "2024-01-08"]), "x": [1.0, 2.0]})
+    with pytest.raises(ValueError, match=r"time_unit must carry its unit, e\.g\. '7D'"):
+        from_long_format(table, id_column="p", time_column="day", time_unit=np.timedelta64(7))
+    X, _ = from_long_format(table, id_column="p", time_column="day", time_unit=np.timedelta64(7, "D"))
+    assert X[0][:, 0].tolist() == [0.0, 1.0]

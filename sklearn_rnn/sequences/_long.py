@@ -181,7 +181,9 @@ def _duration(unit: Any, name: str) -> pd.Timedelta:
     bare = (
         isinstance(unit, (int, float, np.number))
         and not isinstance(unit, (bool, np.bool_, np.timedelta64))  # an int to numpy, with its unit
-    ) or (isinstance(unit, str) and unit.strip().lstrip("+-").replace(".", "", 1).isdigit())
+    ) or (isinstance(unit, str) and unit.strip().lstrip("+-").replace(".", "", 1).isdigit()) or (
+        isinstance(unit, np.timedelta64) and np.datetime_data(unit.dtype)[0] == "generic"
+    )  # np.timedelta64(7): no unit of its own
     if bare:
         raise ValueError(
             f"{name} must carry its unit, e.g. '7D', '1h' or pd.Timedelta(days=7); got "

@@ -396,3 +396,14 @@ def test_a_packed_sequence_an_array_or_another_width_is_refused_with_a_way_out()
                     "of the rnn's input_size=2 features.")):
                 run(wide, lengths)
     assert np.isfinite(adapter(x.transpose(0, 1), lengths).detach().numpy()).all()  # time-major still runs
+
+
+def test_a_scalar_length_is_told_to_be_a_list():
+    # net(x, 5) for a batch of one met "object of type 'int' has no len()" (cells43).
+    from sklearn_rnn.nn import RecurrentNetwork
+
+    net = RecurrentNetwork(2, 3, 1, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=r"lengths must hold one integer length per sequence of the batch; got 5\. "
+                                         r"For a batch of one sequence, pass \[5\]\."):
+        net(torch.randn(1, 5, 2), 5)
+    assert net(torch.randn(1, 5, 2), [5]).shape == (1, 1)

@@ -780,6 +780,11 @@ def as_lengths(lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
     tensor([4, 2])
     """
     if not isinstance(lengths, torch.Tensor):
+        if not hasattr(lengths, "__len__") or isinstance(lengths, (str, bytes)) or np.ndim(lengths) == 0:
+            raise ValueError(
+                f"lengths must hold one integer length per sequence of the batch; got "
+                f"{lengths!r}. For a batch of one sequence, pass [{lengths!r}]."
+            )
         # An empty list as no lengths of an empty batch (torch reads [] as float32).
         lengths = torch.as_tensor(lengths) if len(lengths) else torch.zeros(0, dtype=torch.int64)
     if lengths.dtype in _NARROW_INTEGERS:  # uint8 indexes as a mask, and overflows

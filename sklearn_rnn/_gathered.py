@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
+import sys
 import warnings
 from collections.abc import Iterator
 
-__all__ = ["gathered_warnings", "warn"]
+__all__ = ["gathered_warnings", "outside_stacklevel", "warn"]
 
 _gatherer: contextvars.ContextVar[list[tuple[type[Warning], str]] | None] = contextvars.ContextVar(
     "sklearn_rnn_gathered_warnings", default=None
@@ -46,6 +48,35 @@ def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
         warnings.warn(message, category, stacklevel=stacklevel + 1)
     else:
         gatherer.append((category, message))
+
+
+#: The package's folder: frames of its files are not the caller's.
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def outside_stacklevel() -> int:
+    """The ``stacklevel`` with which :func:`warnings.warn`, called in the function that
+    calls this, points at the first frame outside the package: the line of the user's
+    code that called a public method, however deep the warning is raised (Python's
+    default filter shows a warning once per place, so one attributed to the package was
+    shown once per process).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from sklearn_rnn._gathered import outside_stacklevel
+    >>> outside_stacklevel()  # called from outside the package: its caller is outside
+    1
+    """
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_rnn import RNNClassifier, SequenceStandardScaler
 from sklearn_rnn.sequences import (
@@ -816,3 +817,21 @@ def test_an_encoder_built_by_hand_refuses_fields_that_disagree(kwargs, match):
     fields = {"n_features": 1, "fill_values": np.zeros(1), "use_mask": False, **kwargs}
     with pytest.raises(ValueError, match=match):
         InputEncoder(**fields)
+
+
+def test_the_warning_of_missing_values_at_prediction_points_at_the_callers_line():
+    # It pointed inside the package, so Python's default filter showed it once per
+    # process: a later predict with NaN from another line said nothing (infer43).
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(12)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=3, max_iter=1, random_state=0).fit(X, np.arange(12) % 2)
+    gap = X[0].copy()
+    gap[1, 0] = np.nan
+    for method in (model.predict, model.predict_proba):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            method([gap])
+        [warning] = [w for w in caught if "training data had none" in str(w.message)]
+        assert warning.filename == __file__

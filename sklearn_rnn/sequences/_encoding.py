@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval
 
+from .._gathered import outside_stacklevel
 from ._batching import FlatSequences
 from ._validation import check_step_arrays, joined_steps, number_text
 
@@ -621,7 +622,8 @@ def _resolve_time_feature(
 
 def _warn_of_unmasked_missing(stacklevel: int) -> None:
     """Missing values met by an encoder without mask channels: they are filled unmarked
-    (``stacklevel`` as for :func:`warnings.warn` called where this is called)."""
+    (``stacklevel`` as for :func:`warnings.warn` called where this is called, at least
+    up to the first frame outside the package: the user's line)."""
     warnings.warn(
         "X holds missing values (NaN), but the training data had none, so the model "
         "has no mask channels: they are filled (the last observed value of the "
@@ -629,7 +631,7 @@ def _warn_of_unmasked_missing(stacklevel: int) -> None:
         "measured values. For masks, fit on training data with missing values (a "
         "stream of partial_fit calls decides on its first batch).",
         UserWarning,
-        stacklevel=stacklevel + 1,
+        stacklevel=max(stacklevel + 1, outside_stacklevel()),
     )
 
 

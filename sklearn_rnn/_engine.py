@@ -1098,7 +1098,19 @@ class FitGuard(TrainingGuard):
             raise KeyboardInterrupt  # skorch's way to end its fit loop
         super().on_epoch_begin(net, **kwargs)
 
+    #: Whether this guard's end of training ran: training is over, and an interrupt after
+    #: it (in a user's ``on_train_end``, a checkpoint being written) leaves what it kept.
+    train_ended_: bool = False
+
+    def on_train_begin(self, net: Any, **kwargs: Any) -> None:
+        super().on_train_begin(net, **kwargs)
+        self.train_ended_ = False
+
     def on_train_end(self, net: Any, **kwargs: Any) -> None:
+        self._end_training(net, **kwargs)
+        self.train_ended_ = True
+
+    def _end_training(self, net: Any, **kwargs: Any) -> None:
         super().on_train_end(net, **kwargs)
         stop = dict(net.callbacks_).get("stop")
         spoiled = not _finite_parameters(net.module_) and self._snapshot is not None

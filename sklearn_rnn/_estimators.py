@@ -33,7 +33,7 @@ from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callb
                       copy_callback, make_grad_scaler, make_net, mark_callbacks_current)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
-from ._gathered import warn
+from ._gathered import outside_stacklevel, warn
 from ._inference import LAST_STEP, OutputSteps, run_network
 from .nn import RecurrentNetwork
 from .nn._network import HIDDEN_INITS, READOUTS
@@ -773,7 +773,20 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 try:
                     # The fitted model keeps no data; a Ctrl-C is reported wherever it lands.
                     with net.train_split.serving(valid), noting_interrupts(guard):
-                        net.partial_fit(train, y=None)
+                        try:
+                            net.partial_fit(train, y=None)
+                        except KeyboardInterrupt:
+                            if not (guard.train_ended_ and len(net.history) > epochs_before):
+                                raise
+                            # In a callback's on_train_end (skorch runs them past its own
+                            # handling of interrupts), once training ended: keep it.
+                            warnings.warn(
+                                f"{type(self).__name__}: training was interrupted in a callback's "
+                                f"on_train_end, after epoch {len(net.history)} finished; the "
+                                "trained epochs are kept (the callbacks after it did not run).",
+                                UserWarning,
+                                stacklevel=outside_stacklevel(),
+                            )
                     if guard.interrupted_ and len(net.history) == epochs_before:
                         # Nothing of this call finished: nothing is swapped in.
                         call = "partial_fit" if incremental else "fit"

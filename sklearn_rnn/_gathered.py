@@ -54,12 +54,24 @@ def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+def _library_folders() -> tuple[str, ...]:
+    """The folders of the package and of the libraries it calls back through (scikit-
+    learn's wrappers around fit, its pipelines and searches; skorch's loop)."""
+    folders = [_PACKAGE]
+    for name in ("sklearn", "skorch"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            folders.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+    return tuple(folders)
+
+
 def outside_stacklevel() -> int:
     """The ``stacklevel`` with which :func:`warnings.warn`, called in the function that
-    calls this, points at the first frame outside the package: the line of the user's
-    code that called a public method, however deep the warning is raised (Python's
-    default filter shows a warning once per place, so one attributed to the package was
-    shown once per process).
+    calls this, points at the first frame outside the package and the libraries it is
+    called through (scikit-learn, skorch): the line of the user's code that called a
+    public method or a pipeline, however deep the warning is raised (Python's default
+    filter shows a warning once per place, so one attributed to the package was shown
+    once per process).
 
     Returns
     -------
@@ -71,9 +83,10 @@ def outside_stacklevel() -> int:
     >>> outside_stacklevel()  # called from outside the package: its caller is outside
     1
     """
+    folders = _library_folders()
     frame = sys._getframe(1)
     level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and frame.f_code.co_filename.startswith(folders):
         frame = frame.f_back
         level += 1
     return level

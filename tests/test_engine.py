@@ -1014,3 +1014,32 @@ def test_the_bfloat16_kernel_probe_answers_the_same_under_no_grad():
     _fused_runs_bfloat16_on_cpu.cache_clear()
     with torch.inference_mode():
         assert _fused_runs_bfloat16_on_cpu(torch.nn.GRU) == answer
+
+
+def test_an_interrupt_in_a_callbacks_on_train_end_keeps_the_trained_epochs():
+    # skorch runs on_train_end past its own handling of interrupts: a Ctrl-C while a
+    # final checkpoint was written discarded the whole fit (a warm one rolled back) with
+    # a bare KeyboardInterrupt (engine43 review).
+    from skorch.callbacks import Callback
+
+    from sklearn_rnn import RNNClassifier
+
+    class Interrupted(Callback):
+        def on_train_end(self, net, **kwargs):
+            raise KeyboardInterrupt
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 1)) for _ in range(20)]
+    y = np.arange(20) % 2
+    model = RNNClassifier(hidden_size=3, max_iter=5, random_state=0, callbacks=[("save", Interrupted())])
+    with pytest.warns(UserWarning, match=r"interrupted in a callback's on_train_end, after epoch 5 finished; the "
+                                         r"trained epochs are kept") as caught:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(X, y)
+    assert model.n_iter_ == 5 and caught[0].filename == __file__
+    plain = RNNClassifier(hidden_size=3, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain.fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), plain.predict_proba(X))

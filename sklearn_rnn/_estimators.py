@@ -2710,7 +2710,12 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         encoding is fitted on all of ``X``, the held-out sequences included: the fill
         values of missing values, the time scale, the ``instance_norm`` statistics and
         the 'auto' settings read from ``X``, such as ``frame`` and ``instance_norm``
-        (no label reaches them).
+        (no label reaches them). The split is drawn from ``random_state`` on every call
+        to ``fit``: with an int, a warm-started fit on the same data holds out the same
+        sequences; with None or a ``RandomState``, each draws a new split (so its
+        held-out sequences may have been trained on by the call before, and
+        ``validation_scores_`` joins scores of different splits), as scikit-learn's
+        ``MLPClassifier`` does.
     n_iter_no_change : int, default=10
         Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
         epochs.
@@ -3425,7 +3430,12 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         encoding is fitted on all of ``X``, the held-out sequences included: the fill
         values of missing values, the time scale, the ``instance_norm`` statistics and
         the 'auto' settings read from ``X``, such as ``frame`` and ``instance_norm``
-        (no label reaches them).
+        (no label reaches them). The split is drawn from ``random_state`` on every call
+        to ``fit``: with an int, a warm-started fit on the same data holds out the same
+        sequences; with None or a ``RandomState``, each draws a new split (so its
+        held-out sequences may have been trained on by the call before, and
+        ``validation_scores_`` joins scores of different splits), as scikit-learn's
+        ``MLPClassifier`` does.
     n_iter_no_change : int, default=10
         Patience, in epochs, counted after a warm-up of ``3 * n_iter_no_change``
         epochs.

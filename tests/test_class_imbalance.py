@@ -71,9 +71,17 @@ def test_loader_draws_balanced_batches_from_the_dataset_labels():
     batches = list(loader)
     assert len(batches) == len(loader) == 5
     assert all(target.bincount().tolist() == [10, 10] for _, target in batches)
-    with pytest.raises(ValueError, match="balanced batches need one integer class label per sequence"):
+    with pytest.raises(ValueError, match=r"balanced batches draw by one integer class label per sequence .*; got no "
+                                         r"targets \(a dataset to predict\)\. Use balanced=False to predict\."):
         list(BucketBatchLoader(SequenceDataset(FlatSequences.from_arrays(X)), 20, balanced=True,
                                random_state=np.random.default_rng(0)))
+    # Per-step targets were "y of shape None", told they were regression targets; no
+    # sequence at all divided by zero classes (long43 review).
+    steps = SequenceDataset(FlatSequences.from_arrays(X), FlatSequences.from_arrays([np.ones((len(x), 1)) for x in X]))
+    with pytest.raises(ValueError, match=r"got per-step targets \(a FlatSequences of 90 sequences\)\. Use "
+                                         r"balanced=False, or give one label per sequence\."):
+        list(BucketBatchLoader(steps, 20, balanced=True, random_state=np.random.default_rng(0)))
+    assert balanced_batches(np.array([], dtype=int), np.array([], dtype=int), 4, rng=np.random.default_rng(0)) == []
     with pytest.raises(ValueError, match="needs a numpy Generator"):
         BucketBatchLoader(data, 20, balanced=True).batches()
     plain = bucket_batches(np.array([len(x) for x in X]), 20)

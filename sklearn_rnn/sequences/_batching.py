@@ -493,6 +493,8 @@ def balanced_batches(
             f"lengths and labels must be one-dimensional, one entry per sequence each; got "
             f"shapes {lengths.shape} and {labels.shape}."
         )
+    if not len(labels):  # no sequence, no class: no batch
+        return []
     classes = np.unique(labels)
     members = [np.flatnonzero(labels == label) for label in classes]
     per_class = max(1, batch_size // len(classes))
@@ -583,12 +585,18 @@ class BucketBatchLoader:
         y = self.dataset.y
         # Float targets are values, every distinct one a "class" (batches of all n sequences).
         if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point():
-            shape = tuple(y.shape) if isinstance(y, torch.Tensor) else None
+            if y is None:
+                given, fix = "no targets (a dataset to predict)", "Use balanced=False to predict."
+            elif isinstance(y, FlatSequences):
+                given = f"per-step targets (a FlatSequences of {len(y)} sequences)"
+                fix = "Use balanced=False, or give one label per sequence."
+            else:
+                given = f"y of shape {tuple(y.shape)} and dtype {y.dtype}" if isinstance(y, torch.Tensor) else (
+                    f"y of type {type(y).__name__}")
+                fix = "Use balanced=False for regression targets."
             raise ValueError(
-                "balanced batches need one integer class label per sequence (a dataset y of "
-                f"shape (n,)); got y of shape {shape}"
-                + (f" and dtype {y.dtype}" if isinstance(y, torch.Tensor) else "")
-                + ". Use balanced=False for regression targets."
+                "balanced batches draw by one integer class label per sequence (a dataset y "
+                f"of shape (n,)); got {given}. {fix}"
             )
         return y.cpu().numpy()
 

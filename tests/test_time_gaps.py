@@ -431,3 +431,17 @@ def test_infinite_gaps_or_gaps_beyond_the_cells_dtype_are_refused_and_a_nan_firs
                                          r"\.diff\(\)\.fillna\(0\)"):
         net(torch.stack([torch.randn(2, 3), gaps], dim=-1), [3, 3])
     assert torch.isfinite(net(torch.stack([torch.randn(2, 3), gaps.nan_to_num(0.0)], dim=-1), [3, 3])).all()
+
+
+def test_the_decay_recurrence_refuses_inputs_of_another_shape():
+    # A (batch, steps) input let sequence 1's inputs change sequence 0's states (1.8
+    # apart), and x with fewer channels than values and masks put one mask on several
+    # values (cells43 review).
+    cell = DecayRecurrence(2)
+    with pytest.raises(ValueError, match=r"projected must be a tensor of shape \(batch, steps, 2\).*got \(2, 3\)"):
+        cell(torch.ones(2, 3), torch.ones(2, 3))
+    with pytest.raises(ValueError, match=r"got \(2, 3, 1\)"):
+        cell(torch.ones(2, 3, 1), torch.ones(2, 3))
+    masked = DecayRecurrence(4, n_masked=2)
+    with pytest.raises(ValueError, match=r"x must be .*at least 4\); got \(1, 3, 3\)"):
+        masked.decay_inputs(torch.ones(1, 3, 3), torch.ones(1, 3))

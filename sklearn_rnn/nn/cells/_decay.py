@@ -152,6 +152,13 @@ class DecayRecurrence(nn.Module):
         torch.Tensor of shape (batch, steps, input_size)
             ``x`` with its first ``n_masked`` channels decayed where unobserved.
         """
+        if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] < 2 * self.n_masked:
+            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(
+                f"decay_inputs: x must be a tensor of shape (batch, steps, channels) holding the "
+                f"{self.n_masked} masked values, then their {self.n_masked} masks, then any other "
+                f"channels (at least {2 * self.n_masked}); got {shape}."
+            )
         gaps = _checked_gaps(gaps, x, "decay_inputs")
         m = self.n_masked
         if m == 0:
@@ -191,6 +198,13 @@ class DecayRecurrence(nn.Module):
             ``gaps`` of another shape, or (checked on a CPU) a negative or NaN gap
             after the first step, which would turn the decay into a growth without bound.
         """
+        if not isinstance(projected, torch.Tensor) or projected.ndim != 3 or projected.shape[-1] != self.hidden_size:
+            shape = tuple(projected.shape) if isinstance(projected, torch.Tensor) else type(projected).__name__
+            raise ValueError(
+                f"DecayRecurrence: projected must be a tensor of shape (batch, steps, "
+                f"{self.hidden_size}), the projected inputs of every step; got {shape} (a "
+                "(batch, steps) input mixed the sequences; add the feature axis)."
+            )
         gaps = _checked_gaps(gaps, projected, "DecayRecurrence")
         keep = torch.exp(-F.softplus(self.hidden_decay) * gaps[..., None])  # (B, T, H)
         keep = torch.cat([torch.zeros_like(keep[:, :1]), keep[:, 1:]], dim=1)  # gamma_1 = 0

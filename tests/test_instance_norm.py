@@ -337,3 +337,16 @@ def test_a_float32_covariate_jittered_by_its_rounding_is_not_read_per_sequence()
         jittered.append(np.column_stack([values, moved]))
         exact.append(np.column_stack([values, column]))
     assert InputEncoder.nearly_flat_channels(jittered) == InputEncoder.nearly_flat_channels(exact) == ()
+
+
+def test_a_sequence_whose_squares_overflow_keeps_its_shape_and_log_scale():
+    # At an amplitude of 1e160 the squared deviations overflowed: the shape read all 0
+    # and the log scale 1.8e308 (numerics43 review).
+    rng = np.random.default_rng(0)
+    X = [a * rng.normal(size=(8, 1)) for a in 10.0 ** rng.uniform(-3, 3, 30)]
+    encoder = InputEncoder.fit(X, scaled=[0])
+    shape = np.array([[1.0], [-1.0], [2.0], [-2.0]])
+    small, huge = encoder.encode_arrays([1e150 * shape, 1e160 * shape])
+    np.testing.assert_allclose(huge[:, 0], small[:, 0])  # the same shape
+    log_scale = encoder.n_values + 1
+    assert huge[0, log_scale] - small[0, log_scale] == pytest.approx(np.log(1e10) / encoder.log_scale_stats[1, 0])

@@ -503,7 +503,13 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.add.reduceat(np.where(observed, values, 0.0), starts, axis=0) / counts
         deviations = np.where(observed, values - np.repeat(mean, lengths, axis=0), 0.0)
-        spread = np.sqrt(np.add.reduceat(deviations**2, starts, axis=0) / counts)
+        with np.errstate(over="ignore"):
+            spread = np.sqrt(np.add.reduceat(deviations**2, starts, axis=0) / counts)
+        if np.isinf(spread).any():  # squares past float64's range (amplitudes above 1e154)
+            largest = np.maximum.reduceat(np.abs(deviations), starts, axis=0)
+            unit = np.where(largest > 0, largest, 1.0)
+            scaled = deviations / np.repeat(unit, lengths, axis=0)
+            spread = unit * np.sqrt(np.add.reduceat(scaled**2, starts, axis=0) / counts)
         # Within the rounding of the values' own precision too: float32 data jittered by
         # one unit in the last place read as a shape of +-1.4.
         precision = np.array([input_precision(column) for column in values.T])

@@ -359,3 +359,14 @@ def test_the_stage_names_what_is_wrong_with_its_input_and_takes_lengths_as_a_lis
     with pytest.raises(ValueError, match=r"one length per sequence, shape \(2,\); got \(1,\)"):
         stage(x, torch.tensor([5]))
     torch.testing.assert_close(stage(x, [5, 3]), stage(x, torch.tensor([5, 3])))
+
+
+@pytest.mark.parametrize("lengths", [[2.5, 4.0], [9, 0], [-1, 3], torch.tensor([True, True])])
+def test_the_stage_checks_the_values_of_its_lengths_as_the_network_does(lengths):
+    # Fractions were truncated, zero, negative, too long and boolean lengths ran, and
+    # output_lengths came back as floats (cells43 review).
+    stage = ConvStage(2, (3,), 2, pool=2)
+    stage.reset_parameters(torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=r"lengths must hold one integer length per sequence \(2\), each between 1 "
+                                         r"and the padded length 4"):
+        stage(torch.randn(2, 4, 2), lengths)

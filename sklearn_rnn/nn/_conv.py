@@ -11,6 +11,7 @@ from torch.nn import functional as F
 
 from .cells import uniform_
 from .cells._base import _is_int, autocast_casts
+from .cells._stepwise import functorch_transforms_active
 
 __all__ = ["ConvStage"]
 
@@ -141,13 +142,18 @@ class ConvStage(nn.Module):
             )
         if x.dtype != weight.dtype and not autocast_casts(x):
             raise ValueError(f"x is {x.dtype}, but the stage's weights are {weight.dtype}: pass x.to({weight.dtype}).")
-        if not isinstance(lengths, torch.Tensor):
-            lengths = torch.as_tensor(lengths, dtype=torch.int64) if len(lengths) else torch.zeros(0, dtype=torch.int64)
+        from ._network import as_lengths, check_lengths  # the network's (it imports this module)
+
+        lengths = as_lengths(lengths)  # a list's fractions kept for the check, not truncated
         if lengths.shape != (x.shape[0],):
             raise ValueError(
                 f"lengths must hold one length per sequence, shape ({x.shape[0]},); got "
                 f"{tuple(lengths.shape)}."
             )
+        # Their values as the network checks them (integers in [1, steps]), where reading
+        # them costs no wait for a device and no torch.func transform runs.
+        if lengths.device.type == "cpu" and not functorch_transforms_active():
+            lengths = check_lengths(lengths, x.shape[0], x.shape[1])
         return lengths
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:

@@ -1599,10 +1599,11 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------ prediction
     @with_fit_threads
-    def _forward(self, X: Any) -> np.ndarray | list[np.ndarray]:
+    def _forward(self, X: Any, sequences: list[np.ndarray] | None = None) -> np.ndarray | list[np.ndarray]:
         """Network outputs for every sequence of ``X``, in the order of ``X``:
         ``(n_samples, n_outputs)``, or with a readout at every step a list of
         ``(T_i, n_outputs)`` arrays (run by :func:`~sklearn_rnn._inference.run_network`).
+        ``sequences``: ``X`` as the caller validated it already (its warnings once).
 
         The float32 weights are evaluated in float64, so that a sequence's output does
         not depend on which other sequences share its batch (float32 matrix kernels
@@ -1613,7 +1614,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         validate_parameter_constraints({"batch_size": self._parameter_constraints["batch_size"]},
                                        {"batch_size": self.batch_size}, caller_name=type(self).__name__)
         self._check_default_dtype()
-        sequences = self._validate_sequences(X, reset=False)
+        if sequences is None:
+            sequences = self._validate_sequences(X, reset=False)
         if self._encoder.time_feature is not None:
             # On all of X before any network work: a chunk's own check below would count
             # the sequences from the chunk's first one.

@@ -562,7 +562,7 @@ class RNNStepClassifier(BaseRNN):
         self._check_target_steps(targets, sequences)
         weight = self._check_sample_weight(sample_weight, len(sequences), X)
         weight = weight / weight.max()  # a sum of large weights could overflow; only ratios count
-        logits = self._forward(X)  # as given: the validated arrays have lost a frame's names
+        logits = self._forward(X, sequences)  # validated above: its warnings once
         totals = np.array([_bernoulli_nll(o, t).sum() for o, t in zip(logits, targets)])
         steps = np.array([len(t) for t in targets])
         return float((weight * totals).sum() / (weight * steps).sum())

@@ -621,3 +621,17 @@ def test_per_step_targets_as_a_table_and_misgiven_targets_or_weights_are_named_w
         model.fit(sequences, iter(targets))
     with pytest.raises(ValueError, match=r"pass one \(T_i, k\) array of per-step targets per sequence"):
         model.fit(sequences, None)
+
+
+def test_score_gives_each_warning_about_x_once():
+    # nll_per_step validated X, then its forward pass validated X again: every warning
+    # about X came twice (infer43 review).
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(10)]
+    y = [(x[:, :1] > 0).astype(float) for x in X]
+    model = quiet_fit(RNNStepClassifier(hidden_size=3, max_iter=1, random_state=0), X, y)
+    frames = [pd.DataFrame(x, columns=["a", "b"]) for x in X]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.score(frames, y)
+    assert len([w for w in caught if "feature names" in str(w.message)]) == 1

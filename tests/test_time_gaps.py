@@ -445,3 +445,14 @@ def test_the_decay_recurrence_refuses_inputs_of_another_shape():
     masked = DecayRecurrence(4, n_masked=2)
     with pytest.raises(ValueError, match=r"x must be .*at least 4\); got \(1, 3, 3\)"):
         masked.decay_inputs(torch.ones(1, 3, 3), torch.ones(1, 3))
+
+
+def test_times_that_decrease_by_rounding_only_are_told_so():
+    # 0.3 after 0.1 + 0.2 is refused as a decrease, which the rest of the package reads
+    # as one time: the message says the two differ only by rounding (numerics43).
+    X = [np.array([[0.1 + 0.2, 1.0], [0.3, 2.0], [1.0, 3.0]]), np.array([[0.0, 1.0], [1.0, 2.0]])]
+    with pytest.raises(ValueError, match=r"decrease at step 1 \(0\.3 after 0\.30000000000000004\).*these two differ "
+                                         r"only by rounding"):
+        RNNRegressor(time_feature=0, max_iter=1).fit(X, [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"decrease at step 1 \(0\.2 after 0\.3\).* by time\. \(These"):
+        RNNRegressor(time_feature=0, max_iter=1).fit([np.array([[0.3, 1.0], [0.2, 2.0]])] * 2, [1.0, 2.0])

@@ -714,13 +714,17 @@ def check_times(
     decreasing = step_gaps(times, lengths) < 0
     if decreasing.any():
         row, index, step = first(decreasing)  # the step whose time is lower
+        rounding = bool(within_rounding(times[row - 1] - times[row], max(abs(times[row - 1]), abs(times[row])),
+                                        input_precision(times)))
         raise ValueError(
             f"sequence {index} of X has times that decrease at step {step} "
             f"({number_text(times[row])} after {number_text(times[row - 1])}) in column "
             f"time_feature={time_feature}: expected non-decreasing times within each "
-            "sequence. Sort each sequence's steps by time. (These are the values the "
-            "estimator received: a scaler before it in a pipeline changes them, not "
-            "their order.)"
+            "sequence. Sort each sequence's steps by time"
+            + (" (these two differ only by rounding, one time computed two ways: sorting "
+               "keeps them as one time)" if rounding else "")
+            + ". (These are the values the estimator received: a scaler before it in a "
+            "pipeline changes them, not their order.)"
         )
 
 

@@ -407,3 +407,21 @@ def test_a_scalar_length_is_told_to_be_a_list():
                                          r"For a batch of one sequence, pass \[5\]\."):
         net(torch.randn(1, 5, 2), 5)
     assert net(torch.randn(1, 5, 2), [5]).shape == (1, 1)
+
+
+@pytest.mark.parametrize("cell", ["tanh", "lstm", "decay"])
+@pytest.mark.parametrize("grad", [True, False])
+def test_an_empty_batch_of_no_steps_gives_no_outputs(cell, grad):
+    # FlatSequences.batch of no index is (0, 0, d): the fused kernels refused a length of
+    # 0 and the decay cell met an IndexError, where (0, T) batches give (0, 1) (core43).
+    import numpy as np
+
+    from sklearn_rnn.nn import RecurrentNetwork
+    from sklearn_rnn.sequences import FlatSequences
+
+    flat = FlatSequences.from_arrays([np.zeros((3, 3)), np.zeros((2, 3))])
+    x, lengths = flat.batch(torch.tensor([], dtype=torch.long))
+    gap = {"gap_channel": 2} if cell == "decay" else {}
+    net = RecurrentNetwork(3, 4, 1, cell=cell, generator=torch.Generator().manual_seed(0), **gap)
+    with torch.set_grad_enabled(grad):
+        assert net(x.float(), lengths).shape == (0, 1)

@@ -594,6 +594,8 @@ class RecurrentNetwork(nn.Module):
         features (the stage zeroes padded steps itself, and no cell that reads gaps
         takes a stage)."""
         lengths = self._checked(x, lengths)
+        if x.shape[1] == 0:  # an empty batch of no steps (FlatSequences.batch of no index): one padded step
+            x = x.new_zeros(x.shape[0], 1, x.shape[2])
         if self.conv is not None:
             return self.conv(x, lengths), self.conv.output_lengths(lengths), None
         x = _zero_padding(x, lengths)

@@ -563,3 +563,27 @@ def test_a_cells_switches_and_its_module_are_no_part_of_what_a_pickle_checks():
     mine.stackable = True  # a switch set on a user's cell
     assert _cell_identity(mine) == _cell_identity(ElmanCell("mine", nonlinearity="relu"))
     assert _cell_identity(mine)["class"] == "ElmanCell"  # its module is not recorded
+
+
+def test_a_cell_that_ignores_its_learned_initial_state_is_refused_by_name():
+    # A cell written as the how-to says, leaving learned_initial at its default, whose
+    # forward_states never reads `initial`: hidden_init='learned' trained a state with
+    # no effect on the outputs and no gradient, without a word (core43 review).
+    class Ignoring(ElmanCell):
+        def forward_states(self, projection, recurrence, z, initial, gaps, *, lengths=None):
+            return super().forward_states(projection, recurrence, z, (), gaps)
+
+        def forward(self, projection, recurrence, z, initial, gaps, *, lengths=None):
+            return Cell.forward(self, projection, recurrence, z, initial, gaps)
+
+    register_cell(Ignoring("ignoring", nonlinearity="tanh"))
+    try:
+        net = RecurrentNetwork(2, 3, 1, cell="ignoring", hidden_init="learned",
+                               generator=torch.Generator().manual_seed(0))
+        x = torch.randn(2, 4, 2)
+        for run in (net, net.forward_states):
+            with pytest.raises(ValueError, match=r"cell 'ignoring' was given learned initial states .* or set "
+                                                 r"learned_initial = False"):
+                run(x, [4, 3])
+    finally:
+        unregister_cell("ignoring")

@@ -13,7 +13,7 @@ from torch import nn
 
 from ._conv import ConvStage, _widths
 from .cells import CELLS, Cell, LayerStates, get_cell, normal_, uniform_
-from .cells._base import _checked_hidden, _is_int, _zero_padding, autocast_casts
+from .cells._base import _check_initial_kept, _checked_hidden, _is_int, _zero_padding, autocast_casts
 from .cells._stepwise import functorch_transforms_active
 from .init import _check_radius
 
@@ -507,6 +507,7 @@ class RecurrentNetwork(nn.Module):
             method = "forward_states_vectorizable" if self.vectorizable else "forward_states"
             layer = getattr(cell, method)(projection, recurrence, z, initial, gaps, **_stop(cell, lengths))
             _checked_hidden(cell, method, layer, z, self.hidden_size)
+            _check_initial_kept(cell, initial, layer)
             layers.append(layer)
         hidden = layers[-1].hidden  # (B, T, H)
         read, outputs = self._read(hidden, lengths, every_step)

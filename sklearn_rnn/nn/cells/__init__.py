@@ -40,7 +40,9 @@ How to add a cell
    The network builds the module of ``make_recurrence`` on the CPU, keeping what its
    constructor sets, and leaves the input projection uninitialized: ``reset_parameters``
    writes all of the projection and draws the recurrence's random values from its
-   ``generator``. A cell whose state can grow without bound sets ``bounded_state =
+   ``generator``. A cell that leaves ``learned_initial`` True (the default) starts its
+   recurrence from the ``initial`` states it is given and returns them in its
+   ``LayerStates``; one that does not sets ``learned_initial = False``. A cell whose state can grow without bound sets ``bounded_state =
    False`` and takes ``lengths=`` in ``forward_states``, where it stops each sequence's
    state at its end.
 2. Call ``register_cell(MyCell())`` at the end of that file.

@@ -385,6 +385,7 @@ class Cell(ABC):
         torch.Tensor of shape (batch, steps, hidden_size)
         """
         states = self.forward_states(projection, recurrence, z, initial, gaps, **_given(lengths))
+        _check_initial_kept(self, initial, states)
         return _checked_hidden(self, "forward_states", states, z)
 
     def forward_vectorizable(
@@ -1203,6 +1204,21 @@ def _zero_padding(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     About 8 us for a batch of 32 x 18 steps of one feature."""
     valid = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device)[:, None]  # (B, T)
     return x.masked_fill(~valid[..., None], 0.0)
+
+
+def _check_initial_kept(cell: Cell, initial: tuple[torch.Tensor, ...], layer: object) -> None:
+    """Refuse a layer's states whose ``initial`` are not the learned initial states it was
+    given: a cell that does not start its recurrence from them (a user's cell written
+    without them, ``learned_initial`` left at its default) trained a state that does
+    nothing (no effect on the outputs, no gradient)."""
+    kept = getattr(layer, "initial", ())
+    if initial and (len(kept) != len(initial) or any(a is not b for a, b in zip(kept, initial))):
+        raise ValueError(
+            f"cell {cell.name!r} was given learned initial states (hidden_init='learned'), but its "
+            f"forward_states returned LayerStates.initial of {len(kept)} other tensor(s) instead of "
+            "the ones it was given: a cell must start its recurrence from `initial` and return "
+            "them, or set learned_initial = False (hidden_init='learned' is then refused)."
+        )
 
 
 def _checked_hidden(

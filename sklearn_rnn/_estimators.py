@@ -50,7 +50,6 @@ from .sequences._encoding import (
     TIME_FEATURE_CONSTRAINTS,
     _resolve_time_feature,
     check_times,
-    input_precision,
     same_time,
     step_gaps,
 )
@@ -3684,10 +3683,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
             self._y_mean = mean
             # A spread within the rounding of the mean is none (scikit-learn's bound for a
             # constant feature): thirty targets of 0.1 have a mean off 0.1 by 1.4e-17 and
-            # a "spread" of 2.8e-17, which made a stream's later targets 1e16 (unlearnable);
-            # float32 targets, within their own rounding (a scale of 5e-8 otherwise).
-            precision = np.array([input_precision(column) for column in outputs.T])
-            rounding = np.maximum(len(outputs) * np.finfo(np.float64).eps, 4 * precision) * np.abs(mean)
+            # a "spread" of 2.8e-17, which made a stream's later targets 1e16 (unlearnable).
+            rounding = len(outputs) * np.finfo(np.float64).eps * np.abs(mean)
             self._y_scale = np.where(std > rounding, std, 1.0)
         elif outputs.shape[1] != self.n_outputs_:
             raise ValueError(_wrong_outputs(outputs.shape[1], self.n_outputs_, ""))

@@ -16,7 +16,6 @@ from ..sequences._encoding import (
     _over_observed,
     _resolve_time_feature,
     check_times,
-    input_precision,
     within_rounding,
 )
 from ..sequences._panel import is_panel
@@ -250,7 +249,7 @@ def _slope(times: NDArray[np.float64], values: NDArray[np.float64]) -> float:
     feature's last value and mean)."""
     if len(times) == 0:
         return np.nan
-    if len(times) < 2 or within_rounding(times.max() - times.min(), np.abs(times).max(), input_precision(times)):
+    if len(times) < 2 or within_rounding(times.max() - times.min(), np.abs(times).max()):
         # Times equal up to rounding (0.3 and 0.1 + 0.2) have no spread, nor equal times
         # whose mean rounds off them (three 0.1 average to 0.1 + 1.4e-17): the rounding
         # over its square was a slope (9e15, -10.7).

@@ -201,12 +201,8 @@ class InputEncoder:
             pooled = _over_observed(np.nanstd, steps[:, scaled])  # NaN, read as 1, for a channel never observed
             counts = (~np.isnan(steps[:, scaled])).sum(axis=0)
             center = np.abs(_over_observed(np.nanmean, steps[:, scaled]))
-            # A channel constant up to rounding has no spread: that of the sums (scikit-
-            # learn's bound), or that of the values themselves in the precision they were
-            # given in (float32's for float32 data, which a float64 copy keeps exactly).
-            precision = np.array([input_precision(steps[:, channel]) for channel in scaled])
-            rounding = np.maximum(counts * np.finfo(np.float64).eps, 4 * precision) * center
-            spread_of_its_own = pooled > rounding
+            # A channel constant up to rounding (scikit-learn's bound) has no spread.
+            spread_of_its_own = pooled > counts * np.finfo(np.float64).eps * center
             unit = np.where(spread_of_its_own, pooled, 1.0)  # (n_scaled,) the channel's pooled spread
             encoder.scale_floor = 1e-8 * unit
             # Levels that differ only by rounding (sequences that all have one mean, such
@@ -493,9 +489,8 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
     """Each sequence's mean and standard deviation of each channel over its observed
     steps, ``(n, channels)`` each; NaN where a sequence observed none. A sequence
     constant up to rounding (a spread of at most ``count * eps * |mean|``,
-    scikit-learn's bound for a constant feature, or ``4 * eps * |mean|`` of float32
-    for a channel given in float32: see :func:`input_precision`) has a spread of 0: at
-    a level of 1e9, one unit in the last place read as a shape of +-1.4."""
+    scikit-learn's bound for a constant feature) has a spread of 0: at a level of 1e9,
+    one unit in the last place read as a shape of +-1.4."""
     values = np.asarray(values, dtype=np.float64)  # float32's mean of a constant is off by 6e-5
     starts = np.cumsum(lengths) - lengths
     observed = ~np.isnan(values)
@@ -510,23 +505,19 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
             unit = np.where(largest > 0, largest, 1.0)
             scaled = deviations / np.repeat(unit, lengths, axis=0)
             spread = unit * np.sqrt(np.add.reduceat(scaled**2, starts, axis=0) / counts)
-        # Within the rounding of the values' own precision too: float32 data jittered by
-        # one unit in the last place read as a shape of +-1.4.
-        precision = np.array([input_precision(column) for column in values.T])
-        spread[spread <= np.maximum(counts * np.finfo(np.float64).eps, 4 * precision) * np.abs(mean)] = 0.0
+        spread[spread <= counts * np.finfo(np.float64).eps * np.abs(mean)] = 0.0
     return mean, spread
 
 
 def _center_and_spread(statistic: np.ndarray, unit: np.ndarray) -> np.ndarray:
     """``(2, channels)``: the mean and standard deviation over sequences of a per-sequence
     statistic (NaN where a sequence had none skipped). A spread of at most ``1e-6 * unit``
-    (of each channel), or within float32's rounding of the center (16 units in the last
-    place: levels of 3333.3 in float32, or 3e10 in float64, that differ only by
-    rounding), is rounding error rather than a difference between sequences and is read
-    as ``unit``."""
+    (of each channel), or within the rounding of the center (16 units in the last place
+    of float64: levels of 3e10 that differ only by rounding), is rounding error rather
+    than a difference between sequences and is read as ``unit``."""
     center = np.nan_to_num(_over_observed(np.nanmean, statistic))  # 0 for a channel never observed
     spread = _over_observed(np.nanstd, statistic)
-    rounding = np.maximum(1e-6 * unit, 16 * np.finfo(np.float32).eps * np.abs(center))
+    rounding = np.maximum(1e-6 * unit, 16 * np.finfo(np.float64).eps * np.abs(center))
     return np.vstack([center, np.where(np.isfinite(spread) & (spread > rounding), spread, unit)])
 
 
@@ -714,8 +705,7 @@ def check_times(
     decreasing = step_gaps(times, lengths) < 0
     if decreasing.any():
         row, index, step = first(decreasing)  # the step whose time is lower
-        rounding = bool(within_rounding(times[row - 1] - times[row], max(abs(times[row - 1]), abs(times[row])),
-                                        input_precision(times)))
+        rounding = bool(within_rounding(times[row - 1] - times[row], max(abs(times[row - 1]), abs(times[row]))))
         raise ValueError(
             f"sequence {index} of X has times that decrease at step {step} "
             f"({number_text(times[row])} after {number_text(times[row - 1])}) in column "
@@ -733,8 +723,7 @@ def same_time(times: np.ndarray, gaps: np.ndarray, lengths: np.ndarray | None = 
     :func:`step_gaps`) is 0, or at most 8 units in the last place of the largest time of
     its sequence (times equal but computed two ways, 0.1 + 0.2 and 0.3; the rounding of
     a computed time follows the magnitude of the times it was computed from, so a time
-    near 0 is held to the same bound), in the precision the times were given in
-    (:func:`input_precision`: float32's for float32 times). True at first steps.
+    near 0 is held to the same bound). True at first steps.
 
     Parameters
     ----------
@@ -759,15 +748,12 @@ def same_time(times: np.ndarray, gaps: np.ndarray, lengths: np.ndarray | None = 
     times = np.asarray(times, dtype=np.float64)
     lengths = np.array([len(times)]) if lengths is None else np.asarray(lengths)
     largest = np.maximum.reduceat(np.abs(times), np.cumsum(lengths) - lengths) if len(times) else np.zeros(0)
-    return within_rounding(gaps, np.repeat(largest, lengths), input_precision(times))
+    return within_rounding(gaps, np.repeat(largest, lengths))
 
 
-def within_rounding(difference: Any, magnitude: Any, precision: float = float(np.finfo(np.float64).eps)) -> Any:
+def within_rounding(difference: Any, magnitude: Any) -> Any:
     """Whether ``difference`` is at most 8 units in the last place of ``magnitude``: two
     numbers of that magnitude equal but computed two ways (0.1 + 0.2 and 0.3).
-
-    ``precision`` is the relative precision of the numbers (float64's ``eps``, or
-    float32's for data given in float32: see :func:`input_precision`).
 
     Examples
     --------
@@ -775,31 +761,7 @@ def within_rounding(difference: Any, magnitude: Any, precision: float = float(np
     >>> bool(within_rounding(0.1 + 0.2 - 0.3, 0.3)), bool(within_rounding(1e-9, 0.3))
     (True, False)
     """
-    return difference <= 8 * precision * magnitude
-
-
-def input_precision(values: np.ndarray) -> float:
-    """The relative precision ``values`` were given in: float32's ``eps`` where every
-    finite value is a float32 number and some is no whole number (data read or computed
-    in float32, which a float64 copy keeps exactly), float64's otherwise (whole numbers
-    are exact in both).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_rnn.sequences._encoding import input_precision
-    >>> bool(input_precision(np.float32([0.1, 0.7]).astype(np.float64)) == np.finfo(np.float32).eps)
-    True
-    >>> bool(input_precision(np.array([0.1, 0.7])) == input_precision(np.array([1.0, 2.0])) == np.finfo(np.float64).eps)
-    True
-    """
-    finite = np.asarray(values, dtype=np.float64)
-    finite = finite[np.isfinite(finite)]
-    with np.errstate(over="ignore"):
-        as_float32 = finite.astype(np.float32).astype(np.float64)
-    if finite.size and np.array_equal(as_float32, finite) and not np.array_equal(np.round(finite), finite):
-        return float(np.finfo(np.float32).eps)
-    return float(np.finfo(np.float64).eps)
+    return difference <= 8 * np.finfo(np.float64).eps * magnitude
 
 
 def step_gaps(times: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -38,7 +38,13 @@ from ._inference import LAST_STEP, OutputSteps, run_network
 from .nn import RecurrentNetwork
 from .nn._network import HIDDEN_INITS, READOUTS
 from .nn.cells import CellNames, cell_names, get_cell, resolve_cell
-from .nn.cells._base import _cell_identity, _identity_text, _recorded_identity, _registration_change
+from .nn.cells._base import (
+    _cell_identity,
+    _identity_text,
+    _recorded_identity,
+    _registration_change,
+    _same_identity,
+)
 from .optim import BRANCHES, ClippedSGD, SimplexSGD
 from ._parallel import with_fit_threads
 from ._persistence import from_portable, to_portable
@@ -2071,7 +2077,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     f"this session (the cells are {sorted(CellNames())}): import the module that "
                     "registers it (with sklearn_rnn.nn.register_cell) before loading."
                 ) from None
-        if "cell" in state and _cell_identity(get_cell(estimator._resolved_cell())) != state["cell"]:
+        if "cell" in state and not _same_identity(_cell_identity(get_cell(estimator._resolved_cell())), state["cell"]):
             raise ValueError(
                 f"{where} holds a model of cell {estimator._resolved_cell()!r} trained as "
                 f"{_identity_text(state['cell'])}, but this session registers that name as "

@@ -587,3 +587,21 @@ def test_a_cell_that_ignores_its_learned_initial_state_is_refused_by_name():
                 run(x, [4, 3])
     finally:
         unregister_cell("ignoring")
+
+
+def test_a_cell_with_a_nan_setting_is_its_own_identity(tmp_path):
+    # NaN never equals itself: such a cell's own network was refused as another cell on
+    # unpickling, and its model file on loading (diff43 review).
+    import pickle
+
+    class Filled(ElmanCell):
+        def __init__(self):
+            super().__init__("filled", nonlinearity="tanh")
+            self.fill_value = float("nan")
+
+    register_cell(Filled())
+    try:
+        net = RecurrentNetwork(2, 3, 1, cell="filled", generator=torch.Generator().manual_seed(0))
+        assert pickle.loads(pickle.dumps(net))._cell is get_cell("filled")
+    finally:
+        unregister_cell("filled")

@@ -1341,6 +1341,12 @@ def _cell_identity(cell: Cell | None) -> dict[str, Any] | None:
     return {"class": type(cell).__qualname__, "settings": settings}
 
 
+def _same_identity(first: dict[str, Any] | None, second: dict[str, Any] | None) -> bool:
+    """Whether two :func:`_cell_identity` values are one cell's: compared as text, so that
+    a NaN setting equals itself (a cell with one was refused as another cell)."""
+    return repr(first) == repr(second)
+
+
 def _identity_text(identity: dict[str, Any]) -> str:
     """A cell's :func:`_cell_identity` as a message shows it."""
     settings = ", ".join(f"{key}={value!r}" for key, value in identity["settings"].items())
@@ -1361,7 +1367,7 @@ def _registration_change(cell: Cell) -> str | None:
     """How the registry's cell of ``cell``'s name now differs from ``cell`` (which a
     network kept running since), as a message says it; None when it does not."""
     registered = CELLS.get(cell.name)
-    if registered is cell or _cell_identity(registered) == _cell_identity(cell):
+    if registered is cell or _same_identity(_cell_identity(registered), _cell_identity(cell)):
         return None
     if registered is None:
         return "is no longer registered in this session"
@@ -1378,7 +1384,7 @@ def _registered_as(name: str, identity: dict[str, Any] | None = None) -> Cell:
             "that registers it (with sklearn_rnn.nn.register_cell) before unpickling."
         )
     cell = get_cell(name)
-    if identity is not None and _cell_identity(cell) != identity:
+    if identity is not None and not _same_identity(_cell_identity(cell), identity):
         raise ValueError(
             f"a pickled network ran the cell {name!r} as {_identity_text(identity)}, but this "
             f"session registers that name as {_identity_text(_cell_identity(cell))}: its weights "

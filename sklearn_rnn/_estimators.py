@@ -826,49 +826,52 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
 
         Every check runs before anything of a fitted network is changed.
         """
-        if reset is None:
-            reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
-        self._check_default_dtype()
-        if not reset:
-            self._check_continuation()
-        sequences = self._validate_sequences(X, reset=reset)
-        given_weight = self._check_sample_weight(sample_weight, len(sequences), X)
-        given_y, y = y, self._check_y(y, X, len(sequences), reset=reset, classes=classes, weight=given_weight)
-        if not (reset or incremental) and hasattr(self, "_y_ndim"):
-            self._y_ndim = self._target_ndim(given_y)  # a warm refit's predictions take its y's shape
-        self._check_target_steps(y, sequences)
-        weight = self._sample_weight(y, given_weight)
-        if not incremental:  # a fit's loss is the weighted mean: only the ratios count
-            weight = _relative(weight, self._output_steps.loss_terms(y))
-        else:
-            # Kept as given, and trained in float32.
-            _check_float32_weights(weight, getattr(self, "class_weight", None))
-        if reset:
-            self._frame = self._resolved_frame(sequences)
-        raw, sequences = sequences, frame_sequences(sequences, self._frame)
-        self._early_stopping = not incremental and self._resolved_early_stopping(y, weight)
-        seeds = _Seeds.draw(self.random_state)
-        device = self._resolve_device()
-        self._check_precision(device)
-        if reset:
-            self._encoder = InputEncoder.fit(
-                sequences, time_feature=self._time_column(sequences[0].shape[1]),
-                scaled=self._resolved_instance_norm(sequences),
-            )
-        if get_cell(self._resolved_cell()).needs_gaps:  # every training call's data
-            _warn_of_simultaneous_steps(sequences, self._encoder.time_feature, self._resolved_cell())
-        data = self._encoded(raw, sequences, device)
-        train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
-        if reset:
-            conv = self._resolved_conv(sequences)
-            self.net_ = self._build_net(
-                seeds, device, incremental=incremental, readout=self._resolved_readout(),
-                conv=conv, conv_pool=self._resolved_conv_pool(conv, sequences),
-            )
-        else:
-            self._configure_training(self.net_, seeds, incremental=incremental)
-        self.net_.l2_penalty = self._resolved_alpha() / len(train)
-        return train, valid
+        # Tensors made here are trained: not inference tensors, whatever the caller's mode
+        # (a search or train_stacked under torch.inference_mode prepares its networks here).
+        with torch.inference_mode(False), torch.enable_grad():
+            if reset is None:
+                reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
+            self._check_default_dtype()
+            if not reset:
+                self._check_continuation()
+            sequences = self._validate_sequences(X, reset=reset)
+            given_weight = self._check_sample_weight(sample_weight, len(sequences), X)
+            given_y, y = y, self._check_y(y, X, len(sequences), reset=reset, classes=classes, weight=given_weight)
+            if not (reset or incremental) and hasattr(self, "_y_ndim"):
+                self._y_ndim = self._target_ndim(given_y)  # a warm refit's predictions take its y's shape
+            self._check_target_steps(y, sequences)
+            weight = self._sample_weight(y, given_weight)
+            if not incremental:  # a fit's loss is the weighted mean: only the ratios count
+                weight = _relative(weight, self._output_steps.loss_terms(y))
+            else:
+                # Kept as given, and trained in float32.
+                _check_float32_weights(weight, getattr(self, "class_weight", None))
+            if reset:
+                self._frame = self._resolved_frame(sequences)
+            raw, sequences = sequences, frame_sequences(sequences, self._frame)
+            self._early_stopping = not incremental and self._resolved_early_stopping(y, weight)
+            seeds = _Seeds.draw(self.random_state)
+            device = self._resolve_device()
+            self._check_precision(device)
+            if reset:
+                self._encoder = InputEncoder.fit(
+                    sequences, time_feature=self._time_column(sequences[0].shape[1]),
+                    scaled=self._resolved_instance_norm(sequences),
+                )
+            if get_cell(self._resolved_cell()).needs_gaps:  # every training call's data
+                _warn_of_simultaneous_steps(sequences, self._encoder.time_feature, self._resolved_cell())
+            data = self._encoded(raw, sequences, device)
+            train, valid = self._split(data, y, weight, seeds, device, incremental=incremental)
+            if reset:
+                conv = self._resolved_conv(sequences)
+                self.net_ = self._build_net(
+                    seeds, device, incremental=incremental, readout=self._resolved_readout(),
+                    conv=conv, conv_pool=self._resolved_conv_pool(conv, sequences),
+                )
+            else:
+                self._configure_training(self.net_, seeds, incremental=incremental)
+            self.net_.l2_penalty = self._resolved_alpha() / len(train)
+            return train, valid
 
     def _fitted_architecture(self) -> dict[str, Any]:
         """What the fitted network and optimizer were built with, read from them."""

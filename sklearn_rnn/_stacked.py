@@ -420,7 +420,8 @@ def _train_chunk(
         with warnings.catch_warnings(record=True) if worker else contextlib.nullcontext() as recorded:
             if worker:
                 warnings.simplefilter("always")
-            _Stack(chunk).train()
+            with torch.inference_mode(False), torch.enable_grad():  # whatever the caller's mode, as fit
+                _Stack(chunk).train()
     seconds = time.perf_counter() - began
     messages = gathered + [(message.category, str(message.message)) for message in recorded or []]
     estimators = [member.estimator for member in chunk]
@@ -691,7 +692,8 @@ class StackedStream:
                 sequences = sum(estimator.batch_size for estimator in self.estimators)
                 with fitting_threads(self.estimators[0].hidden_size, sequences):
                     try:
-                        stack._train_epoch()
+                        with torch.inference_mode(False), torch.enable_grad():  # as partial_fit
+                            stack._train_epoch()
                     except BaseException:
                         # An interrupt or an error before the epoch ends: nothing of the
                         # call is kept, as partial_fit keeps nothing of an unfinished epoch.

@@ -589,7 +589,7 @@ def test_a_cell_that_ignores_its_learned_initial_state_is_refused_by_name():
         unregister_cell("ignoring")
 
 
-def test_a_cell_with_a_nan_setting_is_its_own_identity(tmp_path):
+def test_a_cell_with_a_nan_setting_is_its_own_identity():
     # NaN never equals itself: such a cell's own network was refused as another cell on
     # unpickling, and its model file on loading (diff43 review).
     import pickle

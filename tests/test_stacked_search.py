@@ -1343,3 +1343,17 @@ def test_a_stacked_networks_history_has_the_entries_of_its_own_fit(optimizer):
         assert mine["valid_batch_count"] == theirs["valid_batch_count"] > 0
         np.testing.assert_allclose([b.get("valid_loss", 0.0) for b in mine["batches"]],
                                    [b.get("valid_loss", 0.0) for b in theirs["batches"]], atol=1e-5)
+
+
+def test_a_search_trains_under_a_callers_no_grad_or_inference_mode():
+    # fit trains with autograd whatever the caller's mode; the stacked search did not
+    # ("does not require grad") (diff43 review).
+    X, y = visits(40)
+    search = RNNGridSearchCV(explicit(optimizer="adam", max_iter=2), {"spectral_radius": [0.9, 1.2]}, cv=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        expected = clone(search).fit(X, y).cv_results_["mean_test_score"]
+        for mode in (torch.no_grad, torch.inference_mode):
+            with mode():
+                got = clone(search).fit(X, y).cv_results_["mean_test_score"]
+            np.testing.assert_array_equal(got, expected)

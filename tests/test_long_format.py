@@ -504,3 +504,13 @@ def test_a_numpy_duration_without_a_unit_is_refused_as_a_bare_number():
         from_long_format(table, id_column="p", time_column="day", time_unit=np.timedelta64(7))
     X, _ = from_long_format(table, id_column="p", time_column="day", time_unit=np.timedelta64(7, "D"))
     assert X[0][:, 0].tolist() == [0.0, 1.0]
+
+
+def test_a_wide_table_with_a_repeated_text_column_name_gets_the_packages_message():
+    # numbers_hint read frame[name] as one column: a repeated name gave a DataFrame and
+    # "'DataFrame' object has no attribute 'dtype'" (diff43 review).
+    from sklearn_rnn import RNNClassifier
+
+    X = pd.DataFrame([[1.0, 2.0, "3"], [2.0, 1.0, "?"], [0.5, 0.1, "0.2"], [1.5, 0.3, "1"]], columns=["t", "u", "u"])
+    with pytest.raises(TypeError, match=r"X could not be read as numbers: its columns \{'u': 'str'\}"):
+        RNNClassifier(max_iter=1).fit(X, [0, 1, 0, 1])

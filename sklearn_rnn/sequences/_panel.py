@@ -505,8 +505,12 @@ def numbers_hint(frame: Any, names: Any, *, variable: str) -> str:
     """Sentences telling how to convert the columns among ``names`` that hold numbers
     (:func:`numbers_held`) with :func:`pandas.to_numeric`, in code on ``variable`` (the
     frame's name in the user's code); empty when none does."""
-    placeholders = {name: cells for name in names if (cells := _placeholders(frame[name]))}
-    held = {name: kind for name in names if (kind := numbers_as_text(frame[name]))}
+    def column(name: Any) -> Any:  # the first of repeated names (a frame of them otherwise)
+        selected = frame[name]
+        return selected.iloc[:, 0] if selected.ndim == 2 else selected
+
+    placeholders = {name: cells for name in names if (cells := _placeholders(column(name)))}
+    held = {name: kind for name in names if (kind := numbers_as_text(column(name)))}
     text = "".join(
         f" Column {name!r} holds numbers but also {cells}: make those missing, e.g. "
         f"{variable}[{name!r}] = pandas.to_numeric({variable}[{name!r}], errors='coerce') (or "

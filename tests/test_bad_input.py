@@ -850,3 +850,15 @@ def test_score_with_a_y_of_the_wrong_length_says_so_as_fit_does(weighted):
                                              r"per sequence, in the order of X\.$"):
             model.score(X_OK, y[:3], sample_weight=weight)
         assert model.score(X_OK, y, sample_weight=weight) == model.score(X_OK, y)
+
+
+def test_a_flat_list_of_numbers_is_refused_as_a_1d_array_is():
+    # A list got scikit-learn's "Expected 2D array ... reshape(-1, 1)", advice that makes
+    # one-step sequences; a 1D array got the package's message (newbie43 review).
+    from sklearn_rnn import SequenceStandardScaler
+
+    for call in (lambda: RNNClassifier(**TINY).fit([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1]),
+                 lambda: SequenceStandardScaler().fit((0.1, 0.2, 0.3))):
+        with pytest.raises(ValueError, match=r"X is one-dimensional \(ndarray of \d values\): expected sequences.*"
+                                             r"for one univariate sequence pass \[np\.reshape\(x, \(-1, 1\)\)\]"):
+            call()

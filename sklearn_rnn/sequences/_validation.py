@@ -15,9 +15,9 @@ import math
 import operator
 import sys
 import warnings
-
 from collections.abc import Iterator, MappingView, Sequence
 from contextlib import contextmanager
+from numbers import Real
 from typing import Any, Literal
 
 import numpy as np
@@ -195,6 +195,8 @@ def check_numeric_table(X: Any) -> None:
         return  # scikit-learn's validation explains that dense data is needed
     if getattr(X, "ndim", None) == 1 and not _holds_objects(getattr(X, "dtype", object)):
         raise ValueError(_dimension_message(1, X))
+    if isinstance(X, (list, tuple)) and X and all(isinstance(item, Real) for item in X):
+        raise ValueError(_dimension_message(1, np.asarray(X)))  # a flat list: as a 1D array
     dtypes = getattr(X, "dtypes", None)  # a DataFrame: check column types, not values
     check_not_long_table(X)  # visits of repeated ids are no table of sequences
     if getattr(X, "ndim", None) == 2 and dtypes is not None and all(dtype.kind in "biuf" for dtype in dtypes):

@@ -425,6 +425,16 @@ def _each_class_on_both_sides(
     return np.asarray(train), np.asarray(valid)
 
 
+def _one_sequence_hint(X: Any, n_samples: int, targets: str) -> str:
+    """For one target beside a 2D ``X`` (read as a table of ``n_samples`` univariate
+    sequences): the sentence saying how to pass one ``(T, d)`` sequence instead, with its
+    target as ``targets`` shows it; empty for any other ``X``."""
+    if getattr(X, "ndim", None) != 2:
+        return ""
+    return (f" X has shape {np.shape(X)}, a table of {n_samples} univariate sequences of "
+            f"{np.shape(X)[1]} steps: for one sequence of {np.shape(X)[0]} steps, pass [X] and {targets}.")
+
+
 def _n_targets(y: Any) -> int:
     return len(y) if hasattr(y, "__len__") else len(np.asarray(y))
 
@@ -1751,11 +1761,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             y = np.asarray(y)  # array-likes that only define __array__
         if getattr(y, "ndim", 1) == 0:
             # One (T, d) array with one label: read as a table of T univariate sequences.
-            one = (
-                f" X has shape {np.shape(X)}, a table of {n_samples} univariate sequences of "
-                f"{np.shape(X)[1]} steps: for one sequence of {np.shape(X)[0]} steps, pass [X] and [y]."
-                if getattr(X, "ndim", None) == 2 else ""
-            )
+            one = _one_sequence_hint(X, n_samples, "[y]")
             raise ValueError(
                 f"y is a scalar ({y!r}): expected {per_sequence}, an array-like of {n_samples} entries.{one}"
             )
@@ -1774,9 +1780,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 f"it batch first, {batch_first_swap(X)} (or pad_sequence(..., batch_first=True))."
                 if len(shape) == 3 and shape[1] == n_targets else ""
             )
+            one = _one_sequence_hint(X, n_samples, "y") if n_targets == 1 else ""
             raise ValueError(
                 f"y has {n_targets} entries, but X has {n_samples} sequences: pass {what}."
-                + time_major + long_table_hint(X, n_targets)
+                + one + time_major + long_table_hint(X, n_targets)
             )
         if self._output_steps.every_step:
             check_step_targets_follow_steps(X, y)

@@ -862,3 +862,13 @@ def test_a_flat_list_of_numbers_is_refused_as_a_1d_array_is():
         with pytest.raises(ValueError, match=r"X is one-dimensional \(ndarray of \d values\): expected sequences.*"
                                              r"for one univariate sequence pass \[np\.reshape\(x, \(-1, 1\)\)\]"):
             call()
+
+
+def test_one_sequence_with_a_one_label_list_gets_the_one_sequence_hint():
+    # fit(x, [1]) with x of shape (8, 2) got the bare count; fit(x, 1) had the hint (newbie43).
+    x = np.random.default_rng(0).normal(size=(8, 2))
+    with pytest.raises(ValueError, match=r"y has 1 entries, but X has 8 sequences.*for one sequence of 8 steps, pass "
+                                         r"\[X\] and y\.$"):
+        RNNClassifier(**TINY).fit(x, [1])
+    with pytest.raises(ValueError, match=r"for one sequence of 8 steps, pass \[X\] and \[y\]\."):
+        RNNClassifier(**TINY).fit(x, 1)

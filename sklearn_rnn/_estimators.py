@@ -63,6 +63,7 @@ from .sequences._panel import (
     check_step_targets_follow_steps,
     check_targets_follow_instances,
     integer_overflow,
+    is_panel,
     long_table_hint,
 )
 from .sequences._validation import (
@@ -423,6 +424,31 @@ def _each_class_on_both_sides(
                 source.remove(moved)
                 target.append(moved)
     return np.asarray(train), np.asarray(valid)
+
+
+def _warn_of_target_in_table(X: Any, y: Any) -> None:
+    """Warn of a column of a table ``X`` (a DataFrame read one sequence per row) that
+    equals the targets ``y`` row for row: a target left in the features, which the
+    network reads as a step (cross-validated accuracy 1.0 where it was 0.55)."""
+    if not (hasattr(X, "columns") and getattr(X, "ndim", None) == 2 and len(X) > 1):
+        return
+    if is_panel(X):
+        return
+    try:
+        targets = np.asarray(y)
+        if targets.ndim != 1 or len(targets) != len(X):
+            return
+        equal = [name for name in X.columns if np.array_equal(np.asarray(X[name]), targets)]
+    except (TypeError, ValueError):
+        return
+    if equal:
+        warnings.warn(
+            f"column {equal[0]!r} of X equals y in every row: a target left in the features is "
+            "read as one of the steps, and the model learns it rather than the sequences. Drop "
+            f"it first: X.drop(columns=[{equal[0]!r}]).",
+            UserWarning,
+            stacklevel=outside_stacklevel(),
+        )
 
 
 def _one_sequence_hint(X: Any, n_samples: int, targets: str) -> str:
@@ -847,6 +873,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             sequences = self._validate_sequences(X, reset=reset)
             given_weight = self._check_sample_weight(sample_weight, len(sequences), X)
             given_y, y = y, self._check_y(y, X, len(sequences), reset=reset, classes=classes, weight=given_weight)
+            if reset and not self._output_steps.every_step:
+                _warn_of_target_in_table(X, given_y)
             if not (reset or incremental) and hasattr(self, "_y_ndim"):
                 self._y_ndim = self._target_ndim(given_y)  # a warm refit's predictions take its y's shape
             self._check_target_steps(y, sequences)

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ._lengths import as_lengths, check_lengths
 from .cells import uniform_
 from .cells._base import _is_int, autocast_casts
 from .cells._stepwise import functorch_transforms_active
@@ -142,8 +143,6 @@ class ConvStage(nn.Module):
             )
         if x.dtype != weight.dtype and not autocast_casts(x):
             raise ValueError(f"x is {x.dtype}, but the stage's weights are {weight.dtype}: pass x.to({weight.dtype}).")
-        from ._network import as_lengths, check_lengths  # the network's (it imports this module)
-
         lengths = as_lengths(lengths)  # a list's fractions kept for the check, not truncated
         if lengths.shape != (x.shape[0],):
             raise ValueError(

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from ._conv import ConvStage, _widths
+from ._lengths import _NARROW_INTEGERS, as_lengths, check_lengths  # noqa: F401  (importable from here, as before)
 from .cells import CELLS, Cell, LayerStates, get_cell, normal_, uniform_
 from .cells._base import _check_initial_kept, _checked_hidden, _is_int, _zero_padding, autocast_casts
 from .cells._stepwise import functorch_transforms_active
@@ -763,86 +764,6 @@ def check_tensor(x: object, *, batch_first: bool = True) -> None:
     raise TypeError(f"x must be a torch.Tensor of right-padded sequences, {layout}; got {got}")
 
 
-def as_lengths(lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
-    """``lengths`` as a tensor, with the integer dtypes of ``_NARROW_INTEGERS``
-    (narrow and unsigned) widened to int64; other dtypes are left for the caller to check.
-
-    Parameters
-    ----------
-    lengths : torch.Tensor, array-like or sequence of int
-
-    Returns
-    -------
-    torch.Tensor
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_rnn.nn._network import as_lengths
-    >>> as_lengths(np.array([4, 2], dtype=np.uint16))
-    tensor([4, 2])
-    """
-    if not isinstance(lengths, torch.Tensor):
-        if not hasattr(lengths, "__len__") or isinstance(lengths, (str, bytes)) or np.ndim(lengths) == 0:
-            raise ValueError(
-                f"lengths must hold one integer length per sequence of the batch; got "
-                f"{lengths!r}. For a batch of one sequence, pass [{lengths!r}]."
-            )
-        # An empty list as no lengths of an empty batch (torch reads [] as float32).
-        lengths = torch.as_tensor(lengths) if len(lengths) else torch.zeros(0, dtype=torch.int64)
-    if lengths.dtype in _NARROW_INTEGERS:  # uint8 indexes as a mask, and overflows
-        lengths = lengths.long()
-    return lengths
-
-
-def check_lengths(lengths: torch.Tensor | Sequence[int], batch: int, steps: int) -> torch.Tensor:
-    """``lengths`` as a tensor (:func:`as_lengths`), after checking that it holds one
-    integer length per sequence of the batch, each between 1 and ``steps``: a fractional
-    or boolean length would be truncated to another step. Reads the extremes, which on
-    a GPU makes the host wait for the device.
-
-    Parameters
-    ----------
-    lengths : torch.Tensor, array-like or sequence of int
-    batch : int
-        Sequences in the batch.
-    steps : int
-        The padded length.
-
-    Returns
-    -------
-    torch.Tensor of shape (batch,)
-
-    Raises
-    ------
-    ValueError
-        For another shape, a floating or boolean dtype, or a length outside ``[1, steps]``.
-
-    Examples
-    --------
-    >>> from sklearn_rnn.nn._network import check_lengths
-    >>> check_lengths([4, 2], 2, 4)
-    tensor([4, 2])
-    >>> check_lengths([2.7, 4.0], 2, 4)
-    Traceback (most recent call last):
-    ...
-    ValueError: lengths must hold one integer length per sequence (2), each between 1 and the padded length 4; got [2.7..., 4.0] (torch.float32).
-    """
-    lengths = as_lengths(lengths)
-    if (
-        lengths.shape != (batch,)
-        or lengths.dtype.is_floating_point
-        or lengths.dtype == torch.bool
-        or (len(lengths) and not (1 <= int(lengths.min()) and int(lengths.max()) <= steps))
-    ):
-        raise ValueError(
-            f"lengths must hold one integer length per sequence ({batch}), each "
-            f"between 1 and the padded length {steps}; got {lengths.tolist()} "
-            f"({lengths.dtype})."
-        )
-    return lengths
-
-
 def reverse_steps(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Each sequence's valid steps in reverse order, its padded steps where they were.
 
@@ -963,13 +884,6 @@ def dropout(tensor: torch.Tensor, p: float, generator: torch.Generator) -> torch
     mask = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
     mask.bernoulli_(keep, generator=generator)  # same shape as tensor
     return tensor * mask / keep
-
-
-#: Integer dtypes of lengths read as int64: a uint8 tensor indexes as a boolean mask
-#: (the wrong step was read out), and narrow ones overflow in the stage's arithmetic.
-_NARROW_INTEGERS = (torch.uint8, torch.int8, torch.int16,
-                    # unsigned ones (numpy's uint arrays): PyTorch has no min/max of them
-                    *(getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name)))
 
 
 def _check_sizes(input_size: int, hidden_size: int, output_size: int) -> None:

@@ -373,3 +373,22 @@ def test_given_lengths_the_elman_recurrence_stops_each_state_at_its_end(nonlinea
         alone_weight += grad_weight
     torch.testing.assert_close(projected.grad, alone_projected)
     torch.testing.assert_close(weight.grad, alone_weight)
+
+
+def test_stepwise_recurrence_refuses_weights_biases_and_lengths_of_another_shape():
+    # A GRU's weight_ih passed for weight_hh, a bias of the wrong size and a list of
+    # lengths met raw matmul, reshape and AttributeError messages (cells43 review).
+    from sklearn_rnn.nn.cells import stepwise_recurrence
+
+    gru = torch.nn.GRU(4, 2, batch_first=True)
+    projected = torch.randn(3, 5, 6)
+    with pytest.raises(ValueError, match=r"weight_hh must be a tensor of shape \(3 \* hidden, hidden\) for cell='gru'"
+                                         r".*got \(6, 4\)"):
+        stepwise_recurrence("gru", projected, gru.weight_ih_l0, gru.bias_hh_l0, ())
+    with pytest.raises(ValueError, match=r"bias_hh must have shape \(6,\), one per row of weight_hh; got \(2,\)"):
+        stepwise_recurrence("gru", projected, gru.weight_hh_l0, torch.randn(2), ())
+    with pytest.raises(ValueError, match=r"lengths must be a tensor of shape \(batch,\) = \(3,\).*got list"):
+        stepwise_recurrence("gru", projected, gru.weight_hh_l0, gru.bias_hh_l0, (), lengths=[5, 2, 3])
+    u, h, _ = stepwise_recurrence("gru", projected, gru.weight_hh_l0, gru.bias_hh_l0, (),
+                                  lengths=torch.tensor([5, 2, 3]))
+    assert h.shape == (3, 5, 2)

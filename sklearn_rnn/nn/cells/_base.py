@@ -1116,6 +1116,15 @@ def stepwise_recurrence(
         cell = CELLS[cell]
     if not cell.temporal_gradients:
         raise ValueError(f"cell must be one of {stepwise}; got {cell.name!r}.")
+    if not isinstance(weight_hh, torch.Tensor) or weight_hh.ndim != 2 or (
+        weight_hh.shape[0] != cell.gates * weight_hh.shape[1]
+    ):
+        shape = tuple(weight_hh.shape) if isinstance(weight_hh, torch.Tensor) else type(weight_hh).__name__
+        raise ValueError(
+            f"weight_hh must be a tensor of shape ({cell.gates} * hidden, hidden) for cell="
+            f"{cell.name!r}, the recurrent weights of its {cell.gates} gate block(s) (a "
+            f"module's weight_hh_l0, not weight_ih_l0); got {shape}."
+        )
     width, hidden = weight_hh.shape
     if projected.ndim != 3 or projected.shape[2] != width:
         raise ValueError(
@@ -1132,6 +1141,16 @@ def stepwise_recurrence(
             f"bias_hh must be None for cell={cell.name!r}: only "
             f"{cell_names(has_recurrent_bias=True)} keep a recurrent bias of their own, None "
             "for the others (add the module's b_hh to u); got a tensor."
+        )
+    if bias_hh is not None and tuple(bias_hh.shape) != (width,):
+        raise ValueError(
+            f"bias_hh must have shape ({width},), one per row of weight_hh; got {tuple(bias_hh.shape)}."
+        )
+    if lengths is not None and (not isinstance(lengths, torch.Tensor) or tuple(lengths.shape) != projected.shape[:1]):
+        shape = tuple(lengths.shape) if isinstance(lengths, torch.Tensor) else type(lengths).__name__
+        raise ValueError(
+            f"lengths must be a tensor of shape (batch,) = ({projected.shape[0]},), each "
+            f"sequence's valid steps; got {shape} (a list: torch.as_tensor(lengths))."
         )
     if len(initial) not in (0, cell.state_count):
         states = "(h_0,)" if cell.state_count == 1 else "(h_0, c_0)"

@@ -43,6 +43,7 @@ import copy
 import inspect
 import logging
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,8 @@ from .nn.cells._base import autocast_on
 from .optim import SimplexSGD, temporal_gradients
 from .sequences import BucketBatchLoader, SequenceDataset, restore_layout
 
-__all__ = ["PRECISIONS", "SequenceNet", "TrainingSettings", "ValidationSplit", "configure", "make_net"]
+__all__ = ["PRECISIONS", "SequenceNet", "TrainingSettings", "ValidationSplit", "configure", "make_net",
+           "training_mode"]
 
 logger = logging.getLogger("sklearn_rnn._estimators")  # the stopping rule's messages, as before
 
@@ -103,6 +105,39 @@ SKORCH_CALLBACKS = frozenset({"epoch_timer", "train_loss", "valid_loss", "print_
 #: write under them (or their ``_best`` keys).
 RECORDED = frozenset({"train_loss", "valid_loss", "valid_score", "train_objective", "dur", "epoch",
                       "batches"})
+
+
+@contextlib.contextmanager
+def training_mode(device: str | torch.device) -> Iterator[None]:
+    """Autograd on and a caller's autocast off for a training call, whatever the caller's
+    code holds: an evaluation loop's ``torch.no_grad()`` or ``torch.inference_mode()``
+    (the simplex step and mixed precision failed there, and tensors made in inference
+    mode cannot be trained later), or a mixed-precision loop's ``torch.autocast`` on the
+    CPU, CUDA or ``device`` (it trained ``precision='float32'`` in bfloat16 and recorded
+    another validation loss): ``precision`` alone sets the arithmetic of training."""
+    with contextlib.ExitStack() as modes:
+        modes.enter_context(torch.inference_mode(False))
+        modes.enter_context(torch.enable_grad())
+        device_types = {"cpu", "cuda"}
+        try:
+            device_types.add(torch.device(device).type)
+        except RuntimeError:  # 'auto', or a name the call refuses later, by name
+            pass
+        for device_type in sorted(device_types):
+            if autocast_on(device_type):
+                modes.enter_context(torch.autocast(device_type, enabled=False))
+        yield
+
+
+@contextlib.contextmanager
+def _fresh_autocast(device_type: str, dtype: torch.dtype) -> Iterator[None]:
+    """:func:`torch.autocast`, whose casts of the weights are dropped when it exits: under
+    an outer autocast (a caller's, which :func:`training_mode` turns off) PyTorch keeps
+    them until the outer one exits, and every later step read the first step's weights
+    (a bfloat16 fit under a caller's autocast did not learn)."""
+    with torch.autocast(device_type, dtype=dtype):
+        yield
+    torch.clear_autocast_cache()
 
 
 class _History(History):
@@ -393,14 +428,12 @@ class SequenceNet(NeuralNet):
         return total / max(count, 1)
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
-        """The arithmetic of ``precision`` for a pass: its autocast, or for float32 none,
-        whatever autocast a caller's code runs the training call under (it trained
-        ``precision='float32'`` in bfloat16)."""
-        device = torch.device(self.device).type
+        """The arithmetic of ``precision`` for a pass: its autocast, or for float32 none
+        (the training calls turn a caller's autocast off: :func:`training_mode`)."""
         dtype = PRECISIONS[self.precision]
         if dtype is None:
-            return torch.autocast(device, enabled=False) if autocast_on(device) else contextlib.nullcontext()
-        return torch.autocast(device, dtype=dtype)
+            return contextlib.nullcontext()
+        return _fresh_autocast(torch.device(self.device).type, dtype)
 
     def grad_scaler(self) -> torch.amp.GradScaler | None:
         """float16's loss scaler, kept (with its scale) across updates and epochs."""

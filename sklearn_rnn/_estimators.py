@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._callbacks import TrainingOutcome, noting_interrupts, still_improving
 from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, configure,
-                      copy_callback, make_grad_scaler, make_net, mark_callbacks_current)
+                      copy_callback, make_grad_scaler, make_net, mark_callbacks_current, training_mode)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._gathered import outside_stacklevel, warn
@@ -778,14 +778,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         epoch finishes leaves the estimator exactly as it was (unfitted if it was);
         continued training that fails is rolled back to the weights it started from.
 
-        Training runs with autograd whatever the caller's mode (a call under
-        ``torch.no_grad()`` or ``torch.inference_mode()``, as an evaluation loop may
-        hold): the simplex step and mixed precision failed there, and a rollback under
-        inference mode left the optimizer's state unable to train again. (A caller's
-        ``torch.autocast`` is left off by the engine's steps: ``precision`` sets the
-        arithmetic.)
+        Training runs with autograd and without a caller's autocast, whatever mode the
+        caller's code holds (:func:`~sklearn_rnn._engine.training_mode`).
         """
-        with torch.inference_mode(False), torch.enable_grad():  # in this frame: warnings' stack levels count it
+        with training_mode(self.device):  # in this frame: warnings' stack levels count it
             reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
             if incremental:
                 self._check_streamable()
@@ -864,7 +860,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """
         # Tensors made here are trained: not inference tensors, whatever the caller's mode
         # (a search or train_stacked under torch.inference_mode prepares its networks here).
-        with torch.inference_mode(False), torch.enable_grad():
+        with training_mode(self.device):
             if reset is None:
                 reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
             self._check_default_dtype()

@@ -998,6 +998,31 @@ def test_training_runs_with_autograd_under_a_callers_no_grad_or_inference_mode()
         np.testing.assert_array_equal(under_autocast.predict_proba(X), plain.predict_proba(X))
 
 
+def test_a_callers_autocast_reaches_neither_validation_nor_mixed_precision_training():
+    # Under a caller's bfloat16 autocast, float32 training's validation loss was computed
+    # in bfloat16 (early stopping kept another epoch), and precision='bfloat16' training
+    # read the first step's cast weights at every step (PyTorch caches an autocast's casts
+    # until the outermost autocast exits): its training loss stayed at 0.7069.
+    import torch
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 2)) for _ in range(40)]
+    y = np.arange(40) % 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for precision in ("float32", "bfloat16"):
+            settings = dict(hidden_size=3, max_iter=3, random_state=0, cell="gru", early_stopping=True,
+                            precision=precision)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                inside = RNNClassifier(**settings).fit(X, y)
+            outside = RNNClassifier(**settings).fit(X, y)
+            for key in ("train_loss", "valid_loss"):
+                assert inside.net_.history[:, key] == outside.net_.history[:, key], (precision, key)
+            np.testing.assert_array_equal(inside.predict_proba(X), outside.predict_proba(X))
+
+
 def test_the_bfloat16_kernel_probe_answers_the_same_under_no_grad():
     # Cached for the process, it ran its backward pass in the caller's mode: under
     # torch.no_grad it failed, was read as "no bfloat16 kernel", and every later bfloat16

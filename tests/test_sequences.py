@@ -272,6 +272,15 @@ def test_loader_yields_inputs_targets_and_weights():
     # The loader's own parameter is named (it was "bucket_batches(shuffle=True) needs ... rng").
     with pytest.raises(ValueError, match=r"BucketBatchLoader\(shuffle=True\) needs a numpy Generator as random_state"):
         list(BucketBatchLoader(data, batch_size=2, shuffle=True))
+    # A seed failed at the first draw: "'int' object has no attribute 'permutation'" (enc44).
+    with pytest.raises(ValueError, match=r"BucketBatchLoader draws from random_state, which must be a "
+                                         r"numpy.random.Generator; got 0 of type int\. Pass "
+                                         r"random_state=numpy.random.default_rng\(0\)"):
+        BucketBatchLoader(data, batch_size=2, shuffle=True, random_state=0)
+    with pytest.raises(ValueError, match=r"bucket_batches\(shuffle=True\) draws from rng, .* got 3 of type int"):
+        bucket_batches(np.array([1, 2, 3]), 2, shuffle=True, rng=3)
+    with pytest.raises(ValueError, match=r"balanced_batches draws from rng, .* got None"):
+        balanced_batches(np.array([1, 2]), np.array([0, 1]), 2, rng=None)
 
 
 # ------------------------------------------------------------------ encoding

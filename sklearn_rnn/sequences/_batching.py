@@ -36,6 +36,20 @@ def _check_count(value: Any, name: str, meaning: str, *, minimum: int = 1) -> No
     )
 
 
+def _check_generator(rng: Any, name: str, where: str) -> None:
+    """Refuse ``rng`` (the parameter ``name`` of ``where``) unless it is a numpy
+    ``Generator`` (or a legacy ``RandomState``, which draws the same way): a seed of 0
+    failed at the first draw with "'int' object has no attribute 'permutation'"."""
+    if isinstance(rng, (np.random.Generator, np.random.RandomState)):
+        return
+    seed = f"numpy.random.default_rng({rng!r})" if isinstance(rng, Integral) else "numpy.random.default_rng(0)"
+    raise ValueError(
+        f"{where} draws from {name}, which must be a numpy.random.Generator; got {rng!r} of type "
+        f"{type(rng).__name__}. Pass {name}={seed}, created once and kept: it advances with "
+        "every draw, so each pass gets new batches."
+    )
+
+
 class FlatSequences:
     """Sequences stored back to back in one tensor, gathered into padded batches.
 
@@ -406,8 +420,7 @@ def bucket_batches(
         if max_padding is None:
             return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         return _bounded(order, lengths[order], batch_size, max_padding)
-    if rng is None:
-        raise ValueError("bucket_batches(shuffle=True) needs a numpy Generator as rng.")
+    _check_generator(rng, "rng", "bucket_batches(shuffle=True)")
     _check_count(pool_batches, "pool_batches", "batches per sorting pool")
     permutation = rng.permutation(len(lengths))
     pool = batch_size * pool_batches
@@ -485,6 +498,7 @@ def balanced_batches(
     """
     _check_count(batch_size, "batch_size", "sequences per batch")
     _check_count(pool_batches, "pool_batches", "batches per sorting pool")
+    _check_generator(rng, "rng", "balanced_batches")
     if n_batches is not None:
         _check_count(n_batches, "n_batches", "batches to draw", minimum=0)
     lengths, labels = np.asarray(lengths), np.asarray(labels)
@@ -556,6 +570,8 @@ class BucketBatchLoader:
                 f"dataset must be a SequenceDataset; got {type(dataset).__name__}. Build it with "
                 "SequenceDataset(FlatSequences.from_arrays(arrays), y)."
             )
+        if random_state is not None:
+            _check_generator(random_state, "random_state", "BucketBatchLoader")
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle

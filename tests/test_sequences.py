@@ -303,6 +303,103 @@ def test_encoder_without_missing_values_passes_data_through():
     assert flat.values.dtype == torch.float32
 
 
+def test_encoder_refuses_what_fit_refuses_and_fits_small_dtypes_in_float64():
+    # enc44: float16 sums overflowed (fill value inf for a channel at 1000); encode let an
+    # infinite value through (a scaled sequence wiped to 0, a false "missing values"
+    # warning); text and complex arrays met raw ufunc errors; a column name met "X came
+    # without column names" though the sequences were frames; time_feature=0.5 read as 0.
+    x = np.full((200, 1), 1000, dtype=np.float16)
+    x[5] = np.nan
+    assert InputEncoder.fit([x]).fill_values.tolist() == [1000.0]
+    train = [np.array([[1.0], [2.0], [3.0]]), np.array([[2.0], [5.0]])]
+    for encoder in (InputEncoder.fit(train, scaled=[0]), InputEncoder.fit(train)):
+        with pytest.raises(ValueError, match=r"InputEncoder.encode_arrays: sequence 0, step 1, feature 0 is "
+                                             r"infinite: expected finite values"):
+            encoder.encode_arrays([np.array([[1.0], [np.inf], [3.0]])])
+        with pytest.raises(ValueError, match=r"InputEncoder.encode: sequence 1, step 0, feature 0 is infinite"):
+            encoder.encode([np.ones((2, 1)), np.array([[-np.inf]])])
+    for bad, dtype in ((np.array([[1.0 + 2j]]), "complex128"), (np.array([[None]]), "object"),
+                       (np.array([["a"]]), "<U1")):
+        with pytest.raises(ValueError, match=rf"InputEncoder.fit expects arrays of numbers \(bool, int or float\); "
+                                             rf"sequence 0 holds values of dtype {dtype}"):
+            InputEncoder.fit([bad])
+        with pytest.raises(ValueError, match=r"InputEncoder.encode_arrays expects arrays of numbers"):
+            InputEncoder.fit(train).encode_arrays([bad])
+    with pytest.raises(TypeError, match=r"InputEncoder.fit takes the time column's index .* got the name 'day'. "
+                                        r"It reads arrays, which carry no column names"):
+        InputEncoder.fit([np.ones((2, 2))], time_feature="day")
+    with pytest.raises(TypeError, match=r"got 0.5 of type float"):
+        InputEncoder.fit([np.ones((2, 2))], time_feature=0.5)
+    with pytest.raises(TypeError, match=r"got 0.5 of type float"):
+        InputEncoder.nearly_flat_channels([np.ones((2, 2))], time_feature=0.5)
+
+
+def test_a_hand_built_encoder_refuses_fields_the_model_file_loader_refuses():
+    # enc44: NaN fill values reached the network, a spread of 0 gave levels of -1.8e308,
+    # scaled channels without a scale_floor or of another width met numpy broadcast errors.
+    x = [np.array([[np.nan], [1.0], [3.0]])]
+    stats = np.array([[0.0], [1.0]])
+    base = dict(n_features=1, fill_values=np.zeros(1), use_mask=True)
+    with pytest.raises(ValueError, match=r"fill_values must be finite .* got \[nan\]"):
+        InputEncoder(**{**base, "fill_values": np.array([np.nan])})
+    with pytest.raises(ValueError, match=r"level_stats must hold finite centers and positive, finite spreads"):
+        InputEncoder(**base, scaled=[0], scale_floor=[1e-8], level_stats=np.array([[5.0], [0.0]]),
+                     log_scale_stats=stats)
+    with pytest.raises(ValueError, match=r"scale_floor must hold one positive, finite spread per scaled channel "
+                                         r"\(1\); got \[1.0, 1.0\]"):
+        InputEncoder(**base, scaled=[0], scale_floor=[1.0, 1.0], level_stats=stats, log_scale_stats=stats)
+    lacking = InputEncoder(**base, scaled=[0], level_stats=stats, log_scale_stats=stats)
+    with pytest.raises(ValueError, match=r"reads channels \[0\] per sequence but lacks their scale_floor"):
+        lacking.encode_arrays(x)
+    whole = InputEncoder(**base, scaled=[0], scale_floor=[1e-8], level_stats=stats, log_scale_stats=stats)
+    assert np.isfinite(whole.encode_arrays(x)[0]).all()
+
+
+def test_time_messages_name_zero_padding_and_a_table_read_as_times():
+    # enc44: zero padding after a sequence's end was told to "sort each sequence's steps
+    # by time" (which moves the padding to the front as visits at time 0); a table with an
+    # int time_feature read its values as time stamps (silently, when they increased).
+    from sklearn_rnn import RNNRegressor
+
+    X = np.zeros((3, 4, 2))
+    X[0] = [[0, 1], [2, 1.5], [5, 2], [9, 2.5]]
+    X[1, :2] = [[0, 3], [4, 3.5]]
+    X[2, :3] = [[1, 0.5], [3, 0.7], [8, 0.2]]
+    with pytest.raises(ValueError, match=r"sequence 1 of X has times that decrease at step 2 \(0 after 4\) .* "
+                                         r"its steps from 2 on are all zeros: zero padding.* Pad with NaN"):
+        RNNRegressor(hidden_size=2, max_iter=1, time_feature=0).fit(X, [1.0, 2.0, 3.0])
+    table = np.cumsum(np.random.default_rng(0).uniform(0, 1, (6, 5)), axis=1)
+    with pytest.raises(ValueError, match=r"time_feature=0 asks for a time column, but X is a 2D table.*"
+                                         r"X\[:, :, None\]"):
+        RNNRegressor(hidden_size=2, max_iter=1, time_feature=0).fit(table, np.arange(6.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        events = RNNRegressor(hidden_size=2, max_iter=1, time_feature=0).fit(table[:, :, None], np.arange(6.0))
+    assert events._encoder.n_values == 0  # event times alone, asked for as a 3D array
+
+
+def test_encoding_warnings_point_at_the_callers_line_and_name_float32_underflow():
+    # enc44: the no-time-scale warning pointed at _estimators.py; a feature of about 1e-50
+    # trained as all zeros in float32 without a word.
+    from sklearn_rnn import RNNRegressor
+
+    X = [np.array([[0.0, 1.0]]), np.array([[5.0, 2.0]]), np.array([[3.0, 2.0], [3.0, 4.0]])]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        RNNRegressor(hidden_size=2, max_iter=1, random_state=0, time_feature=0).fit(X, [1.0, 2.0, 3.0])
+    scale = [w for w in caught if "no positive gap" in str(w.message)]
+    assert len(scale) == 1 and scale[0].filename == __file__
+    rng = np.random.default_rng(0)
+    tiny = [np.column_stack([rng.normal(size=4), 1e-50 * rng.normal(size=4)]) for _ in range(6)]
+    with pytest.warns(UserWarning, match=r"feature 1 of the training data holds nonzero values below float32's "
+                                         r"smallest normal number \(1.18e-38; the smallest here .*e-5\d\)"):
+        InputEncoder.fit(tiny)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        InputEncoder.fit(tiny, scaled=[1])  # read per sequence: standardized in float64
+        InputEncoder.fit([1e30 * x for x in tiny])
+
+
 # ------------------------------------------------------------------- scaling
 def test_scaler_uses_every_valid_step_and_keeps_the_form():
     X = [np.array([[0.0, 1.0], [2.0, np.nan]]), np.array([[4.0, 3.0]])]

@@ -130,7 +130,7 @@ class InputEncoder:
         log_scale_stats: np.ndarray | None = None,
     ) -> None:
         _check_encoder_fields(n_features, fill_values, time_feature, time_scale, scaled,
-                              level_stats, log_scale_stats)
+                              scale_floor, level_stats, log_scale_stats)
         self.n_features = n_features
         self.fill_values = fill_values
         self.use_mask = use_mask
@@ -176,9 +176,11 @@ class InputEncoder:
             ``scaled`` channel out of range.
         """
         check_step_arrays(sequences, where="InputEncoder.fit")
+        # In float64: float16's sums overflowed (a channel at 1000 had an infinite fill value).
+        sequences = [np.asarray(sequence, dtype=np.float64) for sequence in sequences]
         _check_no_infinity(sequences, "InputEncoder.fit")
         n_features = sequences[0].shape[1]
-        time_feature = _resolve_time_feature(time_feature, n_features)
+        time_feature = _column_index(time_feature, n_features, "InputEncoder.fit")
         time_scale = 1.0
         if time_feature is not None:
             steps, lengths, _ = joined_steps(sequences)
@@ -195,6 +197,7 @@ class InputEncoder:
         steps = _values(np.concatenate(sequences, axis=0), time_feature)  # (N, n_values)
         scaled = tuple(int(channel) for channel in scaled)  # checked by the constructor
         encoder = cls(n_features, np.zeros(steps.shape[1]), False, time_feature, time_scale, scaled)
+        _warn_of_float32_underflow(steps, time_feature, scaled)
         if scaled:
             lengths = np.array([len(sequence) for sequence in sequences])
             level, spread = _sequence_moments(steps[:, scaled], lengths)  # (n, n_scaled) each
@@ -260,7 +263,8 @@ class InputEncoder:
         (0,)
         """
         check_step_arrays(sequences, where="InputEncoder.nearly_flat_channels")
-        time_feature = _resolve_time_feature(time_feature, sequences[0].shape[1])
+        sequences = [np.asarray(sequence, dtype=np.float64) for sequence in sequences]
+        time_feature = _column_index(time_feature, sequences[0].shape[1], "InputEncoder.nearly_flat_channels")
         steps = _values(np.concatenate(sequences, axis=0), time_feature)
         lengths = np.array([len(sequence) for sequence in sequences])
         with np.errstate(invalid="ignore"):
@@ -351,8 +355,11 @@ class InputEncoder:
         except (ValueError, IndexError, TypeError):
             check_step_arrays(sequences, where=where, n_features=self.n_features)
             raise
-        if raw.ndim != 2 or raw.shape[1] != self.n_features or not len(lengths) or lengths.min() < 1:
+        if raw.ndim != 2 or raw.shape[1] != self.n_features or not len(lengths) or lengths.min() < 1 \
+                or raw.dtype.kind not in "biuf":
             check_step_arrays(sequences, where=where, n_features=self.n_features)
+        if raw.dtype.kind == "f" and np.isinf(raw).any():  # as fit refuses them
+            _check_no_infinity(sequences, where)
         return raw, lengths, shared
 
     def warn_of_missing(self, sequences: list[np.ndarray]) -> None:
@@ -388,6 +395,14 @@ class InputEncoder:
         mean, where a sequence has no observed value of a channel, and for the log scale
         where it has no spread: a flat or one-step sequence)."""
         columns = list(self.scaled)
+        if self.scale_floor.shape != (len(columns),) or self.level_stats.shape != (2, len(columns)) \
+                or self.log_scale_stats.shape != (2, len(columns)):
+            raise ValueError(
+                f"this InputEncoder reads channels {columns} per sequence but lacks their "
+                "scale_floor, level_stats and log_scale_stats: expected each given with "
+                "scaled. Learn them with InputEncoder.fit(sequences, scaled=...), or pass all "
+                "three to the constructor."
+            )
         level, spread = _sequence_moments(values[:, columns], lengths)
         scale = np.maximum(spread, self.scale_floor)
         values = values.astype(np.float64)  # a copy: the caller's steps stay as they are (ints too)
@@ -427,12 +442,14 @@ class InputEncoder:
 
 def _check_encoder_fields(
     n_features: Any, fill_values: Any, time_feature: Any, time_scale: Any, scaled: Any,
-    level_stats: Any, log_scale_stats: Any,
+    scale_floor: Any, level_stats: Any, log_scale_stats: Any,
 ) -> None:
     """Refuse an :class:`InputEncoder` built by hand with fields that disagree: they
-    broke encoding silently (fill values broadcast into extra channels, gaps of NaN and
-    inf) or with raw numpy errors. The statistics are checked where given (``fit`` sets
-    them after building the encoder)."""
+    broke encoding silently (fill values broadcast into extra channels, NaN fill values
+    reaching the network, gaps of NaN and inf, levels of 1.8e308 from a spread of 0) or
+    with raw numpy errors. The per-sequence fields are checked where given (``fit`` sets
+    them after building the encoder; :meth:`InputEncoder._per_sequence` refuses an
+    encoder that reads channels per sequence without them)."""
     if isinstance(n_features, bool) or not isinstance(n_features, Integral) or n_features < 1:
         raise ValueError(f"n_features must be an int >= 1; got {n_features!r}.")
     if time_feature is not None and (
@@ -446,6 +463,11 @@ def _check_encoder_fields(
             f"fill_values must hold one value per value channel ({n_values}: the features other "
             f"than the time column); got shape {np.shape(fill_values)}."
         )
+    if not np.isfinite(np.asarray(fill_values, dtype=np.float64)).all():
+        raise ValueError(
+            f"fill_values must be finite (they stand in for missing values, which the "
+            f"network never sees); got {np.asarray(fill_values).tolist()}."
+        )
     if not (isinstance(time_scale, Real) and math.isfinite(time_scale) and time_scale > 0):
         raise ValueError(f"time_scale must be a positive, finite number; got {time_scale!r}.")
     channels = [int(channel) for channel in scaled]
@@ -454,11 +476,27 @@ def _check_encoder_fields(
             f"scaled must name distinct value channels in [0, {n_values - 1}] (the features other "
             f"than the time column); got {channels}."
         )
+    if scale_floor is not None and (
+        np.shape(scale_floor) != (len(channels),)
+        or not (np.isfinite(np.asarray(scale_floor, dtype=np.float64)) & (np.asarray(scale_floor) > 0)).all()
+    ):
+        raise ValueError(
+            f"scale_floor must hold one positive, finite spread per scaled channel "
+            f"({len(channels)}); got {np.asarray(scale_floor).tolist()!r}."
+        )
     for name, stats in (("level_stats", level_stats), ("log_scale_stats", log_scale_stats)):
-        if stats is not None and np.shape(stats) != (2, len(channels)):
+        if stats is None:
+            continue
+        if np.shape(stats) != (2, len(channels)):
             raise ValueError(
                 f"{name} must have shape (2, {len(channels)}), a center and a spread per scaled "
                 f"channel; got shape {np.shape(stats)}."
+            )
+        stats = np.asarray(stats, dtype=np.float64)
+        if not (np.isfinite(stats).all() and (stats[1] > 0).all()):
+            raise ValueError(
+                f"{name} must hold finite centers and positive, finite spreads (row 1), one "
+                f"per scaled channel; got {stats.tolist()}."
             )
 
 
@@ -608,6 +646,21 @@ def _resolve_time_feature(
                 f"stamp, or its position (an int).{level}"
             )
         return int(matches[0])
+    if table:
+        raise ValueError(
+            f"time_feature={time_feature!r} asks for a time column, but X is a 2D table, read "
+            "as one univariate sequence per row: its only feature per step would be the time, "
+            "and its values would become time stamps. Pass sequences of several features per "
+            "step, one of them the time (a 3D array (n, T, d), a list of (T_i, d) arrays or of "
+            "DataFrames), or time_feature=None for a table of values. (For sequences of event "
+            "times alone, pass them as a 3D array: X[:, :, None].)"
+        )
+    if not isinstance(time_feature, Integral):
+        raise TypeError(
+            f"time_feature must be an int (a column's index), a column name or None; got "
+            f"{time_feature!r} of type {type(time_feature).__name__}. Pass the index of the "
+            "column that holds each step's time stamp, as an int."
+        )
     if not -n_features <= time_feature < n_features:
         raise ValueError(
             f"time_feature={time_feature} is out of range: X has {n_features} features per "
@@ -615,6 +668,18 @@ def _resolve_time_feature(
             "index of the column that holds each step's time stamp, or None."
         )
     return int(time_feature) % n_features
+
+
+def _column_index(time_feature: int | None, n_features: int, where: str) -> int | None:
+    """:func:`_resolve_time_feature` for the tools that read arrays, which carry no column
+    names: a name is refused as such (not as X "without column names")."""
+    if isinstance(time_feature, str):
+        raise TypeError(
+            f"{where} takes the time column's index (an int, negative counting from the end) "
+            f"or None; got the name {time_feature!r}. It reads arrays, which carry no column "
+            f"names: pass the column's position, list(frame.columns).index({time_feature!r})."
+        )
+    return _resolve_time_feature(time_feature, n_features)
 
 
 def _warn_of_unmasked_missing(stacklevel: int) -> None:
@@ -632,6 +697,32 @@ def _warn_of_unmasked_missing(stacklevel: int) -> None:
     )
 
 
+def _warn_of_float32_underflow(values: np.ndarray, time_feature: int | None, scaled: tuple[int, ...]) -> None:
+    """Warn of value channels (not read per sequence, which standardizes them in float64)
+    holding nonzero values below float32's smallest normal number: :meth:`InputEncoder.encode`
+    gives float32 by default, the type the network trains in, where they lose their
+    digits or become 0 (a feature of about 1e-50 trained as all zeros, without a word)."""
+    tiny = np.finfo(np.float32).tiny
+    with np.errstate(invalid="ignore"):
+        magnitudes = np.abs(values)
+        small = (magnitudes > 0) & (magnitudes < tiny)  # NaN compares False
+    small[:, list(scaled)] = False
+    channels = np.flatnonzero(small.any(axis=0))
+    if not channels.size:
+        return
+    features = [int(c) + (time_feature is not None and c >= time_feature) for c in channels]
+    smallest = float(np.min(magnitudes[:, channels][small[:, channels]]))
+    warnings.warn(
+        (f"features {features} of the training data hold" if len(features) > 1
+         else f"feature {features[0]} of the training data holds") + " nonzero "
+        f"values below float32's smallest normal number ({tiny:.3g}; the smallest here "
+        f"{smallest:.3g}): the network trains in float32, where they lose their digits or "
+        "become 0. Rescale them first (multiply by a power of ten, or take their logarithm).",
+        UserWarning,
+        stacklevel=max(3, outside_stacklevel()),  # InputEncoder.fit's caller, or the estimator's
+    )
+
+
 def _warn_of_no_time_scale(time_feature: int) -> None:
     """Warn that the time scale is 1 for want of a positive gap to learn it from: the
     gaps met after fit are then read in the time column's own unit."""
@@ -644,7 +735,7 @@ def _warn_of_no_time_scale(time_feature: int) -> None:
         "years no longer give the same predictions). Make the first training call hold "
         "sequences of two or more steps at different times: the encoding is fixed by it.",
         UserWarning,
-        stacklevel=3,  # InputEncoder.fit's caller
+        stacklevel=max(3, outside_stacklevel()),  # InputEncoder.fit's caller, or the estimator's
     )
 
 
@@ -705,6 +796,16 @@ def check_times(
     decreasing = step_gaps(times, lengths) < 0
     if decreasing.any():
         row, index, step = first(decreasing)  # the step whose time is lower
+        rest = np.asarray(sequences[index])[step:]
+        if times[row] == 0 and not np.any(rest):  # every feature 0 from here to the end
+            raise ValueError(
+                f"sequence {index} of X has times that decrease at step {step} (0 after "
+                f"{number_text(times[row - 1])}) in column time_feature={time_feature}, and "
+                f"its steps from {step} on are all zeros: zero padding, read as visits at "
+                "time 0 (sorting would move them to the front). Pad with NaN instead "
+                "(trailing steps that are all NaN end a sequence of a 3D array), or pass a "
+                "list of arrays of their own lengths."
+            )
         rounding = bool(within_rounding(times[row - 1] - times[row], max(abs(times[row - 1]), abs(times[row]))))
         raise ValueError(
             f"sequence {index} of X has times that decrease at step {step} "

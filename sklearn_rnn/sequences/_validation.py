@@ -1483,6 +1483,12 @@ def check_step_arrays(arrays: Any, *, where: str, n_features: int | None = None)
                 f"{where} expects sequences of at least one step; sequence {index} has none "
                 f"(shape {shape}). Drop empty sequences first."
             )
+        kind = np.asarray(array).dtype.kind
+        if kind not in "biuf":
+            raise ValueError(
+                f"{where} expects arrays of numbers (bool, int or float); sequence {index} holds "
+                f"values of dtype {np.asarray(array).dtype}. {fix}"
+            )
         if expected is None:
             expected = shape[1]  # sequence 0's
         elif shape[1] != expected:

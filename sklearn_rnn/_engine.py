@@ -46,10 +46,12 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import joblib
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics._scorer import _BaseScorer
 from skorch import NeuralNet
 from skorch.callbacks import (
     BatchScoring,
@@ -758,8 +760,7 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
                 "and loss_curve_ / validation_scores_ read: it would replace them. Give the "
                 f"scorer another name, e.g. name='my_{written.removesuffix('_best')}'."
             )
-        if (isinstance(item[1], EpochScoring) and not item[1].use_caching
-                and not callable(item[1].scoring)):
+        if isinstance(item[1], EpochScoring) and not item[1].use_caching and _reads_one_target(item[1].scoring):
             raise ValueError(
                 f"{owner}(callbacks=...) callback {item[0]!r} is an EpochScoring of "
                 f"scoring={item[1].scoring!r} with use_caching=False, which makes skorch read "
@@ -791,7 +792,7 @@ def _check_scorers_take_steps(pairs: list[tuple[str, Callback]], owner: str) -> 
                 "Use EpochScoring itself, with what the subclass adds in a callback of its own "
                 "(e.g. one that reads the score from net.history in on_epoch_end)."
             )
-        if isinstance(callback, (EpochScoring, BatchScoring)) and not callable(callback.scoring):
+        if isinstance(callback, (EpochScoring, BatchScoring)) and _reads_one_target(callback.scoring):
             kind, epoch = type(callback).__name__, isinstance(callback, EpochScoring)
             how = (
                 "epoch's cached outputs: net.forward(X), a tensor, and y are padded with NaN to "
@@ -807,6 +808,15 @@ def _check_scorers_take_steps(pairs: list[tuple[str, Callback]], owner: str) -> 
                 f"the first {'epoch' if epoch else 'batch'}. Pass a callable, called as "
                 f"scoring(net, X, y) with the {how}."
             )
+
+
+def _reads_one_target(scoring: Any) -> bool:
+    """Whether a skorch scorer's ``scoring`` is scikit-learn's: a name (or None, the net's
+    ``score``) or a scorer object (``make_scorer``, ``get_scorer``), which reads the
+    targets as scikit-learn does, one per sequence, rather than a plain callable
+    ``scoring(net, X, y)`` (a scorer object passed the old test, ``callable``, and
+    failed after the first epoch)."""
+    return not callable(scoring) or isinstance(scoring, _BaseScorer)
 
 
 def _article(word: str) -> str:
@@ -935,15 +945,49 @@ def _check_nothing_watches_the_objective(pairs: list[tuple[str, Callback]], owne
 def _callbacks_key(pairs: list[tuple[str, Callback]]) -> tuple:
     """The user's callbacks by value: each one's name, object and settings. The list
     itself would compare equal to itself after a change in place (a callback appended,
-    or one's settings changed), and the engine would keep the callbacks built before."""
+    or one's settings changed), and the engine would keep the callbacks built before.
+    Settings are keyed by :func:`_setting_key`."""
 
-    def settings(callback: Callback) -> str | None:
+    def settings(callback: Callback) -> tuple | None:
         try:
-            return repr(sorted(callback.get_params(deep=False).items()))
+            params = callback.get_params(deep=False)
         except Exception:  # a callback whose parameters cannot be read: its object stands
             return None
+        return tuple((key, _setting_key(value)) for key, value in sorted(params.items()))
 
     return tuple((name, id(callback), settings(callback)) for name, callback in pairs)
+
+
+def _setting_key(value: Any, depth: int = 0) -> Any:
+    """A callback setting by content where it is data (numbers, text, arrays and tables
+    by a hash of their values, containers item by item, an estimator by its parameters),
+    and by identity where it is an object (a file, a lock, an event, a function: what
+    :func:`copy_callback` shares with the copy). Their ``repr`` missed a change inside an
+    array of over 1,000 entries (shown with "...") and saw one in a shared lock's or
+    event's state (set by another thread), which rebuilt every callback, resetting them."""
+    if depth > 20:  # a container that holds itself
+        return ("object", id(value))
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        return ("value", type(value).__name__, repr(value))  # repr: NaN equals NaN
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_setting_key(item, depth + 1) for item in value))
+    if isinstance(value, (set, frozenset)):
+        return (type(value).__name__, tuple(sorted(repr(_setting_key(item, depth + 1)) for item in value)))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(key), _setting_key(item, depth + 1)) for key, item in value.items())))
+    if isinstance(value, np.ndarray) or type(value).__module__.split(".")[0] == "pandas":
+        try:
+            return ("data", joblib.hash(value))
+        except Exception:  # objects inside that cannot be pickled
+            return ("object", id(value))
+    if hasattr(value, "get_params") and not isinstance(value, type):
+        try:
+            params = value.get_params(deep=False)
+        except Exception:
+            return ("object", id(value))
+        return ("estimator", id(value), tuple((key, _setting_key(item, depth + 1))
+                                              for key, item in sorted(params.items())))
+    return ("object", id(value))
 
 
 #: Where :func:`configure`'s spec holds :func:`_callbacks_key`.
@@ -1030,8 +1074,11 @@ def configure(
         _check_nothing_watches_validation(pairs, owner, incremental)
     if not penalized:
         _check_nothing_watches_the_objective(pairs, owner)
-    spec = (owner, incremental, stopping, clip_threshold, penalized, monitor,
-            n_iter_no_change, tol, _callbacks_key(pairs), bool(verbose), progress)  # key: _SPEC_KEY
+    # The stopping rule's settings, which an incremental call (no rule) leaves unused:
+    # changing them between partial_fit calls rebuilt the user's callbacks, resetting them.
+    rule = (monitor, n_iter_no_change, tol) if not incremental else (None, None, None)
+    spec = (owner, incremental, stopping, clip_threshold, penalized, *rule,
+            _callbacks_key(pairs), bool(verbose), progress)  # key: _SPEC_KEY
     net.verbose = verbose  # the epoch table (skorch's print_log) reads it at each epoch
     if net.callback_spec is not None and net.callback_spec == spec:
         return
@@ -1173,18 +1220,25 @@ class FitGuard(TrainingGuard):
 
 class Rollback:
     """The state of a fitted network before continued training, restored when that
-    training fails with an exception (a rejected call never gets this far)."""
+    training fails with an exception (a rejected call never gets this far): the weights,
+    the optimizer, the history, the dropout generators and the scorers' best scores (a
+    discarded epoch's score stayed their best, and the retried epoch was not marked best:
+    a ``Checkpoint`` on ``train_loss_best`` skipped it)."""
 
     def __init__(self, net: SequenceNet) -> None:
         self.state = _snapshot(net)  # the weights and the optimizer, as the training guard copies them
         self.epochs = len(net.history)
         generators = getattr(net.module_, "_dropout_generators", {})
         self.generators = {key: generator.get_state() for key, generator in generators.items()}
+        self.best_scores = [(callback, callback.best_score_) for _, callback in net.callbacks_
+                            if hasattr(callback, "best_score_")]
 
     def restore(self, net: SequenceNet) -> None:
         _restore(net, self.state)
         while len(net.history) > self.epochs:
             net.history.pop()
+        for callback, best in self.best_scores:
+            callback.best_score_ = best
         generators = getattr(net.module_, "_dropout_generators", {})
         for key in list(generators):
             if key in self.generators:

@@ -696,10 +696,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     # ----------------------------------------------------------------- hooks
     @abstractmethod
     def _encode_targets(
-        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None
+        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None,
+        lengths: list[int] | None = None,
     ) -> np.ndarray:
         """Validate ``y`` and return it as the network's training targets (``weight``:
-        the sequences' sample weights, where a fit learns something from the targets)."""
+        the sequences' sample weights, where a fit learns something from the targets;
+        ``lengths``: the steps of X's sequences, which per-step targets follow)."""
 
     @abstractmethod
     def _criterion(self) -> torch.nn.Module:
@@ -868,7 +870,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 self._check_continuation()
             sequences = self._validate_sequences(X, reset=reset)
             given_weight = self._check_sample_weight(sample_weight, len(sequences), X)
-            given_y, y = y, self._check_y(y, X, len(sequences), reset=reset, classes=classes, weight=given_weight)
+            given_y, y = y, self._check_y(y, X, sequences, reset=reset, classes=classes, weight=given_weight)
             if reset and not self._output_steps.every_step:
                 _warn_of_target_in_table(X, given_y)
             if not (reset or incremental) and hasattr(self, "_y_ndim"):
@@ -1012,7 +1014,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         model = self if hasattr(self, "net_") else clone(self)
         if model is self:
             sequences = self._validate_sequences(X, reset=False)
-            targets = self._check_y(y, X, len(sequences), reset=False)
+            targets = self._check_y(y, X, sequences, reset=False)
             self._check_target_steps(targets, sequences)
             raw, sequences = sequences, frame_sequences(sequences, self._frame)
             device = next(self.module_.parameters()).device
@@ -1546,8 +1548,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self.best_validation_score_ = None
             self._best_epoch = None
         stop = dict(self.net_.callbacks_).get("stop")
-        if (not incremental and self.n_iter_ and getattr(stop, "kept_start_", False)
-                and stop.best_epoch_ == epochs_before + 1):
+        kept_start = bool(not incremental and self.n_iter_ and getattr(stop, "kept_start_", False)
+                          and stop.best_epoch_ == epochs_before + 1)
+        if kept_start:
             start = "the network as initialized" if not epochs_before else "the weights it started from"
             monitor = self._monitored_training_loss()
             outcomes.append(TrainingOutcome(
@@ -1558,7 +1561,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 + (", or set a clip_threshold." if self.clip_threshold is None else
                    f", or clip_threshold (now {self.clip_threshold:g})."),
             ))
-        if not incremental and self.n_iter_ >= self.max_iter:
+        # Not beside kept_start: no epoch beat the starting weights, and the curve only
+        # improved on its own first epoch ("increase max_iter" contradicted "lower
+        # learning_rate").
+        if not incremental and self.n_iter_ >= self.max_iter and not kept_start:
             # Warn only when the monitored loss was still falling as a trend, not when it
             # fluctuated around a level (mini-batch noise keeps setting new bests).
             key = "valid_loss" if self._early_stopping else self._monitored_training_loss()
@@ -1748,11 +1754,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return weight
 
     def _check_y(
-        self, y: Any, X: Any, n_samples: int, *, reset: bool, classes: Any = None,
+        self, y: Any, X: Any, sequences: list[np.ndarray], *, reset: bool, classes: Any = None,
         weight: np.ndarray | None = None,
     ) -> np.ndarray:
-        """The targets of ``X``'s ``n_samples`` sequences, checked and encoded (``weight``:
-        their sample weights, for what a fit learns from the targets)."""
+        """The targets of ``X``'s ``sequences`` (as validated), checked and encoded
+        (``weight``: their sample weights, for what a fit learns from the targets)."""
+        n_samples = len(sequences)
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
         per_sequence = (
@@ -1813,7 +1820,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             check_step_targets_follow_steps(X, y)
         else:
             _check_one_target_per_sequence(y, self)
-        return self._encode_targets(y, reset=reset, classes=classes, weight=weight)
+        return self._encode_targets(y, reset=reset, classes=classes, weight=weight,
+                                    lengths=[len(sequence) for sequence in sequences])
 
     # ----------------------------------------------------------- persistence
     def save(self, path: str | bytes | os.PathLike) -> None:
@@ -2859,10 +2867,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         ``fit`` refuses a callback that loads weights of its own as training ends,
         since the rule restores its best epoch itself), an
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
-        for a scorer by name; a callable may turn caching off, and is then called with
-        ``y=None``) or a logger. Training uses deep copies, so the objects given here
+        for a scorer by name or object; a plain callable may turn caching off, and is then
+        called with ``y=None``) or a logger. Training uses deep copies, so the objects given here
         are never changed (what cannot be deep-copied, a logger's open file or lock,
-        is shared with the copy); they are made when the network is built and again when the
+        is shared with the copy, and keeps the fitted estimator from being pickled:
+        ``set_params(callbacks=None)`` first); they are made when the network is built and again when the
         training settings change (a stream of ``partial_fit`` calls, or warm-started
         fits, keep them with their state; a change of ``verbose`` only adds or removes
         the epoch table and progress bar). Every training call starts at
@@ -3070,7 +3079,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         self.label_smoothing = label_smoothing
 
     def _encode_targets(
-        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None
+        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None,
+        lengths: list[int] | None = None,
     ) -> np.ndarray:
         if not (isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "biu"):
             # A 1-D array of integer labels is already what column_or_1d returns (whose
@@ -3550,10 +3560,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         ``fit`` refuses a callback that loads weights of its own as training ends,
         since the rule restores its best epoch itself), an
         :class:`~skorch.callbacks.EpochScoring` (with its default ``use_caching=True``
-        for a scorer by name; a callable may turn caching off, and is then called with
-        ``y=None``) or a logger. Training uses deep copies, so the objects given here
+        for a scorer by name or object; a plain callable may turn caching off, and is then
+        called with ``y=None``) or a logger. Training uses deep copies, so the objects given here
         are never changed (what cannot be deep-copied, a logger's open file or lock,
-        is shared with the copy); they are made when the network is built and again when the
+        is shared with the copy, and keeps the fitted estimator from being pickled:
+        ``set_params(callbacks=None)`` first); they are made when the network is built and again when the
         training settings change (a stream of ``partial_fit`` calls, or warm-started
         fits, keep them with their state; a change of ``verbose`` only adds or removes
         the epoch table and progress bar). Every training call starts at
@@ -3667,7 +3678,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     """
 
     def _encode_targets(
-        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None
+        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None,
+        lengths: list[int] | None = None,
     ) -> np.ndarray:
         dates = dates_dtype(y)
         if dates is not None:

@@ -160,11 +160,13 @@ class RNNStepClassifier(BaseRNN):
         :class:`~skorch.callbacks.EpochScoring` of a callable ``scoring(net, X, y)``,
         where ``net.forward(X)`` (a tensor) and ``y`` are the epoch's outputs and targets,
         row by row, padded with NaN to ``(n, T, k)`` past each sequence's last step (a
-        scorer by name takes one target per sequence and is refused; with
+        scikit-learn scorer, by name or a ``make_scorer`` object, takes one target per
+        sequence and is refused; with
         ``use_caching=False``, ``y`` is None and ``net.forward(X)`` runs the network over
         ``X`` again, in its order) or a logger. Training uses deep copies, so the
         objects given here are never changed (what cannot be deep-copied, a logger's
-        open file or lock, is shared with the copy); they are made when the network is built
+        open file or lock, is shared with the copy, and keeps the fitted estimator from being
+        pickled: ``set_params(callbacks=None)`` first); they are made when the network is built
         and again when the training settings change (a stream of ``partial_fit``
         calls, or warm-started fits, keep them with their state; a change of ``verbose``
         only adds or removes the epoch table and progress bar). Every training call
@@ -263,7 +265,8 @@ class RNNStepClassifier(BaseRNN):
 
     # ----------------------------------------------------------------- targets
     def _encode_targets(
-        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None
+        self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None,
+        lengths: list[int] | None = None,
     ) -> list[np.ndarray]:
         if type(y).__name__ == "DataFrame" or type(y).__module__.split(".")[0] == "torch":
             y = np.asarray(y)  # a tensor or table of targets: one array, as numpy's are checked
@@ -313,10 +316,12 @@ class RNNStepClassifier(BaseRNN):
                 value = float(target[step, column])
                 # Every row from there on that one value: padding (-1, PyTorch's -100), which
                 # thresholding would turn into targets.
-                padding = bool((target[step:] == value).all())
+                # Past the end of X's sequence, where X says so (a last step's 2 is a label).
+                padding = bool((target[step:] == value).all()) and (lengths is None or step >= lengths[index])
                 fix = (f"If {value!r} pads y past the end of sequence {index} of X, pad with NaN "
                        "instead (trailing all-NaN rows are padding)." if padding else
-                       "Threshold or binarize them first.")
+                       "Threshold or binarize them first (per-step class labels: one output per "
+                       "class, e.g. sklearn.preprocessing.LabelBinarizer).")
                 raise ValueError(
                     f"y[{index}] holds {value!r} at step {step}, output {column}: the targets "
                     f"must be 0 or 1 (a Bernoulli variable per output and step). {fix}"
@@ -558,7 +563,7 @@ class RNNStepClassifier(BaseRNN):
         """
         check_is_fitted(self)
         sequences = self._validate_sequences(X, reset=False)
-        targets = self._check_y(y, X, len(sequences), reset=False)
+        targets = self._check_y(y, X, sequences, reset=False)
         self._check_target_steps(targets, sequences)
         weight = self._check_sample_weight(sample_weight, len(sequences), X)
         weight = weight / weight.max()  # a sum of large weights could overflow; only ratios count

@@ -635,3 +635,140 @@ def test_score_gives_each_warning_about_x_once():
         warnings.simplefilter("always")
         model.score(frames, y)
     assert len([w for w in caught if "feature names" in str(w.message)]) == 1
+
+
+def _ragged_steps():
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 2)) for n in rng.integers(2, 12, size=30)]
+    y = [np.hstack([(x[:, :1] > 0), (x[:, 1:] > 0)]).astype(float) for x in X]
+    return X, y
+
+
+def test_scikit_learn_scorer_objects_are_refused_as_scorer_names_are():
+    # step44: make_scorer / get_scorer objects passed the `callable` test and failed the
+    # fit after its first epoch ("unknown is not supported").
+    from sklearn.metrics import accuracy_score, get_scorer, make_scorer
+    from skorch.callbacks import BatchScoring, EpochScoring
+
+    X, y = _ragged_steps()
+    for callback in (EpochScoring(make_scorer(accuracy_score), on_train=True, name="acc"),
+                     EpochScoring(get_scorer("neg_log_loss"), name="nll"),
+                     BatchScoring(make_scorer(accuracy_score), on_train=True, name="acc")):
+        model = RNNStepClassifier(hidden_size=4, max_iter=2, random_state=0, callbacks=[("s", callback)])
+        with pytest.raises(ValueError, match=r"callback 's' is an? \w+ of scoring=make_scorer\(.*scikit-learn's "
+                                             r"scorers take one target per sequence"):
+            model.fit(X, y)
+        assert not hasattr(model, "net_")
+
+
+def test_a_rolled_back_call_leaves_the_scorers_best_scores_as_they_were():
+    # step44: a call that failed after scoring its epoch left that epoch's loss as the
+    # scorers' best; the retried epoch was then not marked train_loss_best.
+    from skorch.callbacks import Callback
+
+    class FailOnce(Callback):
+        def __init__(self, box):
+            self.box = box
+
+        def on_epoch_end(self, net, **kwargs):
+            if self.box.get("fail"):
+                self.box["fail"] = False
+                raise ValueError("a logger's disk is full")
+
+    X, y = _ragged_steps()
+
+    def stream(fail_at):
+        box = {}
+        model = RNNStepClassifier(hidden_size=4, batch_size=8, random_state=0, learning_rate=0.05,
+                                  callbacks=[("f", FailOnce(box))])
+        for call in range(4):
+            if call == fail_at:
+                dict(model.net_.callbacks_)["f"].box["fail"] = True
+                with pytest.raises(ValueError, match="disk is full"):
+                    model.partial_fit(X, y)
+            model.partial_fit(X, y)
+        return model.net_.history
+
+    clean, retried = stream(None), stream(2)
+    assert retried[:, "train_loss"] == clean[:, "train_loss"]
+    assert retried[:, "train_loss_best"] == clean[:, "train_loss_best"] == [True] * 4
+
+
+def test_partial_fit_keeps_the_users_callbacks_when_only_the_stopping_rule_changes():
+    # step44: tol and n_iter_no_change, which partial_fit does not use, rebuilt the
+    # user's callbacks between calls (an epoch counter read 1, 2, 1, 2).
+    from skorch.callbacks import Callback
+
+    class Count(Callback):
+        def initialize(self):
+            self.seen_ = 0
+            return self
+
+        def on_epoch_end(self, net, **kwargs):
+            self.seen_ += 1
+
+    X, y = _ragged_steps()
+    for change in ({"tol": 1e-3}, {"n_iter_no_change": 3}):
+        model = RNNStepClassifier(hidden_size=4, batch_size=8, random_state=0, callbacks=[("c", Count())])
+        seen = []
+        for call in range(4):
+            if call == 2:
+                model.set_params(**change)
+            model.partial_fit(X, y)
+            seen.append(dict(model.net_.callbacks_)["c"].seen_)
+        assert seen == [1, 2, 3, 4], change
+
+
+def test_kept_start_weights_are_not_also_told_to_increase_max_iter():
+    # step44: "none of the epochs lowered the training loss ... lower learning_rate"
+    # came with "still improving ... increase max_iter".
+    X, y = _ragged_steps()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        RNNStepClassifier(hidden_size=4, batch_size=8, random_state=0, max_iter=4, learning_rate=5.0).fit(X, y)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert any("keeps those" in message for message in messages), messages
+    assert not any("Increase max_iter" in message for message in messages), messages
+
+
+def test_a_label_outside_0_1_on_a_last_step_inside_x_is_told_to_binarize():
+    # step44: a 2 on a sequence's last step (inside X) was explained as padding past X's end.
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)), rng.normal(size=(3, 2))]
+    with pytest.raises(ValueError, match=r"y\[0\] holds 2.0 at step 3, output 0: .* Threshold or binarize them "
+                                         r"first \(per-step class labels: one output per class") as error:
+        RNNStepClassifier(max_iter=1).fit(X, [np.array([0, 1, 0, 2]), np.array([2, 1, 0])])
+    assert "pads y" not in str(error.value)
+
+
+def test_callbacks_are_kept_across_a_shared_events_state_and_rebuilt_for_a_change_in_a_large_array():
+    # step44: the callbacks were keyed by the repr of their settings: a shared Event set by
+    # another thread read as a change (every callback rebuilt, a counter reset to 1), and a
+    # change inside an array of over 1,000 entries (repr'd with "...") was missed.
+    import threading
+
+    from skorch.callbacks import Callback
+
+    class Count(Callback):
+        def __init__(self, flag=None, weights=None):
+            self.flag, self.weights = flag, weights
+
+        def initialize(self):
+            self.seen_, self.sums_ = 0, []
+            return self
+
+        def on_epoch_end(self, net, **kwargs):
+            self.seen_ += 1
+            self.sums_.append(float(self.weights.sum()))
+
+    X, y = _ragged_steps()
+    flag, weights = threading.Event(), np.zeros(2000)
+    given = Count(flag, weights)
+    model = RNNStepClassifier(hidden_size=4, batch_size=8, random_state=0, callbacks=[("c", given)])
+    model.partial_fit(X, y)
+    flag.set()
+    model.partial_fit(X, y)
+    assert dict(model.net_.callbacks_)["c"].seen_ == 2  # kept
+    weights[1000] = 5.0
+    model.partial_fit(X, y)
+    assert dict(model.net_.callbacks_)["c"].sums_ == [5.0]  # rebuilt from the setting as it is now

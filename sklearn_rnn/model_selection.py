@@ -26,7 +26,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._estimators import BaseRNN
 from .sequences._panel import by_instance, check_targets_follow_instances, is_panel
-from .sequences._validation import numpy_readable
+from .sequences._validation import check_container, numpy_readable
 from ._stacked import MAX_STACKED, StackedMember, _ChunkTrainer, check_stackable
 
 __all__ = ["RNNGridSearchCV"]
@@ -276,10 +276,13 @@ class RNNGridSearchCV(BaseSearchCV):
                 invalid[i] = error  # its networks fail in _prepare and score error_score, as GridSearchCV's
                 continue
             check_stackable(rnn)
+        check_container(X)  # None, a generator, a scalar: named, before len(X)
         check_targets_follow_instances(X, groups, name="groups")  # as y (by_instance) and the weights
         given, X = X, by_instance(X, y)  # a panel's rows are steps, which splitters would count
-        for name, values in (("y", y), ("groups", groups)):
-            _check_per_instance(given, len(X), values, name)  # before indexable's bare message
+        if not _num_samples(X):
+            raise ValueError("X is empty: expected at least one sequence to split and fit.")
+        for name, values in (("y", y), ("groups", groups), ("sample_weight", weight)):
+            _check_per_sample(given, _num_samples(X), values, name)  # before indexable's bare message
         X, y, groups = indexable(X, y, groups)
         if weight is not None:  # checked once, a scalar spread over the samples, as fit does
             weight = _final_rnn(self.estimator)._check_sample_weight(weight, _num_samples(X), given)
@@ -562,11 +565,28 @@ def _final_rnn(estimator: Any) -> BaseRNN:
     return final
 
 
-def _check_per_instance(X: Any, n_instances: int, values: Any, name: str) -> None:
-    """Refuse ``y`` or ``groups`` (``name``) of a panel ``X`` of ``n_instances``
-    instances that do not hold one entry per instance, as a column of the panel, one
-    entry per row, does not."""
-    if values is None or not is_panel(X):
+def _check_per_sample(X: Any, n_instances: int, values: Any, name: str) -> None:
+    """Refuse ``y``, ``groups`` or ``sample_weight`` (``name``) that do not hold one entry
+    per sequence of ``X`` (``n_instances`` of them), in the estimator's words where
+    scikit-learn's ``indexable`` said "inconsistent numbers of samples: [24, 23]" (and
+    the weights' check told of a sampler, which has not run yet); for a panel, one entry
+    per instance, as a column of the panel, one entry per row, does not hold."""
+    if values is None or (name == "sample_weight" and np.ndim(values) == 0):
+        return  # a scalar weight is spread over the samples
+    if not is_panel(X):
+        try:
+            count = _num_samples(values)
+        except TypeError:
+            raise ValueError(
+                f"{name} is a scalar ({values!r}): expected one entry per sequence of X, an "
+                f"array-like of {n_instances} entries."
+            ) from None
+        if count != n_instances:
+            entry = {"y": "target", "groups": "group label", "sample_weight": "weight"}[name]
+            raise ValueError(
+                f"{name} has {count} entries, but X has {n_instances} sequences: pass one "
+                f"{entry} per sequence, in the order of X."
+            )
         return
     if isinstance(values, (str, bytes, dict, set)):  # counted by its letters or keys
         fix = (" Pass the values themselves, not a column's name: e.g. "
@@ -589,20 +609,28 @@ def _check_per_instance(X: Any, n_instances: int, values: Any, name: str) -> Non
 
 def _check_split_indices(splits: list[tuple[Any, Any]], n_samples: int, panel: bool) -> None:
     """Refuse a split whose indices run past the samples (a panel: its instances),
-    naming the index, as ``cv`` built on a panel's rows gives them."""
+    naming the index, as ``cv`` built on a panel's rows gives them, or whose boolean mask
+    has another length."""
     for number, split in enumerate(splits):
         for part, indices in zip(("train", "test"), split):
             indices = np.asarray(indices)
-            if indices.dtype == bool or not indices.size:
+            what = (f"the panel X has {n_samples} instances: a panel is split by instance, so "
+                    "the splits index X.index.unique(level=0), not the panel's rows (build them "
+                    "on one entry per instance, e.g. groups of X.index.unique(level=0))"
+                    if panel else f"X has {n_samples} sequences")
+            if indices.dtype == bool:  # a mask of another length was cut short, or failed bare
+                if indices.shape != (n_samples,):
+                    raise ValueError(
+                        f"cv gave a boolean mask of shape {indices.shape} in the {part} part of "
+                        f"split {number}, but {what}."
+                    )
+                continue
+            if not indices.size:
                 continue
             largest, smallest = int(indices.max()), int(indices.min())
             if largest < n_samples and smallest >= -n_samples:
                 continue
             bad = largest if largest >= n_samples else smallest
-            what = (f"the panel X has {n_samples} instances: a panel is split by instance, so "
-                    "the splits index X.index.unique(level=0), not the panel's rows (build them "
-                    "on one entry per instance, e.g. groups of X.index.unique(level=0))"
-                    if panel else f"X has {n_samples} sequences")
             raise ValueError(
                 f"cv gave index {bad} in the {part} part of split {number}, but {what}."
             )

@@ -811,7 +811,9 @@ def test_a_scalar_sample_weight_and_the_warnings_point_at_the_callers_line():
         weighted = RNNGridSearchCV(explicit(), grid, cv=2, refit=False).fit(X, y, sample_weight=2.0)
         plain = RNNGridSearchCV(explicit(), grid, cv=2, refit=False).fit(X, y)
     np.testing.assert_array_equal(weighted.cv_results_["mean_test_score"], plain.cv_results_["mean_test_score"])
-    with pytest.raises(ValueError, match=r"sample_weight has shape \(3,\): expected \(24,\)"):
+    # In the search's words (the estimator's check told of a sampler, which had not run).
+    with pytest.raises(ValueError, match=r"sample_weight has 3 entries, but X has 24 sequences: pass one weight "
+                                         r"per sequence, in the order of X\.$"):
         RNNGridSearchCV(explicit(), grid, cv=2).fit(X, y, sample_weight=[1.0, 2.0, 3.0])
     splits = [(np.arange(8, 24), np.arange(8)), (np.arange(8), np.arange(8, 24))]
     with pytest.warns(FitFailedWarning) as caught:
@@ -1357,3 +1359,42 @@ def test_a_search_trains_under_a_callers_no_grad_or_inference_mode():
             with mode():
                 got = clone(search).fit(X, y).cv_results_["mean_test_score"]
             np.testing.assert_array_equal(got, expected)
+
+
+def test_the_search_checks_x_y_groups_and_masks_in_the_estimators_words():
+    # msel44: boolean masks were never checked (a mask over a panel's rows was cut short
+    # to the instances and ran silently, or failed in numpy); X None, a generator or a
+    # scalar met "object of type ... has no len()"; y or groups of another length met
+    # "inconsistent numbers of samples: [24, 23]"; a scalar y or an empty X raw messages.
+    import pandas as pd
+    from sklearn.model_selection import GroupKFold
+
+    X, y = visits(24)
+    search = RNNGridSearchCV(explicit(max_iter=1), {"spectral_radius": [1.0]}, cv=2)
+    with pytest.raises(TypeError, match=r"expected X to hold sequences.*got NoneType"):
+        search.fit(None, y)
+    with pytest.raises(TypeError, match=r"got generator .* Collect the sequences into a list first"):
+        search.fit((x for x in X), y)
+    with pytest.raises(ValueError, match=r"^y has 23 entries, but X has 24 sequences: pass one target per sequence"):
+        search.fit(X, y[:-1])
+    with pytest.raises(ValueError, match=r"^y is a scalar \(1\): expected one entry per sequence of X"):
+        search.fit(X, 1)
+    with pytest.raises(ValueError, match=r"^groups has 23 entries, but X has 24 sequences: pass one group label"):
+        RNNGridSearchCV(explicit(max_iter=1), {"spectral_radius": [1.0]}, cv=GroupKFold(2)).fit(
+            X, y, groups=np.arange(23))
+    with pytest.raises(ValueError, match=r"^X is empty"):
+        search.fit([], [])
+    frames = [pd.DataFrame(x, columns=["day", "bili"]) for x in X[:20]]
+    panel = pd.concat({f"p{i:02d}": frame for i, frame in enumerate(frames)}, names=["patient", "step"])
+    rows = np.asarray(panel.index.get_level_values(0) < "p10")  # a mask over the panel's rows
+    for labels in (y[:20], list(y[:20])):
+        with pytest.raises(ValueError, match=rf"cv gave a boolean mask of shape \({len(panel)},\) in the train "
+                                             r"part of split 0, but the panel X has 20 instances"):
+            RNNGridSearchCV(explicit(max_iter=1, time_feature="day"), {"spectral_radius": [1.0]},
+                            cv=[(rows, ~rows)]).fit(panel, labels)
+    long_mask = np.zeros(40, bool)
+    long_mask[::2] = True
+    with pytest.raises(ValueError, match=r"cv gave a boolean mask of shape \(40,\) in the test part of split 0, "
+                                         r"but X has 24 sequences"):
+        RNNGridSearchCV(explicit(max_iter=1), {"spectral_radius": [1.0]},
+                        cv=[(np.ones(24, bool), long_mask)]).fit(X, list(y))

@@ -86,7 +86,7 @@ def input_layout(X: Any) -> Layout:
     >>> input_layout(np.zeros((4, 6)))
     'table'
     """
-    _check_container(X)
+    check_container(X)
     # A torch nested tensor is read as the list of the tensors it holds, ragged or not.
     if is_panel(X) or _column_cells(X) is not None or getattr(X, "is_nested", False) is True:
         return "sequences"
@@ -119,7 +119,9 @@ def _check_equal_rows(X: list[Any] | tuple[Any, ...]) -> None:
         )
 
 
-def _check_container(X: Any) -> None:
+def check_container(X: Any) -> None:
+    """Refuse an X that cannot hold sequences (None, a generator, a scalar, a dict), by
+    name and with the fix, before anything counts it: what ``fit`` checks first."""
     _check_not_grouped(X)
     if is_frame(X) and X.shape[1] == 0 and not is_panel(X):
         raise ValueError(

@@ -48,6 +48,7 @@ __all__ = [
     "add_common_arguments",
     "branch_counts",
     "check_merge_sources",
+    "check_output_path",
     "deadline_of",
     "final_runs",
     "load_records",
@@ -166,11 +167,12 @@ positive_int.__name__ = "int"  # argparse's "invalid int value: 'x'"
 
 
 def nonnegative_int(text: str) -> int:
-    """An argparse type for seeds: an integer of at least 0 (numpy refuses negative ones,
-    after the run has begun)."""
+    """An argparse type for seeds: an integer in [0, 2**32 - 1], the estimators' range
+    (numpy refuses negative ones, scikit-learn larger ones, after the runs before have
+    trained)."""
     value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {value}")
+    if not 0 <= value <= 2**32 - 1:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, {2**32 - 1}]; got {value}")
     return value
 
 
@@ -594,10 +596,39 @@ def deadline_of(args: Any) -> float | None:
 
 
 def output_folder(args: Any, default_out: str) -> Path:
-    """``--out``, or the default folder (its ``quick`` subfolder with ``--quick``)."""
-    if args.out is not None:
-        return Path(args.out)
-    return Path(default_out) / "quick" if args.quick else Path(default_out)
+    """``--out``, or the default folder (its ``quick`` subfolder with ``--quick``),
+    refused before any run where it cannot take the results: a file there, or in the
+    path, was met by the first write, after the first run trained (and ``figures_3``'s
+    whole measurement), and an empty name wrote into the current folder."""
+    if args.out is None:
+        return Path(default_out) / "quick" if args.quick else Path(default_out)
+    check_output_path(args.out, folder=True)
+    return Path(args.out)
+
+
+def check_output_path(text: str, *, folder: bool) -> None:
+    """Refuse ``--out`` (a folder, or with ``folder=False`` a file) before any run, where
+    the results could not be written to it.
+
+    Raises
+    ------
+    SystemExit
+        Saying what ``--out`` takes and what is in its way.
+    """
+    kind = "a folder (the results are written as files in it)" if folder else "a file name (a JSON file)"
+    if not text.strip():
+        raise SystemExit(f"--out was given an empty name: it takes {kind}. Pass one, or leave --out out.")
+    path = Path(text)
+    if path.exists() and path.is_dir() != folder:
+        found = "a file" if folder else "a folder"
+        raise SystemExit(f"--out {text} is {found}: --out takes {kind}. Pass another name.")
+    parent = path if folder else path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise SystemExit(f"--out {text}: {parent} in its path is a file, not a folder. Pass another name.")
+    if not os.access(parent, os.W_OK):
+        raise SystemExit(f"--out {text}: the folder {parent} is not writable. Pass a folder you can write to.")
 
 
 def rst_table(rows: Sequence[Sequence[Any]], header: Sequence[str], caption: str = "") -> str:

@@ -18,6 +18,7 @@ import argparse
 
 from experiments._stream import (
     RunSpec,
+    check_output_path,
     finite_float,
     nonnegative_int,
     positive_float,
@@ -67,6 +68,8 @@ def main() -> None:
                         help="also save every run (settings, result, validation curve) to this "
                         "JSON file, with a CSV table beside it; runs already there are skipped")
     args = parser.parse_args()
+    if args.out is not None:
+        check_output_path(args.out, folder=False)
     set_threads(args.threads)
     psi = None if args.switch_threshold < 0 else args.switch_threshold
     print(f"temporal order, length {args.length}, lr {args.learning_rate}, psi "

@@ -363,7 +363,8 @@ def from_long_format(
         One float64 array (a DataFrame with ``as_frame=True``) per id: the time column
         then the features.
     ids : ndarray of shape (n_sequences,)
-        The sorted unique ids (text ids as text: ``'p10'`` before ``'p2'``); ``ids[i]``
+        The sorted unique ids (text ids as text: ``'p10'`` before ``'p2'``; a categorical
+        column's in the order of its categories, as pandas sorts them); ``ids[i]``
         is the id of ``sequences[i]``. Estimators pair targets with sequences by
         position: put targets kept per id in this order, e.g. ``y = outcomes.loc[ids]``.
 

@@ -397,8 +397,12 @@ class SequenceNet(NeuralNet):
 
         The sample-weighted loss an epoch's ``train_loss`` averages (with
         ``objective=True`` the ``train_objective``: the loss plus the L2 penalty, when
-        training minimizes one), over all of ``dataset`` at once rather than over the
-        batches of an epoch whose weights move between them. The stopping rule reads it
+        training minimizes one), with the weights held fixed rather than moving between
+        an epoch's batches, and averaged as the epoch's is: each batch's loss weighted by
+        its sequences (with a loss at every step, a batch's loss is the mean over its
+        valid steps, so this is the mean of per-step means, which depends on how the
+        sequences are batched, as ``valid_loss`` does; the exact loss per step is
+        ``validation_scores_``' and ``nll_per_step``'s). The stopping rule reads it
         when it watches the training loss (:class:`~sklearn_rnn._callbacks.EarlyStopping`).
 
         Parameters

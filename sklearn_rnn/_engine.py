@@ -85,7 +85,7 @@ from .optim import SimplexSGD, temporal_gradients
 from .sequences import BucketBatchLoader, SequenceDataset, restore_layout
 
 __all__ = ["PRECISIONS", "SequenceNet", "TrainingSettings", "ValidationSplit", "configure", "make_net",
-           "training_mode"]
+           "gradient_mode"]
 
 logger = logging.getLogger("sklearn_rnn._estimators")  # the stopping rule's messages, as before
 
@@ -110,13 +110,14 @@ RECORDED = frozenset({"train_loss", "valid_loss", "valid_score", "train_objectiv
 
 
 @contextlib.contextmanager
-def training_mode(device: str | torch.device) -> Iterator[None]:
-    """Autograd on and a caller's autocast off for a training call, whatever the caller's
-    code holds: an evaluation loop's ``torch.no_grad()`` or ``torch.inference_mode()``
+def gradient_mode(device: str | torch.device) -> Iterator[None]:
+    """Autograd on and a caller's autocast off for a call that differentiates the network
+    (training, the gradient diagnostics), whatever the caller's code holds: an evaluation loop's ``torch.no_grad()`` or ``torch.inference_mode()``
     (the simplex step and mixed precision failed there, and tensors made in inference
     mode cannot be trained later), or a mixed-precision loop's ``torch.autocast`` on the
     CPU, CUDA or ``device`` (it trained ``precision='float32'`` in bfloat16 and recorded
-    another validation loss): ``precision`` alone sets the arithmetic of training."""
+    another validation loss): ``precision`` alone sets the arithmetic of training, and
+    the diagnostics measure the float32 network that predicts."""
     with contextlib.ExitStack() as modes:
         modes.enter_context(torch.inference_mode(False))
         modes.enter_context(torch.enable_grad())
@@ -134,7 +135,7 @@ def training_mode(device: str | torch.device) -> Iterator[None]:
 @contextlib.contextmanager
 def _fresh_autocast(device_type: str, dtype: torch.dtype) -> Iterator[None]:
     """:func:`torch.autocast`, whose casts of the weights are dropped when it exits: under
-    an outer autocast (a caller's, which :func:`training_mode` turns off) PyTorch keeps
+    an outer autocast (a caller's, which :func:`gradient_mode` turns off) PyTorch keeps
     them until the outer one exits, and every later step read the first step's weights
     (a bfloat16 fit under a caller's autocast did not learn)."""
     with torch.autocast(device_type, dtype=dtype):
@@ -435,7 +436,7 @@ class SequenceNet(NeuralNet):
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         """The arithmetic of ``precision`` for a pass: its autocast, or for float32 none
-        (the training calls turn a caller's autocast off: :func:`training_mode`)."""
+        (the training calls turn a caller's autocast off: :func:`gradient_mode`)."""
         dtype = PRECISIONS[self.precision]
         if dtype is None:
             return contextlib.nullcontext()

@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._callbacks import TrainingOutcome, noting_interrupts, still_improving
 from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, configure,
-                      copy_callback, make_grad_scaler, make_net, mark_callbacks_current, training_mode)
+                      copy_callback, gradient_mode, make_grad_scaler, make_net, mark_callbacks_current)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._gathered import outside_stacklevel, warn
@@ -781,9 +781,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         continued training that fails is rolled back to the weights it started from.
 
         Training runs with autograd and without a caller's autocast, whatever mode the
-        caller's code holds (:func:`~sklearn_rnn._engine.training_mode`).
+        caller's code holds (:func:`~sklearn_rnn._engine.gradient_mode`).
         """
-        with training_mode(self.device):  # in this frame: warnings' stack levels count it
+        with gradient_mode(self.device):  # in this frame: warnings' stack levels count it
             reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
             if incremental:
                 self._check_streamable()
@@ -836,7 +836,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     # Its warnings too: one raised as an error (warnings.simplefilter("error"))
                     # fails the call, which then leaves the estimator as it was.
                     for outcome in work._record_history(epochs_before, incremental=incremental):
-                        warn(outcome.message, ConvergenceWarning)
+                        warn(outcome.message, ConvergenceWarning, stacklevel=outside_stacklevel())
                 except BaseException:
                     if rollback is not None:
                         rollback.restore(net)  # the weights, history and dropout generators
@@ -862,7 +862,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """
         # Tensors made here are trained: not inference tensors, whatever the caller's mode
         # (a search or train_stacked under torch.inference_mode prepares its networks here).
-        with training_mode(self.device):
+        with gradient_mode(self.device):
             if reset is None:
                 reset = not (hasattr(self, "net_") and (incremental or self.warm_start))
             self._check_default_dtype()

@@ -56,9 +56,10 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 def _library_folders() -> tuple[str, ...]:
     """The folders of the package and of the libraries it calls back through (scikit-
-    learn's wrappers around fit, its pipelines and searches; skorch's loop)."""
+    learn's wrappers around fit, its pipelines and searches, and joblib, which its
+    cross-validation and searches run through even with ``n_jobs=None``; skorch's loop)."""
     folders = [_PACKAGE]
-    for name in ("sklearn", "skorch"):
+    for name in ("sklearn", "skorch", "joblib"):
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
             folders.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)

@@ -84,7 +84,7 @@ from torch.func import functional_call, vmap
 
 from ._callbacks import (Divergence, TrainingGuard, TrainingOutcome, _copied, non_finite_validation,
                          score_weights)
-from ._engine import TrainingSettings, training_mode
+from ._engine import TrainingSettings, gradient_mode
 from ._gathered import gathered_warnings, warn
 from ._parallel import fitting_threads, with_callers_context
 from .nn import NetworkStates
@@ -420,7 +420,7 @@ def _train_chunk(
         with warnings.catch_warnings(record=True) if worker else contextlib.nullcontext() as recorded:
             if worker:
                 warnings.simplefilter("always")
-            with training_mode(chunk[0].estimator.device):  # whatever the caller's mode, as fit
+            with gradient_mode(chunk[0].estimator.device):  # whatever the caller's mode, as fit
                 _Stack(chunk).train()
     seconds = time.perf_counter() - began
     messages = gathered + [(message.category, str(message.message)) for message in recorded or []]
@@ -692,7 +692,7 @@ class StackedStream:
                 sequences = sum(estimator.batch_size for estimator in self.estimators)
                 with fitting_threads(self.estimators[0].hidden_size, sequences):
                     try:
-                        with training_mode(self.estimators[0].device):  # as partial_fit
+                        with gradient_mode(self.estimators[0].device):  # as partial_fit
                             stack._train_epoch()
                     except BaseException:
                         # An interrupt or an error before the epoch ends: nothing of the

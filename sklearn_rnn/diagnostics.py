@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ._engine import gradient_mode
 from ._estimators import BaseRNN
 from .nn import RecurrentNetwork
 from .nn.cells import cell_names, get_cell
@@ -134,7 +135,10 @@ def temporal_gradient_norms(
         must give padded steps zero weight). With an estimator, ``y`` reaches it encoded
         as the estimator trains on it: class indices (int64) for a classifier, the
         targets standardized by ``fit``'s mean and scale as a float32
-        ``(n_sequences, n_outputs)`` tensor for a regressor. When None: cross-entropy
+        ``(n_sequences, n_outputs)`` tensor for a regressor, the 0/1 targets as a float32
+        ``(n_sequences, n_steps, k)`` tensor for an :class:`~sklearn_rnn.RNNStepClassifier`,
+        whose padded steps hold 0, a target too: such a loss needs the lengths of ``X``'s
+        sequences (``[len(x) for x in X]`` for a list) to weigh them zero. When None: cross-entropy
         for integer targets, otherwise half the squared error summed over the outputs,
         averaged over sequences (or valid steps).
     every_step : bool, default=False
@@ -162,6 +166,21 @@ def temporal_gradient_norms(
     >>> bool(first_vs_last[0.8] < 1e-5 < first_vs_last[1.2])  # rho < 1: the gradient vanishes
     True
     """
+    # Under a caller's inference_mode or autocast too, as predict runs there: the batch,
+    # a network built or copied here, and the pass are made with autograd, in float32.
+    with gradient_mode("cpu"):
+        return _temporal_gradient_norms(model, X, y, lengths, loss, every_step)
+
+
+def _temporal_gradient_norms(
+    model: torch.nn.Module,
+    X: torch.Tensor | np.ndarray,
+    y: torch.Tensor | np.ndarray,
+    lengths: torch.Tensor | np.ndarray | None,
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None,
+    every_step: bool,
+) -> TemporalGradientNorms:
+    """:func:`temporal_gradient_norms`, in :func:`~sklearn_rnn._engine.gradient_mode`."""
     if isinstance(model, BaseRNN):
         # A fitted estimator is judged by the network it holds, not by settings changed since.
         network = getattr(getattr(model, "net_", None), "module_", None)
@@ -239,18 +258,24 @@ def temporal_gradient_norms(
             f"({lengths.tolist()[:5]}...). Pass them as integers."
         )
     lengths, _ = _check_lengths(lengths, batch, steps, X.device)
+    valid = torch.arange(steps, device=X.device)[None, :] < lengths[:, None]  # (n, T)
+    _check_finite_at_valid_steps(X, valid, "X")
     y = torch.as_tensor(y, device=X.device)
     if y.ndim == 0 or y.shape[0] != batch:
         raise ValueError(f"y must have one target per sequence ({batch}); got shape {tuple(y.shape)}.")
     if loss is None:
         _check_default_targets(y, int(model.readout.out_features), every_step, steps, lengths)
+        if torch.is_floating_point(y):  # padded steps may hold NaN; the default loss skips them
+            _check_finite_at_valid_steps(y, valid if every_step else valid[:, :1], "y")
         loss = _default_loss(y, lengths, every_step)
     # Dropout off, so that the same call gives the same answer: on a copy in evaluation
     # mode, as the caller's module may be used by another thread (switching its mode
     # and back left it in eval mode, and ran other calls with dropout on).
     if model.training:
         model = copy.deepcopy(model).eval()
-    with torch.enable_grad():
+    with gradient_mode(X.device):  # and autocast off on the batch's device
+        if X.is_inference():  # the caller's own batch, made in inference mode
+            X, y = X.clone(), (y.clone() if y.is_inference() else y)
         states = model.forward_states(X, lengths, every_step=every_step)
         value = loss(states.outputs, y)
         tg = temporal_gradients(model, states, value, lengths, accumulate_grad=False)
@@ -339,19 +364,26 @@ def plot_temporal_gradient_norms(
         _, axes = plt.subplots(panels, 1, sharex=True, squeeze=False, figsize=(6, 3 * panels))
         axes = axes[:, 0]
     else:
+        if isinstance(ax, tuple) and ax and type(ax[0]).__name__ in ("Figure", "SubFigure"):
+            _check_axes(ax, "plot_temporal_gradient_norms")  # plt.subplots()'s (fig, ax): unpack it
         axes = np.asarray(ax, dtype=object).ravel()
-        if len(axes) == 1:  # one Axes (or a Figure, say), checked by name
-            _check_axes(axes[0], "plot_temporal_gradient_norms")
+        for each in axes:  # every one before anything is drawn (a None drew half a figure)
+            _check_axes(each, "plot_temporal_gradient_norms")
         if len(axes) != panels:
             raise ValueError(
                 f"ax must hold {panels} Axes (norms{', cosines' if cosines else ''}); got {len(axes)}."
             )
+    # Steps before the loss only when every line is aligned on it: then lines of different
+    # lengths are right-aligned, their loss steps at one x (each sat at its own length).
+    last = all(result.alignment == "last" for result in results.values())
+    longest = max(len(result.steps) for result in results.values())
     for key, result in results.items():
+        steps = result.steps + (longest - len(result.steps) if last else 0)
         # Zero norms (steps no sequence reaches) cannot be drawn on a log scale.
         norms = np.where(result.norms > 0, result.norms, np.nan)
-        axes[0].plot(result.steps, norms, label=labels[key] or None)
+        axes[0].plot(steps, norms, label=labels[key] or None)
         if cosines:
-            axes[1].plot(result.steps, result.cosines, label=labels[key] or None)
+            axes[1].plot(steps, result.cosines, label=labels[key] or None)
     axes[0].set_yscale("log")
     axes[0].set_ylabel("temporal gradient norm")
     if title:
@@ -359,12 +391,31 @@ def plot_temporal_gradient_norms(
     if cosines:
         axes[1].set_ylabel("cosine with the gradient")
         axes[1].set_ylim(-1.05, 1.05)
-    # Steps before the loss only when every line is aligned on it.
-    last = all(result.alignment == "last" for result in results.values())
     axes[-1].set_xlabel("step (the loss is at the last)" if last else "step")
     if any(labels.values()):
         axes[0].legend(fontsize="small")
     return axes if cosines else axes[0]
+
+
+def _check_finite_at_valid_steps(values: torch.Tensor, valid: torch.Tensor, name: str) -> None:
+    """Refuse a value of ``values`` (``X`` of shape ``(n, T, d)``, or targets ``(n[, T][, k])``)
+    that is not finite at a valid step of ``valid`` ``(n, T)`` (one per sequence for
+    ``(n[, k])`` targets): a NaN there made the loss and every norm NaN, without a word."""
+    lead = values.reshape(values.shape[0], -1) if values.ndim <= 2 and valid.shape[1] == 1 else None
+    if lead is not None:  # one target (or k) per sequence
+        bad = ~torch.isfinite(lead).all(dim=1)
+        where = lambda sequence: f"sequence {sequence}"  # noqa: E731
+    else:
+        flat = values.reshape(values.shape[0], values.shape[1], -1)
+        bad = ~torch.isfinite(flat).all(dim=2) & valid
+        where = lambda sequence: f"valid step {int(bad[sequence].nonzero()[0, 0])} of sequence {sequence}"  # noqa: E731
+    if bool(bad.any()):
+        sequence = int(bad.reshape(bad.shape[0], -1).any(dim=1).nonzero()[0, 0])
+        raise ValueError(
+            f"{name} is not finite (NaN or infinite) at {where(sequence)}: padded steps (past each "
+            f"sequence's length) may hold anything, valid ones must be finite. Fill or drop the "
+            f"missing values first (the estimators fill missing inputs: pass the fitted estimator)."
+        )
 
 
 def _check_default_targets(

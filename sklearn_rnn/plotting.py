@@ -187,7 +187,9 @@ def _check_axes(ax: Any, owner: str) -> None:
 
     if isinstance(ax, Axes):
         return
-    fix = ("pass one of them, e.g. ax=axs[0]" if isinstance(ax, (list, tuple, np.ndarray))
+    figure_first = isinstance(ax, tuple) and bool(ax) and type(ax[0]).__name__ in ("Figure", "SubFigure")
+    fix = ("unpack what plt.subplots() returns: fig, ax = plt.subplots(), then pass ax=ax" if figure_first
+           else "pass one of them, e.g. ax=axs[0]" if isinstance(ax, (list, tuple, np.ndarray))
            else "pass one of its Axes, e.g. ax=fig.gca()" if type(ax).__name__ in ("Figure", "SubFigure")
            else "pass a matplotlib Axes, e.g. from fig, ax = plt.subplots()")
     raise TypeError(f"{owner}: ax must be one matplotlib Axes; got {type(ax).__name__}: {fix}.")

@@ -130,3 +130,26 @@ def test_a_learning_rate_too_high_for_any_epoch_keeps_the_initial_weights_and_sa
                                                 r"the weights training started from.*Lower learning_rate"):
         model = RNNClassifier(hidden_size=8, random_state=0, learning_rate=5.0).fit(X, y)
     assert log_loss(y, model.predict_proba(X)) == pytest.approx(initial, abs=1e-6)
+
+
+def test_warnings_point_at_the_callers_line_through_cross_validation_too():
+    # diag44: the ConvergenceWarning pointed at the package's own line, and the
+    # NaN-at-prediction warning under cross_validate at joblib/parallel.py.
+    import warnings
+
+    from sklearn.model_selection import cross_validate
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 12)), 2)) for _ in range(40)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    model = RNNClassifier(hidden_size=4, max_iter=2, random_state=0).fit(X[20:], y[20:])
+    gappy = [x.copy() for x in X]
+    gappy[3][1, 0] = np.nan
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cross_validate(model, gappy, y, cv=[(np.arange(20, 40), np.arange(20))])
+        RNNClassifier(hidden_size=4, max_iter=2, random_state=0).fit(X, y)
+    places = {(w.category.__name__, w.filename) for w in caught}
+    assert places == {("ConvergenceWarning", __file__), ("UserWarning", __file__)}, places

@@ -498,3 +498,54 @@ def test_the_plots_refuse_an_ax_that_is_not_one_axes():
             plot_temporal_gradient_norms(temporal_gradient_norms(model, X, y), ax=figure)
     finally:
         plt.close(figure)
+
+
+def test_nan_at_a_valid_step_is_refused_and_padding_may_hold_it():
+    # diag44: a NaN in X or in the targets at a valid step made the loss and every norm
+    # NaN, without a word.
+    net = RecurrentNetwork(2, 4, 2, generator=torch.Generator().manual_seed(0))
+    X = torch.randn(3, 5, 2)
+    X[1, 1, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"X is not finite \(NaN or infinite\) at valid step 1 of sequence 1"):
+        temporal_gradient_norms(net, X, [0, 1, 1])
+    padded = torch.randn(3, 5, 2)
+    padded[2, 3:] = float("nan")
+    assert np.isfinite(temporal_gradient_norms(net, padded, [0, 1, 1], lengths=[5, 5, 3]).norms).all()
+    regressor = RecurrentNetwork(2, 4, 1, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=r"y is not finite \(NaN or infinite\) at sequence 1"):
+        temporal_gradient_norms(regressor, torch.randn(3, 5, 2), torch.tensor([1.0, float("nan"), 0.0]))
+
+
+def test_the_gradient_diagnostics_run_under_a_callers_inference_mode_and_autocast():
+    # diag44: inference_mode failed with PyTorch's "Inference tensors cannot be saved for
+    # backward"; under a caller's bfloat16 autocast the loss and norms drifted in the 4th digit.
+    net = RecurrentNetwork(2, 4, 2, generator=torch.Generator().manual_seed(0))
+    X, y = torch.randn(3, 5, 2, generator=torch.Generator().manual_seed(1)), torch.tensor([0, 1, 1])
+    plain = temporal_gradient_norms(net, X, y)
+    with torch.inference_mode():
+        inside = temporal_gradient_norms(net, X.clone(), y.clone())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        cast = temporal_gradient_norms(net, X, y)
+    for other in (inside, cast):
+        assert other.loss == plain.loss
+        np.testing.assert_array_equal(other.norms, plain.norms)
+
+
+def test_plot_axes_are_all_checked_before_drawing_and_unequal_lengths_line_up_on_the_loss():
+    # diag44: a (fig, ax) tuple, a list of Figures or [ax, None] met a bare AttributeError
+    # (the last after drawing on ax); results of 10 and 30 steps aligned on the loss put
+    # their loss steps at x = 10 and x = 30.
+    net = RecurrentNetwork(2, 4, 2, generator=torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(1)
+    short = temporal_gradient_norms(net, torch.randn(4, 10, 2, generator=g), torch.tensor([0, 1, 1, 0]))
+    long_ = temporal_gradient_norms(net, torch.randn(4, 30, 2, generator=g), torch.tensor([0, 1, 1, 0]))
+    fig, top = plt.subplots()
+    with pytest.raises(TypeError, match=r"got tuple: unpack what plt.subplots\(\) returns"):
+        plot_temporal_gradient_norms(short, ax=plt.subplots())
+    with pytest.raises(TypeError, match=r"got NoneType"):
+        plot_temporal_gradient_norms(short, cosines=True, ax=[top, None])
+    assert not top.lines  # nothing drawn before the refusal
+    ax = plot_temporal_gradient_norms({"T=10": short, "T=30": long_}, ax=top)
+    assert [line.get_xdata()[-1] for line in ax.get_lines()] == [30, 30]
+    assert [line.get_xdata()[0] for line in ax.get_lines()] == [21, 1]
+    plt.close("all")

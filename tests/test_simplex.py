@@ -750,7 +750,8 @@ def test_the_functional_entry_points_name_what_they_expected(call, error, messag
 
 @pytest.mark.parametrize("optimizer", ["clipped", "simplex"])
 @pytest.mark.parametrize(("key", "bad", "match"), [
-    ("lr", -1.0, "lr must be positive; got -1.0"), ("lr", float("nan"), "lr must be positive; got nan"),
+    ("lr", -1.0, "lr must be a non-negative number (a schedule may set 0); got -1.0"),
+    ("lr", float("nan"), "lr must be a non-negative number (a schedule may set 0); got nan"),
     ("lr", float("inf"), "lr must be finite; got inf"),
     ("clip_threshold", -1.0, "clip_threshold must be positive or None"),
 ])
@@ -835,3 +836,103 @@ def test_the_optimizers_own_messages_for_an_int_input_dtype_seed_and_a_spent_gra
     with pytest.raises(RuntimeError, match=r"already used by a backward pass.*temporal_gradients replaces "
                                            r"loss\.backward\(\)"):
         temporal_gradients(net, states, loss, lengths)
+
+
+@pytest.mark.parametrize("optimizer", ["clipped", "simplex"])
+def test_a_state_whose_schedule_set_lr_to_zero_loads(optimizer):
+    # optim44: a LambdaLR warm-up from 0 (or a decay to 0) made the optimizer's own state
+    # unloadable ("lr must be positive; got 0.0"), and the estimators' rollback after a
+    # Ctrl-C in a warm-up epoch raised that instead of the KeyboardInterrupt.
+    from torch.optim.lr_scheduler import LambdaLR
+
+    from sklearn_rnn.optim import ClippedSGD
+
+    parameter = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    make = (lambda: ClippedSGD([parameter], lr=0.1)) if optimizer == "clipped" else (
+        lambda: SimplexSGD([parameter], lr=0.1, generator=0))
+    warming = make()
+    LambdaLR(warming, lambda epoch: epoch / 10)
+    assert warming.param_groups[0]["lr"] == 0.0
+    loaded = make()
+    loaded.load_state_dict(warming.state_dict())
+    assert loaded.param_groups[0]["lr"] == 0.0
+
+
+def test_simplex_state_entries_are_checked_before_anything_loads_and_numpy_settings_stay_loadable():
+    # optim44: a bad branch_counts (or a generator state moved off the CPU by map_location)
+    # failed after the groups had loaded, leaving the checkpoint's lr beside the
+    # optimizer's own settings; numpy settings made torch.load(weights_only=True) refuse the state.
+    import io
+
+    parameter = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    saved = SimplexSGD([parameter], lr=0.5, switch_threshold=np.float64(0.9), eps=np.float64(1e-8), generator=0)
+    state = saved.state_dict()
+    state["simplex"] = {**state["simplex"], "branch_counts": {"simplx": 3}}
+    target = SimplexSGD([parameter], lr=0.01, generator=1)
+    with pytest.raises(ValueError, match=r"simplex branch_counts must count steps of the branches"):
+        target.load_state_dict(state)
+    assert target.param_groups[0]["lr"] == 0.01 and target.switch_threshold is None
+    buffer = io.BytesIO()
+    torch.save(saved.state_dict(), buffer)
+    buffer.seek(0)
+    target.load_state_dict(torch.load(buffer))  # weights_only=True, the default
+    assert target.switch_threshold == 0.9 and type(target.switch_threshold) is float
+    state = saved.state_dict()
+    state["simplex"] = {**state["simplex"], "generator_state": state["simplex"]["generator_state"].to(torch.int64)}
+    target.load_state_dict(state)  # a state cast on the way is read as bytes
+    assert torch.equal(target.generator.get_state(), saved.generator.get_state())
+
+
+def test_plain_pytorch_spellings_of_groups_closures_norms_and_lengths_are_taken_or_refused_by_name():
+    # optim44: lr past the dtype's range was checked for a list of parameters but not for
+    # module.parameters(); step(closure=...) was a TypeError; clipped_step_size took a
+    # negative norm and returned mu; lengths=None was told to pass [None]; integer blocks
+    # gave a truncated direction.
+    from sklearn_rnn.nn._lengths import as_lengths
+    from sklearn_rnn.optim import clipped_step_size, simplex_direction
+
+    net = torch.nn.Linear(2, 1)
+    with pytest.raises(ValueError, match=r"lr=1e\+39 is beyond the range of the parameters' dtype torch.float32"):
+        SimplexSGD([{"params": net.parameters(), "lr": 1e39}], lr=0.01, generator=0)
+    model = RecurrentNetwork(2, 3, 1, generator=torch.Generator().manual_seed(0))
+    optimizer = SimplexSGD(model.parameters(), lr=0.01, generator=0)
+    x, lengths = torch.randn(2, 4, 2), torch.tensor([4, 2])
+
+    def closure():
+        optimizer.zero_grad()
+        states = model.forward_states(x, lengths)
+        return temporal_gradients(model, states, states.outputs.square().mean(), lengths)
+
+    assert optimizer.step(closure=closure) is not None
+    with pytest.raises(ValueError, match=r"direction_norm must be a non-negative number .* got -5.0"):
+        clipped_step_size(-5.0, 0.1, 1.0)
+    assert clipped_step_size(float("inf"), 0.1, 1.0) == 0.1  # as documented: a non-finite norm gets mu
+    with pytest.raises(ValueError, match=r"got None\. For sequences without padding, pass each one's steps"):
+        as_lengths(None)
+    with pytest.raises(ValueError, match=r"got \[None\], which holds other things"):
+        as_lengths([None])
+    with pytest.raises(ValueError, match=r"temporal-gradient blocks must be floating point"):
+        simplex_direction([torch.tensor([[1, 2], [3, 4]])])
+
+
+def test_an_interrupt_in_a_warm_up_epoch_from_lr_zero_is_rolled_back_as_an_interrupt():
+    # optim44: the rollback's load of the optimizer state (lr 0 under a LambdaLR warm-up)
+    # raised "lr must be positive" instead of the documented KeyboardInterrupt.
+    from skorch.callbacks import Callback, LRScheduler
+    from torch.optim.lr_scheduler import LambdaLR
+
+    from sklearn_rnn import RNNRegressor
+
+    class CtrlC(Callback):
+        def on_batch_end(self, net, training=False, **kwargs):
+            if training:
+                raise KeyboardInterrupt
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(3, 8)), 2)) for _ in range(20)]
+    y = np.array([x[0, 0] for x in X])
+    model = RNNRegressor(optimizer="sgd", max_iter=3, batch_size=8, random_state=0, callbacks=[
+        ("warmup", LRScheduler(policy=LambdaLR, lr_lambda=lambda epoch: epoch / 5)), ("ctrlc", CtrlC())])
+    with pytest.raises(KeyboardInterrupt, match="interrupted before its first epoch finished"):
+        model.fit(X, y)
+    assert not hasattr(model, "net_")

@@ -38,13 +38,18 @@ def as_lengths(lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
     tensor([4, 2])
     """
     if not isinstance(lengths, torch.Tensor):
+        expected = "lengths must hold one integer length per sequence of the batch"
         if not hasattr(lengths, "__len__") or isinstance(lengths, (str, bytes)) or np.ndim(lengths) == 0:
-            raise ValueError(
-                f"lengths must hold one integer length per sequence of the batch; got "
-                f"{lengths!r}. For a batch of one sequence, pass [{lengths!r}]."
-            )
+            number = isinstance(lengths, (int, np.integer)) and not isinstance(lengths, bool)
+            fix = (f"For a batch of one sequence, pass [{lengths!r}]." if number else
+                   "For sequences without padding, pass each one's steps, e.g. "
+                   "torch.full((batch,), steps).")
+            raise ValueError(f"{expected}; got {lengths!r}. {fix}")
         # An empty list as no lengths of an empty batch (torch reads [] as float32).
-        lengths = torch.as_tensor(lengths) if len(lengths) else torch.zeros(0, dtype=torch.int64)
+        try:
+            lengths = torch.as_tensor(lengths) if len(lengths) else torch.zeros(0, dtype=torch.int64)
+        except (TypeError, ValueError, RuntimeError) as error:  # [None], ['a']: "Could not infer dtype"
+            raise ValueError(f"{expected}; got {lengths!r}, which holds other things ({error}).") from None
     if lengths.dtype in _NARROW_INTEGERS:  # uint8 indexes as a mask, and overflows
         lengths = lengths.long()
     return lengths

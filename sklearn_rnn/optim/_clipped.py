@@ -77,9 +77,14 @@ class ClippedSGD(_StepRuleOptimizer):
         """
         state_dict = dict(state_dict)
         skipped = state_dict.pop("skipped_steps", None)
+        if skipped is not None and not (isinstance(skipped, int) and not isinstance(skipped, bool) and skipped >= 0):
+            raise ValueError(  # before the groups load, which then stay as they were
+                f"state_dict's skipped_steps must be a non-negative int; got {skipped!r}. Load a "
+                "state saved by ClippedSGD.state_dict()."
+            )
         super().load_state_dict(state_dict)
         if skipped is not None:
-            self.skipped_steps = int(skipped)
+            self.skipped_steps = skipped
 
     def __getstate__(self) -> dict[str, Any]:
         """What pickle, joblib and deepcopy keep: PyTorch's optimizer state and the

@@ -770,7 +770,16 @@ def clipped_step_size(direction_norm: float, learning_rate: float, clip_threshol
     (0.01, 0.0025)
     """
     _check_step_settings({"lr": learning_rate, "clip_threshold": clip_threshold})
-    return _step_size(direction_norm, learning_rate, clip_threshold)
+    try:
+        norm = float(direction_norm)
+    except (TypeError, ValueError):
+        norm = None
+    if norm is None or norm < 0:  # a norm is never negative (-inf too): it got mu, unclipped
+        raise ValueError(
+            f"direction_norm must be a non-negative number (||d|| of the whole direction); got "
+            f"{direction_norm!r}."
+        )
+    return _step_size(norm, learning_rate, clip_threshold)
 
 
 def _step_size(direction_norm: float, learning_rate: float, clip_threshold: float | None) -> float:
@@ -894,6 +903,10 @@ class _StepRuleOptimizer(torch.optim.Optimizer):
         ----------
         param_group : dict
         """
+        params = param_group.get("params")
+        if params is not None and not isinstance(params, (torch.Tensor, list, tuple)):
+            # module.parameters(), a generator: a list, so that the checks see the parameters
+            param_group = {**param_group, "params": list(params)}
         _check_step_settings(param_group)
         _check_lr_fits(param_group.get("lr", self.defaults.get("lr")), param_group.get("params"))
         super().add_param_group(param_group)
@@ -916,7 +929,7 @@ class _StepRuleOptimizer(torch.optim.Optimizer):
                     f"state saved by {name}.state_dict()."
                 )
             try:
-                _check_step_settings(group)
+                _check_step_settings(group, saved=True)
             except ValueError as error:
                 raise ValueError(f"state_dict's param_groups[{index}]: {error}") from error
         super().load_state_dict(state_dict)
@@ -937,12 +950,19 @@ def _check_lr_fits(lr: Any, params: Any) -> None:
                 )
 
 
-def _check_step_settings(group: dict[str, Any]) -> None:
+def _check_step_settings(group: dict[str, Any], *, saved: bool = False) -> None:
     """Refuse a parameter group's non-positive ``lr`` or ``clip_threshold`` (None: no
-    clipping), for the constructors and ``add_param_group`` alike."""
-    _check_number(
-        "lr", group.get("lr", 1.0), "positive", fix="Pass the step length mu as a positive float (a 0-d tensor also works)."
-    )
+    clipping), for the constructors and ``add_param_group`` alike; a ``saved`` state's
+    ``lr`` may be 0, where a learning-rate schedule put it (a warm-up from 0, a decay to
+    0), as ``torch.optim.SGD`` loads it."""
+    if saved:
+        _check_number("lr", group.get("lr", 1.0), "a non-negative number (a schedule may set 0)", zero=True,
+                      fix="The state was edited or comes from another optimizer: load one saved by state_dict().")
+    else:
+        _check_number(
+            "lr", group.get("lr", 1.0), "positive",
+            fix="Pass the step length mu as a positive float (a 0-d tensor also works).",
+        )
     if not math.isfinite(float(group.get("lr", 1.0))):  # one step would make every weight infinite
         raise ValueError(
             f"lr must be finite; got {group['lr']!r}. Pass the step length mu as a positive float, "
@@ -1066,4 +1086,10 @@ def _check_steps(temporal: Sequence[torch.Tensor]) -> None:
         raise ValueError(
             "every temporal-gradient block must have the steps as its first axis, the same "
             f"for all blocks; got shapes {[tuple(b.shape) for b in temporal]}."
+        )
+    kinds = {block.dtype for block in temporal if not block.is_floating_point()}
+    if kinds:  # an integer direction came back truncated, its norm not the gradient's
+        raise ValueError(
+            f"temporal-gradient blocks must be floating point (gradients); got dtype "
+            f"{sorted(map(str, kinds))[0]}. Pass them as floats, e.g. block.float()."
         )

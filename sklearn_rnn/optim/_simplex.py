@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from numbers import Integral
 from typing import Any
 
+import numpy as np
 import torch
 
 from ._functional import (
@@ -25,6 +26,35 @@ from ..nn import RecurrentNetwork
 from ._temporal import TemporalGradients
 
 __all__ = ["SimplexSGD"]
+
+
+def _saved_simplex_entry(extra: Any) -> tuple[torch.Tensor, dict[str, int]]:
+    """The random generator's state (on the CPU, as a generator takes it: a checkpoint
+    loaded with ``torch.load(..., map_location='cuda')`` moved it, and "RNG state must be
+    a torch.ByteTensor" came after the groups had loaded) and the branch counts of a
+    saved state's ``'simplex'`` entry, checked."""
+    fix = "Load a state saved by SimplexSGD.state_dict()."
+    if not isinstance(extra, dict) or "generator_state" not in extra or "branch_counts" not in extra:
+        raise ValueError(
+            "state_dict's 'simplex' entry must hold generator_state and branch_counts; got "
+            f"{sorted(extra) if isinstance(extra, dict) else type(extra).__name__}. {fix}"
+        )
+    generator_state = extra["generator_state"]
+    if not isinstance(generator_state, torch.Tensor) or generator_state.ndim != 1:
+        raise ValueError(f"state_dict's simplex generator_state must be a 1-D tensor of bytes. {fix}")
+    counts = extra["branch_counts"]
+    if not (isinstance(counts, dict) and set(counts) <= set(BRANCHES)
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values())):
+        raise ValueError(
+            f"state_dict's simplex branch_counts must count steps of the branches {list(BRANCHES)} "
+            f"(non-negative ints); got {counts!r}. {fix}"
+        )
+    return generator_state.to(device="cpu", dtype=torch.uint8), dict.fromkeys(BRANCHES, 0) | counts
+
+
+def _plain_number(value: Any) -> Any:
+    """A numpy real as a Python float; anything else as it is."""
+    return float(value) if isinstance(value, np.generic) else value
 
 
 class SimplexSGD(_StepRuleOptimizer):
@@ -132,9 +162,11 @@ class SimplexSGD(_StepRuleOptimizer):
         _check_step_settings({"lr": lr, "clip_threshold": clip_threshold})
         _check_direction_settings(switch_threshold, weights, eps)
         super().__init__(params, {"lr": lr, "clip_threshold": clip_threshold})
-        self.switch_threshold = switch_threshold
+        # numpy scalars as Python floats: a state_dict holding them is refused by
+        # torch.load's default weights_only=True (tensors stay as they are).
+        self.switch_threshold = _plain_number(switch_threshold)
         self.weights = weights
-        self.eps = eps
+        self.eps = _plain_number(eps)
         self.generator = _as_generator(generator)
         self.branch_counts: dict[str, int] = dict.fromkeys(BRANCHES, 0)
         self.last_step: dict[str, Any] = {}
@@ -143,6 +175,8 @@ class SimplexSGD(_StepRuleOptimizer):
     def step(  # type: ignore[override]
         self,
         temporal: TemporalGradients | Callable[[], TemporalGradients] | None = None,
+        *,
+        closure: Callable[[], TemporalGradients] | None = None,
     ) -> torch.Tensor | None:
         """Take one step along the simplex direction (or the anti-gradient).
 
@@ -151,12 +185,19 @@ class SimplexSGD(_StepRuleOptimizer):
         temporal : TemporalGradients or callable
             The batch's temporal gradients, or a closure that clears the gradients,
             recomputes the model and returns them.
+        closure : callable, optional
+            That closure by PyTorch's keyword (``optimizer.step(closure=...)``, as
+            training frameworks call it), in place of ``temporal``.
 
         Returns
         -------
         torch.Tensor or None
             The loss, when a closure was given.
         """
+        if closure is not None:
+            if temporal is not None:
+                raise TypeError("SimplexSGD.step takes the temporal gradients or closure=..., not both.")
+            temporal = closure
         from_closure = callable(temporal) and not isinstance(temporal, TemporalGradients)
         if from_closure:
             with torch.enable_grad():
@@ -231,11 +272,15 @@ class SimplexSGD(_StepRuleOptimizer):
         extra = state_dict.pop("simplex", None)
         current = self._direction_settings()
         settings = {key: extra[key] for key in current if key in extra} if extra else {}
-        _check_direction_settings(**(current | settings))  # before anything changes
+        # Everything checked and read before anything changes (a bad entry left the
+        # groups loaded and the generator replaced).
+        _check_direction_settings(**(current | settings))
+        if extra is not None:
+            generator_state, counts = _saved_simplex_entry(extra)
         super().load_state_dict(state_dict)
         if extra is not None:
-            self.generator.set_state(extra["generator_state"])
-            self.branch_counts = dict.fromkeys(BRANCHES, 0) | extra["branch_counts"]
+            self.generator.set_state(generator_state)
+            self.branch_counts = counts
             for key, value in settings.items():  # absent from a state saved before they were kept
                 setattr(self, key, value)
 

@@ -722,3 +722,30 @@ def test_pooled_results_plots_refuse_a_repeat_or_axes_they_cannot_draw_and_a_mod
     X = np.random.default_rng(0).normal(size=(40, 2))
     with pytest.raises(TypeError, match=r"LinearSVC has no predict_proba.*CalibratedClassifierCV\(LinearSVC\(\)\)"):
         pooled_cross_validate(LinearSVC(), X, (X[:, 0] > 0).astype(int), n_splits=4)
+
+
+def test_study_settings_and_results_are_checked_in_their_own_words():
+    # clin44: a grid iterator set after construction was used up by the first run (the
+    # second silently had no grid); study_models(time_feature=0) met "got multiple values
+    # for keyword argument"; repeats with different numbers of folds met scikit-learn's
+    # "Found array with 0 sample(s)"; the sensitivity-specificity curves stopped at the
+    # lowest score.
+    from sklearn_rnn.clinical import PBCStudy, PooledCVResult, study_models
+
+    study = PBCStudy.quick()
+    study.grid = iter([(1, 1, 2), (2, 1, 2)])
+    assert study._check_settings()[2] == study._check_settings()[2] == [(1, 1, 2), (2, 1, 2)]
+    with pytest.raises(ValueError, match=r"study_models sets each RNN's time_feature itself .* got time_feature=0"):
+        study_models(time_feature=0)
+    with pytest.raises(ValueError, match=r"the same number of test folds in every repeat .* repeat 0 has 3 and "
+                                         r"repeat 1 has 2"):
+        PooledCVResult(y_true=np.array([0, 1, 0, 1, 0, 1]), y_score=np.array([[0.1, 0.9, 0.2, 0.8, 0.3, 0.7]] * 2),
+                       folds=np.array([[0, 0, 1, 1, 2, 2], [0, 0, 0, 1, 1, 1]]), threshold=0.5, pos_label=1,
+                       fit_seconds=0.0)
+    result = PooledCVResult(y_true=np.array([0, 0, 1, 0, 1, 1]), y_score=np.array([[0.3, 0.4, 0.35, 0.45, 0.8, 0.7]]),
+                            folds=np.array([[0, 0, 0, 1, 1, 1]]), threshold=0.5, pos_label=1, fit_seconds=0.0)
+    ax = result.plot_sensitivity_specificity()
+    sensitivity, specificity = ax.get_lines()[:2]
+    assert sensitivity.get_xdata()[-1] == specificity.get_xdata()[-1] == 0.0
+    assert sensitivity.get_ydata()[-1] == 1.0 and specificity.get_ydata()[-1] == 0.0
+    plt.close("all")

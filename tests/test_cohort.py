@@ -603,3 +603,34 @@ def test_the_cut_time_of_dated_visits_is_the_visit_as_given_whatever_the_other_p
     assert together.dtype == times.dtype
     assert together[1] == times[1] and together[2] == alone[2] == times[3]
     assert pd.isna(together[3])  # positive at its first visit: nothing kept
+
+
+def test_float32_event_and_end_times_are_read_as_the_float32_visits_are():
+    # clin44: per-patient times from the same float32 table were read as 0.6000000238
+    # against visits read as 0.6: the visit at the death stayed in the positive's sequence
+    # (the label leaked), an end_time equal to the last visit was refused.
+    table = pd.DataFrame({"id": [1, 1, 1, 2, 2, 2], "t": np.array([0, 0.3, 0.6, 0, 0.3, 0.7], dtype=np.float32),
+                          "futime": np.array([0.6] * 3 + [0.7] * 3, dtype=np.float32), "status": [2, 2, 2, 0, 0, 0],
+                          "x": [1.0, 2, 3, 4, 5, 6]})
+    per_patient = table.groupby("id")[["futime", "status"]].first()
+    cohort = build_cohort(table, id_column="id", time_column="t", feature_columns=["x"],
+                          event_time=per_patient.query("status == 2")["futime"], end_time=per_patient["futime"],
+                          upper_span=0.3, lower_span=0, min_visits=2)
+    assert cohort.patients[["event", "n_kept"]].values.tolist() == [[True, 2], [False, 2]]
+    assert cohort.sequences[0][:, 0].tolist() == pytest.approx([0.0, 0.3])  # not the visit at 0.6, the death
+
+
+def test_dates_outside_pandas_nanosecond_range_build_the_cohort():
+    # clin44: an end of follow-up of 9999-12-31 (a records system's "still followed") was
+    # refused as "must be dates ... with the same time zone", visits of 1650 or a typo of
+    # 2920 met pandas' bare OutOfBounds errors: the spans were compared in nanoseconds.
+    table = pd.DataFrame({"id": [1, 1, 2, 2], "t": pd.to_datetime(["2020-01-01", "2020-06-01", "2020-01-01",
+                                                                   "2920-09-01"]), "x": [1.0, 2, 3, 4]})
+    end = pd.Series(pd.to_datetime(["2021-01-01", "9999-12-31"]), index=[1, 2])
+    cohort = build_cohort(table, id_column="id", time_column="t", event_time={}, end_time=end,
+                          upper_span=30, lower_span=0, min_visits=1)
+    assert cohort.patients["cut_time"].tolist() == [pd.Timestamp("2020-06-01"), pd.Timestamp("2920-09-01")]
+    early = table.assign(t=pd.to_datetime(["1650-01-01", "1650-06-01", "1650-01-01", "1650-09-01"]))
+    cohort = build_cohort(early, id_column="id", time_column="t", event_time={}, upper_span=30, lower_span=0,
+                          min_visits=1)
+    assert cohort.patients["cut_time"].tolist() == [pd.Timestamp("1650-01-01")] * 2  # the last visit cut (no end_time)

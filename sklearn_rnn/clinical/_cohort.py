@@ -94,8 +94,8 @@ class Cohort:
 
 #: The columns of ``Cohort.patients`` after the id column.
 _DECISIONS = ("event", "reason", "n_visits", "n_kept", "cut_time")
-#: Nanoseconds per day: the spans (in days) of dated visits, in their exact unit.
-_DAY_NS: int = pd.Timedelta(days=1).value
+#: Microseconds per day: the spans (in days) of dated visits, in their exact unit.
+_DAY_US: int = 86_400_000_000
 
 
 def _is_dated(visits: pd.Series) -> bool:
@@ -103,13 +103,16 @@ def _is_dated(visits: pd.Series) -> bool:
     return pd.api.types.is_datetime64_any_dtype(visits) or pd.api.types.is_timedelta64_dtype(visits)
 
 
-def _nanoseconds(values: pd.Series, visits: pd.Series) -> NDArray[Any]:
-    """Dates as exact integer nanoseconds since the earliest of the ``visits``,
-    durations as integer nanoseconds; None where missing. The sequences' float days
+def _microseconds(values: pd.Series, visits: pd.Series) -> NDArray[Any]:
+    """Dates as exact integer microseconds since the earliest of the ``visits``,
+    durations as integer microseconds; None where missing. The sequences' float days
     round: compared in them, a visit exactly a span away fell on either side, as the
-    table's earliest visit (another patient's, often) had it."""
-    origin = visits.min() if pd.api.types.is_datetime64_any_dtype(visits) else None
-    elapsed = (values - origin if origin is not None else values).dt.as_unit("ns")
+    table's earliest visit (another patient's, often) had it. Microseconds, pandas'
+    unit for dates it parses: nanoseconds held dates only from 1677 to 2262 (an end of
+    follow-up of 9999-12-31, a records system's "still followed", overflowed)."""
+    values = values.dt.as_unit("us")
+    origin = visits.min().as_unit("us") if pd.api.types.is_datetime64_any_dtype(visits) else None
+    elapsed = values - origin if origin is not None else values
     exact = elapsed.array.asi8.astype(object)
     exact[elapsed.isna().to_numpy()] = None
     return exact
@@ -119,8 +122,8 @@ def _visit_times(
     table: pd.DataFrame, id_column: Any, time_column: Any, sequences: list[NDArray[np.float64]]
 ) -> list[NDArray[Any]]:
     """Each sequence's visit times in exact units, as the rules compare them: the
-    sequences' own times where the time column holds numbers, integer nanoseconds
-    (see :func:`_nanoseconds`) where it holds dates or durations."""
+    sequences' own times where the time column holds numbers, integer microseconds
+    (see :func:`_microseconds`) where it holds dates or durations."""
     column = table[time_column]
     if not _is_dated(column):
         dtype = getattr(column.dtype, "numpy_dtype", column.dtype)
@@ -130,7 +133,7 @@ def _visit_times(
             # span rules does not cover (a visit exactly a span away was cut)
             return [sequence[:, 0].astype(dtype).astype(str).astype(np.float64) for sequence in sequences]
         return [sequence[:, 0] for sequence in sequences]
-    exact = _nanoseconds(column, column).astype(np.int64)
+    exact = _microseconds(column, column).astype(np.int64)
     codes, _ = _factorize_ids(table[id_column])
     order = np.lexsort((exact, codes))  # each patient's times sorted, as its sequence's
     return np.split(exact[order], np.flatnonzero(np.diff(codes[order])) + 1)
@@ -138,11 +141,11 @@ def _visit_times(
 
 def _time_as_given(time: Any, visits: pd.Series) -> Any:
     """A time on the visits' exact scale (see :func:`_visit_times`) as the user gave it:
-    the date or duration (not nanoseconds since a hidden origin), or the number."""
+    the date or duration (not microseconds since a hidden origin), or the number."""
     if pd.api.types.is_datetime64_any_dtype(visits):
-        return visits.min() + pd.Timedelta(int(time), unit="ns")
+        return visits.min().as_unit("us") + pd.Timedelta(int(time), unit="us")
     if pd.api.types.is_timedelta64_dtype(visits):
-        return pd.Timedelta(int(time), unit="ns")
+        return pd.Timedelta(int(time), unit="us")
     return float(time)
 
 
@@ -157,7 +160,7 @@ def _time_text(time: Any, visits: pd.Series) -> str:
 
 def _span(span: float, visits: pd.Series) -> Any:
     """A span (in days for dates and durations) in the exact unit of the visit times."""
-    return int(round(span * _DAY_NS)) if _is_dated(visits) else span
+    return int(round(span * _DAY_US)) if _is_dated(visits) else span
 
 
 def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Series:
@@ -185,11 +188,19 @@ def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Se
                 f"the time column. Pass the times, e.g. {example}."
             )
         try:
-            return pd.to_numeric(series, errors="raise").astype(np.float64)
+            numbers = pd.to_numeric(series, errors="raise")
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f"{name} values must be numeric times in the unit of the time column ({exc})."
             ) from exc
+        dtype = getattr(numbers.dtype, "numpy_dtype", numbers.dtype)
+        if np.issubdtype(dtype, np.floating) and np.finfo(dtype).bits < 64:
+            # float32 times (taken from a float32 table, as the visits') as the decimals
+            # they stand for, as _visit_times reads the visits: 0.6000000238 against a
+            # visit read as 0.6 kept the visit at the death in a positive's sequence.
+            values = numbers.to_numpy(dtype=dtype, na_value=np.nan)
+            return pd.Series(values.astype(str).astype(np.float64), index=series.index)
+        return numbers.astype(np.float64)
     if any(isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
            for value in present):
         raise TypeError(
@@ -199,7 +210,7 @@ def _times_like_visits(series: pd.Series, name: str, visits: pd.Series) -> pd.Se
     if present.empty:  # no time at all: nothing to convert, nor a time zone to compare
         return pd.Series(None, index=series.index, dtype=object)
     try:  # on the visits' scale, as _visit_times reads them
-        exact = _nanoseconds(convert(series), visits)
+        exact = _microseconds(convert(series), visits)
     except (TypeError, ValueError) as exc:  # not dates, or time zones on one side only
         raise TypeError(
             f"{name} values must be {kind}, as the time column's, with the same time zone "
@@ -213,7 +224,7 @@ def _per_patient(
 ) -> NDArray[Any]:
     """Look up a per-patient time ``mapping`` for each id; None where absent. Times are
     read as the visits' are compared: numbers in its unit, or, where the visits are
-    dated (or timed by durations), dates (durations) turned into integer nanoseconds
+    dated (or timed by durations), dates (durations) turned into integer microseconds
     since the earliest visit."""
     if not isinstance(mapping, (Mapping, pd.Series)):
         raise TypeError(
@@ -282,7 +293,7 @@ def _select(
     # rounding, is upper_span before it (2.3 - 1.0 is 1.2999999999999998, and the visit at
     # 1.3 was cut), and a visit at the event up to rounding is at the event (months as
     # day / 30.4375 against a death as years * 12 kept the visit at the death). Dates
-    # compare exactly, in whole nanoseconds.
+    # compare exactly, in whole microseconds.
     magnitude = _magnitude(times, reference)
     if event_at is not None:
         before = int(np.count_nonzero(~_at_least(times - event_at, 0, magnitude)))  # strictly before

@@ -224,6 +224,9 @@ class PooledCVResult:
         fpr, tpr, thresholds = roc_curve(self.y_true, self.y_score[repeat],
                                          drop_intermediate=False)
         thresholds = np.clip(thresholds, 0.0, 1.0)  # the first one is +inf
+        # Down to a threshold of 0, where every sequence is called positive (the curves
+        # ended at the lowest score, and the axis below it stayed blank).
+        thresholds, tpr, fpr = np.append(thresholds, 0.0), np.append(tpr, 1.0), np.append(fpr, 1.0)
         ax.step(thresholds, tpr, where="post", label="sensitivity (recall)")
         ax.step(thresholds, 1 - fpr, where="post", label="specificity")
         ax.axvline(self.threshold, color="gray", linestyle=":",
@@ -489,6 +492,12 @@ def _check_result(
                 f"PooledCVResult.folds must number the test folds of each repeat 0, 1, ..., k-1 "
                 f"without gaps; repeat {repeat} has {numbers.tolist()[:10]}. Renumber them, e.g. "
                 "np.unique(folds[i], return_inverse=True)[1] for each repeat i."
+            )
+        if len(numbers) != len(np.unique(folds[0])):  # fold_auc is (n_repeats, n_splits)
+            raise ValueError(
+                f"PooledCVResult.folds must use the same number of test folds in every repeat "
+                f"(fold_auc holds n_splits per repeat); repeat 0 has {len(np.unique(folds[0]))} "
+                f"and repeat {repeat} has {len(numbers)}."
             )
         for fold in numbers:
             if len(np.unique(y_true[row == fold])) != 2:

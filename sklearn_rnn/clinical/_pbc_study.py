@@ -295,6 +295,12 @@ def study_models(random_state: int | None = 0, **rnn_params: Any) -> dict[str, P
             LogisticRegression(max_iter=1000) if model is None else model,
         )
 
+    if "time_feature" in rnn_params:  # Python's "got multiple values for keyword argument"
+        raise ValueError(
+            f"study_models sets each RNN's time_feature itself (none, the visit order, the "
+            f"visit times); got time_feature={rnn_params['time_feature']!r} in rnn_params. Leave it out."
+        )
+
     def rnn(*steps: Any, time_feature: int | None = 0) -> Pipeline:
         classifier = RNNClassifier(
             time_feature=time_feature, random_state=random_state, **rnn_params
@@ -386,8 +392,12 @@ class PBCStudy:
     rnn_params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # An iterator read once and kept: a second run of the study read it used up,
-        # silently (no grid: another best setting and nested search).
+        self._keep_grid()
+
+    def _keep_grid(self) -> None:
+        """Read a ``grid`` given as an iterator once, and keep it as a tuple: a second run
+        of the study read it used up, silently (no grid: another best setting and nested
+        search), whether it was given to the constructor or set afterwards."""
         if isinstance(self.grid, Iterator):
             self.grid = tuple(self.grid)
 
@@ -497,6 +507,7 @@ class PBCStudy:
             raise ValueError(
                 f"PBCStudy.random_state must be an int in [0, {2**32 - 1}] or None; got {seed!r}."
             )
+        self._keep_grid()
         try:
             grid = list(self.grid)
         except TypeError as error:

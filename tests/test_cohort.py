@@ -575,7 +575,8 @@ def test_one_id_written_as_two_types_is_refused_and_the_type_error_gives_a_valid
     # visit's time, which made every patient positive at the first visit.
     table = pd.DataFrame({"id": [1, 1, "1", 2, 2], "t": [0.0, 1, 2, 0, 1], "x": [1.0, 2, 3, 4, 5]})
     with pytest.raises(ValueError, match=r"id column 'id' holds 1 and '1', one id as values of different types.*"
-                                         r"table\['id'\] = table\['id'\]\.astype\(str\)"):
+                                         r"table\['id'\] = pd\.to_numeric\(table\['id'\]\) for ids that are numbers, "
+                                         r"or table\['id'\]\.astype\(str\)"):
         build_cohort(table, id_column="id", time_column="t", feature_columns=["x"], event_time={},
                      upper_span=0, lower_span=0, min_visits=1)
     for name, example in (("event_time", "'death_time'\\], NaN for patients without the event"),

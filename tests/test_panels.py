@@ -847,3 +847,86 @@ def test_the_pair_from_long_format_returns_is_refused_as_x_with_the_unpacking():
         with pytest.raises(TypeError, match=r"got the \(sequences, ids\) pair that from_long_format returns\. "
                                             r"Unpack it: X, ids = from_long_format"):
             model().fit(pair, [0, 1, 0, 1])
+
+
+def test_a_series_of_sequences_labelled_by_id_refuses_targets_in_another_order():
+    # panel44: X = df.groupby(id)[cols].apply(...) (a Series indexed by id) and y indexed
+    # by the same ids in table order were paired by position without a word.
+    from sklearn_rnn.sequences import sequence_column
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"pid": np.repeat([1, 3, 5, 9], 3), "x": rng.normal(size=12), "z": rng.normal(size=12)})
+    X = df.groupby("pid")[["x", "z"]].apply(lambda g: g.to_numpy())
+    y = pd.Series([1, 0, 1, 0], index=pd.Index([5, 3, 9, 1], name="pid"))
+    message = r"y is indexed by X's (Series|DataFrame) index, but in another order .* Put y in X's order: y\.loc\[X\.index\]"
+    for given in (X, X.to_frame("seq")):
+        with pytest.raises(ValueError, match=message):
+            RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(given, y)
+    with pytest.raises(ValueError, match=r"sample_weight is indexed by X's Series index, but in another order"):
+        RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(X, y.loc[X.index].to_numpy(),
+                                                                     sample_weight=y + 1.0)
+    with pytest.raises(ValueError, match=message):
+        sequence_column(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(X, y.loc[X.index])  # in X's order
+        RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(X.reset_index(drop=True), y)  # positions
+
+
+def test_long_tables_and_panels_refuse_what_would_read_them_wrong():
+    # panel44: a set of feature columns came out in hash order (another in each process);
+    # ids 1.0 and '1' were two patients and the message quoted a wrong pair; a panel's
+    # 1 and '1' were two instances; a subclass of DataFrame was read as a table; frames of
+    # a list still indexed (instance, time) were read in row order; date objects and
+    # periods were told to be one-hot encoded.
+    table = pd.DataFrame({"id": [1, 1, 2], "day": [0, 1, 0], "hr": [60.0, 61, 62], "bp": [120.0, 121, 122]})
+    with pytest.raises(TypeError, match=r"feature_columns is a set, which has no order"):
+        from_long_format(table, id_column="id", time_column="day", feature_columns={"hr", "bp"})
+    mixed = pd.DataFrame({"pid": pd.Series([1, "1", 2, "2"], dtype=object), "day": [0, 1, 0, 1], "x": [1.0, 2, 3, 4]})
+    with pytest.raises(ValueError, match=r"id column 'pid' holds 1 and '1', one id as values of different types"):
+        from_long_format(mixed, id_column="pid", time_column="day")
+    with pytest.raises(ValueError, match=r"id column 'pid' holds 1.0 and '1'"):
+        from_long_format(mixed.assign(pid=pd.Series([1.0, "1", 2.0, "2"], dtype=object)), id_column="pid",
+                         time_column="day")
+    with pytest.raises(ValueError, match=r"the panel's instance level \('pid'\) holds 1 and '1'.*"
+                                         r"X\.rename\(index=int, level=0\)"):
+        check_sequences(mixed.set_index(["pid", "day"]))
+
+    class Visits(pd.DataFrame):
+        @property
+        def _constructor(self):
+            return Visits
+
+    visits = pd.DataFrame({"pid": [9, 9, 7], "day": [1, 0, 0], "bili": [1.0, 2, 5], "hr": [60.0, 61, 62]})
+    panel = visits.set_index(["pid", "day"])
+    as_subclass = check_sequences(Visits(panel))
+    assert [s.tolist() for s in as_subclass] == [s.tolist() for s in check_sequences(panel)]
+    with pytest.raises(ValueError, match=r"X looks like a long table"):
+        check_sequences(Visits(visits))
+    frames = [frame for _, frame in panel.groupby(level=0, sort=False)]
+    with pytest.raises(ValueError, match=r"sequence 0 of X is a frame indexed by \(instance, time\) whose time level "
+                                         r"is out of order .* frame\.droplevel\(0\)\.sort_index\(\)"):
+        check_sequences(frames)
+    assert [s.tolist() for s in check_sequences([f.droplevel(0).sort_index() for f in frames])] == \
+        [s.tolist() for s in check_sequences(panel)]
+    dates = pd.to_datetime(["2024-01-01", "2024-02-01", "2024-01-05"])
+    for column in (dates.date, dates.to_period("M")):
+        with pytest.raises(TypeError, match=r"Dates and durations \(diagnosed\) become numbers of days.*"
+                                            r"date objects and periods become dates first"):
+            from_long_format(table.assign(diagnosed=column), id_column="id", time_column="day")
+
+
+def test_a_panel_of_one_step_instances_gets_no_channels_first_warning_and_swapped_levels_are_named():
+    # panel44: a panel of one visit per patient was warned to be channels first and told to
+    # X.transpose(0, 2, 1); a panel indexed (time, instance) met a bare count mismatch.
+    rng = np.random.default_rng(0)
+    once = pd.DataFrame({"pid": np.arange(8), "day": 0, "x": rng.normal(size=8), "z": rng.normal(size=8)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(once.set_index(["pid", "day"]), [0, 1] * 4)
+    visits = pd.DataFrame({"patient_id": np.repeat(np.arange(8), 3), "day": np.tile([0, 30, 60], 8),
+                           "x": rng.normal(size=24)})
+    with pytest.raises(ValueError, match=r"y has 8 entries, but X has 3 sequences.* X's index may be \(time, "
+                                         r"instance\) rather than \(instance, time\).* X\.swaplevel\(\)\.sort_index\(\)"):
+        RNNClassifier(hidden_size=4, max_iter=1).fit(visits.set_index(["day", "patient_id"]), [0, 1] * 4)

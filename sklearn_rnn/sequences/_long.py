@@ -8,6 +8,7 @@ per sample, with NaN for missing values.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ._panel import (
+    check_one_type_of_ids,
     complex_hint,
     default_index,
     frame_values,
@@ -105,6 +107,14 @@ def _resolve_features(
                 f"{type(feature_columns).__name__} {feature_columns!r}. For one column, pass "
                 f"feature_columns=[{feature_columns!r}]."
             )
+        if isinstance(feature_columns, (set, frozenset)):  # hash order: another in each process
+            raise TypeError(
+                f"feature_columns is a {type(feature_columns).__name__}, which has no order: the "
+                "features would come out in an order that changes from one Python process to "
+                "the next, and a model fitted on the arrays would read them swapped in another. "
+                "Pass a list in the order wanted, e.g. sorted(...) or the table's order: "
+                "[c for c in table.columns if c in feature_columns]."
+            )
         features = [feature_columns] if isinstance(feature_columns, str) else list(feature_columns)
         _check_columns(table, features, "feature_columns")
         clash = [c for c in features if c in (id_column, time_column)]
@@ -127,7 +137,8 @@ def _resolve_features(
         dtypes = {c: str(table[c].dtype) for c in non_numeric}
         # Dates and durations become counts of a unit; one-hot columns would be one a date.
         dates = [c for c in non_numeric if pd.api.types.is_datetime64_any_dtype(table[c].dtype)
-                 or pd.api.types.is_timedelta64_dtype(table[c].dtype)]
+                 or pd.api.types.is_timedelta64_dtype(table[c].dtype)
+                 or isinstance(table[c].dtype, pd.PeriodDtype) or _holds_date_objects(table[c])]
         # Numbers as text, Decimal values or numbers with a few placeholders are converted
         # by pandas.to_numeric, not one-hot encoded (that would be a column per value).
         numbers = [c for c in non_numeric if c not in dates and numbers_held(table[c])]
@@ -140,10 +151,19 @@ def _resolve_features(
             + numbers_hint(table, numbers, variable="table")
             + (f" Dates and durations ({', '.join(map(str, dates))}) become numbers of days, e.g. "
                "(column - column.min()) / pd.Timedelta(days=1) for dates, column / "
-               "pd.Timedelta(days=1) for durations (fractions of a day kept)." if dates else "")
+               "pd.Timedelta(days=1) for durations (fractions of a day kept); date objects "
+               "and periods become dates first, pd.to_datetime(column) or "
+               "column.dt.to_timestamp()." if dates else "")
             + complex_hint(table, non_numeric)
         )
     return features
+
+
+def _holds_date_objects(column: pd.Series) -> bool:
+    """Whether an object column holds dates (``datetime.date``, as ``.dt.date`` gives them)."""
+    present = column.dropna()
+    return column.dtype == object and len(present) > 0 and all(
+        isinstance(value, datetime.date) for value in present.iloc[:100])
 
 
 def elapsed_time(values: pd.Series, origin: Any, unit: Any = "1D") -> NDArray[np.float64]:
@@ -282,16 +302,10 @@ def _factorize_ids(column: pd.Series) -> tuple[NDArray[np.intp], NDArray[Any]]:
         )
     codes, uniques = pd.factorize(column, sort=True)
     if column.dtype == object and len(uniques) > 1:  # ids of several types: 1 and '1' are two ids
-        text = pd.Series(np.asarray(uniques, dtype=object)).map(str)
-        twins = text[text.duplicated(keep=False)]
-        if len(twins):
-            shown = [_scalar(value) for value in np.asarray(uniques, dtype=object)[twins.index[:2]]]
-            raise ValueError(
-                f"id column {column.name!r} holds {shown[0]!r} and {shown[1]!r}, one id as values "
-                "of different types (a table joined from two sources?): their rows would be two "
-                "sequences, one patient's history split in two. Give the ids one type first, "
-                f"e.g. table[{column.name!r}] = table[{column.name!r}].astype(str)."
-            )
+        name = f"table[{column.name!r}]"
+        check_one_type_of_ids(np.asarray(uniques, dtype=object), f"id column {column.name!r}",
+                              f"{name} = pd.to_numeric({name}) for ids that are numbers, or "
+                              f"{name}.astype(str) for text ids (integral floats made ints first)")
     return codes, np.asarray(uniques)
 
 

@@ -16,6 +16,7 @@ recognizes such tables and refuses them with the route that works,
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
@@ -66,8 +67,16 @@ def is_panel(X: Any) -> bool:
 
 
 def is_frame(X: Any) -> bool:
-    """Whether ``X`` is a pandas DataFrame (without importing pandas)."""
-    return type(X).__name__ == "DataFrame" and type(X).__module__.startswith("pandas")
+    """Whether ``X`` is a pandas DataFrame, a subclass's too (without importing pandas:
+    none exists before pandas is)."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(X, pandas.DataFrame)
+
+
+def is_series(X: Any) -> bool:
+    """Whether ``X`` is a pandas Series, a subclass's too (without importing pandas)."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(X, pandas.Series)
 
 
 def panel_to_sequences(X: Any) -> list[NDArray[np.float64]]:
@@ -179,6 +188,30 @@ def by_instance(X: Any, y: Any) -> Any:
     return panel_frames(X)
 
 
+def _id_text(value: Any) -> str:
+    """An id as text, an integral float as its integer (1.0, '1' and 1 are one id)."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def check_one_type_of_ids(ids: NDArray[Any], where: str, fix: str) -> None:
+    """Refuse distinct ``ids`` (of ``where``: a long table's id column, a panel's instance
+    level) that are one id written in two types, 1 and '1' (or 1.0 and '1'): their rows
+    would be two sequences, one patient's history split in two. ``fix`` converts them."""
+    text = [_id_text(value) for value in ids]
+    seen: dict[str, Any] = {}
+    for value, key in zip(ids, text):
+        if key in seen:
+            first = [value.item() if isinstance(value, np.generic) else value for value in (seen[key], value)]
+            raise ValueError(
+                f"{where} holds {first[0]!r} and {first[1]!r}, one id as values of different "
+                "types (a table joined from two sources?): their rows would be two sequences, "
+                f"one patient's history split in two. Give the ids one type first, e.g. {fix}."
+            )
+        seen[key] = value
+
+
 def _check_panel(X: Any) -> None:
     """Refuse a panel whose index or columns cannot be read as sequences."""
     index = X.index
@@ -197,6 +230,12 @@ def _check_panel(X: Any) -> None:
                 f"has {int(values.isna().sum())} missing label(s): every row needs an "
                 "instance and a time. Drop those rows first."
             )
+    if instances.dtype == object:  # 1 and '1' as two instances
+        unique = instances.unique()
+        if len(unique) > 1:
+            check_one_type_of_ids(np.asarray(unique, dtype=object), f"the panel's instance level "
+                                  f"({index.names[0]!r})", "X = X.rename(index=int, level=0) for ids that "
+                                  "are whole numbers, or X.rename(index=str, level=0) for text ids")
     repeated = index.duplicated()
     if repeated.any():  # before the column check: a melted table's text column is its key
         raise ValueError(
@@ -232,7 +271,8 @@ def _check_panel(X: Any) -> None:
 
 
 def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
-    """Refuse targets indexed by a panel's instances in another order than the panel's.
+    """Refuse targets indexed by a panel's instances (or by the labels of a Series or
+    DataFrame of one sequence per row) in another order than X's.
 
     scikit-learn pairs ``X`` and ``y`` by position. A panel's sequences come in the
     order in which its instances first appear; targets in a pandas Series (or
@@ -242,7 +282,8 @@ def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
     Parameters
     ----------
     X : sequences in any accepted form
-        Only a panel is checked.
+        Only a panel, and a pandas Series or DataFrame of one sequence per row labelled by
+        its index (not pandas' default index), are checked.
     y : array-like
         Only a pandas object whose index holds exactly the panel's instances is checked
         (not pandas' default index, which counts positions).
@@ -253,7 +294,7 @@ def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
     Raises
     ------
     ValueError
-        ``y``'s index holds the panel's instances in another order.
+        ``y``'s index holds the panel's instances (X's labels) in another order.
 
     Examples
     --------
@@ -268,21 +309,28 @@ def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
     ValueError: y is indexed by the panel's instances, but in another order ...
     """
     index = getattr(y, "index", None)
-    if not is_panel(X) or index is None or not hasattr(index, "equals"):
+    # A panel, or a sequence column or table of one sequence per row.
+    if not (is_frame(X) or is_series(X)) or index is None or not hasattr(index, "equals"):
         return
-    import pandas as pd
-
     if default_index(index):
         return  # positions, not instance labels
-    instances = X.index.unique(level=0)
+    panel = is_panel(X)
+    instances = X.index.unique(level=0) if panel else X.index
+    if not panel and default_index(instances):
+        return  # X's rows are positions: nothing to compare the labels with
     if len(index) != len(instances) or index.equals(instances) or not index.isin(instances).all():
         return
     what = {"y": "targets", "sample_weight": "weights"}.get(name, name)
+    rows = "instances" if panel else "rows"
+    if panel:
+        owner, order = "the panel's instances", f"the panel's order: {name}.loc[X.index.unique(level=0)]"
+    else:
+        owner, order = f"X's {type(X).__name__} index", f"X's order: {name}.loc[X.index]"
     raise ValueError(
-        f"{name} is indexed by the panel's instances, but in another order ({name} starts "
-        f"with {list(index[:3])}, X's instances with {list(instances[:3])}): scikit-learn "
+        f"{name} is indexed by {owner}, but in another order ({name} starts "
+        f"with {list(index[:3])}, X's {rows} with {list(instances[:3])}): scikit-learn "
         f"pairs X and {name} by position, so sequences would get other instances' {what}. "
-        f"Put {name} in the panel's order: {name}.loc[X.index.unique(level=0)]."
+        f"Put {name} in {order}."
     )
 
 
@@ -854,7 +902,7 @@ def check_not_long_table(X: Any) -> None:
     ...
     ValueError: X looks like sktime's wide table of a multivariate panel ('pd-wide'): ...
     """
-    if type(X).__name__ != "DataFrame" or not type(X).__module__.startswith("pandas"):
+    if not is_frame(X):
         return
     import pandas as pd
 
@@ -990,7 +1038,8 @@ def long_table_hint(X: Any, n_targets: int) -> str:
     """A hint for targets that do not match a 2D DataFrame's rows: when one of its
     columns repeats values and holds exactly ``n_targets`` distinct ones, the rows may
     be visits of that column's ids (a long table under a name that
-    :func:`check_not_long_table` does not know). Else an empty string.
+    :func:`check_not_long_table` does not know); for a panel whose time level holds
+    ``n_targets`` labels, its levels may be swapped. Else an empty string.
 
     Parameters
     ----------
@@ -1011,8 +1060,19 @@ def long_table_hint(X: Any, n_targets: int) -> str:
     >>> long_table_hint(visits, 2)[:71]
     " X may be a long table, one row per visit of the 2 ids in column 'ward'"
     """
-    if type(X).__name__ != "DataFrame" or not type(X).__module__.startswith("pandas") or is_panel(X):
-        return ""  # a panel is read as (instance, time) already
+    if is_panel(X) and X.index.nlevels == 2:  # read as (instance, time): unless swapped
+        instances, times = (X.index.get_level_values(level).nunique() for level in (0, 1))
+        if times == n_targets != instances:
+            names = list(X.index.names)
+            return (
+                f" X's index may be (time, instance) rather than (instance, time): its level 1 "
+                f"({names[1]!r}) holds {n_targets} distinct labels, as many as the targets, and its "
+                f"level 0 ({names[0]!r}) the {instances} sequences X is read as. Swap them: "
+                "X.swaplevel().sort_index()."
+            )
+        return ""
+    if not is_frame(X):
+        return ""
     for name in X.columns:
         column = X[name]
         ids = column.nunique(dropna=False)

@@ -36,6 +36,7 @@ from ._panel import (
     integer_overflow,
     is_frame,
     is_panel,
+    is_series,
     numbers_hint,
     panel_to_sequences,
     real_column,
@@ -269,7 +270,7 @@ def _check_not_nested(X: Any, array: Any = None) -> None:
     if not (array.dtype == object and array.size and np.ndim(array.flat[0]) >= 1):
         return
     cell = array.flat[0]
-    frame = type(X).__name__ == "DataFrame"
+    frame = is_frame(X)
     if np.ndim(cell) == 1 and (array.ndim == 1 or (array.ndim == 2 and array.shape[1] == 1)):
         cells = "X" if array.ndim == 1 else "X.iloc[:, 0]" if frame else "X[:, 0]"
         raise TypeError(
@@ -320,9 +321,9 @@ def _column_cells(X: Any) -> list[Any] | None:
     sequences, so that a cell of another shape is refused by its position."""
     if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 2 and X.shape[1] == 1:
         cells = list(X[:, 0])
-    elif type(X).__name__ == "Series" and _holds_objects(X.dtype):
+    elif is_series(X) and _holds_objects(X.dtype):
         cells = list(X)
-    elif type(X).__name__ == "DataFrame" and X.shape[1] == 1 and _holds_objects(X.dtypes.iloc[0]):
+    elif is_frame(X) and X.shape[1] == 1 and _holds_objects(X.dtypes.iloc[0]):
         cells = list(X.iloc[:, 0])
     else:
         return None
@@ -611,6 +612,8 @@ def _warn_of_one_step_sequences(estimator: Any, sequences: list[np.ndarray], X: 
     of one feature, ``(n, 1, 1)``, are what the docs advise for single values.)"""
     if any(len(sequence) != 1 for sequence in sequences):
         return
+    if is_panel(X) or (isinstance(X, (list, tuple)) and X and all(is_frame(x) for x in X)):
+        return  # a panel's index, or frames' rows and columns, say what the steps are
     # X's own shape, if it has one: converting X to read it fails on a ragged list that
     # trimming made one step each, and on tensors that need grad.
     shape = getattr(X, "shape", None)
@@ -1112,6 +1115,28 @@ def _check_unique_columns(frame: Any, where: str, variable: str = "frame") -> No
         )
 
 
+def _check_frame_in_time_order(frame: Any, where: str) -> None:
+    """Refuse a frame of a list still indexed by a panel's (instance, time) whose time
+    level is out of order: its rows are read in order, and the same rows as one panel
+    are sorted by time (one frame per instance of ``panel.groupby(level=0)`` keeps the
+    panel's row order)."""
+    index = frame.index
+    if getattr(index, "nlevels", 1) != 2:
+        return
+    times = index.get_level_values(1)
+    try:
+        ordered = bool(times.is_monotonic_increasing)
+    except TypeError:  # labels that do not compare: no order to check
+        return
+    if not ordered:
+        raise ValueError(
+            f"{where} is a frame indexed by (instance, time) whose time level is out of order "
+            f"({list(times[:3])}...): a frame's rows are read as steps in their order, while "
+            "the same rows as one panel are sorted by time. Sort it first: "
+            "frame.droplevel(0).sort_index() (or pass the whole panel)."
+        )
+
+
 def _check_one(sample: Any, index: int) -> np.ndarray:
     """``sample`` as a float64 array of shape (steps, features); values are checked later."""
     if (
@@ -1127,6 +1152,7 @@ def _check_one(sample: Any, index: int) -> np.ndarray:
     if is_frame(sample):  # named columns: refused by name, pandas' missing values as NaN
         _check_unique_columns(sample, where)
         check_numeric_columns(sample, where=where)
+        _check_frame_in_time_order(sample, where)
         sample = frame_values(sample)
     array = _as_float_array(sample, where=where)
     if array.size == 0 and array.ndim < 2:  # [] among the sequences: empty, not univariate

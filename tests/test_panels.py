@@ -930,3 +930,15 @@ def test_a_panel_of_one_step_instances_gets_no_channels_first_warning_and_swappe
     with pytest.raises(ValueError, match=r"y has 8 entries, but X has 3 sequences.* X's index may be \(time, "
                                          r"instance\) rather than \(instance, time\).* X\.swaplevel\(\)\.sort_index\(\)"):
         RNNClassifier(hidden_size=4, max_iter=1).fit(visits.set_index(["day", "patient_id"]), [0, 1] * 4)
+
+
+def test_a_panels_value_errors_name_the_instance_and_time():
+    # panel44: "sequence 1 ... step 0" counted positions a panel's user could not find.
+    panel = pd.DataFrame({"pid": ["p9", "p9", "p7", "p3"], "day": [0, 1, 0, 0],
+                          "bili": [1.0, 2, np.nan, 3]}).set_index(["pid", "day"])
+    with pytest.raises(ValueError, match=r"sequence 1 of X has no valid step .* \(Sequence 1 is the panel's "
+                                         r"instance 'p7'\.\)"):
+        check_sequences(panel)
+    with pytest.raises(ValueError, match=r"holds an infinite value at step 0, feature 0.* \(Sequence 1 is the "
+                                         r"panel's instance 'p7' at time 0\.\)"):
+        check_sequences(panel.assign(bili=panel.bili.fillna(np.inf)))

@@ -13,6 +13,7 @@ import datetime
 import itertools
 import math
 import operator
+import re
 import sys
 import warnings
 from collections.abc import Iterator, MappingView, Sequence
@@ -927,7 +928,33 @@ def check_sequences(X: Any, *, allow_table: bool = True) -> list[np.ndarray]:
         )
     arrays = [_check_one(sample, index) for index, sample in enumerate(samples)]
     _check_feature_counts(arrays)
-    return _trim_padding(arrays)
+    if not is_panel(X):
+        return _trim_padding(arrays)
+    try:
+        return _trim_padding(arrays)
+    except ValueError as error:  # positions, which a panel's user cannot find: its labels
+        raise ValueError(_with_panel_labels(str(error), X)) from None
+
+
+def _with_panel_labels(message: str, X: Any) -> str:
+    """``message``, whose "sequence i of X" (and "step j") count positions, with the
+    panel's instance label and time for them: sequence i is the i-th instance in order
+    of first appearance, step j its j-th time once sorted."""
+    found = re.match(r"sequence (\d+) of X", message)
+    if found is None:
+        return message
+    sequence = int(found.group(1))
+    instance = X.index.unique(level=0)[sequence]
+    times = X.xs(instance, level=0, drop_level=True).index.sort_values()
+    step = re.search(r"at step (\d+)", message)
+    def shown(label: Any) -> str:
+        label = label.item() if isinstance(label, np.generic) else label
+        return repr(label) if isinstance(label, str) else str(label)
+
+    where = f"the panel's instance {shown(instance)}"
+    if step is not None and int(step.group(1)) < len(times):
+        where += f" at time {shown(times[int(step.group(1))])}"
+    return f"{message} (Sequence {sequence} is {where}.)"
 
 
 def _check_not_left_padded(padded: np.ndarray, X: Any) -> None:

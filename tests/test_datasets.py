@@ -397,7 +397,7 @@ def test_pbcseq_matches_the_r_source(pbc):
 @pytest.mark.parametrize("call, error, match", [
     (lambda: make_addition(2, 5, random_state=-1), ValueError, "non-negative int seed; got -1"),
     (lambda: make_addition(2, 5, random_state=True), TypeError, "got bool"),  # it was seed 1
-    (lambda: make_temporal_order(2, 5, n_symbols=3.0), ValueError, "n_symbols must be 2"),
+    (lambda: make_temporal_order(2, 5, n_symbols=3.0), ValueError, r"n_symbols must be the int 2 .* got float 3.0\. Pass int"),
     (lambda: task_error("addition", [0.5], [0.5], tolerance=0), ValueError, "tolerance must be positive"),
     (lambda: task_error("temporal_order", [1, 2], [[0.3], [0.9]]), ValueError, "n_classes >= 2"),
 ])
@@ -427,3 +427,13 @@ def test_task_error_tolerance_must_be_a_number(tolerance):
     with pytest.raises(TypeError, match=expected):
         task_error("addition", [0.5, 0.5], [1.4, 0.9], tolerance=tolerance)
     assert task_error("addition", [0.5], [0.5], tolerance=np.float32(0.04)) == 0.0
+
+
+def test_xor_task_error_tells_a_classifiers_scores_what_to_pass():
+    # music44: two columns of scores met a bare shape message.
+    from sklearn_rnn.datasets import task_error
+
+    with pytest.raises(ValueError, match=r"got shape \(2, 2\)\. For a classifier's scores, pass its labels, "
+                                         r"clf\.predict\(X\), or the score of class 1, clf\.predict_proba\(X\)\[:, 1\]"):
+        task_error("xor", [0, 1], [[0.9, 0.1], [0.2, 0.8]])
+    assert task_error("xor", [0, 1], [0, 1]) == 0.0

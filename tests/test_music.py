@@ -156,6 +156,12 @@ def test_outdated_or_damaged_cache_is_rebuilt(tmp_path, few_chorales):
         (lambda a: {"names": a["names"][None]}, r"arrays that are not 1D"),
         (lambda a: {"notes": a["notes"] + 80}, r"notes outside the 88 keys"),
         (lambda a: {"lengths": a["lengths"] // 2}, r"steps outside their chorale"),
+        # music44: a negative length crashed in numpy ("negative dimensions"), a 0-d
+        # duplicates array came back as a str.
+        (lambda a: {"names": np.append(a["names"], "x"), "counts": np.append(a["counts"], 0),
+                    "lengths": np.append(a["lengths"], -3)}, r"negative lengths"),
+        (lambda a: {"duplicates": np.array("bach/x")}, r"arrays that are not 1D"),
+        (lambda a: {"music21_version": np.array(["10.5.1", "9"])}, r"a music21 version that is not one text"),
     ],
 )
 def test_a_cache_whose_arrays_disagree_is_rebuilt(tmp_path, few_chorales, change, problem):
@@ -166,8 +172,9 @@ def test_a_cache_whose_arrays_disagree_is_rebuilt(tmp_path, few_chorales, change
     arrays = _music._read_cache(path)
     np.savez_compressed(path, **{**arrays, **change(arrays)})
     few_chorales.clear()
-    with pytest.warns(UserWarning, match=f"ignoring the inconsistent cache .*\\({problem}.*\\); rebuilding it"):
+    with pytest.warns(UserWarning, match=f"ignoring the inconsistent cache .*\\({problem}.*\\); rebuilding it") as caught:
         again = load_bach_chorales(data_home=tmp_path)
+    assert caught[0].filename == __file__  # the caller's line (music44)
     assert len(few_chorales) == 5  # rebuilt
     for roll, rebuilt in zip(built.train + built.test, again.train + again.test, strict=True):
         np.testing.assert_array_equal(rebuilt, roll)
@@ -382,3 +389,18 @@ def test_a_quarter_tone_goes_to_the_key_above_whatever_its_parity():
     assert key_of(20.5) == [21]  # halfway from G#0 to A0: the piano's lowest key
     with pytest.raises(ValueError, match=r"\(MIDI 109\) .* outside the piano's range"):
         key_of(108.5)  # halfway from C8 up: no key there
+
+
+def test_piano_roll_reads_a_written_pitch_ottava_at_sounding_pitch():
+    # music44: an 8va spanner over notes stored at written pitch (music21's default) came
+    # out an octave below what sounds.
+    part = stream.Part()
+    first, second = note.Note("C5"), note.Note("D5")
+    part.append([first, second])
+    part.insert(0, music21.spanner.Ottava(first, second))
+    assert [midi_of(piano_roll(part), t) for t in range(2)] == [[84], [86]]
+    assert [n.pitch.midi for n in part.notes] == [72, 74]  # the caller's stream unchanged
+    with pytest.raises(ValueError, match=r"got Decimal Decimal\('0.5'\)\. Pass float\(step\)"):
+        from decimal import Decimal
+
+        piano_roll(part, step=Decimal("0.5"))

@@ -128,10 +128,19 @@ def _sounding_notes(stream: Any, step: float) -> tuple[np.ndarray, np.ndarray, i
     steps: list[np.ndarray] = []
     notes: list[np.ndarray] = []
     end = 0.0
-    if stream.atSoundingPitch is not True and any(
+    transposing_part = stream.atSoundingPitch is not True and any(
         instrument.transposition is not None and instrument.transposition.semitones
         for instrument in stream.recurse().getElementsByClass("Instrument")
-    ):  # a transposing part (B-flat clarinet, horn in F) written as read: to the keys that sound
+    )  # a transposing part (B-flat clarinet, horn in F) written as read
+    # An 8va / 8vb spanner over notes stored at written pitch (music21's default for
+    # spanner.Ottava, and what toWrittenPitch() leaves): music21 applies it whatever
+    # atSoundingPitch says, and the roll was an octave off the keys that sound.
+    written_ottava = any(getattr(ottava, "transposing", False)
+                         for ottava in stream.recurse().getElementsByClass("Ottava"))
+    if not written_ottava:
+        written_ottava = any(getattr(ottava, "transposing", False)
+                             for ottava in stream.spannerBundle.getByClass("Ottava"))
+    if transposing_part or written_ottava:  # to the keys that sound
         stream = stream.toSoundingPitch()  # a copy
     flat = stream.flatten()
     for element in flat.notes:
@@ -234,7 +243,12 @@ def piano_roll(stream: Any, *, step: float = 1.0) -> np.ndarray:
     [(0, 60), (0, 64), (1, 60), (1, 64), (2, 67)]
     """
     music21 = _import_music21("piano_roll")
-    if isinstance(step, bool) or not isinstance(step, Real) or not 0 < step < math.inf:
+    if isinstance(step, bool) or not isinstance(step, Real):  # a Decimal, an array, text
+        raise ValueError(
+            f"step must be a positive, finite number of quarter notes (an int, float or "
+            f"Fraction, such as 0.5); got {type(step).__name__} {step!r}. Pass float(step)."
+        )
+    if not 0 < step < math.inf:
         raise ValueError(
             f"step must be a positive, finite number of quarter notes (such as 0.5); got {step!r}."
         )
@@ -311,18 +325,19 @@ def _read_cache(path: Path) -> dict[str, np.ndarray] | None:
         version = int(version) if version.shape == () and np.issubdtype(version.dtype, np.integer) else -1
     except Exception as error:  # whatever it is, the cache cannot be read: rebuild it
         warnings.warn(
-            f"ignoring the unreadable cache {path} ({type(error).__name__}: {error}); rebuilding it."
+            f"ignoring the unreadable cache {path} ({type(error).__name__}: {error}); rebuilding it.",
+            stacklevel=3,  # load_bach_chorales's caller
         )
         return None
     if version != _CACHE_VERSION:
         return None
     missing = sorted(_CACHE_ARRAYS - set(arrays))
     if missing:  # the right version, but not all of it (an interrupted write, an edit)
-        warnings.warn(f"ignoring the incomplete cache {path} (no {missing}); rebuilding it.")
+        warnings.warn(f"ignoring the incomplete cache {path} (no {missing}); rebuilding it.", stacklevel=3)
         return None
     problem = _cache_problem(arrays)
     if problem:  # an edited file, or one of a mismatched build: notes lost or an IndexError
-        warnings.warn(f"ignoring the inconsistent cache {path} ({problem}); rebuilding it.")
+        warnings.warn(f"ignoring the inconsistent cache {path} ({problem}); rebuilding it.", stacklevel=3)
         return None
     return arrays
 
@@ -331,8 +346,12 @@ def _cache_problem(arrays: dict[str, np.ndarray]) -> str:
     """What makes the arrays of a cache disagree with each other, or ''."""
     names, counts, lengths = arrays["names"], arrays["counts"], arrays["lengths"]
     steps, notes = arrays["steps"], arrays["notes"]
-    if any(array.ndim != 1 for array in (names, counts, lengths, steps, notes)):
+    if any(array.ndim != 1 for array in (names, counts, lengths, steps, notes, arrays["duplicates"])):
         return "arrays that are not 1D"
+    if arrays["music21_version"].ndim != 0:
+        return "a music21 version that is not one text"
+    if np.issubdtype(lengths.dtype, np.integer) and (lengths < 0).any():
+        return "negative lengths"
     if not (len(names) == len(counts) == len(lengths)):
         return f"{len(names)} names, {len(counts)} note counts, {len(lengths)} lengths"
     if any(not np.issubdtype(a.dtype, np.integer) for a in (counts, lengths, steps, notes)):
@@ -452,6 +471,17 @@ def load_bach_chorales(
       bar line, and fermatas are ignored as in JSB Chorales.
     - **Key.** Chorales keep their written keys; we make no claim about whether JSB
       Chorales was transposed, which we could not check offline.
+    - **Names and files.** Each catalogue name is read with ``music21.corpus.parse``,
+      which for a name matching several corpus files reads the first (music21 10.5):
+      ``bach/bwv69.6`` reads ``bwv69.6-a.mxl``, so ``bach/bwv69.6-a`` reads the same
+      file and is dropped as its copy (one of the two "copies"; ``bwv274`` equals
+      ``bwv62.6``), and ``bwv69.6.xml`` is not in the set; ``bwv112.5`` and
+      ``bwv190.7`` read their ``-sc`` and ``-inst`` versions, and ``bwv277``,
+      ``bwv281`` and ``bwv366`` their Humdrum (``.krn``) encodings. Kept as built, so
+      that the set and the numbers measured on it stay the same.
+    - **Repeats.** Repeat signs are not expanded: a section marked to be repeated
+      appears once, as notated (167 of the 353 files mark repeats; a few encodings
+      write them out).
 
     Examples
     --------

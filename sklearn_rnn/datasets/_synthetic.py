@@ -369,7 +369,12 @@ def make_temporal_order(
     >>> int(y[0]) == 2 * int(special[0]) + int(special[1])
     True
     """
-    if n_symbols not in (2, 3) or not isinstance(n_symbols, (int, np.integer)) or isinstance(n_symbols, bool):
+    if not isinstance(n_symbols, (int, np.integer)) or isinstance(n_symbols, bool):
+        raise ValueError(
+            f"n_symbols must be the int 2 (4 classes) or 3 (8 classes); got {type(n_symbols).__name__} "
+            f"{n_symbols!r}." + (" Pass int(n_symbols)." if isinstance(n_symbols, Real) else "")
+        )
+    if n_symbols not in (2, 3):
         raise ValueError(f"n_symbols must be 2 (4 classes) or 3 (8 classes); got {n_symbols!r}.")
     n_symbols = int(n_symbols)
     n_samples, length = _check_sizes(n_samples, length, n_symbols)
@@ -465,10 +470,12 @@ def task_error(
     elif pred.ndim == 2 and pred.shape[1] == 1:
         pred = pred[:, 0]
     if pred.shape != truth.shape:
+        scores = (" For a classifier's scores, pass its labels, clf.predict(X), or the score of "
+                  "class 1, clf.predict_proba(X)[:, 1]." if task == "xor" and pred.ndim == 2 else "")
         raise ValueError(
             f"y_pred must have one prediction per target, shape {truth.shape}"
             + (" or (n_samples, n_classes)" if task == "temporal_order" else "")
-            + f"; got shape {np.asarray(y_pred).shape}."
+            + f"; got shape {np.asarray(y_pred).shape}.{scores}"
         )
     if task == "temporal_order":
         wrong = pred != truth

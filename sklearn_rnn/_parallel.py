@@ -307,17 +307,57 @@ def fitting_threads(hidden_size: int, batch_size: int) -> Iterator[None]:
         budget = worker_thread_budget()
         if budget is not None:
             target = min(target, budget)
-        torch.set_num_threads(target)
+        outside = not _in_pool_thread()
+        with _shared_lock:
+            torch.set_num_threads(target)
+            if outside:  # a pool starting now reads the count from before this fit
+                if not _outside_fits["running"]:
+                    _outside_fits["before"] = before
+                _outside_fits["running"] += 1
         try:
             yield
         finally:
-            torch.set_num_threads(before)
+            with _shared_lock:
+                if outside:
+                    _outside_fits["running"] -= 1
+                torch.set_num_threads(before)
 
 
 #: Task threads of a pool in this process now inside :func:`_task_share`, and torch's
 #: thread count before the first of them lowered it.
 _shared_tasks: dict[str, int] = {"running": 0, "before": 0}
+#: Fits outside pools now lowering torch's count (:func:`fitting_threads` in a thread of
+#: no pool), and the count before the first of them did: the count a pool starting
+#: meanwhile restores when it ends (its own reading then was the lowered one, which it
+#: wrote back for every thread started later, after the fit had restored it).
+_outside_fits: dict[str, int] = {"running": 0, "before": 0}
 _shared_lock = threading.Lock()
+
+
+def _in_pool_thread() -> bool:
+    """Whether this thread is a task thread of a pool sharing the process (joblib's
+    threading backend, Dask's worker threads), as :func:`_task_share` tells them."""
+    return worker_thread_budget() is not None and threading.current_thread() is not threading.main_thread()
+
+
+def threads_chosen() -> bool:
+    """Whether a :func:`torch_threads` block chose the count of the fits running here
+    (a number, or None for torch's own setting).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from sklearn_rnn._parallel import threads_chosen, torch_threads
+    >>> threads_chosen()
+    False
+    >>> with torch_threads(None):
+    ...     threads_chosen()
+    True
+    """
+    return _chosen.get() is not None
 
 
 @contextlib.contextmanager
@@ -335,15 +375,15 @@ def _task_share() -> Iterator[None]:
     that the user has changed since)."""
     # Dask's worker threads too: an in-process cluster (Client(processes=False)) runs
     # them in the caller's process, which the lowered count otherwise stayed with.
-    share = worker_thread_budget()
-    if share is None or threading.current_thread() is threading.main_thread():
+    if not _in_pool_thread():
         limit_torch_threads()  # a worker process, or no pool: left as it is
         yield
         return
     own = torch.get_num_threads()
     with _shared_lock:
         if not _shared_tasks["running"]:  # what threads started now take, not a pool
-            _shared_tasks["before"] = _count_for_new_threads()  # thread's count of an earlier call
+            _shared_tasks["before"] = (  # thread's count of an earlier call
+                _outside_fits["before"] if _outside_fits["running"] else _count_for_new_threads())
         _shared_tasks["running"] += 1
         limit_torch_threads()
     try:

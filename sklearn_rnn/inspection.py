@@ -31,6 +31,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._estimators import BaseRNN, frame_sequences
+from ._parallel import fitting_threads
 from .sequences import check_sequences, input_layout, restore_layout
 from .sequences._encoding import _resolve_time_feature
 from .sequences._panel import check_targets_follow_instances, is_panel
@@ -503,13 +504,16 @@ def integrated_gradients(
         baseline[-1, : encoder.n_values] = last.ravel()
     # The path is differentiated also where the caller turned gradients off, as predict
     # runs there (the network copy too: made in inference mode, it could not be).
-    with torch.inference_mode(False), torch.enable_grad():
+    # The fits' thread rule (one thread for a small network, a torch_threads choice, a
+    # pool task's share): the attribution ran on every core whatever the rule.
+    points = max(1, PATH_CHUNK_STEPS // len(encoded))  # sequences per pass
+    with torch.inference_mode(False), torch.enable_grad(), fitting_threads(model.hidden_size, points):
         network = copy.deepcopy(model.module_).double().train(False).cpu()
         output_of, target = _attributed_output(model, target, network, encoded)
         alphas = (np.arange(n_steps) + 0.5) / n_steps
         # The path's points in chunks of about PATH_CHUNK_STEPS steps in all: the backward
         # pass keeps every point's states, so memory stays bounded on long sequences.
-        per_chunk = max(1, PATH_CHUNK_STEPS // len(encoded))
+        per_chunk = points
         total = np.zeros_like(encoded)
         for start in range(0, n_steps, per_chunk):
             chunk = alphas[start : start + per_chunk]

@@ -255,3 +255,183 @@ def test_in_process_dask_workers_share_the_process_s_cpus():
     expected = max(1, joblib.cpu_count() // 2)
     environment = _environment_threads()  # OMP_NUM_THREADS and the like, read within the share
     assert set(shares) == {expected if environment is None else min(environment, expected)}
+
+
+class _SlowFit:
+    """A tiny classifier that takes 0.2 s to fit and counts its fits (par44)."""
+
+    fits: list[float] = []
+
+    def __init__(self, bad=False):
+        self.bad = bad
+
+    def get_params(self, deep=True):
+        return {"bad": self.bad}
+
+    def set_params(self, **params):
+        self.bad = params.get("bad", self.bad)
+        return self
+
+    def fit(self, X, y):
+        import time
+
+        time.sleep(0.2)
+        self.classes_ = np.unique(y)
+        _SlowFit.fits.append(time.perf_counter())
+        return self
+
+    def predict_proba(self, X):
+        return np.full((len(X), 2), np.nan if self.bad else 0.5)
+
+
+def test_an_error_in_pooled_cross_validation_cancels_the_folds_not_started():
+    # par44: the result generator was never closed: with the traceback kept (IPython keeps
+    # the last), its pool fitted every remaining fold (18 of 20) after the call raised.
+    import time
+
+    from sklearn_rnn.clinical import pooled_cross_validate
+
+    X, y = np.random.RandomState(0).randn(40, 2), np.array([0, 1] * 20)
+    _SlowFit.fits = []
+    with pytest.raises(ValueError, match="fold 0") as kept:
+        with joblib.parallel_config(backend="threading"):
+            pooled_cross_validate(_SlowFit(bad=True), X, y, n_splits=5, n_repeats=4, n_jobs=2)
+    raised = time.perf_counter()
+    time.sleep(1.0)  # 5 more fits' time for 2 workers
+    assert kept.value is not None
+    assert sum(fit > raised for fit in _SlowFit.fits) <= 2  # at most the ones in flight
+    assert len(_SlowFit.fits) <= 6
+
+
+def test_torch_threads_none_reaches_the_folds_of_pooled_cross_validation(monkeypatch):
+    # par44: each parallel fold forced one thread, so torch_threads(None) (torch's own
+    # count, within the task's share) gave 1 there while RNNGridSearchCV's stacks got it.
+    from skorch.callbacks import Callback
+
+    from sklearn_rnn import torch_threads
+    from sklearn_rnn.clinical._evaluation import _fit_predict
+
+    seen = []
+
+    class Probe(Callback):
+        def on_epoch_begin(self, net, **kwargs):
+            seen.append(torch.get_num_threads())
+
+    rng = np.random.RandomState(0)
+    X = [rng.randn(4, 2) for _ in range(12)]
+    y = np.array([0, 1] * 6)
+    model = RNNClassifier(hidden_size=3, max_iter=1, random_state=0, callbacks=[("probe", Probe())])
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            with torch_threads(None):
+                _fit_predict(model, X, y, np.arange(8), np.arange(8, 12), 1, True)
+            _fit_predict(model, X, y, np.arange(8), np.arange(8, 12), 1, True)  # no choice: one thread
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [2, 1]
+
+
+def test_a_fit_in_another_thread_as_a_thread_pool_starts_leaves_new_threads_their_count():
+    # par44: the pool read the count another thread's small fit had lowered to 1, and wrote
+    # it back for every thread started later, after that fit had restored 2.
+    import threading
+
+    from skorch.callbacks import Callback
+
+    def new_thread_count():
+        counts = []
+        reader = threading.Thread(target=lambda: counts.append(torch.get_num_threads()))
+        reader.start()
+        reader.join()
+        return counts[0]
+
+    rng = np.random.RandomState(0)
+    X = [rng.randn(5, 2) for _ in range(8)]
+    y = np.array([0, 1] * 4)
+    in_fit, pool_in_fit, other_done = threading.Event(), threading.Event(), threading.Event()
+
+    class Hold(Callback):  # the pool's fits wait until the other fit has ended
+        def on_epoch_begin(self, net, **kwargs):
+            pool_in_fit.set()
+            other_done.wait(30)
+
+    class Wait(Callback):  # the other thread's fit ends once the pool's fits run
+        def on_epoch_begin(self, net, **kwargs):
+            in_fit.set()
+            pool_in_fit.wait(30)
+
+    def other_fit():
+        RNNClassifier(hidden_size=4, max_iter=1, callbacks=[("w", Wait())]).fit(X, y)
+        other_done.set()
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            other = threading.Thread(target=other_fit)
+            other.start()
+            in_fit.wait(30)
+            joblib.Parallel(n_jobs=2, backend="threading")(
+                joblib.delayed(lambda i: RNNClassifier(hidden_size=4, max_iter=1, random_state=i,
+                                                       callbacks=[("h", Hold())]).fit(X, y))(i)
+                for i in range(2))
+            other.join()
+        assert new_thread_count() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_integrated_gradients_follow_the_thread_rule():
+    # par44: the attribution ran on torch's count (every core) inside torch_threads(1).
+    from sklearn_rnn import torch_threads
+    from sklearn_rnn.inspection import integrated_gradients
+
+    rng = np.random.RandomState(0)
+    X = [rng.randn(6, 2) for _ in range(8)]
+    y = np.array([0, 1] * 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(X, y)
+    seen, grad = [], torch.autograd.grad
+
+    def recording(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return grad(*args, **kwargs)
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.autograd.grad = recording
+        with torch_threads(1):
+            integrated_gradients(model, X[0], n_steps=8)
+    finally:
+        torch.autograd.grad = grad
+        torch.set_num_threads(before)
+    assert set(seen) == {1}
+
+
+def test_a_training_call_swaps_the_estimators_state_in_one_assignment():
+    # par44: staging cleared the estimator's attributes and then refilled them; a predict
+    # in another thread between the two met NotFittedError on a fitted estimator.
+    class Watched(dict):
+        cleared = False
+
+        def clear(self):
+            Watched.cleared = True
+            super().clear()
+
+    rng = np.random.RandomState(0)
+    X = [rng.randn(4, 2) for _ in range(8)]
+    y = np.array([0, 1] * 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=3, max_iter=1, random_state=0).fit(X, y)
+        old = Watched(model.__dict__)
+        model.__dict__ = old
+        model.partial_fit(X, y)
+    assert not Watched.cleared and model.__dict__ is not old and "net_" in old  # the old state stays whole
+    assert model.n_iter_ == 2

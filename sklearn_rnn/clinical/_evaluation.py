@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 from numbers import Integral, Real
@@ -27,7 +28,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold
 from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils.parallel import Parallel, delayed  # the caller's config and warning filters
 
-from .._parallel import _task_share, with_callers_context
+from .._parallel import _task_share, threads_chosen, with_callers_context
 from ..sequences._panel import by_instance
 from ..sequences._validation import numpy_readable
 
@@ -429,11 +430,19 @@ def pooled_cross_validate(
         task(estimator, X, y_fit, train, test, pos_label, parallel) for train, test in splits
     )
     scores = []
-    for score in tasks:
-        scores.append(score)
-        _check_fold_scores(score, *divmod(len(scores) - 1, n_splits))
-        if on_fold is not None:
-            on_fold(len(scores), len(splits))
+    try:
+        for score in tasks:
+            scores.append(score)
+            _check_fold_scores(score, *divmod(len(scores) - 1, n_splits))
+            if on_fold is not None:
+                on_fold(len(scores), len(splits))
+    except BaseException:
+        # The folds not started are cancelled: with a kept traceback (IPython keeps the
+        # last), the generator lived on and its pool fitted every remaining fold.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*tasks have been successfully executed")
+            tasks.close()
+        raise
     seconds = time.perf_counter() - start
     y_score = np.empty((n_repeats, n_samples))
     folds = np.empty((n_repeats, n_samples), dtype=np.int64)
@@ -542,6 +551,9 @@ def _fit_predict(
     """Fit a clone on ``train`` and return its positive-class probabilities on ``test``."""
     # A task of a pool (n_jobs > 1): the task's share, restored as the estimators' own
     # tasks restore it (a thread's own reading while another task runs is the lowered count).
+    # One thread per fold unless a torch_threads block chose a count (None: torch's own,
+    # within the task's share), which the fit applies (it forced 1 under torch_threads(None)).
+    one_thread = one_thread and not threads_chosen()
     with _task_share() if one_thread else contextlib.nullcontext():
         threads = torch.get_num_threads()
         if one_thread:

@@ -433,8 +433,9 @@ def staging(estimator: Any) -> Iterator[Any]:
         if generator is not None:  # the draws of a call that is not kept are undone
             generator.set_state(position)
         raise
-    estimator.__dict__.clear()
-    estimator.__dict__.update(work.__dict__)  # all of the new state at once
+    # All of the new state at once, in one assignment: a clear() then update() left a
+    # moment without any attribute, where a predict in another thread met NotFittedError.
+    estimator.__dict__ = dict(work.__dict__)
 
 
 def frames_like(sequences: list[np.ndarray], X: Any, names: NDArray[np.object_]) -> list[Any]:

@@ -8,6 +8,7 @@ import logging
 import math
 import os
 import re
+import types
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator
 import warnings
@@ -690,8 +691,25 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     }
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Register every estimator of this family to save and load, and give one without
+        an ``__init__`` of its own a copy of the one it inherits, named after it: Python's
+        "got an unexpected keyword argument" named the private ``BaseRNN.__init__`` for
+        ``RNNRegressor(class_weight=...)``."""
         super().__init_subclass__(**kwargs)
         register_model_class(cls)  # every estimator of this family saves and loads
+        if "__init__" in vars(cls):
+            return
+        inherited = cls.__init__
+        name = f"{cls.__qualname__}.__init__"
+        code = inherited.__code__
+        if hasattr(code, "co_qualname"):  # Python 3.11+: the message reads the code's name
+            code = code.replace(co_qualname=name)
+        init = types.FunctionType(code, inherited.__globals__, "__init__", inherited.__defaults__,
+                                  inherited.__closure__)
+        init.__kwdefaults__ = inherited.__kwdefaults__
+        init.__annotations__ = inherited.__annotations__
+        init.__doc__, init.__module__, init.__qualname__ = inherited.__doc__, cls.__module__, name
+        cls.__init__ = init
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
@@ -1087,8 +1105,16 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         return train, valid
 
     def _check_optimizer_cell(self) -> None:
-        """Refuse the simplex method with a cell that has no temporal gradients."""
+        """Refuse the simplex method with a cell that has no temporal gradients, and a cell
+        that reads the time between steps without a time column (the network's message
+        spoke of a gap_channel, which no estimator parameter sets)."""
         cell = self._resolved_cell()
+        if get_cell(cell).needs_gaps and self.time_feature is None:
+            raise ValueError(
+                f"cell={cell!r} reads the time between steps, so it needs time_feature: set it to "
+                "the column of the steps' time stamps (time_feature=0, or the column's name), or "
+                "use a cell without time, e.g. cell='gru'."
+            )
         if self.optimizer == "simplex" and not get_cell(cell).temporal_gradients:
             *others, last = (repr(name) for name in cell_names(temporal_gradients=True))
             raise ValueError(

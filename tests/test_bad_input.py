@@ -888,3 +888,56 @@ def test_a_target_left_in_a_table_is_warned_of():
         warnings.simplefilter("error", UserWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
         RNNClassifier(**TINY).fit(table, y)  # no such column: no warning
+
+
+def test_pandas_row_numbers_are_refused_as_data():
+    # newbie44: 'Unnamed: 0' (to_csv then read_csv) or 'index' (reset_index()) were read as
+    # data: with rows stored sorted by outcome, noise scored a cross-validated AUC of 1.0.
+    import io
+
+    import pandas as pd
+
+    from sklearn_rnn.sequences import from_long_format
+
+    rng = np.random.default_rng(0)
+    wide = pd.DataFrame(rng.normal(size=(12, 4)), columns=[f"t{i}" for i in range(4)])
+    buffer = io.StringIO()
+    wide.to_csv(buffer)
+    buffer.seek(0)
+    for X, name in ((pd.read_csv(buffer), "Unnamed: 0"), (wide.reset_index(), "index")):
+        with pytest.raises(ValueError, match=rf"X has a column '{name}' of distinct integers, the row numbers "
+                                             r"pandas writes .* pd\.read_csv\(path, index_col=0\)"):
+            RNNClassifier(max_iter=1).fit(X, np.repeat([0, 1], 6))
+    visits = pd.DataFrame({"patient": np.repeat(np.arange(4), 3), "day": np.tile([0, 7, 14], 4),
+                           "hr": rng.normal(size=12)}).reset_index()
+    with pytest.raises(ValueError, match=r"the table has a column 'index' of distinct integers.* "
+                                         r"pass feature_columns=\[\.\.\.\] without it"):
+        from_long_format(visits, id_column="patient", time_column="day")
+    with pytest.raises(ValueError, match=r"X has a column 'index' of distinct integers"):
+        RNNClassifier(max_iter=1).fit(visits.set_index(["patient", "day"]), [0, 1, 0, 1])
+    frames = [frame.drop(columns=["patient"]) for _, frame in visits.groupby("patient")]
+    with pytest.raises(ValueError, match=r"X's sequences have a column 'index' of distinct integers"):
+        RNNClassifier(max_iter=1).fit(frames, [0, 1, 0, 1])
+    assert len(from_long_format(visits, id_column="patient", time_column="day", feature_columns=["hr"])[0]) == 4
+
+
+def test_misuse_is_named_in_the_estimators_words():
+    # newbie44: a sequence column beside a column of ages got sktime's nested-format advice
+    # (whose fix failed in numpy); RNNRegressor(class_weight=...) named the private
+    # BaseRNN.__init__; cell='decay' without time_feature spoke of a gap_channel.
+    import pandas as pd
+
+    from sklearn_rnn import RNNRegressor, RNNStepClassifier
+
+    rng = np.random.default_rng(0)
+    seqs = [rng.normal(size=(int(n), 2)) for n in rng.integers(3, 8, size=6)]
+    X = pd.DataFrame({"series": seqs, "age": rng.normal(60, 10, size=6)})
+    with pytest.raises(TypeError, match=r"X holds sequences in column\(s\) \['series'\] beside column\(s\) \['age'\] "
+                                        r"of one value per row.* X\['series'\]"):
+        RNNClassifier(max_iter=1).fit(X, [0, 1] * 3)
+    with pytest.raises(TypeError, match=r"^RNNRegressor\.__init__\(\) got an unexpected keyword argument 'class_weight'"):
+        RNNRegressor(class_weight="balanced")
+    with pytest.raises(TypeError, match=r"^RNNStepClassifier\.__init__\(\) got an unexpected keyword argument"):
+        RNNStepClassifier(epochs=5)
+    with pytest.raises(ValueError, match=r"cell='decay' reads the time between steps, so it needs time_feature"):
+        RNNClassifier(cell="decay", max_iter=1).fit(seqs, [0, 1] * 3)

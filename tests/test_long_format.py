@@ -211,8 +211,11 @@ def test_bad_time_and_id_values(visits):
 def test_to_long_format_errors():
     with pytest.raises(ValueError, match="1D .* or 2D"):
         to_long_format(np.zeros((2, 3, 1)), [1, 2])
-    with pytest.raises(ValueError, match=r"one id per sample \(2\)"):
+    # The values were the ones out of step as often: the ids were blamed (newbie44).
+    with pytest.raises(ValueError, match=r"values hold 2 samples but ids 3: pass one value \(row\) per id"):
         to_long_format([0.1, 0.2], [1, 2, 3])
+    with pytest.raises(ValueError, match=r"one id per sample \(2\)"):
+        to_long_format([0.1, 0.2], [[1, 2]])
     with pytest.raises(ValueError, match="ids must be unique.*\\[1\\]"):
         to_long_format([0.1, 0.2], [1, 1])
     with pytest.raises(ValueError, match="name each of the 2 value column"):

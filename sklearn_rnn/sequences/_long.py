@@ -17,6 +17,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ._panel import (
+    check_no_row_numbers,
     check_one_type_of_ids,
     complex_hint,
     default_index,
@@ -100,6 +101,9 @@ def _resolve_features(
     if feature_columns is None:
         skip = {id_column, time_column, *exclude}
         features = [c for c in table.columns if c not in skip]
+        # Every other column: not the row numbers read_csv or reset_index() added.
+        check_no_row_numbers({c: table[c] for c in features}, "the table has",
+                             "pass feature_columns=[...] without it, or table.drop(columns=[{name}])")
     else:
         if not isinstance(feature_columns, str) and not hasattr(feature_columns, "__iter__"):
             raise TypeError(
@@ -581,10 +585,16 @@ def to_long_format(
             "values must be 1D (n_samples,) or 2D (n_samples, n_outputs), one entry per "
             f"sample; got shape {array.shape}. {reduce_first}"
         )
-    if id_array.ndim != 1 or id_array.shape[0] != array.shape[0]:
+    if id_array.ndim != 1:
         raise ValueError(
             f"ids must be 1D with one id per sample ({array.shape[0]}); got shape "
             f"{id_array.shape}. Pass the ids returned with the sequences."
+        )
+    if id_array.shape[0] != array.shape[0]:  # the values are as often the ones out of step
+        raise ValueError(
+            f"values hold {array.shape[0]} samples but ids {id_array.shape[0]}: pass one value "
+            "(row) per id, e.g. the predictions of the very sequences the ids came with (ids "
+            "of a subset X[mask] are ids[mask])."
         )
     id_series = pd.Series(id_array)
     if id_series.duplicated().any():

@@ -280,6 +280,19 @@ def _check_not_nested(X: Any, array: Any = None) -> None:
             "univariate sequence is a (T_i, 1) array. Reshape each, e.g. "
             f"[np.reshape(x, (-1, 1)) for x in {cells}]."
         )
+    if frame and array.ndim == 2:  # a column of sequences beside columns of one value each
+        scalars = [name for name, column in X.items()
+                   if not any(np.ndim(value) >= 1 for value in column.iloc[:20])]
+        series = [name for name in X.columns if name not in scalars]
+        if scalars and series:
+            raise TypeError(
+                f"X holds sequences in column(s) {series} beside column(s) {scalars} of one value "
+                "per row: a sequence is one (T_i, d) array, steps in rows, and X's other columns "
+                f"are not steps of it. Pass the sequences alone, X[{series[0]!r}] (a label column "
+                "is y), or add a per-sequence value as a constant channel, e.g. "
+                f"[np.column_stack([s, np.full(len(s), v)]) for s, v in zip(X[{series[0]!r}], "
+                f"X[{scalars[0]!r}])]."
+            )
     rows = "X.itertuples(index=False)" if frame else "X"
     raise TypeError(
         f"X is a table whose cells hold series (a cell is a {type(cell).__name__}; "

@@ -210,7 +210,10 @@ def _scoring_setup(
     def score(changed: list[NDArray[np.float64]]) -> float:
         # In X's own form: a pipeline's first step may read it (a ColumnTransformer of a
         # sequence column, a reshape of a padded array), which a plain list failed.
-        given = restore_layout(changed, layout, X) if names is None else frames_like(changed, X, names)
+        # Named steps as frames again, in X's container (a sequence column of frames, a
+        # panel, which a pipeline's first step read and a plain list of frames failed).
+        named = names is not None and not is_panel(X)
+        given = restore_layout(frames_like(changed, X, names) if named else changed, layout, X)
         return float(scorer(estimator, given, y))
 
     time_column = _time_column(estimator, sequences[0].shape[1], names)
@@ -465,8 +468,18 @@ def integrated_gradients(
     """
     if not (isinstance(n_steps, (int, np.integer)) and n_steps >= 1):
         raise ValueError(f"n_steps must be a positive integer; got {n_steps!r}.")
-    _check_one_sequence(sequence)
     preprocess, model = _final_step(estimator)
+    # A pipeline whose first step reads a sequence column (a ColumnTransformer) takes the
+    # one-row column itself: its sequence alone failed there.
+    _check_one_sequence(sequence, column_ok=preprocess is not None)
+    inner = getattr(model, "regressor_", None)
+    if not isinstance(model, BaseRNN) and isinstance(inner, BaseRNN):
+        raise TypeError(
+            f"integrated_gradients attributes the output of one network; got "
+            f"{type(model).__name__}, which transforms that network's targets. Explain the "
+            "network it holds, e.g. integrated_gradients(ttr.regressor_, sequence): the "
+            "attributions are then in the transformed target's units (log y for func=np.log)."
+        )
     if not isinstance(model, BaseRNN):
         raise TypeError(
             "integrated_gradients attributes the output of one RNNClassifier or RNNRegressor "
@@ -558,8 +571,9 @@ def _label(value: Any) -> str:
     return str(value)
 
 
-def _check_one_sequence(sequence: Any) -> None:
-    """Refuse several sequences where one is explained."""
+def _check_one_sequence(sequence: Any, *, column_ok: bool = False) -> None:
+    """Refuse several sequences where one is explained (``column_ok``: a one-row column
+    of sequences is taken as it is, for a pipeline whose first step reads the column)."""
     sequence = numpy_readable(sequence)  # a torch nested tensor: the list of sequences it holds
     first = "[0]"  # how the first sequence is read from what was given
     if isinstance(sequence, (list, tuple)) and sequence and all(np.ndim(item) >= 2 for item in sequence):
@@ -570,6 +584,8 @@ def _check_one_sequence(sequence: Any) -> None:
             return
     elif _column_cells(sequence) is not None:  # a column of sequences
         count = len(sequence)
+        if count == 1 and column_ok:
+            return
         kind = type(sequence).__name__
         first = {"Series": ".iloc[0]", "DataFrame": ".iloc[0, 0]"}.get(kind, "[0, 0]")  # (n, 1) array
     elif type(sequence).__name__ != "DataFrame" and np.ndim(sequence) >= 3:
@@ -606,8 +622,8 @@ def _as_given(model: Any, sequence: Any) -> Any:
                 "table. Pass one row, e.g. X.iloc[[0]] (or X[[0]] of an array), once for "
                 "each sequence to explain."
             )
-    if is_panel(sequence):  # one instance's rows: read as predict reads them, in time order
-        return sequence
+    if is_panel(sequence) or _column_cells(sequence) is not None:
+        return sequence  # one instance's rows, or a one-row column: as predict reads them
     _check_not_flat(model, sequence)
     return [sequence]
 

@@ -695,3 +695,37 @@ def test_one_metric_in_a_list_is_told_to_pass_the_metric_itself():
     for scoring in (["accuracy"], {"acc": "accuracy"}):
         with pytest.raises(ValueError, match=r"is a collection.*pass the metric itself, scoring='accuracy'\."):
             sequence_permutation_importance(model, X, y, scoring=scoring)
+
+
+def test_importances_and_attributions_reach_a_column_transformer_over_a_column_of_frames():
+    # insp44: the permuted sequences reached a pipeline as a plain list of frames when X
+    # was a sequence column of frames (a ColumnTransformer failed: "Expected 2D array");
+    # integrated_gradients refused the one-row column its pipeline reads, and its advice
+    # (the bare sequence) failed inside the ColumnTransformer; a TransformedTargetRegressor
+    # was called a meta-estimator of several networks.
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_rnn import RNNRegressor, SequenceStandardScaler
+    from sklearn_rnn.inspection import integrated_gradients, sequence_permutation_importance
+    from sklearn_rnn.sequences import sequence_column
+
+    rng = np.random.default_rng(0)
+    arrays = [rng.normal(size=(int(k), 2)) for k in rng.integers(2, 6, size=30)]
+    y = np.array([a[-1, 0] > 0 for a in arrays]).astype(int)
+    frames = pd.DataFrame({"visits": sequence_column([pd.DataFrame(a, columns=["hr", "bp"]) for a in arrays])[:, 0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pipe = make_pipeline(ColumnTransformer([("seq", SequenceStandardScaler(), ["visits"])]),
+                             RNNClassifier(hidden_size=4, max_iter=2, random_state=0)).fit(frames, y)
+        ttr = TransformedTargetRegressor(RNNRegressor(hidden_size=4, max_iter=2, random_state=0),
+                                         func=np.log, inverse_func=np.exp).fit(arrays, np.exp(y))
+    result = sequence_permutation_importance(pipe, frames, y, n_repeats=1, random_state=0)
+    assert result.baseline_score == pipe.score(frames, y)
+    explained = integrated_gradients(pipe, frames.iloc[[0]])
+    assert explained.attributions.shape == arrays[0].shape
+    assert np.isclose(explained.attributions.sum(), explained.output - explained.baseline_output, atol=0.05)
+    with pytest.raises(TypeError, match=r"got TransformedTargetRegressor, which transforms that network's targets.* "
+                                        r"integrated_gradients\(ttr\.regressor_, sequence\)"):
+        integrated_gradients(ttr, arrays[0])

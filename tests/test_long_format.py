@@ -517,3 +517,27 @@ def test_a_wide_table_with_a_repeated_text_column_name_gets_the_packages_message
     X = pd.DataFrame([[1.0, 2.0, "3"], [2.0, 1.0, "?"], [0.5, 0.1, "0.2"], [1.5, 0.3, "1"]], columns=["t", "u", "u"])
     with pytest.raises(TypeError, match=r"X could not be read as numbers: its columns \{'u': 'str'\}"):
         RNNClassifier(max_iter=1).fit(X, [0, 1, 0, 1])
+
+
+def test_time_columns_of_durations_zones_or_complex_numbers_and_repeated_pairs_get_working_advice():
+    # insp44: durations and dates of several zones were told to use pandas.to_datetime
+    # (which fails on both); a complex time column was cut to its real part; the
+    # aggregation advice for repeated (id, time) pairs named placeholders and failed on a
+    # table with a text column.
+    import datetime
+
+    durations = pd.DataFrame({"id": [1, 1], "d": [datetime.timedelta(days=1), datetime.timedelta(days=3)],
+                              "v": [1.0, 2.0]}).astype({"d": object})
+    with pytest.raises(TypeError, match=r"It holds durations: convert them first, e.g\. pandas\.to_timedelta"):
+        from_long_format(durations, id_column="id", time_column="d")
+    zones = pd.DataFrame({"id": [1, 1], "v": [1.0, 2.0], "d": pd.Series(
+        [pd.Timestamp("2024-01-01", tz="UTC"), pd.Timestamp("2024-01-02", tz="Europe/Paris")], dtype=object)})
+    with pytest.raises(TypeError, match=r"several time zones.* pandas\.to_datetime\(table\[col\], utc=True\)"):
+        from_long_format(zones, id_column="id", time_column="d")
+    complex_times = pd.DataFrame({"id": [1, 1], "day": np.array([1 + 2j, 0 + 5j]), "v": [1.0, 2.0]})
+    with pytest.raises(TypeError, match=r"time column 'day' holds complex numbers"):
+        from_long_format(complex_times, id_column="id", time_column="day")
+    repeated = pd.DataFrame({"pid": [1, 1], "t": [0, 0], "v": [1.0, 2.0], "site": ["a", "a"]})
+    with pytest.raises(ValueError, match=r"table\.groupby\(\['pid', 't'\], as_index=False\)\.mean\(numeric_only=True\)"):
+        from_long_format(repeated, id_column="pid", time_column="t", feature_columns=["v"])
+    repeated.groupby(["pid", "t"], as_index=False).mean(numeric_only=True)  # the advice runs

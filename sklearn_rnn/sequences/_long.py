@@ -252,7 +252,13 @@ def _numeric_time(
                f"It holds {numbers_as_text(column)}: convert them to numbers first, e.g. "
                "pandas.to_numeric(table[col])."
                if numbers_as_text(column) else
-               "Convert text dates first, e.g. pandas.to_datetime(table[col]).")
+               _object_times_hint(column))
+        )
+    elif pd.api.types.is_complex_dtype(column):  # cut to its real part, with numpy's warning only
+        raise TypeError(
+            f"time column {time_column!r} holds complex numbers (dtype {column.dtype}): expected "
+            "real times (numbers, dates or durations). Pass the real times, e.g. "
+            "table[col].to_numpy().real if the imaginary parts are zero."
         )
     else:
         time = column.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -263,6 +269,21 @@ def _numeric_time(
             "needs a time to be ordered. Drop or fill those rows first."
         )
     return time
+
+
+def _object_times_hint(column: pd.Series) -> str:
+    """How to convert an object time column that holds no numbers: durations by
+    ``to_timedelta``, dates of several time zones by ``to_datetime(utc=True)``, text dates
+    by ``to_datetime`` (each failed through the other)."""
+    present = column.dropna()
+    if len(present) and all(isinstance(value, (datetime.timedelta, np.timedelta64)) for value in present.iloc[:100]):
+        return "It holds durations: convert them first, e.g. pandas.to_timedelta(table[col])."
+    zones = {str(getattr(value, "tzinfo", None)) for value in present.iloc[:1000]
+             if isinstance(value, datetime.datetime)}
+    if len(zones) > 1:
+        return ("It holds dates in several time zones: convert them to one first, e.g. "
+                "pandas.to_datetime(table[col], utc=True).")
+    return "Convert text dates first, e.g. pandas.to_datetime(table[col])."
 
 
 def _categorical_hint(column: pd.Series) -> str:
@@ -460,7 +481,8 @@ def from_long_format(
         raise ValueError(
             f"{int(same.sum())} row(s) repeat an existing ({id_column!r}, {time_column!r}) pair, "
             f"e.g. id {_scalar(ids[codes[first]])!r} at time {at}. Aggregate them first "
-            "(e.g. table.groupby([id_column, time_column], as_index=False).mean()) or pass "
+            f"(e.g. table.groupby([{id_column!r}, {time_column!r}], as_index=False)"
+            ".mean(numeric_only=True)) or pass "
             "duplicates='keep' to keep them as steps with a zero time gap. If each row holds "
             "one variable, as in a melted table (sktime's 'pd-long'), pivot the table instead, "
             f"one column per variable: {_pivot_call(table, id_column, time_column, features)}."

@@ -750,6 +750,13 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
                 "callback) pair of a string and a skorch callback instance, e.g. "
                 "('lr', skorch.callbacks.LRScheduler(policy='StepLR', step_size=10))."
             )
+        if "__" in item[0]:  # set_params(callbacks__<name>__<parameter>) splits at the first
+            raise ValueError(
+                f"{owner}(callbacks=...) names a callback {item[0]!r}, which holds '__': "
+                "set_params(callbacks__<name>__<parameter>=...) and a grid search over it "
+                "read the name up to the first '__'. Choose a name without '__', e.g. "
+                f"{item[0].replace('__', '_')!r}."
+            )
         if item[0] in ENGINE_CALLBACKS | SKORCH_CALLBACKS:
             raise ValueError(
                 f"{owner}(callbacks=...) names a callback {item[0]!r}, a name the estimator "

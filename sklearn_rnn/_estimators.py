@@ -30,8 +30,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._callbacks import TrainingOutcome, noting_interrupts, still_improving
-from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, configure,
-                      copy_callback, gradient_mode, make_grad_scaler, make_net, mark_callbacks_current)
+from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, check_user_callbacks,
+                      configure, copy_callback, gradient_mode, make_grad_scaler, make_net,
+                      mark_callbacks_current)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._gathered import outside_stacklevel, warn
@@ -2339,6 +2340,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         nested = {key: params.pop(key) for key in list(params) if key.startswith("callbacks__")}
         if nested:
             pairs = list(params.get("callbacks", self.callbacks) or [])
+            # Checked as fit checks them: a class where an instance belongs met a bare
+            # "set_params() missing 1 required positional argument: 'self'".
+            check_user_callbacks(pairs, type(self).__name__)
             names = [pair[0] if isinstance(pair, tuple) and len(pair) == 2 else None for pair in pairs]
             updates: dict[str, dict[str, Any]] = {}
             replaced: dict[str, Any] = {}

@@ -1068,3 +1068,19 @@ def test_an_interrupt_in_a_callbacks_on_train_end_keeps_the_trained_epochs():
         warnings.simplefilter("ignore", ConvergenceWarning)
         plain.fit(X, y)
     np.testing.assert_array_equal(model.predict_proba(X), plain.predict_proba(X))
+
+
+def test_callback_names_with_double_underscores_and_callback_classes_are_refused_by_name():
+    # sklearn44: a callback named 'my__lr' was accepted by fit but could never be set by
+    # set_params(callbacks__my__lr__gamma=...) or a grid over it; a callback class where
+    # an instance belongs met a bare TypeError from the nested set_params.
+    from skorch.callbacks import LRScheduler
+
+    from sklearn_rnn import RNNClassifier
+
+    X = [np.ones((3, 2))] * 4
+    with pytest.raises(ValueError, match=r"names a callback 'my__lr', which holds '__'.* e\.g\. 'my_lr'"):
+        RNNClassifier(max_iter=1, callbacks=[("my__lr", LRScheduler(policy="StepLR", step_size=1))]).fit(X, [0, 1] * 2)
+    with pytest.raises(ValueError, match=r"callbacks=\.\.\.\) item 0 is \('lr', <class .*LRScheduler'>\): expected "
+                                         r"a \(name, callback\) pair"):
+        RNNClassifier(callbacks=[("lr", LRScheduler)]).set_params(callbacks__lr__gamma=0.9)

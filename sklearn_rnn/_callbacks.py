@@ -36,7 +36,7 @@ from skorch.callbacks import EarlyStopping as _SkorchEarlyStopping
 from skorch.utils import Ansi
 from sklearn.exceptions import ConvergenceWarning
 
-from ._gathered import warn
+from ._gathered import outside_stacklevel, warn
 
 __all__ = [
     "Divergence", "EarlyStopping", "GradientClipping", "TrainingGuard", "TrainingOutcome",
@@ -162,7 +162,7 @@ class TrainingGuard(Callback):
                     f"{self.owner}: training was interrupted after epoch {self._finished_epochs} "
                     f"finished; {_kept(self._finished_epochs, self.restores_best)}.",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=outside_stacklevel(),
                 )
             return
         for _ in range(unfinished):
@@ -176,14 +176,14 @@ class TrainingGuard(Callback):
             return
         if self.diverged_ is not None:
             outcome = self.diverged_.outcome(self.owner, self.restores_best, self.largest_weight)
-            warn(outcome.message, ConvergenceWarning, stacklevel=2)
+            warn(outcome.message, ConvergenceWarning, stacklevel=outside_stacklevel())
         else:
             self.interrupted_ = True
             warn(
                 f"{self.owner}: training was interrupted during epoch "
                 f"{self._finished_epochs + 1}; {_kept(self._finished_epochs, self.restores_best)}.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=outside_stacklevel(),
             )
 
 
@@ -212,6 +212,14 @@ class EarlyStopping(_SkorchEarlyStopping):
     epoch to get below them kept a network worse than the untrained one, silently;
     they are then kept, as after a first best epoch, which the estimators warn of.
 
+    **A continued call watching the validation loss.** When training continues (earlier
+    epochs in the history) with the validation loss watched, the weights the call
+    started from are scored on the validation data too, at the start and against the
+    best epoch's at the end (``net.training_loss`` of the served validation data, one
+    pass each): where no epoch got below them, they are kept (a warm fit at too high a
+    learning rate kept a network worse on the held-out data than the one it was given,
+    silently), with their validation loss and score in ``start_validation_``.
+
     Parameters
     ----------
     min_epochs : int, default=0
@@ -224,7 +232,11 @@ class EarlyStopping(_SkorchEarlyStopping):
     best_start_weights_ : dict or None
         With ``load_best`` and a training loss: the weights the best epoch started from.
     kept_start_ : bool
-        Whether the last training call kept them (their training-set loss was lower).
+        Whether the last training call kept them (their training-set loss was lower), or
+        kept the weights a continued call started from (their validation loss was lower).
+    start_validation_ : tuple of float or None
+        When a continued call kept the weights it started from by their validation loss:
+        that loss and the validation score (``nan`` without a ``valid_score`` callback).
 
     Examples
     --------
@@ -249,6 +261,10 @@ class EarlyStopping(_SkorchEarlyStopping):
         # the first of them, training's start, as a candidate at the end too (shared).
         self._epoch_start = _weights(net) if self._watches_training_loss() else None
         self._initial = self._epoch_start
+        self.start_validation_: tuple[float, float] | None = None
+        # A continued call watching the validation loss: the weights it starts from.
+        continued = bool(self.load_best) and self.monitor == "valid_loss" and self._epochs_before > 0
+        self._valid_start = _weights(net) if continued and _served_validation(net) is not None else None
 
     def _watches_training_loss(self) -> bool:
         return bool(self.load_best) and self.monitor in ("train_loss", "train_objective")
@@ -342,6 +358,9 @@ class EarlyStopping(_SkorchEarlyStopping):
 
     def _restore_best(self, net: Any, X: Any = None, **kwargs: Any) -> None:
         self.kept_start_ = False
+        if getattr(self, "_valid_start", None) is not None and self.best_model_weights_ is not None:
+            self._restore_best_of_continued(net)
+            return
         start = self.best_start_weights_
         if X is None or start is None or not self._watches_training_loss():
             super().on_train_end(net, **kwargs)
@@ -359,7 +378,7 @@ class EarlyStopping(_SkorchEarlyStopping):
                 f"training was interrupted while the weights epoch {self.best_epoch_} started "
                 "from were compared with those it ended with; the ones it ended with are kept.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=outside_stacklevel(),
             )
             return
         self.kept_start_ = start_loss < end_loss
@@ -373,7 +392,7 @@ class EarlyStopping(_SkorchEarlyStopping):
                 net.module_.load_state_dict(chosen)
                 warn("training was interrupted while the weights training started from were "
                      f"compared with epoch {self.best_epoch_}'s; epoch {self.best_epoch_}'s are kept.",
-                     UserWarning, stacklevel=2)
+                     UserWarning, stacklevel=outside_stacklevel())
                 return
             if initial_loss < min(start_loss, end_loss):  # no epoch got below training's start
                 self.kept_start_, self.best_epoch_ = True, net.history[self._epochs_before, "epoch"]
@@ -389,6 +408,39 @@ class EarlyStopping(_SkorchEarlyStopping):
                 f"loss {min(start_loss, end_loss):.4g}, against {max(start_loss, end_loss):.4g} "
                 f"at its {other})."
             )
+
+
+    def _restore_best_of_continued(self, net: Any) -> None:
+        """Keep the best epoch's weights of a continued call watching the validation loss,
+        or the weights the call started from where their validation loss is lower."""
+        valid = _served_validation(net)
+        best = self.best_model_weights_
+        net.module_.load_state_dict(best)
+        try:
+            best_loss = net.training_loss(valid)
+            net.module_.load_state_dict(self._valid_start)
+            start_loss = net.training_loss(valid)
+        except KeyboardInterrupt:  # a Ctrl-C here would have discarded the whole fit
+            net.module_.load_state_dict(best)
+            warn(f"training was interrupted while epoch {self.best_epoch_}'s weights were "
+                 "compared with those training started from; epoch "
+                 f"{self.best_epoch_}'s are kept.", UserWarning, stacklevel=outside_stacklevel())
+            return
+        if not start_loss < best_loss:
+            net.module_.load_state_dict(best)
+            return
+        scorer = dict(net.callbacks_).get("valid_score")
+        score = float(scorer.scoring(net, valid, None)) if scorer is not None else math.nan
+        self.kept_start_, self.best_epoch_ = True, net.history[self._epochs_before, "epoch"]
+        self.start_validation_ = (float(start_loss), score)
+        if self.sink is not print or net.verbose:
+            self.sink(f"Restoring the weights training started from (validation loss "
+                      f"{start_loss:.4g}, against {best_loss:.4g} at best).")
+
+
+def _served_validation(net: Any) -> Any:
+    """The validation data the net's split serves during the training call, or None."""
+    return getattr(getattr(net, "train_split", None), "valid", None)
 
 
 @contextlib.contextmanager

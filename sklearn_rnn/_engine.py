@@ -78,7 +78,7 @@ from ._callbacks import (
     _restore,
     _snapshot,
 )
-from ._gathered import warn
+from ._gathered import outside_stacklevel, warn
 from ._inference import LAST_STEP, OutputSteps, run_network
 from .nn.cells._base import autocast_on
 from .optim import SimplexSGD, temporal_gradients
@@ -1226,7 +1226,7 @@ class FitGuard(TrainingGuard):
             "the training guard's check of them: in a callback after it (a user's callback "
             f"that edits the weights?). Training stopped and {_kept(epoch - 1, False)}.",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=outside_stacklevel(),
         )
 
 

@@ -28,11 +28,11 @@ from sklearn.utils._metadata_requests import SIMPLE_METHODS
 from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
+from skorch.callbacks import Callback
 
 from ._callbacks import TrainingOutcome, noting_interrupts, still_improving
-from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, check_user_callbacks,
-                      configure, copy_callback, gradient_mode, make_grad_scaler, make_net,
-                      mark_callbacks_current)
+from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, configure,
+                      copy_callback, gradient_mode, make_grad_scaler, make_net, mark_callbacks_current)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._gathered import outside_stacklevel, warn
@@ -833,7 +833,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     with net.train_split.serving(valid), noting_interrupts(guard):
                         try:
                             net.partial_fit(train, y=None)
-                        except KeyboardInterrupt:
+                        except KeyboardInterrupt as interrupt:
+                            if len(net.history) == epochs_before and not str(interrupt):
+                                # Before the first epoch began (a callback's on_train_begin):
+                                # skorch lets it through bare, where one in the epoch is named.
+                                call = "partial_fit" if incremental else "fit"
+                                raise KeyboardInterrupt(
+                                    f"{type(self).__name__}.{call} was interrupted before its first "
+                                    "epoch finished; the estimator is left as it was before the call."
+                                ) from None
                             if not (guard.train_ended_ and len(net.history) > epochs_before):
                                 raise
                             # In a callback's on_train_end (skorch runs them past its own
@@ -1565,10 +1573,14 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             validated = [row for row in history if "valid_score" in row]
             self.validation_scores_ = [float(row["valid_score"]) for row in validated]
             # The epoch whose weights early stopping restored (improved by more than tol).
-            self._best_epoch = int(dict(self.net_.callbacks_)["stop"].best_epoch_)
+            stop = dict(self.net_.callbacks_)["stop"]
+            self._best_epoch = int(stop.best_epoch_)
             best = [row["epoch"] for row in validated].index(self._best_epoch)
             self.best_validation_loss_ = float(validated[best]["valid_loss"])
             self.best_validation_score_ = self.validation_scores_[best]
+            if getattr(stop, "start_validation_", None) is not None:
+                # The weights the call started from, kept: their own loss and score.
+                self.best_validation_loss_, self.best_validation_score_ = stop.start_validation_
         elif not validated_call:
             self.validation_scores_ = None
             self.best_validation_loss_ = None
@@ -1579,7 +1591,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                           and stop.best_epoch_ == epochs_before + 1)
         if kept_start:
             start = "the network as initialized" if not epochs_before else "the weights it started from"
-            monitor = self._monitored_training_loss()
+            monitor = "valid_loss" if getattr(stop, "start_validation_", None) is not None else (
+                self._monitored_training_loss())
             outcomes.append(TrainingOutcome(
                 type(self).__name__, "kept_start", (monitor,), self.n_iter_,
                 f"{type(self).__name__}: none of the {self.n_iter_} epochs lowered the "
@@ -2340,9 +2353,6 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         nested = {key: params.pop(key) for key in list(params) if key.startswith("callbacks__")}
         if nested:
             pairs = list(params.get("callbacks", self.callbacks) or [])
-            # Checked as fit checks them: a class where an instance belongs met a bare
-            # "set_params() missing 1 required positional argument: 'self'".
-            check_user_callbacks(pairs, type(self).__name__)
             names = [pair[0] if isinstance(pair, tuple) and len(pair) == 2 else None for pair in pairs]
             updates: dict[str, dict[str, Any]] = {}
             replaced: dict[str, Any] = {}
@@ -2607,6 +2617,13 @@ _OPTIMIZER_NAMES: dict[type, str] = {ClippedSGD: "sgd", SimplexSGD: "simplex", t
 
 def _callback_with(name: str, callback: Any, parameters: dict[str, Any], owner: str) -> Any:
     """A copy of the skorch callback ``name`` with ``parameters`` set."""
+    if not isinstance(callback, Callback):  # a class where an instance belongs: a bare TypeError
+        made = getattr(callback, "__name__", type(callback).__name__)
+        raise ValueError(
+            f"{owner}(callbacks=...) callback {name!r} is {callback!r}, not a skorch callback "
+            f"instance, so its parameters {sorted(parameters)} cannot be set. Pass an instance, "
+            f"e.g. ({name!r}, {made}(...))."
+        )
     changed = copy_callback(name, callback, owner)
     changed.set_params(**parameters)
     return changed

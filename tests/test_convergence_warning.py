@@ -153,3 +153,59 @@ def test_warnings_point_at_the_callers_line_through_cross_validation_too():
         RNNClassifier(hidden_size=4, max_iter=2, random_state=0).fit(X, y)
     places = {(w.category.__name__, w.filename) for w in caught}
     assert places == {("ConvergenceWarning", __file__), ("UserWarning", __file__)}, places
+
+
+def test_a_warm_fit_watching_the_validation_loss_keeps_the_weights_it_started_from_when_no_epoch_beats_them():
+    # engine44: with early_stopping=True a warm fit at too high a learning rate kept its own
+    # best epoch, worse on the held-out data than the model it was given (test accuracy
+    # 0.98 -> 0.88), without a word; early_stopping=False kept the start and warned.
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 1)) for _ in range(80)]
+    y = np.array([int(x[-1, 0] > 0) for x in X])
+    model = RNNClassifier(hidden_size=4, max_iter=20, random_state=0, early_stopping=True, n_iter_no_change=2,
+                          warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, y)
+    before, epochs = model.predict_proba(X), len(model.net_.history)
+    model.set_params(learning_rate=3.0, max_iter=6)
+    with pytest.warns(ConvergenceWarning, match=r"none of the \d+ epochs lowered the validation loss below that of "
+                                                r"the weights training started from, so it keeps those"):
+        model.fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), before)
+    assert model.best_epoch_ == epochs + 1  # the weights that epoch started from
+    assert np.isfinite(model.best_validation_loss_) and np.isfinite(model.best_validation_score_)
+
+
+def test_an_interrupt_in_a_callbacks_on_train_begin_is_named_and_guard_warnings_point_at_the_caller():
+    # engine44: a Ctrl-C in on_train_begin came out as a bare KeyboardInterrupt(''); the
+    # guard's divergence and interrupt warnings pointed into the package.
+    import warnings
+
+    from skorch.callbacks import Callback
+
+    class CtrlCAtStart(Callback):
+        def on_train_begin(self, net, **kwargs):
+            raise KeyboardInterrupt
+
+    class Spoil(Callback):  # the second epoch's loss is NaN
+        def on_batch_begin(self, net, batch=None, training=False, **kwargs):
+            if training and len(net.history) == 2:
+                with torch.no_grad():
+                    next(net.module_.parameters()).fill_(float("nan"))
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 1)) for _ in range(30)]
+    y = np.arange(30) % 2
+    model = RNNClassifier(hidden_size=3, max_iter=3, random_state=0, callbacks=[("cb", CtrlCAtStart())])
+    with pytest.raises(KeyboardInterrupt, match=r"RNNClassifier\.fit was interrupted before its first epoch finished"):
+        model.fit(X, y)
+    assert not hasattr(model, "net_")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        RNNClassifier(hidden_size=3, max_iter=3, random_state=0, early_stopping=False,
+                      callbacks=[("s", Spoil())]).fit(X, y)
+    diverged = [w for w in caught if "became nan" in str(w.message)]
+    assert diverged and all(w.filename == __file__ for w in diverged)

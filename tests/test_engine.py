@@ -1081,6 +1081,6 @@ def test_callback_names_with_double_underscores_and_callback_classes_are_refused
     X = [np.ones((3, 2))] * 4
     with pytest.raises(ValueError, match=r"names a callback 'my__lr', which holds '__'.* e\.g\. 'my_lr'"):
         RNNClassifier(max_iter=1, callbacks=[("my__lr", LRScheduler(policy="StepLR", step_size=1))]).fit(X, [0, 1] * 2)
-    with pytest.raises(ValueError, match=r"callbacks=\.\.\.\) item 0 is \('lr', <class .*LRScheduler'>\): expected "
-                                         r"a \(name, callback\) pair"):
+    with pytest.raises(ValueError, match=r"callback 'lr' is <class .*LRScheduler'>, not a skorch callback instance, "
+                                         r"so its parameters \['gamma'\] cannot be set.* \('lr', LRScheduler\(\.\.\.\)\)"):
         RNNClassifier(callbacks=[("lr", LRScheduler)]).set_params(callbacks__lr__gamma=0.9)

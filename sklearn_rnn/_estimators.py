@@ -2456,11 +2456,12 @@ def _load_device(estimator: BaseRNN, saved_on: str) -> torch.device:
         return torch.device("cuda")
     if estimator.device == "cuda":
         warnings.warn(
-            f"This {type(estimator).__name__} was saved with device='cuda' (its weights "
-            f"were on {saved_on}), but PyTorch sees no CUDA device: it is loaded on the "
-            "CPU and predicts there. Set device='cpu' or 'auto' before fitting it again.",
+            f"This {type(estimator).__name__} has device='cuda' (its weights were on "
+            f"{saved_on} when it was saved or copied), but PyTorch sees no CUDA device: it is "
+            "restored on the CPU and predicts there. Set device='cpu' or 'auto' before fitting "
+            "it again.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=outside_stacklevel(),  # load's caller, or pickle.loads'
         )
     return torch.device("cpu")
 

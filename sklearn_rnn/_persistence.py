@@ -294,7 +294,9 @@ def class_key(cls: type) -> str:
     """
     if cls.__module__.split(".")[0] == "sklearn_rnn":
         return cls.__qualname__
-    return f"{cls.__module__}:{cls.__qualname__}"
+    # A script's module is __mp_main__ in its spawned (or forkserver) workers: one class.
+    module = "__main__" if cls.__module__ == "__mp_main__" else cls.__module__
+    return f"{module}:{cls.__qualname__}"
 
 
 def register(cls: type) -> type:
@@ -850,10 +852,25 @@ def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor
             metadata = handle.metadata() or {}
             tensors = {key: handle.get_tensor(key) for key in handle.keys()}
     except FileNotFoundError:
-        raise FileNotFoundError(errno.ENOENT, f"cannot load {where}: no such file", path) from None
+        # safetensors says so of any file it cannot open: the real reason, where there is one
+        # (no permission to read it, a loop of links, a name too long, a file as a folder).
+        try:
+            with open(path, "rb"):
+                pass
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, f"cannot load {where}: no such file", path) from None
+        except OSError as error:
+            raise type(error)(error.errno, f"cannot load {where}: {error.strerror}", path) from None
+        raise ValueError(f"{where} could not be opened as a model file: {not_a_model}") from None
     except Exception as error:  # safetensors' own errors, OSError, a bad header's errors
         if _starts_with(path, b"PK\x03\x04"):  # a zip: skops.io.dump's, torch.save's, numpy.savez's
             raise ValueError(f"{where} is a zip file, {_zip_kind(path)}") from error
+        if _damaged_safetensors(path):
+            raise ValueError(
+                f"{where} is a damaged model file ({error}): its header is a model file's, but the "
+                "rest does not match it (cut short by an interrupted copy or download, or extended). "
+                "Copy or save the model again."
+            ) from error
         raise ValueError(f"{where} is not a readable model file ({error}): {not_a_model}") from error
     if FORMAT not in metadata:
         raise ValueError(f"{where} is a safetensors file without sklearn_rnn metadata: {not_a_model}")
@@ -863,6 +880,21 @@ def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor
             "which no digest covers: the file was edited; save the model again."
         )
     return _check_header(metadata[FORMAT], tensors, where), tensors
+
+
+def _damaged_safetensors(path: str) -> bool:
+    """Whether the file at ``path`` opens as a safetensors file does (an 8-byte header
+    length, then a JSON header naming this package's format) though safetensors refused it:
+    a model file cut short or extended."""
+    try:
+        with open(path, "rb") as file:
+            length = int.from_bytes(file.read(8), "little")
+            if not 2 <= length <= 100_000_000:
+                return False
+            header = file.read(min(length, 1_000_000))
+    except OSError:
+        return False
+    return header.startswith(b"{") and FORMAT.encode() in header
 
 
 def _starts_with(path: str, magic: bytes) -> bool:

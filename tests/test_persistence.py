@@ -196,8 +196,9 @@ def test_a_cuda_model_loads_on_the_cpu_with_a_warning(classifier, tmp_path):
     header["state"]["device"] = "cuda:0"
     forged = tmp_path / "cuda.safetensors"
     save_file(tensors, str(forged), metadata={"sklearn_rnn": json.dumps(resigned(header, tensors))})
-    with pytest.warns(UserWarning, match="saved with device='cuda'.*loaded on the CPU"):
+    with pytest.warns(UserWarning, match="has device='cuda' .* when it was saved or copied.*restored on the CPU") as caught:
         loaded = RNNClassifier.load(forged)
+    assert caught[0].filename == __file__  # the caller's line, not the package's (persist44)
     assert loaded.device == "cuda"
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
 
@@ -907,3 +908,62 @@ def test_a_model_file_of_a_users_cell_is_refused_where_that_name_now_means_anoth
     fit(RNNClassifier(cell="tanh", **TINY), X, np.arange(20) % 2).save(tmp_path / "tanh.safetensors")
     with safe_open(str(tmp_path / "tanh.safetensors"), framework="pt") as handle:  # the package's cells: their name
         assert "cell" not in json.loads(handle.metadata()["sklearn_rnn"])["state"]
+
+
+def test_load_names_why_a_file_cannot_be_read_and_calls_a_cut_file_damaged(tmp_path):
+    # persist44: safetensors' "no such file" for any file it could not open (a loop of
+    # links, a file used as a folder); a model file cut short was "not a readable model
+    # file", with advice to use pickle.load.
+    import errno
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(12)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = RNNClassifier(hidden_size=3, max_iter=1, random_state=0).fit(X, np.arange(12) % 2)
+    path = tmp_path / "model.safetensors"
+    model.save(path)
+    loop_a, loop_b = tmp_path / "a", tmp_path / "b"
+    os.symlink(loop_b, loop_a)
+    os.symlink(loop_a, loop_b)
+    with pytest.raises(OSError, match="cannot load .*: Too many levels of symbolic links") as error:
+        RNNClassifier.load(loop_a)
+    assert error.value.errno == errno.ELOOP
+    with pytest.raises(NotADirectoryError, match="cannot load"):
+        RNNClassifier.load(path / "inside")
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(path.read_bytes()[:-50])
+    with pytest.raises(ValueError, match=r"is a damaged model file .* \(cut short .* Copy or save the model again"):
+        RNNClassifier.load(cut)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        RNNClassifier.load(tmp_path / "missing.safetensors")
+
+
+def test_a_users_cell_under_a_package_cells_name_is_recorded_and_a_subclass_survives_spawned_workers(tmp_path):
+    # persist44: a user's cell registered as 'tanh' (after unregister_cell) was saved as the
+    # package's tanh and loaded as it in another session (0.054 off); a subclass from a
+    # script was keyed '__mp_main__:...' in a spawned worker and refused there.
+    from sklearn_rnn import RNNClassifier
+    from sklearn_rnn._persistence import class_key
+    from sklearn_rnn.nn import register_cell, unregister_cell
+    from sklearn_rnn.nn.cells import CELLS, ElmanCell
+    from sklearn_rnn.nn.cells._base import _recorded_identity
+
+    package_tanh = CELLS["tanh"]
+    assert _recorded_identity(package_tanh) is None
+    unregister_cell("tanh")
+    try:
+        register_cell(ElmanCell("tanh", nonlinearity="relu"))
+        assert _recorded_identity(CELLS["tanh"])["settings"]["nonlinearity"] == "relu"
+    finally:
+        unregister_cell("tanh")
+        register_cell(package_tanh)
+    assert CELLS["tanh"] is package_tanh
+
+    class Mine(RNNClassifier):
+        pass
+
+    Mine.__module__ = "__mp_main__"
+    assert class_key(Mine).startswith("__main__:")

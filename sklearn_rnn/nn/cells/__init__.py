@@ -88,7 +88,7 @@ from ._elman import ElmanCell
 from ._gru import GRUCell
 from ._lstm import FORGET_BIAS, LSTMCell
 
-_base._PACKAGE_CELLS = frozenset(CELLS)  # the package's own; those a user registers come after
+_base._PACKAGE_CELLS = dict(CELLS)  # the package's own cells; those a user registers come after
 
 __all__ = [
     "CELLS",

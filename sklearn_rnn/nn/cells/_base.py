@@ -1372,14 +1372,16 @@ def _identity_text(identity: dict[str, Any]) -> str:
     return f"{identity['class']}({settings})"
 
 
-#: The names of the package's own cells, set once they are registered (cells/__init__.py).
-_PACKAGE_CELLS: frozenset[str] = frozenset()
+#: The package's own cells by name, set once they are registered (cells/__init__.py).
+_PACKAGE_CELLS: dict[str, Cell] = {}
 
 
 def _recorded_identity(cell: Cell) -> dict[str, Any] | None:
     """What a model file records of ``cell`` beyond its name: the identity of a user's
-    cell (:func:`_cell_identity`), None for one of the package's."""
-    return None if cell.name in _PACKAGE_CELLS else _cell_identity(cell)
+    cell (:func:`_cell_identity`), None for one of the package's own cell objects (a
+    user's cell registered under a package cell's name, after unregister_cell, is the
+    user's: its file loaded in another session as the package's cell, silently)."""
+    return None if _PACKAGE_CELLS.get(cell.name) is cell else _cell_identity(cell)
 
 
 def _registration_change(cell: Cell) -> str | None:

@@ -918,7 +918,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self._check_precision(device)
             if reset:
                 self._encoder = InputEncoder.fit(
-                    sequences, time_feature=self._time_column(sequences[0].shape[1]),
+                    sequences, time_feature=self._time_column(sequences[0].shape[1], fitting=True),
                     scaled=self._resolved_instance_norm(sequences),
                 )
             if get_cell(self._resolved_cell()).needs_gaps:  # every training call's data
@@ -1195,13 +1195,13 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             return None if self.spectral_radius is None else float(self.spectral_radius)
         return get_cell(self._resolved_cell()).default_spectral_radius
 
-    def _time_column(self, n_features: int) -> int | None:
+    def _time_column(self, n_features: int, *, fitting: bool = False) -> int | None:
         """The index of the time column among ``n_features`` step features: ``time_feature``
         itself, or the position of the column it names among the step features' names
         recorded by ``fit`` (those of DataFrames; a table's columns are steps, not step
         features)."""
         return _resolve_time_feature(self.time_feature, n_features, fitted_step_names(self),
-                                     table=getattr(self, "_fitted_layout", None) == "table")
+                                     table=getattr(self, "_fitted_layout", None) == "table", fitting=fitting)
 
     def _resolved_frame(self, sequences: list[np.ndarray]) -> int:
         """``frame``, with 'auto' read as ``ceil(median length / AUTO_FRAME_STEPS)`` for

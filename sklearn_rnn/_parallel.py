@@ -299,15 +299,24 @@ def fitting_threads(hidden_size: int, batch_size: int) -> Iterator[None]:
     True
     """
     with _task_share():  # inside a pool: the task's share
-        before = torch.get_num_threads()
+        own = before = torch.get_num_threads()
+        outside = not _in_pool_thread()
+        if outside:
+            with _shared_lock:
+                if _outside_fits["running"]:
+                    # Another thread's fit has lowered the count: this thread's own reading
+                    # may be that (a thread started then takes it), and putting it back
+                    # left the thread on one thread for good. The count from before it.
+                    before = _outside_fits["before"]
         target = fit_threads(hidden_size, batch_size)
-        if target is None or target == before:
+        if target is None:
+            target = before  # torch's own setting
+        if target == own == before:
             yield
             return
         budget = worker_thread_budget()
         if budget is not None:
             target = min(target, budget)
-        outside = not _in_pool_thread()
         with _shared_lock:
             torch.set_num_threads(target)
             if outside:  # a pool starting now reads the count from before this fit

@@ -905,18 +905,18 @@ def test_pandas_row_numbers_are_refused_as_data():
     wide.to_csv(buffer)
     buffer.seek(0)
     for X, name in ((pd.read_csv(buffer), "Unnamed: 0"), (wide.reset_index(), "index")):
-        with pytest.raises(ValueError, match=rf"X has a column '{name}' of distinct integers, the row numbers "
+        with pytest.raises(ValueError, match=rf"X has a column '{name}' of integers counting up by one, the row numbers "
                                              r"pandas writes .* pd\.read_csv\(path, index_col=0\)"):
             RNNClassifier(max_iter=1).fit(X, np.repeat([0, 1], 6))
     visits = pd.DataFrame({"patient": np.repeat(np.arange(4), 3), "day": np.tile([0, 7, 14], 4),
                            "hr": rng.normal(size=12)}).reset_index()
-    with pytest.raises(ValueError, match=r"the table has a column 'index' of distinct integers.* "
+    with pytest.raises(ValueError, match=r"the table has a column 'index' of integers counting up by one.* "
                                          r"pass feature_columns=\[\.\.\.\] without it"):
         from_long_format(visits, id_column="patient", time_column="day")
-    with pytest.raises(ValueError, match=r"X has a column 'index' of distinct integers"):
+    with pytest.raises(ValueError, match=r"X has a column 'index' of integers counting up by one"):
         RNNClassifier(max_iter=1).fit(visits.set_index(["patient", "day"]), [0, 1, 0, 1])
     frames = [frame.drop(columns=["patient"]) for _, frame in visits.groupby("patient")]
-    with pytest.raises(ValueError, match=r"X's sequences have a column 'index' of distinct integers"):
+    with pytest.raises(ValueError, match=r"X's sequences have a column 'index' of integers counting up by one"):
         RNNClassifier(max_iter=1).fit(frames, [0, 1, 0, 1])
     assert len(from_long_format(visits, id_column="patient", time_column="day", feature_columns=["hr"])[0]) == 4
 

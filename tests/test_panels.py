@@ -942,3 +942,58 @@ def test_a_panels_value_errors_name_the_instance_and_time():
     with pytest.raises(ValueError, match=r"holds an infinite value at step 0, feature 0.* \(Sequence 1 is the "
                                          r"panel's instance 'p7' at time 0\.\)"):
         check_sequences(panel.assign(bili=panel.bili.fillna(np.inf)))
+
+
+def test_checks_added_today_leave_valid_data_alone():
+    # diff44: frames indexed (day, hour) were refused as out of time order; ids 1.0 and
+    # '1.0' were no longer caught; a time column named 'index' (reset_index() of frames
+    # indexed by unix seconds) was refused as row numbers; two 'index' columns crashed; a
+    # y short of some patients in a balanced panel was told to swap the index levels.
+    from sklearn_rnn import RNNRegressor
+    from sklearn_rnn.sequences import from_long_format
+
+    rng = np.random.default_rng(0)
+
+    def by_day_and_hour(days):
+        index = pd.MultiIndex.from_product([range(days), range(3)], names=["day", "hour"])
+        return pd.DataFrame({"x": rng.normal(size=3 * days)}, index=index)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        RNNRegressor(max_iter=1, hidden_size=3).fit([by_day_and_hour(d) for d in (2, 3, 2, 4)], np.arange(4.0))
+        stamped = [pd.DataFrame({"x": rng.normal(size=5)}, index=1_700_000_000 + 60 * np.arange(5) + 10_000 * i)
+                   .reset_index() for i in range(4)]
+        RNNRegressor(max_iter=1, hidden_size=3, time_feature="index").fit(stamped, np.arange(4.0))
+        counted = [pd.DataFrame({"index": np.arange(5), "x": rng.normal(size=5)}) for _ in range(4)]
+        RNNRegressor(max_iter=1, hidden_size=3, time_feature="index").fit(counted, np.arange(4.0))
+    with pytest.raises(ValueError, match=r"X's sequences have a column 'index' of integers counting up by one"):
+        RNNRegressor(max_iter=1).fit(counted, np.arange(4.0))  # the per-file row numbers of read_csv
+    with pytest.raises(ValueError, match=r"repeated column names \['index'\]"):
+        RNNRegressor(max_iter=1).fit([pd.DataFrame(np.ones((3, 2)), columns=["index", "index"])] * 2, [0.0, 1.0])
+    table = pd.DataFrame({"id": pd.Series([1.0, 1.0, "1.0", 2.0], dtype=object), "time": [0, 1, 2, 0],
+                          "x": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(ValueError, match=r"id column 'id' holds 1.0 and '1.0'"):
+        from_long_format(table, id_column="id", time_column="time")
+    balanced = pd.DataFrame({"x": rng.normal(size=120)},
+                            index=pd.MultiIndex.from_product([range(12), range(10)], names=["patient", "day"]))
+    with pytest.raises(ValueError, match=r"y has 10 entries, but X has 12 sequences") as error:
+        RNNRegressor(max_iter=1).fit(balanced, rng.normal(size=10))
+    assert "swaplevel" not in str(error.value)
+
+
+def test_a_model_fitted_on_a_table_with_a_time_column_before_this_was_refused_still_loads(tmp_path, monkeypatch):
+    # diff44: the refusal of an int time_feature for a 2D table ran at load too, so files
+    # and pickles of such models stopped loading ("contradict its fitted state").
+    import pickle
+
+    from sklearn_rnn import RNNRegressor
+
+    X = np.cumsum(np.random.default_rng(0).random(size=(20, 6)), axis=1)
+    with monkeypatch.context() as patch, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        patch.setattr(RNNRegressor, "_time_column", lambda self, n, fitting=False: 0)  # as fit read it before
+        model = RNNRegressor(max_iter=1, hidden_size=3, time_feature=0, random_state=0).fit(X, X[:, -1])
+    expected = model.predict(X[:2])
+    model.save(tmp_path / "table.rnn")
+    for again in (RNNRegressor.load(tmp_path / "table.rnn"), pickle.loads(pickle.dumps(model))):
+        np.testing.assert_array_equal(again.predict(X[:2]), expected)

@@ -435,3 +435,50 @@ def test_a_training_call_swaps_the_estimators_state_in_one_assignment():
         model.partial_fit(X, y)
     assert not Watched.cleared and model.__dict__ is not old and "net_" in old  # the old state stays whole
     assert model.n_iter_ == 2
+
+
+def test_a_thread_started_during_another_threads_fit_gets_its_count_back_after_its_own_fit():
+    # diff44: a ThreadPoolExecutor worker started while another thread's small fit had
+    # lowered torch's count to 1 read 1 as its own, and put 1 back after its fit, for good.
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from skorch.callbacks import Callback
+
+    rng = np.random.RandomState(0)
+    X = [rng.randn(5, 2) for _ in range(8)]
+    y = np.array([0, 1] * 4)
+    started, other_done = threading.Event(), threading.Event()
+
+    class Hold(Callback):
+        def on_epoch_begin(self, net, **kwargs):
+            started.set()
+            other_done.wait(30)
+
+    def held_fit():
+        RNNClassifier(hidden_size=4, max_iter=1, callbacks=[("h", Hold())]).fit(X, y)
+
+    def plain_fit():
+        RNNClassifier(hidden_size=4, max_iter=1).fit(X, y)
+        other_done.set()
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            with ThreadPoolExecutor(2) as pool:
+                held = pool.submit(held_fit)
+                started.wait(30)
+                pool.submit(plain_fit).result()  # a worker started while the count is lowered
+                held.result()
+                barrier = threading.Barrier(2)
+
+                def probe():
+                    barrier.wait(30)
+                    return torch.get_num_threads()
+
+                counts = [future.result() for future in [pool.submit(probe), pool.submit(probe)]]
+    finally:
+        torch.set_num_threads(before)
+    assert counts == [2, 2]

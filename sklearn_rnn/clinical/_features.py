@@ -103,7 +103,7 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
             work._fitted_on_column = _column_cells(X) is not None and not is_panel(X)
             name = X.columns[0] if hasattr(X, "columns") else getattr(X, "name", None)
             work._sequence_column = name if work._fitted_on_column and isinstance(name, str) else None
-            time = work._time_index()  # an unknown or out-of-range time column is refused here
+            time = work._time_index(fitting=True)  # an unknown or out-of-range time column is refused here
             if time is not None:
                 check_times(sequences, time)  # as the estimators refuse them
         return self
@@ -208,9 +208,9 @@ class VisitFeatures(TransformerMixin, BaseEstimator):
             )
         return given
 
-    def _time_index(self) -> int | None:
+    def _time_index(self, *, fitting: bool = False) -> int | None:
         return _resolve_time_feature(self.time_feature, self._steps_width(), fitted_step_names(self),
-                                     table=getattr(self, "_fitted_layout", None) == "table")
+                                     table=getattr(self, "_fitted_layout", None) == "table", fitting=fitting)
 
     def _steps_width(self) -> int:
         """Columns per visit (a transformer pickled before this was recorded counted

@@ -598,7 +598,8 @@ TIME_FEATURE_CONSTRAINTS = [_ColumnIndex(), str, None]
 
 
 def _resolve_time_feature(
-    time_feature: int | str | None, n_features: int, names: Any = None, *, table: bool = False
+    time_feature: int | str | None, n_features: int, names: Any = None, *, table: bool = False,
+    fitting: bool = False,
 ) -> int | None:
     """The index of the time column: ``time_feature`` itself (negative counts from the
     end), or the position of the column it names among ``names``, the step features'
@@ -646,7 +647,7 @@ def _resolve_time_feature(
                 f"stamp, or its position (an int).{level}"
             )
         return int(matches[0])
-    if table:
+    if table and fitting:  # a model fitted so before this was refused still loads and predicts
         raise ValueError(
             f"time_feature={time_feature!r} asks for a time column, but X is a 2D table, read "
             "as one univariate sequence per row: its only feature per step would be the time, "

@@ -188,28 +188,31 @@ def by_instance(X: Any, y: Any) -> Any:
     return panel_frames(X)
 
 
-def _id_text(value: Any) -> str:
-    """An id as text, an integral float as its integer (1.0, '1' and 1 are one id)."""
+def _id_texts(value: Any) -> set[str]:
+    """An id's spellings as text: ``str(value)``, and for an integral float its integer
+    too (1.0 is the id '1.0' and the id '1')."""
+    texts = {str(value)}
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
+        texts.add(str(int(value)))
+    return texts
 
 
 def check_one_type_of_ids(ids: NDArray[Any], where: str, fix: str) -> None:
     """Refuse distinct ``ids`` (of ``where``: a long table's id column, a panel's instance
     level) that are one id written in two types, 1 and '1' (or 1.0 and '1'): their rows
     would be two sequences, one patient's history split in two. ``fix`` converts them."""
-    text = [_id_text(value) for value in ids]
     seen: dict[str, Any] = {}
-    for value, key in zip(ids, text):
-        if key in seen:
-            first = [value.item() if isinstance(value, np.generic) else value for value in (seen[key], value)]
+    for value in ids:
+        twin = next((seen[key] for key in _id_texts(value) if key in seen), None)
+        if twin is not None:
+            first = [value.item() if isinstance(value, np.generic) else value for value in (twin, value)]
             raise ValueError(
                 f"{where} holds {first[0]!r} and {first[1]!r}, one id as values of different "
                 "types (a table joined from two sources?): their rows would be two sequences, "
                 f"one patient's history split in two. Give the ids one type first, e.g. {fix}."
             )
-        seen[key] = value
+        for key in _id_texts(value):
+            seen[key] = value
 
 
 def _check_panel(X: Any) -> None:
@@ -779,22 +782,45 @@ _ROW_NUMBER_NAME = re.compile(r"Unnamed: \d+|index|level_\d+")
 
 def check_no_row_numbers(columns: Any, where: str, drop: str) -> None:
     """Refuse a column of ``columns`` (a mapping of names to Series) named as pandas names
-    the row numbers it writes or keeps, holding distinct integers: a table saved with
-    ``to_csv`` and read back, or one after ``reset_index()``, gained it, and it was read as
-    data (rows stored sorted by outcome gave a cross-validated ROC AUC of 1.0 on noise).
-    ``where`` names the container with its verb ("X has"), ``drop`` the code that drops
-    the column ``{name}``."""
+    the row numbers it writes or keeps and holding them, integers that count up by one: a
+    table saved with ``to_csv`` and read back, or one after ``reset_index()``, gained it,
+    and it was read as data (rows stored sorted by outcome gave a cross-validated ROC AUC
+    of 1.0 on noise). ``where`` names the container with its verb ("X has"), ``drop`` the
+    code that drops the column ``{name}``."""
     for name, column in columns.items():
-        if not (isinstance(name, str) and _ROW_NUMBER_NAME.fullmatch(name)):
+        if not (isinstance(name, str) and _ROW_NUMBER_NAME.fullmatch(name)) or is_frame(column):
+            continue  # a repeated name (a frame of columns) is refused as such elsewhere
+        if getattr(column.dtype, "kind", None) not in ("i", "u") or len(column) < 2:
             continue
-        if getattr(column.dtype, "kind", None) in "iu" and column.is_unique:
+        values = column.to_numpy()
+        if (np.diff(values) == 1).all():
             raise ValueError(
-                f"{where} a column {name!r} of distinct integers, the row numbers pandas "
-                "writes with a table (to_csv, then read_csv) or keeps in reset_index(): it would "
-                f"be read as data. Drop it: {drop.format(name=repr(name))}; or read the file with "
-                "pd.read_csv(path, index_col=0), or call reset_index(drop=True). A column of "
-                "data under that name: rename it."
+                f"{where} a column {name!r} of integers counting up by one, the row numbers "
+                "pandas writes with a table (to_csv, then read_csv) or keeps in reset_index(): "
+                f"it would be read as data. Drop it: {drop.format(name=repr(name))}; or read the "
+                "file with pd.read_csv(path, index_col=0), or call reset_index(drop=True). A "
+                "column of data under that name: rename it."
             )
+
+
+def check_row_number_columns(X: Any, time_feature: Any = None) -> None:
+    """:func:`check_no_row_numbers` for the frames of a list (the first one's columns,
+    every frame's being alike) or a panel, leaving out the time column ``time_feature``
+    (a name or position: ``frame.reset_index()`` of frames indexed by their times names
+    it 'index'), for an estimator's fit."""
+    if is_panel(X):
+        frame, where, drop = X, "X has", "X = X.drop(columns=[{name}])"
+    elif isinstance(X, (list, tuple)) and X and is_frame(X[0]):
+        frame, where, drop = X[0], "X's sequences have", "X = [frame.drop(columns=[{name}]) for frame in X]"
+    else:
+        return
+    columns = {}
+    for position, name in enumerate(frame.columns):
+        if name == time_feature or (isinstance(time_feature, int) and position == time_feature % len(frame.columns)):
+            continue
+        if isinstance(name, str) and _ROW_NUMBER_NAME.fullmatch(name):
+            columns[name] = frame[name]
+    check_no_row_numbers(columns, where, drop)
 
 
 def _plainly_an_id(name: Any) -> bool:
@@ -834,12 +860,6 @@ def check_no_id_column(frames: Sequence[Any]) -> None:
     tables = [frame for frame in frames if isinstance(frame, pd.DataFrame)]
     if not tables:
         return
-    numbered = [name for name in tables[0].columns if isinstance(name, str) and _ROW_NUMBER_NAME.fullmatch(name)
-                and all(name in frame.columns for frame in tables)]
-    if numbered:
-        check_no_row_numbers({name: pd.concat([frame[name] for frame in tables], ignore_index=True)
-                              for name in numbered}, "X's sequences have",
-                             "X = [frame.drop(columns=[{name}]) for frame in X]")
     for name in tables[0].columns:
         if not _plainly_an_id(name) or not all(name in frame.columns for frame in tables):
             continue
@@ -866,7 +886,6 @@ def check_no_panel_id_column(panel: Any) -> None:
     ...
     ValueError: X's columns include 'patient_id', named like an id and holding one value per instance ...
     """
-    check_no_row_numbers(panel, "X has", "X = X.drop(columns=[{name}])")
     for name in panel.columns:
         if not _plainly_an_id(name):
             continue
@@ -1096,8 +1115,10 @@ def long_table_hint(X: Any, n_targets: int) -> str:
     """
     if is_panel(X) and X.index.nlevels == 2:  # read as (instance, time): unless swapped
         instances, times = (X.index.get_level_values(level).nunique() for level in (0, 1))
-        if times == n_targets != instances:
-            names = list(X.index.names)
+        names = list(X.index.names)
+        # Only where the names say so too: in a balanced panel the counts alone cannot tell
+        # (instance, time) from (time, instance), and a y short of some patients matched.
+        if times == n_targets != instances and _looks_like_id(names[1]) and not _looks_like_id(names[0]):
             return (
                 f" X's index may be (time, instance) rather than (instance, time): its level 1 "
                 f"({names[1]!r}) holds {n_targets} distinct labels, as many as the targets, and its "

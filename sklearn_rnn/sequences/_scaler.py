@@ -192,7 +192,7 @@ class SequenceStandardScaler(
             work._sequence_column = name if work._fitted_on_column and isinstance(name, str) else None
             work._time_column = _resolve_time_feature(
                 self.time_feature, steps.shape[1], fitted_step_names(work),
-                table=work._fitted_layout == "table",
+                table=work._fitted_layout == "table", fitting=True,
             )
             work.mean_, work.scale_ = work._location_and_scale(steps)
         return self

@@ -32,6 +32,7 @@ from ._panel import (
     check_no_panel_id_column,
     check_not_long_table,
     check_numeric_columns,
+    check_row_number_columns,
     check_targets_follow_instances,
     frame_values,
     integer_overflow,
@@ -557,6 +558,8 @@ def validate_sequences(
                 raise
             raise ValueError(f"{error}{hint}") from error
     sequences = check_sequences(X)
+    if reset:  # pandas' row numbers among the frames' or panel's columns, the time column aside
+        check_row_number_columns(X, getattr(estimator, "time_feature", None))
     n_step_features = sequences[0].shape[1]
     if reset:
         estimator._fitted_layout = "table" if layout == "table" else "sequences"
@@ -1162,8 +1165,8 @@ def _check_frame_in_time_order(frame: Any, where: str) -> None:
     are sorted by time (one frame per instance of ``panel.groupby(level=0)`` keeps the
     panel's row order)."""
     index = frame.index
-    if getattr(index, "nlevels", 1) != 2:
-        return
+    if getattr(index, "nlevels", 1) != 2 or index.get_level_values(0).nunique() != 1:
+        return  # not one instance's rows: (day, hour) and the like are in order as they come
     times = index.get_level_values(1)
     try:
         ordered = bool(times.is_monotonic_increasing)

@@ -214,9 +214,9 @@ class EarlyStopping(_SkorchEarlyStopping):
 
     **A continued call watching the validation loss.** When training continues (earlier
     epochs in the history) with the validation loss watched, the weights the call
-    started from are scored on the validation data too, at the start and against the
-    best epoch's at the end (``net.training_loss`` of the served validation data, one
-    pass each): where no epoch got below them, they are kept (a warm fit at too high a
+    started from are kept aside, and at the end scored on the validation data against
+    the best epoch's (``net.training_loss`` of the served validation data, one pass
+    each, so that both are averaged alike): where no epoch got below them, they are kept (a warm fit at too high a
     learning rate kept a network worse on the held-out data than the one it was given,
     silently), with their validation loss and score in ``start_validation_``.
 

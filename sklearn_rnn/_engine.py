@@ -42,6 +42,7 @@ import contextlib
 import copy
 import inspect
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -755,7 +756,7 @@ def check_user_callbacks(callbacks: Any, owner: str) -> list[tuple[str, Callback
                 f"{owner}(callbacks=...) names a callback {item[0]!r}, which holds '__': "
                 "set_params(callbacks__<name>__<parameter>=...) and a grid search over it "
                 "read the name up to the first '__'. Choose a name without '__', e.g. "
-                f"{item[0].replace('__', '_')!r}."
+                f"{re.sub('_{2,}', '_', item[0])!r}."
             )
         if item[0] in ENGINE_CALLBACKS | SKORCH_CALLBACKS:
             raise ValueError(

@@ -1574,13 +1574,17 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self.validation_scores_ = [float(row["valid_score"]) for row in validated]
             # The epoch whose weights early stopping restored (improved by more than tol).
             stop = dict(self.net_.callbacks_)["stop"]
+            earlier = getattr(self, "_best_epoch", None)  # an earlier call's, before it is replaced
             self._best_epoch = int(stop.best_epoch_)
             best = [row["epoch"] for row in validated].index(self._best_epoch)
             self.best_validation_loss_ = float(validated[best]["valid_loss"])
             self.best_validation_score_ = self.validation_scores_[best]
             if getattr(stop, "start_validation_", None) is not None:
-                # The weights the call started from, kept: their own loss and score.
+                # The weights the call started from, kept: their own loss and score, and
+                # the epoch that gave them where an earlier validated call restored one.
                 self.best_validation_loss_, self.best_validation_score_ = stop.start_validation_
+                if earlier is not None:
+                    self._best_epoch = earlier
         elif not validated_call:
             self.validation_scores_ = None
             self.best_validation_loss_ = None
@@ -2359,11 +2363,14 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             for key, value in nested.items():
                 name, _, parameter = key[len("callbacks__"):].partition("__")
                 if name not in names:
+                    doubled = [n for n in names if isinstance(n, str) and "__" in n]
                     raise ValueError(
                         f"{key!r} sets a callback, or one of its parameters, by name, as "
                         "callbacks__<name> or callbacks__<name>__<parameter>: expected one "
                         f"of the callbacks' names {[n for n in names if n is not None]}. Name "
                         "the callback in callbacks=[(name, callback)], or set callbacks whole."
+                        + (f" A name holding '__' ({doubled[0]!r}) cannot be set so: the key is "
+                           "read up to its first '__'; rename the callback." if doubled else "")
                     )
                 if parameter:
                     updates.setdefault(name, {})[parameter] = value

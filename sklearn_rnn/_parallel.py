@@ -301,12 +301,13 @@ def fitting_threads(hidden_size: int, batch_size: int) -> Iterator[None]:
     with _task_share():  # inside a pool: the task's share
         own = before = torch.get_num_threads()
         outside = not _in_pool_thread()
-        if outside:
+        if outside and not getattr(_fits_here, "depth", 0):  # not a fit nested in this thread's own
             with _shared_lock:
-                if _outside_fits["running"]:
-                    # Another thread's fit has lowered the count: this thread's own reading
-                    # may be that (a thread started then takes it), and putting it back
-                    # left the thread on one thread for good. The count from before it.
+                if _outside_fits["running"] and own == _outside_fits["lowered"]:
+                    # Another thread's fit has lowered the count, and this thread reads that
+                    # count (a thread started then takes it): putting it back left the thread
+                    # on one thread for good. The count from before that fit. (A count this
+                    # thread set itself, or an outer fit's of its own, stays its own.)
                     before = _outside_fits["before"]
         target = fit_threads(hidden_size, batch_size)
         if target is None:
@@ -321,11 +322,13 @@ def fitting_threads(hidden_size: int, batch_size: int) -> Iterator[None]:
             torch.set_num_threads(target)
             if outside:  # a pool starting now reads the count from before this fit
                 if not _outside_fits["running"]:
-                    _outside_fits["before"] = before
+                    _outside_fits["before"], _outside_fits["lowered"] = before, target
                 _outside_fits["running"] += 1
+        _fits_here.depth = getattr(_fits_here, "depth", 0) + 1
         try:
             yield
         finally:
+            _fits_here.depth -= 1
             with _shared_lock:
                 if outside:
                     _outside_fits["running"] -= 1
@@ -339,7 +342,9 @@ _shared_tasks: dict[str, int] = {"running": 0, "before": 0}
 #: no pool), and the count before the first of them did: the count a pool starting
 #: meanwhile restores when it ends (its own reading then was the lowered one, which it
 #: wrote back for every thread started later, after the fit had restored it).
-_outside_fits: dict[str, int] = {"running": 0, "before": 0}
+_outside_fits: dict[str, int] = {"running": 0, "before": 0, "lowered": 0}
+#: This thread's fits now running (a fit nested in another, as a callback's predict).
+_fits_here = threading.local()
 _shared_lock = threading.Lock()
 
 

@@ -169,13 +169,13 @@ def test_a_warm_fit_watching_the_validation_loss_keeps_the_weights_it_started_fr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(X, y)
-    before, epochs = model.predict_proba(X), len(model.net_.history)
+    before, epochs, best = model.predict_proba(X), len(model.net_.history), model.best_epoch_
     model.set_params(learning_rate=3.0, max_iter=6)
     with pytest.warns(ConvergenceWarning, match=r"none of the \d+ epochs lowered the validation loss below that of "
                                                 r"the weights training started from, so it keeps those"):
         model.fit(X, y)
     np.testing.assert_array_equal(model.predict_proba(X), before)
-    assert model.best_epoch_ == epochs + 1  # the weights that epoch started from
+    assert model.best_epoch_ == best <= epochs  # the earlier call's epoch that gave the weights kept
     assert np.isfinite(model.best_validation_loss_) and np.isfinite(model.best_validation_score_)
 
 
@@ -209,3 +209,22 @@ def test_an_interrupt_in_a_callbacks_on_train_begin_is_named_and_guard_warnings_
                       callbacks=[("s", Spoil())]).fit(X, y)
     diverged = [w for w in caught if "became nan" in str(w.message)]
     assert diverged and all(w.filename == __file__ for w in diverged)
+
+
+def test_a_kept_start_names_the_earlier_calls_epoch_that_gave_those_weights():
+    # diff44b: best_epoch_ named the call's first epoch (validation loss 2632) while the
+    # validation loss and score were those of the weights kept (an earlier epoch's).
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 1)) for _ in range(80)]
+    y = np.array([int(x[-1, 0] > 0) for x in X])
+    model = RNNClassifier(hidden_size=4, max_iter=20, random_state=0, early_stopping=True, n_iter_no_change=2,
+                          warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, y)
+        earlier = (model.best_epoch_, model.best_validation_loss_)
+        model.set_params(learning_rate=3.0, max_iter=6).fit(X, y)
+    assert model.best_epoch_ == earlier[0]
+    assert model.best_validation_loss_ == pytest.approx(earlier[1], rel=1e-5)

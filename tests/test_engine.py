@@ -1079,6 +1079,10 @@ def test_callback_names_with_double_underscores_and_callback_classes_are_refused
     from sklearn_rnn import RNNClassifier
 
     X = [np.ones((3, 2))] * 4
+    with pytest.raises(ValueError, match=r"names a callback 'lr___step', which holds '__'.* e\.g\. 'lr_step'"):
+        RNNClassifier(max_iter=1, callbacks=[("lr___step", LRScheduler(policy="StepLR", step_size=1))]).fit(X, [0, 1] * 2)
+    with pytest.raises(ValueError, match=r"A name holding '__' \('lr__step'\) cannot be set so"):
+        RNNClassifier(callbacks=[("lr__step", LRScheduler())]).set_params(callbacks__lr__step__gamma=0.9)
     with pytest.raises(ValueError, match=r"names a callback 'my__lr', which holds '__'.* e\.g\. 'my_lr'"):
         RNNClassifier(max_iter=1, callbacks=[("my__lr", LRScheduler(policy="StepLR", step_size=1))]).fit(X, [0, 1] * 2)
     with pytest.raises(ValueError, match=r"callback 'lr' is <class .*LRScheduler'>, not a skorch callback instance, "

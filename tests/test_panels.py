@@ -966,6 +966,7 @@ def test_checks_added_today_leave_valid_data_alone():
         RNNRegressor(max_iter=1, hidden_size=3, time_feature="index").fit(stamped, np.arange(4.0))
         counted = [pd.DataFrame({"index": np.arange(5), "x": rng.normal(size=5)}) for _ in range(4)]
         RNNRegressor(max_iter=1, hidden_size=3, time_feature="index").fit(counted, np.arange(4.0))
+        RNNRegressor(max_iter=1, hidden_size=3, time_feature=np.int64(0)).fit(counted, np.arange(4.0))
     with pytest.raises(ValueError, match=r"X's sequences have a column 'index' of integers counting up by one"):
         RNNRegressor(max_iter=1).fit(counted, np.arange(4.0))  # the per-file row numbers of read_csv
     with pytest.raises(ValueError, match=r"repeated column names \['index'\]"):

@@ -482,3 +482,39 @@ def test_a_thread_started_during_another_threads_fit_gets_its_count_back_after_i
     finally:
         torch.set_num_threads(before)
     assert counts == [2, 2]
+
+
+def test_a_fit_nested_in_a_fit_and_a_threads_own_count_keep_their_counts():
+    # diff44b: with another fit running, a predict in a callback of a fit reset the outer
+    # fit to torch's count for its remaining epochs, and a thread that set its own count
+    # got the other fit's 'before' back.
+    from skorch.callbacks import Callback
+
+    rng = np.random.RandomState(0)
+    X = [rng.randn(5, 2) for _ in range(8)]
+    y = np.array([0, 1] * 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        other = RNNClassifier(hidden_size=3, max_iter=1, random_state=0).fit(X, y)
+    seen = []
+
+    class PredictInside(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            other.predict(X)
+            seen.append(torch.get_num_threads())
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            RNNClassifier(hidden_size=3, max_iter=3, random_state=0, early_stopping=False,
+                          callbacks=[("p", PredictInside())]).fit(X, y)
+        assert seen == [1, 1, 1] and torch.get_num_threads() == 2
+        torch.set_num_threads(3)  # this thread's own choice, kept after a fit
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            RNNClassifier(hidden_size=3, max_iter=1, random_state=0).fit(X, y)
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)

@@ -20,7 +20,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -816,7 +816,8 @@ def check_row_number_columns(X: Any, time_feature: Any = None) -> None:
         return
     columns = {}
     for position, name in enumerate(frame.columns):
-        if name == time_feature or (isinstance(time_feature, int) and position == time_feature % len(frame.columns)):
+        numbered = isinstance(time_feature, Integral) and not isinstance(time_feature, bool)
+        if name == time_feature or (numbered and position == int(time_feature) % len(frame.columns)):
             continue
         if isinstance(name, str) and _ROW_NUMBER_NAME.fullmatch(name):
             columns[name] = frame[name]

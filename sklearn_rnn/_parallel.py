@@ -341,7 +341,8 @@ _shared_tasks: dict[str, int] = {"running": 0, "before": 0}
 #: Fits outside pools now lowering torch's count (:func:`fitting_threads` in a thread of
 #: no pool), and the count before the first of them did: the count a pool starting
 #: meanwhile restores when it ends (its own reading then was the lowered one, which it
-#: wrote back for every thread started later, after the fit had restored it).
+#: wrote back for every thread started later, after the fit had restored it), and the
+#: count the first of them set (a thread reading that count got it from those fits).
 _outside_fits: dict[str, int] = {"running": 0, "before": 0, "lowered": 0}
 #: This thread's fits now running (a fit nested in another, as a callback's predict).
 _fits_here = threading.local()

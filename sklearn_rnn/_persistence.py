@@ -354,9 +354,9 @@ def save(estimator: Any, path: str | bytes | os.PathLike) -> None:
         The file to write (conventionally ``*.safetensors``); replaced in one step if it
         exists. What is not a regular file (a device such as ``/dev/null``, a FIFO) is
         written through as ``open(path, 'wb')`` would, never replaced; so is a file
-        mounted over ``path`` (a container's volume file), which no rename can replace:
-        the atomic replace is then not possible, and a failed write may leave such a
-        file cut short.
+        mounted over ``path`` (a container's volume file), which no rename can replace,
+        and a writable file in a folder this user may not write to: the atomic replace
+        is then not possible, and a failed write may leave such a file cut short.
 
     Raises
     ------
@@ -458,8 +458,9 @@ def _write_whole(path: str, data: bytes) -> None:
 
     A target that is not a regular file (a device such as ``/dev/null``, a FIFO) is
     written through, as ``open(path, 'wb')`` would, never replaced; so is a file that
-    cannot be replaced (a file mounted over the path: ``EBUSY``, or ``EXDEV``), which a
-    failed write may then leave cut short.
+    cannot be replaced (a file mounted over the path: ``EBUSY``, or ``EXDEV``), or whose
+    folder this user may not write to (no file can be made beside it), which a failed
+    write may then leave cut short.
     """
     target = os.path.realpath(path)
     try:
@@ -491,6 +492,11 @@ def _write_whole(path: str, data: bytes) -> None:
         except OSError as error:
             if isinstance(error, FileExistsError) and attempt < 99:
                 continue
+            if error.errno in (errno.EACCES, errno.EPERM) and status is not None:
+                # A writable file in a folder this user may not write to (checked above):
+                # open(path, 'wb') writes it, so save writes it in place too.
+                _write_in_place(path, target, data)
+                return
             raise type(error)(
                 error.errno, f"cannot write {path!r}: creating a file in its folder failed ({error.strerror})"
             ) from None

@@ -557,6 +557,36 @@ def test_save_writes_through_what_is_not_a_regular_file_and_in_place_where_no_re
     np.testing.assert_array_equal(load(mounted).predict_proba(X), model.predict_proba(X))
 
 
+def test_save_writes_a_writable_file_in_a_folder_it_may_not_write_to_in_place(classifier, tmp_path, monkeypatch):
+    # save made its new file beside the target, so a writable file in a read-only folder
+    # (which open(path, 'wb') writes) was refused: "creating a file in its folder failed".
+    # A new file in such a folder is still refused. (Root may write any folder, so the
+    # folder's refusal is what os.open says.)
+    import errno
+
+    import sklearn_rnn._persistence as persistence
+
+    model, X, _ = classifier
+    kept = tmp_path / "kept.safetensors"
+    kept.write_bytes(b"an older model")
+    inode = kept.stat().st_ino
+    opened = os.open
+
+    def refused_in_folder(name, *args, **kwargs):
+        if os.path.basename(name).startswith(".sklearn_rnn-"):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return opened(name, *args, **kwargs)
+
+    monkeypatch.setattr(persistence.os, "open", refused_in_folder)
+    model.save(kept)
+    with pytest.raises(PermissionError, match="new.safetensors'.*creating a file in its folder failed"):
+        model.save(tmp_path / "new.safetensors")
+    monkeypatch.undo()
+    assert kept.stat().st_ino == inode  # written in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.safetensors"]
+    np.testing.assert_array_equal(load(kept).predict_proba(X), model.predict_proba(X))
+
+
 def test_a_model_of_a_cell_not_registered_in_this_session_says_to_import_its_module(tmp_path):
     # The file, or the pickle, was called inconsistent ("Save the model again") when the
     # session that loads it had not registered the user's cell the model is built of.

@@ -386,6 +386,11 @@ def test_what_a_cells_module_sets_in_its_constructor_survives_the_network(monkey
                 torch.testing.assert_close(recurrence.gain, torch.full((3,), 0.5), rtol=0, atol=0)
                 assert bool(recurrence.mix.weight.isfinite().all())
                 assert recurrence.mix.weight.abs().max() <= 1 / 3**0.5  # PyTorch's bound
+        # Each layer and direction draws its own (the generator was restored after each
+        # layer's build, so all four drew the same matrix), as plain PyTorch modules do.
+        mixes = [recurrence.mix.weight for _, _, recurrence in nets[0].stack() + nets[0].reverse_stack()]
+        assert len(mixes) == 4
+        assert not any(torch.equal(a, b) for i, a in enumerate(mixes) for b in mixes[i + 1:])
         outputs = [net(x, lengths) for net in nets]
         assert bool(outputs[0].isfinite().all()) and bool((outputs[0].abs() < 1).all())
         for other in outputs[1:]:

@@ -567,6 +567,46 @@ def test_the_networks_input_checks_hold_under_autocast_and_for_an_empty_list_of_
     assert net(torch.zeros(0, 5, 3), []).shape == (0, 1)
 
 
+@pytest.mark.parametrize("name", ["tanh", "relu", "gru", "lstm"])
+def test_every_path_of_a_fused_cell_refuses_an_initial_state_of_another_shape(name):
+    # Only the CPU step-by-step path checked initial: the fused kernels read it unchecked
+    # (an LSTM state of one row for a batch of 4 read memory past its end and aborted
+    # the process; PyTorch's (1, batch, hidden) layout gave a tanh layer 4-D states).
+    from sklearn_rnn.nn.cells import get_cell
+
+    cell = get_cell(name)
+    projection, recurrence = torch.nn.Linear(2, cell.gates * 3), cell.make_recurrence(3)
+    cell.reset_parameters(projection, recurrence, spectral_radius=1.2, generator=torch.Generator().manual_seed(0))
+    z = torch.randn(4, 6, 2)
+    shape = r"initial must hold tensors of shape \(batch, hidden\) = \(4, 3\)"
+    for state in (torch.zeros(1, 3), torch.zeros(1, 4, 3), torch.zeros(3)):
+        initial = (state,) * cell.state_count
+        for path in (cell.forward, cell.forward_states, cell.forward_vectorizable):
+            for grad in (True, False):
+                with torch.set_grad_enabled(grad), pytest.raises(ValueError, match=shape):
+                    path(projection, recurrence, z, initial, None)
+    with pytest.raises(ValueError, match=r"initial must be \(\) for a zero initial state .* got 3 tensor"):
+        cell.forward(projection, recurrence, z, (torch.zeros(4, 3),) * 3, None)
+    good = (torch.randn(4, 3),) * cell.state_count
+    with torch.no_grad():
+        fused = cell.forward(projection, recurrence, z, good, None)
+    torch.testing.assert_close(fused, cell.forward_states(projection, recurrence, z, good, None).hidden)
+
+
+def test_the_decay_cell_names_its_missing_gaps_and_refuses_an_initial_state():
+    # A missing gaps tensor failed a bare assert; an initial state was silently ignored.
+    from sklearn_rnn.nn.cells import get_cell
+
+    cell = get_cell("decay")
+    projection, recurrence = torch.nn.Linear(2, 3), cell.make_recurrence(3, n_masked=0)
+    z, gaps = torch.randn(4, 6, 2), torch.ones(4, 6)
+    with pytest.raises(ValueError, match=r"cell='decay' reads the time since each previous step: pass gaps.*\(4, 6\)"):
+        cell.forward(projection, recurrence, z, (), None)
+    with pytest.raises(ValueError, match=r"cell='decay' starts from a zero state .* initial=\(\); got 1 tensor"):
+        cell.forward(projection, recurrence, z, (torch.zeros(4, 3),), gaps)
+    assert cell.forward(projection, recurrence, z, (), gaps).shape == (4, 6, 3)
+
+
 def test_stepwise_recurrence_names_the_shape_of_the_initial_state():
     # PyTorch's hx layout (1, batch, hidden) gave "mat1 must be a matrix"; a wrong batch
     # size a resize warning and then a cryptic error.

@@ -726,3 +726,33 @@ def test_spectral_radius_init_refuses_what_would_not_be_that_radius(dtype, rho, 
     w = torch.zeros(3, 3, dtype=dtype)
     with pytest.raises(ValueError, match=message):
         spectral_radius_(w, rho, generator=torch.Generator().manual_seed(0))
+
+
+def test_the_adapter_stops_a_relu_state_at_each_sequence_s_end_as_the_network_does():
+    # forward_states ran a relu nn.RNN over the zero padding of short sequences: the
+    # padded states overflowed to inf, and loss.backward() through them gave a NaN
+    # weight_hh gradient while the temporal gradients (whose sum it should be) were finite.
+    rnn, head = torch.nn.RNN(1, 4, nonlinearity="relu", batch_first=True), torch.nn.Linear(4, 1)
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_(torch.eye(4) * 1.6)
+        rnn.bias_hh_l0.fill_(0.1)
+        rnn.weight_ih_l0.fill_(1.0)
+        rnn.bias_ih_l0.fill_(0.0)
+    net = RecurrentAdapter(rnn, head)
+    x = torch.full((2, 300, 1), -10.0)
+    x[0, :2] = 1.0
+    lengths = torch.tensor([2, 300])
+    states = net.forward_states(x, lengths)
+    assert bool(states.hidden.isfinite().all())
+    assert bool((states.hidden[0, 2:] == 0).all())  # zeros after the end, as NetworkStates says
+    with torch.no_grad():  # the valid steps' outputs are the module's own
+        torch.testing.assert_close(states.outputs, net(x, lengths))
+    loss = states.outputs.pow(2).mean()
+    tg = temporal_gradients(net, states, loss, lengths)
+    full = dict(zip(tg.names, tg.gradient))
+    net.zero_grad()
+    net.forward_states(x, lengths).outputs.pow(2).mean().backward()
+    for name, parameter in rnn.named_parameters():
+        assert bool(parameter.grad.isfinite().all()), name
+    torch.testing.assert_close(rnn.weight_hh_l0.grad, full["W_rec"], rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(rnn.weight_ih_l0.grad, full["W_in"], rtol=1e-4, atol=1e-6)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from numbers import Real
 from typing import NamedTuple
 
@@ -297,18 +299,19 @@ class RecurrentNetwork(nn.Module):
             self.conv = ConvStage(input_size, conv_kernels, conv_channels, pool=conv_pool, device="meta")
             input_size = self.conv.output_size
         self.input_projection = nn.Linear(input_size, spec.gates * hidden_size, device="meta")
-        self.recurrence: nn.Module = _recurrence(spec, hidden_size, n_masked)
         below = directions * hidden_size  # what a layer above the first reads
-        self.upper_layers = nn.ModuleList(
-            StackedLayer(self._upper_cell, below, hidden_size, device="meta") for _ in range(num_layers - 1)
-        )
-        # The backward direction's layers (empty for one direction): the first reads the
-        # first layer's inputs, each above it the two directions of the layer below.
-        self.reverse_layers = nn.ModuleList(
-            StackedLayer(spec if index == 0 else self._upper_cell, input_size if index == 0 else below,
-                         hidden_size, device="meta")
-            for index in range(num_layers if self.bidirectional else 0)
-        )
+        with _global_generator_kept(spec, upper):  # one fork: each layer's constructor draws anew
+            self.recurrence: nn.Module = _recurrence(spec, hidden_size, n_masked)
+            self.upper_layers = nn.ModuleList(
+                StackedLayer(self._upper_cell, below, hidden_size, device="meta") for _ in range(num_layers - 1)
+            )
+            # The backward direction's layers (empty for one direction): the first reads the
+            # first layer's inputs, each above it the two directions of the layer below.
+            self.reverse_layers = nn.ModuleList(
+                StackedLayer(spec if index == 0 else self._upper_cell, input_size if index == 0 else below,
+                             hidden_size, device="meta")
+                for index in range(num_layers if self.bidirectional else 0)
+            )
         self.initial_hidden: nn.Parameter | None = None
         self.initial_cell: nn.Parameter | None = None
         if hidden_init == "learned":  # one row per layer and direction, the forward ones first
@@ -838,12 +841,35 @@ def _recurrence(cell: Cell, hidden_size: int, n_masked: int = 0) -> nn.Module:
     wherever ``reset_parameters`` does not write, and a constructor that draws (as
     :class:`torch.nn.RNN`'s does) draws from the global generator, which is then
     restored (rewinding what other threads drew meanwhile: a process-wide generator
-    cannot be forked per thread).
+    cannot be forked per thread). Within one network the generator is restored once,
+    after its last layer: each layer's constructor draws values of its own.
     """
     if cell.writes_every_value:
         return cell.make_recurrence(hidden_size, n_masked=n_masked, device="meta")
-    with torch.random.fork_rng(devices=[]), torch.device("cpu"):
+    with _global_generator_kept(cell), torch.device("cpu"):
         return cell.make_recurrence(hidden_size, n_masked=n_masked, device="cpu")
+
+
+#: Whether this context is inside :func:`_global_generator_kept` (a network's layers).
+_KEEPING_GENERATOR: contextvars.ContextVar[bool] = contextvars.ContextVar("_keeping_generator", default=False)
+
+
+@contextlib.contextmanager
+def _global_generator_kept(*cells: Cell) -> Iterator[None]:
+    """Restore the global CPU generator on exit, where a module of one of ``cells`` is
+    built by its constructor (not :attr:`Cell.writes_every_value`): those of the others
+    draw nothing, and a restore would rewind what other threads drew meanwhile. Inside
+    another such block, the outer one restores it (so that the layers built within it
+    draw in turn, not alike)."""
+    if _KEEPING_GENERATOR.get() or all(cell.writes_every_value for cell in cells):
+        yield
+        return
+    token = _KEEPING_GENERATOR.set(True)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        _KEEPING_GENERATOR.reset(token)
 
 
 def _allocate(module: nn.Module) -> None:

@@ -200,7 +200,10 @@ class RecurrentAdapter(nn.Module):
             # Where the module's two biases go: both into u (the Elman cells, the LSTM),
             # or b_hh kept apart (the GRU's candidate reads it through the reset gate).
             projected, b_rec = self.cell_spec.project_module_inputs(z, w_in, b, w_rec, b_rec)  # (B, T, G * H)
-            u, hidden, resets = stepwise_recurrence(self.cell_spec, projected, w_rec, b_rec, ())
+            # A relu state stopped at each sequence's end, as the network's: run over the
+            # zero padding it may overflow, and a backward pass reads 0 * inf there.
+            stop = None if self.cell_spec.bounded_state else lengths
+            u, hidden, resets = stepwise_recurrence(self.cell_spec, projected, w_rec, b_rec, (), lengths=stop)
             layers.append(LayerStates(z, u, hidden, (), resets))
             z = hidden  # (B, T, H)
         hidden = layers[-1].hidden

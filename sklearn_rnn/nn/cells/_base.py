@@ -945,6 +945,7 @@ class FusedCell(Cell):
         projected = projection(z)  # (B, T, G * H): every gate's input part, b included
         weight = self.recurrent_weight(recurrence)  # (G * H, H)
         bias = self.recurrent_bias(recurrence)  # (G * H,) or None
+        _check_initial(self, initial, z.shape[0], recurrence.hidden_size)
         if initial:
             state = initial
         else:
@@ -996,12 +997,40 @@ class FusedCell(Cell):
         self, initial: tuple[torch.Tensor, ...], z: torch.Tensor, hidden_size: int
     ) -> torch.Tensor | tuple[torch.Tensor, ...]:
         """The fused kernels' ``hx``: ``(1, B, H)``, a pair of them for the LSTM."""
+        _check_initial(self, initial, z.shape[0], hidden_size)
         if initial:
             states = [state.unsqueeze(0) for state in initial]  # (1, B, H) each
         else:
             zeros = z.new_zeros(1, z.shape[0], hidden_size)  # (1, B, H)
             states = [zeros] * self.state_count
         return tuple(states) if self.state_count > 1 else states[0]
+
+
+def _check_initial(cell: Cell, initial: tuple[torch.Tensor, ...], batch: int, hidden: int) -> None:
+    """Refuse an ``initial`` that is not ``()`` or the cell's states, each ``(batch, hidden)``.
+
+    Every path checks it: the fused kernels read ``hx`` unchecked (a short LSTM state
+    read memory past its end; PyTorch's ``(1, batch, hidden)`` layout broadcast a tanh
+    layer's states to four dimensions).
+    """
+    if not isinstance(initial, (tuple, list)) or len(initial) not in (0, cell.state_count):
+        states = "(h_0,)" if cell.state_count == 1 else "(h_0, c_0)"
+        got = f"{len(initial)} tensor(s)" if isinstance(initial, (tuple, list)) else type(initial).__name__
+        raise ValueError(
+            f"initial must be () for a zero initial state or {states} for cell={cell.name!r}; "
+            f"got {got}."
+        )
+    if not all(isinstance(state, torch.Tensor) for state in initial):
+        kinds = [type(state).__name__ for state in initial]
+        raise TypeError(f"initial must hold tensors for cell={cell.name!r}; got {kinds}.")
+    expected = (batch, hidden)
+    shapes = [tuple(state.shape) for state in initial]
+    if any(shape != expected for shape in shapes):  # PyTorch's hx is (layers, batch, hidden)
+        raise ValueError(
+            f"initial must hold tensors of shape (batch, hidden) = {expected}, one row per "
+            f"sequence; got shapes {shapes}. A torch.nn.RNN's hx of shape (1, batch, hidden) "
+            "is its [0]."
+        )
 
 
 def _stepwise_training(z: torch.Tensor) -> bool:
@@ -1152,20 +1181,7 @@ def stepwise_recurrence(
             f"lengths must be a tensor of shape (batch,) = ({projected.shape[0]},), each "
             f"sequence's valid steps; got {shape} (a list: torch.as_tensor(lengths))."
         )
-    if len(initial) not in (0, cell.state_count):
-        states = "(h_0,)" if cell.state_count == 1 else "(h_0, c_0)"
-        raise ValueError(
-            f"initial must be () for a zero initial state or {states} for cell={cell.name!r}; "
-            f"got {len(initial)} tensor(s)."
-        )
-    expected = (projected.shape[0], hidden)
-    shapes = [tuple(state.shape) for state in initial]
-    if any(shape != expected for shape in shapes):  # PyTorch's hx is (layers, batch, hidden)
-        raise ValueError(
-            f"initial must hold tensors of shape (batch, hidden) = {expected}, one row per "
-            f"sequence; got shapes {shapes}. A torch.nn.RNN's hx of shape (1, batch, hidden) "
-            "is its [0]."
-        )
+    _check_initial(cell, initial, projected.shape[0], hidden)
     if functorch_transforms_active():  # its autograd.Functions have no setup_context
         raise once_differentiable_error(cell, "apply a torch.func transform to")
     if has_tangent(projected, weight_hh, bias_hh, *initial):  # its autograd.Functions have no jvp

@@ -357,7 +357,16 @@ class DecayCell(Cell):
         -------
         LayerStates
         """
-        assert gaps is not None  # the network reads them for a cell that needs_gaps
+        if gaps is None:  # the network passes them to a cell that needs_gaps
+            raise ValueError(
+                f"cell={self.name!r} reads the time since each previous step: pass gaps, a "
+                f"tensor of shape (batch, steps) = {tuple(z.shape[:2])}; got None."
+            )
+        if len(initial):
+            raise ValueError(
+                f"cell={self.name!r} starts from a zero state and takes no initial state: "
+                f"pass initial=(); got {len(initial)} tensor(s)."
+            )
         x = recurrence.decay_inputs(z, gaps)  # (B, T, input_size)
         projected = projection(x)  # (B, T, H)
         hidden = recurrence(projected, gaps)  # (B, T, H); h_0 = 0

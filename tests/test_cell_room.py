@@ -610,3 +610,25 @@ def test_a_cell_with_a_nan_setting_is_its_own_identity():
         assert pickle.loads(pickle.dumps(net))._cell is get_cell("filled")
     finally:
         unregister_cell("filled")
+
+
+class FloatDoubledCell(LeakyCell):
+    """A contract slip: states in float64 for float32 inputs."""
+
+    name = "doubled"
+
+    def forward_states(self, projection, recurrence, z, initial, gaps):
+        states = super().forward_states(projection, recurrence, z, initial, gaps)
+        return states._replace(hidden=states.hidden.double())
+
+
+def test_a_cell_returning_states_of_another_dtype_is_told_the_contract():
+    # The readout met "mat1 and mat2 must have the same dtype", naming no cell.
+    register_cell(FloatDoubledCell())
+    try:
+        net = RecurrentNetwork(3, 4, 2, cell="doubled", generator=torch.Generator().manual_seed(0))
+        with pytest.raises(ValueError, match=r"cell='doubled': FloatDoubledCell.forward_states must return the "
+                                             r"layer's states in its inputs' dtype, torch.float32 .* got torch.float64"):
+            net(torch.randn(2, 3, 3), [3, 1])
+    finally:
+        unregister_cell("doubled")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import warnings
 
 import pytest
 import torch
@@ -619,3 +620,84 @@ def test_stepwise_recurrence_names_the_shape_of_the_initial_state():
             stepwise_recurrence("gru", projected, gru.weight_hh_l0, gru.bias_hh_l0, (initial,))
     u, hidden, _ = stepwise_recurrence("gru", projected, gru.weight_hh_l0, gru.bias_hh_l0, (torch.zeros(3, 2),))
     assert hidden.shape == (3, 5, 2)
+
+
+def test_the_core_s_inputs_and_sizes_get_messages_not_raw_errors():
+    # cells45 2-6, 8; core45 5, 7: raw matrix-product or oneDNN errors under autocast for
+    # a float64 network, lengths values stepwise_recurrence read as steps (True as 1, 0
+    # as "stop before the first"), nested tensors met "Internal error ... file an issue",
+    # unchecked constructor sizes, a float64 input promoted silently, and empty batches
+    # of no steps given one step or refused by unfold.
+    from sklearn_rnn.nn import ConvStage, DecayRecurrence
+    from sklearn_rnn.nn.cells import stepwise_recurrence
+
+    x, lengths = torch.rand(2, 5, 3), torch.tensor([5, 3])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        for cell in ("gru", "lstm"):
+            net = RecurrentNetwork(3, 4, 2, cell=cell).double()
+            with pytest.raises(ValueError, match="x is torch.float32, but the network's weights are torch.float64"):
+                net(x, lengths)
+        with pytest.raises(ValueError, match="x is torch.float32, but the stage's weights are torch.float64"):
+            ConvStage(3, (3,), 2).double()(x, lengths)
+        assert RecurrentNetwork(3, 4, 2, cell="gru")(x, lengths).dtype == torch.bfloat16  # float32 weights: cast
+    projected, weight = torch.randn(2, 4, 3), torch.randn(3, 3) * 0.5
+    for bad in (torch.tensor([2.5, 4.0]), torch.tensor([0, 4]), torch.tensor([9, -1]), torch.tensor([True, True])):
+        with pytest.raises(ValueError, match=r"lengths must hold one integer length per sequence \(2\), each between 1"):
+            stepwise_recurrence("relu", projected, weight, None, (), lengths=bad)
+    for layout in (torch.strided, torch.jagged):
+        with warnings.catch_warnings():  # "the strided layout is in prototype stage"
+            warnings.simplefilter("ignore", UserWarning)
+            nested = torch.nested.nested_tensor([torch.rand(5, 3), torch.rand(2, 3)], layout=layout)
+        with pytest.raises(TypeError, match=r"got a nested tensor: .*torch.nested.to_padded_tensor\(x, 0.0\)"):
+            RecurrentNetwork(3, 4, 2)(nested, [5, 2])
+    for size, masked in ((0, 0), (2.5, 0), (4, -1)):
+        with pytest.raises(ValueError, match="DecayRecurrence needs hidden_size, a positive int, and n_masked"):
+            DecayRecurrence(size, n_masked=masked)
+    for size in ("3", 2.5, -1, 0):
+        with pytest.raises(ValueError, match=f"reads input_size features, a positive int; got input_size={size!r}"):
+            ConvStage(size, (3,), 2)
+    decay = DecayRecurrence(2, n_masked=1)
+    with pytest.raises(ValueError, match=r"DecayRecurrence: projected is torch.float64, but the recurrence's "
+                                         r"weights are torch.float32: pass it .to\(torch.float32\)"):
+        decay(torch.randn(2, 5, 2, dtype=torch.float64), torch.ones(2, 5))
+    with pytest.raises(ValueError, match="decay_inputs: x is torch.float64, but the recurrence's weights"):
+        decay.decay_inputs(torch.rand(1, 3, 2, dtype=torch.float64), torch.ones(1, 3))
+    stage = ConvStage(3, (3,), 4, pool=2)
+    stage.reset_parameters(torch.Generator().manual_seed(0))
+    assert stage(torch.zeros(0, 0, 3), []).shape == (0, 0, 4)
+    assert stage.output_lengths([3, 4]).tolist() == [2, 2]
+    net = RecurrentNetwork(3, 4, 2, generator=torch.Generator().manual_seed(0))
+    assert net(torch.zeros(0, 0, 3), [], every_step=True).shape == (0, 0, 2)
+    assert net.forward_states(torch.zeros(0, 0, 3), [], every_step=True).outputs.shape == (0, 0, 2)
+    assert net(torch.zeros(0, 5, 3), [], every_step=True).shape == (0, 5, 2)
+
+
+def test_an_overflowing_time_since_observation_gives_no_nan_gradient():
+    # cells45 1: the time since a feature's last observation, a sum of gaps that each
+    # pass the check, overflowed to inf: input_decay's gradient was NaN (inf * 0), and a
+    # later observation made the forward pass NaN too (0 * inf).
+    from sklearn_rnn.nn import DecayRecurrence
+
+    for dtype, gap in ((torch.float32, 2e38), (torch.float16, 4e4)):
+        decay = DecayRecurrence(2, n_masked=1).to(dtype)
+        x = torch.tensor([[[1.0, 1.0], [1.0, 0.0], [1.0, 0.0], [2.0, 1.0], [1.0, 0.0]]], dtype=dtype)
+        out = decay.decay_inputs(x, torch.tensor([[0.0, gap, gap, 1.0, 1.0]], dtype=dtype))
+        out[..., 0].float().sum().backward()
+        assert bool(out.isfinite().all()), dtype
+        assert out[0, :4, 0].tolist() == [1.0, 0.0, 0.0, 2.0]  # the baseline 0 where unobserved long
+        assert bool(decay.input_decay.grad.isfinite().all()), dtype
+
+
+def test_spectral_radius_refuses_a_radius_that_rounds_to_zero_and_writes_nothing_when_it_refuses():
+    # core45 6: rho=1e-46 gave a float32 matrix of zeros (radius 0) silently; a refusal
+    # on a stacked weight came after the blocks before it were overwritten.
+    from sklearn_rnn.nn import spectral_radius_
+
+    with pytest.raises(ValueError, match=r"rho=1e-46 gives weights below the range of torch.float32"):
+        spectral_radius_(torch.empty(4, 4), 1e-46, generator=torch.Generator().manual_seed(0))
+    weight = torch.zeros(16, 4)
+    with pytest.raises(ValueError, match="gives weights past the range of torch.float32"):
+        spectral_radius_(weight, 3.3e38, generator=torch.Generator().manual_seed(5))
+    assert bool((weight == 0).all())
+    small = spectral_radius_(torch.empty(4, 4), 1e-30, generator=torch.Generator().manual_seed(0))
+    assert torch.linalg.eigvals(small.double()).abs().max().item() == pytest.approx(1e-30, rel=1e-6)

@@ -109,6 +109,11 @@ class ConvStage(nn.Module):
         device: str | None = None,
     ) -> None:
         super().__init__()
+        if not (_is_int(input_size) and input_size >= 1):
+            raise ValueError(
+                f"a convolutional stage reads input_size features, a positive int; got "
+                f"input_size={input_size!r}."
+            )
         given = _widths(kernel_sizes, "kernel_sizes") if not isinstance(kernel_sizes, (str, bytes)) else (kernel_sizes,)
         if not all(_is_int(value) for value in (*given, channels, pool)):  # 2.7 read as 2, '35' as (3, 5)
             raise ValueError(
@@ -127,7 +132,7 @@ class ConvStage(nn.Module):
         self.pool = int(pool)
         self.output_size = len(sizes) * self.channels
         self.convolutions = nn.ModuleList(
-            nn.Conv1d(input_size, self.channels, size, padding=size // 2, device=device) for size in sizes
+            nn.Conv1d(int(input_size), self.channels, size, padding=size // 2, device=device) for size in sizes
         )
 
     def _checked(self, x: torch.Tensor, lengths: torch.Tensor | Sequence[int]) -> torch.Tensor:
@@ -141,7 +146,7 @@ class ConvStage(nn.Module):
                 f"x must be a padded batch of shape (batch, steps, {width}), the stage's "
                 f"input_size features; got {shape}."
             )
-        if x.dtype != weight.dtype and not autocast_casts(x):
+        if x.dtype != weight.dtype and not autocast_casts(x, weight.dtype):
             raise ValueError(f"x is {x.dtype}, but the stage's weights are {weight.dtype}: pass x.to({weight.dtype}).")
         lengths = as_lengths(lengths)  # a list's fractions kept for the check, not truncated
         if lengths.shape != (x.shape[0],):
@@ -196,6 +201,8 @@ class ConvStage(nn.Module):
         """
         lengths = self._checked(x, lengths)
         steps = x.shape[1]
+        if steps == 0:  # an empty batch of no steps: no windows to unfold
+            return x.new_zeros(x.shape[0], 0, self.output_size)
         valid = torch.arange(steps, device=x.device) < lengths.to(x.device)[:, None]  # (B, T)
         signal = torch.where(valid[..., None], x, 0.0)  # (B, T, n_in)
         # Every width at once: one matrix product of the windows of the widest kernel
@@ -246,11 +253,12 @@ class ConvStage(nn.Module):
 
         Parameters
         ----------
-        lengths : torch.Tensor of shape (batch,)
+        lengths : torch.Tensor or sequence of int, of shape (batch,)
             Valid steps of each input sequence.
 
         Returns
         -------
         torch.Tensor of shape (batch,)
         """
+        lengths = as_lengths(lengths)
         return lengths if self.pool == 1 else torch.div(lengths + self.pool - 1, self.pool, rounding_mode="floor")

@@ -38,7 +38,11 @@ class NetworkStates(NamedTuple):
     ----------
     inputs : torch.Tensor of shape (batch, steps, input_size)
         The (padded) inputs ``x_t`` (for the 'decay' cell, after the decay of stale
-        inputs: what the input projection reads).
+        inputs: what the input projection reads). With a convolutional stage, what the
+        first layer reads: the stage's features over the pooled steps,
+        ``(batch, ceil(steps / conv_pool), conv output_size)``; ``projected``,
+        ``hidden`` and ``lengths`` then count pooled steps too. An empty batch of no
+        steps holds one padded step here, as the kernels ran on it.
     projected : torch.Tensor of shape (batch, steps, gates * hidden_size)
         ``u_t = W_in x_t + b`` of the first layer: the input part of each step's
         pre-activations (of every gate). Its gradient is the pre-activation delta of
@@ -502,6 +506,7 @@ class RecurrentNetwork(nn.Module):
             )
         self._refuse_per_step_readout(every_step)
         layers: list[LayerStates] = []
+        steps = x.shape[1] if isinstance(x, torch.Tensor) and not x.is_nested and x.ndim == 3 else 0  # checked below
         x, lengths, gaps = self._inputs(x, lengths)
         _, projection, recurrence = self.stack()[0]
         x = tracked_input(x, [*projection.parameters(), *recurrence.parameters()])
@@ -515,6 +520,8 @@ class RecurrentNetwork(nn.Module):
             layers.append(layer)
         hidden = layers[-1].hidden  # (B, T, H)
         read, outputs = self._read(hidden, lengths, every_step)
+        if every_step:
+            outputs = outputs[:, :steps]  # (B, T, k): not an empty batch's padded step
         first = layers[0]
         return NetworkStates(first.inputs, first.projected, hidden, outputs, tuple(layers), read, lengths)
 
@@ -542,6 +549,7 @@ class RecurrentNetwork(nn.Module):
         torch.Tensor
         """
         self._refuse_per_step_readout(every_step)
+        steps = x.shape[1] if isinstance(x, torch.Tensor) and not x.is_nested and x.ndim == 3 else 0  # checked below
         x, lengths, gaps = self._inputs(x, lengths)
         hidden = x
         reverse = self.reverse_stack()
@@ -558,7 +566,8 @@ class RecurrentNetwork(nn.Module):
                                                  **_stop(cell, lengths))
                 _checked_hidden(cell, method, backward, z, self.hidden_size)
                 hidden = torch.cat([hidden, reverse_steps(backward, lengths)], dim=2)  # (B, T, 2H)
-        return self._read(hidden, lengths, every_step)[1]
+        outputs = self._read(hidden, lengths, every_step)[1]
+        return outputs[:, :steps] if every_step else outputs  # (B, T, k): not an empty batch's padded step
 
     def _refuse_per_step_readout(self, every_step: bool) -> None:
         """Refuse per-step outputs from a network built for one output per sequence: a
@@ -621,7 +630,7 @@ class RecurrentNetwork(nn.Module):
                 "was built for."
             )
         weights = next(self.parameters()).dtype
-        if x.dtype != weights and not autocast_casts(x):
+        if x.dtype != weights and not autocast_casts(x, weights):
             convert = f", or convert the network (network.to({x.dtype}))" if x.dtype.is_floating_point else ""
             raise ValueError(
                 f"x is {x.dtype}, but the network's weights are {weights}: pass "
@@ -741,7 +750,7 @@ def check_tensor(x: object, *, batch_first: bool = True) -> None:
     Raises
     ------
     TypeError
-        When ``x`` is not a :class:`torch.Tensor`.
+        When ``x`` is not a :class:`torch.Tensor`, or is a nested one.
 
     Examples
     --------
@@ -754,10 +763,16 @@ def check_tensor(x: object, *, batch_first: bool = True) -> None:
     ...
     TypeError: x must be a torch.Tensor of right-padded sequences, (batch, steps, features); got a PackedSequence: pass a right-padded tensor and lengths instead, which torch.nn.utils.rnn.pad_packed_sequence(x, batch_first=True) gives.
     """
-    if isinstance(x, torch.Tensor):
+    if isinstance(x, torch.Tensor) and not x.is_nested:
         return
     layout = "(batch, steps, features)" if batch_first else "(steps, batch, features)"
-    if isinstance(x, nn.utils.rnn.PackedSequence):
+    if isinstance(x, torch.Tensor):  # a nested tensor: PyTorch failed with "Internal error"
+        padded = "torch.nested.to_padded_tensor(x, 0.0)" + ("" if batch_first else ".transpose(0, 1)")
+        got = (
+            f"a nested tensor: pass a right-padded tensor and lengths instead, {padded} "
+            "and [len(sequence) for sequence in x.unbind()]."
+        )
+    elif isinstance(x, nn.utils.rnn.PackedSequence):
         got = (
             "a PackedSequence: pass a right-padded tensor and lengths instead, which "
             f"torch.nn.utils.rnn.pad_packed_sequence(x, batch_first={batch_first}) gives."

@@ -87,17 +87,26 @@ def spectral_radius_(
     if not weight.is_floating_point():  # an int64 matrix took the rescaled draw truncated
         raise ValueError(f"spectral_radius_ fills a floating-point matrix; got one of {weight.dtype}.")
     n = weight.shape[1]
+    blocks = []
+    for _ in range(weight.shape[0] // n):
+        # Draw on the CPU in float64 so that the result does not depend on the device.
+        draw = torch.randn(n, n, generator=generator, dtype=torch.float64, device="cpu") * std
+        exact = draw * (rho / torch.linalg.eigvals(draw).abs().max())
+        scaled = exact.to(weight.dtype)
+        # Checked for every block before any is written: a refusal leaves weight as it was.
+        if not bool(torch.isfinite(scaled).all()):  # rho=1e39 in float32: inf weights
+            raise ValueError(
+                f"rho={rho!r} gives weights past the range of {weight.dtype} (largest "
+                f"{float(exact.abs().max()):.3g}); choose a radius near 1, or a wider dtype."
+            )
+        if not bool(scaled.any()):  # rho=1e-46 in float32: a matrix of zeros, radius 0
+            raise ValueError(
+                f"rho={rho!r} gives weights below the range of {weight.dtype} (largest "
+                f"{float(exact.abs().max()):.3g}, rounded to 0); choose a radius near 1, or a "
+                "wider dtype."
+            )
+        blocks.append(scaled)
     with torch.no_grad():
-        for block in weight.split(n, dim=0):
-            # Draw on the CPU in float64 so that the result does not depend on the device.
-            draw = torch.randn(n, n, generator=generator, dtype=torch.float64, device="cpu") * std
-            radius = torch.linalg.eigvals(draw).abs().max()
-            scaled = (draw * (rho / radius)).to(weight.dtype)
-            if not bool(torch.isfinite(scaled).all()):  # rho=1e39 in float32: inf weights
-                raise ValueError(
-                    f"rho={rho!r} gives weights past the range of {weight.dtype} (largest "
-                    f"{float((draw * (rho / radius)).abs().max()):.3g}); choose a radius near 1, "
-                    "or a wider dtype."
-                )
+        for block, scaled in zip(weight.split(n, dim=0), blocks):
             block.copy_(scaled)
     return weight

@@ -257,7 +257,7 @@ class RecurrentAdapter(nn.Module):
         """Refuse an ``x`` or a readout whose dtype differs from the module's weights
         (outside autocast, which casts each operation's inputs): the step-by-step pass
         failed inside a matrix product, where the module's own forward explains itself."""
-        if autocast_casts(z):
+        if autocast_casts(z, self.rnn.weight_ih_l0.dtype, self.readout.weight.dtype):
             return
         weight = self.rnn.weight_ih_l0.dtype
         if z.dtype != weight:

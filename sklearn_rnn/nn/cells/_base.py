@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._lengths import check_lengths
 from ..init import spectral_radius_
 from ._stepwise import (
     Record,
@@ -1045,11 +1046,13 @@ def _stepwise_training(z: torch.Tensor) -> bool:
     return not autocast_on("cpu")
 
 
-def autocast_casts(x: torch.Tensor) -> bool:
-    """Whether :func:`torch.autocast` runs on ``x``'s device and casts ``x`` there: a
-    float32, float16 or bfloat16 input (never float64, nor integers), which the dtype
-    checks of a network's input then let through."""
-    return autocast_on(x.device.type) and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
+def autocast_casts(x: torch.Tensor, *weights: torch.dtype) -> bool:
+    """Whether :func:`torch.autocast` runs on ``x``'s device and casts ``x`` there, and
+    the ``weights`` dtypes with it: float32, float16 or bfloat16 (never float64, nor
+    integers), which the dtype checks of a network's input then let through (float64
+    weights met a bfloat16 input in a raw matrix-product error)."""
+    cast = (torch.float32, torch.float16, torch.bfloat16)
+    return autocast_on(x.device.type) and x.dtype in cast and all(dtype in cast for dtype in weights)
 
 
 def autocast_on(device: str) -> bool:
@@ -1181,6 +1184,10 @@ def stepwise_recurrence(
             f"lengths must be a tensor of shape (batch,) = ({projected.shape[0]},), each "
             f"sequence's valid steps; got {shape} (a list: torch.as_tensor(lengths))."
         )
+    if lengths is not None and lengths.device.type == "cpu" and not functorch_transforms_active():
+        # Their values too, as the network checks them (a boolean length read as 1, a
+        # fractional one as the next step, 0 stopped even a given initial state).
+        lengths = check_lengths(lengths, projected.shape[0], projected.shape[1])
     _check_initial(cell, initial, projected.shape[0], hidden)
     if functorch_transforms_active():  # its autograd.Functions have no setup_context
         raise once_differentiable_error(cell, "apply a torch.func transform to")
@@ -1268,6 +1275,11 @@ def _checked_hidden(
     hidden = result.hidden if isinstance(result, LayerStates) else result
     typed = states == isinstance(result, LayerStates) and isinstance(hidden, torch.Tensor)
     if typed and hidden.ndim == 3 and hidden.shape[:2] == z.shape[:2] and hidden_size in (None, hidden.shape[2]):
+        if hidden.dtype != z.dtype and not autocast_on(z.device.type):  # met a raw error in the readout
+            raise ValueError(
+                f"cell={cell.name!r}: {type(cell).__name__}.{method} must return the layer's "
+                f"states in its inputs' dtype, {z.dtype} (outside autocast); got {hidden.dtype}."
+            )
         return hidden
     contract = (
         f"cell={cell.name!r}: {type(cell).__name__}.{method} must return "

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._base import Cell, LayerStates, register_cell, reset_affine_, uniform_
+from ._base import Cell, LayerStates, _is_int, autocast_casts, register_cell, reset_affine_, uniform_
 from ._stepwise import functorch_transforms_active
 
 __all__ = ["DecayCell", "DecayRecurrence"]
@@ -100,6 +100,13 @@ class DecayRecurrence(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        if not (_is_int(hidden_size) and hidden_size >= 1) or not (_is_int(n_masked) and n_masked >= 0):
+            raise ValueError(
+                "DecayRecurrence needs hidden_size, a positive int, and n_masked, an int of "
+                f"at least 0 (the masked input values it decays); got hidden_size="
+                f"{hidden_size!r}, n_masked={n_masked!r}."
+            )
+        hidden_size, n_masked = int(hidden_size), int(n_masked)
         factory = {"device": device, "dtype": dtype}
         self.hidden_size = hidden_size
         self.n_masked = n_masked
@@ -163,13 +170,17 @@ class DecayRecurrence(nn.Module):
         m = self.n_masked
         if m == 0:
             return x
+        _check_dtype(x, self.input_decay, "decay_inputs: x")  # promoted silently before
         values, masks = x[..., :m], x[..., m : 2 * m]  # (B, T, m) each
         # Time since each feature was last observed: grows by the gap, resets after an
-        # observation (GRU-D's delta). Parameter-free, so a short loop over steps.
+        # observation (GRU-D's delta). Parameter-free, so a short loop over steps. Held
+        # below the dtype's largest value: a sum of finite gaps may overflow, and an
+        # infinite time gave input_decay a NaN gradient (inf * 0).
+        largest = torch.finfo(x.dtype).max if x.is_floating_point() else math.inf
         since = [torch.zeros_like(values[:, 0])]  # (B, m)
         steps_gaps, steps_masks = gaps[..., None].unbind(1), masks.unbind(1)  # (B, 1), (B, m) each
         for t in range(1, x.shape[1]):
-            since.append(steps_gaps[t] + (1 - steps_masks[t - 1]) * since[-1])
+            since.append((steps_gaps[t] + (1 - steps_masks[t - 1]) * since[-1]).clamp(max=largest))
         elapsed = torch.stack(since, dim=1)  # (B, T, m)
         gamma = torch.exp(-F.softplus(self.input_decay) * elapsed)  # (B, T, m)
         stale = gamma * values + (1 - gamma) * self.input_baseline  # (B, T, m)
@@ -205,6 +216,7 @@ class DecayRecurrence(nn.Module):
                 f"{self.hidden_size}), the projected inputs of every step; got {shape} (a "
                 "(batch, steps) input mixed the sequences; add the feature axis)."
             )
+        _check_dtype(projected, self.weight_hh, "DecayRecurrence: projected")
         gaps = _checked_gaps(gaps, projected, "DecayRecurrence")
         keep = torch.exp(-F.softplus(self.hidden_decay) * gaps[..., None])  # (B, T, H)
         keep = torch.cat([torch.zeros_like(keep[:, :1]), keep[:, 1:]], dim=1)  # gamma_1 = 0
@@ -223,6 +235,16 @@ class DecayRecurrence(nn.Module):
 
     def extra_repr(self) -> str:  # noqa: D102
         return f"hidden_size={self.hidden_size}, n_masked={self.n_masked}"
+
+
+def _check_dtype(x: torch.Tensor, weight: torch.Tensor, what: str) -> None:
+    """Refuse an input of another dtype than the module's weights, outside an autocast
+    that casts both (a raw matrix-product error, or a silent promotion to float64)."""
+    if x.dtype != weight.dtype and not autocast_casts(x, weight.dtype):
+        raise ValueError(
+            f"{what} is {x.dtype}, but the recurrence's weights are {weight.dtype}: pass "
+            f"it .to({weight.dtype}), or convert the module (.to({x.dtype}))."
+        )
 
 
 def _checked_gaps(gaps: torch.Tensor, like: torch.Tensor, where: str) -> torch.Tensor:

@@ -10,10 +10,10 @@ import os
 import re
 import types
 from abc import ABCMeta, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 import warnings
 from numbers import Integral, Real
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callb
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._gathered import outside_stacklevel, warn
-from ._inference import LAST_STEP, OutputSteps, run_network
+from ._inference import LAST_STEP, OutputSteps, module_copy, run_network
 from .nn import RecurrentNetwork
 from .nn._network import HIDDEN_INITS, READOUTS
 from .nn.cells import CellNames, cell_names, get_cell, resolve_cell
@@ -565,6 +565,30 @@ def _partial_fit_context(partial_fit: Any) -> Any:
     return wrapper
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def reads_one_model(method: _Method) -> _Method:
+    """Run a prediction method on a view of the estimator that holds its attributes as
+    the call begins.
+
+    ``fit`` swaps its new state in whole (a new attribute dict) when it ends, so a fit
+    ending in another thread during the call changes nothing the call reads: the
+    network was read as the call began and ``classes_`` or the target scale after the
+    forward pass, and a prediction mixed the two models (the old network's outputs on
+    the new scale, or an IndexError on fewer classes). The view shares the dict, so
+    what the call writes still reaches the estimator.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        view = object.__new__(type(self))
+        view.__dict__ = self.__dict__  # the dict itself: one reading
+        return method(view, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     """Training logic shared by :class:`RNNClassifier` and :class:`RNNRegressor`.
 
@@ -798,6 +822,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         finished epoch). A call that is rejected, fails, or is interrupted before an
         epoch finishes leaves the estimator exactly as it was (unfitted if it was);
         continued training that fails is rolled back to the weights it started from.
+        Continued training shares the fitted network with the staging copy, so a
+        prediction in another thread reads the running epoch's weights (a fresh fit's
+        network is the copy's own).
 
         Training runs with autograd and without a caller's autocast, whatever mode the
         caller's code holds (:func:`~sklearn_rnn._engine.gradient_mode`).
@@ -1715,7 +1742,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         sequences = frame_sequences(sequences, self._frame)
         device = next(self.module_.parameters()).device
         # A float64 twin of the network: cheaper per batch than functional_call.
-        network = copy.deepcopy(self.module_).double()
+        network = module_copy(self.module_).double()  # the hooks registered on module_ run
         steps = self._output_steps
         outputs = steps.allocate(len(sequences), self._n_outputs)
         # Encoded in chunks of about PREDICT_CHUNK_VALUES values (a longer sequence alone):
@@ -3005,7 +3032,10 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     ``fit`` and ``partial_fit`` are transactional: a call that
     is rejected or fails, or is interrupted before its first epoch finishes (the
     interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),
-    leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask
+    leaves the estimator exactly as it was, unfitted if it was. A prediction in another
+    thread while a fit runs uses the model from before it, except while training
+    continues (``warm_start`` or ``partial_fit``), which trains the fitted network in
+    place: such a prediction reads the running epoch's weights. In a joblib or Dask
     worker, training uses that worker's share of the CPU threads (see :doc:`/scaling`).
 
     The 'auto' settings (``cell``, ``spectral_radius``, ``early_stopping``, ``frame``,
@@ -3324,6 +3354,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
             )
         return self._fit(X, y, sample_weight, incremental=True, classes=classes)
 
+    @reads_one_model
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities of each sequence.
 
@@ -3341,6 +3372,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         probabilities = np.exp(logits)
         return probabilities / probabilities.sum(axis=1, keepdims=True)
 
+    @reads_one_model
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`.
 
@@ -3356,6 +3388,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         logits -= logits.max(axis=1, keepdims=True)
         return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
 
+    @reads_one_model
     def predict(self, X: Any) -> np.ndarray:
         """Most probable class of each sequence.
 
@@ -3371,6 +3404,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         outputs = self._forward(X)
         return self.classes_[outputs.argmax(axis=1)]
 
+    @reads_one_model
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Mean accuracy on ``X`` and ``y``, weighted by non-negative ``sample_weight``.
 
@@ -3698,7 +3732,10 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     ``fit`` and ``partial_fit`` are transactional: a call that
     is rejected or fails, or is interrupted before its first epoch finishes (the
     interrupt is raised again, so Ctrl-C also ends a loop of ``partial_fit`` calls),
-    leaves the estimator exactly as it was, unfitted if it was. In a joblib or Dask
+    leaves the estimator exactly as it was, unfitted if it was. A prediction in another
+    thread while a fit runs uses the model from before it, except while training
+    continues (``warm_start`` or ``partial_fit``), which trains the fitted network in
+    place: such a prediction reads the running epoch's weights. In a joblib or Dask
     worker, training uses that worker's share of the CPU threads (see :doc:`/scaling`).
 
     Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
@@ -3852,6 +3889,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         """
         return self._fit(X, y, sample_weight, incremental=True)
 
+    @reads_one_model
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets of each sequence.
 
@@ -3876,6 +3914,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
             )
         return outputs.ravel() if self._y_ndim == 1 else outputs
 
+    @reads_one_model
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Coefficient of determination R^2, weighted by non-negative ``sample_weight``.
 

@@ -15,6 +15,7 @@ ask it instead of branching on a flag.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,31 @@ import torch
 from .sequences import SequenceDataset, bucket_batches
 
 __all__ = ["EVERY_STEP", "LAST_STEP", "OutputSteps", "check_finite_outputs", "run_network"]
+
+
+def module_copy(module: torch.nn.Module) -> torch.nn.Module:
+    """A deep copy of ``module`` whose hooks are the original's own objects.
+
+    :func:`copy.deepcopy` copies a module's hooks with it, and a hook that is a bound
+    method, a callable object or a :func:`functools.partial` with it the object that
+    records what it sees: a recorder registered on ``module_`` filled a throwaway copy
+    during ``predict``. The copy's hooks are the ones registered, run on the copy.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+
+    Returns
+    -------
+    torch.nn.Module
+    """
+    memo: dict[int, Any] = {}
+    for sub in module.modules():
+        for name, value in vars(sub).items():
+            if name.startswith(("_forward", "_backward")) and name.endswith("hooks") and isinstance(value, dict):
+                for hook in value.values():
+                    memo[id(hook)] = hook
+    return copy.deepcopy(module, memo)
 
 
 class OutputSteps:

@@ -301,13 +301,17 @@ def fitting_threads(hidden_size: int, batch_size: int) -> Iterator[None]:
     with _task_share():  # inside a pool: the task's share
         own = before = torch.get_num_threads()
         outside = not _in_pool_thread()
-        if outside and not getattr(_fits_here, "depth", 0):  # not a fit nested in this thread's own
+        # Not a fit nested in this thread's own, nor one under torch_threads: there the
+        # caller chose, and this thread's count is kept whatever it is (a thread's own
+        # count equal to the lowered one cannot be told from it otherwise).
+        if outside and not getattr(_fits_here, "depth", 0) and _chosen.get() is None:
             with _shared_lock:
                 if _outside_fits["running"] and own == _outside_fits["lowered"]:
                     # Another thread's fit has lowered the count, and this thread reads that
                     # count (a thread started then takes it): putting it back left the thread
                     # on one thread for good. The count from before that fit. (A count this
-                    # thread set itself, or an outer fit's of its own, stays its own.)
+                    # thread set itself to another value, or an outer fit's of its own,
+                    # stays its own.)
                     before = _outside_fits["before"]
         target = fit_threads(hidden_size, batch_size)
         if target is None:

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from ._estimators import BaseRNN, _partial_fit_context, _wrong_outputs
+from ._estimators import BaseRNN, _partial_fit_context, _wrong_outputs, reads_one_model
 from ._inference import EVERY_STEP, OutputSteps
 from .sequences import FlatSequences
 from .sequences._validation import numpy_readable
@@ -455,6 +455,7 @@ class RNNStepClassifier(BaseRNN):
         return self._fit(X, y, sample_weight, incremental=True)
 
     # -------------------------------------------------------------- prediction
+    @reads_one_model
     def decision_function(self, X: Any) -> list[np.ndarray]:
         """Logits of every output at every step (before the sigmoid).
 
@@ -478,6 +479,7 @@ class RNNStepClassifier(BaseRNN):
         """
         return self._forward(X)
 
+    @reads_one_model
     def predict_proba(self, X: Any) -> list[np.ndarray]:
         """Probability that each output is 1, at every step of each sequence.
 
@@ -503,6 +505,7 @@ class RNNStepClassifier(BaseRNN):
         """
         return [_sigmoid(logits) for logits in self._forward(X)]
 
+    @reads_one_model
     def predict(self, X: Any) -> list[np.ndarray]:
         """Outputs predicted to be 1 (probability above 0.5), at every step.
 
@@ -529,6 +532,7 @@ class RNNStepClassifier(BaseRNN):
         labels = [(logits > 0).astype(np.int64) for logits in self._forward(X)]
         return [label.ravel() for label in labels] if self._y_ndim == 1 else labels
 
+    @reads_one_model
     def nll_per_step(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Negative log-likelihood per step (in nats), the loss of eq. 4.2.
 
@@ -572,6 +576,7 @@ class RNNStepClassifier(BaseRNN):
         steps = np.array([len(t) for t in targets])
         return float((weight * totals).sum() / (weight * steps).sum())
 
+    @reads_one_model
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Minus the negative log-likelihood per step: the log-likelihood per step.
 

@@ -588,9 +588,12 @@ class StackedStream:
                     f"differs from estimator 0 in its {field} ({difference}). Stream each "
                     "architecture in a StackedStream of its own."
                 )
-        self._stack = _Stack(members)
-        if self._stack.rule.kind == "adam":
-            self._read_adam_state()
+        # Trainable tensors whatever the caller's mode (built under inference_mode, every
+        # update failed, and so did its rollback).
+        with torch.inference_mode(False):
+            self._stack = _Stack(members)
+            if self._stack.rule.kind == "adam":
+                self._read_adam_state()
         # What the stream leaves each estimator with: its network, and its epochs.
         self._nets = [estimator.net_ for estimator in self.estimators]
         self._epochs = [len(net.history) for net in self._nets]
@@ -667,7 +670,10 @@ class StackedStream:
                     _check_stackable_in_stream(work, index)
                     # Everything partial_fit checks and sets before it trains: validation, the
                     # encoding, the training settings of the call (shuffling stream, L2 coefficient).
-                    train, _ = work._prepare(X, y, weight, incremental=True)
+                    try:
+                        train, _ = work._prepare(X, y, weight, incremental=True)
+                    except (ValueError, TypeError) as error:  # partial_fit's words, and whose batch
+                        raise type(error)(f"batch {index} (estimator {index}): {error}") from error
                     datasets.append(train)
                 # One criterion runs the stack: a label_smoothing set on one estimator since the
                 # stream was built (which _prepare gave its criterion) would be trained with
@@ -714,7 +720,12 @@ class StackedStream:
                 # partial_fit's training guard: the call is undone, the weights and the
                 # optimizer's state are those it started from.
                 start.restore(stack, nets, [row])
-                outcome = member._diverged.outcome(type(member.estimator).__name__, False)
+                # As its own partial_fit words it (the sample weights blamed where they
+                # reach HUGE_WEIGHT), naming which estimator of the stream was undone.
+                weights = member.train.sample_weight
+                largest = float(weights.max()) if len(weights) else 1.0
+                owner = f"{type(member.estimator).__name__} (estimator {row} of the stream)"
+                outcome = member._diverged.outcome(owner, False, largest)
                 warn(outcome.message, ConvergenceWarning, stacklevel=2)
                 continue
             losses[row] = self._record(member, seconds)
@@ -742,10 +753,11 @@ class StackedStream:
             :attr:`estimators`.
         """
         stack = self._stack
-        for row, member in enumerate(stack.members):
-            stack._write(row, member, stack.params)
-        if stack.rule.kind == "adam":
-            self._write_adam_state()
+        with torch.inference_mode(False):  # the estimators' optimizer state stays trainable
+            for row, member in enumerate(stack.members):
+                stack._write(row, member, stack.params)
+            if stack.rule.kind == "adam":
+                self._write_adam_state()
         return self.estimators
 
     def _read_adam_state(self) -> None:

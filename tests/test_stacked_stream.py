@@ -155,11 +155,13 @@ def test_a_diverging_estimator_is_undone_as_partial_fit_undoes_it(optimizer):
     with pytest.warns(ConvergenceWarning, match="the training loss became inf") as own:
         twin.partial_fit(*batches[1])  # its own partial_fit undoes the call
     stream = StackedStream(models)
-    with pytest.warns(ConvergenceWarning, match="RNNClassifier: the training loss became inf in epoch 3, "
-                      "batch 1, so training stopped and the weights of epoch 2 are kept") as stacked:
+    with pytest.warns(ConvergenceWarning, match=r"RNNClassifier \(estimator 1 of the stream\): the training loss "
+                      "became inf in epoch 3, batch 1, so training stopped and the weights of epoch 2 are kept") as stacked:
         losses = stream.update(batches)
-    # Worded as its own partial_fit words it (the stream left out the batch).
-    assert [str(w.message) for w in stacked] == [str(w.message) for w in own]
+    # Worded as its own partial_fit words it (the stream left out the batch), and naming
+    # which estimator of the stream was undone.
+    assert [str(w.message).replace(" (estimator 1 of the stream)", "") for w in stacked] == [
+        str(w.message) for w in own]
     stream.write_back()
     assert np.isnan(losses[1]) and np.isfinite(losses[[0, 2]]).all()
     assert [model.n_iter_ for model in models] == [3, 2, 3] and twin.n_iter_ == 2
@@ -547,3 +549,30 @@ def test_an_update_interrupted_mid_epoch_leaves_every_estimator_as_it_was(optimi
                 if p in opt_a.state:
                     assert float(opt_a.state[p]["step"]) == float(opt_b.state[q]["step"]) == 6  # 2 + 4 steps
                     assert torch.equal(opt_a.state[p]["exp_avg_sq"], opt_b.state[q]["exp_avg_sq"])
+
+
+def test_a_stream_built_or_written_back_under_inference_mode_trains_and_names_refused_batches():
+    # stacked45 1-3: a stream built under torch.inference_mode held inference tensors, so
+    # every update failed (its rollback too); write_back under it gave an Adam estimator
+    # inference-tensor moments its next partial_fit could not step; a batch partial_fit
+    # refuses, and the divergence warning's advice on huge weights, named no estimator.
+    rng = np.random.default_rng(0)
+    models = [clone(model).set_params(optimizer="adam") for model in thesis_models("sgd")[:2]]
+    for model in models:
+        model.partial_fit(*batch(rng), classes=CLASSES)
+    with torch.inference_mode():
+        stream = StackedStream(models)
+    losses = stream.update([batch(rng), batch(rng)])
+    assert np.isfinite(losses).all() and [model.n_iter_ for model in models] == [2, 2]
+    with torch.inference_mode():
+        stream.write_back()
+    models[0].partial_fit(*batch(rng))  # its Adam state steps on
+    assert models[0].n_iter_ == 3
+    stream = StackedStream(models)
+    X, y = batch(rng)
+    with pytest.raises(ValueError, match=r"^batch 1 \(estimator 1\): sample_weight holds negative values"):
+        stream.update([batch(rng), (X, y, -np.ones(len(y)))])
+    with pytest.warns(ConvergenceWarning, match=r"estimator 1 of the stream\): the training loss became inf.*"
+                                                r"The sample weights reach 3e\+38"):
+        losses = stream.update([batch(rng), (X, y, np.full(len(y), 3e38))])
+    assert np.isfinite(losses[0]) and np.isnan(losses[1])

@@ -3421,6 +3421,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         """
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
+        _check_one_target_per_sequence(y, self)
         predicted = self.predict(X)
         return float(accuracy_score(y, predicted, sample_weight=self._score_weight(sample_weight, y, X, predicted)))
 
@@ -3931,6 +3932,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         """
         y = numpy_readable(y)
         check_targets_follow_instances(X, y)
+        _check_one_target_per_sequence(y, self)  # numpy's "inhomogeneous shape" before
         if hasattr(self, "n_outputs_"):
             try:
                 width = np.asarray(y, dtype=float).reshape(_n_targets(y), -1).shape[1]

@@ -941,3 +941,24 @@ def test_misuse_is_named_in_the_estimators_words():
         RNNStepClassifier(epochs=5)
     with pytest.raises(ValueError, match=r"cell='decay' reads the time between steps, so it needs time_feature"):
         RNNClassifier(cell="decay", max_iter=1).fit(seqs, [0, 1] * 3)
+
+
+def test_a_missing_sequence_and_ragged_scoring_targets_are_named():
+    # infer45 (minor): a None among the sequences was "has shape ()"; score with one
+    # array per sequence met numpy's "inhomogeneous shape" where fit names the mistake.
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_rnn import RNNClassifier, RNNRegressor
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(10)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        models = [RNNRegressor(hidden_size=4, max_iter=1, random_state=0).fit(X, np.arange(10.0)),
+                  RNNClassifier(hidden_size=4, max_iter=1, random_state=0).fit(X, np.arange(10) % 2)]
+    for model in models:
+        with pytest.raises(ValueError, match="sequence 1 of X is None: expected a 2D array"):
+            model.predict([X[0], None])
+        with pytest.raises(ValueError, match=rf"y holds one array per sequence \(lengths 1, 2\): "
+                                             rf"{type(model).__name__} takes one target per sequence"):
+            model.score(X[:2], [[1.0], [1.0, 2.0]])

@@ -1191,6 +1191,11 @@ def _check_one(sample: Any, index: int) -> np.ndarray:
     ):
         return sample  # the common case, without the checks' overhead
     where = f"sequence {index} of X"
+    if sample is None:  # reported as "shape ()" before
+        raise ValueError(
+            f"{where} is None: expected a 2D array of shape (steps, features). Drop the "
+            "missing sequence, or give its steps."
+        )
     if _is_array_of_rows(sample) and _is_two_dimensional(sample):
         sample = list(sample)  # its steps, which numpy stacks as the rows of nested lists
     if is_frame(sample):  # named columns: refused by name, pandas' missing values as NaN

@@ -75,7 +75,7 @@ from .sequences._validation import (
     dates_dtype,
     fitted_step_names,
     joined_steps,
-    numpy_readable,
+    readable_targets,
     staging,
     validate_sequences,
 )
@@ -1782,7 +1782,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
     def _check_sample_weight(self, sample_weight: Any, n_samples: int, X: Any = None) -> np.ndarray:
         """One weight per sequence of ``X``, checked; a Series indexed by the instances of a
         panel ``X`` must follow their order, as y must."""
-        sample_weight = numpy_readable(sample_weight)
+        sample_weight = readable_targets(sample_weight, "sample_weight")
         check_targets_follow_instances(X, sample_weight, name="sample_weight")
         if sample_weight is None:
             return np.ones(n_samples)
@@ -1831,7 +1831,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """The targets of ``X``'s ``sequences`` (as validated), checked and encoded
         (``weight``: their sample weights, for what a fit learns from the targets)."""
         n_samples = len(sequences)
-        y = numpy_readable(y)
+        y = readable_targets(y)
         check_targets_follow_instances(X, y)
         per_sequence = (
             "one (T_i, k) array of per-step targets per sequence" if self._output_steps.every_step
@@ -3419,7 +3419,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         -------
         float
         """
-        y = numpy_readable(y)
+        y = readable_targets(y)
         check_targets_follow_instances(X, y)
         _check_one_target_per_sequence(y, self)
         predicted = self.predict(X)
@@ -3930,7 +3930,7 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         -------
         float
         """
-        y = numpy_readable(y)
+        y = readable_targets(y)
         check_targets_follow_instances(X, y)
         _check_one_target_per_sequence(y, self)  # numpy's "inhomogeneous shape" before
         if hasattr(self, "n_outputs_"):

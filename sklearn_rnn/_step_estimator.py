@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._estimators import BaseRNN, _partial_fit_context, _wrong_outputs, reads_one_model
 from ._inference import EVERY_STEP, OutputSteps
 from .sequences import FlatSequences
-from .sequences._validation import numpy_readable
+from .sequences._validation import readable_targets
 
 __all__ = ["RNNStepClassifier"]
 
@@ -288,7 +288,7 @@ class RNNStepClassifier(BaseRNN):
             if first_ndim is None:
                 first_ndim = np.ndim(target)
             try:
-                target = np.asarray(numpy_readable(target), dtype=np.float64)
+                target = np.asarray(readable_targets(target, f"y[{index}]"), dtype=np.float64)
             except (TypeError, ValueError) as error:
                 raise ValueError(
                     f"y[{index}] is not numeric ({error}): expected a (T_i, k) array of 0/1."

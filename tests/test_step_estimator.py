@@ -772,3 +772,49 @@ def test_callbacks_are_kept_across_a_shared_events_state_and_rebuilt_for_a_chang
     weights[1000] = 5.0
     model.partial_fit(X, y)
     assert dict(model.net_.callbacks_)["c"].sums_ == [5.0]  # rebuilt from the setting as it is now
+
+
+def test_masked_entries_of_targets_and_weights_are_missing_values_as_in_x():
+    # long45 1: y and sample_weight were read with the values under the mask: a masked
+    # per-step target was trained and scored on, a masked weight counted at its hidden
+    # value, a 3D y masked past each end (as X is) was refused for its step count.
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_rnn import RNNClassifier
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 2)) for _ in range(4)]
+    y = [(x[:, :1] > 0).astype(float) for x in X]
+    masked = [np.ma.masked_array(t) for t in y]
+    masked[0][1, 0] = np.ma.masked
+    small = dict(hidden_size=4, max_iter=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with pytest.raises(ValueError, match=r"y\[0\] holds NaN at step 1, output 0: a missing target"):
+            RNNStepClassifier(**small).fit(X, masked)
+        model = RNNStepClassifier(**small).fit(X, y)
+        with pytest.raises(ValueError, match="holds NaN at step 1"):
+            model.score(X, masked)
+        weights = np.ma.masked_array([1, 1, 1e6, 1.0], mask=[0, 0, 1, 0])
+        with pytest.raises(ValueError, match="NaN"):
+            model.score(X, y, sample_weight=weights)
+        dense = rng.normal(size=(4, 4, 2))
+        targets = (dense[..., :1] > 0).astype(float)
+        lengths = np.array([3, 4, 2, 4])
+        padded = np.arange(4)[None, :, None] >= lengths[:, None, None]
+        Xm = np.ma.masked_array(dense, np.broadcast_to(padded, dense.shape))
+        ym = np.ma.masked_array(targets, np.broadcast_to(padded, targets.shape))
+        fitted = RNNStepClassifier(**small).fit(Xm, ym)
+        alike = RNNStepClassifier(**small).fit([d[:n] for d, n in zip(dense, lengths)],
+                                               [t[:n] for t, n in zip(targets, lengths)])
+        for a, b in zip(fitted.predict_proba(Xm), alike.predict_proba(Xm)):
+            np.testing.assert_array_equal(a, b)
+        labels = np.ma.masked_array([0, 1, 0, 1], mask=[0, 0, 0, 1])
+        with pytest.raises(ValueError, match="missing label"):
+            RNNClassifier(**small).fit(X, labels)
+        unmasked = RNNClassifier(**small).fit(X, np.ma.masked_array([0, 1, 0, 1]))
+        assert unmasked.classes_.dtype.kind == "i"  # no masked entry: the labels as they are
+        with pytest.raises(ValueError, match="y is a masked array with masked entries of <U1"):
+            RNNClassifier(**small).fit(X, np.ma.masked_array(list("abab"), mask=[0, 0, 0, 1]))

@@ -1250,6 +1250,35 @@ def numpy_readable(value: Any) -> Any:
     return value
 
 
+def readable_targets(value: Any, name: str = "y") -> Any:
+    """:func:`numpy_readable` ``value`` (targets or weights), with a numpy masked array's
+    masked entries read as missing values, as they are in ``X``: NaN for numbers (which
+    the checks of targets and weights then name), refused for other values. A masked
+    array with no masked entry is its data, in its own dtype. (``numpy.asarray`` kept
+    the values under the mask: a masked target was trained on, a masked weight counted.)
+
+    >>> import numpy as np
+    >>> readable_targets(np.ma.masked_array([1.0, 2.0], mask=[0, 1]))
+    array([ 1., nan])
+    >>> readable_targets(np.ma.masked_array([0, 1], mask=[0, 0])).dtype
+    dtype('int64')
+    """
+    value = numpy_readable(value)
+    if isinstance(value, np.ma.MaskedArray):
+        if not np.ma.getmaskarray(value).any():
+            return value.data
+        if value.dtype.kind in "biuf":
+            return np.ma.filled(value.astype(np.float64), np.nan)
+        raise ValueError(
+            f"{name} is a masked array with masked entries of {value.dtype}: a masked entry is a "
+            f"missing value, which {name} may not hold. Drop those sequences, or fill the entries."
+        )
+    if isinstance(value, list):  # per-step targets: one array per sequence
+        return [readable_targets(part, f"{name}[{index}]") if isinstance(part, np.ma.MaskedArray) else part
+                for index, part in enumerate(value)]
+    return value
+
+
 def _unmasked(value: Any) -> Any:
     """A numpy masked array as a float array with NaN, a missing value, at its masked
     entries (``numpy.asarray`` would keep the values under the mask); anything else as

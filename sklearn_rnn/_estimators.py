@@ -1793,6 +1793,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight", copy=True
             )
         except ValueError as error:
+            if "Found array with dim" in str(error):  # per-step weights shaped like y, (n, T, 1)
+                raise ValueError(
+                    f"sample_weight has shape {np.shape(sample_weight)}: expected ({n_samples},), "
+                    f"one weight per sequence of X. {type(self).__name__} weighs whole sequences: "
+                    "give each sequence one weight (e.g. the mean of its steps' weights)."
+                ) from None
             if "inhomogeneous" not in str(error):
                 raise
             raise ValueError(  # numpy's "setting an array element with a sequence"
@@ -1806,7 +1812,9 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "estimator in a pipeline, it changed the number of sequences and left the "
                 "weights without theirs: weigh the classes with the sampler or with "
                 "class_weight instead of sample_weight."
-                if weight.ndim == 1 else ""
+                if weight.ndim == 1 else
+                f" {type(self).__name__} weighs whole sequences: give each sequence one weight "
+                "(e.g. the mean of its steps' weights)."
             )
             raise ValueError(
                 f"sample_weight has shape {weight.shape}: expected ({n_samples},), one "

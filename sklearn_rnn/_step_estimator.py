@@ -268,14 +268,17 @@ class RNNStepClassifier(BaseRNN):
         self, y: Any, *, reset: bool, classes: Any = None, weight: np.ndarray | None = None,
         lengths: list[int] | None = None,
     ) -> list[np.ndarray]:
-        if type(y).__name__ == "DataFrame" or type(y).__module__.split(".")[0] == "torch":
+        table = type(y).__name__ == "DataFrame"
+        if table or type(y).__module__.split(".")[0] == "torch":
             y = np.asarray(y)  # a tensor or table of targets: one array, as numpy's are checked
         if isinstance(y, np.ndarray) and y.dtype != object and y.ndim != 3:
             # (n_samples, T) is not read as one output's steps: it is also the shape of
             # one target per sequence for k outputs, which this estimator has no use for.
+            # (A table's list() is its column names: its rows are y.to_numpy()'s.)
+            rows = "y.to_numpy()" if table else "y"
             fix = (
                 " If each row holds one sequence's targets at its steps (one output), pass "
-                "list(y) or y[:, :, None]." if y.ndim == 2 else ""
+                f"list({rows}) or {rows}[:, :, None]." if y.ndim == 2 else ""
             )
             raise ValueError(
                 f"y is an array of shape {y.shape}: {type(self).__name__} expects one (T_i, k) "
@@ -291,7 +294,10 @@ class RNNStepClassifier(BaseRNN):
                 target = np.asarray(readable_targets(target, f"y[{index}]"), dtype=np.float64)
             except (TypeError, ValueError) as error:
                 raise ValueError(
-                    f"y[{index}] is not numeric ({error}): expected a (T_i, k) array of 0/1."
+                    f"y[{index}] is not numeric ({error}): expected a (T_i, k) array of 0/1. "
+                    "Binarize labels first: for two classes, [(t == 'yes').astype(float) for t in y] "
+                    "with your positive label; for more, one output per class, e.g. "
+                    "sklearn.preprocessing.LabelBinarizer fitted on all labels, applied to each t."
                 ) from error
             if target.ndim == 1:
                 target = target[:, None]

@@ -141,7 +141,8 @@ def test_flat_sequences_batch_is_right_padded_with_zeros():
 def test_flat_sequences_batch_pads_with_zeros_after_an_infinite_or_nan_last_value():
     # Padding was the last valid row times 0: NaN after an infinite value (1e39 is inf
     # in float32), which a plain PyTorch model's backward then turned into NaN gradients.
-    flat = FlatSequences.from_arrays([np.array([[1.0], [1e39]]), np.ones((4, 1)), np.array([[np.nan]])])
+    # (Built from its values: from_arrays refuses NaN, which a caller may still store.)
+    flat = FlatSequences(torch.tensor([[1.0], [1e39], [1.0], [1.0], [1.0], [1.0], [np.nan]]), torch.tensor([2, 4, 1]))
     x, lengths = flat.batch(np.array([0, 1, 2]))
     assert x.dtype == flat.values.dtype
     expected = torch.tensor([[1.0, np.inf, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [np.nan, 0.0, 0.0, 0.0]])

@@ -818,3 +818,47 @@ def test_masked_entries_of_targets_and_weights_are_missing_values_as_in_x():
         assert unmasked.classes_.dtype.kind == "i"  # no masked entry: the labels as they are
         with pytest.raises(ValueError, match="y is a masked array with masked entries of <U1"):
             RNNClassifier(**small).fit(X, np.ma.masked_array(list("abab"), mask=[0, 0, 0, 1]))
+
+
+def test_per_step_targets_and_weights_of_other_shapes_get_the_fix_that_works():
+    # long45 3-5: a DataFrame y of shape (n, T) was told to pass list(y) (its column
+    # names); string labels got numpy's conversion error without a way forward; per-step
+    # weights shaped like y, (n, T, 1), got scikit-learn's bare "Found array with dim 3".
+    import warnings
+
+    import pandas as pd
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(rng.normal(size=(6, 5)), columns=[f"t{i}" for i in range(5)])
+    model = RNNStepClassifier(hidden_size=4, max_iter=1, random_state=0)
+    with pytest.raises(ValueError, match=r"pass list\(y.to_numpy\(\)\) or y.to_numpy\(\)\[:, :, None\]"):
+        model.fit(table, (table > 0).astype(int))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(table, list((table > 0).astype(float).to_numpy()))  # the fix works
+    X = [rng.normal(size=(3, 2)) for _ in range(4)]
+    with pytest.raises(ValueError, match=r"y\[0\] is not numeric .* Binarize labels first: .*LabelBinarizer"):
+        model.fit(X, [np.array(["no", "yes", "no"])] * 4)
+    y = [(x[:, :1] > 0).astype(float) for x in X]
+    for weights, shape in (([np.ones((3, 1))] * 4, r"\(4, 3, 1\)"), ([np.ones(3)] * 4, r"\(4, 3\)")):
+        with pytest.raises(ValueError, match=rf"sample_weight has shape {shape}: expected \(4,\), one weight per "
+                                             r"sequence of X. RNNStepClassifier weighs whole sequences"):
+            model.fit(X, y, sample_weight=weights)
+
+
+def test_flat_sequences_keep_integer_values_and_refuse_nan_and_generators():
+    # long45 2, 6: a ragged batch turned int64 values into float32 (2**40 + 1 came back
+    # as 2**40), NaN passed from_arrays silently though its docstring refuses it, and a
+    # generator met "object of type 'generator' has no len()".
+    from sklearn_rnn.sequences import FlatSequences
+
+    big = FlatSequences(torch.tensor([[2**40 + 1], [3], [4]], dtype=torch.long), torch.tensor([2, 1]))
+    values, _ = big.batch([0, 1])
+    assert values.dtype == torch.int64 and values[0, 0, 0].item() == 2**40 + 1 and values[1, 1, 0].item() == 0
+    ragged = FlatSequences.from_arrays([np.array([[1], [2]]), np.array([[0]])], dtype=torch.long)
+    assert ragged.batch([0, 1])[0].dtype == torch.int64
+    with pytest.raises(ValueError, match="sequence 1 holds NaN. Encode missing values first"):
+        FlatSequences.from_arrays([np.ones((2, 1)), np.array([[1.0], [np.nan]])])
+    with pytest.raises(TypeError, match=r"got generator. Pass a list, e.g. list\(arrays\)"):
+        FlatSequences.from_arrays(np.ones((2, 1)) for _ in range(2))

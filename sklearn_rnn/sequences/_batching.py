@@ -118,7 +118,15 @@ class FlatSequences:
         FlatSequences
         """
         check_step_arrays(arrays, where="FlatSequences.from_arrays")
-        values = torch.as_tensor(np.concatenate(arrays, axis=0), dtype=dtype, device=device)
+        steps = np.concatenate(arrays, axis=0)
+        if steps.dtype.kind in "fc" and np.isnan(steps).any():  # NaN reached the batches unnamed
+            sequence = next(k for k, array in enumerate(arrays) if np.isnan(np.asarray(array)).any())
+            raise ValueError(
+                f"FlatSequences.from_arrays takes sequences without NaN; sequence {sequence} holds "
+                "NaN. Encode missing values first: InputEncoder().fit(arrays).encode(arrays) fills "
+                "them and adds a mask channel."
+            )
+        values = torch.as_tensor(steps, dtype=dtype, device=device)
         lengths = torch.as_tensor([len(array) for array in arrays], device=device)
         return cls(values, lengths)
 
@@ -184,8 +192,9 @@ class FlatSequences:
         steps = torch.arange(int(lengths.max()), device=index.device)  # (T,)
         valid = steps[None, :] < lengths[:, None]  # (B, T)
         rows = self.starts[index][:, None] + torch.minimum(steps[None, :], lengths[:, None] - 1)
-        # Zeros where padded: not the last row times 0, which is NaN for an infinite value.
-        x = torch.where(valid[..., None], self.values[rows], 0.0)  # (B, T, d)
+        # Zeros where padded: not the last row times 0, which is NaN for an infinite value;
+        # in the values' own dtype (a Python 0.0 made int64 labels float32, rounding 2**24 on).
+        x = torch.where(valid[..., None], self.values[rows], self.values.new_zeros(()))  # (B, T, d)
         return x, lengths
 
 

@@ -1569,6 +1569,11 @@ def check_step_arrays(arrays: Any, *, where: str, n_features: int | None = None)
     ValueError: FlatSequences.from_arrays expects a list of (n_steps, n_features) arrays; sequence 0 has shape (3,)...
     """
     fix = "Pass the sequences as check_sequences(X) returns them."
+    if not hasattr(arrays, "__len__") or isinstance(arrays, (str, bytes)):  # a generator: "has no len()"
+        raise TypeError(
+            f"{where} expects a list of (n_steps, n_features) arrays, one per sequence; got "
+            f"{type(arrays).__name__}. Pass a list, e.g. list(arrays)."
+        )
     if isinstance(arrays, np.ndarray) and arrays.dtype != object and arrays.ndim != 3:  # (n, T, d): n sequences
         raise ValueError(
             f"{where} expects a list of (n_steps, n_features) arrays, one per sequence; got one "

@@ -1783,6 +1783,8 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """One weight per sequence of ``X``, checked; a Series indexed by the instances of a
         panel ``X`` must follow their order, as y must."""
         sample_weight = readable_targets(sample_weight, "sample_weight")
+        if getattr(getattr(sample_weight, "dtype", None), "kind", None) in ("M", "m"):  # read as days since 1970
+            _refuse_dates("sample_weight", sample_weight.dtype, fix="Pass one number per sequence.")
         check_targets_follow_instances(X, sample_weight, name="sample_weight")
         if sample_weight is None:
             return np.ones(n_samples)
@@ -3845,6 +3847,15 @@ class RNNRegressor(RegressorMixin, BaseRNN):
             standardized = (outputs - self._y_mean) / self._y_scale
             if not np.isfinite(standardized).all():  # the difference overflowed
                 standardized = outputs / self._y_scale - self._y_mean / self._y_scale
+        if not (np.abs(standardized) <= np.finfo(np.float32).max).all() and reset:
+            row = int(np.flatnonzero(~(np.abs(standardized) <= np.finfo(np.float32).max).all(axis=1))[0])
+            given = "" if weight is None else f" (weight {float(weight[row]):g})"
+            raise ValueError(
+                f"y spans more than float32, the type the network trains in, holds once standardized "
+                f"(mean {self._y_mean.tolist()}, scale {self._y_scale.tolist()}): the target of sequence "
+                f"{row}{given}, {outputs[row].tolist()}, lies beyond it. Rescale y (e.g. np.log1p for "
+                "heavy tails), or drop that sequence from X and y: a weight of 0 leaves it in the data."
+            )
         if not (np.abs(standardized) <= np.finfo(np.float32).max).all():
             raise ValueError(
                 "y, standardized with the mean and scale of the targets of the first fit "
@@ -3875,7 +3886,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         """Train for one epoch over ``X`` (one update when it holds at most ``batch_size``).
 
         The first call builds the network (and fixes the target standardization from
-        its ``y``); later calls continue from the current weights. The first call also
+        its ``y``: give it several targets that differ, or the scale is 1, ``y``'s own
+        unit, which it warns of); later calls continue from the current weights. The first call also
         fixes the input encoding (see :class:`~sklearn_rnn.sequences.InputEncoder`)
         from its ``X``: the fill values of missing values, whether mask channels are
         used, the time scale of a ``time_feature`` (give it sequences of two or more
@@ -3896,7 +3908,20 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         -------
         self : object
         """
-        return self._fit(X, y, sample_weight, incremental=True)
+        first = not hasattr(self, "net_")
+        self._fit(X, y, sample_weight, incremental=True)
+        if first:
+            outputs = np.asarray(readable_targets(y), dtype=np.float64).reshape(_n_targets(y), -1)
+            mean = np.abs(outputs.mean(axis=0))
+            if (np.ptp(outputs, axis=0) <= len(outputs) * np.finfo(np.float64).eps * mean).any():
+                warnings.warn(
+                    f"{type(self).__name__}.partial_fit: the first call's targets have no spread (one "
+                    f"target, or {len(outputs)} equal ones), so the target standardization keeps scale 1, "
+                    "y's own unit, for every later call, and the model depends on that unit. Give the "
+                    "first call a batch of several differing targets, or standardize y yourself.",
+                    UserWarning, stacklevel=outside_stacklevel(),
+                )
+        return self
 
     @reads_one_model
     def predict(self, X: Any) -> np.ndarray:

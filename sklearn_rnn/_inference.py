@@ -32,7 +32,11 @@ def module_copy(module: torch.nn.Module) -> torch.nn.Module:
     :func:`copy.deepcopy` copies a module's hooks with it, and a hook that is a bound
     method, a callable object or a :func:`functools.partial` with it the object that
     records what it sees: a recorder registered on ``module_`` filled a throwaway copy
-    during ``predict``. The copy's hooks are the ones registered, run on the copy.
+    during ``predict``. The copy's hooks are the ones registered, run on the copy,
+    except those that belong to the module's own tree (a submodule used as a hook, or a
+    method bound to one): those are copied with it, bound to their copies, so that a
+    hook reading its module reads the copy and a conversion of the copy reaches no
+    part of the original.
 
     Parameters
     ----------
@@ -42,12 +46,14 @@ def module_copy(module: torch.nn.Module) -> torch.nn.Module:
     -------
     torch.nn.Module
     """
+    tree = {id(sub) for sub in module.modules()}
     memo: dict[int, Any] = {}
     for sub in module.modules():
         for name, value in vars(sub).items():
             if name.startswith(("_forward", "_backward")) and name.endswith("hooks") and isinstance(value, dict):
                 for hook in value.values():
-                    memo[id(hook)] = hook
+                    if id(hook) not in tree and id(getattr(hook, "__self__", None)) not in tree:
+                        memo[id(hook)] = hook
     return copy.deepcopy(module, memo)
 
 
@@ -145,7 +151,9 @@ class OutputSteps:
             if per_sample.ndim > 1:
                 per_sample = per_sample.mean(dim=tuple(range(1, per_sample.ndim)))
             weight = X["sample_weight"] if X is not None else torch.ones_like(per_sample)
-            return (per_sample * weight).mean()
+            # Selected, not only multiplied: a weighted-out sequence's loss that is not
+            # finite (a target of 1e20 standardized, squared) made 0 * inf NaN.
+            return (torch.where(weight > 0, per_sample, 0.0) * weight).mean()
         if X is None:
             raise ValueError("a loss at every step needs the batch's lengths: pass X=inputs.")
         per_step = criterion(y_pred, y_true).sum(dim=-1)  # (B, T)
@@ -153,8 +161,9 @@ class OutputSteps:
         valid = torch.arange(per_step.shape[1], device=per_step.device) < lengths[:, None]
         # Selected, not multiplied by the mask: a padded step's loss that is not finite
         # (an output read from an overflowed state) would make 0 * inf NaN.
-        valid_loss = torch.where(valid, per_step, 0.0)  # (B, T)
-        weighted = valid_loss * X["sample_weight"].to(per_step.dtype)[:, None]  # (B, T)
+        weight = X["sample_weight"].to(per_step.dtype)[:, None]  # (B, 1)
+        valid_loss = torch.where(valid & (weight > 0), per_step, 0.0)  # (B, T); weighted out too
+        weighted = valid_loss * weight  # (B, T)
         return weighted.sum() / valid.sum()
 
 

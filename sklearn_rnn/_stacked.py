@@ -1025,7 +1025,9 @@ class _Stack:
         per_sample = per_sample.reshape(*weight.shape, *per_sample.shape[1:])  # (M, B[, k])
         if per_sample.ndim > 2:
             per_sample = per_sample.mean(dim=tuple(range(2, per_sample.ndim)))
-        return (per_sample * weight).sum(1) / count, outputs
+        # Selected, not only multiplied: a weighted-out sample's loss that is not finite
+        # (padding, or a target of 1e20 standardized) would make 0 * inf NaN.
+        return (torch.where(weight > 0, per_sample, 0.0) * weight).sum(1) / count, outputs
 
     def _penalty(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
         """``alpha / (2 n) * ||W||^2`` of every network, over its weight matrices: (M,)."""
@@ -1087,7 +1089,8 @@ class _Stack:
         per_sample = per_sample.reshape(*batch["weight"].shape, *per_sample.shape[1:])  # (M, B[, k])
         if per_sample.ndim > 2:
             per_sample = per_sample.mean(dim=tuple(range(2, per_sample.ndim)))
-        loss = (per_sample * batch["weight"]).sum(1) / batch["count"]  # (M,)
+        weight = batch["weight"]
+        loss = (torch.where(weight > 0, per_sample, 0.0) * weight).sum(1) / batch["count"]  # (M,)
         mask = active.to(self.device)
         wanted = [layer[1] for layer in layers] + [outputs] + [state for layer in layers for state in layer[3:]]
         grads = torch.autograd.grad(torch.where(mask, loss, 0.0).sum(), wanted,

@@ -18,7 +18,6 @@ of a table; sequences have no columns to shuffle. Here:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
@@ -31,6 +30,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._estimators import BaseRNN, frame_sequences
+from ._inference import module_copy
 from ._parallel import fitting_threads
 from .sequences import check_sequences, input_layout, restore_layout
 from .sequences._encoding import _resolve_time_feature
@@ -521,7 +521,7 @@ def integrated_gradients(
     # pool task's share): the attribution ran on every core whatever the rule.
     points = max(1, PATH_CHUNK_STEPS // len(encoded))  # sequences per pass
     with torch.inference_mode(False), torch.enable_grad(), fitting_threads(model.hidden_size, points):
-        network = copy.deepcopy(model.module_).double().train(False).cpu()
+        network = module_copy(model.module_).double().train(False).cpu()  # its hooks run, as in predict
         output_of, target = _attributed_output(model, target, network, encoded)
         alphas = (np.arange(n_steps) + 0.5) / n_steps
         # The path's points in chunks of about PATH_CHUNK_STEPS steps in all: the backward

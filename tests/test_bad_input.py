@@ -962,3 +962,15 @@ def test_a_missing_sequence_and_ragged_scoring_targets_are_named():
         with pytest.raises(ValueError, match=rf"y holds one array per sequence \(lengths 1, 2\): "
                                              rf"{type(model).__name__} takes one target per sequence"):
             model.score(X[:2], [[1.0], [1.0, 2.0]])
+
+
+def test_dates_as_sample_weights_are_refused_by_name():
+    # diff45 (outside): datetime64 weights were read as days since 1970 (18262 and 1).
+    from sklearn_rnn import RNNRegressor
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 1)) for _ in range(8)]
+    for weights in (np.array(["2020-01-01"] * 7 + ["1970-01-02"], dtype="datetime64[D]"),
+                    np.arange(8).astype("timedelta64[D]")):
+        with pytest.raises(TypeError, match="sample_weight holds dates or durations"):
+            RNNRegressor(hidden_size=4, max_iter=1).fit(X, np.arange(8.0), sample_weight=weights)

@@ -693,7 +693,7 @@ def test_spectral_radius_refuses_a_radius_that_rounds_to_zero_and_writes_nothing
     # on a stacked weight came after the blocks before it were overwritten.
     from sklearn_rnn.nn import spectral_radius_
 
-    with pytest.raises(ValueError, match=r"rho=1e-46 gives weights below the range of torch.float32"):
+    with pytest.raises(ValueError, match=r"rho=1e-46 gives weights below the normal range of torch.float32"):
         spectral_radius_(torch.empty(4, 4), 1e-46, generator=torch.Generator().manual_seed(0))
     weight = torch.zeros(16, 4)
     with pytest.raises(ValueError, match="gives weights past the range of torch.float32"):
@@ -701,3 +701,21 @@ def test_spectral_radius_refuses_a_radius_that_rounds_to_zero_and_writes_nothing
     assert bool((weight == 0).all())
     small = spectral_radius_(torch.empty(4, 4), 1e-30, generator=torch.Generator().manual_seed(0))
     assert torch.linalg.eigvals(small.double()).abs().max().item() == pytest.approx(1e-30, rel=1e-6)
+
+
+def test_the_core_s_newer_checks_give_advice_that_works():
+    # diff45 5, 7, 8: an integer input to DecayRecurrence was told to convert the module
+    # to int64 (which PyTorch refuses); ConvStage.output_lengths gave fractional and
+    # negative "lengths"; spectral_radius_ accepted a radius lost in subnormals (1e-45:
+    # 34 of 36 entries zero, 40% off).
+    from sklearn_rnn.nn import ConvStage, DecayRecurrence, spectral_radius_
+
+    with pytest.raises(ValueError, match=r"x is torch.int64, but the recurrence's weights are torch.float32: "
+                                         r"pass it .to\(torch.float32\)\.$"):
+        DecayRecurrence(4, n_masked=1).decay_inputs(torch.ones(2, 3, 2, dtype=torch.int64), torch.ones(2, 3))
+    stage = ConvStage(2, (3,), 4, pool=2)
+    for bad in ([3.5, 2], [-3, 0]):
+        with pytest.raises(ValueError, match="lengths must hold integer lengths of at least 1 step"):
+            stage.output_lengths(bad)
+    with pytest.raises(ValueError, match="rho=1e-45 gives weights below the normal range of torch.float32"):
+        spectral_radius_(torch.empty(6, 6), 1e-45, generator=torch.Generator().manual_seed(0))

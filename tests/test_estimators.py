@@ -829,3 +829,34 @@ def test_a_weighted_score_reads_only_the_weights_ratios(Estimator):
     expected = model.score(X, y, sample_weight=weight)
     for scale in (1e307, 1e-300):
         assert model.score(X, y, sample_weight=weight * scale) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_weighted_out_huge_target_trains_and_a_streams_first_target_without_spread_warns():
+    # numerics45 3-4: a target weighted out (weight 0) but 1e20 once standardized made
+    # the loss 0 * inf = NaN (fit kept the initial weights, advising a lower learning
+    # rate); one beyond float32 was refused with advice for a continued fit; a stream
+    # whose first partial_fit held one target kept scale 1, y's unit, silently.
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(5, 1)) for _ in range(40)]
+    y, weight = rng.normal(size=40), np.ones(40)
+    y[3], weight[3] = 1e20, 0.0
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", ConvergenceWarning)
+        model = RNNRegressor(hidden_size=4, max_iter=3, tol=0.0, random_state=0).fit(X, y, sample_weight=weight)
+    assert not [w for w in seen if "became nan" in str(w.message)]  # no divergence
+    assert len(model.loss_curve_) == 3 and np.isfinite(model.loss_curve_).all()
+    small = 1e-3 * y
+    small[3] = 1e120
+    with pytest.raises(ValueError, match=r"the target of sequence 3 \(weight 0\), \[1e\+120\], lies beyond it"):
+        RNNRegressor(hidden_size=4, max_iter=1, random_state=0).fit(X, small, sample_weight=weight)
+    stream = RNNRegressor(hidden_size=4, random_state=0)
+    with pytest.warns(UserWarning, match=r"partial_fit: the first call's targets have no spread .* scale 1"):
+        stream.partial_fit(X[:1], [5.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        stream.partial_fit(X[1:3], [1.0, 2.0])  # later calls: no warning
+        RNNRegressor(hidden_size=4, random_state=0).partial_fit(X[:2], [1.0, 2.0])

@@ -723,3 +723,57 @@ print(torch.get_num_threads(), *seen)
     if fresh == "1":
         pytest.skip("torch runs one thread here: a lowered count cannot be told from it")
     assert _run_fresh(script) == [fresh, "1", fresh]
+
+
+def test_hooks_of_the_network_s_own_tree_are_copied_with_it_and_inspection_runs_the_hooks():
+    # diff45 1-3: predict's copy shared every hook, so a method bound to a module of the
+    # network ran on the float32 original (a dtype error), a submodule used as a hook was
+    # converted to float64 inside the fitted model, and integrated_gradients ran none.
+    import types
+
+    from sklearn_rnn import RNNRegressor
+    from sklearn_rnn.inspection import integrated_gradients
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(5, 2)) for _ in range(20)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNRegressor(hidden_size=4, max_iter=2, random_state=0).fit(X, rng.normal(size=20))
+    expected = model.predict(X[:3])
+    readout = model.module_.readout
+
+    def match_dtype(self, module, args):  # reads its own module: the copy's
+        return (args[0].to(self.weight.dtype),) + args[1:]
+
+    bound = readout.register_forward_pre_hook(types.MethodType(match_dtype, readout))
+    np.testing.assert_array_equal(model.predict(X[:3]), expected)
+    bound.remove()
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.s = torch.nn.Parameter(torch.ones(1))
+
+        def forward(self, module, args, output):
+            return output * self.s
+
+    model.module_.scale = Scale()
+    child = readout.register_forward_hook(model.module_.scale)
+    np.testing.assert_array_equal(model.predict(X[:3]), expected)
+    assert model.module_.scale.s.dtype == torch.float32  # the fitted model unchanged
+    child.remove()
+    del model.module_.scale
+
+    class Recorder:
+        def __init__(self):
+            self.calls = 0
+
+        def __call__(self, module, args, output):
+            self.calls += 1
+
+    recorder = Recorder()
+    readout.register_forward_hook(recorder)
+    model.predict(X[:3])
+    seen = recorder.calls
+    integrated_gradients(model, X[0])
+    assert seen == 1 and recorder.calls > seen

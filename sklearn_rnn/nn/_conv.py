@@ -261,4 +261,11 @@ class ConvStage(nn.Module):
         torch.Tensor of shape (batch,)
         """
         lengths = as_lengths(lengths)
+        if lengths.device.type == "cpu" and lengths.numel() and not functorch_transforms_active() and (
+            lengths.is_floating_point() or lengths.dtype == torch.bool or int(lengths.min()) < 1
+        ):  # as forward refuses them (fractions and negatives came back as "lengths")
+            raise ValueError(
+                f"lengths must hold integer lengths of at least 1 step; got {lengths.tolist()} "
+                f"({lengths.dtype})."
+            )
         return lengths if self.pool == 1 else torch.div(lengths + self.pool - 1, self.pool, rounding_mode="floor")

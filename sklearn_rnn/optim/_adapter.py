@@ -52,7 +52,11 @@ class RecurrentAdapter(nn.Module):
     first, and padded steps never reach its readout. Both passes read the padded steps
     as zeros, as :class:`~sklearn_rnn.nn.RecurrentNetwork` does: padding filled with
     NaN reaches no output and no gradient (fed to the module as it is, it would make
-    every weight's gradient NaN). The initial state is zero.
+    every weight's gradient NaN). The initial state is zero. For a relu module,
+    :meth:`forward_states` stops each state at its sequence's end (zeros after it, as the
+    network's do: run over the padding, an unbounded state may overflow, and a backward
+    pass through it reads 0 * inf), while the module's own kernel in :meth:`forward`
+    runs on: per-step outputs at padded steps then differ, and no valid step's does.
 
     Parameters
     ----------

@@ -241,9 +241,10 @@ def _check_dtype(x: torch.Tensor, weight: torch.Tensor, what: str) -> None:
     """Refuse an input of another dtype than the module's weights, outside an autocast
     that casts both (a raw matrix-product error, or a silent promotion to float64)."""
     if x.dtype != weight.dtype and not autocast_casts(x, weight.dtype):
+        convert = f", or convert the module (.to({x.dtype}))" if x.dtype.is_floating_point else ""
         raise ValueError(
             f"{what} is {x.dtype}, but the recurrence's weights are {weight.dtype}: pass "
-            f"it .to({weight.dtype}), or convert the module (.to({x.dtype}))."
+            f"it .to({weight.dtype}){convert}."
         )
 
 

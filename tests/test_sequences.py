@@ -942,3 +942,42 @@ def test_the_warning_of_missing_values_at_prediction_points_at_the_callers_line(
             method([gap])
         [warning] = [w for w in caught if "training data had none" in str(w.message)]
         assert warning.filename == __file__
+
+
+def test_a_flat_sequence_with_rounding_noise_encodes_as_the_flat_one():
+    # numerics45 2: an all-zero sequence's log scale read as typical (0), the same
+    # sequence carrying 1e-16 of rounding noise as log(floor), -4 to -8 standard units
+    # outside the training range (a prediction moved from -1.5 to -4.7).
+    from sklearn_rnn.sequences import InputEncoder
+
+    rng = np.random.default_rng(0)
+    X = [a * rng.normal(size=(10, 1)) for a in 10.0 ** rng.uniform(-4, 1, size=60)]
+    encoder = InputEncoder.fit(X, scaled=[0])
+    t = np.linspace(0, 1, 12)
+    still = np.diff(3 * t, 2)[:, None]  # zeros up to rounding
+    assert 0 < np.abs(still).max() < 1e-14
+    flat, noisy = encoder.encode_arrays([np.zeros((10, 1)), still])
+    np.testing.assert_allclose(noisy, flat, atol=1e-6)
+    typical = encoder.encode_arrays([X[0]])[0]
+    assert abs(typical[0, -1]) > 1e-3  # a sequence with a spread keeps its own log scale
+
+
+def test_a_time_scale_of_rounding_noise_from_a_shifted_origin_is_warned_of():
+    # numerics45 1: labs of one visit whose times differed by a unit in the last place of
+    # days since 1970 kept that difference when shifted to days since the first visit,
+    # below any bound relative to the shifted times: time_scale 3.6e-12, a month 7e12.
+    from sklearn_rnn.sequences import InputEncoder
+
+    rng = np.random.default_rng(0)
+    absolute = []
+    for _ in range(20):
+        visits = 19000 + np.cumsum(rng.uniform(20, 40, size=6))
+        absolute.append(np.array([[v + lab * np.spacing(v), rng.normal()] for v in visits for lab in range(3)]))
+    shifted = [sequence - [sequence[0, 0], 0] for sequence in absolute]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert InputEncoder.fit(absolute, time_feature=0).time_scale == pytest.approx(31.9, rel=0.01)
+        hourly = [np.c_[np.arange(50) / 24.0, rng.normal(size=50)] for _ in range(3)]  # fine-grained, not noise
+        InputEncoder.fit(hourly, time_feature=0)
+    with pytest.warns(UserWarning, match=r"typical gap \(time_scale=3.6\de-12\) .* rounding noise.*np.round"):
+        InputEncoder.fit(shifted, time_feature=0)

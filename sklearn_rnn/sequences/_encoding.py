@@ -194,6 +194,8 @@ class InputEncoder:
             time_scale = float(np.median(positive)) if positive.size else 1.0
             if not positive.size:
                 _warn_of_no_time_scale(time_feature)
+            else:
+                _warn_of_rounding_gaps(time_scale, times, lengths, time_feature)
         steps = _values(np.concatenate(sequences, axis=0), time_feature)  # (N, n_values)
         scaled = tuple(int(channel) for channel in scaled)  # checked by the constructor
         encoder = cls(n_features, np.zeros(steps.shape[1]), False, time_feature, time_scale, scaled)
@@ -503,9 +505,12 @@ def _check_encoder_fields(
 def _log_scale(spread: np.ndarray, floor: np.ndarray) -> np.ndarray:
     """Each sequence's log scale, NaN (read as the typical scale, 0 once standardized)
     where it has no spread: a flat or one-step sequence's log(floor), 18 e-folds below
-    the channel's unit, came out at -37 to -105 and drowned its level."""
-    with np.errstate(divide="ignore"):
-        return np.where(spread > 0, np.log(np.maximum(spread, floor)), np.nan)
+    the channel's unit, came out at -37 to -105 and drowned its level. A spread below
+    the floor counts as none: a flat sequence at level 0 carrying rounding noise (1e-16,
+    which no bound relative to its mean catches) read as log(floor), -4 to -8 standard
+    units, while the same sequence without the noise read as typical."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(spread >= floor, np.log(np.maximum(spread, floor)), np.nan)
 
 
 def _check_no_infinity(sequences: list[np.ndarray], where: str) -> None:
@@ -719,6 +724,31 @@ def _warn_of_float32_underflow(values: np.ndarray, time_feature: int | None, sca
         f"values below float32's smallest normal number ({tiny:.3g}; the smallest here "
         f"{smallest:.3g}): the network trains in float32, where they lose their digits or "
         "become 0. Rescale them first (multiply by a power of ten, or take their logarithm).",
+        UserWarning,
+        stacklevel=max(3, outside_stacklevel()),  # InputEncoder.fit's caller, or the estimator's
+    )
+
+
+def _warn_of_rounding_gaps(time_scale: float, times: np.ndarray, lengths: np.ndarray, time_feature: int) -> None:
+    """Warn where the typical gap is rounding noise next to the sequences' spans: times
+    equal up to the rounding of an earlier origin (days since 1970, then shifted to days
+    since each first visit) keep their differences, which no bound relative to the
+    shifted times catches, and became the time scale (3.6e-12 days: a month read as 7e12)."""
+    ends = np.cumsum(lengths) - 1
+    spans = times[ends] - times[ends - lengths + 1]
+    spans = spans[spans > 0]
+    if not spans.size:
+        return
+    span = float(np.median(spans))
+    if time_scale >= 1e4 * np.finfo(np.float64).eps * span:
+        return
+    warnings.warn(
+        f"The time column (feature {time_feature}) has a typical gap (time_scale={time_scale:.3g}) "
+        f"{span / time_scale:.1e} times smaller than a sequence's typical span ({span:.3g}): such "
+        "gaps are rounding noise, as between times that were equal at an earlier origin (days "
+        "since 1970) and kept their differences when shifted (days since each first visit). "
+        "Every real gap would then read as a huge one. Round the times before fitting (e.g. "
+        "np.round(t, 6)), or shift them after rounding.",
         UserWarning,
         stacklevel=max(3, outside_stacklevel()),  # InputEncoder.fit's caller, or the estimator's
     )

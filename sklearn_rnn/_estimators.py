@@ -800,7 +800,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             Non-negative weight of each sequence in the loss. Only their ratios count:
             the loss is the weighted mean, so weights scaled by any constant train the
             same model (``partial_fit`` keeps each call's weights as given, so that
-            they also weigh the calls against each other).
+            they also weigh the calls against each other). A sequence of weight 0
+            counts for nothing in the loss but still takes part in the input encoding
+            (fill values, mask channels, the time scale): drop it from ``X`` and ``y``
+            to leave it out entirely.
 
         Returns
         -------
@@ -2893,8 +2896,8 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         frequency, counted with ``sample_weight``); ``partial_fit`` refuses it (each call's data would be balanced on
         its own): give it a dict computed over all the data.
     balanced_batches : bool, default=False
-        Train on mini-batches that hold ``batch_size // n_classes`` sequences of every
-        class, drawn with replacement (the lupus study of the thesis drew 10 positives
+        Train on mini-batches that hold ``max(1, batch_size // n_classes)`` sequences
+        of every class, drawn with replacement (the lupus study of the thesis drew 10 positives
         and 10 negatives per batch); an epoch is ``ceil(n_samples / batch_size)``
         batches. An alternative to ``class_weight='balanced'`` for rare classes (see
         :func:`~sklearn_rnn.sequences.balanced_batches`).

@@ -981,3 +981,36 @@ def test_a_time_scale_of_rounding_noise_from_a_shifted_origin_is_warned_of():
         InputEncoder.fit(hourly, time_feature=0)
     with pytest.warns(UserWarning, match=r"typical gap \(time_scale=3.6\de-12\) .* rounding noise.*np.round"):
         InputEncoder.fit(shifted, time_feature=0)
+
+
+def test_instance_norm_keeps_shapes_at_extreme_amplitudes_and_the_encoder_s_inputs_are_checked():
+    # enc45 1, 2, 4, 10; numerics45 5: amplitudes above 1e154 gave an infinite pooled
+    # spread (a scale floor of inf: every sequence encoded as zeros, a model file its
+    # loader refused), below 1e-162 flat sequences; a small real amplitude's log scale
+    # read as typical after the rounding-noise fix (now bounded at the channel's unit);
+    # a NaN-padded 3D array's padding read as missing steps; scaled=[1.9] truncated.
+    from sklearn_rnn.sequences import InputEncoder, check_sequences
+
+    rng = np.random.default_rng(0)
+    for low, high in ((160, 165), (-170, -165)):  # five decades: above the scale floor
+        X = [10.0 ** rng.uniform(low, high) * rng.normal(size=(8, 1)) for _ in range(20)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            encoder = InputEncoder.fit(X, scaled=[0])
+        assert np.isfinite(encoder.scale_floor).all() and np.isfinite(encoder.level_stats).all()
+        unit = [x / np.abs(x).max() for x in X]  # the shapes alone, at amplitudes of 1
+        reference = InputEncoder.fit(unit, scaled=[0])
+        for got, want in zip(encoder.encode_arrays(X), reference.encode_arrays(unit)):
+            np.testing.assert_allclose(got[:, 0], want[:, 0], rtol=1e-9, atol=1e-9)
+    X = [a * rng.normal(size=(20, 1)) for a in 10.0 ** rng.uniform(-10, 0, size=200)]
+    encoder = InputEncoder.fit(X, scaled=[0])
+    shape = rng.normal(size=(20, 1))
+    channel = [encoder.encode_arrays([a * shape])[0][0, -1] for a in (1e-8, 3e-9, 1e-9, 1e-10)]
+    assert channel == sorted(channel, reverse=True) and channel[-1] < -1  # monotone, clamped at the floor
+    padded = np.array([[[1.0], [2.0], [3.0]], [[4.0], [np.nan], [np.nan]]])
+    with pytest.raises(ValueError, match=r"some end in steps that are all NaN, .*check_sequences\(X\), which strips"):
+        InputEncoder.fit(padded)
+    assert not InputEncoder.fit(check_sequences(padded)).use_mask
+    for bad in ([1.9], "0", [True], 0):
+        with pytest.raises(ValueError, match="scaled must be a sequence of value-channel indices"):
+            InputEncoder.fit([np.ones((3, 2))], scaled=bad)

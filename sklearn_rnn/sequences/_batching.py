@@ -123,8 +123,8 @@ class FlatSequences:
             sequence = next(k for k, array in enumerate(arrays) if np.isnan(np.asarray(array)).any())
             raise ValueError(
                 f"FlatSequences.from_arrays takes sequences without NaN; sequence {sequence} holds "
-                "NaN. Encode missing values first: InputEncoder().fit(arrays).encode(arrays) fills "
-                "them and adds a mask channel."
+                "NaN. Encode missing values first: InputEncoder.fit(arrays).encode(arrays) fills "
+                "them, adds a mask channel and gives the FlatSequences."
             )
         values = torch.as_tensor(steps, dtype=dtype, device=device)
         lengths = torch.as_tensor([len(array) for array in arrays], device=device)
@@ -482,13 +482,14 @@ def balanced_batches(
     labels : ndarray of shape (n,)
         Class of each sequence.
     batch_size : int
-        Samples per batch; rounded down to a multiple of the number of classes
-        (at least one sample per class).
+        Samples per batch; rounded down to a multiple of the number of classes, or
+        up to one sample per class where it holds fewer than the classes.
     rng : numpy.random.Generator
         Source of the draws.
     n_batches : int, optional
-        Batches to draw; by default ``ceil(n / batch_size)``, as many samples as an
-        epoch over the data.
+        Batches to draw; by default ``ceil(n / batch_size)``: about as many samples as
+        an epoch over the data where ``batch_size`` is a multiple of the number of
+        classes (10 classes at ``batch_size=4`` draw batches of 10, 2.5 epochs' worth).
     pool_batches : int, default=50
         Batches per sorting pool.
 

@@ -197,18 +197,22 @@ class InputEncoder:
             else:
                 _warn_of_rounding_gaps(time_scale, times, lengths, time_feature)
         steps = _values(np.concatenate(sequences, axis=0), time_feature)  # (N, n_values)
-        scaled = tuple(int(channel) for channel in scaled)  # checked by the constructor
         encoder = cls(n_features, np.zeros(steps.shape[1]), False, time_feature, time_scale, scaled)
+        scaled = encoder.scaled  # checked by the constructor
         _warn_of_float32_underflow(steps, time_feature, scaled)
         if scaled:
             lengths = np.array([len(sequence) for sequence in sequences])
-            level, spread = _sequence_moments(steps[:, scaled], lengths)  # (n, n_scaled) each
-            pooled = _over_observed(np.nanstd, steps[:, scaled])  # NaN, read as 1, for a channel never observed
+            pooled = _nanstd(steps[:, scaled])  # NaN, read as 1, for a channel never observed
             counts = (~np.isnan(steps[:, scaled])).sum(axis=0)
-            center = np.abs(_over_observed(np.nanmean, steps[:, scaled]))
+            with np.errstate(over="ignore"):
+                center = np.abs(_over_observed(np.nanmean, steps[:, scaled]))
+            if np.isinf(center).any():  # a sum past float64's range: of the values scaled by their largest
+                size = _size(steps[:, scaled])
+                center = np.abs(_over_observed(np.nanmean, steps[:, scaled] / size)) * size
             # A channel constant up to rounding (scikit-learn's bound) has no spread.
             spread_of_its_own = pooled > counts * np.finfo(np.float64).eps * center
             unit = np.where(spread_of_its_own, pooled, 1.0)  # (n_scaled,) the channel's pooled spread
+            level, spread = _sequence_moments(steps[:, scaled], lengths, unit)  # (n, n_scaled) each
             encoder.scale_floor = 1e-8 * unit
             # Levels that differ only by rounding (sequences that all have one mean, such
             # as full periods of a sine; float32 data standardized per series) have a
@@ -405,7 +409,7 @@ class InputEncoder:
                 "scaled. Learn them with InputEncoder.fit(sequences, scaled=...), or pass all "
                 "three to the constructor."
             )
-        level, spread = _sequence_moments(values[:, columns], lengths)
+        level, spread = _sequence_moments(values[:, columns], lengths, self.scale_floor / 1e-8)
         scale = np.maximum(spread, self.scale_floor)
         values = values.astype(np.float64)  # a copy: the caller's steps stay as they are (ints too)
         deviations = values[:, columns] - np.repeat(level, lengths, axis=0)
@@ -472,6 +476,12 @@ def _check_encoder_fields(
         )
     if not (isinstance(time_scale, Real) and math.isfinite(time_scale) and time_scale > 0):
         raise ValueError(f"time_scale must be a positive, finite number; got {time_scale!r}.")
+    if (isinstance(scaled, (str, bytes)) or not hasattr(scaled, "__iter__")
+            or not all(isinstance(c, Integral) and not isinstance(c, bool) for c in scaled)):
+        # int() truncated 1.9 to channel 1, read '1' as channel 1; an int met "not iterable"
+        raise ValueError(
+            f"scaled must be a sequence of value-channel indices (ints), e.g. [0]; got {scaled!r}."
+        )
     channels = [int(channel) for channel in scaled]
     if any(not 0 <= channel < n_values for channel in channels) or len(set(channels)) != len(channels):
         raise ValueError(
@@ -505,12 +515,10 @@ def _check_encoder_fields(
 def _log_scale(spread: np.ndarray, floor: np.ndarray) -> np.ndarray:
     """Each sequence's log scale, NaN (read as the typical scale, 0 once standardized)
     where it has no spread: a flat or one-step sequence's log(floor), 18 e-folds below
-    the channel's unit, came out at -37 to -105 and drowned its level. A spread below
-    the floor counts as none: a flat sequence at level 0 carrying rounding noise (1e-16,
-    which no bound relative to its mean catches) read as log(floor), -4 to -8 standard
-    units, while the same sequence without the noise read as typical."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(spread >= floor, np.log(np.maximum(spread, floor)), np.nan)
+    the channel's unit, came out at -37 to -105 and drowned its level. (What counts as
+    no spread: :func:`_sequence_moments`.)"""
+    with np.errstate(divide="ignore"):
+        return np.where(spread > 0, np.log(np.maximum(spread, floor)), np.nan)
 
 
 def _check_no_infinity(sequences: list[np.ndarray], where: str) -> None:
@@ -528,12 +536,19 @@ def _check_no_infinity(sequences: list[np.ndarray], where: str) -> None:
             )
 
 
-def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _sequence_moments(
+    values: np.ndarray, lengths: np.ndarray, unit: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Each sequence's mean and standard deviation of each channel over its observed
     steps, ``(n, channels)`` each; NaN where a sequence observed none. A sequence
-    constant up to rounding (a spread of at most ``count * eps * |mean|``,
-    scikit-learn's bound for a constant feature) has a spread of 0: at a level of 1e9,
-    one unit in the last place read as a shape of +-1.4."""
+    constant up to rounding (a spread of at most ``count * eps * max(|mean|, unit)``,
+    scikit-learn's bound for a constant feature, at the sequence's level or at the
+    channel's ``unit``, its pooled spread) has a spread of 0: at a level of 1e9, one
+    unit in the last place read as a shape of +-1.4; at level 0, the 1e-16 left by a
+    cancellation (a second difference of a uniform motion) read as a log scale 18
+    e-folds below the channel's, -4 to -8 standard units, while exact zeros read as
+    typical. Squares past float64's range either way (amplitudes above 1e154 or below
+    1e-162) are taken of the deviations scaled by their largest."""
     values = np.asarray(values, dtype=np.float64)  # float32's mean of a constant is off by 6e-5
     starts = np.cumsum(lengths) - lengths
     observed = ~np.isnan(values)
@@ -541,14 +556,16 @@ def _sequence_moments(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.add.reduceat(np.where(observed, values, 0.0), starts, axis=0) / counts
         deviations = np.where(observed, values - np.repeat(mean, lengths, axis=0), 0.0)
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", under="ignore"):
             spread = np.sqrt(np.add.reduceat(deviations**2, starts, axis=0) / counts)
-        if np.isinf(spread).any():  # squares past float64's range (amplitudes above 1e154)
-            largest = np.maximum.reduceat(np.abs(deviations), starts, axis=0)
-            unit = np.where(largest > 0, largest, 1.0)
-            scaled = deviations / np.repeat(unit, lengths, axis=0)
-            spread = unit * np.sqrt(np.add.reduceat(scaled**2, starts, axis=0) / counts)
-        spread[spread <= counts * np.finfo(np.float64).eps * np.abs(mean)] = 0.0
+        largest = np.maximum.reduceat(np.abs(deviations), starts, axis=0)
+        lost = np.isinf(spread) | ((spread == 0) & (largest > 0))  # squares over- or underflowed
+        if lost.any():
+            size = np.where(largest > 0, largest, 1.0)
+            scaled = deviations / np.repeat(size, lengths, axis=0)
+            spread = np.where(lost, size * np.sqrt(np.add.reduceat(scaled**2, starts, axis=0) / counts), spread)
+        level = np.abs(mean) if unit is None else np.maximum(np.abs(mean), unit)
+        spread[spread <= counts * np.finfo(np.float64).eps * level] = 0.0
     return mean, spread
 
 
@@ -559,9 +576,31 @@ def _center_and_spread(statistic: np.ndarray, unit: np.ndarray) -> np.ndarray:
     of float64: levels of 3e10 that differ only by rounding), is rounding error rather
     than a difference between sequences and is read as ``unit``."""
     center = np.nan_to_num(_over_observed(np.nanmean, statistic))  # 0 for a channel never observed
-    spread = _over_observed(np.nanstd, statistic)
+    spread = _nanstd(statistic)
     rounding = np.maximum(1e-6 * unit, 16 * np.finfo(np.float64).eps * np.abs(center))
     return np.vstack([center, np.where(np.isfinite(spread) & (spread > rounding), spread, unit)])
+
+
+def _size(values: np.ndarray) -> np.ndarray:
+    """Each column's largest magnitude over its observed values, 1 where none is
+    positive and finite: the divisor that keeps the squares of a spread in range."""
+    largest = _over_observed(np.nanmax, np.abs(values))
+    return np.where(np.isfinite(largest) & (largest > 0), largest, 1.0)
+
+
+def _nanstd(values: np.ndarray) -> np.ndarray:
+    """``np.nanstd`` of each column over its observed values (NaN for a column with
+    none), whose squares stay in float64's range: of the values scaled by their
+    largest where the plain one over- or underflows (amplitudes above 1e154 gave an
+    infinite spread, a scale floor of inf and every sequence encoded as zeros)."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        spread = _over_observed(np.nanstd, values)
+        varied = _over_observed(np.nanmax, values) > _over_observed(np.nanmin, values)
+    lost = np.isinf(spread) | ((spread == 0) & varied)
+    if lost.any():
+        size = _size(values)
+        spread = np.where(lost, size * _over_observed(np.nanstd, values / size), spread)
+    return spread
 
 
 def _over_observed(reduce: Callable[..., np.ndarray], values: np.ndarray) -> np.ndarray:

@@ -1581,6 +1581,16 @@ def check_step_arrays(arrays: Any, *, where: str, n_features: int | None = None)
         )
     if not len(arrays):
         raise ValueError(f"{where} needs at least one sequence; got none. {fix}")
+    if (isinstance(arrays, np.ndarray) and arrays.ndim == 3 and arrays.dtype.kind == "f" and arrays.shape[1]
+            and np.isnan(arrays[:, -1]).all(axis=-1).any()):
+        # Its trailing all-NaN steps were read as missing values (masks on, values carried
+        # forward, a time column refused), where the estimators read them as padding.
+        raise ValueError(
+            f"{where} reads each of the {arrays.shape[0]} sequences of a 3D array as "
+            f"{arrays.shape[1]} steps, but some end in steps that are all NaN, which the "
+            "estimators read as padding. Pass sklearn_rnn.sequences.check_sequences(X), which "
+            "strips it."
+        )
     expected = n_features
     for index, array in enumerate(arrays):
         shape = np.shape(array)

@@ -45,6 +45,7 @@ from .nn.cells._base import (
     _identity_text,
     _recorded_identity,
     _registration_change,
+    _replaced_package_cell,
     _same_identity,
 )
 from .optim import BRANCHES, ClippedSGD, SimplexSGD
@@ -566,6 +567,9 @@ def _partial_fit_context(partial_fit: Any) -> Any:
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+
+#: A module's hook registries that its forward and backward passes run.
+_HOOK_KINDS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
 def reads_one_model(method: _Method) -> _Method:
@@ -2068,6 +2072,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "code cannot hold. Save it with pickle or joblib, or set_params(callbacks=None) "
                 "first if the loaded model may train without them."
             )
+        hooked = [name or "module_" for name, sub in self.net_.module_.named_modules()
+                  if any(getattr(sub, kind) for kind in _HOOK_KINDS)]
+        if hooked:  # code, which predict runs: dropping it silently gave another model
+            raise TypeError(
+                f"cannot save this {type(self).__name__} to a model file: hooks are registered "
+                f"on its network ({', '.join(hooked)}), code that a file which runs no code cannot "
+                "hold, and predict runs them. Remove them first (the handle's remove()), or save "
+                "it with pickle or joblib, which keep hooks that pickle."
+            )
         cell = self.net_.module_._cell  # the cell its network runs, whatever the registry holds now
         now = _registration_change(cell)
         if now is not None:
@@ -2203,6 +2216,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                     f"this session (the cells are {sorted(CellNames())}): import the module that "
                     "registers it (with sklearn_rnn.nn.register_cell) before loading."
                 ) from None
+        replaced = _replaced_package_cell(estimator._resolved_cell()) if "cell" not in state else None
+        if replaced is not None:  # a model of the package's cell, which records no identity
+            raise ValueError(
+                f"{where} holds a model of the package's cell {estimator._resolved_cell()!r}, but this "
+                f"session registers that name as {_identity_text(_cell_identity(replaced))}: its "
+                "weights would run another recurrence. Unregister that cell "
+                "(sklearn_rnn.nn.unregister_cell) and load in a session where the name is the "
+                "package's cell."
+            )
         if "cell" in state and not _same_identity(_cell_identity(get_cell(estimator._resolved_cell())), state["cell"]):
             raise ValueError(
                 f"{where} holds a model of cell {estimator._resolved_cell()!r} trained as "

@@ -856,7 +856,10 @@ def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor
     try:
         with safe_open(os.fspath(path), framework="pt", device="cpu") as handle:
             metadata = handle.metadata() or {}
-            tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+            # Copies: the tensors read map the file, and a loaded optimizer keeps its state
+            # tensors as given (a file cut in place afterwards killed the process with a
+            # bus error; another file copied over it changed the Adam moments).
+            tensors = {key: handle.get_tensor(key).clone() for key in handle.keys()}
     except FileNotFoundError:
         # safetensors says so of any file it cannot open: the real reason, where there is one
         # (no permission to read it, a loop of links, a name too long, a file as a folder).

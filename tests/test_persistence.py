@@ -997,3 +997,52 @@ def test_a_users_cell_under_a_package_cells_name_is_recorded_and_a_subclass_surv
 
     Mine.__module__ = "__mp_main__"
     assert class_key(Mine).startswith("__main__:")
+
+
+def test_a_model_of_a_package_cell_is_refused_where_the_name_runs_another_cell_and_loads_own_its_memory(tmp_path):
+    # persist45 1-2, 4: a model of the package's 'tanh' (which records no identity) loaded
+    # and unpickled silently as a user's cell registered under that name (0.06 off); a
+    # loaded optimizer's state kept mapping the file (cut in place: a bus error at the next
+    # partial_fit; another file copied over it: other Adam moments); hooks on module_,
+    # which predict runs, were dropped by save silently.
+    from sklearn_rnn.nn import register_cell, unregister_cell
+    from sklearn_rnn.nn.cells import CELLS, ElmanCell
+
+    X, y = ragged(16), np.arange(16) % 2
+    model = fit(RNNClassifier(cell="tanh", **TINY), X, y)
+    path = tmp_path / "tanh.safetensors"
+    model.save(path)
+    portable = pickle.dumps(model)
+    whole = pickle.dumps(model.module_)  # a network pickled on its own
+    registry = dict(CELLS)
+    unregister_cell("tanh")
+    try:
+        register_cell(ElmanCell("tanh", nonlinearity="relu"))
+        replaced = "the package's cell 'tanh', but this session registers that name as ElmanCell"
+        with pytest.raises(ValueError, match="holds a model of " + replaced):
+            load(path)
+        with pytest.raises(ValueError, match=replaced):
+            pickle.loads(portable)
+        with pytest.raises(ValueError, match="a pickled network ran " + replaced):
+            pickle.loads(whole)
+        unregister_cell("tanh")
+        register_cell(ElmanCell("tanh", nonlinearity="tanh"))  # the same recurrence again: accepted
+        np.testing.assert_array_equal(load(path).predict_proba(X), model.predict_proba(X))
+    finally:
+        CELLS.clear()
+        CELLS.update(registry)
+    import shutil
+
+    loaded = load(path)
+    before = copy.deepcopy(loaded.net_.optimizer_.state_dict()["state"])
+    other = tmp_path / "other.safetensors"
+    fit(RNNClassifier(cell="tanh", **{**TINY, "random_state": 1}), X, y).save(other)
+    shutil.copyfile(other, path)  # another model's bytes written over the file, in place
+    after = loaded.net_.optimizer_.state_dict()["state"]
+    assert before and all(torch.equal(before[k][name], after[k][name])
+                          for k in before for name in before[k] if isinstance(before[k][name], torch.Tensor))
+    handle = model.module_.register_forward_hook(lambda module, inputs, output: output / 0.1)
+    with pytest.raises(TypeError, match=r"hooks are registered on its network \(module_\).*remove\(\)"):
+        model.save(tmp_path / "hooked.safetensors")
+    handle.remove()
+    model.save(tmp_path / "hooked.safetensors")

@@ -1423,9 +1423,20 @@ def _registration_change(cell: Cell) -> str | None:
     return f"is registered in this session as {_identity_text(_cell_identity(registered))}"
 
 
+def _replaced_package_cell(name: str) -> Cell | None:
+    """The cell registered as ``name`` where it replaced the package's own cell of that
+    name by another recurrence (unregister_cell, then register_cell of the user's): a
+    model of the package's cell records no identity, and ran the user's silently."""
+    package, registered = _PACKAGE_CELLS.get(name), CELLS.get(name)
+    if package is None or registered is None or registered is package:
+        return None
+    return None if _same_identity(_cell_identity(registered), _cell_identity(package)) else registered
+
+
 def _registered_as(name: str, identity: dict[str, Any] | None = None) -> Cell:
     """The registered cell ``name``, refused when it is not the cell of ``identity``
-    (:func:`_cell_identity`): how a pickled network finds its cell again."""
+    (:func:`_cell_identity`; None: the package's own cell of that name): how a pickled
+    network finds its cell again."""
     if name not in CELLS and identity is not None:
         raise ValueError(
             f"a pickled network ran the cell {name!r} as {_identity_text(identity)}, which is "
@@ -1433,6 +1444,14 @@ def _registered_as(name: str, identity: dict[str, Any] | None = None) -> Cell:
             "that registers it (with sklearn_rnn.nn.register_cell) before unpickling."
         )
     cell = get_cell(name)
+    replaced = _replaced_package_cell(name) if identity is None else None
+    if replaced is not None:
+        raise ValueError(
+            f"a pickled network ran the package's cell {name!r}, but this session registers that "
+            f"name as {_identity_text(_cell_identity(replaced))}: its weights would run another "
+            "recurrence. Unregister that cell (sklearn_rnn.nn.unregister_cell) and unpickle in a "
+            "session where the name is the package's cell."
+        )
     if identity is not None and not _same_identity(_cell_identity(cell), identity):
         raise ValueError(
             f"a pickled network ran the cell {name!r} as {_identity_text(identity)}, but this "

@@ -1148,7 +1148,29 @@ def configure(
     net.callbacks = callbacks
     if net.initialized_:
         net.initialize_callbacks()
+        resume_best_scores(net)
     net.callback_spec = spec
+
+
+def resume_best_scores(net: SequenceNet) -> None:
+    """Give the scorers of ``net`` (skorch's ``PassthroughScoring``, which start from no
+    best score and, unlike ``EpochScoring``, do not read the history) the best score
+    its history records, so that callbacks built anew for a net with epochs behind it
+    (a loaded, unpickled or reconfigured model) mark the epochs that follow as the net
+    they continue would: the first epochs after a load were marked best though worse.
+
+    Parameters
+    ----------
+    net : SequenceNet
+    """
+    for _, callback in net.callbacks_:
+        name = getattr(callback, "name", None)
+        if not hasattr(callback, "best_score_") or not isinstance(name, str):
+            continue
+        for row in reversed(net.history):
+            if row.get(f"{name}_best") and name in row:
+                callback.best_score_ = row[name]
+                break
 
 
 def _set_printing(net: SequenceNet, progress: bool) -> None:

@@ -32,7 +32,8 @@ from skorch.callbacks import Callback
 
 from ._callbacks import TrainingOutcome, noting_interrupts, still_improving
 from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callbacks_current, configure,
-                      copy_callback, gradient_mode, make_grad_scaler, make_net, mark_callbacks_current)
+                      copy_callback, gradient_mode, make_grad_scaler, make_net, mark_callbacks_current,
+                      resume_best_scores)
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._gathered import outside_stacklevel, warn
@@ -2289,6 +2290,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                              f"but its parameters say optimizer={estimator.optimizer!r}.")
         _load_network_state(net, state, tensors, where, device)
         net.history = type(net.history)(state["history"])  # the engine's kind of history
+        resume_best_scores(net)  # its scorers continue from the history's best scores
         try:  # what save requires: parameters that describe the stored network
             estimator._check_continuation(device=False)
         except ValueError as error:

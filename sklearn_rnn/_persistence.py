@@ -458,9 +458,10 @@ def _write_whole(path: str, data: bytes) -> None:
 
     A target that is not a regular file (a device such as ``/dev/null``, a FIFO) is
     written through, as ``open(path, 'wb')`` would, never replaced; so is a file that
-    cannot be replaced (a file mounted over the path: ``EBUSY``, or ``EXDEV``), or whose
-    folder this user may not write to (no file can be made beside it), which a failed
-    write may then leave cut short.
+    cannot be replaced (a file mounted over the path: ``EBUSY``, or ``EXDEV``; another
+    user's file in a sticky shared folder: ``EPERM``), or whose folder this user may not
+    write to (no file can be made beside it), which a failed write may then leave cut
+    short.
     """
     target = os.path.realpath(path)
     try:
@@ -513,9 +514,11 @@ def _write_whole(path: str, data: bytes) -> None:
             os.unlink(temporary)
         except OSError:
             pass
-        if isinstance(error, OSError) and error.errno in (errno.EBUSY, errno.EXDEV) and status is not None:
-            # A file mounted over the path (a container's volume file) cannot be
-            # replaced by a rename: write it in place, as pickle or open() would.
+        renamed = (errno.EBUSY, errno.EXDEV, errno.EPERM, errno.EACCES)
+        if isinstance(error, OSError) and error.errno in renamed and status is not None:
+            # A file mounted over the path (a container's volume file), or another user's
+            # writable file in a sticky shared folder (only its owner may rename over it),
+            # cannot be replaced by a rename: write it in place, as pickle or open() would.
             _write_in_place(path, target, data)
             return
         if isinstance(error, OSError):
@@ -737,8 +740,15 @@ def _restore(
     _check_state(state, where, newer)
     taken = set(cls._get_param_names())
     if not set(params) <= taken:
+        extra = sorted(set(params) - taken)
+        if not cls.__module__.startswith("sklearn_rnn."):  # a user's class: its code changed
+            raise ValueError(
+                f"{where} holds parameters {extra} that {class_key(cls)} in this session does not "
+                "take, which it took when the file was written: load it with the code that saved "
+                "it, or give the class those parameters again."
+            )
         raise ValueError(
-            f"{where} holds parameters {sorted(set(params) - taken)} that this sklearn_rnn's "
+            f"{where} holds parameters {extra} that this sklearn_rnn's "
             f"{cls.__name__} does not take{newer}"
         )
     try:
@@ -872,6 +882,15 @@ def _read(path: str, where: str) -> tuple[dict[str, Any], dict[str, torch.Tensor
             raise type(error)(error.errno, f"cannot load {where}: {error.strerror}", path) from None
         raise ValueError(f"{where} could not be opened as a model file: {not_a_model}") from None
     except Exception as error:  # safetensors' own errors, OSError, a bad header's errors
+        try:
+            empty = os.path.getsize(path) == 0
+        except OSError:
+            empty = False
+        if empty:  # "header too small", and advice on pickles
+            raise ValueError(
+                f"{where} is empty (0 bytes): the save or copy that wrote it did not finish, or it "
+                "was created empty. Save or copy the model again."
+            ) from error
         if _starts_with(path, b"PK\x03\x04"):  # a zip: skops.io.dump's, torch.save's, numpy.savez's
             raise ValueError(f"{where} is a zip file, {_zip_kind(path)}") from error
         if _damaged_safetensors(path):

@@ -1046,3 +1046,64 @@ def test_a_model_of_a_package_cell_is_refused_where_the_name_runs_another_cell_a
         model.save(tmp_path / "hooked.safetensors")
     handle.remove()
     model.save(tmp_path / "hooked.safetensors")
+
+
+def test_a_loaded_model_marks_its_best_epochs_as_the_model_it_continues(tmp_path):
+    # persist45 3: the scorers built anew at load start from no best score, so the first
+    # epochs after a load (or a pickle, a deepcopy) were marked best though worse.
+    X, y = ragged(24), np.arange(24) % 2
+    model = RNNClassifier(hidden_size=4, random_state=0, learning_rate=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for _ in range(3):
+            model.partial_fit(X, y, classes=[0, 1])
+        model.save(tmp_path / "model.safetensors")
+        copies = [load(tmp_path / "model.safetensors"), pickle.loads(pickle.dumps(model)), copy.deepcopy(model)]
+        for estimator in (model, *copies):
+            for _ in range(2):
+                estimator.partial_fit(X, y)
+    flags = model.net_.history[:, "train_loss_best"]
+    assert flags != [True] * len(flags)  # the case: a worse epoch after the best
+    for estimator in copies:
+        assert estimator.net_.history[:, "train_loss_best"] == flags
+        assert estimator.net_.history[:, "train_loss"] == model.net_.history[:, "train_loss"]
+
+
+def test_save_writes_in_place_where_a_rename_is_refused_and_load_names_empty_files_and_changed_classes(
+    classifier, tmp_path, monkeypatch
+):
+    # persist45 5, 7, 8: another user's writable file in a sticky shared folder (the rename
+    # refused with EPERM) met a bare "Operation not permitted"; a 0-byte file was "not a
+    # readable model file (header too small)" with advice on pickles; a user's class that
+    # lost a parameter was told to upgrade sklearn_rnn.
+    import errno
+
+    import sklearn_rnn._persistence as persistence
+
+    model, X, _ = classifier
+    target = tmp_path / "shared.safetensors"
+    target.write_bytes(b"an older model")
+    inode = target.stat().st_ino
+
+    def sticky(source, destination):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(persistence.os, "replace", sticky)
+    model.save(target)
+    monkeypatch.undo()
+    assert target.stat().st_ino == inode and sorted(p.name for p in tmp_path.iterdir()) == ["shared.safetensors"]
+    np.testing.assert_array_equal(load(target).predict_proba(X), model.predict_proba(X))
+    (tmp_path / "empty.safetensors").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"empty.safetensors' is empty \(0 bytes\): .*Save or copy the model again"):
+        load(tmp_path / "empty.safetensors")
+
+    class Shrunk(RNNClassifier):  # a user's class, whose code no longer takes foo
+        pass
+
+    Shrunk.__module__, Shrunk.__qualname__ = "mymodels", "Mine"
+    monkeypatch.setitem(persistence._REGISTRY, "mymodels:Mine", Shrunk)  # as importing mymodels registers it
+    header, tensors = persistence._header(model)
+    header = {**header, "estimator": "mymodels:Mine", "params": {**header["params"], "foo": 1}}
+    with pytest.raises(ValueError, match=r"holds parameters \['foo'\] that mymodels:Mine in this session does "
+                                         r"not take, which it took when the file was written"):
+        persistence._restore(header, tensors, None, "'my.safetensors'")

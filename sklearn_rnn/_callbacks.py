@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import math
 import signal
 import sys
@@ -234,6 +235,10 @@ class EarlyStopping(_SkorchEarlyStopping):
     kept_start_ : bool
         Whether the last training call kept them (their training-set loss was lower), or
         kept the weights a continued call started from (their validation loss was lower).
+    kept_call_start_ : bool
+        Whether the last training call kept the weights it started from (no epoch beat
+        them); ``best_epoch_`` then names the last epoch before the call, whose weights
+        they are (the first epoch, whose start they are, for a first fit).
     start_validation_ : tuple of float or None
         When a continued call kept the weights it started from by their validation loss:
         that loss and the validation score (``nan`` without a ``valid_score`` callback).
@@ -253,7 +258,7 @@ class EarlyStopping(_SkorchEarlyStopping):
         super().on_train_begin(net, **kwargs)
         self._epochs_before = len(net.history)
         self.best_start_weights_: dict[str, torch.Tensor] | None = None
-        self.kept_start_ = False
+        self.kept_start_ = self.kept_call_start_ = False
         self.stopped_ = False
         self._decided = len(net.history)  # the last epoch the rule judged
         self._finished = False
@@ -350,14 +355,18 @@ class EarlyStopping(_SkorchEarlyStopping):
                 why = f"reached max_iter={net.max_epochs} after epoch {last}"
             else:
                 why = f"ended after epoch {last}"
-            kept = (f"the weights epoch {self.best_epoch_} started from" if self.kept_start_
-                    else f"the weights of epoch {self.best_epoch_}")
+            if self.kept_call_start_:
+                kept = (f"the weights training started from: no epoch lowered {self.monitor} "
+                        "below theirs")
+            else:
+                kept = (f"the weights epoch {self.best_epoch_} started from" if self.kept_start_
+                        else f"the weights of epoch {self.best_epoch_}")
+                kept += f", the last to improve {self.monitor} by more than {self.threshold:g}"
             for table in _epoch_tables(net):
-                table.sink(f"Training {why}; keeping {kept}, the last to improve "
-                           f"{self.monitor} by more than {self.threshold:g}.")
+                table.sink(f"Training {why}; keeping {kept}.")
 
     def _restore_best(self, net: Any, X: Any = None, **kwargs: Any) -> None:
-        self.kept_start_ = False
+        self.kept_start_ = self.kept_call_start_ = False
         if getattr(self, "_valid_start", None) is not None and self.best_model_weights_ is not None:
             self._restore_best_of_continued(net)
             return
@@ -365,13 +374,16 @@ class EarlyStopping(_SkorchEarlyStopping):
         if X is None or start is None or not self._watches_training_loss():
             super().on_train_end(net, **kwargs)
             return
-        objective = self.monitor == "train_objective"
+        # The loss training minimizes: on class-balanced batches, with the classes weighed
+        # as they draw them.
+        loss = functools.partial(net.training_loss, objective=self.monitor == "train_objective",
+                                 balanced=bool(getattr(net, "iterator_train__balanced", False)))
         end = self.best_model_weights_
         net.module_.load_state_dict(end)
         try:
-            end_loss = net.training_loss(X, objective=objective)
+            end_loss = loss(X)
             net.module_.load_state_dict(start)
-            start_loss = net.training_loss(X, objective=objective)
+            start_loss = loss(X)
         except KeyboardInterrupt:  # a Ctrl-C here would have discarded the whole fit
             net.module_.load_state_dict(end)
             warn(
@@ -384,10 +396,13 @@ class EarlyStopping(_SkorchEarlyStopping):
         self.kept_start_ = start_loss < end_loss
         chosen = start if self.kept_start_ else end
         initial = getattr(self, "_initial", None)
+        if self.kept_start_ and initial is start:  # the best epoch is the call's first: its start kept
+            self.kept_call_start_ = True
+            self.best_epoch_ = net.history[max(self._epochs_before - 1, 0), "epoch"]
         if initial is not None and initial is not start:  # a later best epoch
             net.module_.load_state_dict(initial)
             try:
-                initial_loss = net.training_loss(X, objective=objective)
+                initial_loss = loss(X)
             except KeyboardInterrupt:  # as above: the best epoch's weights stay
                 net.module_.load_state_dict(chosen)
                 warn("training was interrupted while the weights training started from were "
@@ -395,7 +410,8 @@ class EarlyStopping(_SkorchEarlyStopping):
                      UserWarning, stacklevel=outside_stacklevel())
                 return
             if initial_loss < min(start_loss, end_loss):  # no epoch got below training's start
-                self.kept_start_, self.best_epoch_ = True, net.history[self._epochs_before, "epoch"]
+                self.kept_start_ = self.kept_call_start_ = True
+                self.best_epoch_ = net.history[max(self._epochs_before - 1, 0), "epoch"]
                 if self.sink is not print or net.verbose:
                     self.sink(f"Restoring the weights training started from (training-set loss "
                               f"{initial_loss:.4g}, against {min(start_loss, end_loss):.4g} at best).")
@@ -417,9 +433,10 @@ class EarlyStopping(_SkorchEarlyStopping):
         best = self.best_model_weights_
         net.module_.load_state_dict(best)
         try:
-            best_loss = net.training_loss(valid)
+            # In the weights' dtype, as the recorded valid_loss is: not under bfloat16.
+            best_loss = net.training_loss(valid, autocast=False)
             net.module_.load_state_dict(self._valid_start)
-            start_loss = net.training_loss(valid)
+            start_loss = net.training_loss(valid, autocast=False)
         except KeyboardInterrupt:  # a Ctrl-C here would have discarded the whole fit
             net.module_.load_state_dict(best)
             warn(f"training was interrupted while epoch {self.best_epoch_}'s weights were "
@@ -431,7 +448,9 @@ class EarlyStopping(_SkorchEarlyStopping):
             return
         scorer = dict(net.callbacks_).get("valid_score")
         score = float(scorer.scoring(net, valid, None)) if scorer is not None else math.nan
-        self.kept_start_, self.best_epoch_ = True, net.history[self._epochs_before, "epoch"]
+        # The weights the last epoch before the call left (a continued call has one).
+        self.kept_start_ = self.kept_call_start_ = True
+        self.best_epoch_ = net.history[self._epochs_before - 1, "epoch"]
         self.start_validation_ = (float(start_loss), score)
         if self.sink is not print or net.verbose:
             self.sink(f"Restoring the weights training started from (validation loss "

@@ -394,7 +394,9 @@ class SequenceNet(NeuralNet):
             scaled.backward()
         return {"loss": loss.detach(), "y_pred": outputs.detach().float(), "step_args": step_args}
 
-    def training_loss(self, dataset: SequenceDataset, *, objective: bool = False) -> float:
+    def training_loss(
+        self, dataset: SequenceDataset, *, objective: bool = False, balanced: bool = False, autocast: bool = True
+    ) -> float:
         """The loss of the network's current weights on ``dataset``, in inference mode.
 
         The sample-weighted loss an epoch's ``train_loss`` averages (with
@@ -413,17 +415,32 @@ class SequenceNet(NeuralNet):
             The sequences and their targets (a training call's ``X``).
         objective : bool, default=False
             Add the L2 penalty, when training minimizes one.
+        balanced : bool, default=False
+            Weigh each class as class-balanced batches draw it (each sequence by
+            ``n / (n_classes * n_c)`` besides its own weight): the loss that training on
+            such batches minimizes, which ``train_loss`` reports (at the data's own class
+            frequencies the untrained network won on a rare class).
+        autocast : bool, default=True
+            Compute in the training precision; False: in the weights' own dtype, as the
+            recorded validation loss is (bfloat16 rounding ranked two sets of weights
+            against their recorded float32 losses).
 
         Returns
         -------
         float
             The mean over the sequences, weighted as an epoch's batches are.
         """
+        if balanced:
+            labels = dataset.y.cpu().numpy()
+            classes, position, counts = np.unique(labels, return_inverse=True, return_counts=True)
+            share = torch.as_tensor(len(labels) / (len(classes) * counts[position]),
+                                    dtype=dataset.sample_weight.dtype, device=dataset.sample_weight.device)
+            dataset = SequenceDataset(dataset.sequences, dataset.y, dataset.sample_weight * share)
         was_training = self.module_.training
         self.module_.train(False)
         total, count = 0.0, 0
         try:
-            with torch.no_grad(), self._autocast():
+            with torch.no_grad(), (self._autocast() if autocast else contextlib.nullcontext()):
                 # The batches of the validation loss (skorch's iterator_valid).
                 for inputs, y in self.get_iterator(dataset, training=False):
                     loss = self.get_loss(self.infer(inputs).float(), y, X=inputs, training=objective)

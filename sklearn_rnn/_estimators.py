@@ -1439,7 +1439,10 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         class that the weights keep one sequence of (a draw that picked one of a rare
         class's) cannot be split either, and trains too.
         """
-        pool, trains_only = np.flatnonzero(weight > 0), np.flatnonzero(weight == 0)
+        # Weighing as training reads the weights, scaled and in float32: 1e-50 beside 1 is
+        # 0 there (a hold-out of such weights passed the count, and scored one sequence).
+        weighs = _relative(weight).astype(np.float32) > 0 if weight.max() > 0 else weight > 0
+        pool, trains_only = np.flatnonzero(weighs), np.flatnonzero(~weighs)
         if not isinstance(self, ClassifierMixin):
             return pool, trains_only, None
         labels = np.asarray(y)[pool]
@@ -1611,23 +1614,24 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             stop = dict(self.net_.callbacks_)["stop"]
             earlier = getattr(self, "_best_epoch", None)  # an earlier call's, before it is replaced
             self._best_epoch = int(stop.best_epoch_)
-            best = [row["epoch"] for row in validated].index(self._best_epoch)
-            self.best_validation_loss_ = float(validated[best]["valid_loss"])
-            self.best_validation_score_ = self.validation_scores_[best]
             if getattr(stop, "start_validation_", None) is not None:
                 # The weights the call started from, kept: their own loss and score, and
-                # the epoch that gave them where an earlier validated call restored one.
+                # the epoch that gave them (the one an earlier validated call restored, or
+                # the last before this call: its weights, maybe not validated).
                 self.best_validation_loss_, self.best_validation_score_ = stop.start_validation_
                 if earlier is not None:
                     self._best_epoch = earlier
+            else:
+                best = [row["epoch"] for row in validated].index(self._best_epoch)
+                self.best_validation_loss_ = float(validated[best]["valid_loss"])
+                self.best_validation_score_ = self.validation_scores_[best]
         elif not validated_call:
             self.validation_scores_ = None
             self.best_validation_loss_ = None
             self.best_validation_score_ = None
             self._best_epoch = None
         stop = dict(self.net_.callbacks_).get("stop")
-        kept_start = bool(not incremental and self.n_iter_ and getattr(stop, "kept_start_", False)
-                          and stop.best_epoch_ == epochs_before + 1)
+        kept_start = bool(not incremental and self.n_iter_ and getattr(stop, "kept_call_start_", False))
         if kept_start:
             start = "the network as initialized" if not epochs_before else "the weights it started from"
             monitor = "valid_loss" if getattr(stop, "start_validation_", None) is not None else (

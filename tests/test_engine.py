@@ -1088,3 +1088,57 @@ def test_callback_names_with_double_underscores_and_callback_classes_are_refused
     with pytest.raises(ValueError, match=r"callback 'lr' is <class .*LRScheduler'>, not a skorch callback instance, "
                                          r"so its parameters \['gamma'\] cannot be set.* \('lr', LRScheduler\(\.\.\.\)\)"):
         RNNClassifier(callbacks=[("lr", LRScheduler)]).set_params(callbacks__lr__gamma=0.9)
+
+
+def test_the_end_of_training_judges_weights_by_the_loss_training_minimized():
+    # engine45 1-4: with balanced batches the end-of-training comparison weighed the
+    # classes at the data's frequencies, so the untrained network won on a rare class
+    # ("none of the epochs lowered the training loss" beside a falling loss_curve_); under
+    # bfloat16 a warm fit compared its start and best in bfloat16 against float32 records;
+    # best_epoch_ named the call's first epoch, not the one whose weights were kept;
+    # weights of 1e-50 (0 in float32) counted as held out.
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_rnn import RNNClassifier, RNNRegressor
+
+    r = np.random.default_rng(3)
+    y = (np.arange(100) < 8).astype(int)
+    X = [r.normal(size=(int(r.integers(2, 6)), 1)) + 0.6 * c for c in y]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", ConvergenceWarning)
+        RNNClassifier(hidden_size=4, max_iter=12, random_state=3, early_stopping=False, n_iter_no_change=2,
+                      balanced_batches=True).fit(X, y)
+    assert not [w for w in seen if "keeps those" in str(w.message)]
+
+    r = np.random.default_rng(0)
+    X = [r.normal(size=(int(r.integers(2, 6)), 1)) for _ in range(200)]
+    y = np.array([int(x[-1, 0] > 0) for x in X])
+    model = RNNClassifier(hidden_size=4, max_iter=10, random_state=0, early_stopping=True, n_iter_no_change=1,
+                          warm_start=True, precision="bfloat16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)
+        start = model.net_.history[model.best_epoch_ - 1]["valid_loss"]
+        model.set_params(learning_rate=3e-4, max_iter=3)
+        model.fit(X, y)
+    recorded = model.net_.history[model.best_epoch_ - 1]["valid_loss"]
+    assert model.best_validation_loss_ == recorded
+    if min(row["valid_loss"] for row in model.net_.history[-3:]) < start:
+        assert model.best_epoch_ > 10  # an epoch of the call, by the recorded losses
+
+    model = RNNClassifier(hidden_size=4, max_iter=20, random_state=0, early_stopping=False, warm_start=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)
+        kept = [p.detach().clone() for p in model.module_.parameters()]
+        model.set_params(learning_rate=3.0, max_iter=8, early_stopping=True, n_iter_no_change=2)
+        model.fit(X, y)
+    assert all(torch.equal(p, q) for p, q in zip(model.module_.parameters(), kept))  # the start kept
+    assert model.best_epoch_ == 20  # the epoch whose weights these are, not the call's first (21)
+
+    X = [r.normal(size=(int(r.integers(2, 6)), 1)) for _ in range(60)]
+    weight = np.full(60, 1e-50)
+    weight[:6] = 1.0
+    with pytest.raises(ValueError, match=r"or 0 in float32 beside the others.*expected at least 2 for validation"):
+        RNNRegressor(hidden_size=3, max_iter=2, random_state=0, early_stopping=True).fit(
+            X, np.array([x[-1, 0] for x in X]), sample_weight=weight)

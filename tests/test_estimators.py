@@ -677,7 +677,8 @@ def test_the_held_out_split_is_drawn_from_the_sequences_that_weigh():
         bagged.fit(sequence_column(X), y)
     assert bagged.predict_proba(sequence_column(X)).shape == (40, 2)
     with pytest.raises(ValueError, match=r"of 1 sequence .*the ones of positive sample_weight \(39 of weight 0, or "
-                                         r"alone in their class among those, train with them\): expected at least 1"):
+                                         r"0 in float32 beside the others, or alone in their class among those, "
+                                         r"train with them\): expected at least 1"):
         model.fit(X, y, sample_weight=np.r_[1.0, np.zeros(39)])
 
 

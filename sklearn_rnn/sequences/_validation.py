@@ -1503,8 +1503,8 @@ def check_holdout(
         f"{n_train} for training)"
     )
     if weightless:
-        held_out += (f", the ones of positive sample_weight ({weightless} of weight 0, or alone in "
-                     "their class among those, train with them)")
+        held_out += (f", the ones of positive sample_weight ({weightless} of weight 0, or 0 in float32 "
+                     "beside the others, or alone in their class among those, train with them)")
     fix = "Pass more sequences, change validation_fraction, or set early_stopping=False."
     if n_train < 1:
         raise ValueError(f"{held_out}: expected at least 1 left for training. {fix}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 import re
 
 import numpy as np
@@ -936,3 +937,49 @@ def test_an_interrupt_in_a_warm_up_epoch_from_lr_zero_is_rolled_back_as_an_inter
     with pytest.raises(KeyboardInterrupt, match="interrupted before its first epoch finished"):
         model.fit(X, y)
     assert not hasattr(model, "net_")
+
+
+def test_the_optimizers_refuse_what_they_cannot_step_and_load_whole_states_only(tmp_path):
+    # optim45 1-6: a tensor tied into two layers got a SimplexSGD step of its last block
+    # only; prune/weight_norm/spectral_norm weights (computed by hooks) got no gradient; a
+    # complex gradient whose squares overflow went unclipped (the rescue dropped its
+    # imaginary part); a generator state of another size failed after the groups had
+    # loaded; a saved lr beyond float32 loaded and failed mid-step; numpy-string weights
+    # made a state_dict that torch.load refuses.
+    from torch import nn
+    from torch.nn.utils import prune
+
+    from sklearn_rnn.optim import ClippedSGD, RecurrentAdapter, SimplexSGD, temporal_gradients
+
+    rnn = nn.RNN(4, 4, num_layers=2, batch_first=True)
+    rnn.weight_hh_l1 = rnn.weight_hh_l0
+    net = RecurrentAdapter(rnn, nn.Linear(4, 1))
+    x, lengths = torch.randn(3, 5, 4), torch.tensor([5, 3, 2])
+    states = net.forward_states(x, lengths)
+    with pytest.raises(ValueError, match=r"one tensor plays two parts in the network, W_rec and W_rec\[1\]"):
+        temporal_gradients(net, states, states.outputs.pow(2).mean(), lengths)
+    for reparametrize in (lambda m: prune.l1_unstructured(m, "weight_hh_l0", 0.5),
+                          lambda m: torch.nn.utils.weight_norm(m, "weight_hh_l0")):
+        module = nn.RNN(4, 4, batch_first=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # weight_norm's deprecation
+            reparametrize(module)
+        with pytest.raises(ValueError, match=r"rnn has weights computed by a hook .*weight_hh_l0"):
+            RecurrentAdapter(module, nn.Linear(4, 1))
+    for gradient in ([1e20j, 1e20j], [3e19j, 4e19j]):
+        p = nn.Parameter(torch.zeros(2, dtype=torch.complex64))
+        p.grad = torch.tensor(gradient, dtype=torch.complex64)
+        ClippedSGD([p], lr=0.1, clip_threshold=1.0).step()
+        assert float(torch.linalg.vector_norm(p.detach())) == pytest.approx(0.1, rel=1e-5)
+    model = nn.Linear(2, 1)
+    optimizer = SimplexSGD(model.parameters(), lr=0.01, generator=0, weights=np.array(["dirichlet"])[0])
+    state = optimizer.state_dict()
+    torch.save(state, tmp_path / "state.pt")
+    assert torch.load(tmp_path / "state.pt")["simplex"]["weights"] == "dirichlet"  # weights_only: plain str
+    bad = {**state, "simplex": {**state["simplex"], "generator_state": torch.zeros(16, dtype=torch.uint8)}}
+    with pytest.raises(ValueError, match=r"generator_state is not a CPU generator's state \(16 bytes"):
+        optimizer.load_state_dict(bad)
+    far = {**state, "param_groups": [{**group, "lr": 1e39} for group in state["param_groups"]]}
+    with pytest.raises(ValueError, match=r"param_groups\[0\]: lr=1e\+39 is beyond the range"):
+        optimizer.load_state_dict(far)
+    assert optimizer.param_groups[0]["lr"] == 0.01

@@ -131,6 +131,19 @@ class RecurrentAdapter(nn.Module):
                 )
         if not isinstance(readout, nn.Linear):
             raise TypeError(f"readout must be a torch.nn.Linear; got {type(readout).__name__}.")
+        for name, module, weights in (("rnn", rnn, rnn._flat_weights_names),
+                                      ("readout", readout, ("weight", "bias"))):
+            values = [(weight, getattr(module, weight, None)) for weight in weights]
+            computed = [weight for weight, value in values
+                        if value is not None and not isinstance(value, nn.Parameter)]
+            if computed:  # set by a forward pre-hook from other parameters: prune, weight_norm, spectral_norm
+                raise ValueError(
+                    f"{name} has weights computed by a hook from other parameters ({', '.join(computed)}: "
+                    "torch.nn.utils.prune, weight_norm or spectral_norm): the temporal gradients are "
+                    "those of the module's own weight tensors, and the parameters behind them would get "
+                    "no gradient. Remove the reparametrization first (prune.remove, remove_weight_norm, "
+                    "remove_spectral_norm), or train the model with loss.backward() and another optimizer."
+                )
         if readout.in_features != rnn.hidden_size:
             raise ValueError(
                 f"readout reads {readout.in_features} features but rnn has hidden_size="

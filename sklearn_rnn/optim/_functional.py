@@ -930,6 +930,8 @@ class _StepRuleOptimizer(torch.optim.Optimizer):
                 )
             try:
                 _check_step_settings(group, saved=True)
+                if index < len(self.param_groups):  # the parameters the saved group's lr will step
+                    _check_lr_fits(group.get("lr"), self.param_groups[index]["params"])
             except ValueError as error:
                 raise ValueError(f"state_dict's param_groups[{index}]: {error}") from error
         super().load_state_dict(state_dict)
@@ -1043,7 +1045,10 @@ def _norm(blocks: Sequence[torch.Tensor]) -> float:
     largest = float(torch.stack([b.abs().amax() for b in blocks if b.numel()]).amax())  # inf or NaN: as is
     if not math.isfinite(largest):
         return largest
-    scaled = [torch.linalg.vector_norm(b.double() / largest) for b in blocks]
+    # In complex128 for complex blocks: .double() dropped the imaginary part, and a purely
+    # imaginary gradient went unclipped.
+    scaled = [torch.linalg.vector_norm(b.to(torch.complex128 if b.is_complex() else torch.float64) / largest)
+              for b in blocks]
     return largest * float(torch.linalg.vector_norm(torch.stack(scaled)))
 
 

@@ -49,7 +49,16 @@ def _saved_simplex_entry(extra: Any) -> tuple[torch.Tensor, dict[str, int]]:
             f"state_dict's simplex branch_counts must count steps of the branches {list(BRANCHES)} "
             f"(non-negative ints); got {counts!r}. {fix}"
         )
-    return generator_state.to(device="cpu", dtype=torch.uint8), dict.fromkeys(BRANCHES, 0) | counts
+    generator_state = generator_state.to(device="cpu", dtype=torch.uint8)
+    try:  # on a scratch generator: a wrong size failed after the groups had loaded
+        torch.Generator().set_state(generator_state)
+    except RuntimeError:
+        expected = torch.Generator().get_state().numel()
+        raise ValueError(
+            f"state_dict's simplex generator_state is not a CPU generator's state ({generator_state.numel()} "
+            f"bytes, expected {expected}). {fix}"
+        ) from None
+    return generator_state, dict.fromkeys(BRANCHES, 0) | counts
 
 
 def _plain_number(value: Any) -> Any:
@@ -165,7 +174,7 @@ class SimplexSGD(_StepRuleOptimizer):
         # numpy scalars as Python floats: a state_dict holding them is refused by
         # torch.load's default weights_only=True (tensors stay as they are).
         self.switch_threshold = _plain_number(switch_threshold)
-        self.weights = weights
+        self.weights = str(weights)  # a numpy string (a grid's) is refused by torch.load's weights_only
         self.eps = _plain_number(eps)
         self.generator = _as_generator(generator)
         self.branch_counts: dict[str, int] = dict.fromkeys(BRANCHES, 0)
@@ -282,7 +291,7 @@ class SimplexSGD(_StepRuleOptimizer):
             self.generator.set_state(generator_state)
             self.branch_counts = counts
             for key, value in settings.items():  # absent from a state saved before they were kept
-                setattr(self, key, value)
+                setattr(self, key, str(value) if key == "weights" else _plain_number(value))
 
     def __getstate__(self) -> dict[str, Any]:
         """What pickle, joblib and deepcopy keep: PyTorch's optimizer state, plus this

@@ -748,6 +748,14 @@ class _Parameters:
     def add(self, name: str, parameter: torch.Tensor | None) -> int | None:
         if parameter is None or not parameter.requires_grad:
             return None
+        for other, known in zip(self.names, self.parameters):
+            if known is parameter:  # tied weights: SimplexSGD's step kept the last block only
+                raise ValueError(
+                    f"one tensor plays two parts in the network, {other} and {name} (tied weights): "
+                    "temporal gradients give each part a block of its own, which a step cannot "
+                    "apply to one tensor. Untie them (a parameter per layer), or train with "
+                    "loss.backward() and another optimizer."
+                )
         self.parameters.append(parameter)  # type: ignore[arg-type]
         self.names.append(name)
         return len(self.parameters) - 1

@@ -277,7 +277,9 @@ class RNNGridSearchCV(BaseSearchCV):
                 continue
             check_stackable(rnn)
         check_container(X)  # None, a generator, a scalar: named, before len(X)
-        check_targets_follow_instances(X, groups, name="groups")  # as y (by_instance) and the weights
+        # y too, for every form of X (by_instance checks a panel's): before any network trains.
+        check_targets_follow_instances(X, y)
+        check_targets_follow_instances(X, groups, name="groups")  # as y and the weights
         given, X = X, by_instance(X, y)  # a panel's rows are steps, which splitters would count
         if not _num_samples(X):
             raise ValueError("X is empty: expected at least one sequence to split and fit.")

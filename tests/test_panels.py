@@ -998,3 +998,34 @@ def test_a_model_fitted_on_a_table_with_a_time_column_before_this_was_refused_st
     model.save(tmp_path / "table.rnn")
     for again in (RNNRegressor.load(tmp_path / "table.rnn"), pickle.loads(pickle.dumps(model))):
         np.testing.assert_array_equal(again.predict(X[:2]), expected)
+
+
+def test_targets_cut_apart_from_their_sequences_by_a_split_are_refused_in_every_fold():
+    # sklearn45 1: fit refused a y Series indexed by X's ids in another order only when y
+    # held exactly X's ids; a cross-validation fold cuts both by position, so each fold's
+    # y held other ids and trained mis-paired (6 of 10 labels wrong), silently.
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import cross_val_score
+
+    from sklearn_rnn import RNNClassifier, RNNGridSearchCV
+    from sklearn_rnn.sequences import sequence_column
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(n), 2)) for n in rng.integers(2, 6, 20)]
+    ids = [f"p{i:02d}" for i in range(20)]
+    visits = pd.DataFrame({"visits": sequence_column(X)[:, 0]}, index=ids)
+    outcome = pd.Series(np.arange(20) % 2, index=ids).sort_values(kind="stable")
+    small = dict(hidden_size=2, max_iter=2, random_state=0)
+    fold = np.arange(5, 15)
+    with pytest.raises(ValueError, match=r"y is indexed by labels such as X's DataFrame index, but other ones"):
+        RNNClassifier(**small).fit(visits.iloc[fold], outcome.iloc[fold])
+    with pytest.raises(ValueError, match="in another order"):  # before any network trains
+        RNNGridSearchCV(RNNClassifier(**small), {"hidden_size": [2]}, cv=2, refit=False).fit(visits, outcome)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        aligned = outcome.loc[visits.index]
+        assert len(cross_val_score(RNNClassifier(**small), visits, aligned, cv=2)) == 2  # the fix works
+        renumbered = pd.Series(np.arange(20) % 2)  # positions: paired by position, unchecked
+        RNNClassifier(**small).fit(visits.iloc[fold], renumbered.iloc[fold].reset_index(drop=True))

@@ -321,9 +321,22 @@ def check_targets_follow_instances(X: Any, y: Any, *, name: str = "y") -> None:
     instances = X.index.unique(level=0) if panel else X.index
     if not panel and default_index(instances):
         return  # X's rows are positions: nothing to compare the labels with
+    what = {"y": "targets", "sample_weight": "weights"}.get(name, name)
+    if (not panel and len(index) == len(instances) and not index.equals(instances)
+            and getattr(index.dtype, "kind", "O") not in "biufc" and bool(index.isin(instances).any())
+            and not index.isin(instances).all()):
+        # Labels such as X's (ids, not numbers, which a reset may renumber), some of them
+        # X's, at other positions: a fold of X and y cut apart, y in another order (the
+        # check of the whole set below did not survive a split).
+        raise ValueError(
+            f"{name} is indexed by labels such as X's {type(X).__name__} index, but other ones at "
+            f"the same positions ({name} starts with {list(index[:3])}, X's rows with "
+            f"{list(instances[:3])}): scikit-learn pairs X and {name} by position, so sequences "
+            f"would get other instances' {what}. Put {name} in X's order ({name}.loc[X.index]) "
+            "before splitting or selecting."
+        )
     if len(index) != len(instances) or index.equals(instances) or not index.isin(instances).all():
         return
-    what = {"y": "targets", "sample_weight": "weights"}.get(name, name)
     rows = "instances" if panel else "rows"
     if panel:
         owner, order = "the panel's instances", f"the panel's order: {name}.loc[X.index.unique(level=0)]"

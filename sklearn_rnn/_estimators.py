@@ -514,6 +514,41 @@ def _first_text(values: Any) -> str | None:
     return None
 
 
+def _target_moments(outputs: np.ndarray, weight: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The weighted mean and spread of each target column, ``(n_outputs,)`` each, and
+    whether it has no spread (scale 1 then). Targets near float64's limits are taken
+    scaled by their largest (squared, 1e200 is inf and 1e-200 is 0). A spread within the
+    rounding of the mean is none (scikit-learn's bound for a constant feature): thirty
+    targets of 0.1 have a mean off 0.1 by 1.4e-17 and a "spread" of 2.8e-17, which made a
+    stream's later targets 1e16 (unlearnable)."""
+    magnitude = np.abs(outputs).max(axis=0)
+    magnitude = np.where(magnitude > 0, magnitude, 1.0)
+    if ((magnitude > 1e100) | (magnitude < 1e-100)).any():
+        mean, std = _moments(outputs / magnitude, weight)
+        mean, std = mean * magnitude, std * magnitude
+    else:
+        mean, std = _moments(outputs, weight)
+    rounding = len(outputs) * np.finfo(np.float64).eps * np.abs(mean)
+    return mean, std, ~(std > rounding)
+
+
+def _refuse_missing(values: Any, name: str, what: str) -> None:
+    """Refuse NaN among numbers given one per sequence (masked entries read as missing,
+    :func:`~sklearn_rnn.sequences._validation.readable_targets`), naming how many and the
+    first; anything that is not numbers is left to the checks that follow."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return
+    missing = np.isnan(array).reshape(len(array), -1).any(axis=1) if array.ndim else np.isnan(array)[None]
+    if missing.any():
+        raise ValueError(
+            f"{name} holds a missing {what} (NaN, or a masked entry) for {int(missing.sum())} of "
+            f"{len(missing)} sequences (first: sequence {int(np.flatnonzero(missing)[0])}): expected a "
+            f"{what} for every sequence. Drop those sequences from X and {name} together, or fill them in."
+        )
+
+
 def _check_one_target_per_sequence(y: Any, estimator: Any) -> None:
     """Refuse targets given as one array per sequence, of different lengths (per-step
     targets, or an array among labels): numpy's conversion says only that the shape is
@@ -1616,11 +1651,12 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self._best_epoch = int(stop.best_epoch_)
             if getattr(stop, "start_validation_", None) is not None:
                 # The weights the call started from, kept: their own loss and score, and
-                # the epoch that gave them (the one an earlier validated call restored, or
-                # the last before this call: its weights, maybe not validated).
+                # the epoch whose weights they are, as the earlier call kept them (None
+                # where it kept the network as initialized, or a loaded model's earlier
+                # call was not validated).
                 self.best_validation_loss_, self.best_validation_score_ = stop.start_validation_
-                if earlier is not None:
-                    self._best_epoch = earlier
+                kept = getattr(self, "_kept_epoch", None)
+                self._best_epoch = kept if kept is not None or earlier is None else earlier
             else:
                 best = [row["epoch"] for row in validated].index(self._best_epoch)
                 self.best_validation_loss_ = float(validated[best]["valid_loss"])
@@ -1632,6 +1668,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
             self._best_epoch = None
         stop = dict(self.net_.callbacks_).get("stop")
         kept_start = bool(not incremental and self.n_iter_ and getattr(stop, "kept_call_start_", False))
+        # The epoch whose weights the network now holds, for a later call that keeps the
+        # weights it starts from (its best_epoch_); None for the network as initialized.
+        if len(history) > epochs_before and not kept_start:
+            if stop is not None and not incremental:
+                best = int(stop.best_epoch_)
+                self._kept_epoch = best - 1 if getattr(stop, "kept_start_", False) else best
+                self._kept_epoch = self._kept_epoch or None
+            else:
+                self._kept_epoch = int(history[-1, "epoch"])
         if kept_start:
             start = "the network as initialized" if not epochs_before else "the weights it started from"
             monitor = "valid_loss" if getattr(stop, "start_validation_", None) is not None else (
@@ -1795,13 +1840,15 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
         """One weight per sequence of ``X``, checked; a Series indexed by the instances of a
         panel ``X`` must follow their order, as y must."""
         sample_weight = readable_targets(sample_weight, "sample_weight")
-        if getattr(getattr(sample_weight, "dtype", None), "kind", None) in ("M", "m"):  # read as days since 1970
-            _refuse_dates("sample_weight", sample_weight.dtype, fix="Pass one number per sequence.")
+        dates = dates_dtype(sample_weight) if sample_weight is not None else None
+        if dates is not None:  # read as days since 1970 (a list of dates too)
+            _refuse_dates("sample_weight", dates, fix="Pass one number per sequence.")
         check_targets_follow_instances(X, sample_weight, name="sample_weight")
         if sample_weight is None:
             return np.ones(n_samples)
         if isinstance(sample_weight, Real):
             sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)  # as scikit-learn
+        _refuse_missing(sample_weight, "sample_weight", "weight")  # scikit-learn's "contains NaN" named no entry
         try:
             weight = check_array(  # a copy: PyTorch warns of a read-only array
                 sample_weight, ensure_2d=False, dtype=np.float64, input_name="sample_weight", copy=True
@@ -2480,6 +2527,7 @@ _STATE_ATTRIBUTES = frozenset({
     "classes_", "n_outputs_", "_y_mean", "_y_scale", "_y_ndim", "n_features_in_",
     "feature_names_in_", "n_iter_", "loss_curve_", "validation_scores_", "_frame", "_early_stopping",
     "best_validation_score_", "best_validation_loss_", "_best_epoch",
+    "_kept_epoch",  # not stored: a loaded model falls back on _best_epoch
 })
 
 #: Attributes that only some estimators have, and their state fields.
@@ -3463,6 +3511,7 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
         y = readable_targets(y)
         check_targets_follow_instances(X, y)
         _check_one_target_per_sequence(y, self)
+        _refuse_missing(y, "y", "target")
         predicted = self.predict(X)
         return float(accuracy_score(y, predicted, sample_weight=self._score_weight(sample_weight, y, X, predicted)))
 
@@ -3857,21 +3906,9 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         if reset:
             self._y_ndim = y.ndim
             self.n_outputs_ = outputs.shape[1]
-            magnitude = np.abs(outputs).max(axis=0)
-            magnitude = np.where(magnitude > 0, magnitude, 1.0)
-            if ((magnitude > 1e100) | (magnitude < 1e-100)).any():
-                # Targets near float64's limits: squared, 1e200 is inf and 1e-200 is 0 (a
-                # scale of 1 then). The moments of y / max|y|, scaled back, keep them.
-                mean, std = _moments(outputs / magnitude, weight)
-                mean, std = mean * magnitude, std * magnitude
-            else:
-                mean, std = _moments(outputs, weight)
+            mean, std, flat = _target_moments(outputs, weight)
             self._y_mean = mean
-            # A spread within the rounding of the mean is none (scikit-learn's bound for a
-            # constant feature): thirty targets of 0.1 have a mean off 0.1 by 1.4e-17 and
-            # a "spread" of 2.8e-17, which made a stream's later targets 1e16 (unlearnable).
-            rounding = len(outputs) * np.finfo(np.float64).eps * np.abs(mean)
-            self._y_scale = np.where(std > rounding, std, 1.0)
+            self._y_scale = np.where(flat, 1.0, std)
         elif outputs.shape[1] != self.n_outputs_:
             raise ValueError(_wrong_outputs(outputs.shape[1], self.n_outputs_, ""))
         with np.errstate(over="ignore", invalid="ignore"):
@@ -3941,15 +3978,17 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         """
         first = not hasattr(self, "net_")
         self._fit(X, y, sample_weight, incremental=True)
-        if first:
+        if first:  # as the fit weighed them (validated by now)
             outputs = np.asarray(readable_targets(y), dtype=np.float64).reshape(_n_targets(y), -1)
-            mean = np.abs(outputs.mean(axis=0))
-            if (np.ptp(outputs, axis=0) <= len(outputs) * np.finfo(np.float64).eps * mean).any():
+            weight = self._check_sample_weight(sample_weight, len(outputs), X)
+            flat = np.flatnonzero(_target_moments(outputs, weight)[2])
+            if flat.size:
+                which = "targets" if outputs.shape[1] == 1 else f"targets of outputs {flat.tolist()}"
                 warnings.warn(
-                    f"{type(self).__name__}.partial_fit: the first call's targets have no spread (one "
-                    f"target, or {len(outputs)} equal ones), so the target standardization keeps scale 1, "
-                    "y's own unit, for every later call, and the model depends on that unit. Give the "
-                    "first call a batch of several differing targets, or standardize y yourself.",
+                    f"{type(self).__name__}.partial_fit: the first call's {which} have no spread "
+                    "among the sequences that weigh, so the target standardization keeps scale 1, "
+                    "y's own unit, for every later call, and the model depends on that unit. Give "
+                    "the first call a batch of several differing targets, or standardize y yourself.",
                     UserWarning, stacklevel=outside_stacklevel(),
                 )
         return self
@@ -3996,7 +4035,8 @@ class RNNRegressor(RegressorMixin, BaseRNN):
         """
         y = readable_targets(y)
         check_targets_follow_instances(X, y)
-        _check_one_target_per_sequence(y, self)  # numpy's "inhomogeneous shape" before
+        _check_one_target_per_sequence(y, self)
+        _refuse_missing(y, "y", "target")  # numpy's "inhomogeneous shape" before
         if hasattr(self, "n_outputs_"):
             try:
                 width = np.asarray(y, dtype=float).reshape(_n_targets(y), -1).shape[1]

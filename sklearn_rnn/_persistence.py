@@ -501,6 +501,7 @@ def _write_whole(path: str, data: bytes) -> None:
             raise type(error)(
                 error.errno, f"cannot write {path!r}: creating a file in its folder failed ({error.strerror})"
             ) from None
+    renaming = False
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
@@ -508,6 +509,7 @@ def _write_whole(path: str, data: bytes) -> None:
             os.fsync(file.fileno())
         if mode is not None:
             os.chmod(temporary, mode)
+        renaming = True  # the errors below that a rename alone gives
         os.replace(temporary, target)
     except BaseException as error:
         try:
@@ -515,7 +517,7 @@ def _write_whole(path: str, data: bytes) -> None:
         except OSError:
             pass
         renamed = (errno.EBUSY, errno.EXDEV, errno.EPERM, errno.EACCES)
-        if isinstance(error, OSError) and error.errno in renamed and status is not None:
+        if isinstance(error, OSError) and error.errno in renamed and status is not None and renaming:
             # A file mounted over the path (a container's volume file), or another user's
             # writable file in a sticky shared folder (only its owner may rename over it),
             # cannot be replaced by a rename: write it in place, as pickle or open() would.

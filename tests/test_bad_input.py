@@ -169,7 +169,8 @@ FIT_CASES = [
      ["classes has shape (1, 2)", "expected a 1-D array-like"]),
     # --- sample_weight
     ("NaN sample_weight", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=np.full(12, np.nan)),
-     ValueError, ["Input sample_weight contains NaN"]),
+     ValueError, ["sample_weight holds a missing weight (NaN, or a masked entry) for 12 of 12 sequences",
+                  "Drop those sequences"]),
     ("negative sample_weight", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=-np.ones(12)),
      ValueError, ["sample_weight holds negative values (min -1)", "expected non-negative weights"]),
     ("sample_weight of the wrong length", lambda: RNNClassifier(**TINY).fit(X_OK, Y_CLASS, sample_weight=np.ones(3)),

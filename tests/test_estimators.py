@@ -861,3 +861,45 @@ def test_a_weighted_out_huge_target_trains_and_a_streams_first_target_without_sp
         warnings.simplefilter("error", UserWarning)
         stream.partial_fit(X[1:3], [1.0, 2.0])  # later calls: no warning
         RNNRegressor(hidden_size=4, random_state=0).partial_fit(X[:2], [1.0, 2.0])
+
+
+def test_the_second_diff_review_s_regressions_are_mended():
+    # diff45b 1-5: scaled= as an iterator was used up by its check (no channel scaled,
+    # silently) and a tensor of indices refused; a warm call keeping its start named the
+    # earlier call's last epoch, not the one whose weights it holds; a list of dates as
+    # weights was read as days since 1970; the first partial_fit's no-spread warning
+    # ignored the weights; masked weights and scoring targets met scikit-learn's bare
+    # "contains NaN".
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_rnn.sequences import InputEncoder
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(5, 2)) * (i + 1) for i in range(6)]
+    for scaled in (iter([0]), (c for c in [0]), torch.tensor([0]), np.array([0])):
+        assert InputEncoder.fit(X, scaled=scaled).scaled == (0,)
+    X = [rng.normal(size=(int(rng.integers(3, 8)), 2)) for _ in range(40)]
+    y = rng.normal(size=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = RNNRegressor(hidden_size=4, max_iter=6, learning_rate=0.3, optimizer="sgd", clip_threshold=None,
+                             early_stopping=False, random_state=1, batch_size=8).fit(X, y)
+        stop = dict(model.net_.callbacks_)["stop"]
+        restored = stop.best_epoch_ - stop.kept_start_  # the start of the best epoch: the one before's
+        model.set_params(warm_start=True, early_stopping=True, max_iter=2, learning_rate=50.0).fit(X, y)
+    assert dict(model.net_.callbacks_)["stop"].kept_call_start_
+    assert model.best_epoch_ == restored  # the epoch whose weights the model holds
+    dates = list(np.array(["2020-01-01", "2021-06-01", "2019-03-03"], dtype="datetime64[D]"))
+    with pytest.raises(TypeError, match="sample_weight holds dates or durations"):
+        RNNRegressor(hidden_size=4, max_iter=1).fit(X[:3], [1.0, 2.0, 3.0], sample_weight=dates)
+    weight = np.zeros(40)
+    weight[0] = 1.0
+    with pytest.warns(UserWarning, match="the first call's targets have no spread among the sequences that weigh"):
+        RNNRegressor(hidden_size=4, random_state=0).partial_fit(X, y, sample_weight=weight)
+    masked = np.ma.masked_array(np.ones(40), mask=[1] + [0] * 39)
+    with pytest.raises(ValueError, match=r"sample_weight holds a missing weight \(NaN, or a masked entry\) for 1 of 40"):
+        RNNRegressor(hidden_size=4, max_iter=1).fit(X, y, sample_weight=masked)
+    with pytest.raises(ValueError, match=r"y holds a missing target \(NaN, or a masked entry\) for 1 of 40"):
+        model.score(X, np.ma.masked_array(y, mask=[1] + [0] * 39))

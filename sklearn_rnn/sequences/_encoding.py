@@ -129,6 +129,7 @@ class InputEncoder:
         level_stats: np.ndarray | None = None,
         log_scale_stats: np.ndarray | None = None,
     ) -> None:
+        scaled = _channel_indices(scaled)  # once: an iterator is read here
         _check_encoder_fields(n_features, fill_values, time_feature, time_scale, scaled,
                               scale_floor, level_stats, log_scale_stats)
         self.n_features = n_features
@@ -136,7 +137,7 @@ class InputEncoder:
         self.use_mask = use_mask
         self.time_feature = time_feature
         self.time_scale = time_scale
-        self.scaled = tuple(int(channel) for channel in scaled)
+        self.scaled = scaled
         empty = np.zeros((2, 0))
         self.scale_floor = np.zeros(0) if scale_floor is None else np.asarray(scale_floor, dtype=np.float64)
         self.level_stats = empty if level_stats is None else np.asarray(level_stats, dtype=np.float64)
@@ -446,6 +447,24 @@ class InputEncoder:
         return np.column_stack([step_gaps(times, lengths), elapsed]) / self.time_scale  # (N, 2)
 
 
+def _channel_indices(scaled: Any) -> tuple[int, ...]:
+    """``scaled`` as a tuple of channel indices, read once (a generator was used up by a
+    check and left none); refused unless every entry is an integer (int() truncated 1.9
+    to channel 1 and read '1' as channel 1; an int met "not iterable")."""
+    given = scaled
+    if hasattr(scaled, "tolist") and not isinstance(scaled, (str, bytes)):
+        scaled = scaled.tolist()  # a numpy array or a torch tensor of indices
+    if isinstance(scaled, int) or isinstance(scaled, (str, bytes)) or not hasattr(scaled, "__iter__"):
+        scaled = None
+    else:
+        scaled = tuple(scaled)
+    if scaled is None or not all(isinstance(c, Integral) and not isinstance(c, bool) for c in scaled):
+        raise ValueError(
+            f"scaled must be a sequence of value-channel indices (ints), e.g. [0]; got {given!r}."
+        )
+    return tuple(int(channel) for channel in scaled)
+
+
 def _check_encoder_fields(
     n_features: Any, fill_values: Any, time_feature: Any, time_scale: Any, scaled: Any,
     scale_floor: Any, level_stats: Any, log_scale_stats: Any,
@@ -476,13 +495,7 @@ def _check_encoder_fields(
         )
     if not (isinstance(time_scale, Real) and math.isfinite(time_scale) and time_scale > 0):
         raise ValueError(f"time_scale must be a positive, finite number; got {time_scale!r}.")
-    if (isinstance(scaled, (str, bytes)) or not hasattr(scaled, "__iter__")
-            or not all(isinstance(c, Integral) and not isinstance(c, bool) for c in scaled)):
-        # int() truncated 1.9 to channel 1, read '1' as channel 1; an int met "not iterable"
-        raise ValueError(
-            f"scaled must be a sequence of value-channel indices (ints), e.g. [0]; got {scaled!r}."
-        )
-    channels = [int(channel) for channel in scaled]
+    channels = list(_channel_indices(scaled))
     if any(not 0 <= channel < n_values for channel in channels) or len(set(channels)) != len(channels):
         raise ValueError(
             f"scaled must name distinct value channels in [0, {n_values - 1}] (the features other "

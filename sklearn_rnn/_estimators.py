@@ -340,7 +340,8 @@ def _class_indices(classes: np.ndarray, y: np.ndarray) -> np.ndarray:
         # its own index, found with two reductions instead of a search (a streaming
         # partial_fit encodes its labels on every call).
         if y.min() >= 0 and y.max() < len(classes):
-            return y.astype(np.intp, copy=False)
+            # Contiguous: a reversed view (y[::-1]) has a negative stride, which torch refuses.
+            return np.ascontiguousarray(y, dtype=np.intp)
     try:
         index = np.searchsorted(classes, y).clip(max=len(classes) - 1)
         known = np.asarray(classes[index] == y, dtype=bool)

@@ -12,7 +12,6 @@ gradient with the full gradient).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -22,6 +21,7 @@ import torch.nn.functional as F
 
 from ._engine import gradient_mode
 from ._estimators import BaseRNN
+from ._inference import module_copy
 from .nn import RecurrentNetwork
 from .nn.cells import cell_names, get_cell
 from .optim import temporal_gradients
@@ -272,12 +272,23 @@ def _temporal_gradient_norms(
     # mode, as the caller's module may be used by another thread (switching its mode
     # and back left it in eval mode, and ran other calls with dropout on).
     if model.training:
-        model = copy.deepcopy(model).eval()
+        model = module_copy(model).eval()  # the caller's hooks run, as in predict
     with gradient_mode(X.device):  # and autocast off on the batch's device
         if X.is_inference():  # the caller's own batch, made in inference mode
             X, y = X.clone(), (y.clone() if y.is_inference() else y)
         states = model.forward_states(X, lengths, every_step=every_step)
         value = loss(states.outputs, y)
+        if isinstance(value, torch.Tensor) and not bool(torch.isfinite(value.detach()).all()):
+            # Every norm came back NaN without a word, and the plot drew nothing.
+            unbounded = [cell.name for cell, _, _ in model.stack() if not cell.bounded_state] \
+                if hasattr(model, "stack") else []
+            cause = (f" (the {unbounded[0]!r} cell's state is unbounded: a spectral radius above 1 "
+                     "lets it grow past float32 over long sequences)" if unbounded else "")
+            raise ValueError(
+                f"the loss of this batch is not finite ({float(value.detach())}): the network's outputs "
+                f"overflowed{cause}, so no temporal gradient can be measured. Lower spectral_radius, "
+                "use shorter sequences, or a cell with a bounded state ('tanh', 'gru', 'lstm')."
+            )
         tg = temporal_gradients(model, states, value, lengths, accumulate_grad=False)
     norms = tg.norms()
     return TemporalGradientNorms(

@@ -549,3 +549,43 @@ def test_plot_axes_are_all_checked_before_drawing_and_unequal_lengths_line_up_on
     assert [line.get_xdata()[-1] for line in ax.get_lines()] == [30, 30]
     assert [line.get_xdata()[0] for line in ax.get_lines()] == [21, 1]
     plt.close("all")
+
+
+def test_reversed_labels_overflowing_networks_and_hooks_on_the_diagnostics_path():
+    # diag45 1, 2, 4: int64 labels as a reversed view (y[::-1]) crashed fit and the
+    # diagnostics (torch refuses negative strides); an overflowing relu network gave
+    # all-NaN norms without a word; a network in training mode was deep-copied with its
+    # hooks, so a recorder's object was copied and recorded nothing.
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_rnn import RNNClassifier
+    from sklearn_rnn.diagnostics import temporal_gradient_norms
+    from sklearn_rnn.nn import RecurrentNetwork
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 12)), 2)) for _ in range(40)]
+    y = np.array([int(x[:, 0].sum() > 0) for x in X])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RNNClassifier(hidden_size=4, max_iter=1, random_state=0, readout="last", conv_kernels=None)
+        model.fit(X[::-1], y[::-1])
+    assert np.isfinite(temporal_gradient_norms(model, X[::-1], y[::-1]).norms).all()
+    X_long = torch.randn(3, 200, 2, generator=torch.Generator().manual_seed(1))
+    net = RecurrentNetwork(2, 8, 2, cell="relu", spectral_radius=5.0, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=r"the loss of this batch is not finite .*'relu' cell's state is unbounded"):
+        temporal_gradient_norms(net, X_long, torch.tensor([0, 1, 1]))
+
+    class Recorder:
+        def __init__(self):
+            self.calls = 0
+
+        def __call__(self, module, args, output):
+            self.calls += 1
+
+    recorder = Recorder()
+    net = RecurrentNetwork(2, 8, 2, generator=torch.Generator().manual_seed(0)).train()
+    net.readout.register_forward_hook(recorder)
+    temporal_gradient_norms(net, X_long[:, :20], torch.tensor([0, 1, 1]))
+    assert recorder.calls == 1

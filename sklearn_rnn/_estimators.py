@@ -3125,8 +3125,11 @@ class RNNClassifier(ClassifierMixin, BaseRNN):
     leaves the estimator exactly as it was, unfitted if it was. A prediction in another
     thread while a fit runs uses the model from before it, except while training
     continues (``warm_start`` or ``partial_fit``), which trains the fitted network in
-    place: such a prediction reads the running epoch's weights. In a joblib or Dask
-    worker, training uses that worker's share of the CPU threads (see :doc:`/scaling`).
+    place: such a prediction reads the running epoch's weights. A fit's state replaces
+    the estimator's whole when it ends, parameters included: ``set_params`` (or a
+    ``set_*_request``) called from another thread while it runs is undone; set them
+    between calls. In a joblib or Dask worker, training uses that worker's share of
+    the CPU threads (see :doc:`/scaling`).
 
     The 'auto' settings (``cell``, ``spectral_radius``, ``early_stopping``, ``frame``,
     ``label_smoothing`` and the others) are resolved by ``fit`` from the data and the
@@ -3827,8 +3830,11 @@ class RNNRegressor(RegressorMixin, BaseRNN):
     leaves the estimator exactly as it was, unfitted if it was. A prediction in another
     thread while a fit runs uses the model from before it, except while training
     continues (``warm_start`` or ``partial_fit``), which trains the fitted network in
-    place: such a prediction reads the running epoch's weights. In a joblib or Dask
-    worker, training uses that worker's share of the CPU threads (see :doc:`/scaling`).
+    place: such a prediction reads the running epoch's weights. A fit's state replaces
+    the estimator's whole when it ends, parameters included: ``set_params`` (or a
+    ``set_*_request``) called from another thread while it runs is undone; set them
+    between calls. In a joblib or Dask worker, training uses that worker's share of
+    the CPU threads (see :doc:`/scaling`).
 
     Fitted models pickle, and load with ``pickle`` or ``joblib``; loading a pickle runs
     code, so load only pickles you trust. :meth:`save` and :func:`sklearn_rnn.load`

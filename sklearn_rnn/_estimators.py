@@ -37,7 +37,7 @@ from ._engine import (PRECISIONS, Rollback, SequenceNet, TrainingSettings, callb
 from ._engine import SequenceNet as _SequenceNet  # noqa: F401  (its former name, as tests read it)
 from ._engine import _History  # noqa: F401  (importable from here, as before)
 from ._gathered import outside_stacklevel, warn
-from ._inference import LAST_STEP, OutputSteps, module_copy, run_network
+from ._inference import HOOK_KINDS, LAST_STEP, OutputSteps, module_copy, run_network
 from .nn import RecurrentNetwork
 from .nn._network import HIDDEN_INITS, READOUTS
 from .nn.cells import CellNames, cell_names, get_cell, resolve_cell
@@ -604,9 +604,6 @@ def _partial_fit_context(partial_fit: Any) -> Any:
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
-
-#: A module's hook registries that its forward and backward passes run.
-_HOOK_KINDS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
 def reads_one_model(method: _Method) -> _Method:
@@ -2126,7 +2123,7 @@ class BaseRNN(BaseEstimator, metaclass=ABCMeta):
                 "first if the loaded model may train without them."
             )
         hooked = [name or "module_" for name, sub in self.net_.module_.named_modules()
-                  if any(getattr(sub, kind) for kind in _HOOK_KINDS)]
+                  if any(getattr(sub, kind) for kind in HOOK_KINDS)]
         if hooked:  # code, which predict runs: dropping it silently gave another model
             raise TypeError(
                 f"cannot save this {type(self).__name__} to a model file: hooks are registered "

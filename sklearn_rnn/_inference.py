@@ -26,6 +26,10 @@ from .sequences import SequenceDataset, bucket_batches
 __all__ = ["EVERY_STEP", "LAST_STEP", "OutputSteps", "check_finite_outputs", "run_network"]
 
 
+#: A module's hook registries that its forward and backward passes run.
+HOOK_KINDS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
 def module_copy(module: torch.nn.Module) -> torch.nn.Module:
     """A deep copy of ``module`` whose hooks are the original's own objects.
 
@@ -49,11 +53,10 @@ def module_copy(module: torch.nn.Module) -> torch.nn.Module:
     tree = {id(sub) for sub in module.modules()}
     memo: dict[int, Any] = {}
     for sub in module.modules():
-        for name, value in vars(sub).items():
-            if name.startswith(("_forward", "_backward")) and name.endswith("hooks") and isinstance(value, dict):
-                for hook in value.values():
-                    if id(hook) not in tree and id(getattr(hook, "__self__", None)) not in tree:
-                        memo[id(hook)] = hook
+        for kind in HOOK_KINDS:
+            for hook in getattr(sub, kind, {}).values():
+                if id(hook) not in tree and id(getattr(hook, "__self__", None)) not in tree:
+                    memo[id(hook)] = hook
     return copy.deepcopy(module, memo)
 
 

@@ -571,12 +571,15 @@ def _sequence_moments(
         deviations = np.where(observed, values - np.repeat(mean, lengths, axis=0), 0.0)
         with np.errstate(over="ignore", under="ignore"):
             spread = np.sqrt(np.add.reduceat(deviations**2, starts, axis=0) / counts)
-        largest = np.maximum.reduceat(np.abs(deviations), starts, axis=0)
-        lost = np.isinf(spread) | ((spread == 0) & (largest > 0))  # squares over- or underflowed
-        if lost.any():
-            size = np.where(largest > 0, largest, 1.0)
-            scaled = deviations / np.repeat(size, lengths, axis=0)
-            spread = np.where(lost, size * np.sqrt(np.add.reduceat(scaled**2, starts, axis=0) / counts), spread)
+        suspect = np.isinf(spread) | (spread == 0)  # squares over- or underflowed, or a flat sequence
+        if suspect.any():  # the largest deviations only then: a pass that cost encoding 14%
+            largest = np.maximum.reduceat(np.abs(deviations), starts, axis=0)
+            lost = np.isinf(spread) | ((spread == 0) & (largest > 0))
+            if lost.any():
+                size = np.where(largest > 0, largest, 1.0)
+                scaled = deviations / np.repeat(size, lengths, axis=0)
+                rescued = size * np.sqrt(np.add.reduceat(scaled**2, starts, axis=0) / counts)
+                spread = np.where(lost, rescued, spread)
         level = np.abs(mean) if unit is None else np.maximum(np.abs(mean), unit)
         spread[spread <= counts * np.finfo(np.float64).eps * level] = 0.0
     return mean, spread
